@@ -1,0 +1,4 @@
+//! One module per command family.
+
+pub(crate) mod digest;
+pub(crate) mod fmt;

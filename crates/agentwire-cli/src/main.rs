@@ -1,0 +1,60 @@
+//! The `agentwire` command: a thin layer over the library crates. Every command prints a report
+//! for people by default and JSON with `--format json`.
+//!
+//! Exit codes: 0 success (everything valid, nothing to report); 1 the command ran and found
+//! something (an invalid message, a lint error, a stale file, a breaking change); 2 usage, I/O or
+//! schema errors that stopped the command.
+
+mod cmd;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::output::Format;
+
+/// Toolkit for agent protocols: schemas, validation, bindings, compatibility and run logs.
+#[derive(Debug, Parser)]
+#[command(name = "agentwire", version, about, propagate_version = true)]
+struct Cli {
+    /// Output for people (`human`, the default) or for programs (`json`).
+    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the protocol digest (`sha256:` of canonical text + "\n") of a schema document.
+    Digest(cmd::digest::Args),
+    /// Rewrite a JSON document in canonical text (JSON.stringify(value, null, 2)).
+    Fmt(cmd::fmt::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return match err.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(output::EXIT_ERROR),
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Digest(args) => cmd::digest::run(args, cli.format),
+        Command::Fmt(args) => cmd::fmt::run(args, cli.format),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            output::print_fatal(&err, cli.format);
+            ExitCode::from(output::EXIT_ERROR)
+        }
+    }
+}
