@@ -1,0 +1,49 @@
+//! Test support for the agentwire workspace: repository paths, external test tools, the real
+//! protocol artifacts, and cross-validator runners (Ajv, Python `jsonschema`, the ChainlessChain
+//! SDK's own validator).
+//!
+//! This crate is a dev-dependency only (`agentwire-testkit.workspace = true` under
+//! `[dev-dependencies]`). It installs nothing: `scripts/install-test-tools.sh` (run by
+//! `scripts/test.sh` and `.ci/run`) puts every tool and artifact under `.tools/`. When something is
+//! missing, the functions here panic with a message that names the missing tool and the install
+//! command, so that a test never passes by skipping its check.
+//!
+//! Overview:
+//! - paths: [`repo_root`], [`tools_dir`], [`shared_dir`], [`peer_fixture`], [`files_with_extension`]
+//! - tools: [`require_node`], [`node_script`], [`require_node_module`], [`require_tsc`],
+//!   [`require_python`], [`python_script`], [`require_mypy`], [`require_kotlinc`],
+//!   [`require_chromium`], [`chromium_headless`]
+//! - artifacts: [`openclaw_schema_path`], [`chainlesschain_schema_path`],
+//!   [`chainlesschain_published_digest`]
+//! - cross-validators: [`ajv_verdicts`], [`py_jsonschema_verdicts`], [`cc_sdk_verdicts`], all
+//!   returning one [`Verdict`] per instance, many instances per process start
+//! - helpers: [`run_ok`], [`read_json`], [`write_temp_json`]
+
+mod artifacts;
+mod paths;
+mod process;
+mod tools;
+mod verdicts;
+
+pub use artifacts::{
+    CHAINLESSCHAIN_DEFINITION_COUNT, CHAINLESSCHAIN_SCHEMA_DIGEST, OPENCLAW_SCHEMA_SHA256,
+    chainlesschain_published_digest, chainlesschain_schema_path, openclaw_schema_path, sha256_hex,
+};
+pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools_dir};
+pub use process::{read_json, run_ok, write_temp_json};
+pub use tools::{
+    CHROMIUM_HEADLESS_FLAGS, chromium_headless, node_script, python_script, require_chromium,
+    require_kotlinc, require_mypy, require_node, require_node_module, require_python, require_tsc,
+};
+pub use verdicts::{Verdict, ajv_verdicts, cc_sdk_verdicts, py_jsonschema_verdicts};
+
+/// The command that installs every test tool, named in every "missing" message.
+pub const INSTALL_COMMAND: &str = "scripts/install-test-tools.sh";
+
+/// Panics with the standard message for a missing test tool.
+///
+/// `what` says what the installer puts in place, e.g. "Node.js packages into .tools/node".
+#[track_caller]
+pub fn missing_tool(tool: &str, what: &str, detail: &str) -> ! {
+    panic!("missing test tool {tool}: run {INSTALL_COMMAND} (it installs {what}); {detail}")
+}

@@ -1,0 +1,248 @@
+//! The external programs the tests run (Node.js and its packages, the project's Python virtual
+//! environment, kotlinc, Chromium), each returned ready to use or reported as missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::missing_tool;
+use crate::paths::{repo_root, tools_dir};
+
+/// Oldest Node.js major version the tool scripts are written for.
+const MIN_NODE_MAJOR: u32 = 18;
+
+/// Environment variable through which `tools/node/lib/modules.mjs` finds the installed packages.
+const TOOLS_NODE_ENV: &str = "AGENTWIRE_TOOLS_NODE";
+
+const NODE_PACKAGES: &str = "the Node.js packages of tools/node/package-lock.json into .tools/node";
+const PYTHON_PACKAGES: &str =
+    "tools/python/requirements.txt into the virtual environment .tools/venv";
+
+/// Flags for headless Chromium as root on a machine without outside network: no sandbox (root),
+/// no GPU, and none of the background connections that a closed network refuses.
+pub const CHROMIUM_HEADLESS_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+];
+
+fn node_dir() -> PathBuf {
+    tools_dir().join("node")
+}
+
+fn venv_python() -> PathBuf {
+    tools_dir().join("venv").join("bin").join("python")
+}
+
+/// Finds an executable on `PATH`.
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// A `node` command with `AGENTWIRE_TOOLS_NODE` pointing at the installed packages.
+///
+/// # Panics
+/// When `node` is not on `PATH`, is older than Node.js 18, or the packages are not installed.
+pub fn require_node() -> Command {
+    static NODE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let checked = NODE.get_or_init(|| {
+        let node = which("node").ok_or_else(|| "`node` is not on PATH".to_owned())?;
+        let output = Command::new(&node)
+            .arg("--version")
+            .output()
+            .map_err(|error| format!("cannot run {}: {error}", node.display()))?;
+        let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let major = version
+            .trim_start_matches('v')
+            .split('.')
+            .next()
+            .and_then(|major| major.parse::<u32>().ok());
+        match major {
+            Some(major) if major >= MIN_NODE_MAJOR => Ok(node),
+            _ => Err(format!(
+                "{} --version printed {version:?}; Node.js {MIN_NODE_MAJOR} or newer is needed",
+                node.display()
+            )),
+        }
+    });
+    let node = match checked {
+        Ok(node) => node,
+        Err(detail) => missing_tool(
+            "node",
+            "Node.js packages; Node.js itself comes with the machine",
+            detail,
+        ),
+    };
+    let modules = node_dir().join("node_modules");
+    if !modules.is_dir() {
+        missing_tool(
+            "node packages",
+            NODE_PACKAGES,
+            &format!("{} does not exist", modules.display()),
+        );
+    }
+    let mut command = Command::new(node);
+    command.env(TOOLS_NODE_ENV, node_dir());
+    command
+}
+
+/// `node tools/node/<script>`, e.g. `node_script("ajv-verdicts.mjs")`; add the script's
+/// arguments with `.arg(...)`.
+///
+/// # Panics
+/// As [`require_node`], or when the script does not exist.
+pub fn node_script(script: &str) -> Command {
+    let path = repo_root().join("tools").join("node").join(script);
+    if !path.is_file() {
+        panic!("missing Node.js tool script {}", path.display());
+    }
+    let mut command = require_node();
+    command.arg(path);
+    command
+}
+
+/// The installed folder of an npm package, e.g. `require_node_module("ws")` or
+/// `require_node_module("@openclaw/gateway-protocol")`.
+///
+/// # Panics
+/// When the package is not installed.
+pub fn require_node_module(package: &str) -> PathBuf {
+    let dir = node_dir().join("node_modules").join(package);
+    if !dir.join("package.json").is_file() {
+        missing_tool(
+            &format!("npm package {package}"),
+            NODE_PACKAGES,
+            &format!("{} does not exist", dir.join("package.json").display()),
+        );
+    }
+    dir
+}
+
+/// `node <typescript>/bin/tsc`: the pinned TypeScript compiler. Add `--strict`, `--noEmit` and
+/// the files.
+///
+/// # Panics
+/// When Node.js or the `typescript` package is missing.
+pub fn require_tsc() -> Command {
+    let tsc = require_node_module("typescript").join("bin").join("tsc");
+    let mut command = require_node();
+    command.arg(tsc);
+    command
+}
+
+/// The Python interpreter of the test virtual environment `.tools/venv`, which has jsonschema,
+/// mypy, websockets and chainlesschain-agent-sdk.
+///
+/// # Panics
+/// When the virtual environment does not exist.
+pub fn require_python() -> Command {
+    let python = venv_python();
+    if !python.is_file() {
+        missing_tool(
+            "python virtual environment",
+            PYTHON_PACKAGES,
+            &format!("{} does not exist", python.display()),
+        );
+    }
+    let mut command = Command::new(python);
+    // Output of the tool scripts is parsed; keep it UTF-8 whatever the locale.
+    command
+        .env("PYTHONIOENCODING", "utf-8")
+        .env("PYTHONUTF8", "1");
+    command
+}
+
+/// `<venv python> tools/python/<script>`, e.g. `python_script("jsonschema_verdicts.py")`.
+///
+/// # Panics
+/// As [`require_python`], or when the script does not exist.
+pub fn python_script(script: &str) -> Command {
+    let path = repo_root().join("tools").join("python").join(script);
+    if !path.is_file() {
+        panic!("missing Python tool script {}", path.display());
+    }
+    let mut command = require_python();
+    command.arg(path);
+    command
+}
+
+/// `<venv python> -m mypy`: the pinned mypy. Add `--strict` and the files.
+///
+/// # Panics
+/// When the virtual environment or mypy is missing.
+pub fn require_mypy() -> Command {
+    require_venv_package("mypy");
+    let mut command = require_python();
+    command.args(["-m", "mypy"]);
+    command
+}
+
+fn require_venv_package(package: &str) {
+    let lib = tools_dir().join("venv").join("lib");
+    let found = std::fs::read_dir(&lib).ok().is_some_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|entry| entry.path().join("site-packages").join(package).is_dir())
+    });
+    if !found {
+        missing_tool(
+            &format!("python package {package}"),
+            PYTHON_PACKAGES,
+            &format!("no {package} under {}/*/site-packages", lib.display()),
+        );
+    }
+}
+
+/// `kotlinc`, the Kotlin compiler from the Debian package `kotlin`.
+///
+/// # Panics
+/// When `kotlinc` is not on `PATH`.
+pub fn require_kotlinc() -> Command {
+    match which("kotlinc") {
+        Some(kotlinc) => Command::new(kotlinc),
+        None => missing_tool(
+            "kotlinc",
+            "the Debian package kotlin",
+            "`kotlinc` is not on PATH",
+        ),
+    }
+}
+
+/// The Chromium executable from the Debian package `chromium`.
+///
+/// # Panics
+/// When no `chromium` is on `PATH`.
+pub fn require_chromium() -> PathBuf {
+    match which("chromium") {
+        Some(chromium) => chromium,
+        None => missing_tool(
+            "chromium",
+            "the Debian package chromium",
+            "`chromium` is not on PATH",
+        ),
+    }
+}
+
+/// Chromium with [`CHROMIUM_HEADLESS_FLAGS`] and its own profile folder `user_data_dir` (use a
+/// fresh temporary folder per run). Add e.g. `--dump-dom <url>` or `--screenshot=<png> <url>`.
+///
+/// # Panics
+/// As [`require_chromium`].
+pub fn chromium_headless(user_data_dir: &Path) -> Command {
+    let mut command = Command::new(require_chromium());
+    command
+        .args(CHROMIUM_HEADLESS_FLAGS)
+        .arg(format!("--user-data-dir={}", user_data_dir.display()));
+    command
+}
