@@ -266,6 +266,28 @@ fn openclaw_schema_is_the_published_file() {
 }
 
 #[test]
+fn openclaw_frames_are_judged_alike_by_ajv_and_jsonschema() {
+    let schema = openclaw_schema_path();
+    let frames = [
+        json!({ "type": "req", "id": "1", "method": "health", "params": {} }),
+        json!({ "type": "req", "id": 1, "method": "health" }),
+        json!({ "type": "event", "event": "tick", "payload": { "ts": 1 } }),
+        json!({ "type": "res", "id": "1", "ok": true, "extra": 0 }),
+        json!({ "type": "nope" }),
+    ];
+    let ajv: Vec<bool> = ajv_verdicts(&schema, None, &frames)
+        .iter()
+        .map(|v| v.valid)
+        .collect();
+    let py: Vec<bool> = py_jsonschema_verdicts(&schema, None, &frames)
+        .iter()
+        .map(|v| v.valid)
+        .collect();
+    assert_eq!(ajv, [true, false, true, false, false]);
+    assert_eq!(py, ajv);
+}
+
+#[test]
 fn chainlesschain_schema_is_the_published_one() {
     let schema = read_json(chainlesschain_schema_path());
     assert_eq!(

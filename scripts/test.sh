@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The full check: installs the test tools, then format, build, lint and test the whole workspace.
+# Every step must pass; the last lines printed are cargo test's own summary.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+shared="${AGENTWIRE_SHARED_DIR:-$repo_root/../shared}"
+if [[ ! -d "$shared/peers" ]]; then
+  printf 'test.sh: FAILED: %s/peers is missing: the tests read the peers'"'"' fixtures from shared/ beside the repository root (or set AGENTWIRE_SHARED_DIR)\n' "$shared" >&2
+  exit 1
+fi
+
+if [[ "${CI:-}" == "true" ]]; then
+  # A CI build starts from nothing and never rebuilds incrementally.
+  export CARGO_INCREMENTAL=0
+  export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+fi
+
+step "scripts/install-test-tools.sh"
+scripts/install-test-tools.sh
+
+step "cargo fmt --all --check"
+cargo fmt --all --check
+
+step "cargo build --workspace --all-targets"
+cargo build --workspace --all-targets
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test --workspace --no-fail-fast"
+cargo test --workspace --no-fail-fast
