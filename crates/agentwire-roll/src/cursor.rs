@@ -1,0 +1,324 @@
+//! Durable-event cursors of the `rte1:` family: parsing, minting, exact comparison and
+//! distance, and detection of cursors from another log and of forged ones.
+//!
+//! Inside, a cursor is `rte1:<eventLogId>:<threadSequence>:<eventId>`:
+//! - `eventLogId` names one thread's event log, so two cursors from different threads (or from a
+//!   log that was re-created) never compare: [`CursorError::DifferentLog`];
+//! - `threadSequence` is the gap-free position in that log, so compare and distance are integer
+//!   operations on the parsed cursor;
+//! - `eventId` is the id of the event at that position, so a cursor whose sequence was edited no
+//!   longer matches its event: two cursors with the same sequence but different event ids are a
+//!   [`CursorError::Conflict`], and a runtime that mints event ids with a [`CursorKey`] recomputes
+//!   the id from the log id and sequence and rejects any other ([`CursorError::Forged`]).
+//!
+//! Without the key a peer detects other-log cursors and conflicts, never a well-formed cursor
+//! naming a position it has not seen; only the minting runtime (which holds the key) can.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest, Sha256};
+
+use crate::constants::MAX_EVENT_CURSOR_CHARS;
+
+const PREFIX: &str = "rte1:";
+
+/// Why a cursor was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CursorError {
+    /// Not of the form `rte1:<uuid>:<decimal>:<uuid>` within 128 characters.
+    #[error("malformed event cursor: {0}")]
+    Malformed(String),
+    /// The sequence does not fit in 64 bits.
+    #[error("event cursor sequence out of range")]
+    SequenceOutOfRange,
+    /// The two cursors belong to different event logs (different threads).
+    #[error("event cursors belong to different event logs")]
+    DifferentLog,
+    /// Same position, different event: at least one of them is not from this log.
+    #[error("event cursors name the same position with different events")]
+    Conflict,
+    /// The cursor names another log than the one it was presented for.
+    #[error("event cursor belongs to another thread's event log")]
+    OtherLog,
+    /// The event id does not match what the runtime's key gives for this log and position.
+    #[error("event cursor was not minted by this runtime")]
+    Forged,
+}
+
+impl CursorError {
+    /// Stable error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CursorError::Malformed(_) => "roll.cursor.malformed",
+            CursorError::SequenceOutOfRange => "roll.cursor.sequence_out_of_range",
+            CursorError::DifferentLog => "roll.cursor.different_log",
+            CursorError::Conflict => "roll.cursor.conflict",
+            CursorError::OtherLog => "roll.cursor.other_log",
+            CursorError::Forged => "roll.cursor.forged",
+        }
+    }
+}
+
+/// A 128-bit id written as 8-4-4-4-12 hex (either case on input, lower case on output).
+pub type Uuid128 = [u8; 16];
+
+fn parse_hex_uuid(text: &str) -> Option<Uuid128> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 36 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    let mut nibble = 0usize;
+    for (index, byte) in bytes.iter().enumerate() {
+        if matches!(index, 8 | 13 | 18 | 23) {
+            if *byte != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let value = (*byte as char).to_digit(16)? as u8;
+        out[nibble / 2] |= if nibble % 2 == 0 { value << 4 } else { value };
+        nibble += 1;
+    }
+    Some(out)
+}
+
+fn format_uuid(bytes: &Uuid128) -> String {
+    let mut out = String::with_capacity(36);
+    for (index, byte) in bytes.iter().enumerate() {
+        if matches!(index, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// An opaque durable-event cursor. Equality is on the wire text; order only through
+/// [`compare_event_cursors`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EventCursor {
+    text: String,
+    log_id: Uuid128,
+    sequence: u64,
+    event_id: Uuid128,
+}
+
+impl EventCursor {
+    /// Parses and checks a wire cursor.
+    pub fn parse(text: &str) -> Result<EventCursor, CursorError> {
+        let malformed = || CursorError::Malformed(text.chars().take(40).collect());
+        if text.len() > MAX_EVENT_CURSOR_CHARS {
+            return Err(malformed());
+        }
+        let rest = text.strip_prefix(PREFIX).ok_or_else(malformed)?;
+        let mut parts = rest.split(':');
+        let (Some(log), Some(sequence), Some(event), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(malformed());
+        };
+        let log_id = parse_hex_uuid(log).ok_or_else(malformed)?;
+        let event_id = parse_hex_uuid(event).ok_or_else(malformed)?;
+        if sequence.is_empty()
+            || !sequence.bytes().all(|b| b.is_ascii_digit())
+            || (sequence.len() > 1 && sequence.starts_with('0'))
+        {
+            return Err(malformed());
+        }
+        let sequence: u64 = sequence
+            .parse()
+            .map_err(|_| CursorError::SequenceOutOfRange)?;
+        Ok(EventCursor {
+            text: text.to_owned(),
+            log_id,
+            sequence,
+            event_id,
+        })
+    }
+
+    /// Builds the cursor of the event `event_id` at `sequence` in log `log_id`.
+    pub fn new(log_id: Uuid128, sequence: u64, event_id: Uuid128) -> EventCursor {
+        let text = format!(
+            "{PREFIX}{}:{sequence}:{}",
+            format_uuid(&log_id),
+            format_uuid(&event_id)
+        );
+        EventCursor {
+            text,
+            log_id,
+            sequence,
+            event_id,
+        }
+    }
+
+    /// The wire text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The event log (one per thread). For the runtime and its store; clients treat cursors as
+    /// opaque.
+    pub fn log_id(&self) -> Uuid128 {
+        self.log_id
+    }
+
+    /// The position in the log. For the runtime and its store.
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+
+    /// The event at that position; equals the envelope's `eventId`.
+    pub fn event_id(&self) -> Uuid128 {
+        self.event_id
+    }
+
+    /// The event id in wire form (lower-case hex).
+    pub fn event_id_text(&self) -> String {
+        format_uuid(&self.event_id)
+    }
+
+    /// Fails unless the cursor belongs to `log_id` (the log of the thread it was sent for).
+    pub fn ensure_log(&self, log_id: &Uuid128) -> Result<(), CursorError> {
+        if &self.log_id == log_id {
+            Ok(())
+        } else {
+            Err(CursorError::OtherLog)
+        }
+    }
+
+    /// Whether the cursor's event id equals `event_id` (the envelope's `eventId`), ignoring case.
+    pub fn names_event(&self, event_id: &str) -> bool {
+        parse_hex_uuid(event_id).is_some_and(|id| id == self.event_id)
+    }
+}
+
+impl fmt::Display for EventCursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for EventCursor {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for EventCursor {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        EventCursor::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Orders two checkpoints of one log; `None` is the start of the log and sorts first.
+pub fn compare_event_cursors(
+    left: Option<&EventCursor>,
+    right: Option<&EventCursor>,
+) -> Result<Ordering, CursorError> {
+    match (left, right) {
+        (None, None) => Ok(Ordering::Equal),
+        (None, Some(_)) => Ok(Ordering::Less),
+        (Some(_), None) => Ok(Ordering::Greater),
+        (Some(a), Some(b)) => {
+            if a.log_id != b.log_id {
+                return Err(CursorError::DifferentLog);
+            }
+            match a.sequence.cmp(&b.sequence) {
+                Ordering::Equal if a.event_id != b.event_id => Err(CursorError::Conflict),
+                order => Ok(order),
+            }
+        }
+    }
+}
+
+/// How many events lie after `from` up to and including `to` (negative when `to` is earlier);
+/// `None` is the checkpoint before sequence 0.
+pub fn event_cursor_distance(
+    from: Option<&EventCursor>,
+    to: Option<&EventCursor>,
+) -> Result<i128, CursorError> {
+    compare_event_cursors(from, to)?;
+    let position = |c: Option<&EventCursor>| c.map_or(-1, |c| i128::from(c.sequence));
+    Ok(position(to) - position(from))
+}
+
+/// A runtime secret that derives each event id from its log and position, so the runtime can
+/// tell its own cursors from forged ones without a lookup.
+#[derive(Clone)]
+pub struct CursorKey {
+    key: [u8; 32],
+}
+
+impl fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CursorKey(..)")
+    }
+}
+
+impl CursorKey {
+    /// A key from secret bytes (hashed to 32 bytes when longer).
+    pub fn new(secret: &[u8]) -> CursorKey {
+        let mut key = [0u8; 32];
+        if secret.len() > 32 {
+            key.copy_from_slice(&Sha256::digest(secret));
+        } else {
+            key[..secret.len()].copy_from_slice(secret);
+        }
+        CursorKey { key }
+    }
+
+    fn mac(&self, message: &[u8]) -> [u8; 32] {
+        let mut inner_pad = [0x36u8; 64];
+        let mut outer_pad = [0x5cu8; 64];
+        for (index, byte) in self.key.iter().enumerate() {
+            inner_pad[index] ^= byte;
+            outer_pad[index] ^= byte;
+        }
+        let inner = Sha256::new()
+            .chain_update(inner_pad)
+            .chain_update(message)
+            .finalize();
+        let outer = Sha256::new()
+            .chain_update(outer_pad)
+            .chain_update(inner)
+            .finalize();
+        outer.into()
+    }
+
+    /// The event id of position `sequence` in log `log_id`: HMAC-SHA256 truncated to a
+    /// version-8 UUID (122 bits of MAC).
+    pub fn event_id(&self, log_id: &Uuid128, sequence: u64) -> Uuid128 {
+        let mut message = [0u8; 24];
+        message[..16].copy_from_slice(log_id);
+        message[16..].copy_from_slice(&sequence.to_be_bytes());
+        let mac = self.mac(&message);
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&mac[..16]);
+        id[6] = (id[6] & 0x0f) | 0x80;
+        id[8] = (id[8] & 0x3f) | 0x80;
+        id
+    }
+
+    /// The cursor of position `sequence` in log `log_id`.
+    pub fn mint(&self, log_id: Uuid128, sequence: u64) -> EventCursor {
+        EventCursor::new(log_id, sequence, self.event_id(&log_id, sequence))
+    }
+
+    /// Fails with [`CursorError::Forged`] unless this key minted the cursor.
+    pub fn verify(&self, cursor: &EventCursor) -> Result<(), CursorError> {
+        let expected = self.event_id(&cursor.log_id, cursor.sequence);
+        let mut difference = 0u8;
+        for (a, b) in expected.iter().zip(cursor.event_id.iter()) {
+            difference |= a ^ b;
+        }
+        if difference == 0 {
+            Ok(())
+        } else {
+            Err(CursorError::Forged)
+        }
+    }
+}

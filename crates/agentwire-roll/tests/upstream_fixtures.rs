@@ -1,0 +1,134 @@
+//! The 52 upstream fixtures get the verdict their names say, under the version of their folder
+//! (or of their own `params.protocolVersion`), from our validator and from Ajv on our exports.
+
+use std::path::{Path, PathBuf};
+
+use agentwire_roll::ProtocolVersion;
+use agentwire_roll::schema;
+use agentwire_testkit::{ajv_verdicts, files_with_extension, peer_fixture, read_json, repo_root};
+use serde_json::Value;
+
+struct Case {
+    path: PathBuf,
+    message: Value,
+    version: ProtocolVersion,
+    valid: bool,
+}
+
+fn folder_version(folder: &str) -> ProtocolVersion {
+    match folder {
+        "v1" => ProtocolVersion::V1_1,
+        other => ProtocolVersion::parse(other.trim_start_matches('v')).expect("fixture folder"),
+    }
+}
+
+/// The folder's default version, overridden by a supported `params.protocolVersion`.
+fn cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for folder in ["v1", "v1.2", "v1.3", "v1.4", "v1.5"] {
+        let dir = peer_fixture(format!("roll-agent/fixtures/{folder}"));
+        for path in files_with_extension(&dir, "json") {
+            let message = read_json(&path);
+            let version = message
+                .pointer("/params/protocolVersion")
+                .and_then(Value::as_str)
+                .and_then(ProtocolVersion::parse)
+                .unwrap_or_else(|| folder_version(folder));
+            let valid = file_name(&path).starts_with("valid-");
+            cases.push(Case {
+                path,
+                message,
+                version,
+                valid,
+            });
+        }
+    }
+    cases
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name().and_then(|n| n.to_str()).unwrap()
+}
+
+#[test]
+fn there_are_52_fixtures() {
+    assert_eq!(cases().len(), 52);
+}
+
+#[test]
+fn our_validator_gives_every_fixture_its_verdict() {
+    let mut wrong = Vec::new();
+    for case in cases() {
+        let result = schema::validate_message(case.version, &case.message);
+        if result.is_ok() != case.valid {
+            wrong.push(format!(
+                "{} under {}: {:?}",
+                case.path.display(),
+                case.version,
+                result.err()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// The frozen `v1` folder also speaks for 1.0: what 1.0 has must keep its verdict, and what only
+/// 1.1 has (server requests, their results, `approval.resolved`) must be rejected.
+#[test]
+fn v1_fixtures_under_1_0() {
+    let expected = [
+        ("invalid-approval-request-response.json", false),
+        ("invalid-operation-raw-response.json", false),
+        ("invalid-runtime-event-notification.json", false),
+        ("invalid-turn-start-request.json", false),
+        (
+            "invalid-v1-approval-resolved-event-notification.json",
+            false,
+        ),
+        ("valid-approval-request-response.json", false),
+        ("valid-approval-request.json", false),
+        ("valid-approval-resolved-event-notification.json", false),
+        ("valid-initialize-request.json", true),
+        ("valid-runtime-event-notification.json", true),
+        ("valid-thread-snapshot-response.json", true),
+    ];
+    let dir = peer_fixture("roll-agent/fixtures/v1");
+    let files = files_with_extension(&dir, "json");
+    assert_eq!(files.len(), expected.len());
+    for (path, (name, valid)) in files.iter().zip(expected) {
+        assert_eq!(file_name(path), name);
+        let message = read_json(path);
+        assert_eq!(
+            schema::is_valid(ProtocolVersion::V1_0, &message),
+            valid,
+            "{name} under 1.0"
+        );
+    }
+}
+
+#[test]
+fn ajv_gives_every_fixture_its_verdict_on_our_exports() {
+    let cases = cases();
+    let mut wrong = Vec::new();
+    for version in agentwire_roll::SUPPORTED_VERSIONS {
+        let mine: Vec<&Case> = cases.iter().filter(|c| c.version == version).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let export = repo_root().join(format!(
+            "protocols/roll-runtime/exports/roll-runtime-{version}.schema.json"
+        ));
+        let messages: Vec<Value> = mine.iter().map(|c| c.message.clone()).collect();
+        let verdicts = ajv_verdicts(&export, None, &messages);
+        for (case, verdict) in mine.iter().zip(verdicts) {
+            if verdict.valid != case.valid {
+                wrong.push(format!(
+                    "{} under {version}: {:?}",
+                    case.path.display(),
+                    verdict.errors
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
