@@ -14,6 +14,9 @@ const MIN_NODE_MAJOR: u32 = 18;
 /// Environment variable through which `tools/node/lib/modules.mjs` finds the installed packages.
 const TOOLS_NODE_ENV: &str = "AGENTWIRE_TOOLS_NODE";
 
+/// Environment variable through which `tools/node/lib/browser.mjs` finds Chromium.
+const CHROMIUM_ENV: &str = "AGENTWIRE_CHROMIUM";
+
 const NODE_PACKAGES: &str = "the Node.js packages of tools/node/package-lock.json into .tools/node";
 const PYTHON_PACKAGES: &str =
     "tools/python/requirements.txt into the virtual environment .tools/venv";
@@ -50,7 +53,8 @@ fn which(program: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// A `node` command with `AGENTWIRE_TOOLS_NODE` pointing at the installed packages.
+/// A `node` command with `AGENTWIRE_TOOLS_NODE` pointing at the installed packages (and
+/// `AGENTWIRE_CHROMIUM` at Chromium when it is installed, for `tools/node/lib/browser.mjs`).
 ///
 /// # Panics
 /// When `node` is not on `PATH`, is older than Node.js 18, or the packages are not installed.
@@ -94,6 +98,9 @@ pub fn require_node() -> Command {
     }
     let mut command = Command::new(node);
     command.env(TOOLS_NODE_ENV, node_dir());
+    if let Some(chromium) = which("chromium") {
+        command.env(CHROMIUM_ENV, chromium);
+    }
     command
 }
 

@@ -5,8 +5,8 @@ use agentwire_testkit::{
     CHAINLESSCHAIN_DEFINITION_COUNT, CHAINLESSCHAIN_SCHEMA_DIGEST, OPENCLAW_SCHEMA_SHA256, Verdict,
     ajv_verdicts, cc_sdk_verdicts, chainlesschain_published_digest, chainlesschain_schema_path,
     chromium_headless, files_with_extension, openclaw_schema_path, peer_fixture,
-    py_jsonschema_verdicts, read_json, repo_root, require_kotlinc, require_mypy, require_node,
-    require_node_module, require_python, require_tsc, run_ok, sha256_hex, shared_dir,
+    py_jsonschema_verdicts, read_json, repo_root, require_chromium, require_kotlinc, require_mypy,
+    require_node, require_node_module, require_python, require_tsc, run_ok, sha256_hex, shared_dir,
     write_temp_json,
 };
 use serde_json::{Value, json};
@@ -421,6 +421,25 @@ fn headless_chromium_renders_a_page() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+#[test]
+fn playwright_drives_headless_chromium() {
+    require_chromium();
+    let browser_lib = repo_root().join("tools/node/lib/browser.mjs");
+    let script = format!(
+        "import {{ launchChromium }} from {url:?};\n\
+         const browser = await launchChromium();\n\
+         try {{\n\
+           const page = await browser.newPage();\n\
+           await page.setContent('<button onclick=\"this.textContent = 6 * 7\">go</button>');\n\
+           await page.click('button');\n\
+           console.log(await page.textContent('button'));\n\
+         }} finally {{ await browser.close(); }}",
+        url = format!("file://{}", browser_lib.display())
+    );
+    let out = run_ok(require_node().args(["--input-type=module", "-e", &script]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
 }
 
 #[test]
