@@ -106,7 +106,7 @@ find_python() {
   local candidate
   for candidate in python3 /usr/bin/python3; do
     if command -v "$candidate" >/dev/null 2>&1 \
-      && "$candidate" -c 'import sys, venv; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
+      && "$candidate" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
       command -v "$candidate"
       return
     fi
@@ -116,7 +116,16 @@ find_python() {
 
 install_python_packages() {
   local python
-  python="$(find_python)" || die "no python3 (3.9+ with the venv module) on PATH"
+  if ! python="$(find_python)"; then
+    # Debian's python3 creates virtual environments only with python3-venv (ensurepip).
+    if ((EUID == 0)) && command -v apt-get >/dev/null 2>&1; then
+      say "installing Debian package python3-venv (apt-get)"
+      env DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
+      env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        python3-venv </dev/null || die "apt-get install python3-venv failed"
+    fi
+    python="$(find_python)" || die "no python3 (3.9+ with the venv and ensurepip modules) on PATH"
+  fi
   local python_version
   python_version="$("$python" -c 'import sys; print(sys.version)')"
 
