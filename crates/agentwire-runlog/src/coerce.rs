@@ -1,0 +1,1371 @@
+//! Lenient coercion of hand-written or messy logs into a valid event stream
+//! ([`to_run_events`]): unpack, fill the envelope, apply only the unambiguous inferences of the
+//! protocol's table, report every change, and keep what cannot be repaired.
+//!
+//! It never guesses: no tool name, no step when more or fewer than one step is running, no
+//! approval when more or fewer than one is pending, no decision it does not recognise. A line it
+//! cannot repair is kept raw in `malformed` and, wrapped in a valid envelope of type
+//! [`MALFORMED_EVENT_TYPE`], in `renderable` — shown folded, never executed.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value, json};
+
+use crate::event::{
+    EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, json_u64, parse_event_fast,
+};
+use crate::validate::{is_events_wrapper, validate_payload_fields};
+
+/// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
+/// derivation folds it as an unknown event.
+pub const MALFORMED_EVENT_TYPE: &str = "malformed";
+
+/// Run id given to events when the whole log names no run.
+pub const DEFAULT_RUN_ID: &str = "run_1";
+
+/// How far the lenient parser may go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoerceOptions {
+    /// Insert a `run:start` for a run that has none, so a panel has a run header.
+    pub synthesize_run_start: bool,
+    /// `at` for events when no line of the log has one.
+    pub default_at: u64,
+}
+
+impl Default for CoerceOptions {
+    fn default() -> Self {
+        CoerceOptions { synthesize_run_start: true, default_at: 0 }
+    }
+}
+
+/// How serious an issue is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IssueLevel {
+    /// Repaired automatically; the event is valid now.
+    Fixed,
+    /// Could not be repaired; kept raw and wrapped, never executed.
+    Degraded,
+    /// The line could not be parsed at all; its text is kept in `malformed`.
+    Dropped,
+    /// For information only (an unknown type folds, a duplicate delivery is left to dedupe).
+    Info,
+}
+
+impl IssueLevel {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueLevel::Fixed => "fixed",
+            IssueLevel::Degraded => "degraded",
+            IssueLevel::Dropped => "dropped",
+            IssueLevel::Info => "info",
+        }
+    }
+}
+
+/// One change or finding: which line, what, why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Issue {
+    /// Severity.
+    pub level: IssueLevel,
+    /// 1-based line: the array index + 1, or the NDJSON text line.
+    pub line: usize,
+    /// Stable code (see docs/runlog.md).
+    pub code: &'static str,
+    /// What changed and why, for people.
+    pub message: String,
+}
+
+/// A line that could not be repaired, kept as it came.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MalformedLine {
+    /// 1-based line.
+    pub line: usize,
+    /// The parsed value, when the line was JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<Value>,
+    /// The text, when the line could not be parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// What the input looked like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputShape {
+    /// A JSON array of events.
+    Array,
+    /// An object `{events: [...]}`.
+    Events,
+    /// A single event object (or any other single value).
+    Object,
+    /// Newline-delimited JSON.
+    Ndjson,
+    /// Nothing but whitespace.
+    Empty,
+}
+
+/// Counts and findings about the input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CoerceMeta {
+    /// Shape of the input.
+    pub input: InputShape,
+    /// Lines (array items, non-blank NDJSON lines) read.
+    pub lines: usize,
+    /// Valid events.
+    pub events: usize,
+    /// Entries of `renderable`.
+    pub renderable: usize,
+    /// Entries of `malformed`.
+    pub malformed: usize,
+    /// Lines that needed at least one fix.
+    pub fixed: usize,
+    /// Lines degraded.
+    pub degraded: usize,
+    /// Lines dropped.
+    pub dropped: usize,
+    /// Events synthesized (a missing `run:start`).
+    pub synthesized: usize,
+    /// Runs named by the log, in order of appearance.
+    pub run_ids: Vec<String>,
+    /// The goal of the first `run:start` that has one.
+    pub goal: Option<String>,
+}
+
+/// The result of [`to_run_events`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoerceResult {
+    /// Valid events and wrapped bad lines, in input order (a synthesized `run:start` first).
+    pub renderable: Vec<RunEvent>,
+    /// Which entries of `renderable` are valid events (the others are wrappers).
+    valid: Vec<bool>,
+    /// Lines that could not be repaired, as they came.
+    pub malformed: Vec<MalformedLine>,
+    /// Every change and finding, by line.
+    pub issues: Vec<Issue>,
+    /// Counts, run ids, goal.
+    pub meta: CoerceMeta,
+}
+
+impl CoerceResult {
+    /// The valid events, in input order: ready for derivation.
+    pub fn events(&self) -> impl Iterator<Item = &RunEvent> {
+        self.renderable.iter().zip(&self.valid).filter(|(_, ok)| **ok).map(|(e, _)| e)
+    }
+
+    /// Whether the entry `i` of `renderable` is a valid event (not a wrapper).
+    pub fn is_valid_entry(&self, i: usize) -> bool {
+        self.valid.get(i).copied().unwrap_or(false)
+    }
+
+    /// The valid events, moved out.
+    pub fn into_events(self) -> Vec<RunEvent> {
+        self.renderable.into_iter().zip(self.valid).filter(|(_, ok)| *ok).map(|(e, _)| e).collect()
+    }
+
+    /// The issues of one level.
+    pub fn issues_at(&self, level: IssueLevel) -> impl Iterator<Item = &Issue> {
+        self.issues.iter().filter(move |i| i.level == level)
+    }
+}
+
+impl Serialize for CoerceResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Events<'a>(&'a CoerceResult);
+        impl Serialize for Events<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.events())
+            }
+        }
+        let mut s = serializer.serialize_struct("CoerceResult", 5)?;
+        s.serialize_field("events", &Events(self))?;
+        s.serialize_field("renderable", &self.renderable)?;
+        s.serialize_field("malformed", &self.malformed)?;
+        s.serialize_field("issues", &self.issues)?;
+        s.serialize_field("meta", &self.meta)?;
+        s.end()
+    }
+}
+
+/// Whether a value has the shape of a serialized [`CoerceResult`] (so a caller holding one does
+/// not coerce it again).
+pub fn is_coerce_result(value: &Value) -> bool {
+    let Value::Object(map) = value else { return false };
+    ["events", "renderable", "malformed", "issues"]
+        .iter()
+        .all(|k| map.get(*k).is_some_and(Value::is_array))
+        && map.get("meta").is_some_and(Value::is_object)
+}
+
+/// One input line.
+#[derive(Debug)]
+enum Body {
+    /// Parsed on the fast path: a complete, well-typed envelope.
+    Event(RunEvent),
+    /// A JSON object that needs a closer look.
+    Object(Map<String, Value>),
+    /// Any other JSON value.
+    Other(Value),
+    /// Text that is not JSON.
+    Unparsable(String, String),
+}
+
+#[derive(Debug)]
+struct Row {
+    line: usize,
+    body: Body,
+}
+
+/// A line after the envelope pass.
+#[derive(Debug)]
+enum Candidate {
+    /// Envelope complete; payload still to check. `raw` is the input value when the envelope
+    /// pass changed it.
+    Ready { event: RunEvent, raw: Option<Value>, fixes: Vec<Issue> },
+    /// Cannot become an event.
+    Degraded { wrapper: RunEvent, raw: Value },
+    /// Could not be parsed.
+    Dropped(String),
+    /// Decided: valid event.
+    Valid(RunEvent),
+}
+
+/// Coerces any JSON value: an array of events, `{events: [...]}`, or a single event.
+pub fn to_run_events(input: Value, options: &CoerceOptions) -> CoerceResult {
+    let (rows, shape) = match input {
+        Value::Array(items) => (rows_of(items), InputShape::Array),
+        Value::Object(mut map) if is_events_wrapper(&map) => match map.shift_remove("events") {
+            Some(Value::Array(items)) => (rows_of(items), InputShape::Events),
+            _ => (Vec::new(), InputShape::Events),
+        },
+        other => (rows_of(vec![other]), InputShape::Object),
+    };
+    coerce_rows(rows, shape, options)
+}
+
+fn rows_of(items: Vec<Value>) -> Vec<Row> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| Row {
+            line: i + 1,
+            body: match v {
+                Value::Object(map) => Body::Object(map),
+                other => Body::Other(other),
+            },
+        })
+        .collect()
+}
+
+/// Coerces text: one JSON document (array, `{events: [...]}`, single object) or NDJSON lines.
+/// A line that cannot be parsed is dropped from the stream with a `dropped` issue, its text kept
+/// in `malformed`.
+pub fn to_run_events_from_slice(bytes: &[u8], options: &CoerceOptions) -> CoerceResult {
+    let trimmed = bytes.trim_ascii();
+    if trimmed.is_empty() {
+        let mut result = coerce_rows(Vec::new(), InputShape::Empty, options);
+        result.issues.push(Issue {
+            level: IssueLevel::Info,
+            line: 0,
+            code: "empty-input",
+            message: "the input holds no events".into(),
+        });
+        return result;
+    }
+    // One document when it parses as one (NDJSON fails fast: at the end of its first line).
+    if trimmed.starts_with(b"[") || trimmed.starts_with(b"{") || !has_second_line(trimmed) {
+        if let Ok(value) = agentwire_schema::parse_json(trimmed) {
+            return to_run_events(value, options);
+        }
+    }
+    let rows = ndjson_rows(bytes);
+    coerce_rows(rows, InputShape::Ndjson, options)
+}
+
+fn has_second_line(bytes: &[u8]) -> bool {
+    let Some(nl) = bytes.iter().position(|&b| b == b'\n') else { return false };
+    !bytes[nl..].trim_ascii().is_empty()
+}
+
+fn ndjson_rows(bytes: &[u8]) -> Vec<Row> {
+    let mut rows = Vec::with_capacity(bytes.len() / 256 + 1);
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_bytes = line.trim_ascii();
+        if line_bytes.is_empty() {
+            continue;
+        }
+        let body = match parse_event_fast(line_bytes) {
+            Some(event) => Body::Event(event),
+            None => match agentwire_schema::parse_json(line_bytes) {
+                Ok(Value::Object(map)) => Body::Object(map),
+                Ok(other) => Body::Other(other),
+                Err(err) => Body::Unparsable(
+                    String::from_utf8_lossy(line_bytes).into_owned(),
+                    format!("{} ({})", err, err.kind.code()),
+                ),
+            },
+        };
+        rows.push(Row { line: i + 1, body });
+    }
+    rows
+}
+
+/// Splits a type name into lower-case words at separators and at lower-to-upper case changes.
+fn type_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | ':' | '.' | ' ' | '/') {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// The fixed aliases of the protocol's table (after name-style normalisation).
+const TYPE_ALIASES: &[(&str, EventKind)] =
+    &[("step:end", EventKind::StepDone), ("step:finish", EventKind::StepDone)];
+
+/// How a type name maps to a known type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TypeFix {
+    /// Already the wire name.
+    Exact(EventKind),
+    /// A different naming style of a known type (`tool_call`, `ToolCall`).
+    Style(EventKind),
+    /// One of the fixed aliases (`step_end`, `step_finish`).
+    Alias(EventKind),
+    /// Not a known type in any style: an unknown type, folded.
+    Unknown,
+}
+
+fn classify_type(name: &str) -> TypeFix {
+    if let Some(kind) = EventKind::from_wire(name) {
+        return TypeFix::Exact(kind);
+    }
+    let joined = type_words(name).join(":");
+    if let Some(kind) = EventKind::from_wire(&joined) {
+        return TypeFix::Style(kind);
+    }
+    match TYPE_ALIASES.iter().find(|(alias, _)| *alias == joined) {
+        Some(&(_, kind)) => TypeFix::Alias(kind),
+        None => TypeFix::Unknown,
+    }
+}
+
+/// Decision synonyms, compared after trimming and lower-casing.
+const DECISION_SYNONYMS: &[(&str, &str)] = &[
+    ("approve", "approve"),
+    ("approved", "approve"),
+    ("ok", "approve"),
+    ("okay", "approve"),
+    ("yes", "approve"),
+    ("allow", "approve"),
+    ("allowed", "approve"),
+    ("accept", "approve"),
+    ("accepted", "approve"),
+    ("confirm", "approve"),
+    ("confirmed", "approve"),
+    ("grant", "approve"),
+    ("granted", "approve"),
+    ("edit", "edit"),
+    ("edited", "edit"),
+    ("modify", "edit"),
+    ("modified", "edit"),
+    ("amend", "edit"),
+    ("amended", "edit"),
+    ("revise", "edit"),
+    ("revised", "edit"),
+    ("reject", "reject"),
+    ("rejected", "reject"),
+    ("deny", "reject"),
+    ("denied", "reject"),
+    ("no", "reject"),
+    ("decline", "reject"),
+    ("declined", "reject"),
+    ("refuse", "reject"),
+    ("refused", "reject"),
+];
+
+/// Fields whose text may stand in for a missing approval `summary`, in order.
+const SUMMARY_SYNONYMS: &[&str] = &["title", "message", "reason"];
+
+/// What the coercer tracks per run to make the pairing inferences.
+#[derive(Debug, Default)]
+struct RunTrack {
+    running_steps: HashSet<String>,
+    /// Calls in call order; paired ones are skipped lazily.
+    call_stack: Vec<String>,
+    unpaired_calls: HashSet<String>,
+    pending_approvals: HashSet<String>,
+}
+
+impl RunTrack {
+    fn latest_unpaired_call(&mut self) -> Option<String> {
+        while let Some(top) = self.call_stack.last() {
+            if self.unpaired_calls.contains(top) {
+                return Some(top.clone());
+            }
+            self.call_stack.pop();
+        }
+        None
+    }
+
+    fn record(&mut self, kind: EventKind, event: &RunEvent) {
+        let field = |name: &str| event.str_field(name).map(str::to_owned);
+        match kind {
+            EventKind::StepStart => {
+                if let Some(step) = field("stepId") {
+                    self.running_steps.insert(step);
+                }
+            }
+            EventKind::StepDone | EventKind::StepError => {
+                if let Some(step) = event.str_field("stepId") {
+                    self.running_steps.remove(step);
+                }
+            }
+            EventKind::ToolCall => {
+                let key = field("callId").unwrap_or_else(|| event.id.clone());
+                self.unpaired_calls.insert(key.clone());
+                self.call_stack.push(key);
+            }
+            EventKind::ToolResult => {
+                if let Some(call) = event.str_field("callId") {
+                    self.unpaired_calls.remove(call);
+                }
+            }
+            EventKind::ApprovalRequest => {
+                let key = field("approvalId").unwrap_or_else(|| event.id.clone());
+                self.pending_approvals.insert(key);
+            }
+            EventKind::ApprovalDecision => {
+                if let Some(a) = event.str_field("approvalId") {
+                    self.pending_approvals.remove(a);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn type_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+struct Coercer {
+    issues: Vec<Issue>,
+    /// Ids present in the input, built (before any line changes) only when some id may have to
+    /// be generated.
+    used_ids: HashSet<String>,
+    next_fresh: u64,
+    /// Whether any line has a valid `at`.
+    any_at: bool,
+}
+
+impl Coercer {
+    fn issue(&mut self, level: IssueLevel, line: usize, code: &'static str, message: String) {
+        self.issues.push(Issue { level, line, code, message });
+    }
+
+    fn fresh_id(&mut self) -> String {
+        loop {
+            self.next_fresh += 1;
+            let id = format!("e_{}", self.next_fresh);
+            if self.used_ids.insert(id.clone()) {
+                return id;
+            }
+        }
+    }
+}
+
+fn body_value(body: &Body) -> Value {
+    match body {
+        Body::Event(e) => e.to_value(),
+        Body::Object(map) => Value::Object(map.clone()),
+        Body::Other(v) => v.clone(),
+        Body::Unparsable(text, _) => Value::String(text.clone()),
+    }
+}
+
+fn bodies_equal(a: &Body, b: &Body) -> bool {
+    match (a, b) {
+        (Body::Event(x), Body::Event(y)) => x == y,
+        (Body::Object(x), Body::Object(y)) => x == y,
+        _ => body_value(a) == body_value(b),
+    }
+}
+
+/// What to do with a line's id after comparing it with earlier lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IdAction {
+    Keep,
+    /// Same id and same content as line `usize`: a duplicate delivery, kept for dedupe.
+    Duplicate(usize),
+    /// Same id as line `usize` but different content: re-assigned.
+    Reassign(usize),
+}
+
+fn body_id(body: &Body) -> Option<&str> {
+    match body {
+        Body::Event(e) => Some(&e.id),
+        Body::Object(map) => map.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        _ => None,
+    }
+}
+
+fn body_run_id(body: &Body) -> Option<&str> {
+    match body {
+        Body::Event(e) => Some(&e.run_id),
+        Body::Object(map) => map.get("runId").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        _ => None,
+    }
+}
+
+fn valid_u64(value: Option<&Value>) -> Option<u64> {
+    value.and_then(json_u64).filter(|v| *v <= MAX_SAFE_INTEGER)
+}
+
+fn body_seq(body: &Body) -> Option<u64> {
+    match body {
+        Body::Event(e) => Some(e.seq),
+        Body::Object(map) => valid_u64(map.get("seq")),
+        _ => None,
+    }
+}
+
+fn body_at(body: &Body) -> Option<u64> {
+    match body {
+        Body::Event(e) => Some(e.at),
+        Body::Object(map) => valid_u64(map.get("at")),
+        _ => None,
+    }
+}
+
+/// The known type a line will have, when its version allows reading it.
+fn body_kind(body: &Body) -> Option<EventKind> {
+    let (name, version) = match body {
+        Body::Event(e) => (e.event_type.as_str(), Some(e.schema_version)),
+        Body::Object(map) => (
+            map.get("type").and_then(Value::as_str)?,
+            map.get("schemaVersion").map(|v| json_u64(v).unwrap_or(0)),
+        ),
+        _ => return None,
+    };
+    if version.is_some_and(|v| v != SCHEMA_VERSION) {
+        return None;
+    }
+    match classify_type(name) {
+        TypeFix::Exact(k) | TypeFix::Style(k) | TypeFix::Alias(k) => Some(k),
+        TypeFix::Unknown => None,
+    }
+}
+
+fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -> CoerceResult {
+    let mut co =
+        Coercer { issues: Vec::new(), used_ids: HashSet::new(), next_fresh: 0, any_at: false };
+
+    // Pass 1: facts about the whole log, before anything changes.
+    let mut run_ids: Vec<String> = Vec::new();
+    let mut all_have_seq = true;
+    let mut first_at = None;
+    let mut id_actions = vec![IdAction::Keep; rows.len()];
+    let mut runs_with_start: HashSet<String> = HashSet::new();
+    let mut any_start_without_run = false;
+    {
+        let mut first_by_id: HashMap<&str, usize> = HashMap::with_capacity(rows.len());
+        let mut last_run: Option<&str> = None;
+        for (i, row) in rows.iter().enumerate() {
+            if matches!(row.body, Body::Event(_) | Body::Object(_)) {
+                all_have_seq &= body_seq(&row.body).is_some();
+                if first_at.is_none() {
+                    first_at = body_at(&row.body);
+                }
+            }
+            if let Some(run) = body_run_id(&row.body) {
+                if last_run != Some(run) && !run_ids.iter().any(|r| r == run) {
+                    run_ids.push(run.to_owned());
+                }
+                last_run = Some(run);
+            }
+            if body_kind(&row.body) == Some(EventKind::RunStart) {
+                match body_run_id(&row.body) {
+                    Some(run) => {
+                        runs_with_start.insert(run.to_owned());
+                    }
+                    None => any_start_without_run = true,
+                }
+            }
+            if let Some(id) = body_id(&row.body) {
+                match first_by_id.get(id) {
+                    None => {
+                        first_by_id.insert(id, i);
+                    }
+                    Some(&first) => {
+                        id_actions[i] = if bodies_equal(&rows[first].body, &row.body) {
+                            IdAction::Duplicate(rows[first].line)
+                        } else {
+                            IdAction::Reassign(rows[first].line)
+                        };
+                    }
+                }
+            }
+        }
+    }
+    co.any_at = first_at.is_some();
+    let may_generate = id_actions.iter().any(|a| matches!(a, IdAction::Reassign(_)))
+        || rows.iter().any(|r| body_id(&r.body).is_none())
+        || run_ids.iter().any(|r| !runs_with_start.contains(r))
+        || run_ids.is_empty();
+    if may_generate {
+        co.used_ids = rows.iter().filter_map(|r| body_id(&r.body)).map(str::to_owned).collect();
+    }
+    let lone_run = match run_ids.as_slice() {
+        [] => Some(DEFAULT_RUN_ID.to_owned()),
+        [one] => Some(one.clone()),
+        _ => None,
+    };
+    if run_ids.is_empty() && rows.iter().any(|r| matches!(r.body, Body::Object(_))) {
+        run_ids.push(DEFAULT_RUN_ID.to_owned());
+    }
+
+    // Pass 2: the envelope, line by line in input order.
+    let mut candidates: Vec<Candidate> = Vec::with_capacity(rows.len());
+    let mut lines: Vec<usize> = Vec::with_capacity(rows.len());
+    let mut last_at = first_at.unwrap_or(options.default_at);
+    let mut prev_seq = 0u64;
+    for i in 0..rows.len() {
+        let line = rows[i].line;
+        lines.push(line);
+        let body = std::mem::replace(&mut rows[i].body, Body::Other(Value::Null));
+        let candidate = envelope(
+            &mut co,
+            line,
+            body,
+            id_actions[i],
+            lone_run.as_deref(),
+            &mut last_at,
+            prev_seq,
+        );
+        if let Candidate::Ready { event, .. } | Candidate::Degraded { wrapper: event, .. } =
+            &candidate
+        {
+            prev_seq = event.seq;
+        }
+        candidates.push(candidate);
+    }
+
+    // Pass 3: a run:start for each run that has none.
+    let mut synthesized: Vec<(usize, RunEvent)> = Vec::new();
+    if options.synthesize_run_start && !(any_start_without_run && lone_run.is_some()) {
+        let mut min_seq: HashMap<&str, u64> = HashMap::new();
+        for c in &candidates {
+            if let Candidate::Ready { event, .. } = c {
+                let m = min_seq.entry(event.run_id.as_str()).or_insert(event.seq);
+                *m = (*m).min(event.seq);
+            }
+        }
+        let mut done: HashSet<String> = runs_with_start;
+        for (pos, c) in candidates.iter().enumerate() {
+            let Candidate::Ready { event, .. } = c else { continue };
+            if done.contains(&event.run_id) {
+                continue;
+            }
+            done.insert(event.run_id.clone());
+            synthesized.push((
+                pos,
+                RunEvent {
+                    id: String::new(),
+                    run_id: event.run_id.clone(),
+                    seq: min_seq.get(event.run_id.as_str()).map_or(0, |s| s.saturating_sub(1)),
+                    at: event.at,
+                    schema_version: SCHEMA_VERSION,
+                    event_type: EventKind::RunStart.wire_name().to_owned(),
+                    payload: Map::new(),
+                },
+            ));
+        }
+        for (pos, event) in &mut synthesized {
+            event.id = co.fresh_id();
+            let line = lines[*pos];
+            co.issue(
+                IssueLevel::Fixed,
+                line,
+                "run-start-synthesized",
+                format!(
+                    "run {} has no run:start; inserted {} before line {line} so the run has a header \
+                     (no goal: none was given)",
+                    event.run_id, event.id
+                ),
+            );
+        }
+    }
+    // For a run whose first event has seq 0 the synthesized start shares seq 0; equal seqs keep
+    // list order, and the start comes first.
+
+    // Pass 4: renumber seq in list order when some line lacks one.
+    if !all_have_seq {
+        let mut seq = 0u64;
+        let mut synth = synthesized.iter_mut().peekable();
+        for (pos, c) in candidates.iter_mut().enumerate() {
+            while let Some((_, event)) = synth.next_if(|(p, _)| *p == pos) {
+                seq += 1;
+                event.seq = seq;
+            }
+            let line = lines[pos];
+            let (event, fixes) = match c {
+                Candidate::Ready { event, fixes, .. } => (event, fixes),
+                Candidate::Degraded { wrapper, .. } => {
+                    // A wrapper's seq only places it in the timeline.
+                    seq += 1;
+                    wrapper.seq = seq;
+                    continue;
+                }
+                _ => continue,
+            };
+            seq += 1;
+            let old = std::mem::replace(&mut event.seq, seq);
+            let had = old != u64::MAX;
+            if !had || old != seq {
+                let message = if had {
+                    format!(
+                        "seq {old} replaced by {seq}: some lines lack seq, so the whole log is \
+                         renumbered in input order"
+                    )
+                } else {
+                    format!("seq missing; renumbered in input order to {seq}")
+                };
+                fixes.push(Issue { level: IssueLevel::Fixed, line, code: "seq-renumbered", message });
+            }
+        }
+    }
+
+    // Pass 5: payloads, in seq order (the order the events happened in).
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by_key(|&i| match &candidates[i] {
+        Candidate::Ready { event, .. } | Candidate::Degraded { wrapper: event, .. } => event.seq,
+        _ => 0,
+    });
+    let mut tracks: Vec<(String, RunTrack)> = Vec::new();
+    let mut last_track = usize::MAX;
+    let mut fixed_lines = 0usize;
+    for i in order {
+        let Candidate::Ready { .. } = &candidates[i] else { continue };
+        let line = lines[i];
+        let placeholder = Candidate::Dropped(String::new());
+        let Candidate::Ready { mut event, raw, fixes } = std::mem::replace(&mut candidates[i], placeholder)
+        else {
+            continue;
+        };
+        let t = if last_track < tracks.len() && tracks[last_track].0 == event.run_id {
+            last_track
+        } else {
+            match tracks.iter().position(|(r, _)| *r == event.run_id) {
+                Some(t) => t,
+                None => {
+                    tracks.push((event.run_id.clone(), RunTrack::default()));
+                    tracks.len() - 1
+                }
+            }
+        };
+        last_track = t;
+        let track = &mut tracks[t].1;
+        let mut fixes = fixes;
+        let outcome = payload(&mut event, track, line, &mut fixes);
+        match outcome {
+            Ok(kind) => {
+                if let Some(kind) = kind {
+                    track.record(kind, &event);
+                }
+                if fixes.iter().any(|f| f.level == IssueLevel::Fixed) {
+                    fixed_lines += 1;
+                }
+                co.issues.extend(fixes);
+                candidates[i] = Candidate::Valid(event);
+            }
+            Err(degrade) => {
+                let raw = raw.unwrap_or_else(|| event.to_value());
+                for fix in fixes {
+                    // Envelope fixes are visible in the wrapper; payload fixes did not happen.
+                    if !is_envelope_code(fix.code) {
+                        continue;
+                    }
+                    co.issues.push(fix);
+                }
+                let codes: Vec<&str> = degrade.iter().map(|(c, _)| *c).collect();
+                for (code, message) in &degrade {
+                    co.issue(IssueLevel::Degraded, line, code, message.clone());
+                }
+                let wrapper = wrap(&event, line, &codes, raw.clone());
+                candidates[i] = Candidate::Degraded { wrapper, raw };
+            }
+        }
+    }
+
+    // Output, in input order.
+    let mut renderable = Vec::with_capacity(candidates.len() + synthesized.len());
+    let mut valid = Vec::with_capacity(candidates.len() + synthesized.len());
+    let mut malformed = Vec::new();
+    let mut meta = CoerceMeta {
+        input: shape,
+        lines: candidates.len(),
+        events: 0,
+        renderable: 0,
+        malformed: 0,
+        fixed: fixed_lines,
+        degraded: 0,
+        dropped: 0,
+        synthesized: synthesized.len(),
+        run_ids,
+        goal: None,
+    };
+    let mut synth = synthesized.into_iter().peekable();
+    for (pos, c) in candidates.into_iter().enumerate() {
+        while let Some((_, event)) = synth.next_if(|(p, _)| *p == pos) {
+            renderable.push(event);
+            valid.push(true);
+        }
+        match c {
+            Candidate::Valid(event) => {
+                if meta.goal.is_none() && event.kind() == Some(EventKind::RunStart) {
+                    meta.goal = event.str_field("goal").map(str::to_owned);
+                }
+                renderable.push(event);
+                valid.push(true);
+            }
+            Candidate::Degraded { wrapper, raw } => {
+                meta.degraded += 1;
+                malformed.push(MalformedLine { line: lines[pos], raw: Some(raw), text: None });
+                renderable.push(wrapper);
+                valid.push(false);
+            }
+            Candidate::Dropped(text) => {
+                meta.dropped += 1;
+                malformed.push(MalformedLine { line: lines[pos], raw: None, text: Some(text) });
+            }
+            Candidate::Ready { .. } => {}
+        }
+    }
+    meta.events = valid.iter().filter(|v| **v).count();
+    meta.renderable = renderable.len();
+    meta.malformed = malformed.len();
+    let mut issues = co.issues;
+    issues.sort_by_key(|i| i.line);
+    CoerceResult { renderable, valid, malformed, issues, meta }
+}
+
+fn is_envelope_code(code: &str) -> bool {
+    matches!(
+        code,
+        "id-filled"
+            | "id-reassigned"
+            | "run-id-filled"
+            | "at-filled"
+            | "schema-version-filled"
+            | "seq-renumbered"
+            | "seq-invalid"
+            | "type-normalized"
+            | "type-alias"
+            | "duplicate-delivery"
+    )
+}
+
+fn wrap(event: &RunEvent, line: usize, codes: &[&str], raw: Value) -> RunEvent {
+    let mut payload = Map::new();
+    payload.insert("line".into(), json!(line));
+    payload.insert("codes".into(), json!(codes));
+    payload.insert("raw".into(), raw);
+    RunEvent {
+        id: event.id.clone(),
+        run_id: event.run_id.clone(),
+        seq: event.seq,
+        at: event.at,
+        schema_version: SCHEMA_VERSION,
+        event_type: MALFORMED_EVENT_TYPE.to_owned(),
+        payload,
+    }
+}
+
+/// The envelope pass of one line.
+#[allow(clippy::too_many_arguments)]
+fn envelope(
+    co: &mut Coercer,
+    line: usize,
+    body: Body,
+    id_action: IdAction,
+    lone_run: Option<&str>,
+    last_at: &mut u64,
+    prev_seq: u64,
+) -> Candidate {
+    let mut fixes = Vec::new();
+    let fallback_run = lone_run.unwrap_or("unknown").to_owned();
+    let mut map = match body {
+        Body::Event(mut event) => {
+            *last_at = event.at;
+            let mut raw = None;
+            if event.schema_version == SCHEMA_VERSION {
+                if let Some(fix) = normalize_type(&mut event.event_type, line) {
+                    raw = Some(event.to_value());
+                    // The value as it came: with the original type.
+                    if let Some(Value::Object(m)) = raw.as_mut() {
+                        m.insert("type".into(), Value::String(fix.1.clone()));
+                    }
+                    fixes.push(fix.0);
+                }
+            }
+            match id_action {
+                IdAction::Keep => {}
+                IdAction::Duplicate(first) => fixes.push(duplicate_issue(line, &event.id, first)),
+                IdAction::Reassign(first) => {
+                    if raw.is_none() {
+                        raw = Some(event.to_value());
+                    }
+                    let new = co.fresh_id();
+                    fixes.push(reassign_issue(line, &event.id, &new, first));
+                    event.id = new;
+                }
+            }
+            return Candidate::Ready { event, raw, fixes };
+        }
+        Body::Object(map) => map,
+        Body::Other(value) => {
+            let id = co.fresh_id();
+            let event = RunEvent {
+                id,
+                run_id: fallback_run,
+                seq: prev_seq,
+                at: *last_at,
+                schema_version: SCHEMA_VERSION,
+                event_type: String::new(),
+                payload: Map::new(),
+            };
+            let message = format!("a line must be a JSON object, not {}", type_of(&value));
+            co.issue(IssueLevel::Degraded, line, "not-an-object", message);
+            let wrapper = wrap(&event, line, &["not-an-object"], value.clone());
+            return Candidate::Degraded { wrapper, raw: value };
+        }
+        Body::Unparsable(text, error) => {
+            co.issue(
+                IssueLevel::Dropped,
+                line,
+                "unparsable-line",
+                format!("not JSON: {error}; the text is kept in malformed"),
+            );
+            return Candidate::Dropped(text);
+        }
+    };
+    let raw = Value::Object(map.clone());
+    let mut degrade: Vec<(&'static str, String)> = Vec::new();
+
+    // id: a mechanical key; a missing or unusable one is replaced.
+    let id = match (map.shift_remove("id"), id_action) {
+        (Some(Value::String(id)), IdAction::Keep) if !id.is_empty() => id,
+        (Some(Value::String(id)), IdAction::Duplicate(first)) if !id.is_empty() => {
+            fixes.push(duplicate_issue(line, &id, first));
+            id
+        }
+        (Some(Value::String(id)), IdAction::Reassign(first)) if !id.is_empty() => {
+            let new = co.fresh_id();
+            fixes.push(reassign_issue(line, &id, &new, first));
+            new
+        }
+        (old, _) => {
+            let new = co.fresh_id();
+            let message = match old {
+                None => format!("id missing; assigned {new}"),
+                Some(v) => format!("id {v} is not a non-empty string; assigned {new}"),
+            };
+            fixes.push(Issue { level: IssueLevel::Fixed, line, code: "id-filled", message });
+            new
+        }
+    };
+
+    // runId carries meaning: filled only when the log names at most one run.
+    let run_id = match map.shift_remove("runId") {
+        Some(Value::String(r)) if !r.is_empty() => r,
+        None => match lone_run {
+            Some(run) => {
+                fixes.push(Issue {
+                    level: IssueLevel::Fixed,
+                    line,
+                    code: "run-id-filled",
+                    message: format!("runId missing; the log has one run: {run}"),
+                });
+                run.to_owned()
+            }
+            None => {
+                degrade.push((
+                    "run-id-ambiguous",
+                    "runId missing and the log names several runs: not guessing which".into(),
+                ));
+                fallback_run.clone()
+            }
+        },
+        Some(other) => {
+            degrade.push((
+                "invalid-envelope",
+                format!("runId must be a non-empty string, not {}", type_of(&other)),
+            ));
+            fallback_run.clone()
+        }
+    };
+
+    // seq: kept when every line has one; otherwise pass 4 renumbers (u64::MAX marks missing).
+    let seq = match map.shift_remove("seq") {
+        Some(v) => match valid_u64(Some(&v)) {
+            Some(seq) => seq,
+            None => {
+                fixes.push(Issue {
+                    level: IssueLevel::Info,
+                    line,
+                    code: "seq-invalid",
+                    message: format!("seq {v} is not an integer from 0 to 2^53-1; renumbered"),
+                });
+                u64::MAX
+            }
+        },
+        None => u64::MAX,
+    };
+
+    // at: display only; a missing one takes the previous line's.
+    let at = match valid_u64(map.shift_remove("at").as_ref()) {
+        Some(at) => {
+            *last_at = at;
+            at
+        }
+        None => {
+            let at = *last_at;
+            let message = if co.any_at {
+                format!("at missing or not a timestamp; took {at} from the nearest line that has one")
+            } else {
+                format!("at missing or not a timestamp and no line has one; set to {at}")
+            };
+            fixes.push(Issue { level: IssueLevel::Fixed, line, code: "at-filled", message });
+            at
+        }
+    };
+
+    let schema_version = match map.shift_remove("schemaVersion") {
+        None => {
+            fixes.push(Issue {
+                level: IssueLevel::Fixed,
+                line,
+                code: "schema-version-filled",
+                message: format!("schemaVersion missing; set to {SCHEMA_VERSION}"),
+            });
+            SCHEMA_VERSION
+        }
+        Some(v) => match valid_u64(Some(&v)).filter(|v| *v >= 1) {
+            Some(version) => version,
+            None => {
+                degrade.push((
+                    "invalid-envelope",
+                    format!("schemaVersion must be an integer of at least 1, not {v}"),
+                ));
+                SCHEMA_VERSION
+            }
+        },
+    };
+
+    let mut event_type = match map.shift_remove("type") {
+        Some(Value::String(t)) if !t.is_empty() => t,
+        None => {
+            degrade.push(("type-missing", "type missing: not guessing what the line is".into()));
+            String::new()
+        }
+        Some(other) => {
+            degrade.push((
+                "type-missing",
+                format!("type must be a non-empty string, not {}", type_of(&other)),
+            ));
+            String::new()
+        }
+    };
+    if degrade.is_empty() && schema_version == SCHEMA_VERSION {
+        if let Some((fix, _)) = normalize_type(&mut event_type, line) {
+            fixes.push(fix);
+        }
+    }
+
+    let event = RunEvent { id, run_id, seq, at, schema_version, event_type, payload: map };
+    if degrade.is_empty() {
+        return Candidate::Ready { event, raw: Some(raw), fixes };
+    }
+    let codes: Vec<&str> = degrade.iter().map(|(c, _)| *c).collect();
+    co.issues.extend(fixes);
+    for (code, message) in &degrade {
+        co.issue(IssueLevel::Degraded, line, code, message.clone());
+    }
+    let mut event = event;
+    if event.seq == u64::MAX {
+        event.seq = prev_seq;
+    }
+    let wrapper = wrap(&event, line, &codes, raw.clone());
+    Candidate::Degraded { wrapper, raw }
+}
+
+fn duplicate_issue(line: usize, id: &str, first: usize) -> Issue {
+    Issue {
+        level: IssueLevel::Info,
+        line,
+        code: "duplicate-delivery",
+        message: format!("same id {id} and same content as line {first}: kept for deduplication"),
+    }
+}
+
+fn reassign_issue(line: usize, old: &str, new: &str, first: usize) -> Issue {
+    Issue {
+        level: IssueLevel::Fixed,
+        line,
+        code: "id-reassigned",
+        message: format!("id {old} is already used by line {first} with different content; assigned {new}"),
+    }
+}
+
+/// Normalises a type name of another naming style or a fixed alias; returns the issue and the
+/// original name.
+fn normalize_type(event_type: &mut String, line: usize) -> Option<(Issue, String)> {
+    let (kind, code, why) = match classify_type(event_type) {
+        TypeFix::Exact(_) | TypeFix::Unknown => return None,
+        TypeFix::Style(kind) => (kind, "type-normalized", "naming style"),
+        TypeFix::Alias(kind) => (kind, "type-alias", "fixed alias"),
+    };
+    let old = std::mem::replace(event_type, kind.wire_name().to_owned());
+    let message = format!("type {old:?} read as {:?} ({why})", kind.wire_name());
+    Some((Issue { level: IssueLevel::Fixed, line, code, message }, old))
+}
+
+type Degrade = Vec<(&'static str, String)>;
+
+/// The payload pass of one event: the inferences of the table, then validation. Returns the
+/// known kind (for tracking) or why the line is degraded.
+fn payload(
+    event: &mut RunEvent,
+    track: &mut RunTrack,
+    line: usize,
+    fixes: &mut Vec<Issue>,
+) -> Result<Option<EventKind>, Degrade> {
+    let Some(kind) = event.kind() else {
+        if event.schema_version > SCHEMA_VERSION {
+            fixes.push(Issue {
+                level: IssueLevel::Info,
+                line,
+                code: "newer-major-version",
+                message: format!(
+                    "schemaVersion {} is newer than {SCHEMA_VERSION}: folded as an unknown event",
+                    event.schema_version
+                ),
+            });
+        } else {
+            fixes.push(Issue {
+                level: IssueLevel::Info,
+                line,
+                code: "unknown-type",
+                message: format!("unknown type {:?}: folded, not executed", event.event_type),
+            });
+        }
+        return Ok(None);
+    };
+    // A valid payload needs no inference.
+    if validate_payload_fields(kind, &event.payload).is_empty() {
+        return Ok(Some(kind));
+    }
+    let mut fix = |code: &'static str, message: String| {
+        fixes.push(Issue { level: IssueLevel::Fixed, line, code, message });
+    };
+    let p = &mut event.payload;
+    match kind {
+        EventKind::Plan => {
+            if let Some(Value::Array(steps)) = p.get_mut("steps") {
+                let mut converted = 0;
+                for (i, step) in steps.iter_mut().enumerate() {
+                    if let Value::String(title) = step {
+                        let title = std::mem::take(title);
+                        *step = json!({"id": format!("step_{}", i + 1), "title": title});
+                        converted += 1;
+                    }
+                }
+                if converted > 0 {
+                    fix(
+                        "plan-steps-from-strings",
+                        format!("{converted} plan step(s) given as text became {{id: step_N, title}}"),
+                    );
+                }
+            }
+        }
+        EventKind::ToolResult => {
+            if !p.contains_key("callId") {
+                match track.latest_unpaired_call() {
+                    Some(call) => {
+                        fix(
+                            "call-id-paired",
+                            format!("callId missing; paired with the latest unpaired tool:call {call}"),
+                        );
+                        p.insert("callId".into(), Value::String(call));
+                    }
+                    None => {
+                        return Err(vec![(
+                            "call-id-unpaired",
+                            "callId missing and no tool:call is waiting for a result: not guessing"
+                                .into(),
+                        )]);
+                    }
+                }
+            }
+            if !p.contains_key("ok") {
+                let failed = p.get("error").is_some_and(|e| !e.is_null());
+                fix(
+                    "ok-inferred",
+                    if failed {
+                        "ok missing; false because the result has an error".into()
+                    } else {
+                        "ok missing; true because the result has no error".into()
+                    },
+                );
+                p.insert("ok".into(), Value::Bool(!failed));
+            }
+        }
+        EventKind::ToolCall | EventKind::ApprovalRequest => {
+            if !p.contains_key("stepId") {
+                if track.running_steps.len() == 1 {
+                    let step = track.running_steps.iter().next().cloned().unwrap_or_default();
+                    fix(
+                        "step-id-inferred",
+                        format!("stepId missing; {step} is the only step running"),
+                    );
+                    p.insert("stepId".into(), Value::String(step));
+                } else {
+                    let n = track.running_steps.len();
+                    return Err(vec![(
+                        "step-id-ambiguous",
+                        format!("stepId missing and {n} steps are running: not guessing"),
+                    )]);
+                }
+            }
+            if kind == EventKind::ApprovalRequest {
+                if !p.contains_key("risk") {
+                    fix("risk-defaulted", "risk missing; set to the neutral medium".into());
+                    p.insert("risk".into(), Value::String("medium".into()));
+                }
+                if !p.contains_key("summary") {
+                    let found = SUMMARY_SYNONYMS
+                        .iter()
+                        .find_map(|k| p.get(*k).and_then(Value::as_str).map(|s| (*k, s.to_owned())));
+                    match found {
+                        Some((field, text)) => {
+                            fix("summary-from-synonym", format!("summary missing; taken from {field}"));
+                            p.insert("summary".into(), Value::String(text));
+                        }
+                        None => {
+                            return Err(vec![(
+                                "summary-missing",
+                                "summary missing and no title, message or reason to take it from"
+                                    .into(),
+                            )]);
+                        }
+                    }
+                }
+            } else if !p.contains_key("name") {
+                return Err(vec![("tool-name-missing", "tool name missing: not guessing".into())]);
+            }
+        }
+        EventKind::ApprovalDecision => {
+            if !p.contains_key("approvalId") {
+                if track.pending_approvals.len() == 1 {
+                    let a = track.pending_approvals.iter().next().cloned().unwrap_or_default();
+                    fix(
+                        "approval-id-paired",
+                        format!("approvalId missing; {a} is the only approval pending"),
+                    );
+                    p.insert("approvalId".into(), Value::String(a));
+                } else {
+                    let n = track.pending_approvals.len();
+                    return Err(vec![(
+                        "approval-id-ambiguous",
+                        format!("approvalId missing and {n} approvals are pending: not guessing"),
+                    )]);
+                }
+            }
+            match p.get("decision") {
+                Some(Value::String(d)) if crate::Decision::from_wire(d).is_none() => {
+                    let norm = d.trim().to_lowercase();
+                    match DECISION_SYNONYMS.iter().find(|(s, _)| *s == norm) {
+                        Some(&(_, to)) => {
+                            fix("decision-synonym", format!("decision {d:?} read as {to:?}"));
+                            p.insert("decision".into(), Value::String(to.into()));
+                        }
+                        None => {
+                            return Err(vec![(
+                                "decision-unknown",
+                                format!("decision {d:?} is not approve, edit or reject: not guessing"),
+                            )]);
+                        }
+                    }
+                }
+                None => {
+                    return Err(vec![("decision-unknown", "decision missing: not guessing".into())]);
+                }
+                _ => {}
+            }
+        }
+        EventKind::StepError => {
+            if !p.contains_key("retryable") {
+                fix(
+                    "retryable-defaulted",
+                    "retryable missing; set to false (no automatic retry is the safe side)".into(),
+                );
+                p.insert("retryable".into(), Value::Bool(false));
+            }
+        }
+        EventKind::RunPaused => {
+            if !p.contains_key("reason") {
+                let reason = if track.pending_approvals.is_empty() { "user" } else { "approval" };
+                fix(
+                    "paused-reason-inferred",
+                    format!(
+                        "reason missing; {reason} because {} approval is pending",
+                        if reason == "user" { "no" } else { "an" }
+                    ),
+                );
+                p.insert("reason".into(), Value::String(reason.into()));
+            }
+        }
+        _ => {}
+    }
+    let problems = validate_payload_fields(kind, &event.payload);
+    if problems.is_empty() {
+        return Ok(Some(kind));
+    }
+    let message = problems
+        .iter()
+        .map(|i| {
+            let at = if i.pointer.is_empty() { "payload".to_owned() } else { i.pointer.clone() };
+            format!("{at}: {}", i.message)
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(vec![("invalid-payload", format!("{} payload is invalid: {message}", kind.wire_name()))])
+}
