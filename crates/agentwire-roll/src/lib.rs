@@ -7,8 +7,10 @@ pub mod cursor;
 pub mod errors;
 pub mod ids;
 pub mod negotiation;
+pub mod parse;
 pub mod project;
 pub mod schema;
+pub mod types;
 pub mod user_input;
 pub mod version;
 

@@ -132,3 +132,114 @@ fn ajv_gives_every_fixture_its_verdict_on_our_exports() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// Which method a response fixture answers, from its name.
+fn response_method(name: &str) -> Option<(&'static str, bool)> {
+    let table: [(&str, &str, bool); 12] = [
+        ("approval-request-response", "approval.request", true),
+        ("user-input-request-response", "userInput.request", true),
+        ("operation-raw-response", "operation.get", false),
+        (
+            "thread-snapshot-interaction-payload",
+            "thread.snapshot",
+            false,
+        ),
+        (
+            "client-capabilities-set-response",
+            "client.capabilities.set",
+            false,
+        ),
+        (
+            "thread-recovery-snapshot-response",
+            "thread.snapshot",
+            false,
+        ),
+        (
+            "thread-recovery-snapshot-timestamp-response",
+            "thread.snapshot",
+            false,
+        ),
+        (
+            "thread-snapshot-attachment-part-response",
+            "thread.snapshot",
+            false,
+        ),
+        ("thread-snapshot-response", "thread.snapshot", false),
+        (
+            "runtime-events-resume-response",
+            "runtime.events.resume",
+            false,
+        ),
+        ("attachment-stage-response", "attachment.stage", false),
+        ("attachment-commit-response", "attachment.commit", false),
+    ];
+    let stem = name
+        .trim_start_matches("valid-")
+        .trim_start_matches("invalid-")
+        .trim_end_matches(".json");
+    if stem == "initialize-response" {
+        return Some(("initialize", false));
+    }
+    table
+        .iter()
+        .find(|(s, _, _)| *s == stem)
+        .map(|(_, m, server)| (*m, *server))
+}
+
+#[test]
+fn typed_api_gives_every_fixture_its_verdict() {
+    use agentwire_roll::parse::{
+        Message, parse_message, parse_method_result, parse_server_request_result,
+    };
+    let mut wrong = Vec::new();
+    for case in cases() {
+        let name = file_name(&case.path).to_owned();
+        let mut outcome = parse_message(case.version, &case.message).map(|_| ());
+        if let (Ok(()), Some(result)) = (&outcome, case.message.get("result")) {
+            let (method, server) =
+                response_method(&name).unwrap_or_else(|| panic!("no method for {name}"));
+            outcome = if server {
+                parse_server_request_result(case.version, method, result).map(|_| ())
+            } else {
+                parse_method_result(case.version, method, result).map(|_| ())
+            };
+        }
+        // Invalid response fixtures must also fail the typed parse of their own method.
+        if let (false, Some(result), Some((method, server))) = (
+            case.valid,
+            case.message.get("result"),
+            response_method(&name),
+        ) {
+            let typed = if server {
+                parse_server_request_result(case.version, method, result).is_ok()
+            } else {
+                parse_method_result(case.version, method, result).is_ok()
+            };
+            if typed {
+                wrong.push(format!("{name}: typed result parse accepted it"));
+            }
+        }
+        if outcome.is_ok() != case.valid {
+            wrong.push(format!("{name} under {}: {outcome:?}", case.version));
+        }
+        if case.valid {
+            if let Ok(
+                Message::Request { .. }
+                | Message::Event(_)
+                | Message::ServerRequest { .. }
+                | Message::Cancel(_),
+            ) = parse_message(case.version, &case.message)
+            {
+                // Typed values serialize back to the same params.
+                let typed = parse_message(case.version, &case.message).unwrap();
+                let params = match typed {
+                    Message::Event(envelope) => serde_json::to_value(&*envelope).unwrap(),
+                    Message::Cancel(cancel) => serde_json::to_value(&cancel).unwrap(),
+                    _ => continue,
+                };
+                assert_eq!(params, case.message["params"], "{name} round trip");
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
