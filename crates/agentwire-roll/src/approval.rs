@@ -79,7 +79,8 @@ pub enum ApprovalVerdict {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "camelCase", deny_unknown_fields)]
 pub enum ApprovalDecision {
-    Approve,
+    /// A struct variant so that `deny_unknown_fields` also refuses `{"decision":"approve","reason":…}`.
+    Approve {},
     Reject {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
