@@ -180,6 +180,20 @@ fn draft_07_named_definition_uses_definitions() {
     }
 }
 
+/// Ajv 8 applies keywords beside `$ref` even in draft-07, where the specification (and Python
+/// jsonschema) ignores them; cross-validator tests must not rely on either reading.
+#[test]
+fn draft_07_ref_siblings_split_ajv_and_jsonschema() {
+    let schema = write_temp_json(&json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": { "S": { "type": "string" } },
+        "properties": { "a": { "$ref": "#/definitions/S", "maxLength": 2 } }
+    }));
+    let instances = [json!({ "a": "abcdef" })];
+    assert!(!ajv_verdicts(schema.path(), None, &instances)[0].valid);
+    assert!(py_jsonschema_verdicts(schema.path(), None, &instances)[0].valid);
+}
+
 #[test]
 fn an_empty_batch_starts_no_process() {
     assert!(ajv_verdicts("/nonexistent/schema.json", None, &[]).is_empty());
