@@ -1,0 +1,50 @@
+//! Our fixtures (`protocols/roll-runtime/fixtures/v<version>/`) cover each limit at and past its
+//! boundary, each projection and each negotiation error: `valid-*` must validate under the
+//! folder's version and everything else must fail, for our validator and for Ajv.
+
+use agentwire_roll::{ProtocolVersion, SUPPORTED_VERSIONS, schema};
+use agentwire_testkit::{ajv_verdicts, files_with_extension, read_json, repo_root};
+use serde_json::Value;
+
+fn fixtures(version: ProtocolVersion) -> Vec<(String, Value, bool)> {
+    let dir = repo_root().join(format!("protocols/roll-runtime/fixtures/v{version}"));
+    files_with_extension(&dir, "json")
+        .into_iter()
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let valid = name.starts_with("valid-");
+            (name, read_json(&path), valid)
+        })
+        .collect()
+}
+
+#[test]
+fn every_version_has_fixtures_of_both_kinds() {
+    for version in SUPPORTED_VERSIONS {
+        let all = fixtures(version);
+        assert!(all.iter().any(|f| f.2), "{version} has no valid fixture");
+        assert!(all.iter().any(|f| !f.2), "{version} has no invalid fixture");
+    }
+}
+
+#[test]
+fn our_validator_and_ajv_give_every_fixture_its_verdict() {
+    let mut wrong = Vec::new();
+    for version in SUPPORTED_VERSIONS {
+        let all = fixtures(version);
+        let export = repo_root().join(format!(
+            "protocols/roll-runtime/exports/roll-runtime-{version}.schema.json"
+        ));
+        let messages: Vec<Value> = all.iter().map(|f| f.1.clone()).collect();
+        let ajv = ajv_verdicts(&export, None, &messages);
+        for ((name, message, valid), verdict) in all.iter().zip(ajv) {
+            if schema::is_valid(version, message) != *valid {
+                wrong.push(format!("ours: v{version}/{name}"));
+            }
+            if verdict.valid != *valid {
+                wrong.push(format!("ajv: v{version}/{name}: {:?}", verdict.errors));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
