@@ -6,6 +6,7 @@
 
 pub mod canonical;
 pub mod document;
+pub mod fast;
 pub mod json;
 pub mod pointer;
 pub mod walk;

@@ -1,0 +1,622 @@
+//! Running a plan over an instance: the early-exit verdict ([`valid`]) and, on the failure path
+//! only, the instance path of the first error in AJV's evaluation order ([`first_error`]).
+//! Both are generic over [`Instance`], so parsed values and the parse tape share one evaluator.
+
+use serde_json::Value;
+
+use crate::fast::ecma::format_is_valid;
+use crate::fast::plan::{
+    ArrPlan, Check, INLINE_NAME_BITS, NodeId, NumChecks, ObjPlan, Plan, Rest, StrChecks, T_ARR,
+    T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union,
+};
+use crate::pointer;
+
+/// Nesting of schema evaluation (references and applicators included) beyond which an instance
+/// is reported invalid rather than risking the stack. Instances are at most
+/// [`crate::MAX_JSON_DEPTH`] deep and the document has no reference cycle that does not descend,
+/// so valid evaluations stay far below it.
+pub(crate) const MAX_EVAL_DEPTH: u32 = 4096;
+
+/// The kinds of JSON value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Null,
+    Bool,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+/// A read-only view of one JSON value.
+pub(crate) trait Instance<'a>: Copy {
+    type Items: Iterator<Item = Self>;
+    type Entries: Iterator<Item = (&'a str, Self)>;
+    fn kind(self) -> Kind;
+    fn as_bool(self) -> bool;
+    fn as_f64(self) -> f64;
+    fn as_str(self) -> &'a str;
+    /// Elements of an array (empty for other kinds).
+    fn items(self) -> Self::Items;
+    fn len(self) -> usize;
+    /// Members of an object in document order (empty for other kinds).
+    fn entries(self) -> Self::Entries;
+    fn get(self, key: &str) -> Option<Self>;
+}
+
+impl<'a> Instance<'a> for &'a Value {
+    type Items = std::slice::Iter<'a, Value>;
+    type Entries = ValueEntries<'a>;
+
+    #[inline]
+    fn kind(self) -> Kind {
+        match self {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+    #[inline]
+    fn as_bool(self) -> bool {
+        matches!(self, Value::Bool(true))
+    }
+    #[inline]
+    fn as_f64(self) -> f64 {
+        self.as_f64().unwrap_or(f64::NAN)
+    }
+    #[inline]
+    fn as_str(self) -> &'a str {
+        self.as_str().unwrap_or("")
+    }
+    #[inline]
+    fn items(self) -> Self::Items {
+        match self {
+            Value::Array(a) => a.iter(),
+            _ => [].iter(),
+        }
+    }
+    #[inline]
+    fn len(self) -> usize {
+        match self {
+            Value::Array(a) => a.len(),
+            Value::Object(o) => o.len(),
+            _ => 0,
+        }
+    }
+    #[inline]
+    fn entries(self) -> Self::Entries {
+        ValueEntries(match self {
+            Value::Object(o) => Some(o.iter()),
+            _ => None,
+        })
+    }
+    #[inline]
+    fn get(self, key: &str) -> Option<Self> {
+        match self {
+            Value::Object(o) => o.get(key),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) struct ValueEntries<'a>(Option<serde_json::map::Iter<'a>>);
+
+impl<'a> Iterator for ValueEntries<'a> {
+    type Item = (&'a str, &'a Value);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.as_mut()?.next().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+#[inline]
+fn type_bits<'a, I: Instance<'a>>(i: I) -> u8 {
+    match i.kind() {
+        Kind::Null => T_NULL,
+        Kind::Bool => T_BOOL,
+        Kind::Number => {
+            let f = i.as_f64();
+            if f.fract() == 0.0 { T_NUM | T_INT } else { T_NUM }
+        }
+        Kind::String => T_STR,
+        Kind::Array => T_ARR,
+        Kind::Object => T_OBJ,
+    }
+}
+
+/// JSON equality as AJV's `fast-deep-equal` sees it: numbers by value, object members in any
+/// order.
+pub(crate) fn equal_literal<'a, I: Instance<'a>>(lit: &Value, i: I) -> bool {
+    match (lit, i.kind()) {
+        (Value::Null, Kind::Null) => true,
+        (Value::Bool(b), Kind::Bool) => *b == i.as_bool(),
+        (Value::Number(n), Kind::Number) => n.as_f64() == Some(i.as_f64()),
+        (Value::String(s), Kind::String) => s == i.as_str(),
+        (Value::Array(a), Kind::Array) => a.len() == i.len() && a.iter().zip(i.items()).all(|(l, x)| equal_literal(l, x)),
+        (Value::Object(o), Kind::Object) => {
+            o.len() == i.len() && i.entries().all(|(k, x)| o.get(k).is_some_and(|l| equal_literal(l, x)))
+        }
+        _ => false,
+    }
+}
+
+pub(crate) fn equal<'a, I: Instance<'a>>(a: I, b: I) -> bool {
+    match (a.kind(), b.kind()) {
+        (Kind::Null, Kind::Null) => true,
+        (Kind::Bool, Kind::Bool) => a.as_bool() == b.as_bool(),
+        (Kind::Number, Kind::Number) => a.as_f64() == b.as_f64(),
+        (Kind::String, Kind::String) => a.as_str() == b.as_str(),
+        (Kind::Array, Kind::Array) => a.len() == b.len() && a.items().zip(b.items()).all(|(x, y)| equal(x, y)),
+        (Kind::Object, Kind::Object) => {
+            a.len() == b.len() && a.entries().all(|(k, x)| b.get(k).is_some_and(|y| equal(x, y)))
+        }
+        _ => false,
+    }
+}
+
+/// Names seen in one object instance, for `required` and dependencies.
+struct Seen {
+    inline: [u64; INLINE_NAME_BITS / 64],
+    heap: Vec<u64>,
+}
+
+impl Seen {
+    #[inline]
+    fn new(names: usize) -> Seen {
+        Seen {
+            inline: [0; INLINE_NAME_BITS / 64],
+            heap: if names > INLINE_NAME_BITS { vec![0; names.div_ceil(64)] } else { Vec::new() },
+        }
+    }
+    #[inline]
+    fn set(&mut self, i: u32) {
+        let i = i as usize;
+        if self.heap.is_empty() {
+            self.inline[i / 64] |= 1 << (i % 64);
+        } else {
+            self.heap[i / 64] |= 1 << (i % 64);
+        }
+    }
+    #[inline]
+    fn get(&self, i: u32) -> bool {
+        let i = i as usize;
+        let words = if self.heap.is_empty() { &self.inline[..] } else { &self.heap[..] };
+        words[i / 64] & (1 << (i % 64)) != 0
+    }
+}
+
+/// The verdict of `node` on `i`, stopping at the first failure.
+pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) -> bool {
+    if depth > MAX_EVAL_DEPTH {
+        return false;
+    }
+    let n = &plan.nodes[node as usize];
+    if n.types & type_bits(i) == 0 {
+        return false;
+    }
+    for check in &n.checks {
+        let ok = match check {
+            Check::False => false,
+            Check::Ref(target) => valid(plan, *target, i, depth + 1),
+            Check::ConstStr(_) | Check::Const(_) | Check::Enum(_) => literal_ok(check, i),
+            Check::Not(s) => !valid(plan, *s, i, depth + 1),
+            Check::AnyOf(u) => any_of(plan, u, i, depth),
+            Check::OneOf(u) => one_of(plan, u, i, depth),
+            Check::AllOf(all) => all.iter().all(|s| valid(plan, *s, i, depth + 1)),
+            Check::If { cond, then, otherwise } => {
+                let branch = if valid(plan, *cond, i, depth + 1) { then } else { otherwise };
+                branch.is_none_or(|s| valid(plan, s, i, depth + 1))
+            }
+            Check::Num(c) => i.kind() != Kind::Number || num_ok(c, i.as_f64()),
+            Check::Str(c) => i.kind() != Kind::String || str_ok(plan, c, i.as_str()),
+            Check::Arr(a) => i.kind() != Kind::Array || arr_ok(plan, a, i, depth),
+            Check::Obj(o) => i.kind() != Kind::Object || obj_ok(plan, o, i, depth),
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// Branch indexes of a union worth trying on `i`, narrowed by the tag table when it applies.
+#[inline]
+fn tagged<'a, 'u, I: Instance<'a>>(u: &'u Union, i: I) -> Option<&'u [u32]> {
+    let t = u.tag.as_ref()?;
+    if i.kind() != Kind::Object {
+        return None;
+    }
+    let tag = i.get(&t.property)?;
+    if tag.kind() != Kind::String {
+        return None;
+    }
+    Some(t.table.get(tag.as_str()).map_or(&[][..], Vec::as_slice))
+}
+
+fn any_of<'a, I: Instance<'a>>(plan: &Plan, u: &Union, i: I, depth: u32) -> bool {
+    let bits = type_bits(i);
+    if let Some(cands) = tagged(u, i) {
+        return cands.iter().any(|b| valid(plan, u.branches[*b as usize], i, depth + 1));
+    }
+    u.branches.iter().zip(u.masks.iter()).any(|(b, m)| m & bits != 0 && valid(plan, *b, i, depth + 1))
+}
+
+fn one_of<'a, I: Instance<'a>>(plan: &Plan, u: &Union, i: I, depth: u32) -> bool {
+    let bits = type_bits(i);
+    let mut passing = 0;
+    if let Some(cands) = tagged(u, i) {
+        for b in cands {
+            if valid(plan, u.branches[*b as usize], i, depth + 1) {
+                passing += 1;
+                if passing > 1 {
+                    return false;
+                }
+            }
+        }
+        return passing == 1;
+    }
+    for (b, m) in u.branches.iter().zip(u.masks.iter()) {
+        if m & bits != 0 && valid(plan, *b, i, depth + 1) {
+            passing += 1;
+            if passing > 1 {
+                return false;
+            }
+        }
+    }
+    passing == 1
+}
+
+#[inline]
+fn num_ok(c: &NumChecks, f: f64) -> bool {
+    c.maximum.is_none_or(|m| f <= m)
+        && c.minimum.is_none_or(|m| f >= m)
+        && c.exclusive_maximum.is_none_or(|m| f < m)
+        && c.exclusive_minimum.is_none_or(|m| f > m)
+        && c.multiple_of.is_none_or(|m| {
+            let q = f / m;
+            q.is_finite() && q.fract() == 0.0
+        })
+}
+
+/// Code points in `s`, counted only as far as a bound needs.
+#[inline]
+fn length_ok(c: &StrChecks, s: &str) -> bool {
+    let bytes = s.len();
+    let max_ok = c.max_length.is_none_or(|m| bytes <= m);
+    let min_ok = c.min_length.is_none_or(|m| bytes / 4 >= m);
+    if max_ok && min_ok {
+        return true;
+    }
+    let n = s.chars().count();
+    c.max_length.is_none_or(|m| n <= m) && c.min_length.is_none_or(|m| n >= m)
+}
+
+fn str_ok(plan: &Plan, c: &StrChecks, s: &str) -> bool {
+    length_ok(c, s)
+        && c.pattern.is_none_or(|p| plan.patterns[p as usize].is_match(s) == Some(true))
+        && c.format.is_none_or(|f| format_is_valid(f, s))
+}
+
+fn unique<'a, I: Instance<'a>>(i: I) -> bool {
+    let items: Vec<I> = i.items().collect();
+    if items.iter().all(|x| x.kind() == Kind::String) {
+        let mut seen = ahash::AHashSet::with_capacity(items.len());
+        return items.iter().all(|x| seen.insert(x.as_str()));
+    }
+    for (k, a) in items.iter().enumerate() {
+        if items[..k].iter().any(|b| equal(*a, *b)) {
+            return false;
+        }
+    }
+    true
+}
+
+fn arr_ok<'a, I: Instance<'a>>(plan: &Plan, a: &ArrPlan, i: I, depth: u32) -> bool {
+    let len = i.len();
+    if a.max_items.is_some_and(|m| len > m) || a.min_items.is_some_and(|m| len < m) {
+        return false;
+    }
+    if a.unique && len > 1 && !unique(i) {
+        return false;
+    }
+    for (k, item) in i.items().enumerate() {
+        let ok = match a.prefix.get(k) {
+            Some(s) => valid(plan, *s, item, depth + 1),
+            None => match a.rest {
+                Rest::Any => true,
+                Rest::Deny => false,
+                Rest::Schema(s) => valid(plan, s, item, depth + 1),
+            },
+        };
+        if !ok {
+            return false;
+        }
+    }
+    if let Some(c) = a.contains {
+        let n = i.items().filter(|x| valid(plan, c, *x, depth + 1)).count();
+        if n < a.min_contains || a.max_contains.is_some_and(|m| n > m) {
+            return false;
+        }
+    }
+    true
+}
+
+fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bool {
+    let len = i.len();
+    if o.max_properties.is_some_and(|m| len > m) || o.min_properties.is_some_and(|m| len < m) {
+        return false;
+    }
+    let mut seen = Seen::new(o.names.len());
+    for (key, value) in i.entries() {
+        let mut declared = false;
+        if let Some(k) = o.index_of(key) {
+            seen.set(k);
+            if let Some(s) = o.props[k as usize] {
+                declared = true;
+                if !valid(plan, s, value, depth + 1) {
+                    return false;
+                }
+            }
+        }
+        let mut matched = false;
+        for (p, s) in o.pattern_props.iter() {
+            if plan.patterns[*p as usize].is_match(key) == Some(true) {
+                matched = true;
+                if !valid(plan, *s, value, depth + 1) {
+                    return false;
+                }
+            }
+        }
+        if !declared && !matched {
+            match o.additional {
+                Rest::Any => {}
+                Rest::Deny => return false,
+                Rest::Schema(s) => {
+                    if !valid(plan, s, value, depth + 1) {
+                        return false;
+                    }
+                }
+            }
+        }
+        if let Some(pn) = o.property_names {
+            if !valid(plan, pn, KeyInstance(key), depth + 1) {
+                return false;
+            }
+        }
+    }
+    if o.names.len() <= INLINE_NAME_BITS {
+        for (w, m) in seen.inline.iter().zip(o.required_mask.iter()) {
+            if w & m != *m {
+                return false;
+            }
+        }
+    } else if !o.required.iter().all(|r| seen.get(*r)) {
+        return false;
+    }
+    for (k, deps) in o.dependent_required.iter() {
+        if seen.get(*k) && !deps.iter().all(|d| seen.get(*d)) {
+            return false;
+        }
+    }
+    for (k, s) in o.dependent_schemas.iter() {
+        if seen.get(*k) && !valid(plan, *s, i, depth + 1) {
+            return false;
+        }
+    }
+    true
+}
+
+/// A property name seen as a string instance (for `propertyNames`).
+#[derive(Clone, Copy)]
+struct KeyInstance<'a>(&'a str);
+
+impl<'a> Instance<'a> for KeyInstance<'a> {
+    type Items = std::iter::Empty<KeyInstance<'a>>;
+    type Entries = std::iter::Empty<(&'a str, KeyInstance<'a>)>;
+    fn kind(self) -> Kind {
+        Kind::String
+    }
+    fn as_bool(self) -> bool {
+        false
+    }
+    fn as_f64(self) -> f64 {
+        f64::NAN
+    }
+    fn as_str(self) -> &'a str {
+        self.0
+    }
+    fn items(self) -> Self::Items {
+        std::iter::empty()
+    }
+    fn len(self) -> usize {
+        0
+    }
+    fn entries(self) -> Self::Entries {
+        std::iter::empty()
+    }
+    fn get(self, _key: &str) -> Option<Self> {
+        None
+    }
+}
+
+/// The instance path of the first error AJV (`allErrors: false`) would report for `node` on
+/// `i`, or `None` when `i` is valid. Follows AJV's keyword order and reports the errors of
+/// failed union branches first, as AJV does; no dispatch shortcuts, since this runs only on the
+/// failure path.
+pub(crate) fn first_error<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, path: &str, depth: u32) -> Option<String> {
+    if depth > MAX_EVAL_DEPTH {
+        return Some(path.to_owned());
+    }
+    let n = &plan.nodes[node as usize];
+    if n.types & type_bits(i) == 0 {
+        return Some(path.to_owned());
+    }
+    let here = || Some(path.to_owned());
+    for check in &n.checks {
+        let err = match check {
+            Check::False => here(),
+            Check::Ref(t) => first_error(plan, *t, i, path, depth + 1),
+            Check::ConstStr(_) | Check::Const(_) | Check::Enum(_) => {
+                if literal_ok(check, i) { None } else { here() }
+            }
+            Check::Not(s) => {
+                if valid(plan, *s, i, depth + 1) { here() } else { None }
+            }
+            Check::AnyOf(u) => {
+                if any_of(plan, u, i, depth) {
+                    None
+                } else {
+                    first_error(plan, u.branches[0], i, path, depth + 1).or_else(here)
+                }
+            }
+            Check::OneOf(u) => {
+                if one_of(plan, u, i, depth) {
+                    None
+                } else {
+                    u.branches.iter().find_map(|b| first_error(plan, *b, i, path, depth + 1)).or_else(here)
+                }
+            }
+            Check::AllOf(all) => all.iter().find_map(|s| first_error(plan, *s, i, path, depth + 1)),
+            Check::If { cond, then, otherwise } => {
+                let branch = if valid(plan, *cond, i, depth + 1) { then } else { otherwise };
+                branch.and_then(|s| first_error(plan, s, i, path, depth + 1))
+            }
+            Check::Num(c) => (i.kind() == Kind::Number && !num_ok(c, i.as_f64())).then(|| path.to_owned()),
+            Check::Str(c) => (i.kind() == Kind::String && !str_ok(plan, c, i.as_str())).then(|| path.to_owned()),
+            Check::Arr(a) => {
+                if i.kind() == Kind::Array {
+                    arr_error(plan, a, i, path, depth)
+                } else {
+                    None
+                }
+            }
+            Check::Obj(o) => {
+                if i.kind() == Kind::Object {
+                    obj_error(plan, o, i, path, depth)
+                } else {
+                    None
+                }
+            }
+        };
+        if err.is_some() {
+            return err;
+        }
+    }
+    None
+}
+
+#[inline]
+fn literal_ok<'a, I: Instance<'a>>(check: &Check, i: I) -> bool {
+    match check {
+        Check::ConstStr(s) => i.kind() == Kind::String && i.as_str() == &**s,
+        Check::Const(v) => equal_literal(v, i),
+        Check::Enum(e) => {
+            if i.kind() == Kind::String {
+                e.contains_str(i.as_str())
+            } else {
+                e.others.iter().any(|v| equal_literal(v, i))
+            }
+        }
+        _ => true,
+    }
+}
+
+fn arr_error<'a, I: Instance<'a>>(plan: &Plan, a: &ArrPlan, i: I, path: &str, depth: u32) -> Option<String> {
+    let len = i.len();
+    if a.max_items.is_some_and(|m| len > m) || a.min_items.is_some_and(|m| len < m) {
+        return Some(path.to_owned());
+    }
+    if a.unique && len > 1 && !unique(i) {
+        return Some(path.to_owned());
+    }
+    for (k, item) in i.items().enumerate() {
+        let child = || format!("{path}/{k}");
+        let err = match a.prefix.get(k) {
+            Some(s) => first_error(plan, *s, item, &child(), depth + 1),
+            None => match a.rest {
+                Rest::Any => None,
+                Rest::Deny => Some(path.to_owned()),
+                Rest::Schema(s) => first_error(plan, s, item, &child(), depth + 1),
+            },
+        };
+        if err.is_some() {
+            return err;
+        }
+    }
+    if let Some(c) = a.contains {
+        let n = i.items().filter(|x| valid(plan, c, *x, depth + 1)).count();
+        if n < a.min_contains || a.max_contains.is_some_and(|m| n > m) {
+            return Some(path.to_owned());
+        }
+    }
+    None
+}
+
+fn obj_error<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, path: &str, depth: u32) -> Option<String> {
+    let len = i.len();
+    if o.max_properties.is_some_and(|m| len > m) || o.min_properties.is_some_and(|m| len < m) {
+        return Some(path.to_owned());
+    }
+    // AJV order: required, propertyNames, additionalProperties, dependencies, properties,
+    // patternProperties.
+    for r in o.required.iter() {
+        if i.get(&o.names[*r as usize]).is_none() {
+            return Some(path.to_owned());
+        }
+    }
+    if let Some(pn) = o.property_names {
+        for (key, _) in i.entries() {
+            if !valid(plan, pn, KeyInstance(key), depth + 1) {
+                return Some(path.to_owned());
+            }
+        }
+    }
+    for (key, value) in i.entries() {
+        let declared = o.index_of(key).is_some_and(|k| o.props[k as usize].is_some());
+        let matched = o.pattern_props.iter().any(|(p, _)| plan.patterns[*p as usize].is_match(key) == Some(true));
+        if !declared && !matched {
+            match o.additional {
+                Rest::Any => {}
+                Rest::Deny => return Some(path.to_owned()),
+                Rest::Schema(s) => {
+                    if let Some(e) = first_error(plan, s, value, &pointer::push(path, key), depth + 1) {
+                        return Some(e);
+                    }
+                }
+            }
+        }
+    }
+    for (k, deps) in o.dependent_required.iter() {
+        if i.get(&o.names[*k as usize]).is_some() && !deps.iter().all(|d| i.get(&o.names[*d as usize]).is_some()) {
+            return Some(path.to_owned());
+        }
+    }
+    for (k, s) in o.dependent_schemas.iter() {
+        if i.get(&o.names[*k as usize]).is_some() {
+            if let Some(e) = first_error(plan, *s, i, path, depth + 1) {
+                return Some(e);
+            }
+        }
+    }
+    for (k, name) in o.names.iter().enumerate() {
+        let Some(s) = o.props[k] else { continue };
+        if let Some(v) = i.get(name) {
+            if let Some(e) = first_error(plan, s, v, &pointer::push(path, name), depth + 1) {
+                return Some(e);
+            }
+        }
+    }
+    for (p, s) in o.pattern_props.iter() {
+        for (key, value) in i.entries() {
+            if plan.patterns[*p as usize].is_match(key) == Some(true) {
+                if let Some(e) = first_error(plan, *s, value, &pointer::push(path, key), depth + 1) {
+                    return Some(e);
+                }
+            }
+        }
+    }
+    None
+}

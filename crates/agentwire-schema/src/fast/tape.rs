@@ -1,0 +1,568 @@
+//! The parse tape: one JSON document read straight from its bytes into a flat, reusable token
+//! array (strings borrowed from the input unless they hold escapes), so that validation needs
+//! no allocation per value. The reader is deliberately conservative: anything it is not sure
+//! [`crate::parse_json`] would accept the same way is reported as [`Unsure`], and the caller
+//! takes the strict parser's word for it.
+
+use crate::fast::eval::{Instance, Kind};
+use crate::json::MAX_JSON_DEPTH;
+
+/// Objects with at most this many members are checked for duplicate keys pairwise.
+const PAIRWISE_DUP_MAX: usize = 12;
+
+/// Integers with at most this many digits are read exactly without the float parser.
+const FAST_INT_DIGITS: usize = 15;
+
+/// The reader stopped: the input is malformed or outside what it reads by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unsure;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tok {
+    Null,
+    Bool(bool),
+    Num(f64),
+    /// A string: `start..start+len` in the input, or in the tape's arena when `escaped`.
+    Str { start: u32, len: u32, escaped: bool },
+    /// A container whose tokens end (exclusive) at `end`; `len` members or elements.
+    Arr { end: u32, len: u32 },
+    Obj { end: u32, len: u32 },
+}
+
+/// A reusable buffer holding one parsed document.
+#[derive(Debug, Default)]
+pub struct Tape {
+    pub(crate) toks: Vec<Tok>,
+    pub(crate) arena: String,
+    keys: Vec<u32>,
+}
+
+impl Tape {
+    /// An empty tape.
+    pub fn new() -> Tape {
+        Tape::default()
+    }
+
+    /// Reads `text` into the tape, replacing what it held.
+    pub(crate) fn parse(&mut self, text: &str) -> Result<(), Unsure> {
+        self.toks.clear();
+        self.arena.clear();
+        self.keys.clear();
+        if text.len() > u32::MAX as usize {
+            return Err(Unsure);
+        }
+        let mut r = Reader { b: text.as_bytes(), text, pos: 0, tape: self };
+        r.ws();
+        r.value(0)?;
+        r.ws();
+        if r.pos != r.b.len() {
+            return Err(Unsure);
+        }
+        Ok(())
+    }
+
+    /// The root value of the last document read, viewed with its input text.
+    pub(crate) fn root<'a>(&'a self, text: &'a str) -> TapeRef<'a> {
+        TapeRef { tape: self, text, idx: 0 }
+    }
+
+    fn str_at<'a>(&'a self, text: &'a str, idx: u32) -> &'a str {
+        match self.toks[idx as usize] {
+            Tok::Str { start, len, escaped } => {
+                let (s, e) = (start as usize, (start + len) as usize);
+                if escaped { &self.arena[s..e] } else { &text[s..e] }
+            }
+            _ => "",
+        }
+    }
+}
+
+struct Reader<'t, 'a> {
+    b: &'a [u8],
+    text: &'a str,
+    pos: usize,
+    tape: &'t mut Tape,
+}
+
+impl Reader<'_, '_> {
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(c) = self.b.get(self.pos) {
+            if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), Unsure> {
+        match self.peek().ok_or(Unsure)? {
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b'"' => self.string().map(|t| self.tape.toks.push(t)),
+            b't' => self.word(b"true", Tok::Bool(true)),
+            b'f' => self.word(b"false", Tok::Bool(false)),
+            b'n' => self.word(b"null", Tok::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(Unsure),
+        }
+    }
+
+    fn word(&mut self, w: &[u8], tok: Tok) -> Result<(), Unsure> {
+        if self.b.get(self.pos..self.pos + w.len()) == Some(w) {
+            self.pos += w.len();
+            self.tape.toks.push(tok);
+            Ok(())
+        } else {
+            Err(Unsure)
+        }
+    }
+
+    fn number(&mut self) -> Result<(), Unsure> {
+        let start = self.pos;
+        let b = self.b;
+        let mut i = start;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        let int_start = i;
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while b.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+            }
+            _ => return Err(Unsure),
+        }
+        let int_end = i;
+        let mut simple = true;
+        if b.get(i) == Some(&b'.') {
+            simple = false;
+            i += 1;
+            let s = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == s {
+                return Err(Unsure);
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            simple = false;
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let s = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == s {
+                return Err(Unsure);
+            }
+        }
+        self.pos = i;
+        let v = if simple && int_end - int_start <= FAST_INT_DIGITS {
+            let mut n: u64 = 0;
+            for d in &b[int_start..int_end] {
+                n = n * 10 + u64::from(d - b'0');
+            }
+            let f = n as f64;
+            if start != int_start { -f } else { f }
+        } else {
+            let f: f64 = self.text[start..i].parse().map_err(|_| Unsure)?;
+            if !f.is_finite() {
+                return Err(Unsure);
+            }
+            f
+        };
+        self.tape.toks.push(Tok::Num(v));
+        Ok(())
+    }
+
+    /// Reads a string at `"`, returning its token.
+    fn string(&mut self) -> Result<Tok, Unsure> {
+        let b = self.b;
+        let start = self.pos + 1;
+        let mut i = start;
+        loop {
+            match b.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok(Tok::Str { start: start as u32, len: (i - start) as u32, escaped: false });
+                }
+                Some(b'\\') => break,
+                Some(c) if *c < 0x20 => return Err(Unsure),
+                Some(_) => i += 1,
+                None => return Err(Unsure),
+            }
+        }
+        // Escapes: decode into the arena.
+        let arena_start = self.tape.arena.len();
+        self.tape.arena.push_str(&self.text[start..i]);
+        loop {
+            match b.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    let len = self.tape.arena.len() - arena_start;
+                    if self.tape.arena.len() > u32::MAX as usize {
+                        return Err(Unsure);
+                    }
+                    return Ok(Tok::Str { start: arena_start as u32, len: len as u32, escaped: true });
+                }
+                Some(b'\\') => {
+                    let c = match b.get(i + 1).ok_or(Unsure)? {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hi = hex4(b, i + 2)?;
+                            i += 4;
+                            if (0xD800..0xDC00).contains(&hi) {
+                                if b.get(i + 2) != Some(&b'\\') || b.get(i + 3) != Some(&b'u') {
+                                    return Err(Unsure);
+                                }
+                                let lo = hex4(b, i + 4)?;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return Err(Unsure);
+                                }
+                                i += 6;
+                                char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).ok_or(Unsure)?
+                            } else {
+                                char::from_u32(hi).ok_or(Unsure)?
+                            }
+                        }
+                        _ => return Err(Unsure),
+                    };
+                    self.tape.arena.push(c);
+                    i += 2;
+                }
+                Some(c) if *c < 0x20 => return Err(Unsure),
+                Some(_) => {
+                    let s = i;
+                    while b.get(i).is_some_and(|c| *c != b'"' && *c != b'\\' && *c >= 0x20) {
+                        i += 1;
+                    }
+                    self.tape.arena.push_str(&self.text[s..i]);
+                }
+                None => return Err(Unsure),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<(), Unsure> {
+        if depth > MAX_JSON_DEPTH {
+            return Err(Unsure);
+        }
+        self.pos += 1;
+        let at = self.tape.toks.len();
+        self.tape.toks.push(Tok::Arr { end: 0, len: 0 });
+        self.ws();
+        let mut len = 0u32;
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+        } else {
+            loop {
+                self.value(depth)?;
+                len += 1;
+                self.ws();
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        self.ws();
+                    }
+                    Some(b']') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(Unsure),
+                }
+            }
+        }
+        let end = u32::try_from(self.tape.toks.len()).map_err(|_| Unsure)?;
+        self.tape.toks[at] = Tok::Arr { end, len };
+        Ok(())
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), Unsure> {
+        if depth > MAX_JSON_DEPTH {
+            return Err(Unsure);
+        }
+        self.pos += 1;
+        let at = self.tape.toks.len();
+        self.tape.toks.push(Tok::Obj { end: 0, len: 0 });
+        let keys_base = self.tape.keys.len();
+        self.ws();
+        let mut len = 0u32;
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+        } else {
+            loop {
+                if self.peek() != Some(b'"') {
+                    return Err(Unsure);
+                }
+                let key = self.string()?;
+                let key_idx = self.tape.toks.len() as u32;
+                self.tape.toks.push(key);
+                self.tape.keys.push(key_idx);
+                self.ws();
+                if self.peek() != Some(b':') {
+                    return Err(Unsure);
+                }
+                self.pos += 1;
+                self.ws();
+                self.value(depth)?;
+                len += 1;
+                self.ws();
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        self.ws();
+                    }
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(Unsure),
+                }
+            }
+        }
+        self.check_duplicates(keys_base)?;
+        self.tape.keys.truncate(keys_base);
+        let end = u32::try_from(self.tape.toks.len()).map_err(|_| Unsure)?;
+        self.tape.toks[at] = Tok::Obj { end, len };
+        Ok(())
+    }
+
+    fn check_duplicates(&self, base: usize) -> Result<(), Unsure> {
+        let keys = &self.tape.keys[base..];
+        let name = |k: &u32| self.tape.str_at(self.text, *k);
+        if keys.len() <= PAIRWISE_DUP_MAX {
+            for (n, a) in keys.iter().enumerate() {
+                let a = name(a);
+                if keys[..n].iter().any(|b| name(b) == a) {
+                    return Err(Unsure);
+                }
+            }
+            return Ok(());
+        }
+        let mut names: Vec<&str> = keys.iter().map(name).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Unsure);
+        }
+        Ok(())
+    }
+}
+
+fn hex4(b: &[u8], at: usize) -> Result<u32, Unsure> {
+    let digits = b.get(at..at + 4).ok_or(Unsure)?;
+    let mut v = 0u32;
+    for d in digits {
+        v = v * 16 + (*d as char).to_digit(16).ok_or(Unsure)?;
+    }
+    Ok(v)
+}
+
+/// One value on a tape.
+#[derive(Clone, Copy)]
+pub(crate) struct TapeRef<'a> {
+    tape: &'a Tape,
+    text: &'a str,
+    idx: u32,
+}
+
+impl<'a> TapeRef<'a> {
+    #[inline]
+    fn tok(self) -> Tok {
+        self.tape.toks[self.idx as usize]
+    }
+
+    /// Index of the token after this value.
+    #[inline]
+    fn next_index(self) -> u32 {
+        match self.tok() {
+            Tok::Arr { end, .. } | Tok::Obj { end, .. } => end,
+            _ => self.idx + 1,
+        }
+    }
+
+    fn at(self, idx: u32) -> TapeRef<'a> {
+        TapeRef { idx, ..self }
+    }
+
+    /// The value at a JSON Pointer below this one.
+    pub(crate) fn pointer(self, ptr: &str) -> Option<TapeRef<'a>> {
+        let tokens = crate::pointer::tokens(ptr)?;
+        let mut cur = self;
+        for t in tokens {
+            cur = match cur.kind() {
+                Kind::Object => cur.get(&t)?,
+                Kind::Array => {
+                    let n: usize = t.parse().ok()?;
+                    cur.items().nth(n)?
+                }
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+}
+
+pub(crate) struct TapeItems<'a> {
+    cur: TapeRef<'a>,
+    end: u32,
+}
+
+impl<'a> Iterator for TapeItems<'a> {
+    type Item = TapeRef<'a>;
+    #[inline]
+    fn next(&mut self) -> Option<TapeRef<'a>> {
+        if self.cur.idx >= self.end {
+            return None;
+        }
+        let item = self.cur;
+        self.cur.idx = item.next_index();
+        Some(item)
+    }
+}
+
+pub(crate) struct TapeEntries<'a> {
+    cur: TapeRef<'a>,
+    end: u32,
+}
+
+impl<'a> Iterator for TapeEntries<'a> {
+    type Item = (&'a str, TapeRef<'a>);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.cur.idx >= self.end {
+            return None;
+        }
+        let key = self.cur.as_str();
+        let value = self.cur.at(self.cur.idx + 1);
+        self.cur.idx = value.next_index();
+        Some((key, value))
+    }
+}
+
+impl<'a> Instance<'a> for TapeRef<'a> {
+    type Items = TapeItems<'a>;
+    type Entries = TapeEntries<'a>;
+
+    #[inline]
+    fn kind(self) -> Kind {
+        match self.tok() {
+            Tok::Null => Kind::Null,
+            Tok::Bool(_) => Kind::Bool,
+            Tok::Num(_) => Kind::Number,
+            Tok::Str { .. } => Kind::String,
+            Tok::Arr { .. } => Kind::Array,
+            Tok::Obj { .. } => Kind::Object,
+        }
+    }
+    #[inline]
+    fn as_bool(self) -> bool {
+        matches!(self.tok(), Tok::Bool(true))
+    }
+    #[inline]
+    fn as_f64(self) -> f64 {
+        match self.tok() {
+            Tok::Num(f) => f,
+            _ => f64::NAN,
+        }
+    }
+    #[inline]
+    fn as_str(self) -> &'a str {
+        self.tape.str_at(self.text, self.idx)
+    }
+    #[inline]
+    fn items(self) -> TapeItems<'a> {
+        match self.tok() {
+            Tok::Arr { end, .. } => TapeItems { cur: self.at(self.idx + 1), end },
+            _ => TapeItems { cur: self, end: 0 },
+        }
+    }
+    #[inline]
+    fn len(self) -> usize {
+        match self.tok() {
+            Tok::Arr { len, .. } | Tok::Obj { len, .. } => len as usize,
+            _ => 0,
+        }
+    }
+    #[inline]
+    fn entries(self) -> TapeEntries<'a> {
+        match self.tok() {
+            Tok::Obj { end, .. } => TapeEntries { cur: self.at(self.idx + 1), end },
+            _ => TapeEntries { cur: self, end: 0 },
+        }
+    }
+    fn get(self, key: &str) -> Option<TapeRef<'a>> {
+        self.entries().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(s: &str) -> Result<(), Unsure> {
+        Tape::new().parse(s)
+    }
+
+    #[test]
+    fn reads_what_the_strict_parser_reads() {
+        for ok in [r#"{"a":[1,-2.5e3,"x\n\u00e9\ud83d\ude00",true,null,{}]}"#, " [] ", "0", r#""""#] {
+            assert_eq!(read(ok), Ok(()), "{ok}");
+            assert!(crate::parse_json(ok.as_bytes()).is_ok());
+        }
+    }
+
+    #[test]
+    fn is_unsure_about_everything_else() {
+        for bad in [
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":1,"\u0061":2}"#,
+            "[1,]",
+            "01",
+            "1.",
+            "-",
+            r#""\ud800""#,
+            "\"a\u{1}\"",
+            "1e400",
+            "[1] x",
+            "",
+        ] {
+            assert_eq!(read(bad), Err(Unsure), "{bad}");
+        }
+        let deep = "[".repeat(MAX_JSON_DEPTH + 1) + &"]".repeat(MAX_JSON_DEPTH + 1);
+        assert_eq!(read(&deep), Err(Unsure));
+        let ok = "[".repeat(MAX_JSON_DEPTH) + &"]".repeat(MAX_JSON_DEPTH);
+        assert_eq!(read(&ok), Ok(()));
+    }
+
+    #[test]
+    fn views_values() {
+        let text = r#"{"k":[1,{"x":"y\"z"}],"n":2}"#;
+        let mut tape = Tape::new();
+        tape.parse(text).unwrap();
+        let root = tape.root(text);
+        assert_eq!(root.len(), 2);
+        let keys: Vec<_> = root.entries().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["k", "n"]);
+        assert_eq!(root.pointer("/k/1/x").unwrap().as_str(), "y\"z");
+        assert_eq!(root.get("n").unwrap().as_f64(), 2.0);
+    }
+}
