@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
-import jsonschema
-from jsonschema.exceptions import ValidationError, best_match
+import jsonschema  # type: ignore[import-untyped]
+from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
 
 DRAFTS: dict[str, type[Any]] = {
     "http://json-schema.org/draft-07/schema": jsonschema.Draft7Validator,
@@ -28,7 +28,7 @@ DRAFTS: dict[str, type[Any]] = {
 }
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     sys.stderr.write(f"jsonschema-verdicts: {message}\n")
     sys.exit(2)
 

@@ -186,12 +186,15 @@ pub fn python_script(script: &str) -> Command {
 
 /// `<venv python> -m mypy`: the pinned mypy. Add `--strict` and the files.
 ///
+/// mypy's cache is turned off (`MYPY_CACHE_DIR=/dev/null`) so that no `.mypy_cache` lands in
+/// the working directory and parallel tests never share one.
+///
 /// # Panics
 /// When the virtual environment or mypy is missing.
 pub fn require_mypy() -> Command {
     require_venv_package("mypy");
     let mut command = require_python();
-    command.args(["-m", "mypy"]);
+    command.env("MYPY_CACHE_DIR", "/dev/null").args(["-m", "mypy"]);
     command
 }
 

@@ -371,6 +371,16 @@ fn mypy_checks_strict_python() {
 }
 
 #[test]
+fn python_tool_scripts_pass_mypy_strict() {
+    let out = run_ok(
+        require_mypy()
+            .args(["--strict", "--no-incremental"])
+            .arg(repo_root().join("tools/python")),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Success: no issues found"));
+}
+
+#[test]
 fn node_and_python_load_their_packages() {
     let ws = require_node_module("ws");
     assert!(ws.join("package.json").is_file());
