@@ -31,6 +31,8 @@ enum Command {
     Digest(cmd::digest::Args),
     /// Rewrite a JSON document in canonical text (JSON.stringify(value, null, 2)).
     Fmt(cmd::fmt::Args),
+    /// Validate messages (documents or NDJSON streams) against a schema or one of its definitions.
+    Validate(cmd::validate::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Digest(args) => cmd::digest::run(args, cli.format),
         Command::Fmt(args) => cmd::fmt::run(args, cli.format),
+        Command::Validate(args) => cmd::validate::run(args, cli.format),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -9,8 +9,10 @@ pub mod document;
 pub mod fast;
 pub mod json;
 pub mod pointer;
+pub mod validate;
 pub mod walk;
 
 pub use canonical::{canonical_text, digest, Digest};
 pub use document::{Draft, LoadOptions, RefSite, SchemaDocument, SchemaError, SchemaErrorKind};
 pub use json::{parse_json, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
+pub use validate::{Issue, IssueCode, Validator, ValidatorCompiler};

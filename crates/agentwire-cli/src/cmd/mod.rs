@@ -2,3 +2,4 @@
 
 pub(crate) mod digest;
 pub(crate) mod fmt;
+pub(crate) mod validate;
