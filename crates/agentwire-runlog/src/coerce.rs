@@ -36,7 +36,10 @@ pub struct CoerceOptions {
 
 impl Default for CoerceOptions {
     fn default() -> Self {
-        CoerceOptions { synthesize_run_start: true, default_at: 0 }
+        CoerceOptions {
+            synthesize_run_start: true,
+            default_at: 0,
+        }
     }
 }
 
@@ -154,7 +157,11 @@ pub struct CoerceResult {
 impl CoerceResult {
     /// The valid events, in input order: ready for derivation.
     pub fn events(&self) -> impl Iterator<Item = &RunEvent> {
-        self.renderable.iter().zip(&self.valid).filter(|(_, ok)| **ok).map(|(e, _)| e)
+        self.renderable
+            .iter()
+            .zip(&self.valid)
+            .filter(|(_, ok)| **ok)
+            .map(|(e, _)| e)
     }
 
     /// Whether the entry `i` of `renderable` is a valid event (not a wrapper).
@@ -164,7 +171,12 @@ impl CoerceResult {
 
     /// The valid events, moved out.
     pub fn into_events(self) -> Vec<RunEvent> {
-        self.renderable.into_iter().zip(self.valid).filter(|(_, ok)| *ok).map(|(e, _)| e).collect()
+        self.renderable
+            .into_iter()
+            .zip(self.valid)
+            .filter(|(_, ok)| *ok)
+            .map(|(e, _)| e)
+            .collect()
     }
 
     /// The issues of one level.
@@ -194,7 +206,9 @@ impl Serialize for CoerceResult {
 /// Whether a value has the shape of a serialized [`CoerceResult`] (so a caller holding one does
 /// not coerce it again).
 pub fn is_coerce_result(value: &Value) -> bool {
-    let Value::Object(map) = value else { return false };
+    let Value::Object(map) = value else {
+        return false;
+    };
     ["events", "renderable", "malformed", "issues"]
         .iter()
         .all(|k| map.get(*k).is_some_and(Value::is_array))
@@ -225,7 +239,11 @@ struct Row {
 enum Candidate {
     /// Envelope complete; payload still to check. `raw` is the input value when the envelope
     /// pass changed it.
-    Ready { event: RunEvent, raw: Option<Value>, fixes: Vec<Issue> },
+    Ready {
+        event: RunEvent,
+        raw: Option<Value>,
+        fixes: Vec<Issue>,
+    },
     /// Cannot become an event.
     Degraded { wrapper: RunEvent, raw: Value },
     /// Could not be parsed.
@@ -287,7 +305,9 @@ pub fn to_run_events_from_slice(bytes: &[u8], options: &CoerceOptions) -> Coerce
 }
 
 fn has_second_line(bytes: &[u8]) -> bool {
-    let Some(nl) = bytes.iter().position(|&b| b == b'\n') else { return false };
+    let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
     !bytes[nl..].trim_ascii().is_empty()
 }
 
@@ -340,8 +360,10 @@ fn type_words(name: &str) -> Vec<String> {
 }
 
 /// The fixed aliases of the protocol's table (after name-style normalisation).
-const TYPE_ALIASES: &[(&str, EventKind)] =
-    &[("step:end", EventKind::StepDone), ("step:finish", EventKind::StepDone)];
+const TYPE_ALIASES: &[(&str, EventKind)] = &[
+    ("step:end", EventKind::StepDone),
+    ("step:finish", EventKind::StepDone),
+];
 
 /// How a type name maps to a known type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -488,7 +510,12 @@ struct Coercer {
 
 impl Coercer {
     fn issue(&mut self, level: IssueLevel, line: usize, code: &'static str, message: String) {
-        self.issues.push(Issue { level, line, code, message });
+        self.issues.push(Issue {
+            level,
+            line,
+            code,
+            message,
+        });
     }
 
     fn fresh_id(&mut self) -> String {
@@ -532,7 +559,10 @@ enum IdAction {
 fn body_id(body: &Body) -> Option<&str> {
     match body {
         Body::Event(e) => Some(&e.id),
-        Body::Object(map) => map.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        Body::Object(map) => map
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty()),
         _ => None,
     }
 }
@@ -540,7 +570,10 @@ fn body_id(body: &Body) -> Option<&str> {
 fn body_run_id(body: &Body) -> Option<&str> {
     match body {
         Body::Event(e) => Some(&e.run_id),
-        Body::Object(map) => map.get("runId").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        Body::Object(map) => map
+            .get("runId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty()),
         _ => None,
     }
 }
@@ -585,8 +618,12 @@ fn body_kind(body: &Body) -> Option<EventKind> {
 }
 
 fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -> CoerceResult {
-    let mut co =
-        Coercer { issues: Vec::new(), used_ids: HashSet::new(), next_fresh: 0, any_at: false };
+    let mut co = Coercer {
+        issues: Vec::new(),
+        used_ids: HashSet::new(),
+        next_fresh: 0,
+        any_at: false,
+    };
 
     // Pass 1: facts about the whole log, before anything changes.
     let mut run_ids: Vec<String> = Vec::new();
@@ -636,12 +673,18 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
         }
     }
     co.any_at = first_at.is_some();
-    let may_generate = id_actions.iter().any(|a| matches!(a, IdAction::Reassign(_)))
+    let may_generate = id_actions
+        .iter()
+        .any(|a| matches!(a, IdAction::Reassign(_)))
         || rows.iter().any(|r| body_id(&r.body).is_none())
         || run_ids.iter().any(|r| !runs_with_start.contains(r))
         || run_ids.is_empty();
     if may_generate {
-        co.used_ids = rows.iter().filter_map(|r| body_id(&r.body)).map(str::to_owned).collect();
+        co.used_ids = rows
+            .iter()
+            .filter_map(|r| body_id(&r.body))
+            .map(str::to_owned)
+            .collect();
     }
     let lone_run = match run_ids.as_slice() {
         [] => Some(DEFAULT_RUN_ID.to_owned()),
@@ -690,7 +733,9 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
         }
         let mut done: HashSet<String> = runs_with_start;
         for (pos, c) in candidates.iter().enumerate() {
-            let Candidate::Ready { event, .. } = c else { continue };
+            let Candidate::Ready { event, .. } = c else {
+                continue;
+            };
             if done.contains(&event.run_id) {
                 continue;
             }
@@ -700,7 +745,9 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
                 RunEvent {
                     id: String::new(),
                     run_id: event.run_id.clone(),
-                    seq: min_seq.get(event.run_id.as_str()).map_or(0, |s| s.saturating_sub(1)),
+                    seq: min_seq
+                        .get(event.run_id.as_str())
+                        .map_or(0, |s| s.saturating_sub(1)),
                     at: event.at,
                     schema_version: SCHEMA_VERSION,
                     event_type: EventKind::RunStart.wire_name().to_owned(),
@@ -758,7 +805,12 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
                 } else {
                     format!("seq missing; renumbered in input order to {seq}")
                 };
-                fixes.push(Issue { level: IssueLevel::Fixed, line, code: "seq-renumbered", message });
+                fixes.push(Issue {
+                    level: IssueLevel::Fixed,
+                    line,
+                    code: "seq-renumbered",
+                    message,
+                });
             }
         }
     }
@@ -773,10 +825,16 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
     let mut last_track = usize::MAX;
     let mut fixed_lines = 0usize;
     for i in order {
-        let Candidate::Ready { .. } = &candidates[i] else { continue };
+        let Candidate::Ready { .. } = &candidates[i] else {
+            continue;
+        };
         let line = lines[i];
         let placeholder = Candidate::Dropped(String::new());
-        let Candidate::Ready { mut event, raw, fixes } = std::mem::replace(&mut candidates[i], placeholder)
+        let Candidate::Ready {
+            mut event,
+            raw,
+            fixes,
+        } = std::mem::replace(&mut candidates[i], placeholder)
         else {
             continue;
         };
@@ -858,13 +916,21 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
             }
             Candidate::Degraded { wrapper, raw } => {
                 meta.degraded += 1;
-                malformed.push(MalformedLine { line: lines[pos], raw: Some(raw), text: None });
+                malformed.push(MalformedLine {
+                    line: lines[pos],
+                    raw: Some(raw),
+                    text: None,
+                });
                 renderable.push(wrapper);
                 valid.push(false);
             }
             Candidate::Dropped(text) => {
                 meta.dropped += 1;
-                malformed.push(MalformedLine { line: lines[pos], raw: None, text: Some(text) });
+                malformed.push(MalformedLine {
+                    line: lines[pos],
+                    raw: None,
+                    text: Some(text),
+                });
             }
             Candidate::Ready { .. } => {}
         }
@@ -874,7 +940,13 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
     meta.malformed = malformed.len();
     let mut issues = co.issues;
     issues.sort_by_key(|i| i.line);
-    CoerceResult { renderable, valid, malformed, issues, meta }
+    CoerceResult {
+        renderable,
+        valid,
+        malformed,
+        issues,
+        meta,
+    }
 }
 
 fn is_envelope_code(code: &str) -> bool {
@@ -965,7 +1037,10 @@ fn envelope(
             let message = format!("a line must be a JSON object, not {}", type_of(&value));
             co.issue(IssueLevel::Degraded, line, "not-an-object", message);
             let wrapper = wrap(&event, line, &["not-an-object"], value.clone());
-            return Candidate::Degraded { wrapper, raw: value };
+            return Candidate::Degraded {
+                wrapper,
+                raw: value,
+            };
         }
         Body::Unparsable(text, error) => {
             co.issue(
@@ -998,7 +1073,12 @@ fn envelope(
                 None => format!("id missing; assigned {new}"),
                 Some(v) => format!("id {v} is not a non-empty string; assigned {new}"),
             };
-            fixes.push(Issue { level: IssueLevel::Fixed, line, code: "id-filled", message });
+            fixes.push(Issue {
+                level: IssueLevel::Fixed,
+                line,
+                code: "id-filled",
+                message,
+            });
             new
         }
     };
@@ -1059,11 +1139,18 @@ fn envelope(
         None => {
             let at = *last_at;
             let message = if co.any_at {
-                format!("at missing or not a timestamp; took {at} from the nearest line that has one")
+                format!(
+                    "at missing or not a timestamp; took {at} from the nearest line that has one"
+                )
             } else {
                 format!("at missing or not a timestamp and no line has one; set to {at}")
             };
-            fixes.push(Issue { level: IssueLevel::Fixed, line, code: "at-filled", message });
+            fixes.push(Issue {
+                level: IssueLevel::Fixed,
+                line,
+                code: "at-filled",
+                message,
+            });
             at
         }
     };
@@ -1093,7 +1180,10 @@ fn envelope(
     let mut event_type = match map.shift_remove("type") {
         Some(Value::String(t)) if !t.is_empty() => t,
         None => {
-            degrade.push(("type-missing", "type missing: not guessing what the line is".into()));
+            degrade.push((
+                "type-missing",
+                "type missing: not guessing what the line is".into(),
+            ));
             String::new()
         }
         Some(other) => {
@@ -1110,9 +1200,21 @@ fn envelope(
         }
     }
 
-    let event = RunEvent { id, run_id, seq, at, schema_version, event_type, payload: map };
+    let event = RunEvent {
+        id,
+        run_id,
+        seq,
+        at,
+        schema_version,
+        event_type,
+        payload: map,
+    };
     if degrade.is_empty() {
-        return Candidate::Ready { event, raw: Some(raw), fixes };
+        return Candidate::Ready {
+            event,
+            raw: Some(raw),
+            fixes,
+        };
     }
     let codes: Vec<&str> = degrade.iter().map(|(c, _)| *c).collect();
     co.issues.extend(fixes);
@@ -1141,7 +1243,9 @@ fn reassign_issue(line: usize, old: &str, new: &str, first: usize) -> Issue {
         level: IssueLevel::Fixed,
         line,
         code: "id-reassigned",
-        message: format!("id {old} is already used by line {first} with different content; assigned {new}"),
+        message: format!(
+            "id {old} is already used by line {first} with different content; assigned {new}"
+        ),
     }
 }
 
@@ -1155,7 +1259,15 @@ fn normalize_type(event_type: &mut String, line: usize) -> Option<(Issue, String
     };
     let old = std::mem::replace(event_type, kind.wire_name().to_owned());
     let message = format!("type {old:?} read as {:?} ({why})", kind.wire_name());
-    Some((Issue { level: IssueLevel::Fixed, line, code, message }, old))
+    Some((
+        Issue {
+            level: IssueLevel::Fixed,
+            line,
+            code,
+            message,
+        },
+        old,
+    ))
 }
 
 type Degrade = Vec<(&'static str, String)>;
@@ -1194,7 +1306,12 @@ fn payload(
         return Ok(Some(kind));
     }
     let mut fix = |code: &'static str, message: String| {
-        fixes.push(Issue { level: IssueLevel::Fixed, line, code, message });
+        fixes.push(Issue {
+            level: IssueLevel::Fixed,
+            line,
+            code,
+            message,
+        });
     };
     let p = &mut event.payload;
     match kind {
@@ -1211,7 +1328,9 @@ fn payload(
                 if converted > 0 {
                     fix(
                         "plan-steps-from-strings",
-                        format!("{converted} plan step(s) given as text became {{id: step_N, title}}"),
+                        format!(
+                            "{converted} plan step(s) given as text became {{id: step_N, title}}"
+                        ),
                     );
                 }
             }
@@ -1222,7 +1341,9 @@ fn payload(
                     Some(call) => {
                         fix(
                             "call-id-paired",
-                            format!("callId missing; paired with the latest unpaired tool:call {call}"),
+                            format!(
+                                "callId missing; paired with the latest unpaired tool:call {call}"
+                            ),
                         );
                         p.insert("callId".into(), Value::String(call));
                     }
@@ -1251,7 +1372,12 @@ fn payload(
         EventKind::ToolCall | EventKind::ApprovalRequest => {
             if !p.contains_key("stepId") {
                 if track.running_steps.len() == 1 {
-                    let step = track.running_steps.iter().next().cloned().unwrap_or_default();
+                    let step = track
+                        .running_steps
+                        .iter()
+                        .next()
+                        .cloned()
+                        .unwrap_or_default();
                     fix(
                         "step-id-inferred",
                         format!("stepId missing; {step} is the only step running"),
@@ -1267,16 +1393,24 @@ fn payload(
             }
             if kind == EventKind::ApprovalRequest {
                 if !p.contains_key("risk") {
-                    fix("risk-defaulted", "risk missing; set to the neutral medium".into());
+                    fix(
+                        "risk-defaulted",
+                        "risk missing; set to the neutral medium".into(),
+                    );
                     p.insert("risk".into(), Value::String("medium".into()));
                 }
                 if !p.contains_key("summary") {
-                    let found = SUMMARY_SYNONYMS
-                        .iter()
-                        .find_map(|k| p.get(*k).and_then(Value::as_str).map(|s| (*k, s.to_owned())));
+                    let found = SUMMARY_SYNONYMS.iter().find_map(|k| {
+                        p.get(*k)
+                            .and_then(Value::as_str)
+                            .map(|s| (*k, s.to_owned()))
+                    });
                     match found {
                         Some((field, text)) => {
-                            fix("summary-from-synonym", format!("summary missing; taken from {field}"));
+                            fix(
+                                "summary-from-synonym",
+                                format!("summary missing; taken from {field}"),
+                            );
                             p.insert("summary".into(), Value::String(text));
                         }
                         None => {
@@ -1289,13 +1423,21 @@ fn payload(
                     }
                 }
             } else if !p.contains_key("name") {
-                return Err(vec![("tool-name-missing", "tool name missing: not guessing".into())]);
+                return Err(vec![(
+                    "tool-name-missing",
+                    "tool name missing: not guessing".into(),
+                )]);
             }
         }
         EventKind::ApprovalDecision => {
             if !p.contains_key("approvalId") {
                 if track.pending_approvals.len() == 1 {
-                    let a = track.pending_approvals.iter().next().cloned().unwrap_or_default();
+                    let a = track
+                        .pending_approvals
+                        .iter()
+                        .next()
+                        .cloned()
+                        .unwrap_or_default();
                     fix(
                         "approval-id-paired",
                         format!("approvalId missing; {a} is the only approval pending"),
@@ -1320,13 +1462,18 @@ fn payload(
                         None => {
                             return Err(vec![(
                                 "decision-unknown",
-                                format!("decision {d:?} is not approve, edit or reject: not guessing"),
+                                format!(
+                                    "decision {d:?} is not approve, edit or reject: not guessing"
+                                ),
                             )]);
                         }
                     }
                 }
                 None => {
-                    return Err(vec![("decision-unknown", "decision missing: not guessing".into())]);
+                    return Err(vec![(
+                        "decision-unknown",
+                        "decision missing: not guessing".into(),
+                    )]);
                 }
                 _ => {}
             }
@@ -1342,7 +1489,11 @@ fn payload(
         }
         EventKind::RunPaused => {
             if !p.contains_key("reason") {
-                let reason = if track.pending_approvals.is_empty() { "user" } else { "approval" };
+                let reason = if track.pending_approvals.is_empty() {
+                    "user"
+                } else {
+                    "approval"
+                };
                 fix(
                     "paused-reason-inferred",
                     format!(
@@ -1362,10 +1513,17 @@ fn payload(
     let message = problems
         .iter()
         .map(|i| {
-            let at = if i.pointer.is_empty() { "payload".to_owned() } else { i.pointer.clone() };
+            let at = if i.pointer.is_empty() {
+                "payload".to_owned()
+            } else {
+                i.pointer.clone()
+            };
             format!("{at}: {}", i.message)
         })
         .collect::<Vec<_>>()
         .join("; ");
-    Err(vec![("invalid-payload", format!("{} payload is invalid: {message}", kind.wire_name()))])
+    Err(vec![(
+        "invalid-payload",
+        format!("{} payload is invalid: {message}", kind.wire_name()),
+    )])
 }

@@ -59,7 +59,10 @@ impl RunEvent {
         map.insert("runId".into(), Value::String(self.run_id.clone()));
         map.insert("seq".into(), Value::Number(self.seq.into()));
         map.insert("at".into(), Value::Number(self.at.into()));
-        map.insert("schemaVersion".into(), Value::Number(self.schema_version.into()));
+        map.insert(
+            "schemaVersion".into(),
+            Value::Number(self.schema_version.into()),
+        );
         map.insert("type".into(), Value::String(self.event_type.clone()));
         for (k, v) in &self.payload {
             map.insert(k.clone(), v.clone());
@@ -147,8 +150,12 @@ pub enum Risk {
 }
 
 /// Weight of each risk level, for sorting and highlighting approvals.
-pub const RISK_WEIGHT: [(Risk, u8); 4] =
-    [(Risk::Low, 1), (Risk::Medium, 2), (Risk::High, 3), (Risk::Critical, 4)];
+pub const RISK_WEIGHT: [(Risk, u8); 4] = [
+    (Risk::Low, 1),
+    (Risk::Medium, 2),
+    (Risk::High, 3),
+    (Risk::Critical, 4),
+];
 
 impl Risk {
     /// The wire name.
@@ -343,7 +350,15 @@ impl<'de> Visitor<'de> for EventVisitor {
         {
             return Err(de::Error::custom("invalid envelope"));
         }
-        Ok(RunEvent { id, run_id, seq, at, schema_version, event_type, payload })
+        Ok(RunEvent {
+            id,
+            run_id,
+            seq,
+            at,
+            schema_version,
+            event_type,
+            payload,
+        })
     }
 }
 
@@ -380,7 +395,9 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("number out of range"))
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
@@ -430,9 +447,18 @@ pub fn parse_event_fast(bytes: &[u8]) -> Option<RunEvent> {
 pub fn event_from_object(mut map: Map<String, Value>) -> Result<RunEvent, Map<String, Value>> {
     let ok = matches!(map.get("id"), Some(Value::String(s)) if !s.is_empty())
         && matches!(map.get("runId"), Some(Value::String(s)) if !s.is_empty())
-        && map.get("seq").and_then(json_u64).is_some_and(|v| v <= MAX_SAFE_INTEGER)
-        && map.get("at").and_then(json_u64).is_some_and(|v| v <= MAX_SAFE_INTEGER)
-        && map.get("schemaVersion").and_then(json_u64).is_some_and(|v| (1..=MAX_SAFE_INTEGER).contains(&v))
+        && map
+            .get("seq")
+            .and_then(json_u64)
+            .is_some_and(|v| v <= MAX_SAFE_INTEGER)
+        && map
+            .get("at")
+            .and_then(json_u64)
+            .is_some_and(|v| v <= MAX_SAFE_INTEGER)
+        && map
+            .get("schemaVersion")
+            .and_then(json_u64)
+            .is_some_and(|v| (1..=MAX_SAFE_INTEGER).contains(&v))
         && matches!(map.get("type"), Some(Value::String(s)) if !s.is_empty());
     if !ok {
         return Err(map);
@@ -450,5 +476,13 @@ pub fn event_from_object(mut map: Map<String, Value>) -> Result<RunEvent, Map<St
     let at = take_u64(&mut map, "at");
     let schema_version = take_u64(&mut map, "schemaVersion");
     let event_type = take_str(&mut map, "type");
-    Ok(RunEvent { id, run_id, seq, at, schema_version, event_type, payload: map })
+    Ok(RunEvent {
+        id,
+        run_id,
+        seq,
+        at,
+        schema_version,
+        event_type,
+        payload: map,
+    })
 }

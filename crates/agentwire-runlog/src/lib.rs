@@ -32,20 +32,20 @@ pub use mock::{
     create_mock_run, get_scenario, scenarios,
 };
 pub use state::{
-    Applied, ApprovalState, ApprovalStatus, Deriver, ErrorEntry, ErrorSource, PlanStep,
-    RetryState, RunState, RunStatus, StepState, StepStatus, ToolCallState, ToolCallStatus, Totals,
+    Applied, ApprovalState, ApprovalStatus, Deriver, ErrorEntry, ErrorSource, PlanStep, RetryState,
+    RunState, RunStatus, StepState, StepStatus, ToolCallState, ToolCallStatus, Totals,
     UnknownEvent, derive_run_state, derive_run_state_from_unknown, has_pending_approval,
 };
 pub use stream::{
     append_event, append_events, compare_by_seq, dedupe_by_id, filter_by_run, latest_seq,
     normalize, normalize_in_place, since_seq, sort_by_seq, up_to_event_id,
 };
-pub use view::{render_html, render_text, summary_line};
 pub use validate::{
     InvalidEvent, Split, ValidationIssue, assert_event, is_envelope, is_valid_event,
     is_valid_run_event, split_events, validate_envelope, validate_event, validate_payload,
     validate_payload_fields,
 };
+pub use view::{render_html, render_text, summary_line};
 
 /// The canonical schema document of run events (canonical text).
 pub const SCHEMA_TEXT: &str = include_str!("../../../protocols/tasklens/run-events.schema.json");

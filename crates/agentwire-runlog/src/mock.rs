@@ -74,13 +74,23 @@ impl Default for MockRunOptions {
     }
 }
 
-const STEP_TITLES: &[&str] =
-    &["Query inactive users", "Draft the email", "Review the draft", "Send the emails"];
+const STEP_TITLES: &[&str] = &[
+    "Query inactive users",
+    "Draft the email",
+    "Review the draft",
+    "Send the emails",
+];
 const TOOLS: &[&str] = &["db.query", "llm.generate", "docs.review", "mail.send"];
 
 /// One event with a full envelope; `payload` must be an object (anything else gives an empty
 /// payload).
-pub fn create_mock_event(run_id: &str, seq: u64, at: u64, event_type: &str, payload: Value) -> RunEvent {
+pub fn create_mock_event(
+    run_id: &str,
+    seq: u64,
+    at: u64,
+    event_type: &str,
+    payload: Value,
+) -> RunEvent {
     let payload = match payload {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -119,21 +129,35 @@ impl Builder<'_> {
 
 fn step_title(i: usize) -> String {
     let base = STEP_TITLES[i % STEP_TITLES.len()];
-    if i < STEP_TITLES.len() { base.to_owned() } else { format!("{base} ({})", i + 1) }
+    if i < STEP_TITLES.len() {
+        base.to_owned()
+    } else {
+        format!("{base} ({})", i + 1)
+    }
 }
 
 /// A fully valid run built from `options`. Deterministic: the same options give the same events.
 pub fn create_mock_run(options: &MockRunOptions) -> Vec<RunEvent> {
     let steps = options.step_count.clamp(1, MAX_MOCK_STEPS);
-    let mut b = Builder { options, events: Vec::with_capacity(steps * 6 + 4) };
-    b.push("run:start", json!({"goal": options.goal, "agent": "mock-agent"}));
-    let plan: Vec<Value> =
-        (0..steps).map(|i| json!({"id": format!("step_{}", i + 1), "title": step_title(i)})).collect();
+    let mut b = Builder {
+        options,
+        events: Vec::with_capacity(steps * 6 + 4),
+    };
+    b.push(
+        "run:start",
+        json!({"goal": options.goal, "agent": "mock-agent"}),
+    );
+    let plan: Vec<Value> = (0..steps)
+        .map(|i| json!({"id": format!("step_{}", i + 1), "title": step_title(i)}))
+        .collect();
     b.push("plan", json!({"steps": plan}));
     for i in 0..steps {
         let step_id = format!("step_{}", i + 1);
         let tool = TOOLS[i % TOOLS.len()];
-        let start_id = b.push("step:start", json!({"stepId": step_id, "title": step_title(i)}));
+        let start_id = b.push(
+            "step:start",
+            json!({"stepId": step_id, "title": step_title(i)}),
+        );
         if options.with_unknown_event && i == 0 {
             b.push(
                 "agent:thought",
@@ -159,7 +183,10 @@ pub fn create_mock_run(options: &MockRunOptions) -> Vec<RunEvent> {
                 "retry:request",
                 json!({"stepId": step_id, "fromEventId": start_id, "reason": "retryable failure", "attempt": 2}),
             );
-            b.push("step:start", json!({"stepId": step_id, "title": step_title(i)}));
+            b.push(
+                "step:start",
+                json!({"stepId": step_id, "title": step_title(i)}),
+            );
         }
         let call_id = format!("call_{}", i + 1);
         let args = json!({"step": i + 1, "goal": options.goal});
@@ -201,13 +228,22 @@ pub fn create_mock_run(options: &MockRunOptions) -> Vec<RunEvent> {
                         "step:error",
                         json!({"stepId": step_id, "error": "approval rejected", "retryable": false}),
                     );
-                    b.push("run:error", json!({"error": "approval rejected", "stepId": step_id}));
+                    b.push(
+                        "run:error",
+                        json!({"error": "approval rejected", "stepId": step_id}),
+                    );
                     return b.events;
                 }
             }
         }
-        b.push("tool:call", json!({"stepId": step_id, "callId": call_id, "name": tool, "args": args}));
-        b.push("step:progress", json!({"stepId": step_id, "progress": 0.5, "message": "half way"}));
+        b.push(
+            "tool:call",
+            json!({"stepId": step_id, "callId": call_id, "name": tool, "args": args}),
+        );
+        b.push(
+            "step:progress",
+            json!({"stepId": step_id, "progress": 0.5, "message": "half way"}),
+        );
         b.push(
             "tool:result",
             json!({"callId": call_id, "stepId": step_id, "ok": true, "result": {"rows": 20},
@@ -215,7 +251,10 @@ pub fn create_mock_run(options: &MockRunOptions) -> Vec<RunEvent> {
         );
         b.push("step:done", json!({"stepId": step_id}));
     }
-    b.push("run:done", json!({"summary": format!("{steps} steps done")}));
+    b.push(
+        "run:done",
+        json!({"summary": format!("{steps} steps done")}),
+    );
     b.events
 }
 
@@ -239,7 +278,11 @@ pub fn scenarios() -> Vec<Scenario> {
         ..MockRunOptions::default()
     };
     vec![
-        Scenario { name: "happy-path", description: "three steps, every tool call succeeds", options: base() },
+        Scenario {
+            name: "happy-path",
+            description: "three steps, every tool call succeeds",
+            options: base(),
+        },
         Scenario {
             name: "approval-approved",
             description: "the last step waits for an approval that is granted",
@@ -263,12 +306,18 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario {
             name: "retry-after-failure",
             description: "the first step fails with a retryable error and succeeds on retry",
-            options: MockRunOptions { with_failure: true, ..base() },
+            options: MockRunOptions {
+                with_failure: true,
+                ..base()
+            },
         },
         Scenario {
             name: "unknown-event",
             description: "an event of an unknown type is folded (forward compatibility)",
-            options: MockRunOptions { with_unknown_event: true, ..base() },
+            options: MockRunOptions {
+                with_unknown_event: true,
+                ..base()
+            },
         },
         Scenario {
             name: "everything",
@@ -285,5 +334,8 @@ pub fn scenarios() -> Vec<Scenario> {
 
 /// The events of a named scenario.
 pub fn get_scenario(name: &str) -> Option<Vec<RunEvent>> {
-    scenarios().into_iter().find(|s| s.name == name).map(|s| create_mock_run(&s.options))
+    scenarios()
+        .into_iter()
+        .find(|s| s.name == name)
+        .map(|s| create_mock_run(&s.options))
 }

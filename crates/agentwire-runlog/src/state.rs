@@ -341,7 +341,8 @@ impl RunState {
 /// Whether an approval waits for a decision, in step `step_id` or (with `None`) anywhere.
 pub fn has_pending_approval(state: &RunState, step_id: Option<&str>) -> bool {
     state.approvals.iter().any(|a| {
-        a.status == ApprovalStatus::Pending && step_id.is_none_or(|s| a.step_id.as_deref() == Some(s))
+        a.status == ApprovalStatus::Pending
+            && step_id.is_none_or(|s| a.step_id.as_deref() == Some(s))
     })
 }
 
@@ -374,7 +375,10 @@ fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
     match error {
         Some(Value::String(s)) => (s.clone(), None),
         Some(Value::Object(map)) => (
-            map.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            map.get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             map.get("code").and_then(Value::as_str).map(str::to_owned),
         ),
         Some(other) => (other.to_string(), None),
@@ -414,7 +418,10 @@ impl Deriver {
             return i;
         }
         let i = self.state.steps.len();
-        self.state.steps.push(StepState { id: id.to_owned(), ..StepState::default() });
+        self.state.steps.push(StepState {
+            id: id.to_owned(),
+            ..StepState::default()
+        });
         self.state.steps_left += 1;
         self.steps.insert(id.to_owned(), i);
         i
@@ -519,8 +526,14 @@ impl Deriver {
                 if let Some(Value::Array(steps)) = p.get("steps") {
                     for step in steps {
                         let id = step.get("id").and_then(Value::as_str).unwrap_or_default();
-                        let title = step.get("title").and_then(Value::as_str).unwrap_or_default();
-                        plan.push(PlanStep { id: id.to_owned(), title: title.to_owned() });
+                        let title = step
+                            .get("title")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        plan.push(PlanStep {
+                            id: id.to_owned(),
+                            title: title.to_owned(),
+                        });
                     }
                 }
                 for step in &plan {
@@ -633,7 +646,11 @@ impl Deriver {
                     totals.failed_tool_calls += 1;
                 }
                 let call = &mut self.state.tool_calls[i];
-                call.status = if ok { ToolCallStatus::Ok } else { ToolCallStatus::Error };
+                call.status = if ok {
+                    ToolCallStatus::Ok
+                } else {
+                    ToolCallStatus::Error
+                };
                 call.result = p.get("result").cloned();
                 call.error = p.get("error").cloned();
                 call.ms = ms;
@@ -657,7 +674,10 @@ impl Deriver {
                 }
             }
             EventKind::ApprovalRequest => {
-                let key = event.str_field("approvalId").unwrap_or(&event.id).to_owned();
+                let key = event
+                    .str_field("approvalId")
+                    .unwrap_or(&event.id)
+                    .to_owned();
                 let step_id = opt_string(event, "stepId");
                 if let Some(step) = &step_id {
                     let i = self.step_index(step);
@@ -669,7 +689,8 @@ impl Deriver {
                         self.state.pending_approvals -= 1;
                     }
                 }
-                self.approvals.insert(key.clone(), self.state.approvals.len());
+                self.approvals
+                    .insert(key.clone(), self.state.approvals.len());
                 self.state.pending_approvals += 1;
                 self.state.approvals.push(ApprovalState {
                     approval_id: key,

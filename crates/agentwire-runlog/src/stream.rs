@@ -21,7 +21,11 @@ pub fn sort_by_seq(events: &[RunEvent]) -> Vec<RunEvent> {
 /// The events without repeated ids; the first delivery of each id wins.
 pub fn dedupe_by_id(events: &[RunEvent]) -> Vec<RunEvent> {
     let mut seen = HashSet::with_capacity(events.len());
-    events.iter().filter(|e| seen.insert(e.id.as_str())).cloned().collect()
+    events
+        .iter()
+        .filter(|e| seen.insert(e.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// Sorted by `seq`, deduplicated by `id`: the form derivation expects. Exact duplicate
@@ -69,7 +73,11 @@ pub fn append_events(
 
 /// The events of one run.
 pub fn filter_by_run(events: &[RunEvent], run_id: &str) -> Vec<RunEvent> {
-    events.iter().filter(|e| e.run_id == run_id).cloned().collect()
+    events
+        .iter()
+        .filter(|e| e.run_id == run_id)
+        .cloned()
+        .collect()
 }
 
 /// The events with `seq` strictly greater than `seq` (what a client that has seen `seq` lacks).

@@ -7,7 +7,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::event::{EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, event_from_object, json_u64};
+use crate::event::{
+    EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, event_from_object, json_u64,
+};
 
 /// One reason an event is not valid, located by a JSON Pointer into the event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,7 +24,11 @@ pub struct ValidationIssue {
 
 impl ValidationIssue {
     fn new(pointer: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        ValidationIssue { pointer: pointer.into(), code, message: message.into() }
+        ValidationIssue {
+            pointer: pointer.into(),
+            code,
+            message: message.into(),
+        }
     }
 }
 
@@ -49,10 +55,20 @@ fn payload_rules(kind: EventKind) -> &'static [(&'static str, Rule, bool)] {
     use Rule::*;
     const RISKS: &[&str] = &["low", "medium", "high", "critical"];
     match kind {
-        EventKind::RunStart => &[("goal", String, false), ("agent", String, false), ("input", Any, false)],
+        EventKind::RunStart => &[
+            ("goal", String, false),
+            ("agent", String, false),
+            ("input", Any, false),
+        ],
         EventKind::RunDone => &[("output", Any, false), ("summary", String, false)],
-        EventKind::RunError => &[("error", ErrorInfo, true), ("stepId", NonEmptyString, false)],
-        EventKind::RunPaused => &[("reason", Enum(&["approval", "user"]), true), ("message", String, false)],
+        EventKind::RunError => &[
+            ("error", ErrorInfo, true),
+            ("stepId", NonEmptyString, false),
+        ],
+        EventKind::RunPaused => &[
+            ("reason", Enum(&["approval", "user"]), true),
+            ("message", String, false),
+        ],
         EventKind::Plan => &[("steps", PlanSteps, true)],
         EventKind::StepStart => &[("stepId", NonEmptyString, true), ("title", String, false)],
         EventKind::StepProgress => &[
@@ -149,7 +165,11 @@ fn check(rule: Rule, value: &Value, at: &str, issues: &mut Vec<ValidationIssue>)
         Rule::Number(min, max) => match value.as_f64() {
             None => mistyped(issues, "a number"),
             Some(n) if n < min => {
-                issues.push(ValidationIssue::new(at, "minimum", format!("must be at least {min}")));
+                issues.push(ValidationIssue::new(
+                    at,
+                    "minimum",
+                    format!("must be at least {min}"),
+                ));
             }
             Some(n) if max.is_some_and(|m| n > m) => issues.push(ValidationIssue::new(
                 at,
@@ -160,10 +180,18 @@ fn check(rule: Rule, value: &Value, at: &str, issues: &mut Vec<ValidationIssue>)
         },
         Rule::Integer(min, max) => match value {
             Value::Number(n) if n.as_i64().is_some_and(|i| i < 0) => {
-                issues.push(ValidationIssue::new(at, "minimum", format!("must be at least {min}")));
+                issues.push(ValidationIssue::new(
+                    at,
+                    "minimum",
+                    format!("must be at least {min}"),
+                ));
             }
             Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0 && f < 0.0) => {
-                issues.push(ValidationIssue::new(at, "minimum", format!("must be at least {min}")));
+                issues.push(ValidationIssue::new(
+                    at,
+                    "minimum",
+                    format!("must be at least {min}"),
+                ));
             }
             Value::Number(_) => match json_u64(value) {
                 Some(v) if v < min => issues.push(ValidationIssue::new(
@@ -224,7 +252,10 @@ fn check(rule: Rule, value: &Value, at: &str, issues: &mut Vec<ValidationIssue>)
                         Value::Object(step) => {
                             check_fields(
                                 step,
-                                &[("id", Rule::NonEmptyString, true), ("title", Rule::String, true)],
+                                &[
+                                    ("id", Rule::NonEmptyString, true),
+                                    ("title", Rule::String, true),
+                                ],
                                 &at,
                                 issues,
                             );
@@ -272,7 +303,11 @@ const ENVELOPE_RULES: &[(&str, Rule, bool)] = &[
     ("runId", Rule::NonEmptyString, true),
     ("seq", Rule::Integer(0, Some(MAX_SAFE_INTEGER)), true),
     ("at", Rule::Integer(0, Some(MAX_SAFE_INTEGER)), true),
-    ("schemaVersion", Rule::Integer(1, Some(MAX_SAFE_INTEGER)), true),
+    (
+        "schemaVersion",
+        Rule::Integer(1, Some(MAX_SAFE_INTEGER)),
+        true,
+    ),
     ("type", Rule::NonEmptyString, true),
 ];
 
@@ -296,9 +331,12 @@ pub fn validate_payload(value: &Value) -> Vec<ValidationIssue> {
     let mut issues = Vec::new();
     if let Value::Object(map) = value {
         let version = map.get("schemaVersion").and_then(json_u64);
-        if let (Some(SCHEMA_VERSION), Some(kind)) =
-            (version, map.get("type").and_then(Value::as_str).and_then(EventKind::from_wire))
-        {
+        if let (Some(SCHEMA_VERSION), Some(kind)) = (
+            version,
+            map.get("type")
+                .and_then(Value::as_str)
+                .and_then(EventKind::from_wire),
+        ) {
             check_fields(map, payload_rules(kind), "", &mut issues);
         }
     }
@@ -337,7 +375,9 @@ pub fn is_valid_run_event(event: &RunEvent) -> bool {
         && !event.run_id.is_empty()
         && !event.event_type.is_empty()
         && event.schema_version >= 1
-        && event.kind().is_none_or(|kind| validate_payload_fields(kind, &event.payload).is_empty())
+        && event
+            .kind()
+            .is_none_or(|kind| validate_payload_fields(kind, &event.payload).is_empty())
 }
 
 /// An event that failed [`assert_event`].
@@ -363,9 +403,15 @@ pub fn assert_event(value: Value) -> Result<RunEvent, InvalidEvent> {
     }
     match value {
         Value::Object(map) => event_from_object(map).map_err(|_| InvalidEvent {
-            issues: vec![ValidationIssue::new("", "type", "the envelope does not fit 64-bit integers")],
+            issues: vec![ValidationIssue::new(
+                "",
+                "type",
+                "the envelope does not fit 64-bit integers",
+            )],
         }),
-        _ => Err(InvalidEvent { issues: vec![ValidationIssue::new("", "not-object", "not an object")] }),
+        _ => Err(InvalidEvent {
+            issues: vec![ValidationIssue::new("", "not-object", "not an object")],
+        }),
     }
 }
 
@@ -386,12 +432,10 @@ pub struct Split {
 pub fn split_events(input: Value) -> Split {
     let items = match input {
         Value::Array(items) => items,
-        Value::Object(mut map) if is_events_wrapper(&map) => {
-            match map.shift_remove("events") {
-                Some(Value::Array(items)) => items,
-                _ => Vec::new(),
-            }
-        }
+        Value::Object(mut map) if is_events_wrapper(&map) => match map.shift_remove("events") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
         other => vec![other],
     };
     let mut events = Vec::with_capacity(items.len());
@@ -410,7 +454,11 @@ pub fn split_events(input: Value) -> Split {
         }
     }
     let ok = malformed.is_empty();
-    Split { events, malformed, ok }
+    Split {
+        events,
+        malformed,
+        ok,
+    }
 }
 
 /// Whether an object is a `{events: [...]}` wrapper rather than an event: it has an `events`

@@ -12,8 +12,12 @@ use crate::state::{ApprovalStatus, RunState, RunStatus, StepState, StepStatus, T
 /// Longest raw JSON shown inline in the terminal view; longer text is cut with an ellipsis.
 pub const MAX_INLINE_JSON_CHARS: usize = 160;
 
-const LEVELS: [IssueLevel; 4] =
-    [IssueLevel::Fixed, IssueLevel::Degraded, IssueLevel::Dropped, IssueLevel::Info];
+const LEVELS: [IssueLevel; 4] = [
+    IssueLevel::Fixed,
+    IssueLevel::Degraded,
+    IssueLevel::Dropped,
+    IssueLevel::Info,
+];
 
 fn status_name(status: RunStatus) -> &'static str {
     match status {
@@ -58,11 +62,18 @@ fn cut(text: &str, max: usize) -> String {
 
 /// One line summing up the run.
 pub fn summary_line(state: &RunState) -> String {
-    let done = state.steps.iter().filter(|s| s.status == StepStatus::Done).count();
+    let done = state
+        .steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Done)
+        .count();
     let mut out = format!(
         "status {}{} · {done}/{} steps done · {} left · {} tool calls",
         status_name(state.status),
-        state.paused_reason.map(|r| format!(" ({})", r.as_str())).unwrap_or_default(),
+        state
+            .paused_reason
+            .map(|r| format!(" ({})", r.as_str()))
+            .unwrap_or_default(),
         state.steps.len(),
         state.steps_left,
         state.tool_calls.len(),
@@ -75,7 +86,11 @@ pub fn summary_line(state: &RunState) -> String {
         let _ = write!(out, " ({} pending)", state.pending_approvals);
     }
     if state.totals.tokens > 0 || state.totals.cost > 0.0 {
-        let _ = write!(out, " · {} tokens · ${:.4}", state.totals.tokens, state.totals.cost);
+        let _ = write!(
+            out,
+            " · {} tokens · ${:.4}",
+            state.totals.tokens, state.totals.cost
+        );
     }
     out
 }
@@ -86,7 +101,11 @@ struct Paint {
 
 impl Paint {
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
     }
     fn bold(&self, t: &str) -> String {
         self.paint("1", t)
@@ -176,7 +195,12 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
         }
         out.push('\n');
         if let Some(err) = &step.error {
-            let _ = writeln!(out, "      {} {}", p.red("error"), cut(&compact(err), MAX_INLINE_JSON_CHARS));
+            let _ = writeln!(
+                out,
+                "      {} {}",
+                p.red("error"),
+                cut(&compact(err), MAX_INLINE_JSON_CHARS)
+            );
         }
         for key in &step.tool_calls {
             if let Some(call) = state.tool_calls.iter().find(|c| &c.call_id == key) {
@@ -205,8 +229,11 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
         for key in &step.approvals {
             if let Some(a) = state.approvals.iter().rev().find(|a| &a.approval_id == key) {
                 let status = approval_status_name(a.status);
-                let status =
-                    if a.status == ApprovalStatus::Pending { p.yellow(status) } else { status.to_owned() };
+                let status = if a.status == ApprovalStatus::Pending {
+                    p.yellow(status)
+                } else {
+                    status.to_owned()
+                };
                 let _ = writeln!(
                     out,
                     "      approval {} [{}] {status}: {}",
@@ -223,8 +250,19 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
         let folded = !result.is_valid_entry(i) || event.kind().is_none();
         let mut line = format!("  #{:<5} {:<18}", event.seq, event.event_type);
         if folded {
-            let what = if result.is_valid_entry(i) { "unknown event, folded" } else { "bad line, folded" };
-            let _ = write!(line, " ({what}) {}", cut(&compact(&Value::Object(event.payload.clone())), MAX_INLINE_JSON_CHARS));
+            let what = if result.is_valid_entry(i) {
+                "unknown event, folded"
+            } else {
+                "bad line, folded"
+            };
+            let _ = write!(
+                line,
+                " ({what}) {}",
+                cut(
+                    &compact(&Value::Object(event.payload.clone())),
+                    MAX_INLINE_JSON_CHARS
+                )
+            );
             let _ = writeln!(out, "{}", p.dim(&line));
         } else {
             let mut fields = event.payload.clone();
@@ -232,15 +270,27 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
             fields.shift_remove("result");
             fields.shift_remove("preview");
             if !fields.is_empty() {
-                let _ = write!(line, " {}", cut(&compact(&Value::Object(fields)), MAX_INLINE_JSON_CHARS));
+                let _ = write!(
+                    line,
+                    " {}",
+                    cut(&compact(&Value::Object(fields)), MAX_INLINE_JSON_CHARS)
+                );
             }
             let _ = writeln!(out, "{line}");
         }
     }
 
-    let dropped: Vec<_> = result.malformed.iter().filter(|m| m.text.is_some()).collect();
+    let dropped: Vec<_> = result
+        .malformed
+        .iter()
+        .filter(|m| m.text.is_some())
+        .collect();
     if !dropped.is_empty() {
-        let _ = writeln!(out, "\n{}", p.bold("Lines that are not JSON (kept, not shown above)"));
+        let _ = writeln!(
+            out,
+            "\n{}",
+            p.bold("Lines that are not JSON (kept, not shown above)")
+        );
         for m in dropped {
             let _ = writeln!(
                 out,
@@ -320,7 +370,11 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
     if let Some(goal) = &state.goal {
         let _ = writeln!(h, "<div class=\"goal\" id=\"goal\">{}</div>", esc(goal));
     }
-    let _ = writeln!(h, "<div class=\"summary\" id=\"summary\">{}</div>", esc(&summary_line(state)));
+    let _ = writeln!(
+        h,
+        "<div class=\"summary\" id=\"summary\">{}</div>",
+        esc(&summary_line(state))
+    );
 
     let count = |l| result.issues_at(l).count();
     let class = if count(IssueLevel::Degraded) + count(IssueLevel::Dropped) > 0 {
@@ -330,8 +384,14 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
     } else {
         "banner"
     };
-    let _ = write!(h, "<section class=\"{class}\" id=\"issues\"><strong>Issues:</strong> ");
-    let counts: Vec<String> = LEVELS.iter().map(|l| format!("{} {}", count(*l), l.as_str())).collect();
+    let _ = write!(
+        h,
+        "<section class=\"{class}\" id=\"issues\"><strong>Issues:</strong> "
+    );
+    let counts: Vec<String> = LEVELS
+        .iter()
+        .map(|l| format!("{} {}", count(*l), l.as_str()))
+        .collect();
     let _ = write!(h, "{}", esc(&counts.join(", ")));
     if result.issues.is_empty() {
         h.push_str(" — the log was valid as written.");
@@ -366,7 +426,11 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
         }
         h.push_str("</div>");
         if let Some(err) = &step.error {
-            let _ = write!(h, "<div class=\"item\">error: <code>{}</code></div>", esc(&compact(err)));
+            let _ = write!(
+                h,
+                "<div class=\"item\">error: <code>{}</code></div>",
+                esc(&compact(err))
+            );
         }
         for key in &step.tool_calls {
             if let Some(call) = state.tool_calls.iter().find(|c| &c.call_id == key) {
@@ -379,7 +443,13 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
                     h,
                     "<div class=\"item tool\">tool <span class=\"type\">{}</span> <span class=\"badge s-{}\">{status}</span>",
                     esc(call.name.as_deref().unwrap_or("(unknown tool)")),
-                    if status == "ok" { "done" } else if status == "error" { "error" } else { "running" },
+                    if status == "ok" {
+                        "done"
+                    } else if status == "error" {
+                        "error"
+                    } else {
+                        "running"
+                    },
                 );
                 if let Some(ms) = call.ms {
                     let _ = write!(h, " {ms} ms");
@@ -419,7 +489,11 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
                     "<div class=\"item approval {status}\">approval <b>{}</b> <span class=\"risk-{risk}\">risk {risk}</span> \
                      <span class=\"badge\">{}</span> {}",
                     esc(&a.approval_id),
-                    if a.status == ApprovalStatus::Pending { "waiting for approval" } else { status },
+                    if a.status == ApprovalStatus::Pending {
+                        "waiting for approval"
+                    } else {
+                        status
+                    },
                     esc(a.summary.as_deref().unwrap_or("")),
                 );
                 if let Some(preview) = &a.preview {
