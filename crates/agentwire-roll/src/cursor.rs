@@ -79,7 +79,11 @@ fn parse_hex_uuid(text: &str) -> Option<Uuid128> {
             continue;
         }
         let value = (*byte as char).to_digit(16)? as u8;
-        out[nibble / 2] |= if nibble % 2 == 0 { value << 4 } else { value };
+        out[nibble / 2] |= if nibble.is_multiple_of(2) {
+            value << 4
+        } else {
+            value
+        };
         nibble += 1;
     }
     Some(out)

@@ -333,12 +333,12 @@ pub fn parse_event_envelope(
     params: &Value,
 ) -> Result<RuntimeEventEnvelope, ParseError> {
     let envelope: RuntimeEventEnvelope = checked(version, "runtimeEventEnvelope", params)?;
-    if let (Some(cursor), Some(event_id)) = (&envelope.cursor, &envelope.event_id) {
-        if !cursor.names_event(event_id.as_str()) {
-            return Err(ParseError::Rule(
-                "the cursor does not name the envelope's eventId".into(),
-            ));
-        }
+    if let (Some(cursor), Some(event_id)) = (&envelope.cursor, &envelope.event_id)
+        && !cursor.names_event(event_id.as_str())
+    {
+        return Err(ParseError::Rule(
+            "the cursor does not name the envelope's eventId".into(),
+        ));
     }
     Ok(envelope)
 }

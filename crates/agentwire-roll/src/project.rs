@@ -86,14 +86,13 @@ pub fn project_thread_snapshot(snapshot: &Value, to: ProtocolVersion) -> Value {
             *item = project_operation_view(item, to);
         }
     }
-    if to < ProtocolVersion::V1_4 {
-        if let Some(Value::Array(messages)) =
+    if to < ProtocolVersion::V1_4
+        && let Some(Value::Array(messages)) =
             out.get_mut("messages").and_then(|m| m.get_mut("items"))
-        {
-            for message in messages.iter_mut() {
-                if let Some(Value::Array(parts)) = message.get_mut("parts") {
-                    parts.retain(|part| part.get("type") == Some(&Value::String("text".into())));
-                }
+    {
+        for message in messages.iter_mut() {
+            if let Some(Value::Array(parts)) = message.get_mut("parts") {
+                parts.retain(|part| part.get("type") == Some(&Value::String("text".into())));
             }
         }
     }
@@ -112,10 +111,10 @@ pub fn project_thread_snapshot(snapshot: &Value, to: ProtocolVersion) -> Value {
     }
     if to < ProtocolVersion::V1_2 {
         out.remove("pendingInteractions");
-        if let Some(status) = out.get_mut("activeTurn").and_then(|t| t.get_mut("status")) {
-            if status == "waiting-for-user" {
-                *status = Value::String("running".into());
-            }
+        if let Some(status) = out.get_mut("activeTurn").and_then(|t| t.get_mut("status"))
+            && status == "waiting-for-user"
+        {
+            *status = Value::String("running".into());
         }
     }
     Value::Object(out)

@@ -145,10 +145,10 @@ fn definition_validator(
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     let key = (version, name.to_owned());
-    if let Ok(map) = cache.lock() {
-        if let Some(found) = map.get(&key) {
-            return Some(found);
-        }
+    if let Ok(map) = cache.lock()
+        && let Some(found) = map.get(&key)
+    {
+        return Some(found);
     }
     let export = export(version);
     export.get("$defs")?.get(name)?;

@@ -280,10 +280,10 @@ pub fn validate_form(controls: &[Control]) -> Result<(), UserInputError> {
                 if !finite(c.min) || !finite(c.max) {
                     return Err(inconsistent());
                 }
-                if let (Some(min), Some(max)) = (c.min, c.max) {
-                    if min > max || (c.integer == Some(true) && min.ceil() > max.floor()) {
-                        return Err(inconsistent());
-                    }
+                if let (Some(min), Some(max)) = (c.min, c.max)
+                    && (min > max || (c.integer == Some(true) && min.ceil() > max.floor()))
+                {
+                    return Err(inconsistent());
                 }
             }
             Control::Boolean(_) => {}

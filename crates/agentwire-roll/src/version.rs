@@ -263,9 +263,9 @@ impl Method {
     /// Whether a runtime of `version` serves the method (present in the registry and not
     /// answered `CAPABILITY_UNAVAILABLE`, as `approval.respond` is from 1.1 on).
     pub fn is_served(self, version: ProtocolVersion) -> bool {
-        self.is_available(version)
-            && !(self == Method::ApprovalRespond
-                && !version.capabilities().client_approval_responses)
+        let answered_unavailable =
+            self == Method::ApprovalRespond && !version.capabilities().client_approval_responses;
+        self.is_available(version) && !answered_unavailable
     }
 
     /// The feature a runtime must announce before the method may be called.

@@ -1,5 +1,7 @@
 //! Event cursors: parsing, ordering, distance, other-log and forged cursors.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::cmp::Ordering;
 
 use agentwire_roll::cursor::{CursorError, CursorKey, EventCursor};

@@ -1,5 +1,7 @@
 //! The per-version exports in `protocols/roll-runtime/exports/` are the canonical document's views.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 fn protocol_dir() -> PathBuf {

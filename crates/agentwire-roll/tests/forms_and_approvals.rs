@@ -1,5 +1,7 @@
 //! User-input forms and results, and the approval display helpers.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use agentwire_roll::approval::{
     ApprovalDecision, FileChangeKind, PendingApproval, explanation_of_preview,
     get_approval_diff_preview, get_approval_explanation, get_file_change_display,

@@ -1,5 +1,7 @@
 //! Every legal and illegal sequence of the negotiation state machine, and the client helpers.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use agentwire_roll::constants::{MIB, MIN_CLIENT_INBOUND_FRAME_BYTES_V13};
 use agentwire_roll::negotiation::{
     CapabilityAck, Connection, ConnectionState, NegotiationError, advertisable_versions,

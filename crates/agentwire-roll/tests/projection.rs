@@ -1,6 +1,8 @@
 //! Projection: each rule of the protocol, and for any valid 1.5 message, a projection to every
 //! older version that is valid there (or refused for a documented reason).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use agentwire_roll::ProtocolVersion::{self, *};
 use agentwire_roll::project::{
     ProjectionError, project_event_envelope, project_message, project_server_request_cancel_params,
