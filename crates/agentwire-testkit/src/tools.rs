@@ -194,7 +194,9 @@ pub fn python_script(script: &str) -> Command {
 pub fn require_mypy() -> Command {
     require_venv_package("mypy");
     let mut command = require_python();
-    command.env("MYPY_CACHE_DIR", "/dev/null").args(["-m", "mypy"]);
+    command
+        .env("MYPY_CACHE_DIR", "/dev/null")
+        .args(["-m", "mypy"]);
     command
 }
 
