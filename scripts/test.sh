@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The full check: installs the test tools, then format, build, lint and test the whole workspace.
-# Every step must pass; the last lines printed are cargo test's own summary.
+# A formatting or lint failure does not hide the test results: every step after a successful
+# build runs, and the script fails at the end naming the steps that failed. When all pass, the
+# last lines printed are cargo test's own summary.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
 step() { printf '\n==> %s\n' "$*"; }
+failed=()
 
 shared="${AGENTWIRE_SHARED_DIR:-$repo_root/../shared}"
 if [[ ! -d "$shared/peers" ]]; then
@@ -24,13 +27,22 @@ step "scripts/install-test-tools.sh"
 scripts/install-test-tools.sh
 
 step "cargo fmt --all --check"
-cargo fmt --all --check
+cargo fmt --all --check || failed+=("cargo fmt --all --check")
 
 step "cargo build --workspace --all-targets"
-cargo build --workspace --all-targets
+if ! cargo build --workspace --all-targets; then
+  printf '\ntest.sh: FAILED: cargo build --workspace --all-targets\n' >&2
+  exit 1
+fi
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings \
+  || failed+=("cargo clippy --workspace --all-targets -- -D warnings")
 
 step "cargo test --workspace --no-fail-fast"
-cargo test --workspace --no-fail-fast
+cargo test --workspace --no-fail-fast || failed+=("cargo test --workspace --no-fail-fast")
+
+if ((${#failed[@]} > 0)); then
+  printf '\ntest.sh: FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
