@@ -1,0 +1,181 @@
+//! `agentwire gen`: typed bindings from a schema document, and `--check` for stale ones.
+
+use std::path::{Path, PathBuf};
+
+use agentwire_codegen::{Language, Options, Staleness};
+use anyhow::Context;
+use serde_json::json;
+
+use crate::output::{self, Format};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Languages, comma-separated: rust, ts, py, kt, swift.
+    #[arg(long, default_value = "rust,ts,py,kt,swift")]
+    lang: String,
+    /// Output folder; each language goes to a subfolder named after it.
+    #[arg(long)]
+    out: PathBuf,
+    /// Compare instead of writing: exit 1 listing every stale or missing file.
+    #[arg(long)]
+    check: bool,
+    /// File stem of the outputs (default: from the schema file name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Kotlin package (default: agentwire.generated.<name>).
+    #[arg(long)]
+    kotlin_package: Option<String>,
+    /// Schema document.
+    schema: PathBuf,
+}
+
+/// The command that regenerates exactly what `args` checks.
+fn fix_command(args: &Args, languages: &[Language]) -> String {
+    let mut parts = vec![
+        "agentwire gen".to_owned(),
+        format!(
+            "--lang {}",
+            languages
+                .iter()
+                .map(|l| l.code())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        format!("--out {}", shell_word(&args.out)),
+    ];
+    if let Some(name) = &args.name {
+        parts.push(format!("--name {name}"));
+    }
+    if let Some(package) = &args.kotlin_package {
+        parts.push(format!("--kotlin-package {package}"));
+    }
+    parts.push(shell_word(&args.schema));
+    parts.join(" ")
+}
+
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+    let languages = Language::parse_list(&args.lang)?;
+    if languages.is_empty() {
+        anyhow::bail!("--lang names no language; expected some of rust, ts, py, kt, swift");
+    }
+    let doc = output::load_schema(&args.schema)?;
+    let schema_name = args
+        .schema
+        .file_name()
+        .and_then(|f| f.to_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| "schema.json".to_owned());
+    let mut options = Options::for_schema(&schema_name);
+    if let Some(name) = &args.name {
+        options.base_name = name.clone();
+        if args.kotlin_package.is_none() {
+            options = Options {
+                kotlin_package: format!("agentwire.generated.{name}"),
+                ..options
+            };
+        }
+    }
+    if let Some(package) = &args.kotlin_package {
+        options.kotlin_package = package.clone();
+    }
+    let files = agentwire_codegen::generate_from_document(&doc, &schema_name, &languages, &options)
+        .with_context(|| format!("cannot generate bindings for {}", args.schema.display()))?;
+    let command = fix_command(&args, &languages);
+    if args.check {
+        let stale = agentwire_codegen::check(&args.out, &files);
+        match format {
+            Format::Human => {
+                for (path, why) in &stale {
+                    let why = match why {
+                        Staleness::Missing => "missing",
+                        Staleness::Differs => "stale",
+                    };
+                    println!("{why}: {}", args.out.join(path).display());
+                }
+                if stale.is_empty() {
+                    println!(
+                        "up to date: {} file(s) in {}",
+                        files.len(),
+                        args.out.display()
+                    );
+                } else {
+                    println!(
+                        "{} of {} generated file(s) out of date; run: {command}",
+                        stale.len(),
+                        files.len()
+                    );
+                }
+            }
+            Format::Json => {
+                let report: Vec<_> = files
+                    .iter()
+                    .map(|f| {
+                        let status = match stale.iter().find(|(p, _)| p == &f.path) {
+                            Some((_, Staleness::Missing)) => "missing",
+                            Some((_, Staleness::Differs)) => "stale",
+                            None => "ok",
+                        };
+                        json!({"path": args.out.join(&f.path).display().to_string(), "status": status})
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    json!({"out": args.out.display().to_string(), "up_to_date": stale.is_empty(), "files": report, "command": command})
+                );
+            }
+        }
+        return Ok(if stale.is_empty() {
+            output::EXIT_OK
+        } else {
+            output::EXIT_FOUND
+        });
+    }
+    let written = agentwire_codegen::write(&args.out, &files)?;
+    match format {
+        Format::Human => {
+            for f in &files {
+                let status = if written.contains(&f.path) {
+                    "wrote"
+                } else {
+                    "unchanged"
+                };
+                println!(
+                    "{status}: {} ({} lines)",
+                    args.out.join(&f.path).display(),
+                    f.contents.lines().count()
+                );
+            }
+        }
+        Format::Json => {
+            let report: Vec<_> = files
+                .iter()
+                .map(|f| {
+                    json!({
+                        "path": args.out.join(&f.path).display().to_string(),
+                        "status": if written.contains(&f.path) { "written" } else { "unchanged" },
+                        "lines": f.contents.lines().count(),
+                        "bytes": f.contents.len(),
+                    })
+                })
+                .collect();
+            println!(
+                "{}",
+                json!({"out": args.out.display().to_string(), "files": report, "command": command})
+            );
+        }
+    }
+    Ok(output::EXIT_OK)
+}

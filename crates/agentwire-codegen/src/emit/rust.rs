@@ -1,0 +1,428 @@
+//! Rust bindings: serde structs and enums that round-trip every valid message exactly.
+//!
+//! Closed objects deny unknown fields; open objects keep unknown fields in a flattened map.
+//! Optional properties are `Option` and skipped when `None`; an optional property that admits
+//! `null` is `Option<Option<T>>` (or `Option<Value>`) so that absent and `null` stay apart.
+//! Numbers are `serde_json::Number` (kept exactly as written), integers `i64`. Tagged unions
+//! dispatch on the tag by hand: unknown tags are an error for closed unions and kept as raw JSON
+//! in `Unknown` for open ones.
+
+use std::collections::BTreeMap;
+
+use crate::emit::{Quote, header_text, push_doc, quote};
+use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::names::{self, NameScope};
+
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+    "ref", "return", "static", "struct", "trait", "true", "try", "type", "unsafe", "use", "where",
+    "while", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof",
+    "unsized", "virtual", "yield", "union",
+];
+/// Cannot be raw identifiers.
+const NON_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
+/// Prelude and helper names a generated type must not shadow.
+const RESERVED_TYPES: &[&str] = &[
+    "Self",
+    "Option",
+    "Result",
+    "Some",
+    "None",
+    "Ok",
+    "Err",
+    "Vec",
+    "String",
+    "Box",
+    "Default",
+    "Clone",
+    "Copy",
+    "Debug",
+    "PartialEq",
+    "Eq",
+    "Serialize",
+    "Deserialize",
+    "Value",
+    "Map",
+    "Number",
+    "BTreeMap",
+    "Send",
+    "Sync",
+    "Sized",
+    "Fn",
+    "From",
+    "Into",
+    "Iterator",
+    "ToString",
+    "ToOwned",
+    "Drop",
+    "Ord",
+    "PartialOrd",
+    "Hash",
+];
+
+fn field_ident(wire: &str) -> String {
+    let s = names::snake(wire);
+    if NON_RAW.contains(&s.as_str()) {
+        format!("{s}_")
+    } else if KEYWORDS.contains(&s.as_str()) {
+        format!("r#{s}")
+    } else {
+        s
+    }
+}
+
+struct Gen<'a> {
+    ir: &'a Ir,
+    type_names: BTreeMap<String, String>,
+    out: String,
+}
+
+/// Generates the Rust module text.
+pub(crate) fn generate(ir: &Ir) -> String {
+    let mut scope = NameScope::with_reserved(RESERVED_TYPES);
+    let type_names = ir
+        .types
+        .iter()
+        .map(|t| (t.name.clone(), scope.claim(&t.name)))
+        .collect();
+    let mut g = Gen {
+        ir,
+        type_names,
+        out: String::new(),
+    };
+    g.preamble();
+    for t in &ir.types {
+        g.type_def(t);
+    }
+    g.out
+}
+
+impl Gen<'_> {
+    fn name(&self, ir_name: &str) -> String {
+        self.type_names
+            .get(ir_name)
+            .cloned()
+            .unwrap_or_else(|| ir_name.to_owned())
+    }
+
+    fn preamble(&mut self) {
+        let ir = self.ir;
+        let q = |s: &str| quote(s, Quote::Braced);
+        let mut o = format!("// {}\n", header_text(ir));
+        o.push_str(&format!(
+            "//! Protocol types of `{}`.\n",
+            ir.schema_name.replace('`', "'")
+        ));
+        o.push_str("#![allow(clippy::all, dead_code, non_camel_case_types, unused_imports, rustdoc::all)]\n\n");
+        o.push_str("use serde::{Deserialize, Serialize};\n\n");
+        o.push_str(&format!("/// Protocol digest of the schema these types come from.\npub const SCHEMA_DIGEST: &str = {};\n", q(&ir.digest)));
+        if let Some(id) = &ir.schema_id {
+            o.push_str(&format!(
+                "/// `$id` of the schema.\npub const SCHEMA_ID: &str = {};\n",
+                q(id)
+            ));
+        }
+        let id = &ir.identity;
+        if let Some(name) = &id.name {
+            o.push_str(&format!(
+                "/// Protocol name.\npub const PROTOCOL_NAME: &str = {};\n",
+                q(name)
+            ));
+        }
+        let version = |v: &Version| match v {
+            Version::Integer(i) => ("i64", i.to_string()),
+            Version::Text(t) => ("&str", q(t)),
+        };
+        if let Some(v) = &id.version {
+            let (t, lit) = version(v);
+            o.push_str(&format!(
+                "/// Newest wire version.\npub const PROTOCOL_VERSION: {t} = {lit};\n"
+            ));
+        }
+        if let Some(v) = &id.min_version {
+            let (t, lit) = version(v);
+            o.push_str(&format!("/// Oldest wire version a peer may speak.\npub const PROTOCOL_MIN_VERSION: {t} = {lit};\n"));
+        }
+        let list = |items: &[String]| {
+            items
+                .iter()
+                .map(|s| format!("    {},\n", q(s)))
+                .collect::<String>()
+        };
+        o.push_str(&format!(
+            "/// Protocol features.\npub const PROTOCOL_FEATURES: &[&str] = &[\n{}];\n",
+            list(&id.features)
+        ));
+        o.push_str(&format!(
+            "/// Method names.\npub const METHODS: &[&str] = &[\n{}];\n",
+            list(&ir.methods)
+        ));
+        o.push_str(&format!(
+            "/// Event names.\npub const EVENTS: &[&str] = &[\n{}];\n\n",
+            list(&ir.events)
+        ));
+        o.push_str(
+            "/// Serde helpers of the generated types.\nmod support {\n    \
+             /// Deserializes a present property, even `null`, as `Some`, so that an absent property\n    \
+             /// (`None`, from `default`) and an explicit `null` stay apart.\n    \
+             pub(super) fn present<'de, D, T>(deserializer: D) -> ::std::result::Result<::std::option::Option<T>, D::Error>\n    \
+             where\n        D: serde::Deserializer<'de>,\n        T: serde::Deserialize<'de>,\n    {\n        \
+             T::deserialize(deserializer).map(::std::option::Option::Some)\n    }\n}\n",
+        );
+        self.out.push_str(&o);
+    }
+
+    fn ty(&self, owner: &str, ty: &Ty) -> String {
+        match ty {
+            Ty::Any => "::serde_json::Value".to_owned(),
+            Ty::Bool => "bool".to_owned(),
+            Ty::Int => "i64".to_owned(),
+            Ty::Number => "::serde_json::Number".to_owned(),
+            Ty::String => "::std::string::String".to_owned(),
+            Ty::Array(inner) => format!("::std::vec::Vec<{}>", self.ty("", inner)),
+            Ty::Map(inner) if **inner == Ty::Any => {
+                "::serde_json::Map<::std::string::String, ::serde_json::Value>".to_owned()
+            }
+            Ty::Map(inner) => {
+                format!(
+                    "::std::collections::BTreeMap<::std::string::String, {}>",
+                    self.ty("", inner)
+                )
+            }
+            Ty::Ref(name) => {
+                if self.ir.needs_indirection(owner, ty) {
+                    format!("::std::boxed::Box<{}>", self.name(name))
+                } else {
+                    self.name(name)
+                }
+            }
+            Ty::Nullable(inner) => format!("::std::option::Option<{}>", self.ty(owner, inner)),
+        }
+    }
+
+    fn type_def(&mut self, t: &TypeDef) {
+        self.out.push('\n');
+        let mut doc = t.doc.clone();
+        if doc.is_empty() {
+            doc.push(format!("`{}`", t.pointer.replace('`', "'")));
+        }
+        let name = self.name(&t.name);
+        match &t.kind {
+            TypeKind::Object(o) => {
+                push_doc(&mut self.out, "", "///", &doc);
+                self.object(&t.name, &name, o);
+            }
+            TypeKind::Enum(values) => {
+                push_doc(&mut self.out, "", "///", &doc);
+                self.enumeration(&name, values);
+            }
+            TypeKind::Union(u) => {
+                push_doc(&mut self.out, "", "///", &doc);
+                self.union(&t.name, &name, u);
+            }
+            TypeKind::Alias(ty) => {
+                push_doc(&mut self.out, "", "///", &doc);
+                let target = self.ty(&t.name, ty);
+                self.out.push_str(&format!("pub type {name} = {target};\n"));
+            }
+        }
+    }
+
+    fn object(&mut self, ir_name: &str, name: &str, o: &ObjectType) {
+        let mut s = String::from("#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n");
+        if o.extra == Extra::Closed {
+            s.push_str("#[serde(deny_unknown_fields)]\n");
+        }
+        s.push_str(&format!("pub struct {name} {{\n"));
+        let mut scope = NameScope::new();
+        for f in &o.fields {
+            let ident = scope.claim(&field_ident(&f.wire));
+            push_doc(&mut s, "    ", "///", &f.doc);
+            let mut attrs = Vec::new();
+            if ident.trim_start_matches("r#") != f.wire {
+                attrs.push(format!("rename = {}", quote(&f.wire, Quote::Braced)));
+            }
+            let inner = self.ty(ir_name, &f.ty);
+            let ty = if f.required {
+                inner
+            } else {
+                attrs.push("default".to_owned());
+                attrs.push("skip_serializing_if = \"::std::option::Option::is_none\"".to_owned());
+                if f.ty.admits_null() {
+                    attrs.push("deserialize_with = \"support::present\"".to_owned());
+                }
+                format!("::std::option::Option<{inner}>")
+            };
+            if !attrs.is_empty() {
+                s.push_str(&format!("    #[serde({})]\n", attrs.join(", ")));
+            }
+            s.push_str(&format!("    pub {ident}: {ty},\n"));
+        }
+        match &o.extra {
+            Extra::Closed => {}
+            Extra::Any => {
+                let ident = scope.claim("extra");
+                s.push_str("    /// Properties the schema does not name, kept as they are.\n    #[serde(flatten)]\n");
+                s.push_str(&format!(
+                    "    pub {ident}: ::serde_json::Map<::std::string::String, ::serde_json::Value>,\n"
+                ));
+            }
+            Extra::Typed(ty) => {
+                let ident = scope.claim("extra");
+                s.push_str("    /// Properties the schema does not name, kept as they are.\n    #[serde(flatten)]\n");
+                s.push_str(&format!(
+                    "    pub {ident}: ::std::collections::BTreeMap<::std::string::String, {}>,\n",
+                    self.ty("", ty)
+                ));
+            }
+        }
+        s.push_str("}\n");
+        self.out.push_str(&s);
+    }
+
+    fn enumeration(&mut self, name: &str, values: &[String]) {
+        let mut scope = NameScope::with_reserved(&["Self"]);
+        let cases: Vec<String> = values
+            .iter()
+            .map(|v| scope.claim(&names::pascal(v)))
+            .collect();
+        let mut s = String::from(
+            "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize",
+        );
+        if values.len() == 1 {
+            s.push_str(", Default");
+        }
+        s.push_str(")]\n");
+        s.push_str(&format!("pub enum {name} {{\n"));
+        for (i, (case, value)) in cases.iter().zip(values).enumerate() {
+            if values.len() == 1 && i == 0 {
+                s.push_str("    #[default]\n");
+            }
+            s.push_str(&format!(
+                "    #[serde(rename = {})]\n    {case},\n",
+                quote(value, Quote::Braced)
+            ));
+        }
+        s.push_str("}\n\n");
+        s.push_str(&format!("impl {name} {{\n    /// Every value, in schema order.\n    pub const ALL: &'static [{name}] = &["));
+        s.push_str(
+            &cases
+                .iter()
+                .map(|c| format!("{name}::{c}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        s.push_str("];\n\n    /// The wire value.\n    pub fn as_str(self) -> &'static str {\n        match self {\n");
+        for (case, value) in cases.iter().zip(values) {
+            s.push_str(&format!(
+                "            {name}::{case} => {},\n",
+                quote(value, Quote::Braced)
+            ));
+        }
+        s.push_str("        }\n    }\n}\n");
+        self.out.push_str(&s);
+    }
+
+    fn union(&mut self, ir_name: &str, name: &str, u: &UnionType) {
+        let mut s = String::new();
+        let unknown = unknown_case(u);
+        match &u.tag {
+            None => {
+                s.push_str("#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n#[serde(untagged)]\n");
+                s.push_str(&format!("pub enum {name} {{\n"));
+                for v in &u.variants {
+                    s.push_str(&format!("    {}({}),\n", v.name, self.ty(ir_name, &v.ty)));
+                }
+                s.push_str("}\n");
+            }
+            Some(tag) => {
+                s.push_str("#[derive(Debug, Clone, PartialEq)]\n");
+                s.push_str(&format!("pub enum {name} {{\n"));
+                for v in &u.variants {
+                    let tags = v
+                        .tags
+                        .iter()
+                        .map(|t| format!("`{}`", t.replace('`', "'")))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    s.push_str(&format!(
+                        "    /// {}: {}\n",
+                        tag.replace('`', "'"),
+                        crate::emit::doc_safe(&tags)
+                    ));
+                    s.push_str(&format!("    {}({}),\n", v.name, self.ty(ir_name, &v.ty)));
+                }
+                if u.open {
+                    s.push_str("    /// A variant this version does not know, kept as raw JSON.\n");
+                    s.push_str(&format!("    {unknown}(::serde_json::Value),\n"));
+                }
+                s.push_str("}\n\n");
+                s.push_str(&format!("impl Serialize for {name} {{\n"));
+                s.push_str("    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {\n        match self {\n");
+                for v in &u.variants {
+                    s.push_str(&format!(
+                        "            {name}::{}(value) => value.serialize(serializer),\n",
+                        v.name
+                    ));
+                }
+                if u.open {
+                    s.push_str(&format!(
+                        "            {name}::{unknown}(value) => value.serialize(serializer),\n"
+                    ));
+                }
+                s.push_str("        }\n    }\n}\n\n");
+                s.push_str(&format!("impl<'de> Deserialize<'de> for {name} {{\n"));
+                s.push_str("    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {\n");
+                s.push_str(
+                    "        let value = ::serde_json::Value::deserialize(deserializer)?;\n",
+                );
+                s.push_str(&format!(
+                    "        let tag = match value.get({}) {{\n            ::std::option::Option::Some(::serde_json::Value::String(tag)) => tag.clone(),\n",
+                    quote(tag, Quote::Braced)
+                ));
+                if u.open {
+                    s.push_str(&format!("            _ if value.is_object() => return ::std::result::Result::Ok({name}::{unknown}(value)),\n"));
+                }
+                s.push_str(&format!(
+                    "            _ => return ::std::result::Result::Err(serde::de::Error::custom({})),\n        }};\n",
+                    quote(&format!("{name}: expected an object with a string `{tag}`"), Quote::Braced)
+                ));
+                s.push_str("        match tag.as_str() {\n");
+                for v in &u.variants {
+                    let pats = v
+                        .tags
+                        .iter()
+                        .map(|t| quote(t, Quote::Braced))
+                        .collect::<Vec<_>>()
+                        .join(" | ");
+                    s.push_str(&format!(
+                        "            {pats} => ::serde_json::from_value(value).map({name}::{}).map_err(serde::de::Error::custom),\n",
+                        v.name
+                    ));
+                }
+                if u.open {
+                    s.push_str(&format!(
+                        "            _ => ::std::result::Result::Ok({name}::{unknown}(value)),\n"
+                    ));
+                } else {
+                    s.push_str(&format!(
+                        "            other => ::std::result::Result::Err(serde::de::Error::custom(::std::format!({}, other))),\n",
+                        quote(&format!("{name}: unknown {tag} {{:?}}"), Quote::Braced)
+                    ));
+                }
+                s.push_str("        }\n    }\n}\n");
+            }
+        }
+        self.out.push_str(&s);
+    }
+}
+
+/// The name of the catch-all case of an open union, clear of the variants' names.
+pub(crate) fn unknown_case(u: &UnionType) -> String {
+    let mut scope = NameScope::new();
+    for v in &u.variants {
+        scope.claim(&v.name);
+    }
+    scope.claim("Unknown")
+}

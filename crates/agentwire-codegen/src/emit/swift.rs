@@ -1,0 +1,533 @@
+//! Swift bindings: `Codable, Sendable` structs and enums, a `JSONValue` for free JSON, tagged
+//! unions decoded through their tag (an `unknown` case keeping the raw JSON for open unions such
+//! as frames and events; an unknown tag throws for closed ones such as approval decisions), and
+//! strict decoding of closed objects (an unexpected key throws).
+
+use std::collections::BTreeMap;
+
+use crate::emit::{Quote, header_text, push_doc, quote};
+use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::names::{self, NameScope};
+
+const KEYWORDS: &[&str] = &[
+    "associatedtype",
+    "class",
+    "deinit",
+    "enum",
+    "extension",
+    "fileprivate",
+    "func",
+    "import",
+    "init",
+    "inout",
+    "internal",
+    "let",
+    "operator",
+    "private",
+    "protocol",
+    "public",
+    "rethrows",
+    "static",
+    "struct",
+    "subscript",
+    "typealias",
+    "var",
+    "break",
+    "case",
+    "continue",
+    "default",
+    "defer",
+    "do",
+    "else",
+    "fallthrough",
+    "for",
+    "guard",
+    "if",
+    "in",
+    "repeat",
+    "return",
+    "switch",
+    "where",
+    "while",
+    "as",
+    "catch",
+    "false",
+    "is",
+    "nil",
+    "super",
+    "self",
+    "Self",
+    "throw",
+    "throws",
+    "true",
+    "try",
+    "open",
+    "some",
+    "any",
+    "Type",
+    "await",
+    "async",
+];
+const RESERVED: &[&str] = &[
+    "String",
+    "Int",
+    "Double",
+    "Bool",
+    "Array",
+    "Dictionary",
+    "Optional",
+    "JSONValue",
+    "Indirect",
+    "Codable",
+    "Sendable",
+    "Error",
+    "Type",
+    "Self",
+    "Protocol",
+    "Any",
+    "Decoder",
+    "Encoder",
+    "CodingKey",
+    "Data",
+    "Date",
+    "URL",
+    "Set",
+    "Result",
+    "Equatable",
+    "Hashable",
+    "AnyCodingKey",
+    "Never",
+    "Void",
+    "Character",
+    "Float",
+];
+
+fn q(s: &str) -> String {
+    quote(s, Quote::Braced)
+}
+
+fn ident(text: &str) -> String {
+    if KEYWORDS.contains(&text) {
+        format!("`{text}`")
+    } else {
+        text.to_owned()
+    }
+}
+
+struct Gen<'a> {
+    ir: &'a Ir,
+    type_names: BTreeMap<String, String>,
+    out: String,
+}
+
+/// Generates the Swift file text.
+pub(crate) fn generate(ir: &Ir) -> String {
+    let mut scope = NameScope::with_reserved(RESERVED);
+    let type_names = ir
+        .types
+        .iter()
+        .map(|t| (t.name.clone(), scope.claim(&t.name)))
+        .collect();
+    let mut g = Gen {
+        ir,
+        type_names,
+        out: String::new(),
+    };
+    g.preamble();
+    for t in &ir.types {
+        g.type_def(t);
+    }
+    g.out
+}
+
+const SUPPORT: &str = r#"
+/// Any JSON value.
+public indirect enum JSONValue: Codable, Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
+
+/// A value stored out of line, so that a type can contain itself.
+public indirect enum Indirect<Wrapped: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+    case boxed(Wrapped)
+
+    public init(_ value: Wrapped) { self = .boxed(value) }
+
+    /// The stored value.
+    public var value: Wrapped {
+        switch self {
+        case .boxed(let value): return value
+        }
+    }
+
+    public init(from decoder: Decoder) throws { self = .boxed(try Wrapped(from: decoder)) }
+
+    public func encode(to encoder: Encoder) throws { try value.encode(to: encoder) }
+}
+
+/// A coding key for any property name.
+public struct AnyCodingKey: CodingKey, Sendable {
+    public let stringValue: String
+    public let intValue: Int?
+    public init(stringValue: String) { self.stringValue = stringValue; self.intValue = nil }
+    public init?(intValue: Int) { self.stringValue = String(intValue); self.intValue = intValue }
+}
+
+/// Throws when the object being decoded has a key outside `allowed` (closed objects).
+func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
+    let container = try decoder.container(keyedBy: AnyCodingKey.self)
+    for key in container.allKeys where !allowed.contains(key.stringValue) {
+        throw DecodingError.dataCorruptedError(
+            forKey: key, in: container, debugDescription: "\(type): unexpected key \(key.stringValue)")
+    }
+}
+"#;
+
+impl Gen<'_> {
+    fn name(&self, ir_name: &str) -> String {
+        self.type_names
+            .get(ir_name)
+            .cloned()
+            .unwrap_or_else(|| ir_name.to_owned())
+    }
+
+    fn preamble(&mut self) {
+        let ir = self.ir;
+        let mut o = format!("// {}\n\nimport Foundation\n\n", header_text(ir));
+        o.push_str(&format!("/// Protocol digest of the schema these types come from.\npublic let SCHEMA_DIGEST = {}\n", q(&ir.digest)));
+        if let Some(id) = &ir.schema_id {
+            o.push_str(&format!(
+                "/// `$id` of the schema.\npublic let SCHEMA_ID = {}\n",
+                q(id)
+            ));
+        }
+        let id = &ir.identity;
+        if let Some(name) = &id.name {
+            o.push_str(&format!(
+                "/// Protocol name.\npublic let PROTOCOL_NAME = {}\n",
+                q(name)
+            ));
+        }
+        let lit = |v: &Version| match v {
+            Version::Integer(i) => format!("{i}"),
+            Version::Text(t) => q(t),
+        };
+        if let Some(v) = &id.version {
+            o.push_str(&format!(
+                "/// Newest wire version.\npublic let PROTOCOL_VERSION = {}\n",
+                lit(v)
+            ));
+        }
+        if let Some(v) = &id.min_version {
+            o.push_str(&format!(
+                "/// Oldest wire version a peer may speak.\npublic let PROTOCOL_MIN_VERSION = {}\n",
+                lit(v)
+            ));
+        }
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "[]".to_owned()
+            } else {
+                format!(
+                    "[\n{}]",
+                    items
+                        .iter()
+                        .map(|s| format!("    {},\n", q(s)))
+                        .collect::<String>()
+                )
+            }
+        };
+        o.push_str(&format!(
+            "/// Protocol features.\npublic let PROTOCOL_FEATURES: [String] = {}\n",
+            list(&id.features)
+        ));
+        o.push_str(&format!(
+            "/// Method names.\npublic let METHODS: [String] = {}\n",
+            list(&ir.methods)
+        ));
+        o.push_str(&format!(
+            "/// Event names.\npublic let EVENTS: [String] = {}\n",
+            list(&ir.events)
+        ));
+        o.push_str(SUPPORT);
+        self.out.push_str(&o);
+    }
+
+    fn ty(&self, owner: &str, ty: &Ty) -> String {
+        match ty {
+            Ty::Any => "JSONValue".to_owned(),
+            Ty::Bool => "Bool".to_owned(),
+            Ty::Int => "Int".to_owned(),
+            Ty::Number => "Double".to_owned(),
+            Ty::String => "String".to_owned(),
+            Ty::Array(inner) => format!("[{}]", self.ty("", inner)),
+            Ty::Map(inner) => format!("[String: {}]", self.ty("", inner)),
+            Ty::Ref(name) => {
+                if self.ir.needs_indirection(owner, ty) {
+                    format!("Indirect<{}>", self.name(name))
+                } else {
+                    self.name(name)
+                }
+            }
+            Ty::Nullable(inner) => {
+                let t = self.ty(owner, inner);
+                if t.ends_with('?') { t } else { format!("{t}?") }
+            }
+        }
+    }
+
+    fn type_def(&mut self, t: &TypeDef) {
+        let name = self.name(&t.name);
+        let mut s = String::from("\n");
+        push_doc(&mut s, "", "///", &t.doc);
+        match &t.kind {
+            TypeKind::Object(o) => self.object(&mut s, &t.name, &name, o),
+            TypeKind::Enum(values) => {
+                s.push_str(&format!(
+                    "public enum {name}: String, Codable, Sendable, CaseIterable {{\n"
+                ));
+                let mut scope = NameScope::new();
+                for v in values {
+                    s.push_str(&format!(
+                        "    case {} = {}\n",
+                        ident(&scope.claim(&names::camel(v))),
+                        q(v)
+                    ));
+                }
+                s.push_str("}\n");
+            }
+            TypeKind::Alias(ty) => s.push_str(&format!(
+                "public typealias {name} = {}\n",
+                self.ty(&t.name, ty)
+            )),
+            TypeKind::Union(u) => self.union(&mut s, &t.name, &name, u),
+        }
+        self.out.push_str(&s);
+    }
+
+    fn object(&self, s: &mut String, ir_name: &str, name: &str, o: &ObjectType) {
+        s.push_str(&format!(
+            "public struct {name}: Codable, Sendable, Equatable {{\n"
+        ));
+        let mut scope = NameScope::new();
+        let props: Vec<(String, String, &crate::ir::Field)> = o
+            .fields
+            .iter()
+            .map(|f| {
+                let prop = scope.claim(&names::camel(&f.wire));
+                let mut ty = self.ty(ir_name, &f.ty);
+                if !f.required && !ty.ends_with('?') {
+                    ty.push('?');
+                }
+                (prop, ty, f)
+            })
+            .collect();
+        for (prop, ty, f) in &props {
+            push_doc(s, "    ", "///", &f.doc);
+            s.push_str(&format!("    public let {}: {ty}\n", ident(prop)));
+        }
+        // Memberwise initializer (the explicit decoder below would otherwise hide it).
+        let params: Vec<String> = props
+            .iter()
+            .map(|(p, ty, f)| {
+                if ty.ends_with('?') && !f.required {
+                    format!("{}: {ty} = nil", ident(p))
+                } else {
+                    format!("{}: {ty}", ident(p))
+                }
+            })
+            .collect();
+        s.push_str(&format!("\n    public init({}) {{\n", params.join(", ")));
+        for (p, _, _) in &props {
+            s.push_str(&format!("        self.{p} = {}\n", ident(p)));
+        }
+        s.push_str("    }\n");
+        if !props.is_empty() {
+            s.push_str("\n    private enum CodingKeys: String, CodingKey {\n");
+            for (p, _, f) in &props {
+                if p == &f.wire {
+                    s.push_str(&format!("        case {}\n", ident(p)));
+                } else {
+                    s.push_str(&format!("        case {} = {}\n", ident(p), q(&f.wire)));
+                }
+            }
+            s.push_str("    }\n");
+        }
+        s.push_str("\n    public init(from decoder: Decoder) throws {\n");
+        if o.extra == Extra::Closed {
+            let allowed = o
+                .fields
+                .iter()
+                .map(|f| q(&f.wire))
+                .collect::<Vec<_>>()
+                .join(", ");
+            s.push_str(&format!(
+                "        try rejectUnknownKeys(decoder, allowed: [{allowed}], in: {})\n",
+                q(name)
+            ));
+        }
+        if !props.is_empty() {
+            s.push_str("        let container = try decoder.container(keyedBy: CodingKeys.self)\n");
+        }
+        for (p, ty, f) in &props {
+            if ty.ends_with('?') {
+                let base = ty.trim_end_matches('?');
+                if f.required {
+                    // Required but nullable: the key must be present.
+                    s.push_str(&format!(
+                        "        guard container.contains(.{p}) else {{\n            throw DecodingError.keyNotFound(CodingKeys.{p}, DecodingError.Context(codingPath: container.codingPath, debugDescription: {}))\n        }}\n",
+                        q(&format!("{name}: missing key {}", f.wire))
+                    ));
+                }
+                s.push_str(&format!(
+                    "        self.{p} = try container.decodeIfPresent({base}.self, forKey: .{p})\n"
+                ));
+            } else {
+                s.push_str(&format!(
+                    "        self.{p} = try container.decode({ty}.self, forKey: .{p})\n"
+                ));
+            }
+        }
+        s.push_str("    }\n");
+        if !props.is_empty() {
+            s.push_str("\n    public func encode(to encoder: Encoder) throws {\n        var container = encoder.container(keyedBy: CodingKeys.self)\n");
+            for (p, ty, f) in &props {
+                if ty.ends_with('?') && !f.required {
+                    s.push_str(&format!(
+                        "        try container.encodeIfPresent(self.{p}, forKey: .{p})\n"
+                    ));
+                } else {
+                    s.push_str(&format!(
+                        "        try container.encode(self.{p}, forKey: .{p})\n"
+                    ));
+                }
+            }
+            s.push_str("    }\n");
+        } else {
+            s.push_str("\n    public func encode(to encoder: Encoder) throws {\n        _ = encoder.container(keyedBy: AnyCodingKey.self)\n    }\n");
+        }
+        s.push_str("}\n");
+    }
+
+    fn union(&self, s: &mut String, ir_name: &str, name: &str, u: &UnionType) {
+        s.push_str(&format!(
+            "public indirect enum {name}: Codable, Sendable, Equatable {{\n"
+        ));
+        let mut scope = NameScope::new();
+        let cases: Vec<(String, String)> = u
+            .variants
+            .iter()
+            .map(|v| {
+                (
+                    ident(&scope.claim(&names::camel(&v.name))),
+                    self.ty(ir_name, &v.ty),
+                )
+            })
+            .collect();
+        for (case, ty) in &cases {
+            s.push_str(&format!("    case {case}({ty})\n"));
+        }
+        let unknown = ident(&scope.claim("unknown"));
+        let open = u.open && u.tag.is_some();
+        if open {
+            s.push_str("    /// A variant this version does not know, kept as raw JSON.\n");
+            s.push_str(&format!("    case {unknown}(JSONValue)\n"));
+        }
+        s.push_str("\n    public init(from decoder: Decoder) throws {\n");
+        match &u.tag {
+            Some(tag) => {
+                s.push_str(
+                    "        let container = try decoder.container(keyedBy: AnyCodingKey.self)\n",
+                );
+                s.push_str(&format!(
+                    "        let tagKey = AnyCodingKey(stringValue: {})\n",
+                    q(tag)
+                ));
+                if open {
+                    s.push_str(&format!(
+                        "        guard let tag = try? container.decode(String.self, forKey: tagKey) else {{\n            self = .{unknown}(try JSONValue(from: decoder))\n            return\n        }}\n"
+                    ));
+                } else {
+                    s.push_str(
+                        "        let tag = try container.decode(String.self, forKey: tagKey)\n",
+                    );
+                }
+                s.push_str("        switch tag {\n");
+                for ((case, ty), v) in cases.iter().zip(&u.variants) {
+                    let pats = v.tags.iter().map(|t| q(t)).collect::<Vec<_>>().join(", ");
+                    s.push_str(&format!("        case {pats}:\n            self = .{case}(try {ty}(from: decoder))\n"));
+                }
+                s.push_str("        default:\n");
+                if open {
+                    s.push_str(&format!(
+                        "            self = .{unknown}(try JSONValue(from: decoder))\n"
+                    ));
+                } else {
+                    s.push_str(&format!(
+                        "            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: {} + tag)\n",
+                        q(&format!("{name}: unknown {tag} "))
+                    ));
+                }
+                s.push_str("        }\n    }\n");
+            }
+            None => {
+                for (case, ty) in &cases {
+                    s.push_str(&format!(
+                        "        if let value = try? {ty}(from: decoder) {{\n            self = .{case}(value)\n            return\n        }}\n"
+                    ));
+                }
+                s.push_str(&format!(
+                    "        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: {}))\n    }}\n",
+                    q(&format!("{name}: no variant matches"))
+                ));
+            }
+        }
+        s.push_str(
+            "\n    public func encode(to encoder: Encoder) throws {\n        switch self {\n",
+        );
+        for (case, _) in &cases {
+            s.push_str(&format!(
+                "        case .{case}(let value): try value.encode(to: encoder)\n"
+            ));
+        }
+        if open {
+            s.push_str(&format!(
+                "        case .{unknown}(let value): try value.encode(to: encoder)\n"
+            ));
+        }
+        s.push_str("        }\n    }\n}\n");
+    }
+}

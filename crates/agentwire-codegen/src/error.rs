@@ -1,0 +1,50 @@
+//! Errors of code generation, each with a stable code.
+
+use agentwire_schema::SchemaError;
+
+/// Why bindings could not be generated or checked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodegenError {
+    /// The schema document could not be used.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// The document lowers to more named types than the limit.
+    #[error("the schema needs more than {limit} named types")]
+    TooManyTypes {
+        /// The limit ([`crate::ir::MAX_TYPES`]).
+        limit: usize,
+    },
+    /// Schema nodes nest deeper than the limit.
+    #[error("schema nesting at {pointer:?} is deeper than {limit}")]
+    TooDeep {
+        /// Where.
+        pointer: String,
+        /// The limit ([`crate::ir::MAX_LOWERING_DEPTH`]).
+        limit: usize,
+    },
+    /// A language name that is not one of rust, ts, py, kt, swift.
+    #[error("unknown language {0:?}; expected rust, ts, py, kt or swift")]
+    UnknownLanguage(String),
+    /// Reading or writing a generated file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What failed.
+        source: std::io::Error,
+    },
+}
+
+impl CodegenError {
+    /// Stable code of the error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CodegenError::Schema(e) => e.code(),
+            CodegenError::TooManyTypes { .. } => "codegen.too-many-types",
+            CodegenError::TooDeep { .. } => "codegen.too-deep",
+            CodegenError::UnknownLanguage(_) => "codegen.unknown-language",
+            CodegenError::Io { .. } => "codegen.io",
+        }
+    }
+}

@@ -1,0 +1,1474 @@
+//! The intermediate representation every generator reads, and its lowering from a
+//! [`SchemaDocument`]: named types (objects, string enums, unions, aliases) with wire names kept
+//! exactly, inline types named from their path, and the protocol identity and name lists.
+//!
+//! The lowering rules are documented in `docs/codegen.md`; the short form:
+//! - a definition keeps its name; an inline object, enum or union is named after the path that
+//!   reaches it (`Parent` + `Property`, `Item` for array items, `Value` for map values, the tag
+//!   value for a union branch, `Variant<i>` for an untagged branch); a node whose text equals a
+//!   definition or an earlier inline node reuses that type; a taken name gets `2`, `3`, …;
+//! - `allOf` is merged into one object, and distributed over a union part;
+//! - `oneOf`/`anyOf`: null branches make the type nullable; string constants make an enum; a
+//!   property that is a required string constant (or enum) in every branch, with distinct values,
+//!   makes a tagged union (an explicit `discriminator` wins); anything else is an untagged union
+//!   tried in order; a union covering every JSON kind is a free JSON value;
+//! - a union is open (unknown variants are kept raw) when it says `x-agentwire-open: true`, when
+//!   it is the document root, or when one of its variants is an open object; otherwise closed.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use agentwire_schema::{SchemaDocument, canonical, pointer};
+use serde_json::{Map, Value};
+
+use crate::error::CodegenError;
+use crate::names::{self, NameScope};
+
+/// Most named types one document may lower to.
+pub const MAX_TYPES: usize = 50_000;
+/// Most variants `allOf` distribution over union parts may create for one node.
+pub const MAX_DISTRIBUTED_VARIANTS: usize = 256;
+/// Deepest nesting of schema nodes the lowering follows (the JSON parser already stops at 127).
+pub const MAX_LOWERING_DEPTH: usize = 256;
+
+/// The protocol's identity, from the root `x-agentwire` block or ChainlessChain's `x-cc-protocol`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// Protocol name.
+    pub name: Option<String>,
+    /// Newest wire version.
+    pub version: Option<Version>,
+    /// Oldest wire version a peer may speak.
+    pub min_version: Option<Version>,
+    /// Feature names, in document order.
+    pub features: Vec<String>,
+}
+
+/// A protocol version as written: an integer (`1`) or a dotted string (`"1.5"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Version {
+    /// An integer version.
+    Integer(i64),
+    /// A dotted version string.
+    Text(String),
+}
+
+/// Everything a generator needs.
+#[derive(Debug, Clone)]
+pub struct Ir {
+    /// File name of the schema (for the header).
+    pub schema_name: String,
+    /// Protocol digest of the schema.
+    pub digest: String,
+    /// `$id` of the schema.
+    pub schema_id: Option<String>,
+    /// Protocol identity.
+    pub identity: Identity,
+    /// Method names: the root `methods` map, then every `method` constant or enum, first seen first.
+    pub methods: Vec<String>,
+    /// Event names: every `event` constant or enum, then the values of `*EventType` enums.
+    pub events: Vec<String>,
+    /// Named types in a deterministic order (definitions in document order, each followed by
+    /// the inline types first reached from it).
+    pub types: Vec<TypeDef>,
+    /// The type of a whole message, when the document root is a schema of its own.
+    pub root: Option<String>,
+    index: BTreeMap<String, usize>,
+    cyclic: BTreeMap<String, usize>,
+}
+
+/// One named type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeDef {
+    /// Type name (PascalCase, unique in the document).
+    pub name: String,
+    /// JSON Pointer of the schema node it comes from.
+    pub pointer: String,
+    /// Documentation lines (description, constraints).
+    pub doc: Vec<String>,
+    /// What it is.
+    pub kind: TypeKind,
+}
+
+/// The kinds of named types.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeKind {
+    /// An object with named properties.
+    Object(ObjectType),
+    /// A closed set of strings.
+    Enum(Vec<String>),
+    /// A union of types.
+    Union(UnionType),
+    /// Another name for a type.
+    Alias(Ty),
+}
+
+/// An object type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectType {
+    /// Properties in schema order.
+    pub fields: Vec<Field>,
+    /// What other properties may be present.
+    pub extra: Extra,
+}
+
+/// Properties beyond the named ones.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Extra {
+    /// None allowed (`additionalProperties: false`): decoding rejects unknown keys.
+    Closed,
+    /// Any JSON value allowed, kept when decoding.
+    Any,
+    /// Values of this type allowed, kept when decoding.
+    Typed(Ty),
+}
+
+/// One property of an object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// Wire name, exactly as in the schema.
+    pub wire: String,
+    /// Its type.
+    pub ty: Ty,
+    /// Whether the property must be present.
+    pub required: bool,
+    /// Documentation lines.
+    pub doc: Vec<String>,
+    /// Constraints a generator may check.
+    pub checks: Checks,
+}
+
+/// Constraints on a property's own value that generators can turn into checks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checks {
+    /// `minLength` (strings, in code points).
+    pub min_length: Option<u64>,
+    /// `maxLength`.
+    pub max_length: Option<u64>,
+    /// `minimum`, when it is an integer.
+    pub minimum: Option<i64>,
+    /// `maximum`, when it is an integer.
+    pub maximum: Option<i64>,
+    /// `minItems`.
+    pub min_items: Option<u64>,
+    /// `maxItems`.
+    pub max_items: Option<u64>,
+}
+
+impl Checks {
+    /// Whether there is nothing to check.
+    pub fn is_empty(&self) -> bool {
+        *self == Checks::default()
+    }
+}
+
+/// A union.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnionType {
+    /// The tag property of a tagged union.
+    pub tag: Option<String>,
+    /// Variants in schema order.
+    pub variants: Vec<Variant>,
+    /// Whether unknown variants are kept (raw JSON) instead of rejected.
+    pub open: bool,
+}
+
+/// One variant of a union.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Case name (PascalCase, unique in the union).
+    pub name: String,
+    /// Tag values that select this variant (tagged unions only).
+    pub tags: Vec<String>,
+    /// The variant's type.
+    pub ty: Ty,
+}
+
+/// The type of a value.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Ty {
+    /// Any JSON value.
+    Any,
+    /// `true` or `false`.
+    Bool,
+    /// An integer (64-bit signed).
+    Int,
+    /// Any JSON number, kept exactly as written.
+    Number,
+    /// A string.
+    String,
+    /// An array.
+    Array(Box<Ty>),
+    /// An object used as a map from strings.
+    Map(Box<Ty>),
+    /// A named type.
+    Ref(String),
+    /// The type or `null`.
+    Nullable(Box<Ty>),
+}
+
+impl Ty {
+    /// Whether `null` is a value of this type.
+    pub fn admits_null(&self) -> bool {
+        matches!(self, Ty::Any | Ty::Nullable(_))
+    }
+}
+
+impl Ir {
+    /// Lowers a document. `schema_name` is what the header names (usually the file name).
+    pub fn lower(doc: &SchemaDocument, schema_name: &str) -> Result<Ir, CodegenError> {
+        Lowerer::new(doc).run(schema_name)
+    }
+
+    /// A named type.
+    pub fn get(&self, name: &str) -> Option<&TypeDef> {
+        self.index.get(name).map(|&i| &self.types[i])
+    }
+
+    /// The object behind a type, following aliases.
+    pub fn object_of(&self, ty: &Ty) -> Option<&ObjectType> {
+        let mut ty = ty;
+        for _ in 0..MAX_LOWERING_DEPTH {
+            match ty {
+                Ty::Ref(name) => match &self.get(name)?.kind {
+                    TypeKind::Object(o) => return Some(o),
+                    TypeKind::Alias(inner) => ty = inner,
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// Whether a value of type `target` held directly (not through an array or map) inside
+    /// `owner` closes a cycle of direct containment, so languages with inline storage need a box.
+    pub fn needs_indirection(&self, owner: &str, target: &Ty) -> bool {
+        let Some(&owner_scc) = self.cyclic.get(owner) else {
+            return false;
+        };
+        match target {
+            Ty::Ref(name) => self.cyclic.get(name) == Some(&owner_scc),
+            Ty::Nullable(inner) => self.needs_indirection(owner, inner),
+            _ => false,
+        }
+    }
+
+    /// The string values of a single-value or multi-value enum type.
+    pub fn enum_values(&self, ty: &Ty) -> Option<&[String]> {
+        match ty {
+            Ty::Ref(name) => match &self.get(name)?.kind {
+                TypeKind::Enum(values) => Some(values),
+                TypeKind::Alias(inner) => self.enum_values(inner),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn compute_cycles(&mut self) {
+        // Tarjan's algorithm over direct containment, iteratively.
+        let n = self.types.len();
+        let succ: Vec<Vec<usize>> = self
+            .types
+            .iter()
+            .map(|t| {
+                let mut out = BTreeSet::new();
+                let mut add = |ty: &Ty| {
+                    let mut ty = ty;
+                    while let Ty::Nullable(inner) = ty {
+                        ty = inner;
+                    }
+                    if let Ty::Ref(name) = ty
+                        && let Some(&i) = self.index.get(name)
+                    {
+                        out.insert(i);
+                    }
+                };
+                match &t.kind {
+                    TypeKind::Object(o) => {
+                        o.fields.iter().for_each(|f| add(&f.ty));
+                    }
+                    TypeKind::Union(u) => u.variants.iter().for_each(|v| add(&v.ty)),
+                    TypeKind::Alias(ty) => add(ty),
+                    TypeKind::Enum(_) => {}
+                }
+                out.into_iter().collect()
+            })
+            .collect();
+        let mut index = vec![usize::MAX; n];
+        let mut low = vec![0usize; n];
+        let mut on_stack = vec![false; n];
+        let mut stack = Vec::new();
+        let mut counter = 0usize;
+        let mut scc_id = 0usize;
+        for start in 0..n {
+            if index[start] != usize::MAX {
+                continue;
+            }
+            let mut work: Vec<(usize, usize)> = vec![(start, 0)];
+            index[start] = counter;
+            low[start] = counter;
+            counter += 1;
+            stack.push(start);
+            on_stack[start] = true;
+            while let Some(&mut (v, ref mut next)) = work.last_mut() {
+                if *next < succ[v].len() {
+                    let w = succ[v][*next];
+                    *next += 1;
+                    if index[w] == usize::MAX {
+                        index[w] = counter;
+                        low[w] = counter;
+                        counter += 1;
+                        stack.push(w);
+                        on_stack[w] = true;
+                        work.push((w, 0));
+                    } else if on_stack[w] {
+                        low[v] = low[v].min(index[w]);
+                    }
+                } else {
+                    work.pop();
+                    if let Some(&(parent, _)) = work.last() {
+                        low[parent] = low[parent].min(low[v]);
+                    }
+                    if low[v] == index[v] {
+                        let mut members = Vec::new();
+                        while let Some(w) = stack.pop() {
+                            on_stack[w] = false;
+                            members.push(w);
+                            if w == v {
+                                break;
+                            }
+                        }
+                        let cyclic = members.len() > 1 || succ[v].contains(&v);
+                        if cyclic {
+                            for m in members {
+                                self.cyclic.insert(self.types[m].name.clone(), scc_id);
+                            }
+                            scc_id += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct Lowerer<'d> {
+    doc: &'d SchemaDocument,
+    types: Vec<Option<TypeDef>>,
+    scope: NameScope,
+    /// Pointer of a definition (or another reference target) → its type name.
+    by_pointer: HashMap<String, String>,
+    /// Compact text of a node that became a named type → that name.
+    by_text: HashMap<String, String>,
+    root_pointer_name: Option<String>,
+}
+
+const TYPE_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "$ref",
+    "const",
+    "enum",
+    "items",
+    "additionalProperties",
+    "patternProperties",
+    "prefixItems",
+];
+
+impl<'d> Lowerer<'d> {
+    fn new(doc: &'d SchemaDocument) -> Self {
+        Lowerer {
+            doc,
+            types: Vec::new(),
+            scope: NameScope::new(),
+            by_pointer: HashMap::new(),
+            by_text: HashMap::new(),
+            root_pointer_name: None,
+        }
+    }
+
+    fn run(mut self, schema_name: &str) -> Result<Ir, CodegenError> {
+        let doc = self.doc;
+        let root = doc.value();
+        let identity = read_identity(root);
+        let defs_kw = doc.definitions_keyword();
+        let mut def_names = Vec::new();
+        for (name, node) in doc.definitions() {
+            let type_name = self.scope.claim(&names::pascal(name));
+            let ptr = pointer::push(&format!("/{defs_kw}"), name);
+            self.by_pointer.insert(ptr.clone(), type_name.clone());
+            self.by_text
+                .entry(canonical::compact_text(node))
+                .or_insert_with(|| type_name.clone());
+            def_names.push((type_name, ptr, node));
+        }
+        let root_is_schema = root.as_object().is_some_and(|m| {
+            ["oneOf", "anyOf", "allOf", "properties", "type", "$ref"]
+                .iter()
+                .any(|k| m.contains_key(*k))
+        });
+        let root_name = if root_is_schema {
+            let wanted = match &identity.name {
+                Some(name) => format!("{}Message", names::pascal(name)),
+                None => "ProtocolMessage".to_owned(),
+            };
+            let claimed = self.scope.claim(&wanted);
+            self.by_pointer.insert(String::new(), claimed.clone());
+            self.root_pointer_name = Some(claimed.clone());
+            Some(claimed)
+        } else {
+            None
+        };
+        for (type_name, ptr, node) in def_names {
+            self.lower_forced(node, &type_name, &ptr, 0)?;
+        }
+        if let Some(name) = &root_name {
+            let stripped = strip_document_keys(root);
+            self.lower_forced(&stripped, name, "", 0)?;
+        }
+        let types: Vec<TypeDef> = self.types.into_iter().flatten().collect();
+        let index = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        let (methods, events) = collect_names(doc);
+        let mut ir = Ir {
+            schema_name: schema_name.to_owned(),
+            digest: doc.digest().as_str().to_owned(),
+            schema_id: doc.id().map(str::to_owned),
+            identity,
+            methods,
+            events,
+            types,
+            root: root_name,
+            index,
+            cyclic: BTreeMap::new(),
+        };
+        ir.compute_cycles();
+        Ok(ir)
+    }
+
+    /// Lowers the node of a definition (or the root) under its already claimed name: a node
+    /// that is not itself a named type becomes an alias.
+    fn lower_forced(
+        &mut self,
+        node: &Value,
+        name: &str,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<(), CodegenError> {
+        let slot = self.reserve()?;
+        let ty = self.lower_inner(node, name, ptr, depth, Some(slot))?;
+        if self.types[slot].is_none() {
+            // The node did not fill the slot: it is an alias for some other type.
+            let ty = if ty == Ty::Ref(name.to_owned()) {
+                Ty::Any
+            } else {
+                ty
+            };
+            self.types[slot] = Some(TypeDef {
+                name: name.to_owned(),
+                pointer: ptr.to_owned(),
+                doc: doc_lines(node),
+                kind: TypeKind::Alias(ty),
+            });
+        }
+        Ok(())
+    }
+
+    fn reserve(&mut self) -> Result<usize, CodegenError> {
+        if self.types.len() >= MAX_TYPES {
+            return Err(CodegenError::TooManyTypes { limit: MAX_TYPES });
+        }
+        self.types.push(None);
+        Ok(self.types.len() - 1)
+    }
+
+    fn lower(
+        &mut self,
+        node: &Value,
+        name: &str,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Ty, CodegenError> {
+        self.lower_inner(node, name, ptr, depth, None)
+    }
+
+    /// Creates (or reuses) a named type for `node`. With `forced`, the type takes `name` and the
+    /// given slot; otherwise `name` is a suggestion and an identical earlier node is reused.
+    fn named(
+        &mut self,
+        node: &Value,
+        name: &str,
+        ptr: &str,
+        forced: Option<usize>,
+        build: impl FnOnce(&mut Self, &str) -> Result<TypeKind, CodegenError>,
+    ) -> Result<Ty, CodegenError> {
+        let (type_name, slot) = match forced {
+            Some(slot) => (name.to_owned(), slot),
+            None => {
+                let text = canonical::compact_text(node);
+                if let Some(existing) = self.by_text.get(&text) {
+                    return Ok(Ty::Ref(existing.clone()));
+                }
+                let claimed = self.scope.claim(name);
+                self.by_text.insert(text, claimed.clone());
+                (claimed, self.reserve()?)
+            }
+        };
+        let kind = build(self, &type_name)?;
+        self.types[slot] = Some(TypeDef {
+            name: type_name.clone(),
+            pointer: ptr.to_owned(),
+            doc: doc_lines(node),
+            kind,
+        });
+        Ok(Ty::Ref(type_name))
+    }
+
+    fn lower_inner(
+        &mut self,
+        node: &Value,
+        name: &str,
+        ptr: &str,
+        depth: usize,
+        forced: Option<usize>,
+    ) -> Result<Ty, CodegenError> {
+        if depth > MAX_LOWERING_DEPTH {
+            return Err(CodegenError::TooDeep {
+                pointer: ptr.to_owned(),
+                limit: MAX_LOWERING_DEPTH,
+            });
+        }
+        let Value::Object(map) = node else {
+            return Ok(Ty::Any);
+        };
+        if let Some(Value::String(reference)) = map.get("$ref") {
+            return self.lower_ref(ptr, reference, depth);
+        }
+        if let Some(c) = map.get("const") {
+            return match c {
+                Value::String(s) => self.named(node, name, ptr, forced, |_, _| {
+                    Ok(TypeKind::Enum(vec![s.clone()]))
+                }),
+                Value::Bool(_) => Ok(Ty::Bool),
+                Value::Number(n) if n.is_i64() || n.is_u64() => Ok(Ty::Int),
+                Value::Number(_) => Ok(Ty::Number),
+                _ => Ok(Ty::Any),
+            };
+        }
+        if let Some(Value::Array(values)) = map.get("enum") {
+            let strings: Vec<String> = values
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            let nulls = values.iter().filter(|v| v.is_null()).count();
+            if !strings.is_empty() && strings.len() + nulls == values.len() {
+                let strings = dedup(strings);
+                let ty = self.named(
+                    node,
+                    name,
+                    ptr,
+                    if nulls == 0 { forced } else { None },
+                    |_, _| Ok(TypeKind::Enum(strings)),
+                )?;
+                return Ok(if nulls > 0 {
+                    Ty::Nullable(Box::new(ty))
+                } else {
+                    ty
+                });
+            }
+            return Ok(Ty::Any);
+        }
+        if map.contains_key("allOf") {
+            let merged = self.merge_all_of(node, depth)?;
+            return self.lower_inner(&merged, name, ptr, depth + 1, forced);
+        }
+        let scalar_type = match map.get("type") {
+            Some(Value::String(t)) if t != "object" && t != "array" => Some(t.as_str()),
+            _ => None,
+        };
+        for key in ["oneOf", "anyOf"] {
+            if let Some(Value::Array(branches)) = map.get(key) {
+                let typed_siblings = map.contains_key("properties") || scalar_type.is_some();
+                let constraint_only = branches.iter().all(is_constraint_only);
+                if !(constraint_only && typed_siblings) && scalar_type.is_none() {
+                    return self.lower_union(
+                        node,
+                        map,
+                        branches,
+                        &pointer::push(ptr, key),
+                        name,
+                        ptr,
+                        depth,
+                        forced,
+                    );
+                }
+            }
+        }
+        match map.get("type") {
+            Some(Value::Array(kinds)) => {
+                let non_null: Vec<&str> = kinds
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|k| *k != "null")
+                    .collect();
+                let nullable = non_null.len() < kinds.len();
+                let mut single = map.clone();
+                let inner = match non_null.as_slice() {
+                    [] => Ty::Any,
+                    [one] => {
+                        single.insert("type".to_owned(), Value::String((*one).to_owned()));
+                        let forced = if nullable { None } else { forced };
+                        self.lower_inner(&Value::Object(single), name, ptr, depth + 1, forced)?
+                    }
+                    many => {
+                        let branches: Vec<Value> = many
+                            .iter()
+                            .map(|k| {
+                                let mut b = map.clone();
+                                b.insert("type".to_owned(), Value::String((*k).to_owned()));
+                                Value::Object(b)
+                            })
+                            .collect();
+                        let forced = if nullable { None } else { forced };
+                        let synthetic = Value::Object(Map::from_iter([(
+                            "anyOf".to_owned(),
+                            Value::Array(branches.clone()),
+                        )]));
+                        let Value::Object(smap) = &synthetic else {
+                            return Ok(Ty::Any);
+                        };
+                        self.lower_union(
+                            &synthetic, smap, &branches, ptr, name, ptr, depth, forced,
+                        )?
+                    }
+                };
+                Ok(if nullable {
+                    Ty::Nullable(Box::new(inner))
+                } else {
+                    inner
+                })
+            }
+            Some(Value::String(t)) => match t.as_str() {
+                "string" => Ok(Ty::String),
+                "integer" => Ok(Ty::Int),
+                "number" => Ok(Ty::Number),
+                "boolean" => Ok(Ty::Bool),
+                "null" => Ok(Ty::Any),
+                "array" => self.lower_array(map, name, ptr, depth),
+                _ => self.lower_object(node, map, name, ptr, depth, forced),
+            },
+            _ => {
+                if [
+                    "properties",
+                    "additionalProperties",
+                    "patternProperties",
+                    "required",
+                ]
+                .iter()
+                .any(|k| map.contains_key(*k))
+                {
+                    self.lower_object(node, map, name, ptr, depth, forced)
+                } else if map.contains_key("items") || map.contains_key("prefixItems") {
+                    self.lower_array(map, name, ptr, depth)
+                } else {
+                    Ok(Ty::Any)
+                }
+            }
+        }
+    }
+
+    fn lower_ref(&mut self, at: &str, reference: &str, depth: usize) -> Result<Ty, CodegenError> {
+        let (target, value) = self.doc.resolve_ref(at, reference)?;
+        if let Some(name) = self.by_pointer.get(&target) {
+            return Ok(Ty::Ref(name.clone()));
+        }
+        // A reference into the middle of the document: the target becomes a named type of its own.
+        let wanted = names::pascal(
+            target
+                .rsplit('/')
+                .find(|s| !s.is_empty())
+                .unwrap_or("Target"),
+        );
+        let name = self.scope.claim(&wanted);
+        self.by_pointer.insert(target.clone(), name.clone());
+        let value = value.clone();
+        self.lower_forced(&value, &name, &target, depth + 1)?;
+        Ok(Ty::Ref(name))
+    }
+
+    fn lower_array(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &str,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Ty, CodegenError> {
+        let item_name = format!("{name}Item");
+        match map.get("items").or_else(|| map.get("prefixItems")) {
+            Some(Value::Array(items)) => {
+                // A tuple: one element type when every position agrees, else any JSON value.
+                let mut tys = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    tys.push(self.lower(
+                        item,
+                        &item_name,
+                        &format!("{ptr}/items/{i}"),
+                        depth + 1,
+                    )?);
+                }
+                let first = tys.first().cloned().unwrap_or(Ty::Any);
+                let same = tys.iter().all(|t| *t == first);
+                Ok(Ty::Array(Box::new(if same { first } else { Ty::Any })))
+            }
+            Some(item) => Ok(Ty::Array(Box::new(self.lower(
+                item,
+                &item_name,
+                &pointer::push(ptr, "items"),
+                depth + 1,
+            )?))),
+            None => Ok(Ty::Array(Box::new(Ty::Any))),
+        }
+    }
+
+    fn lower_object(
+        &mut self,
+        node: &Value,
+        map: &Map<String, Value>,
+        name: &str,
+        ptr: &str,
+        depth: usize,
+        forced: Option<usize>,
+    ) -> Result<Ty, CodegenError> {
+        let closed = matches!(map.get("additionalProperties"), Some(Value::Bool(false)))
+            || matches!(map.get("unevaluatedProperties"), Some(Value::Bool(false)));
+        let props = map.get("properties").and_then(Value::as_object);
+        let value_name = format!("{name}Value");
+        let extra_schema: Option<(Value, String)> = match map.get("additionalProperties") {
+            Some(v @ Value::Object(_)) => {
+                Some((v.clone(), pointer::push(ptr, "additionalProperties")))
+            }
+            _ => match map.get("patternProperties").and_then(Value::as_object) {
+                Some(patterns) if patterns.len() == 1 && !closed => {
+                    patterns.iter().next().map(|(k, v)| {
+                        (
+                            v.clone(),
+                            pointer::push(&pointer::push(ptr, "patternProperties"), k),
+                        )
+                    })
+                }
+                _ => None,
+            },
+        };
+        if props.is_none_or(|p| p.is_empty()) && !closed {
+            let value_ty = match &extra_schema {
+                Some((schema, at)) => self.lower(schema, &value_name, at, depth + 1)?,
+                None => Ty::Any,
+            };
+            return Ok(Ty::Map(Box::new(value_ty)));
+        }
+        let required: BTreeSet<String> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let props = props.cloned().unwrap_or_default();
+        self.named(node, name, ptr, forced, |this, type_name| {
+            let mut fields = Vec::new();
+            for (wire, schema) in &props {
+                let field_ptr = pointer::push(&pointer::push(ptr, "properties"), wire);
+                let ty = this.lower(
+                    schema,
+                    &format!("{type_name}{}", names::pascal(wire)),
+                    &field_ptr,
+                    depth + 1,
+                )?;
+                fields.push(Field {
+                    wire: wire.clone(),
+                    ty,
+                    required: required.contains(wire),
+                    doc: doc_lines(schema),
+                    checks: checks_of(schema),
+                });
+            }
+            let extra = if closed {
+                Extra::Closed
+            } else {
+                match &extra_schema {
+                    Some((schema, at)) => {
+                        match this.lower(schema, &format!("{type_name}Value"), at, depth + 1)? {
+                            Ty::Any => Extra::Any,
+                            ty => Extra::Typed(ty),
+                        }
+                    }
+                    None => Extra::Any,
+                }
+            };
+            Ok(TypeKind::Object(ObjectType { fields, extra }))
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lower_union(
+        &mut self,
+        node: &Value,
+        map: &Map<String, Value>,
+        branches: &[Value],
+        branches_ptr: &str,
+        name: &str,
+        ptr: &str,
+        depth: usize,
+        forced: Option<usize>,
+    ) -> Result<Ty, CodegenError> {
+        let mut nullable = false;
+        let mut rest: Vec<(usize, &Value, Cow<'_, Value>)> = Vec::new();
+        for (i, branch) in branches.iter().enumerate() {
+            let view = self.view(branch, depth)?;
+            if is_null_schema(&view) {
+                nullable = true;
+            } else {
+                rest.push((i, branch, view));
+            }
+        }
+        let wrap = |ty: Ty| {
+            if nullable {
+                Ty::Nullable(Box::new(ty))
+            } else {
+                ty
+            }
+        };
+        let forced = if nullable { None } else { forced };
+        if rest.is_empty() {
+            return Ok(Ty::Any);
+        }
+        if rest.len() == 1 {
+            let (i, branch, _) = &rest[0];
+            let ty = self.lower_inner(
+                branch,
+                name,
+                &format!("{branches_ptr}/{i}"),
+                depth + 1,
+                forced,
+            )?;
+            return Ok(wrap(ty));
+        }
+        // String constants and enums only: one enum.
+        let string_sets: Vec<Option<Vec<String>>> =
+            rest.iter().map(|(_, _, v)| string_values(v)).collect();
+        if string_sets.iter().all(Option::is_some) {
+            let values = dedup(string_sets.into_iter().flatten().flatten().collect());
+            let ty = self.named(node, name, ptr, forced, |_, _| Ok(TypeKind::Enum(values)))?;
+            return Ok(wrap(ty));
+        }
+        // Known strings plus any string: a string.
+        if rest.iter().all(|(_, _, v)| {
+            string_values(v).is_some() || v.get("type") == Some(&Value::String("string".into()))
+        }) {
+            return Ok(wrap(Ty::String));
+        }
+        if covers_every_json_kind(rest.iter().map(|(_, _, v)| v.as_ref())) {
+            return Ok(wrap(Ty::Any));
+        }
+        let explicit_open = map.get("x-agentwire-open").and_then(Value::as_bool);
+        let is_root = ptr.is_empty();
+        let tag = detect_tag(map, rest.iter().map(|(_, _, v)| v.as_ref()));
+        let rest: Vec<(usize, Value, Value)> = rest
+            .into_iter()
+            .map(|(i, b, v)| (i, b.clone(), v.into_owned()))
+            .collect();
+        let ty = self.named(node, name, ptr, forced, |this, type_name| {
+            let mut variants = Vec::new();
+            let mut case_scope = NameScope::new();
+            let mut any_open = false;
+            for (pos, (i, branch, view)) in rest.iter().enumerate() {
+                let branch_ptr = format!("{branches_ptr}/{i}");
+                let tags = match &tag {
+                    Some(t) => view
+                        .get("properties")
+                        .and_then(|p| p.get(t))
+                        .and_then(string_values)
+                        .unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                let label = match tags.as_slice() {
+                    [] => None,
+                    [one] => Some(names::pascal(one)),
+                    few if few.len() <= 3 => Some(
+                        few.iter()
+                            .map(|t| names::pascal(t))
+                            .collect::<Vec<_>>()
+                            .join("Or"),
+                    ),
+                    _ => None,
+                };
+                let suggested = match &label {
+                    Some(l) => format!("{type_name}{l}"),
+                    None => format!("{type_name}Variant{}", pos + 1),
+                };
+                let target = if branch.get("$ref").is_some()
+                    && branch.as_object().is_some_and(|m| m.len() == 1)
+                {
+                    branch
+                } else {
+                    view
+                };
+                let ty = this.lower(target, &suggested, &branch_ptr, depth + 1)?;
+                if let Some(obj) = this.object_kind(&ty)
+                    && !matches!(obj, Extra::Closed)
+                {
+                    any_open = true;
+                }
+                let case = case_scope.claim(&match (&label, &ty) {
+                    (Some(l), _) => l.clone(),
+                    (None, ty) => case_label(ty),
+                });
+                variants.push(Variant {
+                    name: case,
+                    tags,
+                    ty,
+                });
+            }
+            let open = explicit_open.unwrap_or(is_root || (tag.is_some() && any_open));
+            Ok(TypeKind::Union(UnionType {
+                tag: tag.clone(),
+                variants,
+                open,
+            }))
+        })?;
+        Ok(wrap(ty))
+    }
+
+    /// The `Extra` of the object a type names, if it names an object already lowered.
+    fn object_kind(&self, ty: &Ty) -> Option<Extra> {
+        let Ty::Ref(name) = ty else { return None };
+        self.types
+            .iter()
+            .flatten()
+            .find(|t| &t.name == name)
+            .and_then(|t| match &t.kind {
+                TypeKind::Object(o) => Some(o.extra.clone()),
+                _ => None,
+            })
+    }
+
+    /// The effective schema of a node: references followed, `allOf` merged.
+    fn view<'v>(&self, node: &'v Value, depth: usize) -> Result<Cow<'v, Value>, CodegenError> {
+        if depth > MAX_LOWERING_DEPTH {
+            return Err(CodegenError::TooDeep {
+                pointer: String::new(),
+                limit: MAX_LOWERING_DEPTH,
+            });
+        }
+        let Value::Object(map) = node else {
+            return Ok(Cow::Borrowed(node));
+        };
+        if let Some(Value::String(reference)) = map.get("$ref") {
+            let (target, value) = self.doc.resolve_ref("", reference)?;
+            let _ = target;
+            let resolved = self.view(value, depth + 1)?.into_owned();
+            if map.len() == 1 {
+                return Ok(Cow::Owned(resolved));
+            }
+            let mut merged = resolved;
+            let mut siblings = map.clone();
+            siblings.remove("$ref");
+            merge_object(&mut merged, &Value::Object(siblings));
+            return Ok(Cow::Owned(merged));
+        }
+        if map.contains_key("allOf") {
+            return Ok(Cow::Owned(self.merge_all_of(node, depth)?));
+        }
+        Ok(Cow::Borrowed(node))
+    }
+
+    /// Merges `allOf` parts into one schema; union parts are distributed (one merged variant per
+    /// branch, capped at [`MAX_DISTRIBUTED_VARIANTS`]).
+    fn merge_all_of(&self, node: &Value, depth: usize) -> Result<Value, CodegenError> {
+        let Value::Object(map) = node else {
+            return Ok(node.clone());
+        };
+        let mut base_map = map.clone();
+        let parts = match base_map.remove("allOf") {
+            Some(Value::Array(parts)) => parts,
+            _ => Vec::new(),
+        };
+        let mut base = Value::Object(base_map);
+        let mut unions: Vec<(Vec<Value>, Option<Value>)> = Vec::new();
+        for part in &parts {
+            let view = self.view(part, depth + 1)?.into_owned();
+            let union_key = ["oneOf", "anyOf"].into_iter().find(|k| {
+                view.get(*k)
+                    .and_then(Value::as_array)
+                    .is_some_and(|b| !b.iter().all(is_constraint_only))
+            });
+            match union_key {
+                Some(key) => {
+                    let mut rest = view.as_object().cloned().unwrap_or_default();
+                    let branches = match rest.remove(key) {
+                        Some(Value::Array(b)) => b,
+                        _ => Vec::new(),
+                    };
+                    let discriminator = rest.remove("discriminator");
+                    merge_object(&mut base, &Value::Object(rest));
+                    unions.push((branches, discriminator));
+                }
+                None => merge_object(&mut base, &view),
+            }
+        }
+        if unions.is_empty() {
+            return Ok(base);
+        }
+        let mut variants = vec![base.clone()];
+        let mut discriminator = None;
+        for (branches, disc) in unions {
+            if variants.len().saturating_mul(branches.len()) > MAX_DISTRIBUTED_VARIANTS {
+                continue;
+            }
+            discriminator = discriminator.or(disc);
+            let mut next = Vec::new();
+            for v in &variants {
+                for b in &branches {
+                    let mut merged = v.clone();
+                    let view = self.view(b, depth + 1)?;
+                    merge_object(&mut merged, &view);
+                    next.push(merged);
+                }
+            }
+            variants = next;
+        }
+        let mut out = Map::new();
+        for key in ["title", "description", "x-agentwire-open"] {
+            if let Some(v) = base.get(key) {
+                out.insert(key.to_owned(), v.clone());
+            }
+        }
+        for v in &mut variants {
+            if let Value::Object(m) = v {
+                m.remove("title");
+                m.remove("description");
+            }
+        }
+        out.insert("anyOf".to_owned(), Value::Array(variants));
+        if let Some(d) = discriminator {
+            out.insert("discriminator".to_owned(), d);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Folds `part` into `base`: properties are united (a constant or enum refines a property that is
+/// already there), `required` lists are united, `additionalProperties: false` wins, and other
+/// keywords are kept from the first part that has them.
+fn merge_object(base: &mut Value, part: &Value) {
+    let (Value::Object(base), Value::Object(part)) = (base, part) else {
+        return;
+    };
+    for (key, value) in part {
+        match key.as_str() {
+            "properties" => {
+                let Value::Object(incoming) = value else {
+                    continue;
+                };
+                let entry = base
+                    .entry("properties")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(props) = entry {
+                    for (name, schema) in incoming {
+                        let refines = schema.get("const").is_some() || schema.get("enum").is_some();
+                        match props.get(name) {
+                            Some(_) if !refines => {}
+                            _ => {
+                                props.insert(name.clone(), schema.clone());
+                            }
+                        }
+                    }
+                }
+            }
+            "required" => {
+                let Value::Array(incoming) = value else {
+                    continue;
+                };
+                let entry = base
+                    .entry("required")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(req) = entry {
+                    for r in incoming {
+                        if !req.contains(r) {
+                            req.push(r.clone());
+                        }
+                    }
+                }
+            }
+            "additionalProperties" => {
+                if value == &Value::Bool(false) || !base.contains_key(key) {
+                    base.insert(key.clone(), value.clone());
+                }
+            }
+            "not" | "if" | "then" | "else" | "$ref" | "allOf" => {}
+            _ => {
+                base.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+    }
+}
+
+fn strip_document_keys(root: &Value) -> Value {
+    let Value::Object(map) = root else {
+        return root.clone();
+    };
+    let mut out = map.clone();
+    for key in [
+        "$schema",
+        "$id",
+        "$defs",
+        "definitions",
+        "methods",
+        "x-agentwire",
+        "x-cc-protocol",
+    ] {
+        out.remove(key);
+    }
+    Value::Object(out)
+}
+
+/// Whether a schema only constrains (required, not, pattern, …) without saying what type a value is.
+fn is_constraint_only(schema: &Value) -> bool {
+    let Value::Object(map) = schema else {
+        return false;
+    };
+    if TYPE_KEYWORDS.iter().any(|k| map.contains_key(*k)) {
+        return false;
+    }
+    ["allOf", "anyOf", "oneOf"].iter().all(|k| {
+        map.get(*k)
+            .and_then(Value::as_array)
+            .is_none_or(|b| b.iter().all(is_constraint_only))
+    })
+}
+
+fn is_null_schema(schema: &Value) -> bool {
+    schema.get("type") == Some(&Value::String("null".into()))
+        || schema.get("const") == Some(&Value::Null)
+}
+
+/// The strings a schema allows when it is a string constant or a string enum.
+fn string_values(schema: &Value) -> Option<Vec<String>> {
+    if let Some(Value::String(s)) = schema.get("const") {
+        return Some(vec![s.clone()]);
+    }
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        let strings: Vec<String> = values
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        if !strings.is_empty() && strings.len() == values.len() {
+            return Some(strings);
+        }
+    }
+    if let Some(Value::Array(branches)) = schema.get("anyOf").or_else(|| schema.get("oneOf")) {
+        let mut out = Vec::new();
+        for b in branches {
+            out.extend(string_values(b)?);
+        }
+        return Some(out);
+    }
+    None
+}
+
+fn covers_every_json_kind<'a>(branches: impl Iterator<Item = &'a Value>) -> bool {
+    let mut kinds = BTreeSet::new();
+    for b in branches {
+        match b.get("type") {
+            Some(Value::String(t)) => {
+                kinds.insert(if t == "integer" {
+                    "number".to_owned()
+                } else {
+                    t.clone()
+                });
+            }
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).for_each(|t| {
+                kinds.insert(if t == "integer" {
+                    "number".to_owned()
+                } else {
+                    t.to_owned()
+                });
+            }),
+            _ => return false,
+        }
+    }
+    ["boolean", "number", "string", "array", "object"]
+        .iter()
+        .all(|k| kinds.contains(*k))
+}
+
+/// The tag property of a union: the explicit `discriminator.propertyName`, else the first
+/// property of the first branch that is a required string constant or enum in every branch,
+/// with no value shared between branches.
+fn detect_tag<'a>(
+    map: &Map<String, Value>,
+    branches: impl Iterator<Item = &'a Value> + Clone,
+) -> Option<String> {
+    let candidates: Vec<String> = match map
+        .get("discriminator")
+        .and_then(|d| d.get("propertyName"))
+        .and_then(Value::as_str)
+    {
+        Some(explicit) => vec![explicit.to_owned()],
+        None => branches
+            .clone()
+            .next()?
+            .get("properties")?
+            .as_object()?
+            .keys()
+            .cloned()
+            .collect(),
+    };
+    'candidates: for candidate in candidates {
+        let mut seen = BTreeSet::new();
+        for b in branches.clone() {
+            let required = b
+                .get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(&candidate)));
+            let Some(values) = b
+                .get("properties")
+                .and_then(|p| p.get(&candidate))
+                .and_then(string_values)
+            else {
+                continue 'candidates;
+            };
+            if !required {
+                continue 'candidates;
+            }
+            for v in values {
+                if !seen.insert(v) {
+                    continue 'candidates;
+                }
+            }
+        }
+        return Some(candidate);
+    }
+    None
+}
+
+fn case_label(ty: &Ty) -> String {
+    match ty {
+        Ty::Any => "Json".to_owned(),
+        Ty::Bool => "Bool".to_owned(),
+        Ty::Int => "Integer".to_owned(),
+        Ty::Number => "Number".to_owned(),
+        Ty::String => "String".to_owned(),
+        Ty::Array(_) => "Array".to_owned(),
+        Ty::Map(_) => "Map".to_owned(),
+        Ty::Ref(name) => name.clone(),
+        Ty::Nullable(inner) => case_label(inner),
+    }
+}
+
+fn dedup(values: Vec<String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    values
+        .into_iter()
+        .filter(|v| seen.insert(v.clone()))
+        .collect()
+}
+
+fn doc_lines(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let Value::Object(map) = schema else {
+        return out;
+    };
+    for key in ["title", "description"] {
+        if let Some(Value::String(text)) = map.get(key) {
+            out.extend(text.lines().map(|l| l.trim_end().to_owned()));
+        }
+    }
+    let mut constraints = Vec::new();
+    for key in [
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
+        "default",
+        "deprecated",
+    ] {
+        if let Some(v) = map.get(key) {
+            constraints.push(format!("{key}: {}", canonical::compact_text(v)));
+        }
+    }
+    if let Some(Value::String(since)) = map
+        .get("x-openclaw-since")
+        .or_else(|| map.get("x-agentwire-since"))
+    {
+        constraints.push(format!("since: {since}"));
+    }
+    if !constraints.is_empty() {
+        out.push(format!("Constraints: {}", constraints.join(", ")));
+    }
+    out
+}
+
+fn checks_of(schema: &Value) -> Checks {
+    let u = |k: &str| schema.get(k).and_then(Value::as_u64);
+    let i = |k: &str| schema.get(k).and_then(Value::as_i64);
+    Checks {
+        min_length: u("minLength"),
+        max_length: u("maxLength"),
+        minimum: i("minimum"),
+        maximum: i("maximum"),
+        min_items: u("minItems"),
+        max_items: u("maxItems"),
+    }
+}
+
+fn read_identity(root: &Value) -> Identity {
+    let Some(block) = root
+        .get("x-agentwire")
+        .or_else(|| root.get("x-cc-protocol"))
+    else {
+        return Identity::default();
+    };
+    let version = |v: Option<&Value>| match v {
+        Some(Value::Number(n)) => n.as_i64().map(Version::Integer),
+        Some(Value::String(s)) => Some(Version::Text(s.clone())),
+        _ => None,
+    };
+    Identity {
+        name: block.get("name").and_then(Value::as_str).map(str::to_owned),
+        version: version(block.get("version")),
+        min_version: version(block.get("minimumCompatibleVersion")),
+        features: block
+            .get("features")
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn collect_names(doc: &SchemaDocument) -> (Vec<String>, Vec<String>) {
+    let mut methods = Vec::new();
+    let mut events = Vec::new();
+    if let Some(Value::Object(map)) = doc.value().get("methods") {
+        methods.extend(map.keys().cloned());
+    }
+    let mut event_types = Vec::new();
+    agentwire_schema::walk::for_each_subschema(doc.value(), |at, schema| {
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            if let Some(values) = props.get("method").and_then(string_values) {
+                methods.extend(values);
+            }
+            if let Some(values) = props.get("event").and_then(string_values) {
+                events.extend(values);
+            }
+        }
+        let defs_prefix = format!("/{}/", doc.definitions_keyword());
+        if let Some(name) = at.strip_prefix(&defs_prefix)
+            && !name.contains('/')
+            && name.ends_with("EventType")
+            && let Some(values) = string_values(schema)
+        {
+            event_types.extend(values);
+        }
+    });
+    events.extend(event_types);
+    (dedup(methods), dedup(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lower(v: Value) -> Ir {
+        let doc = SchemaDocument::from_value(v).unwrap();
+        Ir::lower(&doc, "test.schema.json").unwrap()
+    }
+
+    #[test]
+    fn inline_objects_are_named_from_their_path_and_deduplicated() {
+        let ir = lower(json!({"$defs": {
+            "A": {"type": "object", "properties": {"inner": {"type": "object", "properties": {"x": {"type": "string"}}}}},
+            "B": {"type": "object", "properties": {"same": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+        }}));
+        let names: Vec<_> = ir.types.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["A", "AInner", "B"]);
+        let TypeKind::Object(b) = &ir.get("B").unwrap().kind else {
+            panic!()
+        };
+        assert_eq!(b.fields[0].ty, Ty::Ref("AInner".into()));
+    }
+
+    #[test]
+    fn detects_tags_and_openness() {
+        let ir = lower(json!({"$defs": {"D": {"oneOf": [
+            {"type": "object", "additionalProperties": false, "required": ["kind"], "properties": {"kind": {"const": "a"}}},
+            {"type": "object", "additionalProperties": false, "required": ["kind"], "properties": {"kind": {"enum": ["b", "c"]}}}
+        ]}}}));
+        let TypeKind::Union(u) = &ir.get("D").unwrap().kind else {
+            panic!()
+        };
+        assert_eq!(u.tag.as_deref(), Some("kind"));
+        assert!(!u.open);
+        assert_eq!(u.variants[1].tags, ["b", "c"]);
+        assert_eq!(u.variants[1].name, "BOrC");
+    }
+
+    #[test]
+    fn free_json_values_and_recursion() {
+        let ir = lower(json!({"$defs": {
+            "J": {"oneOf": [{"type": "null"}, {"type": "boolean"}, {"type": "number"}, {"type": "string"},
+                {"type": "array", "items": {"$ref": "#/$defs/J"}}, {"type": "object", "additionalProperties": {"$ref": "#/$defs/J"}}]},
+            "Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}
+        }}));
+        assert_eq!(
+            ir.get("J").unwrap().kind,
+            TypeKind::Alias(Ty::Nullable(Box::new(Ty::Any)))
+        );
+        assert!(ir.needs_indirection("Node", &Ty::Ref("Node".into())));
+        assert!(!ir.needs_indirection("J", &Ty::Ref("Node".into())));
+    }
+
+    #[test]
+    fn all_of_distributes_over_unions() {
+        let ir = lower(json!({"$defs": {
+            "Base": {"type": "object", "required": ["t"], "properties": {"t": {"type": "string"}, "seq": {"type": "integer"}}},
+            "E": {"allOf": [{"$ref": "#/$defs/Base"}, {"oneOf": [
+                {"properties": {"t": {"const": "x"}, "a": {"type": "string"}}},
+                {"properties": {"t": {"const": "y"}}}
+            ]}]}
+        }}));
+        let TypeKind::Union(u) = &ir.get("E").unwrap().kind else {
+            panic!()
+        };
+        assert_eq!(u.tag.as_deref(), Some("t"));
+        let names: Vec<_> = u.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["X", "Y"]);
+        let TypeKind::Object(x) = &ir.get("EX").unwrap().kind else {
+            panic!()
+        };
+        let wires: Vec<_> = x.fields.iter().map(|f| f.wire.as_str()).collect();
+        assert_eq!(wires, ["t", "seq", "a"]);
+    }
+}

@@ -1,0 +1,177 @@
+//! Typed bindings from one protocol schema: the IR lowering ([`ir`]) and one generator per
+//! language (Rust, TypeScript, Python, Kotlin, Swift), byte-for-byte deterministic, plus the
+//! staleness check behind `agentwire gen --check`.
+//!
+//! Knows nothing of any particular protocol: everything comes from the schema document.
+
+pub(crate) mod emit;
+pub mod error;
+pub mod ir;
+pub mod names;
+
+use std::path::{Path, PathBuf};
+
+use agentwire_schema::SchemaDocument;
+
+pub use error::CodegenError;
+pub use ir::Ir;
+
+/// A target language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Language {
+    /// Rust with serde.
+    Rust,
+    /// TypeScript.
+    TypeScript,
+    /// Python 3.9+ typing.
+    Python,
+    /// Kotlin.
+    Kotlin,
+    /// Swift Codable.
+    Swift,
+}
+
+impl Language {
+    /// Every language, in the order output is produced.
+    pub const ALL: [Language; 5] = [
+        Language::Rust,
+        Language::TypeScript,
+        Language::Python,
+        Language::Kotlin,
+        Language::Swift,
+    ];
+
+    /// The short name used on the command line and as the output folder.
+    pub fn code(self) -> &'static str {
+        match self {
+            Language::Rust => "rust",
+            Language::TypeScript => "ts",
+            Language::Python => "py",
+            Language::Kotlin => "kt",
+            Language::Swift => "swift",
+        }
+    }
+
+    /// Parses `rust`/`rs`, `ts`/`typescript`, `py`/`python`, `kt`/`kotlin`, `swift`.
+    pub fn parse(name: &str) -> Result<Language, CodegenError> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "rust" | "rs" => Ok(Language::Rust),
+            "ts" | "typescript" => Ok(Language::TypeScript),
+            "py" | "python" => Ok(Language::Python),
+            "kt" | "kotlin" => Ok(Language::Kotlin),
+            "swift" => Ok(Language::Swift),
+            _ => Err(CodegenError::UnknownLanguage(name.to_owned())),
+        }
+    }
+
+    /// Parses a comma-separated list; order and duplicates do not matter.
+    pub fn parse_list(list: &str) -> Result<Vec<Language>, CodegenError> {
+        let mut out = Vec::new();
+        for part in list.split(',').filter(|p| !p.trim().is_empty()) {
+            out.push(Language::parse(part)?);
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// Generation settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// File stem of the outputs (`protocol` → `rust/protocol.rs`, `kt/Protocol.kt`, …).
+    pub base_name: String,
+    /// Kotlin package of the generated file.
+    pub kotlin_package: String,
+}
+
+impl Options {
+    /// Defaults derived from the schema's file name: `run-events.schema.json` → base name
+    /// `run_events`, Kotlin package `agentwire.generated.run_events`.
+    pub fn for_schema(schema_name: &str) -> Options {
+        let file = Path::new(schema_name)
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or(schema_name);
+        let stem = file.strip_suffix(".json").unwrap_or(file);
+        let stem = stem.strip_suffix(".schema").unwrap_or(stem);
+        let base_name = names::snake(stem);
+        Options {
+            kotlin_package: format!("agentwire.generated.{base_name}"),
+            base_name,
+        }
+    }
+}
+
+/// One generated file, its path relative to the output folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedFile {
+    /// Relative path (`<lang>/<file>`).
+    pub path: PathBuf,
+    /// Full contents.
+    pub contents: String,
+}
+
+/// Generates the bindings for `languages`.
+pub fn generate(ir: &Ir, languages: &[Language], options: &Options) -> Vec<GeneratedFile> {
+    languages
+        .iter()
+        .map(|&lang| emit::generate(ir, lang, options))
+        .collect()
+}
+
+/// Loads, lowers and generates in one call.
+pub fn generate_from_document(
+    doc: &SchemaDocument,
+    schema_name: &str,
+    languages: &[Language],
+    options: &Options,
+) -> Result<Vec<GeneratedFile>, CodegenError> {
+    let ir = Ir::lower(doc, schema_name)?;
+    Ok(generate(&ir, languages, options))
+}
+
+/// Why a file on disk does not match what would be generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staleness {
+    /// The file does not exist.
+    Missing,
+    /// The file exists with other contents.
+    Differs,
+}
+
+/// Compares generated files with those under `out_dir`; returns every stale or missing one, in
+/// the order of `files`.
+pub fn check(out_dir: &Path, files: &[GeneratedFile]) -> Vec<(PathBuf, Staleness)> {
+    let mut out = Vec::new();
+    for file in files {
+        match std::fs::read(out_dir.join(&file.path)) {
+            Ok(bytes) if bytes == file.contents.as_bytes() => {}
+            Ok(_) => out.push((file.path.clone(), Staleness::Differs)),
+            Err(_) => out.push((file.path.clone(), Staleness::Missing)),
+        }
+    }
+    out
+}
+
+/// Writes generated files under `out_dir`, creating folders; a file whose contents are already
+/// right is not rewritten.
+pub fn write(out_dir: &Path, files: &[GeneratedFile]) -> Result<Vec<PathBuf>, CodegenError> {
+    let mut written = Vec::new();
+    for file in files {
+        let path = out_dir.join(&file.path);
+        if std::fs::read(&path).is_ok_and(|b| b == file.contents.as_bytes()) {
+            continue;
+        }
+        let io = |source| CodegenError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(&path, &file.contents).map_err(io)?;
+        written.push(file.path.clone());
+    }
+    Ok(written)
+}
