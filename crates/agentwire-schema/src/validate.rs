@@ -832,65 +832,65 @@ impl Reporter<'_> {
         let union_at = err.schema_path().as_str();
         let instance_at = err.instance_path().as_str();
         let validator = self.validator;
-        if depth < MAX_REPORT_DEPTH {
-            if let (Some(dispatch), Some(Value::Object(object))) = (
+        if depth < MAX_REPORT_DEPTH
+            && let (Some(dispatch), Some(Value::Object(object))) = (
                 validator.dispatch.get(union_at),
                 pointer::resolve(self.root, instance_at),
-            ) {
-                let tag_keyword = if dispatch.explicit {
-                    "discriminator"
-                } else {
-                    keyword
-                };
-                let tag_schema = if dispatch.explicit {
-                    format!(
-                        "{}/discriminator",
-                        union_at.rsplit_once('/').map_or("", |(p, _)| p)
-                    )
-                } else {
-                    union_at.to_owned()
-                };
-                match object.get(&dispatch.property) {
-                    None if dispatch.tag_required => {
+            )
+        {
+            let tag_keyword = if dispatch.explicit {
+                "discriminator"
+            } else {
+                keyword
+            };
+            let tag_schema = if dispatch.explicit {
+                format!(
+                    "{}/discriminator",
+                    union_at.rsplit_once('/').map_or("", |(p, _)| p)
+                )
+            } else {
+                union_at.to_owned()
+            };
+            match object.get(&dispatch.property) {
+                None if dispatch.tag_required => {
+                    self.out.push(Issue {
+                        code: IssueCode::Required,
+                        instance_pointer: instance_at.to_owned(),
+                        schema_pointer: tag_schema,
+                        keyword: tag_keyword,
+                        message: format!(
+                            "missing required property {:?}, which selects the kind of object ({})",
+                            dispatch.property,
+                            message::list_values(dispatch.tag_values())
+                        ),
+                    });
+                    return;
+                }
+                None => {}
+                Some(tag) => match dispatch.branch_for(tag) {
+                    Some(branch) if context.get(branch).is_some_and(|e| !e.is_empty()) => {
+                        for inner in &context[branch] {
+                            self.report(inner, depth + 1);
+                        }
+                        return;
+                    }
+                    Some(_) => {}
+                    None => {
                         self.out.push(Issue {
-                            code: IssueCode::Required,
-                            instance_pointer: instance_at.to_owned(),
+                            code: IssueCode::Discriminator,
+                            instance_pointer: pointer::push(instance_at, &dispatch.property),
                             schema_pointer: tag_schema,
                             keyword: tag_keyword,
                             message: format!(
-                                "missing required property {:?}, which selects the kind of object ({})",
+                                "{} is not a known {:?}; expected {}",
+                                message::preview(tag),
                                 dispatch.property,
                                 message::list_values(dispatch.tag_values())
                             ),
                         });
                         return;
                     }
-                    None => {}
-                    Some(tag) => match dispatch.branch_for(tag) {
-                        Some(branch) if context.get(branch).is_some_and(|e| !e.is_empty()) => {
-                            for inner in &context[branch] {
-                                self.report(inner, depth + 1);
-                            }
-                            return;
-                        }
-                        Some(_) => {}
-                        None => {
-                            self.out.push(Issue {
-                                code: IssueCode::Discriminator,
-                                instance_pointer: pointer::push(instance_at, &dispatch.property),
-                                schema_pointer: tag_schema,
-                                keyword: tag_keyword,
-                                message: format!(
-                                    "{} is not a known {:?}; expected {}",
-                                    message::preview(tag),
-                                    dispatch.property,
-                                    message::list_values(dispatch.tag_values())
-                                ),
-                            });
-                            return;
-                        }
-                    },
-                }
+                },
             }
         }
         let mut message = format!(

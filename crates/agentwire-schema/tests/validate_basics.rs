@@ -1,6 +1,8 @@
 //! Validator behaviour on small schemas: every issue with its pointers, keyword, code and
 //! sentence; discriminated unions; strict input; formats and ECMA-262 patterns; compile errors.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use agentwire_schema::{IssueCode, JsonErrorKind, SchemaDocument, SchemaErrorKind, Validator};
 use serde_json::{Value, json};
 

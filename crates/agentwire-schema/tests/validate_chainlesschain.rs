@@ -22,6 +22,8 @@
 //! both; JavaScript counts UTF-16 units), integers beyond 2^53 (JavaScript's
 //! `Number.isSafeInteger` rejects them).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 
 use agentwire_schema::{SchemaDocument, ValidatorCompiler};
@@ -320,13 +322,14 @@ impl Generator<'_> {
                 }
             }
         }
-        if let Some(extra @ Value::Object(_)) = map.get("additionalProperties") {
-            if depth < MAX_GEN_DEPTH && rng.chance(30) {
-                out.insert(
-                    format!("x_{}", rng.below(100)),
-                    self.value(extra, rng, depth + 1),
-                );
-            }
+        if let Some(extra @ Value::Object(_)) = map.get("additionalProperties")
+            && depth < MAX_GEN_DEPTH
+            && rng.chance(30)
+        {
+            out.insert(
+                format!("x_{}", rng.below(100)),
+                self.value(extra, rng, depth + 1),
+            );
         }
         Value::Object(out)
     }
@@ -532,16 +535,16 @@ fn mutate(value: &mut Value, rng: &mut Rng) {
     match rng.below(10) {
         // Drop a key.
         0 => {
-            if let Value::Object(map) = target {
-                if !map.is_empty() {
-                    let key = map
-                        .keys()
-                        .nth(rng.below(map.len()))
-                        .cloned()
-                        .unwrap_or_default();
-                    map.shift_remove(&key);
-                    return;
-                }
+            if let Value::Object(map) = target
+                && !map.is_empty()
+            {
+                let key = map
+                    .keys()
+                    .nth(rng.below(map.len()))
+                    .cloned()
+                    .unwrap_or_default();
+                map.shift_remove(&key);
+                return;
             }
             *target = Value::Null;
         }

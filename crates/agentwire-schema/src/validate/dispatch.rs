@@ -80,17 +80,17 @@ fn analyse(
             pins
         })
         .collect();
-    if let Some(Value::Object(discriminator)) = parent.get("discriminator") {
-        if let Some(Value::String(property)) = discriminator.get("propertyName") {
-            return explicit(
-                doc,
-                union_at,
-                branches,
-                &pins,
-                property,
-                discriminator.get("mapping"),
-            );
-        }
+    if let Some(Value::Object(discriminator)) = parent.get("discriminator")
+        && let Some(Value::String(property)) = discriminator.get("propertyName")
+    {
+        return explicit(
+            doc,
+            union_at,
+            branches,
+            &pins,
+            property,
+            discriminator.get("mapping"),
+        );
     }
     // Prefer names every branch requires: a missing tag is then a clear, single issue.
     let mut candidates: Vec<&String> = pins[0].values.keys().collect();
@@ -192,10 +192,10 @@ impl Pins {
             return;
         }
         let Value::Object(map) = schema else { return };
-        if let Some(Value::String(reference)) = map.get("$ref") {
-            if let Ok((target, value)) = doc.resolve_ref(at, reference) {
-                self.collect(doc, &target, value, depth + 1);
-            }
+        if let Some(Value::String(reference)) = map.get("$ref")
+            && let Ok((target, value)) = doc.resolve_ref(at, reference)
+        {
+            self.collect(doc, &target, value, depth + 1);
         }
         if let Some(Value::Array(members)) = map.get("allOf") {
             for (i, member) in members.iter().enumerate() {
