@@ -403,9 +403,14 @@ impl Report<'_> {
                 } else {
                     String::new()
                 };
+                let noun = if c.messages == 1 {
+                    "message"
+                } else {
+                    "messages"
+                };
                 writeln!(
                     self.out,
-                    "{} messages: {} valid, {} invalid{errors}",
+                    "{} {noun}: {} valid, {} invalid{errors}",
                     c.messages, c.valid, c.invalid
                 )?;
             }

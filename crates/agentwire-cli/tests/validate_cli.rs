@@ -1,0 +1,427 @@
+//! `agentwire validate` end to end: reports for people and programs, exit codes, and every kind
+//! of bad input (not JSON, not UTF-8, 100,000-deep nesting, broken schemas) handled without a
+//! panic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const SCHEMA: &str = r##"{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "$id": "https://example.com/frames.json",
+  "oneOf": [{"$ref": "#/definitions/Req"}, {"$ref": "#/definitions/Event"}],
+  "discriminator": {"propertyName": "type", "mapping": {"req": "#/definitions/Req", "event": "#/definitions/Event"}},
+  "definitions": {
+    "Req": {
+      "type": "object",
+      "properties": {"type": {"const": "req"}, "id": {"type": "string", "minLength": 1}, "method": {"type": "string"}},
+      "required": ["type", "id", "method"],
+      "additionalProperties": false
+    },
+    "Event": {
+      "type": "object",
+      "properties": {"type": {"const": "event"}, "event": {"type": "string"}, "seq": {"type": "integer", "minimum": 0}},
+      "required": ["type", "event"],
+      "additionalProperties": false
+    }
+  }
+}"##;
+
+fn agentwire() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_agentwire"))
+}
+
+fn dir_with(files: &[(&str, &[u8])]) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    dir
+}
+
+fn run(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = agentwire()
+        .args(args)
+        .current_dir(dir)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(bytes).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("panicked"),
+        "the command panicked: {stderr}"
+    );
+    output
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+#[test]
+fn documents_are_reported_one_by_one() {
+    let dir = dir_with(&[
+        ("schema.json", SCHEMA.as_bytes()),
+        ("ok.json", br#"{"type":"req","id":"1","method":"health"}"#),
+        (
+            "bad.json",
+            br#"{"type":"req","id":1,"method":"health","x":0}"#,
+        ),
+    ]);
+    let out = run(
+        dir.path(),
+        &["validate", "--schema", "schema.json", "ok.json", "bad.json"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "ok.json: valid\n\
+         bad.json: invalid\n  \
+         /id: 1 is an integer, expected string [validate.type at /definitions/Req/properties/id/type]\n  \
+         /x: property \"x\" is not allowed here [validate.additional-property at /definitions/Req/additionalProperties]\n\
+         2 messages: 1 valid, 1 invalid\n"
+    );
+    let out = run(
+        dir.path(),
+        &["validate", "--schema", "schema.json", "ok.json"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        "ok.json: valid\n1 message: 1 valid, 0 invalid\n"
+    );
+}
+
+#[test]
+fn ndjson_reports_lines_and_continues_past_bad_ones() {
+    let dir = dir_with(&[("schema.json", SCHEMA.as_bytes())]);
+    let input = b"{\"type\":\"req\",\"id\":\"c1\",\"method\":\"connect\"}\n\
+                  \n\
+                  {\"type\":\"evnt\",\"event\":\"tick\"}\r\n\
+                  not json\n\
+                  {\"type\":\"event\",\"event\":\"tick\",\"seq\":-1}";
+    let out = run(
+        dir.path(),
+        &["validate", "--schema", "schema.json", "--ndjson", "-"],
+        Some(input),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "line 1: valid\n\
+         line 3: invalid\n  \
+         /type: \"evnt\" is not a known \"type\"; expected \"req\" or \"event\" [validate.discriminator at /discriminator]\n\
+         line 4: invalid\n  \
+         expected ident at line 1 column 2 [json.syntax]\n\
+         line 5: invalid\n  \
+         /seq: -1 is less than the minimum 0 [validate.minimum at /definitions/Event/properties/seq/minimum]\n\
+         4 messages: 1 valid, 3 invalid\n"
+    );
+    // --quiet keeps only what is wrong.
+    let out = run(
+        dir.path(),
+        &["validate", "-q", "--schema", "schema.json", "--ndjson"],
+        Some(input),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).starts_with("line 3: invalid\n"));
+}
+
+#[test]
+fn json_format_has_one_object_per_message_and_a_summary() {
+    let dir = dir_with(&[
+        ("schema.json", SCHEMA.as_bytes()),
+        (
+            "m.ndjson",
+            b"{\"type\":\"event\",\"event\":\"tick\"}\n{\"type\":\"req\"}\n",
+        ),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "validate",
+            "--schema",
+            "schema.json",
+            "--ndjson",
+            "m.ndjson",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let records: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        records,
+        vec![
+            json!({"input": "m.ndjson", "line": 1, "valid": true, "issues": []}),
+            json!({"input": "m.ndjson", "line": 2, "valid": false, "issues": [
+                {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"id\""},
+                {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"method\""}
+            ]}),
+            json!({"summary": {"messages": 2, "valid": 1, "invalid": 1, "errors": 0}}),
+        ]
+    );
+}
+
+#[test]
+fn a_definition_can_be_chosen() {
+    let dir = dir_with(&[
+        ("schema.json", SCHEMA.as_bytes()),
+        ("e.json", br#"{"type":"event","event":"tick","seq":2}"#),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "validate",
+            "--schema",
+            "schema.json",
+            "--def",
+            "Event",
+            "e.json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run(
+        dir.path(),
+        &[
+            "validate",
+            "--schema",
+            "schema.json",
+            "--def",
+            "Req",
+            "e.json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = run(
+        dir.path(),
+        &[
+            "validate",
+            "--schema",
+            "schema.json",
+            "--def",
+            "Nope",
+            "e.json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("schema.unknown-definition"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Not JSON, not UTF-8, nested 100,000 deep, duplicate keys: each an invalid message with its
+/// own code, never a crash.
+#[test]
+fn bad_messages_are_issues_not_crashes() {
+    let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("syntax", b"{\"type\":".to_vec(), "json.unexpected-end"),
+        (
+            "utf8",
+            b"{\"type\":\"req\",\"id\":\"\xff\xfe\",\"method\":\"m\"}".to_vec(),
+            "json.invalid-utf8",
+        ),
+        ("deep", deep.into_bytes(), "json.too-deep"),
+        (
+            "dup",
+            br#"{"type":"req","type":"event"}"#.to_vec(),
+            "json.duplicate-key",
+        ),
+    ];
+    for (name, bytes, code) in cases {
+        let dir = dir_with(&[("schema.json", SCHEMA.as_bytes()), ("m.json", &bytes)]);
+        let out = run(
+            dir.path(),
+            &[
+                "--format",
+                "json",
+                "validate",
+                "--schema",
+                "schema.json",
+                "m.json",
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let first: Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+        assert_eq!(first["valid"], false, "{name}");
+        assert_eq!(first["issues"][0]["code"], code, "{name}: {first}");
+        // The same through a stream.
+        let mut line = bytes.clone();
+        line.push(b'\n');
+        let out = run(
+            dir.path(),
+            &[
+                "--format",
+                "json",
+                "validate",
+                "--schema",
+                "schema.json",
+                "--ndjson",
+            ],
+            Some(&line),
+        );
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let first: Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+        assert_eq!(first["issues"][0]["code"], code, "{name}: {first}");
+    }
+    let dir = dir_with(&[
+        ("schema.json", SCHEMA.as_bytes()),
+        ("m.json", b"\"\xc3\x28\""),
+    ]);
+    let out = run(
+        dir.path(),
+        &["validate", "--schema", "schema.json", "m.json"],
+        None,
+    );
+    assert_eq!(
+        text(&out.stdout).lines().nth(1).unwrap(),
+        "  invalid UTF-8 at byte 1 [json.invalid-utf8]"
+    );
+}
+
+/// A broken schema stops the command with exit 2 and the error's code and pointer.
+#[test]
+fn bad_schemas_are_fatal_with_their_code() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "cycle",
+            r##"{"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}}, "$ref": "#/$defs/A"}"##,
+            "schema.ref-cycle",
+        ),
+        (
+            "draft",
+            r#"{"$schema": "http://json-schema.org/draft-03/schema#"}"#,
+            "schema.unknown-draft",
+        ),
+        (
+            "unresolved",
+            r##"{"$ref": "#/$defs/Missing"}"##,
+            "schema.unresolved-ref",
+        ),
+        ("not json", "{", "schema.json"),
+        ("pattern", r#"{"pattern": "(unclosed"}"#, "schema.invalid"),
+    ];
+    for (name, schema, code) in cases {
+        let dir = dir_with(&[("schema.json", schema.as_bytes()), ("m.json", b"{}")]);
+        let out = run(
+            dir.path(),
+            &["validate", "--schema", "schema.json", "m.json"],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(out.stdout.is_empty(), "{name}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(code),
+            "{name}: {stderr}"
+        );
+        let out = run(
+            dir.path(),
+            &[
+                "--format",
+                "json",
+                "validate",
+                "--schema",
+                "schema.json",
+                "m.json",
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let error: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+        assert_eq!(error["error"]["code"], *code, "{name}: {error}");
+    }
+    let dir = dir_with(&[(
+        "schema.json",
+        br#"{"$schema": "http://json-schema.org/draft-03/schema#"}"#,
+    )]);
+    let out = run(
+        dir.path(),
+        &["validate", "--schema", "schema.json", "m.json"],
+        None,
+    );
+    assert!(
+        text(&out.stderr).contains("at /$schema: unknown dialect"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    let dir = dir_with(&[
+        ("schema.json", SCHEMA.as_bytes()),
+        ("ok.json", br#"{"type":"event","event":"e"}"#),
+    ]);
+    let out = run(dir.path(), &["validate", "ok.json"], None);
+    assert_eq!(out.status.code(), Some(2), "missing --schema");
+    let out = run(
+        dir.path(),
+        &["validate", "--schema", "missing.json", "ok.json"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot read missing.json"),
+        "{}",
+        text(&out.stderr)
+    );
+    // An unreadable input is reported and the others still are.
+    let out = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "validate",
+            "--schema",
+            "schema.json",
+            "nope.json",
+            "ok.json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let records: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records[0]["input"], "nope.json");
+    assert_eq!(records[0]["error"]["code"], "io");
+    assert_eq!(
+        records[1],
+        json!({"input": "ok.json", "line": null, "valid": true, "issues": []})
+    );
+    assert_eq!(
+        records[2],
+        json!({"summary": {"messages": 1, "valid": 1, "invalid": 0, "errors": 1}})
+    );
+}
