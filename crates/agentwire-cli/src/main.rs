@@ -31,6 +31,9 @@ enum Command {
     Digest(cmd::digest::Args),
     /// Rewrite a JSON document in canonical text (JSON.stringify(value, null, 2)).
     Fmt(cmd::fmt::Args),
+    /// TaskLens run logs: coerce, derive the run state, view a timeline, print mock runs.
+    #[command(subcommand_required = true)]
+    Runlog(cmd::runlog::Args),
     /// Validate messages (documents or NDJSON streams) against a schema or one of its definitions.
     Validate(cmd::validate::Args),
 }
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Digest(args) => cmd::digest::run(args, cli.format),
         Command::Fmt(args) => cmd::fmt::run(args, cli.format),
+        Command::Runlog(args) => cmd::runlog::run(args, cli.format),
         Command::Validate(args) => cmd::validate::run(args, cli.format),
     };
     match result {

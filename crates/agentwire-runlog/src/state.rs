@@ -555,6 +555,9 @@ impl Deriver {
                 s.attempts += 1;
                 s.started_at = Some(event.at);
                 s.ended_at = None;
+                // A new attempt: the failure of the previous one stays in `errors`.
+                s.error = None;
+                s.retryable = None;
             }
             EventKind::StepProgress => {
                 self.wake();

@@ -2,4 +2,5 @@
 
 pub(crate) mod digest;
 pub(crate) mod fmt;
+pub(crate) mod runlog;
 pub(crate) mod validate;
