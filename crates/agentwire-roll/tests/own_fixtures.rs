@@ -5,7 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use agentwire_roll::{ProtocolVersion, SUPPORTED_VERSIONS, schema};
-use agentwire_testkit::{ajv_verdicts, files_with_extension, read_json, repo_root};
+use agentwire_testkit::{
+    ajv_verdicts, files_with_extension, py_jsonschema_verdicts, read_json, repo_root,
+};
 use serde_json::Value;
 
 fn fixtures(version: ProtocolVersion) -> Vec<(String, Value, bool)> {
@@ -30,7 +32,7 @@ fn every_version_has_fixtures_of_both_kinds() {
 }
 
 #[test]
-fn our_validator_and_ajv_give_every_fixture_its_verdict() {
+fn our_validators_ajv_and_python_jsonschema_give_every_fixture_its_verdict() {
     let mut wrong = Vec::new();
     for version in SUPPORTED_VERSIONS {
         let all = fixtures(version);
@@ -39,9 +41,26 @@ fn our_validator_and_ajv_give_every_fixture_its_verdict() {
         ));
         let messages: Vec<Value> = all.iter().map(|f| f.1.clone()).collect();
         let ajv = ajv_verdicts(&export, None, &messages);
-        for ((name, message, valid), verdict) in all.iter().zip(ajv) {
+        let python = py_jsonschema_verdicts(&export, None, &messages);
+        let document =
+            agentwire_schema::SchemaDocument::from_slice(schema::export_text(version).as_bytes())
+                .unwrap();
+        let validator = document.validator().unwrap();
+        for (((name, message, valid), verdict), py) in all.iter().zip(ajv).zip(python) {
+            if py.valid != *valid {
+                wrong.push(format!(
+                    "python jsonschema: v{version}/{name}: {:?}",
+                    py.errors
+                ));
+            }
             if schema::is_valid(version, message) != *valid {
                 wrong.push(format!("ours: v{version}/{name}"));
+            }
+            if validator.is_valid(message) != *valid {
+                wrong.push(format!(
+                    "agentwire-schema: v{version}/{name}: {:?}",
+                    validator.validate(message)
+                ));
             }
             if verdict.valid != *valid {
                 wrong.push(format!("ajv: v{version}/{name}: {:?}", verdict.errors));

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use agentwire_roll::ProtocolVersion;
 use agentwire_roll::schema;
-use agentwire_testkit::{ajv_verdicts, files_with_extension, peer_fixture, read_json, repo_root};
+use agentwire_testkit::{
+    ajv_verdicts, files_with_extension, peer_fixture, py_jsonschema_verdicts, read_json, repo_root,
+};
 use serde_json::Value;
 
 struct Case {
@@ -109,7 +111,7 @@ fn v1_fixtures_under_1_0() {
 }
 
 #[test]
-fn ajv_gives_every_fixture_its_verdict_on_our_exports() {
+fn ajv_and_python_jsonschema_give_every_fixture_its_verdict_on_our_exports() {
     let cases = cases();
     let mut wrong = Vec::new();
     for version in agentwire_roll::SUPPORTED_VERSIONS {
@@ -236,6 +238,31 @@ fn typed_api_gives_every_fixture_its_verdict() {
         };
         if let Some(params) = round_trip {
             assert_eq!(params, case.message["params"], "{name} round trip");
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// The schema crate's validator (the one `agentwire validate` uses) agrees on every fixture.
+#[test]
+fn schema_crate_validator_gives_every_fixture_its_verdict() {
+    let mut validators = std::collections::HashMap::new();
+    let mut wrong = Vec::new();
+    for case in cases() {
+        let validator = validators.entry(case.version).or_insert_with(|| {
+            let document = agentwire_schema::SchemaDocument::from_slice(
+                schema::export_text(case.version).as_bytes(),
+            )
+            .unwrap();
+            document.validator().unwrap()
+        });
+        let issues = validator.validate(&case.message);
+        if issues.is_empty() != case.valid {
+            wrong.push(format!(
+                "{} under {}: {issues:?}",
+                case.path.display(),
+                case.version
+            ));
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
