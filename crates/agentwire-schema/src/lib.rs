@@ -5,14 +5,20 @@
 //! it for its definitions, its canonical text or a validator.
 
 pub mod canonical;
+pub mod compat;
 pub mod document;
 pub mod fast;
+pub mod identity;
 pub mod json;
 pub mod pointer;
 pub mod validate;
+pub mod versions;
 pub mod walk;
 
 pub use canonical::{canonical_text, digest, Digest};
+pub use compat::{compat, compat_with, Change, ChangeClass, CompatOptions, CompatReport, Direction, Rule};
 pub use document::{Draft, LoadOptions, RefSite, SchemaDocument, SchemaError, SchemaErrorKind};
+pub use identity::{IdentityError, IdentityErrorKind, IdentitySource, ProtocolIdentity};
 pub use json::{parse_json, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
 pub use validate::{Issue, IssueCode, Validator, ValidatorCompiler};
+pub use versions::{export_version, VersionError, VersionErrorKind, VersionRange, WireVersion};
