@@ -17,17 +17,19 @@ if [[ ! -d "$shared/peers" ]]; then
   exit 1
 fi
 
+fmt_color=()
 if [[ "${CI:-}" == "true" ]]; then
-  # A CI build starts from nothing and never rebuilds incrementally.
+  # A CI build starts from nothing and never rebuilds incrementally; its log is plain text.
   export CARGO_INCREMENTAL=0
   export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+  fmt_color=(-- --color=never)
 fi
 
 step "scripts/install-test-tools.sh"
 scripts/install-test-tools.sh
 
 step "cargo fmt --all --check"
-cargo fmt --all --check || failed+=("cargo fmt --all --check")
+cargo fmt --all --check "${fmt_color[@]}" || failed+=("cargo fmt --all --check")
 
 step "cargo build --workspace --all-targets"
 if ! cargo build --workspace --all-targets; then
