@@ -31,6 +31,8 @@ enum Command {
     Digest(cmd::digest::Args),
     /// Rewrite a JSON document in canonical text (JSON.stringify(value, null, 2)).
     Fmt(cmd::fmt::Args),
+    /// Generate typed bindings (rust, ts, py, kt, swift) from a schema, or check them with --check.
+    Gen(cmd::r#gen::Args),
     /// TaskLens run logs: coerce, derive the run state, view a timeline, print mock runs.
     #[command(subcommand_required = true)]
     Runlog(cmd::runlog::Args),
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Digest(args) => cmd::digest::run(args, cli.format),
         Command::Fmt(args) => cmd::fmt::run(args, cli.format),
+        Command::Gen(args) => cmd::r#gen::run(args, cli.format),
         Command::Runlog(args) => cmd::runlog::run(args, cli.format),
         Command::Validate(args) => cmd::validate::run(args, cli.format),
     };

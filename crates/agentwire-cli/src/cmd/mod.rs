@@ -2,5 +2,6 @@
 
 pub(crate) mod digest;
 pub(crate) mod fmt;
+pub(crate) mod r#gen;
 pub(crate) mod runlog;
 pub(crate) mod validate;
