@@ -197,15 +197,33 @@ impl Gen<'_> {
         self.out.push_str(&o);
     }
 
+    /// `qualified`: inside a sealed class, whose case names (`Map`, `String`, a type's own
+    /// name) shadow outer names, every type is written with its package.
     fn ty(&self, ty: &Ty, qualified: bool) -> String {
+        let k = |short: &str, long: &str| {
+            if qualified {
+                long.to_owned()
+            } else {
+                short.to_owned()
+            }
+        };
         match ty {
-            Ty::Any => "Any?".to_owned(),
-            Ty::Bool => "Boolean".to_owned(),
-            Ty::Int => "Long".to_owned(),
-            Ty::Number => "Number".to_owned(),
-            Ty::String => "String".to_owned(),
-            Ty::Array(inner) => format!("List<{}>", self.ty(inner, qualified)),
-            Ty::Map(inner) => format!("Map<String, {}>", self.ty(inner, qualified)),
+            Ty::Any => k("Any?", "kotlin.Any?"),
+            Ty::Bool => k("Boolean", "kotlin.Boolean"),
+            Ty::Int => k("Long", "kotlin.Long"),
+            Ty::Number => k("Number", "kotlin.Number"),
+            Ty::String => k("String", "kotlin.String"),
+            Ty::Array(inner) => format!(
+                "{}<{}>",
+                k("List", "kotlin.collections.List"),
+                self.ty(inner, qualified)
+            ),
+            Ty::Map(inner) => format!(
+                "{}<{}, {}>",
+                k("Map", "kotlin.collections.Map"),
+                k("String", "kotlin.String"),
+                self.ty(inner, qualified)
+            ),
             Ty::Ref(name) => {
                 let n = self.name(name);
                 if qualified {
@@ -297,7 +315,7 @@ impl Gen<'_> {
                     let unknown = super::rust::unknown_case(u);
                     s.push_str("    /** A variant this version does not know, kept as the decoded JSON object. */\n");
                     s.push_str(&format!(
-                        "    data class {unknown}(val raw: Map<String, Any?>) : {name}()\n"
+                        "    data class {unknown}(val raw: kotlin.collections.Map<kotlin.String, kotlin.Any?>) : {name}()\n"
                     ));
                 }
                 s.push_str("}\n");

@@ -82,8 +82,8 @@ enum class SharedJsonRpcVersion(val wireValue: String) {
 }
 
 sealed class SharedJsonRpcId {
-    data class String(val value: String) : SharedJsonRpcId()
-    data class Number(val value: Number) : SharedJsonRpcId()
+    data class String(val value: kotlin.String) : SharedJsonRpcId()
+    data class Number(val value: kotlin.Number) : SharedJsonRpcId()
 }
 
 /**
@@ -801,10 +801,10 @@ typealias UserInputControls = List<UserInputControl>
 
 /** Constraints: since: 1.2 */
 sealed class UserInputValue {
-    data class String(val value: String) : UserInputValue()
-    data class Number(val value: Number) : UserInputValue()
-    data class Bool(val value: Boolean) : UserInputValue()
-    data class Array(val value: List<String>) : UserInputValue()
+    data class String(val value: kotlin.String) : UserInputValue()
+    data class Number(val value: kotlin.Number) : UserInputValue()
+    data class Bool(val value: kotlin.Boolean) : UserInputValue()
+    data class Array(val value: kotlin.collections.List<kotlin.String>) : UserInputValue()
 }
 
 /**

@@ -44,7 +44,7 @@ typealias NonEmptyString = String
 
 /** An error: a message, or an object with a message and an optional code. */
 sealed class ErrorInfo {
-    data class String(val value: String) : ErrorInfo()
+    data class String(val value: kotlin.String) : ErrorInfo()
     data class ErrorInfoVariant2(val value: agentwire.generated.run_events.ErrorInfoVariant2) : ErrorInfo()
 }
 
