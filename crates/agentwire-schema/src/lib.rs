@@ -11,6 +11,7 @@ pub mod fast;
 pub mod identity;
 pub mod json;
 pub mod pointer;
+pub mod project;
 pub mod validate;
 pub mod versions;
 pub mod walk;
@@ -20,5 +21,6 @@ pub use compat::{compat, compat_with, Change, ChangeClass, CompatOptions, Compat
 pub use document::{Draft, LoadOptions, RefSite, SchemaDocument, SchemaError, SchemaErrorKind};
 pub use identity::{IdentityError, IdentityErrorKind, IdentitySource, ProtocolIdentity};
 pub use json::{parse_json, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
+pub use project::{project, ProjectError, ProjectErrorKind, ProjectTarget, Projector};
 pub use validate::{Issue, IssueCode, Validator, ValidatorCompiler};
 pub use versions::{export_version, VersionError, VersionErrorKind, VersionRange, WireVersion};

@@ -274,6 +274,15 @@ pub fn enum_value_in_version(
     enum_value_in(map, value, version, "")
 }
 
+/// [`enum_value_in_version`] for a schema object already at hand.
+pub fn enum_value_in_map(
+    map: &Map<String, Value>,
+    value: &Value,
+    version: &WireVersion,
+) -> Result<bool, VersionError> {
+    enum_value_in(map, value, version, "")
+}
+
 fn enum_value_in(
     map: &Map<String, Value>,
     value: &Value,
