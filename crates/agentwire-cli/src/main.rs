@@ -7,6 +7,7 @@
 
 mod cmd;
 mod output;
+mod protocols;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,8 @@ enum Command {
     #[command(subcommand_required = true)]
     Runlog(cmd::runlog::Args),
     /// Validate messages (documents or NDJSON streams) against a schema or one of its definitions.
+    // `--version` names a protocol version here, so the subcommand has no version flag.
+    #[command(disable_version_flag = true)]
     Validate(cmd::validate::Args),
 }
 

@@ -28,9 +28,14 @@ const READ_BUFFER_BYTES: usize = 256 << 10;
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Schema document to validate against.
-    // Optional in the type so that a built-in protocol can take its place later.
-    #[arg(long, value_name = "FILE", required = true)]
+    #[arg(long, value_name = "FILE", required_unless_present = "protocol", conflicts_with = "protocol")]
     schema: Option<PathBuf>,
+    /// Validate against a built-in protocol instead of a schema file (`roll-runtime`).
+    #[arg(long, value_name = "NAME")]
+    protocol: Option<String>,
+    /// Wire version of the built-in protocol (default: its newest).
+    #[arg(long, value_name = "V", requires = "protocol")]
+    version: Option<String>,
     /// Validate against this definition (`$defs/NAME` or `definitions/NAME`) instead of the root.
     #[arg(long, value_name = "NAME")]
     def: Option<String>,
@@ -90,15 +95,19 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
 
 /// Loads the schema and compiles the validator the arguments ask for.
 fn compile(args: &Args) -> anyhow::Result<Validator> {
-    let Some(path) = &args.schema else {
-        anyhow::bail!("--schema FILE is required")
+    let (doc, label) = match (&args.schema, &args.protocol) {
+        (_, Some(name)) => {
+            let builtin = crate::protocols::Builtin::find(name, args.version.as_deref())?;
+            (builtin.document()?, builtin.label())
+        }
+        (Some(path), None) => (output::load_schema(path)?, path.display().to_string()),
+        (None, None) => anyhow::bail!("--schema FILE or --protocol NAME is required"),
     };
-    let doc = output::load_schema(path)?;
     let validator = match &args.def {
         Some(name) => doc.validator_for(name),
         None => doc.validator(),
     };
-    validator.with_context(|| format!("cannot compile schema {}", path.display()))
+    validator.with_context(|| format!("cannot compile schema {label}"))
 }
 
 fn display_name(input: &Path) -> String {
