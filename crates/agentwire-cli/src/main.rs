@@ -28,10 +28,17 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Frozen compatibility baselines: `baseline freeze SCHEMA --out FILE`.
+    #[command(subcommand_required = true)]
+    Baseline(cmd::baseline::Args),
+    /// Compare two schema documents: every change, breaking or additive (exit 1 if any breaks).
+    Compat(cmd::compat::Args),
     /// Print the protocol digest (`sha256:` of canonical text + "\n") of a schema document.
     Digest(cmd::digest::Args),
     /// Rewrite a JSON document in canonical text (JSON.stringify(value, null, 2)).
     Fmt(cmd::fmt::Args),
+    /// Project NDJSON messages of one wire version down to an older one (docs/versions.md).
+    Project(cmd::project::Args),
     /// Generate typed bindings (rust, ts, py, kt, swift) from a schema, or check them with --check.
     Gen(cmd::r#gen::Args),
     /// TaskLens run logs: coerce, derive the run state, view a timeline, print mock runs.
@@ -57,8 +64,11 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Baseline(args) => cmd::baseline::run(args, cli.format),
+        Command::Compat(args) => cmd::compat::run(args, cli.format),
         Command::Digest(args) => cmd::digest::run(args, cli.format),
         Command::Fmt(args) => cmd::fmt::run(args, cli.format),
+        Command::Project(args) => cmd::project::run(args, cli.format),
         Command::Gen(args) => cmd::r#gen::run(args, cli.format),
         Command::Runlog(args) => cmd::runlog::run(args, cli.format),
         Command::Validate(args) => cmd::validate::run(args, cli.format),

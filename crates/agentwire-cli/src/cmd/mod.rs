@@ -1,7 +1,10 @@
 //! One module per command family.
 
+pub(crate) mod baseline;
+pub(crate) mod compat;
 pub(crate) mod digest;
 pub(crate) mod fmt;
 pub(crate) mod r#gen;
+pub(crate) mod project;
 pub(crate) mod runlog;
 pub(crate) mod validate;

@@ -1,0 +1,141 @@
+//! `agentwire project`: NDJSON in, NDJSON out, one error line per message that cannot be
+//! projected, exit 1 if any.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn staged() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../agentwire-schema/tests/data/versions/staged-runtime.json")
+}
+
+fn project(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+const INPUT: &str = r#"{"jsonrpc":"2.0","method":"runtime.event","params":{"protocolVersion":"1.5","runtimeInstanceId":"rt","sequence":3,"threadId":"t1","durability":"durable","eventId":"e1","event":{"type":"turn.status","status":"waiting-for-user"}}}
+
+{"jsonrpc":"2.0","id":4,"method":"userInput.request","params":{"approvalId":"a1","interactionId":"i1"}}
+{"jsonrpc":"2.0","id":5,"method":"thread.open","params":{"threadId":"t1","recovery":true}}
+not json
+"#;
+
+#[test]
+fn projects_a_stream_for_programs() {
+    let schema = staged();
+    let out = project(
+        &[
+            "--format",
+            "json",
+            "project",
+            "--schema",
+            schema.to_str().unwrap(),
+            "--to",
+            "1.1",
+            "-",
+        ],
+        INPUT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap(), @r#"
+    {"jsonrpc":"2.0","method":"runtime.event","params":{"protocolVersion":"1.1","runtimeInstanceId":"rt","sequence":3,"threadId":"t1","event":{"type":"turn.status","status":"running"}}}
+    {"error":{"line":3,"code":"project.value-unavailable","pointer":"/method","message":"value \"userInput.request\" does not exist in version 1.1 and /$defs/ServerRequest/properties/method/x-agentwire-map-down does not map it"}}
+    {"jsonrpc":"2.0","id":5,"method":"thread.open","params":{"threadId":"t1"}}
+    {"error":{"line":5,"code":"json.syntax","pointer":"","message":"expected ident at line 1 column 2"}}
+    "#);
+}
+
+#[test]
+fn people_get_errors_on_stderr() {
+    let schema = staged();
+    let out = project(
+        &[
+            "project",
+            "--schema",
+            schema.to_str().unwrap(),
+            "--from",
+            "1.5",
+            "--to",
+            "1.2",
+        ],
+        INPUT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("line 5: json.syntax"), "{stderr}");
+}
+
+#[test]
+fn definitions_and_clean_streams_exit_0() {
+    let schema = staged();
+    let input = r#"{"protocolVersion":"1.4","runtimeInstanceId":"rt","sequence":1,"threadId":"t1","durability":"ephemeral","event":{"type":"turn.started","turnId":"u1"}}
+"#;
+    let out = project(
+        &[
+            "project",
+            "--schema",
+            schema.to_str().unwrap(),
+            "--from",
+            "1.4",
+            "--to",
+            "1.2",
+            "--def",
+            "EventEnvelope",
+        ],
+        input,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"protocolVersion\":\"1.2\",\"runtimeInstanceId\":\"rt\",\"sequence\":1,\"threadId\":\"t1\",\"event\":{\"type\":\"turn.started\",\"turnId\":\"u1\"}}\n"
+    );
+}
+
+#[test]
+fn bad_setups_exit_2() {
+    let schema = staged();
+    let s = schema.to_str().unwrap();
+    assert_eq!(
+        project(&["project", "--schema", s, "--to", "9.9"], "")
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        project(
+            &["project", "--schema", s, "--from", "1.1", "--to", "1.2"],
+            ""
+        )
+        .status
+        .code(),
+        Some(2)
+    );
+    assert_eq!(
+        project(
+            &["project", "--schema", s, "--to", "1.2", "--def", "Nope"],
+            ""
+        )
+        .status
+        .code(),
+        Some(2)
+    );
+}
