@@ -1,5 +1,8 @@
 //! `agentwire gen`: writing bindings, `--check` on fresh, stale and missing files, JSON output.
 
+// Helpers outside #[test] functions panic on failure too: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -9,6 +9,9 @@ pub enum CodegenError {
     /// The schema document could not be used.
     #[error(transparent)]
     Schema(#[from] SchemaError),
+    /// The identity block (`x-agentwire` / `x-cc-protocol`) is malformed.
+    #[error(transparent)]
+    Identity(#[from] agentwire_schema::identity::IdentityError),
     /// The document lowers to more named types than the limit.
     #[error("the schema needs more than {limit} named types")]
     TooManyTypes {
@@ -41,6 +44,7 @@ impl CodegenError {
     pub fn code(&self) -> &'static str {
         match self {
             CodegenError::Schema(e) => e.code(),
+            CodegenError::Identity(e) => e.code(),
             CodegenError::TooManyTypes { .. } => "codegen.too-many-types",
             CodegenError::TooDeep { .. } => "codegen.too-deep",
             CodegenError::UnknownLanguage(_) => "codegen.unknown-language",

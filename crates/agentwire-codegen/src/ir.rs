@@ -18,6 +18,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use agentwire_schema::identity::{AGENTWIRE_IDENTITY, CHAINLESSCHAIN_IDENTITY, IdentitySource};
+use agentwire_schema::versions::WireVersion;
 use agentwire_schema::{SchemaDocument, canonical, pointer};
 use serde_json::{Map, Value};
 
@@ -392,7 +394,7 @@ impl<'d> Lowerer<'d> {
     fn run(mut self, schema_name: &str) -> Result<Ir, CodegenError> {
         let doc = self.doc;
         let root = doc.value();
-        let identity = read_identity(root);
+        let identity = read_identity(doc)?;
         let defs_kw = doc.definitions_keyword();
         let mut def_names = Vec::new();
         for (name, node) in doc.definitions() {
@@ -921,9 +923,9 @@ impl<'d> Lowerer<'d> {
                     view
                 };
                 let ty = this.lower(target, &suggested, &branch_ptr, depth + 1)?;
-                if let Some(obj) = this.object_kind(&ty)
-                    && !matches!(obj, Extra::Closed)
-                {
+                // Decided from the schema, not from lowered types: a referenced definition may
+                // not be lowered yet.
+                if view.get("properties").is_some() && !is_closed_object(view) {
                     any_open = true;
                 }
                 let case = case_scope.claim(&match (&label, &ty) {
@@ -944,19 +946,6 @@ impl<'d> Lowerer<'d> {
             }))
         })?;
         Ok(wrap(ty))
-    }
-
-    /// The `Extra` of the object a type names, if it names an object already lowered.
-    fn object_kind(&self, ty: &Ty) -> Option<Extra> {
-        let Ty::Ref(name) = ty else { return None };
-        self.types
-            .iter()
-            .flatten()
-            .find(|t| &t.name == name)
-            .and_then(|t| match &t.kind {
-                TypeKind::Object(o) => Some(o.extra.clone()),
-                _ => None,
-            })
     }
 
     /// The effective schema of a node: references followed, `allOf` merged.
@@ -1154,6 +1143,11 @@ fn is_constraint_only(schema: &Value) -> bool {
     })
 }
 
+fn is_closed_object(schema: &Value) -> bool {
+    schema.get("additionalProperties") == Some(&Value::Bool(false))
+        || schema.get("unevaluatedProperties") == Some(&Value::Bool(false))
+}
+
 fn is_null_schema(schema: &Value) -> bool {
     schema.get("type") == Some(&Value::String("null".into()))
         || schema.get("const") == Some(&Value::Null)
@@ -1339,32 +1333,32 @@ fn checks_of(schema: &Value) -> Checks {
     }
 }
 
-fn read_identity(root: &Value) -> Identity {
-    let Some(block) = root
-        .get("x-agentwire")
-        .or_else(|| root.get("x-cc-protocol"))
-    else {
-        return Identity::default();
-    };
-    let version = |v: Option<&Value>| match v {
-        Some(Value::Number(n)) => n.as_i64().map(Version::Integer),
-        Some(Value::String(s)) => Some(Version::Text(s.clone())),
+/// The identity through the schema engine ([`SchemaDocument::identity`]); a version written as a
+/// JSON integer (ChainlessChain) stays an integer in the generated constants.
+fn read_identity(doc: &SchemaDocument) -> Result<Identity, CodegenError> {
+    let id = doc.identity()?;
+    let block = match id.source {
+        Some(IdentitySource::Agentwire) => doc.value().get(AGENTWIRE_IDENTITY),
+        Some(IdentitySource::ChainlessChain) => doc.value().get(CHAINLESSCHAIN_IDENTITY),
         _ => None,
     };
-    Identity {
-        name: block.get("name").and_then(Value::as_str).map(str::to_owned),
-        version: version(block.get("version")),
-        min_version: version(block.get("minimumCompatibleVersion")),
-        features: block
-            .get("features")
-            .and_then(Value::as_array)
-            .map(|f| {
-                f.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
+    let version = |v: Option<&WireVersion>, key: &str| {
+        let v = v?;
+        let numeric = block.and_then(|b| b.get(key)).is_some_and(Value::is_number);
+        Some(match v.as_str().parse::<i64>() {
+            Ok(i) if numeric => Version::Integer(i),
+            _ => Version::Text(v.as_str().to_owned()),
+        })
+    };
+    Ok(Identity {
+        name: id.name.clone(),
+        version: version(id.version.as_ref(), "version"),
+        min_version: version(
+            id.minimum_compatible_version.as_ref(),
+            "minimumCompatibleVersion",
+        ),
+        features: id.features.clone(),
+    })
 }
 
 fn collect_names(doc: &SchemaDocument) -> (Vec<String>, Vec<String>) {

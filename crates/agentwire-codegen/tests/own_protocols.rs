@@ -2,6 +2,9 @@
 //! `protocols/<name>/generated/`; this test regenerates them and fails with the command that
 //! brings them up to date.
 
+// Helpers outside #[test] functions panic on failure too: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 
 use agentwire_codegen::{Language, Options, Staleness};

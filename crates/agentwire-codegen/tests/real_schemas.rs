@@ -3,6 +3,9 @@
 //! `mypy --strict`, Kotlin compiles with `kotlinc`, and the Rust types compile in a scratch crate
 //! and round-trip the peers' fixtures and the OpenClaw handshake frames exactly.
 
+// Helpers outside #[test] functions panic on failure too: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -383,6 +386,13 @@ fn rust_compiles_and_round_trips_fixtures() {
         file(openclaw(), Language::Rust).1,
     )
     .unwrap();
+    let own = agentwire_testkit::repo_root().join("protocols");
+    for (module, path) in [
+        ("roll", "roll-runtime/generated/rust/roll_runtime.rs"),
+        ("tasklens", "tasklens/generated/rust/run_events.rs"),
+    ] {
+        std::fs::copy(own.join(path), scratch.join(format!("src/{module}.rs"))).unwrap();
+    }
     let mut types: Vec<&str> = cases.iter().map(|c| c["type"].as_str().unwrap()).collect();
     types.sort();
     types.dedup();

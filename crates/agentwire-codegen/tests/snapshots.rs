@@ -1,5 +1,8 @@
 //! Snapshot tests: each generator on small schemas that exercise one construct each.
 
+// Helpers outside #[test] functions panic on failure too: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 
 use agentwire_codegen::{Language, Options};

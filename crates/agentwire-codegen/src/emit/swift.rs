@@ -102,6 +102,18 @@ const RESERVED: &[&str] = &[
     "Float",
 ];
 
+/// Member names Swift does not allow even in backticks, or that `self.` would misread.
+const MEMBER_RESERVED: &[&str] = &[
+    "self",
+    "Self",
+    "Type",
+    "Protocol",
+    "init",
+    "deinit",
+    "subscript",
+    "super",
+];
+
 fn q(s: &str) -> String {
     quote(s, Quote::Braced)
 }
@@ -319,7 +331,7 @@ impl Gen<'_> {
                 s.push_str(&format!(
                     "public enum {name}: String, Codable, Sendable, CaseIterable {{\n"
                 ));
-                let mut scope = NameScope::new();
+                let mut scope = NameScope::with_reserved(MEMBER_RESERVED);
                 for v in values {
                     s.push_str(&format!(
                         "    case {} = {}\n",
@@ -342,7 +354,7 @@ impl Gen<'_> {
         s.push_str(&format!(
             "public struct {name}: Codable, Sendable, Equatable {{\n"
         ));
-        let mut scope = NameScope::new();
+        let mut scope = NameScope::with_reserved(MEMBER_RESERVED);
         let props: Vec<(String, String, &crate::ir::Field)> = o
             .fields
             .iter()
@@ -446,7 +458,7 @@ impl Gen<'_> {
         s.push_str(&format!(
             "public indirect enum {name}: Codable, Sendable, Equatable {{\n"
         ));
-        let mut scope = NameScope::new();
+        let mut scope = NameScope::with_reserved(MEMBER_RESERVED);
         let cases: Vec<(String, String)> = u
             .variants
             .iter()
