@@ -11,9 +11,21 @@
 //!   `discriminator`, or a `const` / `enum` property every branch pins, see `dispatch.rs`)
 //!   reports the issues of the branch the tag selects, or one issue at an unknown tag.
 //!
-//! Verdicts follow JSON Schema, not any one SDK: `integer` is any number with a zero fraction
-//! (`1.0` included, no safe-integer bound), `const` / `enum` compare JSON values (`true` is not
-//! `1`), string lengths count Unicode code points, `date-time` is RFC 3339.
+//! Verdicts follow JSON Schema, not any one SDK. Where ChainlessChain's own validators (its
+//! JavaScript `validation.mjs` and the Python copy in `chainlesschain-agent-sdk`) read a keyword
+//! differently, we side with JSON Schema:
+//!
+//! | point | agentwire (JSON Schema) | ChainlessChain JS | ChainlessChain Python SDK |
+//! |---|---|---|---|
+//! | `integer` | a number with a zero fraction: `1.0` is one; no size bound | `Number.isSafeInteger` (2^53 + 1 is not one) | `int` and not `bool` (`1.0` is not one) |
+//! | `const` / `enum` | JSON equality: `true` ≠ `1`, `1.0` = `1` | `JSON.stringify` equality (key order matters) | Python `==`: `true` passes `const: 1` |
+//! | string length | Unicode code points | UTF-16 code units | code points (same as ours) |
+//! | `pattern` | ECMA-262 with `u` (`$` ends the text) | the same | `re.search` (`$` also before a final `\n`) |
+//! | `date-time` | RFC 3339 (offset required) | `Date.parse` is not NaN | `datetime.fromisoformat` (a bare date passes) |
+//! | input | strict JSON: duplicate keys, `NaN` and lone surrogates are errors | `JSON.parse` (last duplicate wins) | `json.loads` (takes `NaN`, duplicates) |
+//!
+//! The differential test against the Python SDK (`tests/validate_chainlesschain.rs`) agrees on
+//! every generated message and keeps out of exactly these cases.
 
 mod dispatch;
 mod format;
@@ -423,6 +435,12 @@ impl Validator {
                 message: format!("nesting deeper than {MAX_JSON_DEPTH} levels"),
             })];
         }
+        self.validate_shallow(instance)
+    }
+
+    /// [`validate`](Validator::validate) for a value known to nest at most [`MAX_JSON_DEPTH`]
+    /// levels (the strict parser guarantees it).
+    fn validate_shallow(&self, instance: &Value) -> Vec<Issue> {
         // Collecting errors costs more than deciding; most messages are valid.
         if self.inner.is_valid(instance) {
             return Vec::new();
@@ -442,7 +460,7 @@ impl Validator {
     /// that is not acceptable JSON is one issue with its `json.*` code.
     pub fn validate_bytes(&self, bytes: &[u8]) -> Vec<Issue> {
         match json::parse_json(bytes) {
-            Ok(value) => self.validate(&value),
+            Ok(value) => self.validate_shallow(&value),
             Err(err) => vec![Issue::from_json_error(&err)],
         }
     }

@@ -454,3 +454,63 @@ fn compile_errors_are_schema_errors() {
     let err = doc(json!({"type": 12})).validator().unwrap_err();
     assert_eq!(err.kind, SchemaErrorKind::InvalidSchema);
 }
+
+mod properties {
+    use super::*;
+    use agentwire_schema::parse_json;
+    use proptest::prelude::*;
+
+    fn json_like() -> impl Strategy<Value = Vec<u8>> {
+        // Fragments that assemble into mostly-JSON text, so that parsing often succeeds and the
+        // validator sees many shapes.
+        let token = prop::sample::select(vec![
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"y\"",
+            "\"n\"",
+            "\"tags\"",
+            "\"id\"",
+            "\"a\"",
+            "\"abcdef\"",
+            "1",
+            "0",
+            "-3",
+            "2.5",
+            "true",
+            "null",
+            "\"\\u00e9\"",
+            " ",
+            "\"😀\"",
+        ]);
+        prop::collection::vec(token, 0..40).prop_map(|t| t.concat().into_bytes())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any bytes give a report, never a panic, and the report agrees with the verdict.
+        #[test]
+        fn reports_agree_with_verdicts(bytes in prop_oneof![json_like(), prop::collection::vec(any::<u8>(), 0..64)]) {
+            let v = shapes().validator_for("X").unwrap();
+            let issues = v.validate_bytes(&bytes);
+            match parse_json(&bytes) {
+                Ok(value) => {
+                    prop_assert_eq!(issues.is_empty(), v.is_valid(&value));
+                    prop_assert_eq!(&issues, &v.validate(&value));
+                    for issue in &issues {
+                        prop_assert!(agentwire_schema::pointer::resolve(&value, &issue.instance_pointer).is_some(), "{:?}", issue);
+                        prop_assert!(!issue.message.is_empty());
+                    }
+                }
+                Err(err) => {
+                    prop_assert_eq!(issues.len(), 1);
+                    prop_assert_eq!(issues[0].code, IssueCode::Json(err.kind));
+                }
+            }
+        }
+    }
+}
