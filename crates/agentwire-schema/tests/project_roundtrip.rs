@@ -2,6 +2,8 @@
 //! generate messages of each version, check them against that version's export, project them
 //! down to every older version and check them again under the older export.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -78,6 +80,7 @@ fn generated_messages_validate_under_their_own_export() {
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)] // `from` and `to` index versions, exports and validators alike
 fn every_pair_of_versions_projects_most_messages() {
     let f = fixture();
     for from in 0..VERSIONS.len() {

@@ -1,6 +1,8 @@
 //! Down-projection of hand-written messages: exactly what the annotations say is stripped and
 //! mapped, and what cannot be projected fails with a specific error at the right place.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use agentwire_schema::{ProjectErrorKind, ProjectTarget, Projector, SchemaDocument, project};

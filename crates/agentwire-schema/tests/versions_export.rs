@@ -2,6 +2,8 @@
 //! that loads, validates against its metaschema, carries no annotation, and rejects what that
 //! version does not know.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use agentwire_schema::versions::{VersionErrorKind, export_version};

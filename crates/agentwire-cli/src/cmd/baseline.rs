@@ -60,10 +60,10 @@ fn freeze(args: FreezeArgs, format: Format) -> anyhow::Result<u8> {
     }
     match format {
         Format::Human => {
-            if let Some(report) = decision.report() {
-                if !report.changes.is_empty() {
-                    print!("{}", super::compat::human_report(report));
-                }
+            if let Some(report) = decision.report()
+                && !report.changes.is_empty()
+            {
+                print!("{}", super::compat::human_report(report));
             }
             let line = format!("{out}: {}", decision.describe());
             if decision.allows_write() {
