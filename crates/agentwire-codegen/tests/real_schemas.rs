@@ -157,6 +157,18 @@ print("ok")
     );
 }
 
+/// The checked-in Kotlin bindings of the project's own protocols, compiled in the same run.
+fn own_kotlin() -> Vec<PathBuf> {
+    let own = agentwire_testkit::repo_root().join("protocols");
+    [
+        "roll-runtime/generated/kt/RollRuntime.kt",
+        "tasklens/generated/kt/RunEvents.kt",
+    ]
+    .iter()
+    .map(|p| own.join(p))
+    .collect()
+}
+
 /// One `kotlinc` run for both schemas (each file has its own package): the compiler's start-up
 /// is a large part of its cost.
 #[test]
@@ -171,6 +183,7 @@ fn kotlin_compiles() {
             .args(["-J-Xmx2g", "-nowarn"])
             .arg(&cc)
             .arg(&oc)
+            .args(own_kotlin())
             .arg("-d")
             .arg(&out),
         "kotlinc",

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::emit::{Quote, header_text, push_block_doc, quote};
+use crate::emit::{Measure, Quote, field_bounds, header_text, push_block_doc, quote};
 use crate::ir::{Extra, Ir, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
@@ -247,6 +247,7 @@ impl Gen<'_> {
             TypeKind::Object(o) => {
                 let mut scope = NameScope::new();
                 let mut params = Vec::new();
+                let mut checks = Vec::new();
                 for f in &o.fields {
                     let mut p = String::new();
                     let mut doc = f.doc.clone();
@@ -254,6 +255,27 @@ impl Gen<'_> {
                     push_block_doc(&mut p, "    ", &doc);
                     let prop = ident(&scope.claim(&names::camel(&f.wire)));
                     let ty = self.ty(&f.ty, false);
+                    let nullable = !f.required || ty.ends_with('?');
+                    for (measure, is_min, bound) in field_bounds(f) {
+                        let (what, op) = if is_min { ("min", ">=") } else { ("max", "<=") };
+                        let (expr, lit, keyword) = match measure {
+                            Measure::Length => (
+                                format!("{prop}.codePointCount(0, {prop}.length)"),
+                                bound.to_string(),
+                                "Length",
+                            ),
+                            Measure::Value => (prop.clone(), format!("{bound}L"), "imum"),
+                            Measure::Items => (format!("{prop}.size"), bound.to_string(), "Items"),
+                        };
+                        let cond = format!("{expr} {op} {lit}");
+                        let cond = if nullable {
+                            format!("{prop} == null || {cond}")
+                        } else {
+                            cond
+                        };
+                        let message = q(&format!("{name}.{}: {what}{keyword} {bound}", f.wire));
+                        checks.push(format!("        require({cond}) {{ {message} }}\n"));
+                    }
                     if f.required {
                         p.push_str(&format!("    val {prop}: {ty}"));
                     } else {
@@ -282,7 +304,15 @@ impl Gen<'_> {
                         q(&format!("{name}()"))
                     ));
                 } else {
-                    s.push_str(&format!("data class {name}(\n{}\n)\n", params.join(",\n")));
+                    s.push_str(&format!("data class {name}(\n{}\n)", params.join(",\n")));
+                    if checks.is_empty() {
+                        s.push('\n');
+                    } else {
+                        s.push_str(&format!(
+                            " {{\n    init {{\n{}    }}\n}}\n",
+                            checks.concat()
+                        ));
+                    }
                 }
             }
             TypeKind::Enum(values) => {

@@ -132,3 +132,54 @@ pub(crate) fn push_block_doc(out: &mut String, indent: &str, lines: &[String]) {
         }
     }
 }
+
+/// What a constraint check measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Measure {
+    /// Code points of a string.
+    Length,
+    /// An integer's value.
+    Value,
+    /// Elements of an array.
+    Items,
+}
+
+/// One bound a generator can check on a property's own value: `(measure, is_minimum, bound)`.
+pub(crate) fn field_bounds(field: &crate::ir::Field) -> Vec<(Measure, bool, i128)> {
+    use crate::ir::Ty;
+    let mut ty = &field.ty;
+    if let Ty::Nullable(inner) = ty {
+        ty = inner;
+    }
+    let c = &field.checks;
+    let mut out = Vec::new();
+    let mut push = |measure, min: Option<i128>, max: Option<i128>| {
+        if let Some(m) = min {
+            out.push((measure, true, m));
+        }
+        if let Some(m) = max {
+            out.push((measure, false, m));
+        }
+    };
+    match ty {
+        Ty::String => push(
+            Measure::Length,
+            c.min_length.map(i128::from),
+            c.max_length.map(i128::from),
+        ),
+        Ty::Int => push(
+            Measure::Value,
+            c.minimum.map(i128::from),
+            c.maximum.map(i128::from),
+        ),
+        Ty::Array(_) => push(
+            Measure::Items,
+            c.min_items.map(i128::from),
+            c.max_items.map(i128::from),
+        ),
+        _ => {}
+    }
+    // A zero minimum length or item count checks nothing.
+    out.retain(|(measure, is_min, bound)| !(*is_min && *bound == 0 && *measure != Measure::Value));
+    out
+}

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::emit::{Quote, header_text, push_doc, quote};
+use crate::emit::{Measure, Quote, field_bounds, header_text, push_doc, quote};
 use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
@@ -430,6 +430,25 @@ impl Gen<'_> {
             } else {
                 s.push_str(&format!(
                     "        self.{p} = try container.decode({ty}.self, forKey: .{p})\n"
+                ));
+            }
+        }
+        for (p, ty, f) in &props {
+            for (measure, is_min, bound) in field_bounds(f) {
+                let (what, op) = if is_min { ("min", "<") } else { ("max", ">") };
+                let (expr, keyword) = match measure {
+                    Measure::Length => ("value.unicodeScalars.count", "Length"),
+                    Measure::Value => ("value", "imum"),
+                    Measure::Items => ("value.count", "Items"),
+                };
+                let message = q(&format!("{name}.{}: {what}{keyword} {bound}", f.wire));
+                let binding = if ty.ends_with('?') {
+                    format!("let value = self.{p}")
+                } else {
+                    format!("case let value = self.{p}")
+                };
+                s.push_str(&format!(
+                    "        if {binding}, {expr} {op} {bound} {{\n            throw DecodingError.dataCorruptedError(forKey: .{p}, in: container, debugDescription: {message})\n        }}\n"
                 ));
             }
         }

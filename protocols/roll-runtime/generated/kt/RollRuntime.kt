@@ -346,7 +346,12 @@ data class SharedAttachmentPart(
      * Wire name: `displayName`.
      */
     val displayName: String? = null
-)
+) {
+    init {
+        require(displayName == null || displayName.codePointCount(0, displayName.length) >= 1) { "SharedAttachmentPart.displayName: minLength 1" }
+        require(displayName == null || displayName.codePointCount(0, displayName.length) <= 255) { "SharedAttachmentPart.displayName: maxLength 255" }
+    }
+}
 
 enum class SharedAttachmentPartType(val wireValue: String) {
     ATTACHMENT("attachment");
@@ -435,7 +440,12 @@ data class SharedAppOutputDescriptorAvailable(
     val schemaId: String,
     /** Wire name: `schemaVersion`. */
     val schemaVersion: SharedPositiveInteger
-)
+) {
+    init {
+        require(schemaId.codePointCount(0, schemaId.length) >= 1) { "SharedAppOutputDescriptorAvailable.schemaId: minLength 1" }
+        require(schemaId.codePointCount(0, schemaId.length) <= 256) { "SharedAppOutputDescriptorAvailable.schemaId: maxLength 256" }
+    }
+}
 
 enum class SharedAppOutputDescriptorAvailableStatus(val wireValue: String) {
     AVAILABLE("available");
@@ -474,7 +484,11 @@ data class SharedAppOutputDescriptorRejected(
      * Wire name: `field`.
      */
     val field: String? = null
-)
+) {
+    init {
+        require(field == null || field.codePointCount(0, field.length) <= 64) { "SharedAppOutputDescriptorRejected.field: maxLength 64" }
+    }
+}
 
 enum class SharedAppOutputDescriptorRejectedStatus(val wireValue: String) {
     REJECTED("rejected");
@@ -534,7 +548,13 @@ data class SharedAppOutputAvailable(
      * Wire name: `fallbackText`.
      */
     val fallbackText: String
-)
+) {
+    init {
+        require(schemaId.codePointCount(0, schemaId.length) >= 1) { "SharedAppOutputAvailable.schemaId: minLength 1" }
+        require(schemaId.codePointCount(0, schemaId.length) <= 256) { "SharedAppOutputAvailable.schemaId: maxLength 256" }
+        require(fallbackText.codePointCount(0, fallbackText.length) <= 4096) { "SharedAppOutputAvailable.fallbackText: maxLength 4096" }
+    }
+}
 
 /** A tool operation as shown in snapshots and operation.get; raw input and evidence never cross the wire. */
 data class SharedOperationView(
@@ -608,7 +628,12 @@ data class SharedAttachmentDescriptor(
     val source: SharedAttachmentSource,
     /** Wire name: `createdAt`. */
     val createdAt: SharedTimestamp
-)
+) {
+    init {
+        require(displayName.codePointCount(0, displayName.length) >= 1) { "SharedAttachmentDescriptor.displayName: minLength 1" }
+        require(displayName.codePointCount(0, displayName.length) <= 255) { "SharedAttachmentDescriptor.displayName: maxLength 255" }
+    }
+}
 
 /** Constraints: minLength: 1, maxLength: 64, pattern: "\\S" */
 typealias SharedControlId = String
@@ -758,7 +783,16 @@ data class UserInputChoiceControl(
      * Wire name: `maxSelections`.
      */
     val maxSelections: Long? = null
-)
+) {
+    init {
+        require(options.size >= 1) { "UserInputChoiceControl.options: minItems 1" }
+        require(options.size <= 50) { "UserInputChoiceControl.options: maxItems 50" }
+        require(minSelections == null || minSelections >= 0L) { "UserInputChoiceControl.minSelections: minimum 0" }
+        require(minSelections == null || minSelections <= 50L) { "UserInputChoiceControl.minSelections: maximum 50" }
+        require(maxSelections == null || maxSelections >= 1L) { "UserInputChoiceControl.maxSelections: minimum 1" }
+        require(maxSelections == null || maxSelections <= 50L) { "UserInputChoiceControl.maxSelections: maximum 50" }
+    }
+}
 
 enum class UserInputChoiceControlType(val wireValue: String) {
     CHOICE("choice");
@@ -954,7 +988,12 @@ data class SharedThreadRecoverySnapshot(
     val eventCursor: SharedEventCursorOrNull,
     /** Wire name: `recoveryProjection`. */
     val recoveryProjection: Boolean
-)
+) {
+    init {
+        require(pendingApprovals.size <= 0) { "SharedThreadRecoverySnapshot.pendingApprovals: maxItems 0" }
+        require(pendingInteractions.size <= 0) { "SharedThreadRecoverySnapshot.pendingInteractions: maxItems 0" }
+    }
+}
 
 data class SharedThreadRecoverySnapshotThread(
     /** Wire name: `id`. */
@@ -981,7 +1020,12 @@ data class SharedThreadRecoverySnapshotThread(
     val updatedAt: SharedTimestamp,
     /** Wire name: `messageCount`. */
     val messageCount: SharedNonNegativeInteger
-)
+) {
+    init {
+        require(title == null || title.codePointCount(0, title.length) <= 1024) { "SharedThreadRecoverySnapshotThread.title: maxLength 1024" }
+        require(model == null || model.codePointCount(0, model.length) <= 1024) { "SharedThreadRecoverySnapshotThread.model: maxLength 1024" }
+    }
+}
 
 data class SharedThreadRecoverySnapshotMessages(
     /**
@@ -991,7 +1035,11 @@ data class SharedThreadRecoverySnapshotMessages(
     val items: List<Any?>,
     /** Wire name: `nextBeforeSequence`. */
     val nextBeforeSequence: Any?
-)
+) {
+    init {
+        require(items.size <= 0) { "SharedThreadRecoverySnapshotMessages.items: maxItems 0" }
+    }
+}
 
 data class SharedThreadRecoverySnapshotActiveTurn(
     /** Wire name: `id`. */
@@ -1018,7 +1066,11 @@ data class InitializeParams(
     val protocolVersions: List<SharedNonEmptyString>,
     /** Wire name: `client`. */
     val client: InitializeParamsClient
-)
+) {
+    init {
+        require(protocolVersions.size >= 1) { "InitializeParams.protocolVersions: minItems 1" }
+    }
+}
 
 data class InitializeParamsClient(
     /** Wire name: `name`. */
@@ -1089,7 +1141,11 @@ data class ClientCapabilitiesSetParams(
      * Wire name: `serverRequestMethods`.
      */
     val serverRequestMethods: List<String>
-)
+) {
+    init {
+        require(serverRequestMethods.size <= 64) { "ClientCapabilitiesSetParams.serverRequestMethods: maxItems 64" }
+    }
+}
 
 /** Constraints: since: 1.2 */
 data class ClientCapabilitiesSetResult(
@@ -1100,7 +1156,11 @@ data class ClientCapabilitiesSetResult(
      * Wire name: `acceptedServerRequestMethods`.
      */
     val acceptedServerRequestMethods: List<ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem>
-)
+) {
+    init {
+        require(acceptedServerRequestMethods.size <= 64) { "ClientCapabilitiesSetResult.acceptedServerRequestMethods: maxItems 64" }
+    }
+}
 
 enum class ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem(val wireValue: String) {
     APPROVAL_REQUEST("approval.request"),
@@ -1234,7 +1294,11 @@ data class TurnStartInput(
      * Wire name: `text`.
      */
     val text: String
-)
+) {
+    init {
+        require(text.codePointCount(0, text.length) >= 1) { "TurnStartInput.text: minLength 1" }
+    }
+}
 
 data class TurnStartParams(
     /** Wire name: `requestId`. */
@@ -1284,7 +1348,11 @@ data class ApprovalRespondParams(
      * Wire name: `reason`.
      */
     val reason: String? = null
-)
+) {
+    init {
+        require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "ApprovalRespondParams.reason: minLength 1" }
+    }
+}
 
 enum class ApprovalRespondParamsDecision(val wireValue: String) {
     APPROVE("approve"),
@@ -1400,7 +1468,12 @@ data class AttachmentChunkParams(
      * Wire name: `dataBase64`.
      */
     val dataBase64: String
-)
+) {
+    init {
+        require(dataBase64.codePointCount(0, dataBase64.length) >= 1) { "AttachmentChunkParams.dataBase64: minLength 1" }
+        require(dataBase64.codePointCount(0, dataBase64.length) <= 2796208) { "AttachmentChunkParams.dataBase64: maxLength 2796208" }
+    }
+}
 
 /** Constraints: since: 1.4 */
 data class AttachmentChunkResult(
@@ -1908,7 +1981,11 @@ data class ApprovalRequestResultReject(
      * Wire name: `reason`.
      */
     val reason: String? = null
-)
+) {
+    init {
+        require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "ApprovalRequestResultReject.reason: minLength 1" }
+    }
+}
 
 enum class ApprovalRequestResultRejectDecision(val wireValue: String) {
     REJECT("reject");
@@ -1965,7 +2042,11 @@ data class UserInputRequestResultSubmitted(
      * Wire name: `values`.
      */
     val values: List<UserInputRequestResultSubmittedValuesItem>
-)
+) {
+    init {
+        require(values.size <= 16) { "UserInputRequestResultSubmitted.values: maxItems 16" }
+    }
+}
 
 enum class UserInputRequestResultSubmittedStatus(val wireValue: String) {
     SUBMITTED("submitted");
@@ -1991,7 +2072,12 @@ data class UserInputRequestResultCancelled(
      * Wire name: `reason`.
      */
     val reason: String? = null
-)
+) {
+    init {
+        require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "UserInputRequestResultCancelled.reason: minLength 1" }
+        require(reason == null || reason.codePointCount(0, reason.length) <= 500) { "UserInputRequestResultCancelled.reason: maxLength 500" }
+    }
+}
 
 enum class UserInputRequestResultCancelledStatus(val wireValue: String) {
     CANCELLED("cancelled");
@@ -2265,7 +2351,11 @@ data class EventApprovalResolvedResolutionVariant2(
      * Wire name: `reason`.
      */
     val reason: String? = null
-)
+) {
+    init {
+        require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "EventApprovalResolvedResolutionVariant2.reason: minLength 1" }
+    }
+}
 
 data class EventApprovalResolvedResolutionVariant3(
     /** Wire name: `status`. */
@@ -2275,7 +2365,11 @@ data class EventApprovalResolvedResolutionVariant3(
      * Wire name: `reason`.
      */
     val reason: String
-)
+) {
+    init {
+        require(reason.codePointCount(0, reason.length) >= 1) { "EventApprovalResolvedResolutionVariant3.reason: minLength 1" }
+    }
+}
 
 data class EventApprovalResolvedResolutionVariant4(
     /** Wire name: `status`. */
@@ -2285,7 +2379,11 @@ data class EventApprovalResolvedResolutionVariant4(
      * Wire name: `reason`.
      */
     val reason: String? = null
-)
+) {
+    init {
+        require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "EventApprovalResolvedResolutionVariant4.reason: minLength 1" }
+    }
+}
 
 enum class EventApprovalResolvedResolutionVariant4Status(val wireValue: String) {
     EXPIRED("expired");
@@ -2591,7 +2689,11 @@ data class ServerRequestCancelParams(
      * Wire name: `reason`.
      */
     val reason: String
-)
+) {
+    init {
+        require(reason.codePointCount(0, reason.length) >= 1) { "ServerRequestCancelParams.reason: minLength 1" }
+    }
+}
 
 /** Constraints: since: 1.1 */
 data class ServerRequestCancelNotification(

@@ -508,6 +508,12 @@ public struct SharedAttachmentPart: Codable, Sendable, Equatable {
         self.mediaType = try container.decode(SharedNonEmptyString.self, forKey: .mediaType)
         self.bytes = try container.decode(SharedNonNegativeInteger.self, forKey: .bytes)
         self.displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
+        if let value = self.displayName, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .displayName, in: container, debugDescription: "SharedAttachmentPart.displayName: minLength 1")
+        }
+        if let value = self.displayName, value.unicodeScalars.count > 255 {
+            throw DecodingError.dataCorruptedError(forKey: .displayName, in: container, debugDescription: "SharedAttachmentPart.displayName: maxLength 255")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -676,6 +682,12 @@ public struct SharedAppOutputDescriptorAvailable: Codable, Sendable, Equatable {
         self.status = try container.decode(SharedAppOutputDescriptorAvailableStatus.self, forKey: .status)
         self.schemaId = try container.decode(String.self, forKey: .schemaId)
         self.schemaVersion = try container.decode(SharedPositiveInteger.self, forKey: .schemaVersion)
+        if case let value = self.schemaId, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaId, in: container, debugDescription: "SharedAppOutputDescriptorAvailable.schemaId: minLength 1")
+        }
+        if case let value = self.schemaId, value.unicodeScalars.count > 256 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaId, in: container, debugDescription: "SharedAppOutputDescriptorAvailable.schemaId: maxLength 256")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -745,6 +757,9 @@ public struct SharedAppOutputDescriptorRejected: Codable, Sendable, Equatable {
         self.status = try container.decode(SharedAppOutputDescriptorRejectedStatus.self, forKey: .status)
         self.reason = try container.decode(SharedAppOutputDescriptorRejectedReason.self, forKey: .reason)
         self.field = try container.decodeIfPresent(String.self, forKey: .field)
+        if let value = self.field, value.unicodeScalars.count > 64 {
+            throw DecodingError.dataCorruptedError(forKey: .field, in: container, debugDescription: "SharedAppOutputDescriptorRejected.field: maxLength 64")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -832,6 +847,15 @@ public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
         self.remoteReadable = try container.decode(Bool.self, forKey: .remoteReadable)
         self.data = try container.decode([String: JSONValue].self, forKey: .data)
         self.fallbackText = try container.decode(String.self, forKey: .fallbackText)
+        if case let value = self.schemaId, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaId, in: container, debugDescription: "SharedAppOutputAvailable.schemaId: minLength 1")
+        }
+        if case let value = self.schemaId, value.unicodeScalars.count > 256 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaId, in: container, debugDescription: "SharedAppOutputAvailable.schemaId: maxLength 256")
+        }
+        if case let value = self.fallbackText, value.unicodeScalars.count > 4096 {
+            throw DecodingError.dataCorruptedError(forKey: .fallbackText, in: container, debugDescription: "SharedAppOutputAvailable.fallbackText: maxLength 4096")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1033,6 +1057,12 @@ public struct SharedAttachmentDescriptor: Codable, Sendable, Equatable {
         self.sha256 = try container.decode(SharedSha256.self, forKey: .sha256)
         self.source = try container.decode(SharedAttachmentSource.self, forKey: .source)
         self.createdAt = try container.decode(SharedTimestamp.self, forKey: .createdAt)
+        if case let value = self.displayName, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .displayName, in: container, debugDescription: "SharedAttachmentDescriptor.displayName: minLength 1")
+        }
+        if case let value = self.displayName, value.unicodeScalars.count > 255 {
+            throw DecodingError.dataCorruptedError(forKey: .displayName, in: container, debugDescription: "SharedAttachmentDescriptor.displayName: maxLength 255")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1368,6 +1398,24 @@ public struct UserInputChoiceControl: Codable, Sendable, Equatable {
         self.options = try container.decode([UserInputChoiceOption].self, forKey: .options)
         self.minSelections = try container.decodeIfPresent(Int.self, forKey: .minSelections)
         self.maxSelections = try container.decodeIfPresent(Int.self, forKey: .maxSelections)
+        if case let value = self.options, value.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .options, in: container, debugDescription: "UserInputChoiceControl.options: minItems 1")
+        }
+        if case let value = self.options, value.count > 50 {
+            throw DecodingError.dataCorruptedError(forKey: .options, in: container, debugDescription: "UserInputChoiceControl.options: maxItems 50")
+        }
+        if let value = self.minSelections, value < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .minSelections, in: container, debugDescription: "UserInputChoiceControl.minSelections: minimum 0")
+        }
+        if let value = self.minSelections, value > 50 {
+            throw DecodingError.dataCorruptedError(forKey: .minSelections, in: container, debugDescription: "UserInputChoiceControl.minSelections: maximum 50")
+        }
+        if let value = self.maxSelections, value < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .maxSelections, in: container, debugDescription: "UserInputChoiceControl.maxSelections: minimum 1")
+        }
+        if let value = self.maxSelections, value > 50 {
+            throw DecodingError.dataCorruptedError(forKey: .maxSelections, in: container, debugDescription: "UserInputChoiceControl.maxSelections: maximum 50")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1740,6 +1788,12 @@ public struct SharedThreadRecoverySnapshot: Codable, Sendable, Equatable {
         self.transcriptCompleteness = try container.decode(SharedThreadSnapshotFullTranscriptCompleteness.self, forKey: .transcriptCompleteness)
         self.eventCursor = try container.decode(SharedEventCursorOrNull.self, forKey: .eventCursor)
         self.recoveryProjection = try container.decode(Bool.self, forKey: .recoveryProjection)
+        if case let value = self.pendingApprovals, value.count > 0 {
+            throw DecodingError.dataCorruptedError(forKey: .pendingApprovals, in: container, debugDescription: "SharedThreadRecoverySnapshot.pendingApprovals: maxItems 0")
+        }
+        if case let value = self.pendingInteractions, value.count > 0 {
+            throw DecodingError.dataCorruptedError(forKey: .pendingInteractions, in: container, debugDescription: "SharedThreadRecoverySnapshot.pendingInteractions: maxItems 0")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1795,6 +1849,12 @@ public struct SharedThreadRecoverySnapshotThread: Codable, Sendable, Equatable {
         self.createdAt = try container.decode(SharedTimestamp.self, forKey: .createdAt)
         self.updatedAt = try container.decode(SharedTimestamp.self, forKey: .updatedAt)
         self.messageCount = try container.decode(SharedNonNegativeInteger.self, forKey: .messageCount)
+        if let value = self.title, value.unicodeScalars.count > 1024 {
+            throw DecodingError.dataCorruptedError(forKey: .title, in: container, debugDescription: "SharedThreadRecoverySnapshotThread.title: maxLength 1024")
+        }
+        if let value = self.model, value.unicodeScalars.count > 1024 {
+            throw DecodingError.dataCorruptedError(forKey: .model, in: container, debugDescription: "SharedThreadRecoverySnapshotThread.model: maxLength 1024")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1828,6 +1888,9 @@ public struct SharedThreadRecoverySnapshotMessages: Codable, Sendable, Equatable
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.items = try container.decode([JSONValue].self, forKey: .items)
         self.nextBeforeSequence = try container.decode(JSONValue.self, forKey: .nextBeforeSequence)
+        if case let value = self.items, value.count > 0 {
+            throw DecodingError.dataCorruptedError(forKey: .items, in: container, debugDescription: "SharedThreadRecoverySnapshotMessages.items: maxItems 0")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1915,6 +1978,9 @@ public struct InitializeParams: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.protocolVersions = try container.decode([SharedNonEmptyString].self, forKey: .protocolVersions)
         self.client = try container.decode(InitializeParamsClient.self, forKey: .client)
+        if case let value = self.protocolVersions, value.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .protocolVersions, in: container, debugDescription: "InitializeParams.protocolVersions: minItems 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -2111,6 +2177,9 @@ public struct ClientCapabilitiesSetParams: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.revision = try container.decode(SharedPositiveInteger.self, forKey: .revision)
         self.serverRequestMethods = try container.decode([String].self, forKey: .serverRequestMethods)
+        if case let value = self.serverRequestMethods, value.count > 64 {
+            throw DecodingError.dataCorruptedError(forKey: .serverRequestMethods, in: container, debugDescription: "ClientCapabilitiesSetParams.serverRequestMethods: maxItems 64")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -2141,6 +2210,9 @@ public struct ClientCapabilitiesSetResult: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.revision = try container.decode(SharedPositiveInteger.self, forKey: .revision)
         self.acceptedServerRequestMethods = try container.decode([ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem].self, forKey: .acceptedServerRequestMethods)
+        if case let value = self.acceptedServerRequestMethods, value.count > 64 {
+            throw DecodingError.dataCorruptedError(forKey: .acceptedServerRequestMethods, in: container, debugDescription: "ClientCapabilitiesSetResult.acceptedServerRequestMethods: maxItems 64")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -2615,6 +2687,9 @@ public struct TurnStartInput: Codable, Sendable, Equatable {
         try rejectUnknownKeys(decoder, allowed: ["text"], in: "TurnStartInput")
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.text = try container.decode(String.self, forKey: .text)
+        if case let value = self.text, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .text, in: container, debugDescription: "TurnStartInput.text: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -2781,6 +2856,9 @@ public struct ApprovalRespondParams: Codable, Sendable, Equatable {
         self.approvalId = try container.decode(SharedUuid.self, forKey: .approvalId)
         self.decision = try container.decode(ApprovalRespondParamsDecision.self, forKey: .decision)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "ApprovalRespondParams.reason: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -3081,6 +3159,12 @@ public struct AttachmentChunkParams: Codable, Sendable, Equatable {
         self.attachmentId = try container.decode(SharedUuid.self, forKey: .attachmentId)
         self.sequence = try container.decode(SharedNonNegativeInteger.self, forKey: .sequence)
         self.dataBase64 = try container.decode(String.self, forKey: .dataBase64)
+        if case let value = self.dataBase64, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .dataBase64, in: container, debugDescription: "AttachmentChunkParams.dataBase64: minLength 1")
+        }
+        if case let value = self.dataBase64, value.unicodeScalars.count > 2796208 {
+            throw DecodingError.dataCorruptedError(forKey: .dataBase64, in: container, debugDescription: "AttachmentChunkParams.dataBase64: maxLength 2796208")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -4209,6 +4293,9 @@ public struct ApprovalRequestResultReject: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.decision = try container.decode(ApprovalRequestResultRejectDecision.self, forKey: .decision)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "ApprovalRequestResultReject.reason: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -4328,6 +4415,9 @@ public struct UserInputRequestResultSubmitted: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.status = try container.decode(UserInputRequestResultSubmittedStatus.self, forKey: .status)
         self.values = try container.decode([UserInputRequestResultSubmittedValuesItem].self, forKey: .values)
+        if case let value = self.values, value.count > 16 {
+            throw DecodingError.dataCorruptedError(forKey: .values, in: container, debugDescription: "UserInputRequestResultSubmitted.values: maxItems 16")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -4389,6 +4479,12 @@ public struct UserInputRequestResultCancelled: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.status = try container.decode(UserInputRequestResultCancelledStatus.self, forKey: .status)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "UserInputRequestResultCancelled.reason: minLength 1")
+        }
+        if let value = self.reason, value.unicodeScalars.count > 500 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "UserInputRequestResultCancelled.reason: maxLength 500")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -4979,6 +5075,9 @@ public struct EventApprovalResolvedResolutionVariant2: Codable, Sendable, Equata
         self.status = try container.decode(EventApprovalResolvedResolutionVariant1Status.self, forKey: .status)
         self.decision = try container.decode(ApprovalRequestResultRejectDecision.self, forKey: .decision)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "EventApprovalResolvedResolutionVariant2.reason: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -5009,6 +5108,9 @@ public struct EventApprovalResolvedResolutionVariant3: Codable, Sendable, Equata
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.status = try container.decode(UserInputRequestResultCancelledStatus.self, forKey: .status)
         self.reason = try container.decode(String.self, forKey: .reason)
+        if case let value = self.reason, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "EventApprovalResolvedResolutionVariant3.reason: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -5038,6 +5140,9 @@ public struct EventApprovalResolvedResolutionVariant4: Codable, Sendable, Equata
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.status = try container.decode(EventApprovalResolvedResolutionVariant4Status.self, forKey: .status)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "EventApprovalResolvedResolutionVariant4.reason: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -5635,6 +5740,9 @@ public struct ServerRequestCancelParams: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.interactionId = try container.decode(SharedUuid.self, forKey: .interactionId)
         self.reason = try container.decode(String.self, forKey: .reason)
+        if case let value = self.reason, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "ServerRequestCancelParams.reason: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {

@@ -119,7 +119,19 @@ data class Envelope(
     val type: String,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+    init {
+        require(id.codePointCount(0, id.length) >= 1) { "Envelope.id: minLength 1" }
+        require(runId.codePointCount(0, runId.length) >= 1) { "Envelope.runId: minLength 1" }
+        require(seq >= 0L) { "Envelope.seq: minimum 0" }
+        require(seq <= 9007199254740991L) { "Envelope.seq: maximum 9007199254740991" }
+        require(at >= 0L) { "Envelope.at: minimum 0" }
+        require(at <= 9007199254740991L) { "Envelope.at: maximum 9007199254740991" }
+        require(schemaVersion >= 1L) { "Envelope.schemaVersion: minimum 1" }
+        require(schemaVersion <= 9007199254740991L) { "Envelope.schemaVersion: maximum 9007199254740991" }
+        require(type.codePointCount(0, type.length) >= 1) { "Envelope.type: minLength 1" }
+    }
+}
 
 /** A run begins. `goal` is what the run is for, in the user's words. */
 data class RunStart(
@@ -293,7 +305,11 @@ data class ToolResult(
     val cost: Number? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+    init {
+        require(tokens == null || tokens >= 0L) { "ToolResult.tokens: minimum 0" }
+    }
+}
 
 /** A person must decide before the step goes on. The request is identified by `approvalId`, or by the event `id` when `approvalId` is absent. */
 data class ApprovalRequest(
@@ -361,7 +377,11 @@ data class RetryRequest(
     val attempt: Long? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+    init {
+        require(attempt == null || attempt >= 1L) { "RetryRequest.attempt: minimum 1" }
+    }
+}
 
 /** One event of a run: the envelope plus, for a known type at schemaVersion 1, that type's payload. */
 data class RunEvent(
@@ -403,7 +423,19 @@ data class RunEvent(
     val type: String,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+    init {
+        require(id.codePointCount(0, id.length) >= 1) { "RunEvent.id: minLength 1" }
+        require(runId.codePointCount(0, runId.length) >= 1) { "RunEvent.runId: minLength 1" }
+        require(seq >= 0L) { "RunEvent.seq: minimum 0" }
+        require(seq <= 9007199254740991L) { "RunEvent.seq: maximum 9007199254740991" }
+        require(at >= 0L) { "RunEvent.at: minimum 0" }
+        require(at <= 9007199254740991L) { "RunEvent.at: maximum 9007199254740991" }
+        require(schemaVersion >= 1L) { "RunEvent.schemaVersion: minimum 1" }
+        require(schemaVersion <= 9007199254740991L) { "RunEvent.schemaVersion: maximum 9007199254740991" }
+        require(type.codePointCount(0, type.length) >= 1) { "RunEvent.type: minLength 1" }
+    }
+}
 
 /**
  * TaskLens run events

@@ -234,6 +234,33 @@ public struct Envelope: Codable, Sendable, Equatable {
         self.at = try container.decode(Int.self, forKey: .at)
         self.schemaVersion = try container.decode(Int.self, forKey: .schemaVersion)
         self.type = try container.decode(String.self, forKey: .type)
+        if case let value = self.id, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "Envelope.id: minLength 1")
+        }
+        if case let value = self.runId, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .runId, in: container, debugDescription: "Envelope.runId: minLength 1")
+        }
+        if case let value = self.seq, value < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .seq, in: container, debugDescription: "Envelope.seq: minimum 0")
+        }
+        if case let value = self.seq, value > 9007199254740991 {
+            throw DecodingError.dataCorruptedError(forKey: .seq, in: container, debugDescription: "Envelope.seq: maximum 9007199254740991")
+        }
+        if case let value = self.at, value < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "Envelope.at: minimum 0")
+        }
+        if case let value = self.at, value > 9007199254740991 {
+            throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "Envelope.at: maximum 9007199254740991")
+        }
+        if case let value = self.schemaVersion, value < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "Envelope.schemaVersion: minimum 1")
+        }
+        if case let value = self.schemaVersion, value > 9007199254740991 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "Envelope.schemaVersion: maximum 9007199254740991")
+        }
+        if case let value = self.type, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "Envelope.type: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -609,6 +636,9 @@ public struct ToolResult: Codable, Sendable, Equatable {
         self.ms = try container.decodeIfPresent(Double.self, forKey: .ms)
         self.tokens = try container.decodeIfPresent(Int.self, forKey: .tokens)
         self.cost = try container.decodeIfPresent(Double.self, forKey: .cost)
+        if let value = self.tokens, value < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .tokens, in: container, debugDescription: "ToolResult.tokens: minimum 0")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -751,6 +781,9 @@ public struct RetryRequest: Codable, Sendable, Equatable {
         self.fromEventId = try container.decode(NonEmptyString.self, forKey: .fromEventId)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
         self.attempt = try container.decodeIfPresent(Int.self, forKey: .attempt)
+        if let value = self.attempt, value < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .attempt, in: container, debugDescription: "RetryRequest.attempt: minimum 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -809,6 +842,33 @@ public struct RunEvent: Codable, Sendable, Equatable {
         self.at = try container.decode(Int.self, forKey: .at)
         self.schemaVersion = try container.decode(Int.self, forKey: .schemaVersion)
         self.type = try container.decode(String.self, forKey: .type)
+        if case let value = self.id, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "RunEvent.id: minLength 1")
+        }
+        if case let value = self.runId, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .runId, in: container, debugDescription: "RunEvent.runId: minLength 1")
+        }
+        if case let value = self.seq, value < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .seq, in: container, debugDescription: "RunEvent.seq: minimum 0")
+        }
+        if case let value = self.seq, value > 9007199254740991 {
+            throw DecodingError.dataCorruptedError(forKey: .seq, in: container, debugDescription: "RunEvent.seq: maximum 9007199254740991")
+        }
+        if case let value = self.at, value < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "RunEvent.at: minimum 0")
+        }
+        if case let value = self.at, value > 9007199254740991 {
+            throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "RunEvent.at: maximum 9007199254740991")
+        }
+        if case let value = self.schemaVersion, value < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "RunEvent.schemaVersion: minimum 1")
+        }
+        if case let value = self.schemaVersion, value > 9007199254740991 {
+            throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "RunEvent.schemaVersion: maximum 9007199254740991")
+        }
+        if case let value = self.type, value.unicodeScalars.count < 1 {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "RunEvent.type: minLength 1")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
