@@ -5,6 +5,11 @@ pub mod approval;
 pub mod constants;
 pub mod cursor;
 pub mod errors;
+/// Wire types generated from the 1.5 export (`agentwire gen`); the hand-written [`types`] cover
+/// every version, these pin the newest one to the schema.
+#[path = "generated/rust/roll_runtime_1_5.rs"]
+#[rustfmt::skip]
+pub mod generated;
 pub mod ids;
 pub mod negotiation;
 pub mod parse;

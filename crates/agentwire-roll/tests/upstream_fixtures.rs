@@ -124,12 +124,20 @@ fn ajv_and_python_jsonschema_give_every_fixture_its_verdict_on_our_exports() {
         ));
         let messages: Vec<Value> = mine.iter().map(|c| c.message.clone()).collect();
         let verdicts = ajv_verdicts(&export, None, &messages);
-        for (case, verdict) in mine.iter().zip(verdicts) {
+        let python = py_jsonschema_verdicts(&export, None, &messages);
+        for ((case, verdict), py) in mine.iter().zip(verdicts).zip(python) {
             if verdict.valid != case.valid {
                 wrong.push(format!(
-                    "{} under {version}: {:?}",
+                    "ajv: {} under {version}: {:?}",
                     case.path.display(),
                     verdict.errors
+                ));
+            }
+            if py.valid != case.valid {
+                wrong.push(format!(
+                    "python: {} under {version}: {:?}",
+                    case.path.display(),
+                    py.errors
                 ));
             }
         }
