@@ -41,9 +41,14 @@ enum Command {
     Project(cmd::project::Args),
     /// Generate typed bindings (rust, ts, py, kt, swift) from a schema, or check them with --check.
     Gen(cmd::r#gen::Args),
+    /// Lint a schema document: every finding with a stable code (exit 1 on any error).
+    Lint(cmd::lint::Args),
     /// TaskLens run logs: coerce, derive the run state, view a timeline, print mock runs.
     #[command(subcommand_required = true)]
     Runlog(cmd::runlog::Args),
+    /// Schema documents as a whole: `schema export --draft 07|2020-12 FILE [--out FILE]`.
+    #[command(subcommand_required = true)]
+    Schema(cmd::schema::Args),
     /// Validate messages (documents or NDJSON streams) against a schema or one of its definitions.
     // `--version` names a protocol version here, so the subcommand has no version flag.
     #[command(disable_version_flag = true)]
@@ -70,7 +75,9 @@ fn main() -> ExitCode {
         Command::Fmt(args) => cmd::fmt::run(args, cli.format),
         Command::Project(args) => cmd::project::run(args, cli.format),
         Command::Gen(args) => cmd::r#gen::run(args, cli.format),
+        Command::Lint(args) => cmd::lint::run(args, cli.format),
         Command::Runlog(args) => cmd::runlog::run(args, cli.format),
+        Command::Schema(args) => cmd::schema::run(args, cli.format),
         Command::Validate(args) => cmd::validate::run(args, cli.format),
     };
     match result {

@@ -1,0 +1,99 @@
+//! `agentwire schema …`: operations on a schema document as a whole. `schema export` converts a
+//! document to draft-07 or 2020-12 and writes it in canonical text.
+
+use std::io::{self, Write as _};
+use std::path::PathBuf;
+
+use agentwire_schema::{Draft, SchemaDocument, canonical_text};
+use anyhow::Context;
+use serde_json::json;
+
+use crate::output::{self, Format};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Convert a schema document to draft-07 or 2020-12 (refs rewritten, checked against the
+    /// draft's metaschema) and write it in canonical text.
+    // Leaves `--version` free to name a protocol version.
+    #[command(disable_version_flag = true)]
+    Export(ExportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExportArgs {
+    /// Target draft: `07` or `2020-12` (default: the document's own draft).
+    #[arg(long, value_parser = parse_draft)]
+    draft: Option<Draft>,
+    /// Write the exported document to this file instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Schema document (`-` for standard input).
+    file: PathBuf,
+}
+
+fn parse_draft(text: &str) -> Result<Draft, String> {
+    Draft::from_name(text).ok_or_else(|| format!("unknown draft {text:?}; expected 07 or 2020-12"))
+}
+
+pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+    match args.command {
+        Command::Export(args) => export(args, format),
+    }
+}
+
+/// The document the export starts from. Selecting a protocol or a version adds a step here.
+fn source(args: &ExportArgs) -> anyhow::Result<SchemaDocument> {
+    output::load_schema(&args.file)
+}
+
+fn export(args: ExportArgs, format: Format) -> anyhow::Result<u8> {
+    let doc = source(&args)?;
+    let draft = args.draft.unwrap_or(doc.draft());
+    let name = args.file.display().to_string();
+    let value = match agentwire_schema::export(&doc, draft) {
+        Ok(value) => value,
+        Err(err) => {
+            // Printed here rather than as a generic fatal error, to keep its code and pointer.
+            match format {
+                Format::Human => eprintln!("error: cannot export {name} to {draft}: {err}"),
+                Format::Json => println!(
+                    "{}",
+                    json!({"error": {"code": err.code(), "pointer": err.pointer, "message": err.message}})
+                ),
+            }
+            return Ok(output::EXIT_ERROR);
+        }
+    };
+    let text = canonical_text(&value, true);
+    let Some(out) = &args.out else {
+        return match write_stdout(&text) {
+            Ok(()) => Ok(output::EXIT_OK),
+            // A reader that went away (`| head`) is not worth a panic.
+            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(output::EXIT_ERROR),
+            Err(err) => Err(err).context("cannot write standard output"),
+        };
+    };
+    std::fs::write(out, text.as_bytes())
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    let digest = agentwire_schema::digest(&value);
+    match format {
+        Format::Human => println!("{name} -> {} (draft {draft}, {digest})", out.display()),
+        Format::Json => println!(
+            "{}",
+            json!({"file": name, "out": out.display().to_string(), "draft": draft.name(), "digest": digest.as_str()})
+        ),
+    }
+    Ok(output::EXIT_OK)
+}
+
+fn write_stdout(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
