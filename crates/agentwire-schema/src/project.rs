@@ -12,7 +12,7 @@ use crate::document::SchemaDocument;
 use crate::pointer;
 use crate::validate::{Validator, ValidatorCompiler};
 use crate::versions::{
-    self, MAP_DOWN, VERSION_CONST, VersionError, VersionRange, ViewMode, WireVersion,
+    self, MAP_DOWN, VERSION_CONST, VersionError, VersionRange, ViewMode, ViewTrace, WireVersion,
 };
 
 /// Most nested schema levels (message nesting plus followed references) projection walks.
@@ -128,6 +128,13 @@ pub struct Projector {
     to: WireVersion,
     /// The `from` view with its annotations kept: the schema the message is walked against.
     view: Value,
+    /// Where each node of the `from` view came from in the document.
+    from_trace: ViewTrace,
+    /// The `to` view with its annotations kept: walked after a variant is mapped with `as`.
+    to_view: Value,
+    /// Document pointer → pointer in the `to` view.
+    to_by_origin: HashMap<String, String>,
+    to_compiler: ValidatorCompiler,
     /// Pointer of the target in the view.
     target: String,
     from_compiler: ValidatorCompiler,
@@ -135,6 +142,17 @@ pub struct Projector {
     to_validator: Validator,
     /// Validators of union branches of the `from` export, compiled on first use.
     branches: RefCell<HashMap<String, Option<Validator>>>,
+    /// Validators of union branches of the `to` export, compiled on first use.
+    to_branches: RefCell<HashMap<String, Option<Validator>>>,
+}
+
+/// Which view a part of the message is walked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The `from` view: nodes may not exist in `to`.
+    From,
+    /// The `to` view, after a variant was mapped with `as`: every node exists in `to`.
+    To,
 }
 
 impl fmt::Debug for Projector {
@@ -164,7 +182,12 @@ impl Projector {
                 format!("projection goes down only: {to} is newer than {from}"),
             ));
         }
-        let view = versions::view(doc, &from, ViewMode::Annotated)?;
+        let (view, from_trace) = versions::view_traced(doc, &from, ViewMode::Annotated, true)?;
+        let (to_view, to_trace) = versions::view_traced(doc, &to, ViewMode::Annotated, true)?;
+        let to_by_origin = to_trace
+            .into_iter()
+            .map(|(view_at, origin)| (origin, view_at))
+            .collect();
         let from_doc = load_export(versions::export_version(doc, from.as_str())?)?;
         let to_doc = load_export(versions::export_version(doc, to.as_str())?)?;
         let setup = |e: crate::document::SchemaError| {
@@ -201,11 +224,16 @@ impl Projector {
             from,
             to,
             view,
+            from_trace,
+            to_view,
+            to_by_origin,
+            to_compiler,
             target,
             from_compiler,
             from_validator,
             to_validator,
             branches: RefCell::new(HashMap::new()),
+            to_branches: RefCell::new(HashMap::new()),
         })
     }
 
@@ -235,7 +263,15 @@ impl Projector {
         }
         let schema = pointer::resolve(&self.view, &self.target).unwrap_or(&Value::Bool(true));
         let walk = Walk { projector: self };
-        let projected = walk.node(schema, &self.target, message.clone(), message, "", 0)?;
+        let projected = walk.node(
+            schema,
+            &self.target,
+            message.clone(),
+            message,
+            "",
+            0,
+            Side::From,
+        )?;
         let issues = self.to_validator.validate(&projected);
         if let Some(first) = issues.first() {
             return Err(ProjectError::new(
@@ -250,12 +286,24 @@ impl Projector {
         Ok(projected)
     }
 
-    fn branch_matches(&self, branch_ptr: &str, value: &Value) -> bool {
-        let mut cache = self.branches.borrow_mut();
+    fn branch_matches(&self, side: Side, branch_ptr: &str, value: &Value) -> bool {
+        let (cache, compiler) = match side {
+            Side::From => (&self.branches, &self.from_compiler),
+            Side::To => (&self.to_branches, &self.to_compiler),
+        };
+        let mut cache = cache.borrow_mut();
         let validator = cache
             .entry(branch_ptr.to_owned())
-            .or_insert_with(|| self.from_compiler.at_pointer(branch_ptr).ok());
+            .or_insert_with(|| compiler.at_pointer(branch_ptr).ok());
         validator.as_ref().is_some_and(|v| v.is_valid(value))
+    }
+
+    /// The node of the `to` view that comes from the same place in the document as the node of
+    /// the `from` view at `from_at`.
+    fn to_counterpart(&self, from_at: &str) -> Option<&Value> {
+        let origin = self.from_trace.get(from_at)?;
+        let to_at = self.to_by_origin.get(origin)?;
+        pointer::resolve(&self.to_view, to_at)
     }
 }
 
@@ -274,7 +322,8 @@ impl Walk<'_> {
     }
 
     /// Projects `value` (whose untouched original is `original`) through the schema `node` at
-    /// `at` in the `from` view; `msg` is the message pointer.
+    /// `at` in the view of `side`; `msg` is the message pointer.
+    #[allow(clippy::too_many_arguments)] // one walk state, spelled out to keep borrows simple
     fn node(
         &self,
         node: &Value,
@@ -283,6 +332,7 @@ impl Walk<'_> {
         original: &Value,
         msg: &str,
         depth: usize,
+        side: Side,
     ) -> Result<Value, ProjectError> {
         if depth > MAX_PROJECT_DEPTH {
             return Err(ProjectError::new(
@@ -296,16 +346,23 @@ impl Walk<'_> {
         };
         let mut value = value;
         if let Some(Value::String(reference)) = map.get("$ref") {
-            let (target_at, target) = self.resolve(at, reference, msg)?;
-            if !self.exists_in_target(target, &target_at, 0)? {
-                return Err(self.unavailable(msg, &target_at));
+            let (target_at, target) = self.resolve(side, at, reference, msg)?;
+            if side == Side::From && !self.exists_in_target(target, &target_at, 0)? {
+                return self.mapped_variant(
+                    &[node, target],
+                    value,
+                    original,
+                    msg,
+                    depth,
+                    &target_at,
+                );
             }
-            value = self.node(target, &target_at, value, original, msg, depth + 1)?;
+            value = self.node(target, &target_at, value, original, msg, depth + 1, side)?;
         }
         if let Some(Value::Array(parts)) = map.get("allOf") {
             for (i, part) in parts.iter().enumerate() {
                 let part_at = format!("{}/{i}", pointer::push(at, "allOf"));
-                value = self.node(part, &part_at, value, original, msg, depth + 1)?;
+                value = self.node(part, &part_at, value, original, msg, depth + 1, side)?;
             }
         }
         for key in ["oneOf", "anyOf"] {
@@ -313,30 +370,117 @@ impl Walk<'_> {
                 continue;
             };
             let base = pointer::push(at, key);
-            let chosen = branches.iter().enumerate().find(|(i, _)| {
-                self.projector
-                    .branch_matches(&format!("{base}/{i}"), original)
-            });
-            let Some((i, branch)) = chosen else {
-                return Err(ProjectError::new(
-                    ProjectErrorKind::InvalidSource,
-                    msg,
-                    format!("no branch of {base} matches the message"),
-                ));
+            value = match side {
+                Side::From => {
+                    let chosen = branches.iter().enumerate().find(|(i, _)| {
+                        self.projector
+                            .branch_matches(Side::From, &format!("{base}/{i}"), original)
+                    });
+                    let Some((i, branch)) = chosen else {
+                        return Err(ProjectError::new(
+                            ProjectErrorKind::InvalidSource,
+                            msg,
+                            format!("no branch of {base} matches the message"),
+                        ));
+                    };
+                    let branch_at = format!("{base}/{i}");
+                    if !self.exists_in_target(branch, &branch_at, 0)? {
+                        let mut carriers = vec![branch];
+                        if let Some(Value::String(r)) = branch.get("$ref") {
+                            carriers.push(self.resolve(side, &branch_at, r, msg)?.1);
+                        }
+                        return self
+                            .mapped_variant(&carriers, value, original, msg, depth, &branch_at);
+                    }
+                    self.node(branch, &branch_at, value, original, msg, depth + 1, side)?
+                }
+                // In the target's view the first branch the projected value fits is its variant.
+                Side::To => {
+                    let mut fitted = None;
+                    for (i, branch) in branches.iter().enumerate() {
+                        let branch_at = format!("{base}/{i}");
+                        let Ok(candidate) = self.node(
+                            branch,
+                            &branch_at,
+                            value.clone(),
+                            original,
+                            msg,
+                            depth + 1,
+                            side,
+                        ) else {
+                            continue;
+                        };
+                        if self
+                            .projector
+                            .branch_matches(Side::To, &branch_at, &candidate)
+                        {
+                            fitted = Some(candidate);
+                            break;
+                        }
+                    }
+                    fitted.ok_or_else(|| {
+                        ProjectError::new(
+                            ProjectErrorKind::VariantUnavailable,
+                            msg,
+                            format!(
+                                "the message fits no branch of {base} in version {}",
+                                self.to()
+                            ),
+                        )
+                    })?
+                }
             };
-            let branch_at = format!("{base}/{i}");
-            if !self.exists_in_target(branch, &branch_at, 0)? {
-                return Err(self.unavailable(msg, &branch_at));
-            }
-            value = self.node(branch, &branch_at, value, original, msg, depth + 1)?;
         }
         match value {
-            Value::Object(object) => self.object(map, at, object, original, msg, depth),
-            Value::Array(items) => self.array(map, at, items, original, msg, depth),
-            scalar => self.scalar(map, at, scalar, msg),
+            Value::Object(object) => self.object(map, at, object, original, msg, depth, side),
+            Value::Array(items) => self.array(map, at, items, original, msg, depth, side),
+            scalar => self.scalar(map, at, scalar, msg, side),
         }
     }
 
+    /// A variant that does not exist in the target: continues as the schema an
+    /// `x-agentwire-map-down` entry `{"below", "as"}` on one of `carriers` names, in the target's
+    /// view, or fails.
+    fn mapped_variant(
+        &self,
+        carriers: &[&Value],
+        value: Value,
+        original: &Value,
+        msg: &str,
+        depth: usize,
+        variant_at: &str,
+    ) -> Result<Value, ProjectError> {
+        let mut best: Option<(WireVersion, String)> = None;
+        for carrier in carriers {
+            let Some(Value::Array(entries)) = carrier.get(MAP_DOWN) else {
+                continue;
+            };
+            for entry in entries {
+                let (Some(below), Some(Value::String(target))) =
+                    (entry.get("below"), entry.get("as"))
+                else {
+                    continue;
+                };
+                let below = WireVersion::from_json(below).map_err(|e| {
+                    ProjectError::new(
+                        ProjectErrorKind::Version,
+                        "",
+                        format!("{variant_at}: {}", e.message),
+                    )
+                })?;
+                if *self.to() < below && best.as_ref().is_none_or(|(b, _)| below < *b) {
+                    best = Some((below, target.clone()));
+                }
+            }
+        }
+        let Some((_, target)) = best else {
+            return Err(self.unavailable(msg, variant_at));
+        };
+        let (target_at, node) = self.resolve(Side::To, variant_at, &target, msg)?;
+        self.node(node, &target_at, value, original, msg, depth + 1, Side::To)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn object(
         &self,
         map: &Map<String, Value>,
@@ -345,22 +489,38 @@ impl Walk<'_> {
         original: &Value,
         msg: &str,
         depth: usize,
+        side: Side,
     ) -> Result<Value, ProjectError> {
         let properties = map.get("properties").and_then(Value::as_object);
-        let additional = map.get("additionalProperties").filter(|v| v.is_object());
+        let additional = map.get("additionalProperties");
+        // Keyword overrides can give the target a different, closed set of properties.
+        let target_node = match side {
+            Side::From => self.projector.to_counterpart(at).and_then(Value::as_object),
+            Side::To => Some(map),
+        };
+        let target_closed = target_node.is_some_and(|t| {
+            t.get("additionalProperties") == Some(&Value::Bool(false))
+                && !t.contains_key("patternProperties")
+        });
+        let target_properties = target_node
+            .and_then(|t| t.get("properties"))
+            .and_then(Value::as_object);
         let mut out = Map::with_capacity(object.len());
         for (key, child) in object {
+            if target_closed && !target_properties.is_some_and(|p| p.contains_key(&key)) {
+                continue;
+            }
             let (schema, schema_at) = match properties.and_then(|p| p.get(&key)) {
                 Some(s) => (s, pointer::push(&pointer::push(at, "properties"), &key)),
                 None => match additional {
-                    Some(s) => (s, pointer::push(at, "additionalProperties")),
-                    None => {
+                    Some(s) if s.is_object() => (s, pointer::push(at, "additionalProperties")),
+                    _ => {
                         out.insert(key, child);
                         continue;
                     }
                 },
             };
-            if !self.exists_in_target(schema, &schema_at, 0)? {
+            if side == Side::From && !self.exists_in_target(schema, &schema_at, 0)? {
                 continue;
             }
             let child_original = original.get(&key).unwrap_or(&Value::Null);
@@ -372,12 +532,14 @@ impl Walk<'_> {
                 child_original,
                 &child_msg,
                 depth + 1,
+                side,
             )?;
             out.insert(key, projected);
         }
         Ok(Value::Object(out))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn array(
         &self,
         map: &Map<String, Value>,
@@ -386,6 +548,7 @@ impl Walk<'_> {
         original: &Value,
         msg: &str,
         depth: usize,
+        side: Side,
     ) -> Result<Value, ProjectError> {
         let prefix = map.get("prefixItems").and_then(Value::as_array);
         let rest = map.get("items").filter(|v| v.is_object());
@@ -410,6 +573,7 @@ impl Walk<'_> {
                 child_original,
                 &child_msg,
                 depth + 1,
+                side,
             )?);
         }
         Ok(Value::Array(out))
@@ -421,6 +585,7 @@ impl Walk<'_> {
         at: &str,
         mut value: Value,
         msg: &str,
+        side: Side,
     ) -> Result<Value, ProjectError> {
         if map.get(VERSION_CONST) == Some(&Value::Bool(true)) {
             return Ok(Value::String(self.to().as_str().to_owned()));
@@ -428,7 +593,14 @@ impl Walk<'_> {
         if let Some(entries) = map.get(MAP_DOWN) {
             value = self.map_down(entries, at, value)?;
         }
-        if map.contains_key("enum") && !versions::enum_value_in_map(map, &value, self.to())? {
+        // In the target's view the enum is already the target's own; in the source's view its
+        // values still carry their ranges.
+        let exists = match (side, map.get("enum")) {
+            (_, None) => true,
+            (Side::To, Some(Value::Array(values))) => values.contains(&value),
+            (_, Some(_)) => versions::enum_value_in_map(map, &value, self.to())?,
+        };
+        if !exists {
             return Err(ProjectError::new(
                 ProjectErrorKind::ValueUnavailable,
                 msg,
@@ -453,6 +625,10 @@ impl Walk<'_> {
         };
         let mut steps: Vec<(WireVersion, &Map<String, Value>)> = Vec::with_capacity(entries.len());
         for entry in entries {
+            // `{"below", "as"}` entries map variants, not values.
+            if entry.get("as").is_some() {
+                continue;
+            }
             let below = entry
                 .get("below")
                 .ok_or_else(|| bad("an entry needs \"below\""))?;
@@ -479,10 +655,15 @@ impl Walk<'_> {
 
     fn resolve<'v>(
         &'v self,
+        side: Side,
         at: &str,
         reference: &str,
         msg: &str,
     ) -> Result<(String, &'v Value), ProjectError> {
+        let view = match side {
+            Side::From => &self.projector.view,
+            Side::To => &self.projector.to_view,
+        };
         let target = reference
             .split_once('#')
             .map(|(_, f)| f)
@@ -490,15 +671,22 @@ impl Walk<'_> {
             .filter(|t| t.is_empty() || t.starts_with('/'));
         match target
             .as_deref()
-            .and_then(|t| pointer::resolve(&self.projector.view, t).map(|v| (t, v)))
+            .and_then(|t| pointer::resolve(view, t).map(|v| (t, v)))
         {
             Some((t, v)) => Ok((t.to_owned(), v)),
             None => Err(ProjectError::new(
-                ProjectErrorKind::Version,
+                if side == Side::To {
+                    ProjectErrorKind::VariantUnavailable
+                } else {
+                    ProjectErrorKind::Version
+                },
                 msg,
                 format!(
                     "{reference:?} at {at} does not resolve in the view of {}",
-                    self.projector.from
+                    match side {
+                        Side::From => &self.projector.from,
+                        Side::To => &self.projector.to,
+                    }
                 ),
             )),
         }
@@ -516,7 +704,7 @@ impl Walk<'_> {
         if hops < MAX_PROJECT_DEPTH
             && let Some(Value::String(reference)) = node.get("$ref")
         {
-            let (target_at, target) = self.resolve(at, reference, "")?;
+            let (target_at, target) = self.resolve(Side::From, at, reference, "")?;
             return self.exists_in_target(target, &target_at, hops + 1);
         }
         Ok(true)

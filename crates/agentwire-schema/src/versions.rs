@@ -3,7 +3,7 @@
 //! view that builds the strict schema of exactly one version.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -394,6 +394,19 @@ pub(crate) fn view(
     version: &WireVersion,
     mode: ViewMode,
 ) -> Result<Value, VersionError> {
+    view_traced(doc, version, mode, false).map(|(value, _)| value)
+}
+
+/// Where each node of a view came from: view pointer → pointer in the annotated document.
+pub(crate) type ViewTrace = HashMap<String, String>;
+
+/// Builds a view, and when `trace` is set also the origin of each of its nodes.
+pub(crate) fn view_traced(
+    doc: &SchemaDocument,
+    version: &WireVersion,
+    mode: ViewMode,
+    trace: bool,
+) -> Result<(Value, ViewTrace), VersionError> {
     let mut absent: HashSet<String> = HashSet::new();
     for _ in 0..MAX_VIEW_PASSES {
         let mut viewer = Viewer {
@@ -402,16 +415,16 @@ pub(crate) fn view(
             mode,
             absent: &absent,
             vanished: Vec::new(),
+            trace: trace.then(HashMap::new),
         };
-        let out = viewer.node(doc.value(), "")?;
+        let out = viewer.node(doc.value(), "", "")?;
         let vanished = std::mem::take(&mut viewer.vanished);
+        let trace_out = viewer.trace.take();
         let before = absent.len();
         absent.extend(vanished);
         if absent.len() == before {
-            return match out {
-                Some(value) => Ok(value),
-                None => Ok(Value::Bool(false)),
-            };
+            let value = out.unwrap_or(Value::Bool(false));
+            return Ok((value, trace_out.unwrap_or_default()));
         }
     }
     Err(VersionError::new(
@@ -429,11 +442,19 @@ struct Viewer<'a> {
     absent: &'a HashSet<String>,
     /// Definitions found absent during this pass.
     vanished: Vec<String>,
+    /// View pointer → document pointer of every node kept, when asked for.
+    trace: Option<ViewTrace>,
 }
 
 impl Viewer<'_> {
     /// The view of the node at `at`, or `None` when it does not exist in the version.
-    fn node(&mut self, node: &Value, at: &str) -> Result<Option<Value>, VersionError> {
+    /// `at` is the node's pointer in the document, `view_at` where it lands in the view.
+    fn node(
+        &mut self,
+        node: &Value,
+        at: &str,
+        view_at: &str,
+    ) -> Result<Option<Value>, VersionError> {
         let Value::Object(source) = node else {
             return Ok(Some(node.clone()));
         };
@@ -476,11 +497,14 @@ impl Viewer<'_> {
         for key in keys {
             let key = key.as_str();
             let here = pointer::push(at, key);
+            let view_here = pointer::push(view_at, key);
             if SINGLE_SUBSCHEMA_KEYWORDS.contains(&key) {
                 let Some(child) = map.get(key).cloned() else {
                     continue;
                 };
-                let viewed = self.node(&child, &here)?.unwrap_or(Value::Bool(false));
+                let viewed = self
+                    .node(&child, &here, &view_here)?
+                    .unwrap_or(Value::Bool(false));
                 map.insert(key.to_owned(), viewed);
             } else if ARRAY_SUBSCHEMA_KEYWORDS.contains(&key)
                 || (key == "items" && map.get(key).is_some_and(Value::is_array))
@@ -490,7 +514,8 @@ impl Viewer<'_> {
                 };
                 let mut kept = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
-                    match self.node(item, &format!("{here}/{i}"))? {
+                    let view_item = format!("{view_here}/{}", kept.len());
+                    match self.node(item, &format!("{here}/{i}"), &view_item)? {
                         Some(v) => kept.push(v),
                         None if key == "prefixItems" || key == "items" => {
                             kept.push(Value::Bool(false))
@@ -511,7 +536,9 @@ impl Viewer<'_> {
                 let Some(child) = map.get(key).cloned() else {
                     continue;
                 };
-                let viewed = self.node(&child, &here)?.unwrap_or(Value::Bool(false));
+                let viewed = self
+                    .node(&child, &here, &view_here)?
+                    .unwrap_or(Value::Bool(false));
                 map.insert(key.to_owned(), viewed);
             } else if MAP_SUBSCHEMA_KEYWORDS.contains(&key) || key == "dependencies" {
                 let Some(Value::Object(entries)) = map.get(key).cloned() else {
@@ -524,7 +551,8 @@ impl Viewer<'_> {
                         continue;
                     }
                     let child_at = pointer::push(&here, name);
-                    match self.node(child, &child_at)? {
+                    let view_child = pointer::push(&view_here, name);
+                    match self.node(child, &child_at, &view_child)? {
                         Some(v) => {
                             kept.insert(name.clone(), v);
                         }
@@ -550,6 +578,9 @@ impl Viewer<'_> {
             });
         }
         self.strip(&mut map);
+        if let Some(trace) = &mut self.trace {
+            trace.insert(view_at.to_owned(), at.to_owned());
+        }
         Ok(Some(Value::Object(map)))
     }
 

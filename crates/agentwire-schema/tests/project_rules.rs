@@ -225,3 +225,57 @@ fn an_override_the_annotations_cannot_repair_is_reported() {
         json!("abc")
     );
 }
+
+/// A variant restructured in a newer version maps onto the older variant with `{"below", "as"}`:
+/// the walk continues in the target's view, keeping what the older variant declares.
+#[test]
+fn a_variant_maps_down_as_another_schema() {
+    let doc = SchemaDocument::from_value(json!({
+        "x-agentwire": {"name": "p", "version": "2", "versions": ["1", "2"]},
+        "oneOf": [
+            {"$ref": "#/$defs/Legacy", "x-agentwire-until": "2"},
+            {"$ref": "#/$defs/Durable", "x-agentwire-since": "2"}
+        ],
+        "$defs": {
+            "Legacy": {"x-agentwire-until": "2", "type": "object", "additionalProperties": false,
+                "required": ["seq"], "properties": {"seq": {"type": "integer"}, "status": {"enum": ["running"]}}},
+            "Durable": {"x-agentwire-since": "2", "type": "object", "additionalProperties": false,
+                "required": ["seq", "cursor"],
+                "properties": {"seq": {"type": "integer"}, "cursor": {"type": "string"},
+                    "status": {"enum": ["running", "waiting"], "x-agentwire-enum-since": {"waiting": "2"},
+                        "x-agentwire-map-down": [{"below": "2", "map": {"waiting": "running"}}]}},
+                "x-agentwire-map-down": [{"below": "2", "as": "#/$defs/Legacy"}]}
+        }
+    }))
+    .expect("loads");
+    let message = json!({"seq": 4, "cursor": "c4", "status": "running"});
+    assert_eq!(
+        project(&doc, &message, "2", "1", ProjectTarget::Root).expect("maps"),
+        json!({"seq": 4, "status": "running"})
+    );
+    // Values are checked against the schema the variant maps to: `waiting` is not in Legacy.
+    let waiting = json!({"seq": 4, "cursor": "c4", "status": "waiting"});
+    let err = project(&doc, &waiting, "2", "1", ProjectTarget::Root).unwrap_err();
+    assert_eq!(
+        (err.kind, err.pointer.as_str()),
+        (ProjectErrorKind::ValueUnavailable, "/status"),
+        "{err}"
+    );
+}
+
+/// Keyword overrides that give an older version a smaller closed set of properties drop the rest.
+#[test]
+fn properties_an_override_removes_are_dropped() {
+    let doc = SchemaDocument::from_value(json!({
+        "x-agentwire": {"name": "p", "version": "2", "versions": ["1", "2"]},
+        "type": "object", "additionalProperties": false, "required": ["a"],
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "x-agentwire-versions": [{"until": "2", "schema": {"properties": {"a": {"type": "string"}}}}]
+    }))
+    .expect("loads");
+    let message = json!({"a": "x", "b": "y"});
+    assert_eq!(
+        project(&doc, &message, "2", "1", ProjectTarget::Root).expect("1"),
+        json!({"a": "x"})
+    );
+}
