@@ -45,6 +45,7 @@ step "cargo test --workspace --no-fail-fast"
 cargo test --workspace --no-fail-fast || failed+=("cargo test --workspace --no-fail-fast")
 
 if ((${#failed[@]} > 0)); then
-  printf '\ntest.sh: FAILED: %s\n' "${failed[@]}" >&2
+  printf '\n' >&2
+  printf 'test.sh: FAILED: %s\n' "${failed[@]}" >&2
   exit 1
 fi
