@@ -525,6 +525,12 @@ impl DirectionMap {
                 entries.insert(target);
             }
         });
+        if own.is_empty() {
+            // Nothing is annotated: every node takes the default direction.
+            return DirectionMap {
+                receivers: HashMap::new(),
+            };
+        }
         // Edges: an entry reaches the entries nested in it (stopping at them) and the targets of
         // the references inside it.
         let mut edges: HashMap<String, Vec<String>> = HashMap::new();

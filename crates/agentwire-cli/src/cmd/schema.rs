@@ -30,6 +30,10 @@ pub(crate) struct ExportArgs {
     /// Target draft: `07` or `2020-12` (default: the document's own draft).
     #[arg(long, value_parser = parse_draft)]
     draft: Option<Draft>,
+    /// Export the strict schema of exactly this wire version of an annotated document
+    /// (docs/versions.md) instead of the document as a whole.
+    #[arg(long)]
+    version: Option<String>,
     /// Write the exported document to this file instead of standard output.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -49,7 +53,13 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
 
 /// The document the export starts from. Selecting a protocol or a version adds a step here.
 fn source(args: &ExportArgs) -> anyhow::Result<SchemaDocument> {
-    output::load_schema(&args.file)
+    let doc = output::load_schema(&args.file)?;
+    let Some(version) = &args.version else {
+        return Ok(doc);
+    };
+    let view = agentwire_schema::export_version(&doc, version)
+        .with_context(|| format!("cannot export version {version} of {}", args.file.display()))?;
+    Ok(SchemaDocument::from_value(view)?)
 }
 
 fn export(args: ExportArgs, format: Format) -> anyhow::Result<u8> {
