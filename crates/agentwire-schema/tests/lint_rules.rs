@@ -575,3 +575,84 @@ fn every_code_has_a_fixed_severity_and_name() {
         .collect();
     insta::assert_snapshot!(table.join("\n"));
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// JSON values shaped like schemas: keyword-ish keys, nested objects and arrays.
+    fn schema_like() -> impl Strategy<Value = Value> {
+        let key = prop::sample::select(vec![
+            "type",
+            "properties",
+            "required",
+            "items",
+            "$ref",
+            "enum",
+            "minimum",
+            "maximum",
+            "pattern",
+            "allOf",
+            "oneOf",
+            "not",
+            "$defs",
+            "definitions",
+            "additionalProperties",
+            "x-a",
+            "methods",
+            "a",
+            "minLength",
+            "maxLength",
+            "discriminator",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-5i64..5).prop_map(Value::from),
+            prop::sample::select(vec![
+                "string",
+                "int",
+                "#/$defs/a",
+                "#/definitions/a",
+                "(",
+                "^a$",
+                "a"
+            ])
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(5, 64, 5, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..5).prop_map(|entries| {
+                    Value::Object(
+                        entries
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), v))
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Lint accepts any value, reports pointers that exist, and on a document that loads
+        /// says the same through both entry points.
+        #[test]
+        fn lint_is_total_and_consistent(value in schema_like()) {
+            let findings = lint_value(&value);
+            for finding in &findings {
+                prop_assert_eq!(finding.severity, finding.code.severity());
+                prop_assert!(
+                    value.pointer(&finding.pointer).is_some(),
+                    "{} points nowhere", finding
+                );
+            }
+            if let Ok(doc) = SchemaDocument::from_value(value.clone()) {
+                prop_assert_eq!(lint(&doc), findings);
+            }
+        }
+    }
+}
