@@ -333,14 +333,23 @@ pub fn lint_value_with(value: &Value, options: LintOptions) -> Vec<Finding> {
             || (f.code == LintCode::MalformedKeyword && f.pointer.ends_with("/$ref"))
     });
     if refs_ok && let Some(draft) = draft {
-        // Cycle detection is the loader's; it only runs once every reference resolves.
+        // Cycle detection is the loader's; it only runs once every reference resolves. Whatever
+        // else still stops the loader is reported too, so that a document without error
+        // findings always loads.
         let load = LoadOptions {
             default_draft: draft,
         };
-        if let Err(err) = SchemaDocument::from_value_with(value.clone(), load)
-            && err.kind == SchemaErrorKind::RefCycle
-        {
-            findings.push(Finding::new(LintCode::RefCycle, err.pointer, err.message));
+        if let Err(err) = SchemaDocument::from_value_with(value.clone(), load) {
+            let code = match err.kind {
+                SchemaErrorKind::RefCycle => Some(LintCode::RefCycle),
+                SchemaErrorKind::UnresolvedRef => Some(LintCode::UnresolvedRef),
+                SchemaErrorKind::UnsupportedRef => Some(LintCode::ExternalRef),
+                SchemaErrorKind::InvalidSchema => Some(LintCode::MalformedKeyword),
+                _ => None,
+            };
+            if let Some(code) = code {
+                findings.push(Finding::new(code, err.pointer, err.message));
+            }
         }
     }
     findings
@@ -456,14 +465,6 @@ impl<'v> Linter<'v> {
             schemas.insert(at.to_owned());
             if let Some(Value::String(anchor)) = schema.get("$anchor") {
                 anchors.insert(anchor.clone(), at.to_owned());
-            }
-            // Draft-07 spells an anchor as a plain-name fragment `$id`.
-            if let Some(Value::String(id)) = schema.get("$id")
-                && let Some(name) = id.strip_prefix('#')
-                && !name.is_empty()
-                && !name.starts_with('/')
-            {
-                anchors.insert(name.to_owned(), at.to_owned());
             }
         });
         Linter {

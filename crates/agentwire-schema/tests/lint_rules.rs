@@ -98,6 +98,19 @@ fn every_unresolved_ref_is_reported_not_just_the_first() {
 }
 
 #[test]
+fn references_resolve_as_the_loader_resolves_them() {
+    // Draft-07 plain-name `$id` anchors are not followed (only `$anchor` is), so a document
+    // that lints without errors always loads.
+    let value = json!({"$schema": D07, "definitions": {"A": {"$id": "#a"}}, "$ref": "#a"});
+    assert!(SchemaDocument::from_value(value.clone()).is_err());
+    let findings = lint_value(&value);
+    let codes: Vec<&str> = findings.iter().map(|f| f.code.code()).collect();
+    assert_eq!(codes, ["AW001", "AW051"]);
+    assert_eq!(findings[0].pointer, "/$ref");
+    assert_eq!(findings[0].message, "\"#a\" no anchor named \"a\"");
+}
+
+#[test]
 fn discriminator_mappings_are_references() {
     let value = json!({
         "$schema": D07,
