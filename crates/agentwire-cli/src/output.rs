@@ -29,7 +29,10 @@ pub(crate) fn print_fatal(err: &anyhow::Error, format: Format) {
     match format {
         Format::Human => eprintln!("error: {err:#}"),
         Format::Json => {
-            println!("{}", json!({"error": {"code": code, "message": format!("{err:#}")}}));
+            println!(
+                "{}",
+                json!({"error": {"code": code, "message": format!("{err:#}")}})
+            );
         }
     }
 }
@@ -53,7 +56,9 @@ fn error_code(err: &anyhow::Error) -> &'static str {
 pub(crate) fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
     if path.as_os_str() == "-" {
         let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).context("cannot read standard input")?;
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
         Ok(bytes)
     } else {
         std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))

@@ -140,11 +140,11 @@ fn newline_indent(out: &mut String, depth: usize) {
 /// Writes a number the way ECMAScript prints the double nearest to it.
 pub(crate) fn write_number(out: &mut String, n: &Number) {
     // Small integers print as themselves; everything else goes through the double, as in JS.
-    if let Some(i) = n.as_i64() {
-        if i.unsigned_abs() <= (1u64 << 53) {
-            let _ = write!(out, "{i}");
-            return;
-        }
+    if let Some(i) = n.as_i64()
+        && i.unsigned_abs() <= (1u64 << 53)
+    {
+        let _ = write!(out, "{i}");
+        return;
     }
     let f = n.as_f64().unwrap_or(0.0);
     let mut buffer = ryu_js::Buffer::new();
@@ -221,7 +221,10 @@ mod tests {
     #[test]
     fn strings_escape_as_json_stringify() {
         let v = json!("q\"b\\n\nt\tc\u{1}\u{1f}\u{7f}é\u{2028}/");
-        assert_eq!(compact_text(&v), "\"q\\\"b\\\\n\\nt\\tc\\u0001\\u001f\u{7f}é\u{2028}/\"");
+        assert_eq!(
+            compact_text(&v),
+            "\"q\\\"b\\\\n\\nt\\tc\\u0001\\u001f\u{7f}é\u{2028}/\""
+        );
         assert_eq!(compact_text(&json!("\u{8}\u{c}\r")), "\"\\b\\f\\r\"");
     }
 

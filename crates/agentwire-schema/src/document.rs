@@ -62,7 +62,10 @@ impl Draft {
 
     /// Parses a command-line name: `07`, `draft-07`, `2020-12` or `draft-2020-12`.
     pub fn from_name(name: &str) -> Option<Draft> {
-        match name.trim_start_matches("draft-").trim_start_matches("draft") {
+        match name
+            .trim_start_matches("draft-")
+            .trim_start_matches("draft")
+        {
             "07" | "7" => Some(Draft::Draft07),
             "2020-12" => Some(Draft::Draft202012),
             _ => None,
@@ -128,7 +131,11 @@ pub struct SchemaError {
 
 impl SchemaError {
     pub(crate) fn new(kind: SchemaErrorKind, pointer: impl Into<String>, message: String) -> Self {
-        SchemaError { kind, pointer: pointer.into(), message }
+        SchemaError {
+            kind,
+            pointer: pointer.into(),
+            message,
+        }
     }
 
     /// Stable code of the error.
@@ -164,7 +171,9 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { default_draft: Draft::Draft202012 }
+        LoadOptions {
+            default_draft: Draft::Draft202012,
+        }
     }
 }
 
@@ -199,7 +208,11 @@ impl SchemaDocument {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SchemaError> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| {
-            SchemaError::new(SchemaErrorKind::Io, "", format!("cannot read {}: {e}", path.display()))
+            SchemaError::new(
+                SchemaErrorKind::Io,
+                "",
+                format!("cannot read {}: {e}", path.display()),
+            )
         })?;
         Self::from_slice(&bytes)
     }
@@ -240,7 +253,13 @@ impl SchemaDocument {
             }
         };
         let id = value.get("$id").and_then(Value::as_str).map(str::to_owned);
-        let mut doc = SchemaDocument { value, draft, id, refs: Vec::new(), anchors: HashMap::new() };
+        let mut doc = SchemaDocument {
+            value,
+            draft,
+            id,
+            refs: Vec::new(),
+            anchors: HashMap::new(),
+        };
         doc.index()?;
         doc.check_cycles()?;
         Ok(doc)
@@ -274,7 +293,11 @@ impl SchemaDocument {
         let mut refs = Vec::with_capacity(raw_refs.len());
         for (at, reference) in raw_refs {
             let target = self.ref_target(&at, &reference)?;
-            refs.push(RefSite { at, reference, target });
+            refs.push(RefSite {
+                at,
+                reference,
+                target,
+            });
         }
         self.refs = refs;
         Ok(())
@@ -293,7 +316,9 @@ impl SchemaDocument {
                 return Err(SchemaError::new(
                     SchemaErrorKind::UnsupportedRef,
                     ref_at,
-                    format!("{reference:?} points into another document; only references inside this document are supported"),
+                    format!(
+                        "{reference:?} points into another document; only references inside this document are supported"
+                    ),
                 ));
             }
         }
@@ -336,11 +361,15 @@ impl SchemaDocument {
     /// Finds cycles of in-place evaluation (`$ref`, `allOf`/`anyOf`/`oneOf`, `not`,
     /// `if`/`then`/`else`, `dependentSchemas`) that never descend into the instance.
     fn check_cycles(&self) -> Result<(), SchemaError> {
-        let ref_targets: HashMap<&str, &str> =
-            self.refs.iter().map(|r| (r.at.as_str(), r.target.as_str())).collect();
+        let ref_targets: HashMap<&str, &str> = self
+            .refs
+            .iter()
+            .map(|r| (r.at.as_str(), r.target.as_str()))
+            .collect();
         // Only schemas that are the target of a reference can close a cycle.
         let mut state: HashMap<String, u8> = HashMap::new(); // 1 = on stack, 2 = done
-        let targets: BTreeMap<&str, ()> = self.refs.iter().map(|r| (r.target.as_str(), ())).collect();
+        let targets: BTreeMap<&str, ()> =
+            self.refs.iter().map(|r| (r.target.as_str(), ())).collect();
         for start in targets.keys() {
             if state.get(*start) == Some(&2) {
                 continue;
@@ -387,7 +416,9 @@ impl SchemaDocument {
         if let Some(target) = ref_targets.get(at) {
             out.push((*target).to_owned());
         }
-        let Some(Value::Object(map)) = pointer::resolve(&self.value, at) else { return out };
+        let Some(Value::Object(map)) = pointer::resolve(&self.value, at) else {
+            return out;
+        };
         for key in ["allOf", "anyOf", "oneOf"] {
             if let Some(Value::Array(items)) = map.get(key) {
                 for i in 0..items.len() {
@@ -466,10 +497,16 @@ impl SchemaDocument {
             return Err(SchemaError::new(
                 SchemaErrorKind::UnknownDefinition,
                 "",
-                format!("no definition named {name:?} in {}", self.definitions_keyword()),
+                format!(
+                    "no definition named {name:?} in {}",
+                    self.definitions_keyword()
+                ),
             ));
         }
-        Ok(pointer::push(&format!("/{}", self.definitions_keyword()), name))
+        Ok(pointer::push(
+            &format!("/{}", self.definitions_keyword()),
+            name,
+        ))
     }
 
     /// Resolves a JSON Pointer inside the document.
@@ -481,7 +518,11 @@ impl SchemaDocument {
     pub fn resolve_ref(&self, at: &str, reference: &str) -> Result<(String, &Value), SchemaError> {
         let target = self.ref_target(at, reference)?;
         let value = pointer::resolve(&self.value, &target).ok_or_else(|| {
-            SchemaError::new(SchemaErrorKind::UnresolvedRef, at, format!("{reference:?} does not resolve"))
+            SchemaError::new(
+                SchemaErrorKind::UnresolvedRef,
+                at,
+                format!("{reference:?} does not resolve"),
+            )
         })?;
         Ok((target, value))
     }
@@ -545,10 +586,13 @@ mod tests {
 
     #[test]
     fn ref_cycles_are_errors_but_recursion_is_not() {
-        let err = load(json!({"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}}}))
-            .unwrap_err();
+        let err = load(
+            json!({"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}}}),
+        )
+        .unwrap_err();
         assert_eq!(err.kind, SchemaErrorKind::RefCycle);
-        load(json!({"$defs": {"Tree": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}})).unwrap();
+        load(json!({"$defs": {"Tree": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}))
+            .unwrap();
         let err = load(json!({"$defs": {"Self": {"$ref": "#/$defs/Self"}}})).unwrap_err();
         assert_eq!(err.kind, SchemaErrorKind::RefCycle);
     }

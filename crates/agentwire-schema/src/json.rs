@@ -68,7 +68,11 @@ impl fmt::Display for JsonError {
         if let Some(offset) = self.byte_offset {
             write!(f, "{} at byte {offset}", self.message)
         } else if self.line > 0 {
-            write!(f, "{} at line {} column {}", self.message, self.line, self.column)
+            write!(
+                f,
+                "{} at line {} column {}",
+                self.message, self.line, self.column
+            )
         } else {
             f.write_str(&self.message)
         }
@@ -124,7 +128,13 @@ fn convert(err: serde_json::Error) -> JsonError {
         JsonErrorKind::TooDeep => format!("nesting deeper than {MAX_JSON_DEPTH} levels"),
         _ => message,
     };
-    JsonError { kind, line: err.line(), column: err.column(), byte_offset: None, message }
+    JsonError {
+        kind,
+        line: err.line(),
+        column: err.column(),
+        byte_offset: None,
+        message,
+    }
 }
 
 struct StrictValue;
@@ -159,7 +169,9 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("number out of range"))
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
@@ -230,17 +242,32 @@ mod tests {
         let ok = "[".repeat(MAX_JSON_DEPTH) + &"]".repeat(MAX_JSON_DEPTH);
         assert!(parse_json(ok.as_bytes()).is_ok());
         let over = "[".repeat(MAX_JSON_DEPTH + 1) + &"]".repeat(MAX_JSON_DEPTH + 1);
-        assert_eq!(parse_json(over.as_bytes()).unwrap_err().kind, JsonErrorKind::TooDeep);
+        assert_eq!(
+            parse_json(over.as_bytes()).unwrap_err().kind,
+            JsonErrorKind::TooDeep
+        );
         assert!(parse_json(ok.as_bytes()).is_ok());
     }
 
     #[test]
     fn classifies_other_errors() {
-        assert_eq!(parse_json(b"{").unwrap_err().kind, JsonErrorKind::UnexpectedEnd);
-        assert_eq!(parse_json(b"{} x").unwrap_err().kind, JsonErrorKind::TrailingCharacters);
-        assert_eq!(parse_json(b"1e400").unwrap_err().kind, JsonErrorKind::NumberOutOfRange);
+        assert_eq!(
+            parse_json(b"{").unwrap_err().kind,
+            JsonErrorKind::UnexpectedEnd
+        );
+        assert_eq!(
+            parse_json(b"{} x").unwrap_err().kind,
+            JsonErrorKind::TrailingCharacters
+        );
+        assert_eq!(
+            parse_json(b"1e400").unwrap_err().kind,
+            JsonErrorKind::NumberOutOfRange
+        );
         assert_eq!(parse_json(b"NaN").unwrap_err().kind, JsonErrorKind::Syntax);
-        assert_eq!(parse_json(b"\xef\xbb\xbf{}").unwrap_err().kind, JsonErrorKind::Syntax);
+        assert_eq!(
+            parse_json(b"\xef\xbb\xbf{}").unwrap_err().kind,
+            JsonErrorKind::Syntax
+        );
         assert_eq!(parse_json(b"[1,2] ").unwrap(), json!([1, 2]));
     }
 }

@@ -24,8 +24,13 @@ pub const SINGLE_SUBSCHEMA_KEYWORDS: &[&str] = &[
 pub const ARRAY_SUBSCHEMA_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 
 /// Keywords whose value is an object mapping names to subschemas.
-pub const MAP_SUBSCHEMA_KEYWORDS: &[&str] =
-    &["properties", "patternProperties", "dependentSchemas", "$defs", "definitions"];
+pub const MAP_SUBSCHEMA_KEYWORDS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "$defs",
+    "definitions",
+];
 
 /// Calls `visit(pointer, schema)` for the schema at `pointer` and every subschema below it,
 /// parents before children, in document order.
@@ -73,13 +78,13 @@ pub fn subschemas<'v>(at: &str, schema: &'v Value, mut visit: impl FnMut(String,
                 other if is_schema(other) => visit(pointer::push(at, key), other),
                 _ => {}
             }
-        } else if key == "dependencies" {
-            if let Value::Object(entries) = value {
-                let base = pointer::push(at, key);
-                for (name, item) in entries {
-                    if item.is_object() {
-                        visit(pointer::push(&base, name), item);
-                    }
+        } else if key == "dependencies"
+            && let Value::Object(entries) = value
+        {
+            let base = pointer::push(at, key);
+            for (name, item) in entries {
+                if item.is_object() {
+                    visit(pointer::push(&base, name), item);
                 }
             }
         }

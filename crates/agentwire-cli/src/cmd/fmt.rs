@@ -29,10 +29,17 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
     if args.check {
         match format {
             Format::Human if canonical => println!("{name}: canonical"),
-            Format::Human => println!("{name}: not canonical (run `agentwire fmt{} {name}`)", if args.newline { " --newline" } else { "" }),
+            Format::Human => println!(
+                "{name}: not canonical (run `agentwire fmt{} {name}`)",
+                if args.newline { " --newline" } else { "" }
+            ),
             Format::Json => println!("{}", json!({"file": name, "canonical": canonical})),
         }
-        return Ok(if canonical { output::EXIT_OK } else { output::EXIT_FOUND });
+        return Ok(if canonical {
+            output::EXIT_OK
+        } else {
+            output::EXIT_FOUND
+        });
     }
     if args.file.as_os_str() == "-" {
         print!("{text}");
@@ -43,7 +50,10 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
             .with_context(|| format!("cannot write {name}"))?;
     }
     match format {
-        Format::Human => println!("{name}: {}", if canonical { "unchanged" } else { "rewritten" }),
+        Format::Human => println!(
+            "{name}: {}",
+            if canonical { "unchanged" } else { "rewritten" }
+        ),
         Format::Json => println!("{}", json!({"file": name, "changed": !canonical})),
     }
     Ok(output::EXIT_OK)
