@@ -69,6 +69,7 @@ fn openclaw_compares_quickly_and_finds_each_edit() {
     let start = Instant::now();
     let report = compat::compat(&old, &new);
     let elapsed = start.elapsed();
+    eprintln!("compat on OpenClaw (877 definitions, one removed, one added): {elapsed:?}");
     let rules: Vec<(Rule, ChangeClass)> = report
         .changes
         .iter()
