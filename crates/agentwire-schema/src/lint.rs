@@ -887,15 +887,23 @@ impl<'v> Linter<'v> {
             // Any extra property may carry the name.
             return;
         }
-        let patterns: Vec<&str> = match map.get("patternProperties") {
-            Some(Value::Object(entries)) => entries.keys().map(String::as_str).collect(),
+        // `None` stands for a pattern that does not compile (AW022), which may match anything.
+        let patterns: Vec<Option<regress::Regex>> = match map.get("patternProperties") {
+            Some(Value::Object(entries)) => entries
+                .keys()
+                .map(|p| regress::Regex::with_flags(p, PATTERN_FLAGS).ok())
+                .collect(),
             _ => Vec::new(),
         };
         let closed = additional == Some(&Value::Bool(false));
         let mut group: Option<HashSet<String>> = None;
         for (i, name) in required.iter().enumerate() {
             let Value::String(name) = name else { continue };
-            if properties.contains_key(name) || patterns.iter().any(|p| may_match(p, name)) {
+            if properties.contains_key(name)
+                || patterns
+                    .iter()
+                    .any(|p| p.as_ref().is_none_or(|re| re.find(name).is_some()))
+            {
                 continue;
             }
             let here = format!("{}/{i}", pointer::push(at, "required"));
@@ -1245,15 +1253,6 @@ const PATTERN_FLAGS: &str = "u";
 /// Whether `pattern` compiles as the ECMA-262 `RegExp(pattern, "u")` validators run.
 fn is_ecma_regex(pattern: &str) -> bool {
     regress::Regex::with_flags(pattern, PATTERN_FLAGS).is_ok()
-}
-
-/// Whether `name` matches an ECMA-262 pattern (an unanchored search). A pattern that does not
-/// compile counts as matching, so that no finding rests on a guess.
-fn may_match(pattern: &str, name: &str) -> bool {
-    match regress::Regex::with_flags(pattern, PATTERN_FLAGS) {
-        Ok(re) => re.find(name).is_some(),
-        Err(_) => true,
-    }
 }
 
 /// A text that is equal for two values exactly when they are equal as JSON: object key order
