@@ -141,3 +141,28 @@ fn comparison_depth_is_bounded() {
     );
     assert!(!report.is_compatible());
 }
+
+/// Mutually recursive definitions whose references are retargeted into each other terminate
+/// (the seen-set stops the cycle) and report each retargeting once.
+#[test]
+fn reference_cycles_terminate() {
+    let tree = |to: &str| json!({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": format!("#/$defs/{to}")}}}});
+    let old = json!({"$defs": {"A": tree("A"), "B": tree("B")}, "$ref": "#/$defs/A"});
+    let new = json!({"$defs": {"A": tree("B"), "B": tree("A")}, "$ref": "#/$defs/A"});
+    let got = verdict(old, new);
+    assert_eq!(
+        got,
+        [
+            (
+                "ref-retargeted".to_owned(),
+                "breaking".to_owned(),
+                "/$defs/A/properties/kids/items/$ref".to_owned()
+            ),
+            (
+                "ref-retargeted".to_owned(),
+                "breaking".to_owned(),
+                "/$defs/B/properties/kids/items/$ref".to_owned()
+            ),
+        ]
+    );
+}
