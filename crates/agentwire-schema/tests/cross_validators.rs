@@ -57,8 +57,12 @@ fn check(schema: &SchemaDocument, cases: &[Case]) -> usize {
                 Some(name) => doc.validator_for(name).unwrap(),
                 None => doc.validator().unwrap(),
             };
-            let ajv = ajv_verdicts(file.path(), *definition, &values);
-            let py = py_jsonschema_verdicts(file.path(), *definition, &values);
+            // The two runners are separate processes: let them run side by side.
+            let (ajv, py) = std::thread::scope(|scope| {
+                let ajv = scope.spawn(|| ajv_verdicts(file.path(), *definition, &values));
+                let py = py_jsonschema_verdicts(file.path(), *definition, &values);
+                (ajv.join().unwrap(), py)
+            });
             for ((c, ajv), py) in group.iter().zip(&ajv).zip(&py) {
                 let issues = validator.validate(&c.value);
                 let ours = validator.is_valid(&c.value);
@@ -168,7 +172,12 @@ fn hello_ok() -> Value {
 /// `value` with the member at `pointer` set (added when absent).
 fn with(mut value: Value, pointer: &str, new: Value) -> Value {
     let (parent, key) = pointer.rsplit_once('/').unwrap();
-    value.pointer_mut(parent).unwrap().as_object_mut().unwrap().insert(key.to_owned(), new);
+    value
+        .pointer_mut(parent)
+        .unwrap()
+        .as_object_mut()
+        .unwrap()
+        .insert(key.to_owned(), new);
     value
 }
 
