@@ -841,7 +841,8 @@ impl<'d> Lowerer<'d> {
             }
         }
         let wrap = |ty: Ty| {
-            if nullable {
+            // Any JSON value already includes null.
+            if nullable && ty != Ty::Any {
                 Ty::Nullable(Box::new(ty))
             } else {
                 ty
@@ -1436,10 +1437,7 @@ mod tests {
                 {"type": "array", "items": {"$ref": "#/$defs/J"}}, {"type": "object", "additionalProperties": {"$ref": "#/$defs/J"}}]},
             "Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}
         }}));
-        assert_eq!(
-            ir.get("J").unwrap().kind,
-            TypeKind::Alias(Ty::Nullable(Box::new(Ty::Any)))
-        );
+        assert_eq!(ir.get("J").unwrap().kind, TypeKind::Alias(Ty::Any));
         assert!(ir.needs_indirection("Node", &Ty::Ref("Node".into())));
         assert!(!ir.needs_indirection("J", &Ty::Ref("Node".into())));
     }

@@ -53,7 +53,7 @@ fn openclaw() -> &'static Generated {
     G.get_or_init(|| generate(&agentwire_testkit::openclaw_schema_path(), "openclaw"))
 }
 
-fn file<'a>(g: &'a Generated, lang: Language) -> (PathBuf, &'a str) {
+fn file(g: &Generated, lang: Language) -> (PathBuf, &str) {
     let f = g
         .files
         .iter()
@@ -333,6 +333,15 @@ fn fixture_cases() -> Vec<Value> {
     cases
 }
 
+/// Writes a scratch file only when its contents change, so that cargo's mtime-based
+/// fingerprints skip the (large) rebuild when nothing changed.
+fn write_if_changed(path: &Path, contents: impl AsRef<[u8]>) {
+    let contents = contents.as_ref();
+    if std::fs::read(path).ok().as_deref() != Some(contents) {
+        std::fs::write(path, contents).unwrap();
+    }
+}
+
 const SCRATCH_MAIN: &str = r#"
 mod cc;
 mod oc;
@@ -385,26 +394,30 @@ fn rust_compiles_and_round_trips_fixtures() {
     let manifest = "[package]\nname = \"codegen-scratch\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
         [dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\n\
         serde_json = { version = \"1\", features = [\"preserve_order\", \"float_roundtrip\"] }\n\n[workspace]\n";
-    std::fs::write(scratch.join("Cargo.toml"), manifest).unwrap();
+    write_if_changed(&scratch.join("Cargo.toml"), manifest);
     // The workspace lock pins the same serde versions, so the build reuses what the workspace built.
     let lock = agentwire_testkit::repo_root().join("Cargo.lock");
-    std::fs::copy(lock, scratch.join("Cargo.lock")).unwrap();
-    std::fs::write(
-        scratch.join("src/cc.rs"),
+    write_if_changed(
+        &scratch.join("Cargo.lock"),
+        std::fs::read_to_string(lock).unwrap(),
+    );
+    write_if_changed(
+        &scratch.join("src/cc.rs"),
         file(chainlesschain(), Language::Rust).1,
-    )
-    .unwrap();
-    std::fs::write(
-        scratch.join("src/oc.rs"),
+    );
+    write_if_changed(
+        &scratch.join("src/oc.rs"),
         file(openclaw(), Language::Rust).1,
-    )
-    .unwrap();
+    );
     let own = agentwire_testkit::repo_root().join("protocols");
     for (module, path) in [
         ("roll", "roll-runtime/generated/rust/roll_runtime.rs"),
         ("tasklens", "tasklens/generated/rust/run_events.rs"),
     ] {
-        std::fs::copy(own.join(path), scratch.join(format!("src/{module}.rs"))).unwrap();
+        write_if_changed(
+            &scratch.join(format!("src/{module}.rs")),
+            std::fs::read_to_string(own.join(path)).unwrap(),
+        );
     }
     let mut types: Vec<&str> = cases.iter().map(|c| c["type"].as_str().unwrap()).collect();
     types.sort();
@@ -413,11 +426,10 @@ fn rust_compiles_and_round_trips_fixtures() {
         .iter()
         .map(|t| format!("            \"{t}\" => round_trip::<{t}>(value),\n"))
         .collect();
-    std::fs::write(
-        scratch.join("src/main.rs"),
+    write_if_changed(
+        &scratch.join("src/main.rs"),
         SCRATCH_MAIN.replace("__DISPATCH__", &dispatch),
-    )
-    .unwrap();
+    );
     let cases_path = scratch.join("cases.json");
     std::fs::write(&cases_path, serde_json::to_string(&cases).unwrap()).unwrap();
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-scratch-target");

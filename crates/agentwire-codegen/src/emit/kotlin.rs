@@ -234,9 +234,30 @@ impl Gen<'_> {
             }
             Ty::Nullable(inner) => {
                 let t = self.ty(inner, qualified);
-                if t.ends_with('?') { t } else { format!("{t}?") }
+                if self.renders_nullable(inner) {
+                    t
+                } else {
+                    format!("{t}?")
+                }
             }
         }
+    }
+
+    /// Whether the Kotlin spelling of `ty` already admits null (`Any?`, `T?`, or an alias of
+    /// one), so that no second `?` is added.
+    fn renders_nullable(&self, ty: &Ty) -> bool {
+        let mut ty = ty;
+        for _ in 0..crate::ir::MAX_LOWERING_DEPTH {
+            match ty {
+                Ty::Any | Ty::Nullable(_) => return true,
+                Ty::Ref(name) => match self.ir.get(name).map(|t| &t.kind) {
+                    Some(TypeKind::Alias(inner)) => ty = inner,
+                    _ => return false,
+                },
+                _ => return false,
+            }
+        }
+        false
     }
 
     fn type_def(&mut self, t: &TypeDef) {
@@ -255,7 +276,7 @@ impl Gen<'_> {
                     push_block_doc(&mut p, "    ", &doc);
                     let prop = ident(&scope.claim(&names::camel(&f.wire)));
                     let ty = self.ty(&f.ty, false);
-                    let nullable = !f.required || ty.ends_with('?');
+                    let nullable = !f.required || self.renders_nullable(&f.ty);
                     for (measure, is_min, bound) in field_bounds(f) {
                         let (what, op) = if is_min { ("min", ">=") } else { ("max", "<=") };
                         let (expr, lit, keyword) = match measure {
@@ -279,7 +300,7 @@ impl Gen<'_> {
                     if f.required {
                         p.push_str(&format!("    val {prop}: {ty}"));
                     } else {
-                        let ty = if ty.ends_with('?') {
+                        let ty = if self.renders_nullable(&f.ty) {
                             ty
                         } else {
                             format!("{ty}?")

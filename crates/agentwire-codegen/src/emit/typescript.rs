@@ -134,7 +134,7 @@ impl Gen<'_> {
              return typeof value === \"object\" && value !== null && !Array.isArray(value);\n}\n\n\
              function hasKeys(value: Record<string, unknown>, required: readonly string[], allowed: readonly string[] | null): boolean {\n  \
              for (const key of required) {\n    if (!Object.prototype.hasOwnProperty.call(value, key)) return false;\n  }\n  \
-             if (allowed !== null) {\n    for (const key of Object.keys(value)) {\n      if (!allowed.includes(key)) return false;\n    }\n  }\n  \
+             if (allowed !== null) {\n    for (const key of Object.keys(value)) {\n      if (allowed.indexOf(key) < 0) return false;\n    }\n  }\n  \
              return true;\n}\n",
         );
         self.out.push_str(&o);

@@ -2848,7 +2848,7 @@ data class ErrorResponseErrorData(
     /** Wire name: `retryable`. */
     val retryable: Boolean,
     /** Wire name: `details`. */
-    val details: SharedJsonValue? = null
+    val details: SharedJsonValue = null
 )
 
 /**

@@ -72,7 +72,7 @@ function hasKeys(value: Record<string, unknown>, required: readonly string[], al
   }
   if (allowed !== null) {
     for (const key of Object.keys(value)) {
-      if (!allowed.includes(key)) return false;
+      if (allowed.indexOf(key) < 0) return false;
     }
   }
   return true;
