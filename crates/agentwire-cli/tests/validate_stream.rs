@@ -61,7 +61,7 @@ fn write_stream(mut stdin: ChildStdin) -> (ChildStdin, u64) {
             );
             line.resize(OVERLONG_BYTES, b'x');
             line.extend_from_slice(b"\"}}");
-        } else if line_no % INVALID_EVERY == 0 {
+        } else if line_no.is_multiple_of(INVALID_EVERY) {
             line.extend_from_slice(
                 format!("{{\"type\":\"event\",\"event\":\"tick\",\"seq\":-{line_no}}}").as_bytes(),
             );
@@ -136,7 +136,9 @@ fn one_gibibyte_of_ndjson_streams_in_bounded_memory() {
         .iter()
         .map(|r| r["line"].as_u64().unwrap())
         .collect();
-    let mut expected: Vec<u64> = (1..=lines).filter(|n| n % INVALID_EVERY == 0).collect();
+    let mut expected: Vec<u64> = (1..=lines)
+        .filter(|n| n.is_multiple_of(INVALID_EVERY))
+        .collect();
     expected.push(OVERLONG_LINE);
     expected.sort_unstable();
     assert_eq!(invalid_lines, expected);

@@ -28,7 +28,12 @@ const READ_BUFFER_BYTES: usize = 256 << 10;
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Schema document to validate against.
-    #[arg(long, value_name = "FILE", required_unless_present = "protocol", conflicts_with = "protocol")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "protocol",
+        conflicts_with = "protocol"
+    )]
     schema: Option<PathBuf>,
     /// Validate against a built-in protocol instead of a schema file (`roll-runtime`).
     #[arg(long, value_name = "NAME")]
