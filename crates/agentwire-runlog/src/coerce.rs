@@ -7,7 +7,7 @@
 //! cannot repair is kept raw in `malformed` and, wrapped in a valid envelope of type
 //! [`MALFORMED_EVENT_TYPE`], in `renderable` — shown folded, never executed.
 
-use std::collections::{HashMap, HashSet};
+use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::event::{
     EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, json_u64, parse_event_fast,
 };
-use crate::validate::{is_events_wrapper, validate_payload_fields};
+use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
 /// derivation folds it as an unknown event.
@@ -295,10 +295,10 @@ pub fn to_run_events_from_slice(bytes: &[u8], options: &CoerceOptions) -> Coerce
         return result;
     }
     // One document when it parses as one (NDJSON fails fast: at the end of its first line).
-    if trimmed.starts_with(b"[") || trimmed.starts_with(b"{") || !has_second_line(trimmed) {
-        if let Ok(value) = agentwire_schema::parse_json(trimmed) {
-            return to_run_events(value, options);
-        }
+    if (trimmed.starts_with(b"[") || trimmed.starts_with(b"{") || !has_second_line(trimmed))
+        && let Ok(value) = agentwire_schema::parse_json(trimmed)
+    {
+        return to_run_events(value, options);
     }
     let rows = ndjson_rows(bytes);
     coerce_rows(rows, InputShape::Ndjson, options)
@@ -998,8 +998,10 @@ fn envelope(
         Body::Event(mut event) => {
             *last_at = event.at;
             let mut raw = None;
-            if event.schema_version == SCHEMA_VERSION {
-                if let Some(fix) = normalize_type(&mut event.event_type, line) {
+            if event.schema_version == SCHEMA_VERSION
+                && let Some(fix) = normalize_type(&mut event.event_type, line)
+            {
+                {
                     raw = Some(event.to_value());
                     // The value as it came: with the original type.
                     if let Some(Value::Object(m)) = raw.as_mut() {
@@ -1194,10 +1196,11 @@ fn envelope(
             String::new()
         }
     };
-    if degrade.is_empty() && schema_version == SCHEMA_VERSION {
-        if let Some((fix, _)) = normalize_type(&mut event_type, line) {
-            fixes.push(fix);
-        }
+    if degrade.is_empty()
+        && schema_version == SCHEMA_VERSION
+        && let Some((fix, _)) = normalize_type(&mut event_type, line)
+    {
+        fixes.push(fix);
     }
 
     let event = RunEvent {
@@ -1302,7 +1305,7 @@ fn payload(
         return Ok(None);
     };
     // A valid payload needs no inference.
-    if validate_payload_fields(kind, &event.payload).is_empty() {
+    if payload_fields_valid(kind, &event.payload) {
         return Ok(Some(kind));
     }
     let mut fix = |code: &'static str, message: String| {
@@ -1478,31 +1481,27 @@ fn payload(
                 _ => {}
             }
         }
-        EventKind::StepError => {
-            if !p.contains_key("retryable") {
-                fix(
-                    "retryable-defaulted",
-                    "retryable missing; set to false (no automatic retry is the safe side)".into(),
-                );
-                p.insert("retryable".into(), Value::Bool(false));
-            }
+        EventKind::StepError if !p.contains_key("retryable") => {
+            fix(
+                "retryable-defaulted",
+                "retryable missing; set to false (no automatic retry is the safe side)".into(),
+            );
+            p.insert("retryable".into(), Value::Bool(false));
         }
-        EventKind::RunPaused => {
-            if !p.contains_key("reason") {
-                let reason = if track.pending_approvals.is_empty() {
-                    "user"
-                } else {
-                    "approval"
-                };
-                fix(
-                    "paused-reason-inferred",
-                    format!(
-                        "reason missing; {reason} because {} approval is pending",
-                        if reason == "user" { "no" } else { "an" }
-                    ),
-                );
-                p.insert("reason".into(), Value::String(reason.into()));
-            }
+        EventKind::RunPaused if !p.contains_key("reason") => {
+            let reason = if track.pending_approvals.is_empty() {
+                "user"
+            } else {
+                "approval"
+            };
+            fix(
+                "paused-reason-inferred",
+                format!(
+                    "reason missing; {reason} because {} approval is pending",
+                    if reason == "user" { "no" } else { "an" }
+                ),
+            );
+            p.insert("reason".into(), Value::String(reason.into()));
         }
         _ => {}
     }

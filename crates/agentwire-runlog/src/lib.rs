@@ -42,8 +42,8 @@ pub use stream::{
 };
 pub use validate::{
     InvalidEvent, Split, ValidationIssue, assert_event, is_envelope, is_valid_event,
-    is_valid_run_event, split_events, validate_envelope, validate_event, validate_payload,
-    validate_payload_fields,
+    is_valid_run_event, payload_fields_valid, split_events, validate_envelope, validate_event,
+    validate_payload, validate_payload_fields,
 };
 pub use view::{render_html, render_text, summary_line};
 

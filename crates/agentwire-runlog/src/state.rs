@@ -1,10 +1,10 @@
 //! Run state derivation: everything a run panel shows, folded from the event stream, in full
 //! ([`derive_run_state`]) or incrementally ([`Deriver`], constant work per event).
 
-use std::collections::{HashMap, HashSet};
+use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use crate::coerce::{CoerceOptions, to_run_events};
 use crate::event::{Decision, EventKind, PauseReason, Risk, RunEvent};
@@ -134,12 +134,12 @@ pub struct ToolCallState {
     pub result: Option<Value>,
     /// Error of a failed call.
     pub error: Option<Value>,
-    /// Duration in milliseconds.
-    pub ms: Option<f64>,
+    /// Duration in milliseconds, as written.
+    pub ms: Option<Number>,
     /// Tokens spent.
     pub tokens: Option<u64>,
-    /// Cost in US dollars.
-    pub cost: Option<f64>,
+    /// Cost in US dollars, as written.
+    pub cost: Option<Number>,
     /// `seq` of the call event.
     pub seq: u64,
     /// `at` of the call.
@@ -446,11 +446,11 @@ impl Deriver {
 
     /// Folds one event.
     pub fn push(&mut self, event: &RunEvent) -> Applied {
-        if let Some(run) = &self.state.run_id {
-            if *run != event.run_id {
-                self.state.other_run_events += 1;
-                return Applied::OtherRun;
-            }
+        if let Some(run) = &self.state.run_id
+            && *run != event.run_id
+        {
+            self.state.other_run_events += 1;
+            return Applied::OtherRun;
         }
         if !self.seen.insert(event.id.clone()) {
             return Applied::Duplicate;
@@ -638,13 +638,17 @@ impl Deriver {
                     }
                 };
                 let ok = p.get("ok").and_then(Value::as_bool).unwrap_or(false);
-                let ms = p.get("ms").and_then(Value::as_f64);
+                let number = |name: &str| match p.get(name) {
+                    Some(Value::Number(n)) => Some(n.clone()),
+                    _ => None,
+                };
+                let ms = number("ms");
                 let tokens = p.get("tokens").and_then(Value::as_u64);
-                let cost = p.get("cost").and_then(Value::as_f64);
+                let cost = number("cost");
                 let totals = &mut self.state.totals;
-                totals.ms += ms.unwrap_or(0.0);
+                totals.ms += ms.as_ref().and_then(Number::as_f64).unwrap_or(0.0);
                 totals.tokens = totals.tokens.saturating_add(tokens.unwrap_or(0));
-                totals.cost += cost.unwrap_or(0.0);
+                totals.cost += cost.as_ref().and_then(Number::as_f64).unwrap_or(0.0);
                 if !ok {
                     totals.failed_tool_calls += 1;
                 }
@@ -682,23 +686,11 @@ impl Deriver {
                     .unwrap_or(&event.id)
                     .to_owned();
                 let step_id = opt_string(event, "stepId");
-                if let Some(step) = &step_id {
-                    let i = self.step_index(step);
-                    self.state.steps[i].approvals.push(key.clone());
-                }
                 let risk = event.str_field("risk").and_then(Risk::from_wire);
-                if let Some(&old) = self.approvals.get(&key) {
-                    if self.state.approvals[old].status == ApprovalStatus::Pending {
-                        self.state.pending_approvals -= 1;
-                    }
-                }
-                self.approvals
-                    .insert(key.clone(), self.state.approvals.len());
-                self.state.pending_approvals += 1;
-                self.state.approvals.push(ApprovalState {
-                    approval_id: key,
+                let request = ApprovalState {
+                    approval_id: key.clone(),
                     event_id: event.id.clone(),
-                    step_id,
+                    step_id: step_id.clone(),
                     summary: opt_string(event, "summary"),
                     risk,
                     risk_weight: risk.map_or(0, Risk::weight),
@@ -706,7 +698,22 @@ impl Deriver {
                     call_id: opt_string(event, "callId"),
                     requested_at: Some(event.at),
                     ..ApprovalState::default()
-                });
+                };
+                // A repeated request for an approval still pending updates it; after a decision
+                // it opens a new round.
+                if let Some(&i) = self.approvals.get(&key)
+                    && self.state.approvals[i].status == ApprovalStatus::Pending
+                {
+                    self.state.approvals[i] = request;
+                    return;
+                }
+                if let Some(step) = &step_id {
+                    let i = self.step_index(step);
+                    self.state.steps[i].approvals.push(key.clone());
+                }
+                self.approvals.insert(key, self.state.approvals.len());
+                self.state.pending_approvals += 1;
+                self.state.approvals.push(request);
             }
             EventKind::ApprovalDecision => {
                 let key = event.str_field("approvalId").unwrap_or_default();

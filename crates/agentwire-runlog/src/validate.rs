@@ -298,6 +298,65 @@ fn check_fields(
     }
 }
 
+/// The verdict of [`check`] without building issues (the hot path of coercion and derivation).
+/// `check` reports no issue exactly when this returns `true`.
+fn rule_ok(rule: Rule, value: &Value) -> bool {
+    match rule {
+        Rule::NonEmptyString => matches!(value, Value::String(s) if !s.is_empty()),
+        Rule::String => value.is_string(),
+        Rule::Bool => value.is_boolean(),
+        Rule::Number(min, max) => value
+            .as_f64()
+            .is_some_and(|n| n >= min && max.is_none_or(|m| n <= m)),
+        Rule::Integer(min, max) => match value {
+            Value::Number(n) if n.as_i64().is_some_and(|i| i < 0) => false,
+            Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0 && f < 0.0) => false,
+            Value::Number(_) => match json_u64(value) {
+                Some(v) => v >= min && max.is_none_or(|m| v <= m),
+                None => value.as_f64().is_some_and(|f| f.fract() == 0.0) && max.is_none(),
+            },
+            _ => false,
+        },
+        Rule::Enum(values) => matches!(value, Value::String(s) if values.contains(&s.as_str())),
+        Rule::ErrorInfo => match value {
+            Value::String(_) => true,
+            Value::Object(map) => {
+                map.get("message").is_some_and(Value::is_string)
+                    && map.get("code").is_none_or(Value::is_string)
+            }
+            _ => false,
+        },
+        Rule::PlanSteps => match value {
+            Value::Array(items) => items.iter().all(|item| match item {
+                Value::Object(step) => {
+                    step.get("id")
+                        .is_some_and(|v| rule_ok(Rule::NonEmptyString, v))
+                        && step.get("title").is_some_and(Value::is_string)
+                }
+                _ => false,
+            }),
+            _ => false,
+        },
+        Rule::Object => value.is_object(),
+        Rule::Any => true,
+    }
+}
+
+fn fields_ok(map: &Map<String, Value>, rules: &[(&str, Rule, bool)]) -> bool {
+    rules
+        .iter()
+        .all(|&(name, rule, required)| match map.get(name) {
+            Some(value) => rule_ok(rule, value),
+            None => !required,
+        })
+}
+
+/// Whether the payload fields of a known type are valid: the verdict of
+/// [`validate_payload_fields`] without building issues.
+pub fn payload_fields_valid(kind: EventKind, map: &Map<String, Value>) -> bool {
+    fields_ok(map, payload_rules(kind))
+}
+
 const ENVELOPE_RULES: &[(&str, Rule, bool)] = &[
     ("id", Rule::NonEmptyString, true),
     ("runId", Rule::NonEmptyString, true),
@@ -358,9 +417,24 @@ pub fn validate_event(value: &Value) -> Vec<ValidationIssue> {
     issues
 }
 
-/// Whether a value is a valid event.
+/// Whether a value is a valid event (the verdict of [`validate_event`], without building issues).
 pub fn is_valid_event(value: &Value) -> bool {
-    validate_event(value).is_empty()
+    let Value::Object(map) = value else {
+        return false;
+    };
+    if !fields_ok(map, ENVELOPE_RULES) {
+        return false;
+    }
+    let version = map.get("schemaVersion").and_then(json_u64);
+    match (
+        version,
+        map.get("type")
+            .and_then(Value::as_str)
+            .and_then(EventKind::from_wire),
+    ) {
+        (Some(SCHEMA_VERSION), Some(kind)) => fields_ok(map, payload_rules(kind)),
+        _ => true,
+    }
 }
 
 /// Whether a value has a valid envelope (its payload is not checked).
@@ -377,7 +451,7 @@ pub fn is_valid_run_event(event: &RunEvent) -> bool {
         && event.schema_version >= 1
         && event
             .kind()
-            .is_none_or(|kind| validate_payload_fields(kind, &event.payload).is_empty())
+            .is_none_or(|kind| payload_fields_valid(kind, &event.payload))
 }
 
 /// An event that failed [`assert_event`].

@@ -214,7 +214,7 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
                     "      tool {} {status}",
                     call.name.as_deref().unwrap_or("(unknown tool)")
                 );
-                if let Some(ms) = call.ms {
+                if let Some(ms) = &call.ms {
                     let _ = write!(out, " {ms} ms");
                 }
                 if let Some(t) = call.tokens {
@@ -451,13 +451,13 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
                         "running"
                     },
                 );
-                if let Some(ms) = call.ms {
+                if let Some(ms) = &call.ms {
                     let _ = write!(h, " {ms} ms");
                 }
                 if let Some(t) = call.tokens {
                     let _ = write!(h, " · {t} tokens");
                 }
-                if let Some(c) = call.cost {
+                if let Some(c) = &call.cost {
                     let _ = write!(h, " · ${c}");
                 }
                 let mut raw = serde_json::Map::new();
@@ -529,15 +529,15 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
         };
         let _ = write!(
             h,
-            "<div class=\"ev{}\" data-valid=\"{valid}\"><details class=\"raw\"{}><summary><span class=\"seq\">#{}</span> \
-             <span class=\"type\">{}</span>{}</summary><pre>{}</pre></details></div>\n",
+            "<div class=\"ev{}\" data-valid=\"{valid}\"><details class=\"raw\"><summary><span class=\"seq\">#{}</span> \
+             <span class=\"type\">{}</span>{}</summary><pre>{}</pre></details></div>",
             if valid && known { "" } else { " folded" },
-            "",
             event.seq,
             esc(&event.event_type),
             esc(note),
             esc(&pretty(&event.to_value())),
         );
+        h.push('\n');
     }
     h.push_str("</section>\n");
 
@@ -559,6 +559,6 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
         }
         h.push_str("</section>\n");
     }
-    let _ = write!(h, "</main><script>{PAGE_SCRIPT}</script></body></html>\n");
+    let _ = writeln!(h, "</main><script>{PAGE_SCRIPT}</script></body></html>");
     h
 }

@@ -1,4 +1,5 @@
 //! One test per inference rule of the lenient parser and per "does not guess" rule.
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use agentwire_runlog::{
     CoerceOptions, CoerceResult, InputShape, Issue, IssueLevel, MALFORMED_EVENT_TYPE, RunEvent,

@@ -1,5 +1,6 @@
 //! Invariants over random streams: coercing a valid stream changes nothing, `split_events`
 //! partitions its input, and incremental derivation equals full derivation after every event.
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use agentwire_runlog::{
     ApprovalOutcome, CoerceOptions, Deriver, IssueLevel, MockRunOptions, RunEvent,

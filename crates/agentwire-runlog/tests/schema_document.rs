@@ -1,6 +1,7 @@
 //! The schema document is the single source of the shapes: it loads, lints clean, is in canonical
 //! text with a stable digest, and the crate's hand-written checks agree with the schema
 //! validator (and with Ajv) on every fixture, every mock run and every coerced wrapper.
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use std::path::PathBuf;
 
@@ -112,6 +113,11 @@ fn hand_written_checks_agree_with_the_schema_validator() {
     let validator = document().validator().expect("validator");
     for (name, value) in instances() {
         let ours = is_valid_event(&value);
+        assert_eq!(
+            ours,
+            validate_event(&value).is_empty(),
+            "{name}: verdict and issues agree"
+        );
         let schema = validator.is_valid(&value);
         assert_eq!(
             ours,

@@ -1,5 +1,6 @@
 //! The protocol's hand-written example, coerced: the exact expected output is the snapshot
 //! (also written out in docs/runlog.md).
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use agentwire_runlog::{CoerceOptions, IssueLevel, derive_run_state, to_run_events};
 use serde_json::json;
