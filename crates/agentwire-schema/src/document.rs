@@ -285,6 +285,14 @@ impl SchemaDocument {
             if let Some(Value::String(anchor)) = map.get("$anchor") {
                 anchors.insert(anchor.clone(), at.to_owned());
             }
+            // Draft-07 spells an anchor as a fragment-only `$id` ("#name").
+            if let Some(Value::String(id)) = map.get("$id")
+                && let Some(name) = id.strip_prefix('#')
+                && !name.is_empty()
+                && !name.starts_with('/')
+            {
+                anchors.insert(name.to_owned(), at.to_owned());
+            }
         });
         if let Some(err) = bad {
             return Err(err);
@@ -431,10 +439,15 @@ impl SchemaDocument {
                 out.push(pointer::push(at, key));
             }
         }
-        if let Some(Value::Object(entries)) = map.get("dependentSchemas") {
-            let base = pointer::push(at, "dependentSchemas");
-            for name in entries.keys() {
-                out.push(pointer::push(&base, name));
+        for key in ["dependentSchemas", "dependencies"] {
+            if let Some(Value::Object(entries)) = map.get(key) {
+                let base = pointer::push(at, key);
+                for (name, schema) in entries {
+                    // Draft-07 `dependencies` also holds property lists, which apply nothing.
+                    if schema.is_object() {
+                        out.push(pointer::push(&base, name));
+                    }
+                }
             }
         }
         out
@@ -595,6 +608,28 @@ mod tests {
             .unwrap();
         let err = load(json!({"$defs": {"Self": {"$ref": "#/$defs/Self"}}})).unwrap_err();
         assert_eq!(err.kind, SchemaErrorKind::RefCycle);
+    }
+
+    #[test]
+    fn draft07_dependencies_can_close_a_cycle() {
+        let err = load(json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"A": {"dependencies": {"x": {"$ref": "#/definitions/A"}, "y": ["z"]}}},
+            "$ref": "#/definitions/A"
+        }))
+        .unwrap_err();
+        assert_eq!(err.kind, SchemaErrorKind::RefCycle);
+    }
+
+    #[test]
+    fn draft07_plain_name_ids_are_anchors() {
+        let d = load(json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"A": {"$id": "#item", "type": "string"}},
+            "properties": {"a": {"$ref": "#item"}}
+        }))
+        .unwrap();
+        assert_eq!(d.refs()[0].target, "/definitions/A");
     }
 
     #[test]
