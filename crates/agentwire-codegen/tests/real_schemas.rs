@@ -123,6 +123,44 @@ fn python_passes_mypy_strict() {
     }
 }
 
+/// The TypeScript guard `isApprovalDecision` refuses an unknown kind and extra keys (FACTS §6
+/// fixture), compiled to JavaScript and run under Node.
+#[test]
+fn typescript_approval_guard_fails_closed() {
+    let (path, _) = file(chainlesschain(), Language::TypeScript);
+    let out = path.parent().unwrap().join("js");
+    run(
+        agentwire_testkit::require_tsc()
+            .args([
+                "--strict", "--target", "es2020", "--module", "commonjs", "--outDir",
+            ])
+            .arg(&out)
+            .arg(&path),
+        "tsc (emit)",
+    );
+    let fixture = agentwire_testkit::peer_fixture(
+        "chainlesschain/fixtures/test/fixtures/approval-decisions.json",
+    );
+    let script = r#"
+const m = require(process.argv[1]);
+const cases = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+for (const c of cases) {
+  // A grant missing its scope is nested: the schema validator rejects it, not the guard.
+  if (c.name === "invalid-permission") continue;
+  if (m.isApprovalDecision(c.value) !== c.valid) throw new Error("guard disagrees on " + c.name);
+}
+console.log("ok");
+"#;
+    run(
+        agentwire_testkit::require_node()
+            .arg("-e")
+            .arg(script)
+            .arg(out.join("chainlesschain.js"))
+            .arg(fixture),
+        "node approval guard",
+    );
+}
+
 /// `parse_approval_decision` rejects an unknown kind and extra keys (FACTS §6 fixture).
 #[test]
 fn python_approval_decisions_fail_closed() {
