@@ -188,6 +188,80 @@ pub struct RefSite {
     pub target: String,
 }
 
+/// Why a `$ref` does not resolve inside its document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RefProblem {
+    /// It points into another document.
+    External,
+    /// Its fragment has a malformed percent escape.
+    MalformedEscape,
+    /// No `$anchor` (or draft-07 fragment `$id`) has that name.
+    NoAnchor(String),
+    /// It points at a value that is not a schema.
+    NotSchema,
+    /// It points at nothing.
+    Missing,
+}
+
+impl RefProblem {
+    /// The end of a sentence that starts with the reference.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            RefProblem::External => {
+                "points into another document; only references inside this document are supported"
+                    .to_owned()
+            }
+            RefProblem::MalformedEscape => "has a malformed percent escape".to_owned(),
+            RefProblem::NoAnchor(name) => format!("names no $anchor {name:?} in this document"),
+            RefProblem::NotSchema => "points at a value that is not a schema".to_owned(),
+            RefProblem::Missing => "does not resolve to anything in this document".to_owned(),
+        }
+    }
+}
+
+/// The anchor a schema object declares: `$anchor`, or in draft-07 a fragment-only `$id`
+/// (`"#name"`).
+pub(crate) fn anchor_name(schema: &Value) -> Option<&str> {
+    if let Some(Value::String(anchor)) = schema.get("$anchor") {
+        return Some(anchor);
+    }
+    match schema.get("$id") {
+        Some(Value::String(id)) => id
+            .strip_prefix('#')
+            .filter(|name| !name.is_empty() && !name.starts_with('/')),
+        _ => None,
+    }
+}
+
+/// Resolves a `$ref` against the document `root` (whose `$id` is `id` and whose anchors map
+/// names to pointers) into a JSON Pointer inside it. The loader and lint share this, so a
+/// document lint finds no reference problem in is a document that loads.
+pub(crate) fn resolve_reference(
+    root: &Value,
+    id: Option<&str>,
+    anchors: &HashMap<String, String>,
+    reference: &str,
+) -> Result<String, RefProblem> {
+    let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+    if !base.is_empty() && id.map(|id| id.trim_end_matches('#')) != Some(base) {
+        return Err(RefProblem::External);
+    }
+    let fragment = pointer::percent_decode(fragment).ok_or(RefProblem::MalformedEscape)?;
+    let target = if fragment.is_empty() || fragment.starts_with('/') {
+        fragment
+    } else {
+        anchors
+            .get(&fragment)
+            .cloned()
+            .ok_or(RefProblem::NoAnchor(fragment))?
+    };
+    match pointer::resolve(root, &target) {
+        Some(v) if walk::is_schema(v) => Ok(target),
+        Some(_) => Err(RefProblem::NotSchema),
+        None => Err(RefProblem::Missing),
+    }
+}
+
 /// A loaded protocol schema document whose references all resolve.
 #[derive(Debug, Clone)]
 pub struct SchemaDocument {
@@ -282,15 +356,7 @@ impl SchemaDocument {
                 }
                 _ => {}
             }
-            if let Some(Value::String(anchor)) = map.get("$anchor") {
-                anchors.insert(anchor.clone(), at.to_owned());
-            }
-            // Draft-07 spells an anchor as a fragment-only `$id` ("#name").
-            if let Some(Value::String(id)) = map.get("$id")
-                && let Some(name) = id.strip_prefix('#')
-                && !name.is_empty()
-                && !name.starts_with('/')
-            {
+            if let Some(name) = anchor_name(schema) {
                 anchors.insert(name.to_owned(), at.to_owned());
             }
         });
@@ -313,57 +379,19 @@ impl SchemaDocument {
 
     /// Turns a `$ref` string into a pointer inside this document.
     fn ref_target(&self, at: &str, reference: &str) -> Result<String, SchemaError> {
-        let ref_at = pointer::push(at, "$ref");
-        let (base, fragment) = match reference.split_once('#') {
-            Some((base, fragment)) => (base, fragment),
-            None => (reference, ""),
-        };
-        if !base.is_empty() {
-            let own = self.id.as_deref().map(|id| id.trim_end_matches('#'));
-            if own != Some(base) {
-                return Err(SchemaError::new(
-                    SchemaErrorKind::UnsupportedRef,
-                    ref_at,
-                    format!(
-                        "{reference:?} points into another document; only references inside this document are supported"
-                    ),
-                ));
-            }
-        }
-        let fragment = pointer::percent_decode(fragment).ok_or_else(|| {
-            SchemaError::new(
-                SchemaErrorKind::UnresolvedRef,
-                ref_at.clone(),
-                format!("{reference:?} has a malformed percent escape"),
-            )
-        })?;
-        let target = if fragment.is_empty() || fragment.starts_with('/') {
-            fragment
-        } else {
-            match self.anchors.get(&fragment) {
-                Some(target) => target.clone(),
-                None => {
-                    return Err(SchemaError::new(
-                        SchemaErrorKind::UnresolvedRef,
-                        ref_at,
-                        format!("{reference:?}: no $anchor named {fragment:?}"),
-                    ));
-                }
-            }
-        };
-        match pointer::resolve(&self.value, &target) {
-            Some(v) if walk::is_schema(v) => Ok(target),
-            Some(_) => Err(SchemaError::new(
-                SchemaErrorKind::UnresolvedRef,
-                ref_at,
-                format!("{reference:?} points at a value that is not a schema"),
-            )),
-            None => Err(SchemaError::new(
-                SchemaErrorKind::UnresolvedRef,
-                ref_at,
-                format!("{reference:?} does not resolve to anything in this document"),
-            )),
-        }
+        resolve_reference(&self.value, self.id.as_deref(), &self.anchors, reference).map_err(
+            |problem| {
+                let kind = match problem {
+                    RefProblem::External => SchemaErrorKind::UnsupportedRef,
+                    _ => SchemaErrorKind::UnresolvedRef,
+                };
+                SchemaError::new(
+                    kind,
+                    pointer::push(at, "$ref"),
+                    format!("{reference:?} {}", problem.describe()),
+                )
+            },
+        )
     }
 
     /// Finds cycles of in-place evaluation (`$ref`, `allOf`/`anyOf`/`oneOf`, `not`,

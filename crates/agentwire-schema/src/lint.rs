@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::document::{Draft, LoadOptions, SchemaDocument, SchemaErrorKind};
+use crate::document::{self, Draft, LoadOptions, RefProblem, SchemaDocument, SchemaErrorKind};
 use crate::json::MAX_JSON_DEPTH;
 use crate::pointer;
 use crate::walk;
@@ -463,8 +463,8 @@ impl<'v> Linter<'v> {
         let mut schemas = HashSet::new();
         walk::for_each_subschema(root, |at, schema| {
             schemas.insert(at.to_owned());
-            if let Some(Value::String(anchor)) = schema.get("$anchor") {
-                anchors.insert(anchor.clone(), at.to_owned());
+            if let Some(name) = document::anchor_name(schema) {
+                anchors.insert(name.to_owned(), at.to_owned());
             }
         });
         Linter {
@@ -490,27 +490,10 @@ impl<'v> Linter<'v> {
     }
 
     fn resolve(&self, reference: &str) -> RefTarget {
-        let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
-        if !base.is_empty() && self.id.map(|id| id.trim_end_matches('#')) != Some(base) {
-            return RefTarget::External;
-        }
-        let Some(fragment) = pointer::percent_decode(fragment) else {
-            return RefTarget::Unresolved("has a malformed percent escape".to_owned());
-        };
-        let target = if fragment.is_empty() || fragment.starts_with('/') {
-            fragment
-        } else {
-            match self.anchors.get(&fragment) {
-                Some(target) => target.clone(),
-                None => return RefTarget::Unresolved(format!("no anchor named {fragment:?}")),
-            }
-        };
-        match pointer::resolve(self.root, &target) {
-            Some(v) if walk::is_schema(v) => RefTarget::Pointer(target),
-            Some(_) => RefTarget::Unresolved("points at a value that is not a schema".to_owned()),
-            None => {
-                RefTarget::Unresolved("does not resolve to anything in this document".to_owned())
-            }
+        match document::resolve_reference(self.root, self.id, &self.anchors, reference) {
+            Ok(target) => RefTarget::Pointer(target),
+            Err(RefProblem::External) => RefTarget::External,
+            Err(problem) => RefTarget::Unresolved(problem.describe()),
         }
     }
 
