@@ -86,9 +86,7 @@ fn check_lists_stale_and_missing_files_with_the_fix_command() {
     std::fs::remove_file(out.join("py/tagged_union.py")).unwrap();
     let check = agentwire(&["gen", "--check", "--lang", "py,rust,ts"], &out);
     assert_eq!(check.status.code(), Some(1));
-    let expected = format!(
-        "stale: OUT/ts/tagged_union.ts\nmissing: OUT/py/tagged_union.py\n2 of 3 generated file(s) out of date; run: agentwire gen --lang rust,ts,py --out OUT SCHEMA\n"
-    );
+    let expected = "stale: OUT/ts/tagged_union.ts\nmissing: OUT/py/tagged_union.py\n2 of 3 generated file(s) out of date; run: agentwire gen --lang rust,ts,py --out OUT SCHEMA\n";
     assert_eq!(text(&check.stdout, &out), expected);
     // Nothing was written by --check.
     assert!(!out.join("py/tagged_union.py").exists());

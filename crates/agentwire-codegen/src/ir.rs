@@ -219,7 +219,17 @@ impl Ty {
 impl Ir {
     /// Lowers a document. `schema_name` is what the header names (usually the file name).
     pub fn lower(doc: &SchemaDocument, schema_name: &str) -> Result<Ir, CodegenError> {
-        Lowerer::new(doc).run(schema_name)
+        Lowerer::new(doc).run(schema_name, None)
+    }
+
+    /// Lowers a document, naming the root type `root_name` (e.g. `GatewayFrame`) instead of
+    /// `<ProtocolName>Message`.
+    pub fn lower_with_root_name(
+        doc: &SchemaDocument,
+        schema_name: &str,
+        root_name: Option<&str>,
+    ) -> Result<Ir, CodegenError> {
+        Lowerer::new(doc).run(schema_name, root_name)
     }
 
     /// A named type.
@@ -391,7 +401,7 @@ impl<'d> Lowerer<'d> {
         }
     }
 
-    fn run(mut self, schema_name: &str) -> Result<Ir, CodegenError> {
+    fn run(mut self, schema_name: &str, root_name: Option<&str>) -> Result<Ir, CodegenError> {
         let doc = self.doc;
         let root = doc.value();
         let identity = read_identity(doc)?;
@@ -412,9 +422,10 @@ impl<'d> Lowerer<'d> {
                 .any(|k| m.contains_key(*k))
         });
         let root_name = if root_is_schema {
-            let wanted = match &identity.name {
-                Some(name) => format!("{}Message", names::pascal(name)),
-                None => "ProtocolMessage".to_owned(),
+            let wanted = match (root_name, &identity.name) {
+                (Some(root), _) => names::pascal(root),
+                (None, Some(name)) => format!("{}Message", names::pascal(name)),
+                (None, None) => "ProtocolMessage".to_owned(),
             };
             let claimed = self.scope.claim(&wanted);
             self.by_pointer.insert(String::new(), claimed.clone());

@@ -83,6 +83,9 @@ pub struct Options {
     pub base_name: String,
     /// Kotlin package of the generated file.
     pub kotlin_package: String,
+    /// Name of the root type (the document's own `oneOf` of messages or frames); `None` gives
+    /// `<ProtocolName>Message` or `ProtocolMessage`.
+    pub root_name: Option<String>,
 }
 
 impl Options {
@@ -98,6 +101,7 @@ impl Options {
         let base_name = names::snake(stem);
         Options {
             kotlin_package: format!("agentwire.generated.{base_name}"),
+            root_name: None,
             base_name,
         }
     }
@@ -127,7 +131,7 @@ pub fn generate_from_document(
     languages: &[Language],
     options: &Options,
 ) -> Result<Vec<GeneratedFile>, CodegenError> {
-    let ir = Ir::lower(doc, schema_name)?;
+    let ir = Ir::lower_with_root_name(doc, schema_name, options.root_name.as_deref())?;
     Ok(generate(&ir, languages, options))
 }
 

@@ -19,12 +19,13 @@ struct Generated {
     files: Vec<GeneratedFile>,
 }
 
-fn generate(schema: &Path, base: &str) -> Generated {
+fn generate(schema: &Path, base: &str, root_name: Option<&str>) -> Generated {
     let doc = SchemaDocument::open(schema).unwrap();
     let name = schema.file_name().unwrap().to_str().unwrap();
     let mut options = Options::for_schema(name);
     options.base_name = base.to_owned();
     options.kotlin_package = format!("agentwire.generated.{base}");
+    options.root_name = root_name.map(str::to_owned);
     let files =
         agentwire_codegen::generate_from_document(&doc, name, &Language::ALL, &options).unwrap();
     let again =
@@ -44,13 +45,21 @@ fn chainlesschain() -> &'static Generated {
         generate(
             &agentwire_testkit::chainlesschain_schema_path(),
             "chainlesschain",
+            None,
         )
     })
 }
 
 fn openclaw() -> &'static Generated {
     static G: OnceLock<Generated> = OnceLock::new();
-    G.get_or_init(|| generate(&agentwire_testkit::openclaw_schema_path(), "openclaw"))
+    // OpenClaw's own Swift models call the frame union GatewayFrame.
+    G.get_or_init(|| {
+        generate(
+            &agentwire_testkit::openclaw_schema_path(),
+            "openclaw",
+            Some("GatewayFrame"),
+        )
+    })
 }
 
 fn file(g: &Generated, lang: Language) -> (PathBuf, &str) {
@@ -336,7 +345,7 @@ fn fixture_cases() -> Vec<Value> {
         ),
     ];
     for (name, frame) in frames {
-        cases.push(case("oc::ProtocolMessage", name, frame, "roundtrip"));
+        cases.push(case("oc::GatewayFrame", name, frame, "roundtrip"));
     }
     cases.push(case(
         "oc::ConnectParams",
@@ -357,13 +366,13 @@ fn fixture_cases() -> Vec<Value> {
         "roundtrip",
     ));
     cases.push(case(
-        "oc::ProtocolMessage",
+        "oc::GatewayFrame",
         "numeric request id",
         json!({"type": "req", "id": 1, "method": "health"}),
         "reject",
     ));
     cases.push(case(
-        "oc::ProtocolMessage",
+        "oc::GatewayFrame",
         "extra key on a closed frame",
         json!({"type": "req", "id": "a", "method": "health", "x": 1}),
         "reject",

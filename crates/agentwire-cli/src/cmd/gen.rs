@@ -25,6 +25,9 @@ pub(crate) struct Args {
     /// Kotlin package (default: agentwire.generated.<name>).
     #[arg(long)]
     kotlin_package: Option<String>,
+    /// Name of the root message type (default: <ProtocolName>Message or ProtocolMessage).
+    #[arg(long)]
+    root_name: Option<String>,
     /// Schema document.
     schema: PathBuf,
 }
@@ -48,6 +51,9 @@ fn fix_command(args: &Args, languages: &[Language]) -> String {
     }
     if let Some(package) = &args.kotlin_package {
         parts.push(format!("--kotlin-package {package}"));
+    }
+    if let Some(root) = &args.root_name {
+        parts.push(format!("--root-name {root}"));
     }
     parts.push(shell_word(&args.schema));
     parts.join(" ")
@@ -91,6 +97,7 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
     if let Some(package) = &args.kotlin_package {
         options.kotlin_package = package.clone();
     }
+    options.root_name = args.root_name.clone();
     let files = agentwire_codegen::generate_from_document(&doc, &schema_name, &languages, &options)
         .with_context(|| format!("cannot generate bindings for {}", args.schema.display()))?;
     let command = fix_command(&args, &languages);
