@@ -38,10 +38,24 @@ pub(crate) fn print_fatal(err: &anyhow::Error, format: Format) {
 }
 
 fn error_code(err: &anyhow::Error) -> &'static str {
+    // Every library error carries a stable code; the first one in the chain names the failure.
+    macro_rules! coded {
+        ($cause:expr, $($ty:ty),+ $(,)?) => {
+            $(if let Some(e) = $cause.downcast_ref::<$ty>() {
+                return e.code();
+            })+
+        };
+    }
     for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<agentwire_schema::SchemaError>() {
-            return e.code();
-        }
+        coded!(
+            cause,
+            agentwire_schema::SchemaError,
+            agentwire_schema::IdentityError,
+            agentwire_schema::ExportError,
+            agentwire_schema::VersionError,
+            agentwire_schema::ProjectError,
+            agentwire_codegen::CodegenError,
+        );
         if let Some(e) = cause.downcast_ref::<agentwire_schema::JsonError>() {
             return e.kind.code();
         }
