@@ -146,3 +146,119 @@ fn unknown_protocols_and_versions_are_usage_errors() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn schema_export_of_the_built_in_protocol_is_the_checked_in_export() {
+    for version in ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"] {
+        let output = agentwire()
+            .args([
+                "schema",
+                "export",
+                "--protocol",
+                "roll-runtime",
+                "--version",
+                version,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{version}");
+        let expected = std::fs::read(agentwire_testkit::repo_root().join(format!(
+            "protocols/roll-runtime/exports/roll-runtime-{version}.schema.json"
+        )))
+        .unwrap();
+        assert_eq!(output.stdout, expected, "{version}");
+    }
+    let output = agentwire()
+        .args([
+            "schema",
+            "export",
+            "--protocol",
+            "roll-runtime",
+            "--version",
+            "0.9",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// Projections that succeed and that are refused over all (fixture, older version) pairs.
+const PROJECTED: usize = 34;
+const REFUSED: usize = 56;
+
+/// Every valid upstream fixture projected from its version to every older one is valid there,
+/// or refused with the documented reason (a server request or `approval.resolved` has no 1.0
+/// form; a 1.2+ cancel cannot name the 1.1 JSON-RPC id; `userInput.request` has no 1.1 form).
+#[test]
+fn project_takes_every_valid_fixture_to_every_older_version() {
+    use agentwire_roll::ProtocolVersion;
+    use std::io::Write;
+    use std::process::Stdio;
+    let all = fixtures();
+    let (mut projected, mut refused) = (0, 0);
+    for from in ["1.1", "1.2", "1.3", "1.4", "1.5"] {
+        let lines: Vec<String> = all
+            .iter()
+            .filter(|f| f.1 == from && f.2)
+            .map(|f| serde_json::to_string(&read_json(&f.0)).unwrap())
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let from_version = ProtocolVersion::parse(from).unwrap();
+        for to in from_version.older() {
+            let mut child = agentwire()
+                .args([
+                    "--format",
+                    "json",
+                    "project",
+                    "--protocol",
+                    "roll-runtime",
+                    "--from",
+                    from,
+                    "--to",
+                    to.as_str(),
+                ])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all((lines.join("\n") + "\n").as_bytes())
+                .unwrap();
+            let output = child.wait_with_output().unwrap();
+            let out = String::from_utf8(output.stdout).unwrap();
+            let results: Vec<Value> = out
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(results.len(), lines.len(), "{from} -> {to}");
+            for (input, result) in lines.iter().zip(&results) {
+                if let Some(error) = result.get("error") {
+                    // Refused only because the target lacks the message's kind, never because a
+                    // rule produced something invalid.
+                    let code = error["code"].as_str().unwrap();
+                    assert!(
+                        [
+                            "roll.project.unsupported",
+                            "roll.project.missing_server_request_id"
+                        ]
+                        .contains(&code),
+                        "{from} -> {to}: {input} {error}"
+                    );
+                    refused += 1;
+                } else {
+                    assert!(
+                        agentwire_roll::schema::is_valid(to, result),
+                        "{from} -> {to}: {result}"
+                    );
+                    projected += 1;
+                }
+            }
+        }
+    }
+    assert_eq!((projected, refused), (PROJECTED, REFUSED));
+}

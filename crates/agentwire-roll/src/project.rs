@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::schema::{self, SchemaIssue};
-use crate::version::{Feature, Method, ProtocolVersion};
+use crate::version::{Feature, Method, ProtocolVersion, ServerRequestMethod};
 
 /// Why a value could not be projected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -283,8 +283,22 @@ fn project_result(
     if is("initializeResult") {
         return Ok(project_initialize_result(result, to));
     }
-    if is("operationResultGetResult") && !Method::OperationResultGet.is_available(to) {
-        return Err(unsupported("an operation.result.get result", to));
+    // A result only the target's missing methods produce cannot be sent there (a JSON-RPC
+    // response does not name its method, so the shape decides).
+    let methods = Method::ALL
+        .into_iter()
+        .map(|m| (m.as_str(), m.is_available(to)));
+    let server = ServerRequestMethod::ALL
+        .into_iter()
+        .map(|m| (m.as_str(), m.is_available(to)));
+    let mut producers = methods
+        .chain(server)
+        .filter(|(name, _)| is(&format!("{}Result", crate::parse::definition_stem(name))))
+        .peekable();
+    if let Some((first, _)) = producers.peek().copied()
+        && producers.all(|(_, available)| !available)
+    {
+        return Err(unsupported(format!("a result of {first}"), to));
     }
     Ok(result.clone())
 }

@@ -245,6 +245,19 @@ fn whole_messages_and_refusals() {
         project_message(&json!({"jsonrpc": "2.0"}), V1_5, V1_2),
         Err(ProjectionError::InvalidInput { .. })
     ));
+    // A result whose only producers are missing in the target is refused, not mangled.
+    let decision = json!({"jsonrpc": "2.0", "id": "runtime:1", "result": {"decision": "approve"}});
+    assert!(project_message(&decision, V1_2, V1_1).is_ok());
+    let err = project_message(&decision, V1_2, V1_0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a result of approval.request cannot be projected to 1.0"
+    );
+    let ack = json!({"jsonrpc": "2.0", "id": 2, "result": {"revision": 1, "acceptedServerRequestMethods": []}});
+    assert_eq!(
+        project_message(&ack, V1_5, V1_1).unwrap_err().code(),
+        "roll.project.unsupported"
+    );
 }
 
 fn status() -> impl Strategy<Value = &'static str> {

@@ -1,5 +1,6 @@
 //! `agentwire project --schema S --to V [--from V] [--def NAME] [INPUT|-]`: projects NDJSON
-//! messages of one wire version down to an older one.
+//! messages of one wire version down to an older one. `--protocol roll-runtime` uses the
+//! protocol's own projection rules (agentwire-roll) instead of the generic annotation engine.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -17,8 +18,15 @@ pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The annotated schema document (docs/versions.md).
-    #[arg(long)]
-    schema: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "protocol",
+        conflicts_with = "protocol"
+    )]
+    schema: Option<PathBuf>,
+    /// Project messages of a built-in protocol (`roll-runtime`) with its own rules.
+    #[arg(long, value_name = "NAME", conflicts_with = "definition")]
+    protocol: Option<String>,
     /// The wire version to project to.
     #[arg(long)]
     to: String,
@@ -33,10 +41,46 @@ pub(crate) struct Args {
     input: PathBuf,
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
-    let doc = output::load_schema(&args.schema)?;
-    let from = match args.from {
-        Some(v) => v,
+/// What projects one message: the generic engine over an annotated document, or a built-in
+/// protocol's own rules.
+enum Engine {
+    Generic(Box<Projector>),
+    Roll {
+        from: agentwire_roll::ProtocolVersion,
+        to: agentwire_roll::ProtocolVersion,
+    },
+}
+
+impl Engine {
+    /// The projected message, or (code, pointer, message) of why it cannot be projected.
+    fn project(
+        &self,
+        message: &serde_json::Value,
+    ) -> Result<serde_json::Value, (String, String, String)> {
+        match self {
+            Engine::Generic(projector) => projector
+                .project(message)
+                .map_err(|e| (e.code().to_owned(), e.pointer.clone(), e.message.clone())),
+            Engine::Roll { from, to } => {
+                agentwire_roll::project::project_message(message, *from, *to)
+                    .map_err(|e| (e.code().to_owned(), String::new(), e.to_string()))
+            }
+        }
+    }
+}
+
+fn engine(args: &Args) -> anyhow::Result<Engine> {
+    if let Some(name) = &args.protocol {
+        let from = crate::protocols::Builtin::find(name, args.from.as_deref())?.version;
+        let to = crate::protocols::Builtin::find(name, Some(&args.to))?.version;
+        return Ok(Engine::Roll { from, to });
+    }
+    let Some(path) = &args.schema else {
+        anyhow::bail!("--schema FILE or --protocol NAME is required")
+    };
+    let doc = output::load_schema(path)?;
+    let from = match &args.from {
+        Some(v) => v.clone(),
         None => doc
             .identity()?
             .version
@@ -47,7 +91,13 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
         Some(name) => ProjectTarget::Definition(name),
         None => ProjectTarget::Root,
     };
-    let projector = Projector::new(&doc, &from, &args.to, target)?;
+    Ok(Engine::Generic(Box::new(Projector::new(
+        &doc, &from, &args.to, target,
+    )?)))
+}
+
+pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+    let projector = engine(&args)?;
     let reader: Box<dyn Read> = if args.input.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -113,9 +163,9 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
                 "{}",
                 agentwire_schema::canonical::compact_text(&projected)
             )?,
-            Err(e) => {
+            Err((code, pointer, message)) => {
                 failed += 1;
-                report(&mut out, format, line_no, e.code(), &e.pointer, &e.message)?;
+                report(&mut out, format, line_no, &code, &pointer, &message)?;
             }
         }
     }

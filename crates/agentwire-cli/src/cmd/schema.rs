@@ -37,8 +37,13 @@ pub(crate) struct ExportArgs {
     /// Write the exported document to this file instead of standard output.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Export a built-in protocol (`roll-runtime`) instead of a file; `--version` picks the wire
+    /// version (default: the newest).
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    protocol: Option<String>,
     /// Schema document (`-` for standard input).
-    file: PathBuf,
+    #[arg(required_unless_present = "protocol")]
+    file: Option<PathBuf>,
 }
 
 fn parse_draft(text: &str) -> Result<Draft, String> {
@@ -51,21 +56,28 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
     }
 }
 
-/// The document the export starts from. Selecting a protocol or a version adds a step here.
-fn source(args: &ExportArgs) -> anyhow::Result<SchemaDocument> {
-    let doc = output::load_schema(&args.file)?;
+/// The document the export starts from, and how reports name it.
+fn source(args: &ExportArgs) -> anyhow::Result<(SchemaDocument, String)> {
+    if let Some(protocol) = &args.protocol {
+        let builtin = crate::protocols::Builtin::find(protocol, args.version.as_deref())?;
+        return Ok((builtin.document()?, builtin.label()));
+    }
+    let Some(file) = &args.file else {
+        anyhow::bail!("a schema FILE or --protocol NAME is required")
+    };
+    let name = file.display().to_string();
+    let doc = output::load_schema(file)?;
     let Some(version) = &args.version else {
-        return Ok(doc);
+        return Ok((doc, name));
     };
     let view = agentwire_schema::export_version(&doc, version)
-        .with_context(|| format!("cannot export version {version} of {}", args.file.display()))?;
-    Ok(SchemaDocument::from_value(view)?)
+        .with_context(|| format!("cannot export version {version} of {name}"))?;
+    Ok((SchemaDocument::from_value(view)?, name))
 }
 
 fn export(args: ExportArgs, format: Format) -> anyhow::Result<u8> {
-    let doc = source(&args)?;
+    let (doc, name) = source(&args)?;
     let draft = args.draft.unwrap_or(doc.draft());
-    let name = args.file.display().to_string();
     let value = match agentwire_schema::export(&doc, draft) {
         Ok(value) => value,
         Err(err) => {
