@@ -8,7 +8,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use agentwire_runlog::{
-    CoerceOptions, Deriver, RunEvent, create_mock_event, derive_run_state, to_run_events_from_slice,
+    CoerceOptions, Deriver, RunEvent, create_mock_event, derive_run_state, derive_run_state_owned,
+    to_run_events_from_slice,
 };
 use serde_json::json;
 
@@ -214,14 +215,19 @@ fn main() {
     assert_eq!(state.event_count as usize, n);
     t.report("derive (parsed events)", n, None);
     drop(state);
+    let (t, state) = best_of(1, || derive_run_state_owned(black_box(events.clone())));
+    assert_eq!(state.event_count as usize, n);
+    t.report("clone + derive (owned)", n, None);
+    drop(state);
     drop(events);
 
     // End to end: NDJSON bytes -> coerce -> derive.
     let (rss_before, _) = memory();
     let (t, (valid, state)) = best_of(runs, || {
         let result = to_run_events_from_slice(black_box(&text), &CoerceOptions::default());
-        let state = derive_run_state(result.events());
-        (result.meta.events, state)
+        let valid = result.meta.events;
+        let state = derive_run_state_owned(result.into_events());
+        (valid, state)
     });
     let (_, peak) = memory();
     assert_eq!(valid, n);

@@ -34,7 +34,8 @@ pub use mock::{
 pub use state::{
     Applied, ApprovalState, ApprovalStatus, Deriver, ErrorEntry, ErrorSource, PlanStep, RetryState,
     RunState, RunStatus, StepState, StepStatus, ToolCallState, ToolCallStatus, Totals,
-    UnknownEvent, derive_run_state, derive_run_state_from_unknown, has_pending_approval,
+    UnknownEvent, derive_run_state, derive_run_state_from_unknown, derive_run_state_owned,
+    has_pending_approval,
 };
 pub use stream::{
     append_event, append_events, compare_by_seq, dedupe_by_id, filter_by_run, latest_seq,

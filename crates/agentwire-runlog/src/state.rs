@@ -369,7 +369,13 @@ pub struct Deriver {
     steps: HashMap<String, usize>,
     calls: HashMap<String, usize>,
     approvals: HashMap<String, usize>,
+    /// Opaque payload values moved out of an owned event ([`Deriver::push_owned`]) so the state
+    /// takes them without a copy; indexed like [`OPAQUE_FIELDS`].
+    moved: [Option<Value>; OPAQUE_FIELDS.len()],
 }
+
+/// Payload fields the state keeps as opaque JSON, taken whole.
+const OPAQUE_FIELDS: [&str; 5] = ["args", "result", "output", "preview", "edited"];
 
 fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
     match error {
@@ -444,6 +450,28 @@ impl Deriver {
         }
     }
 
+    /// An opaque payload value: moved out of an owned event, or cloned from a borrowed one.
+    fn opaque(&mut self, p: &serde_json::Map<String, Value>, name: &str) -> Option<Value> {
+        let moved = OPAQUE_FIELDS
+            .iter()
+            .position(|f| *f == name)
+            .and_then(|i| self.moved[i].take());
+        moved.or_else(|| p.get(name).cloned())
+    }
+
+    /// Folds one event it owns: like [`Deriver::push`], but opaque values (`args`, `result`,
+    /// `output`, `preview`, `edited`) move into the state instead of being copied.
+    pub fn push_owned(&mut self, mut event: RunEvent) -> Applied {
+        if event.kind().is_some() {
+            for (slot, name) in self.moved.iter_mut().zip(OPAQUE_FIELDS) {
+                *slot = event.payload.shift_remove(name);
+            }
+        }
+        let applied = self.push(&event);
+        self.moved = Default::default();
+        applied
+    }
+
     /// Folds one event.
     pub fn push(&mut self, event: &RunEvent) -> Applied {
         if let Some(run) = &self.state.run_id
@@ -492,11 +520,12 @@ impl Deriver {
                 state.paused_reason = None;
             }
             EventKind::RunDone => {
+                let output = self.opaque(p, "output");
                 let state = &mut self.state;
                 state.status = RunStatus::Done;
                 state.paused_reason = None;
                 state.ended_at = Some(event.at);
-                state.output = p.get("output").cloned();
+                state.output = output;
                 state.summary = opt_string(event, "summary");
             }
             EventKind::RunError => {
@@ -574,9 +603,10 @@ impl Deriver {
                 self.wake();
                 let i = self.step_index(event.str_field("stepId").unwrap_or_default());
                 self.set_step_status(i, StepStatus::Done);
+                let output = self.opaque(p, "output");
                 let s = &mut self.state.steps[i];
                 s.ended_at = Some(event.at);
-                s.output = p.get("output").cloned();
+                s.output = output;
             }
             EventKind::StepError => {
                 let step_id = event.str_field("stepId").unwrap_or_default();
@@ -609,12 +639,13 @@ impl Deriver {
                 }
                 self.state.totals.tool_calls += 1;
                 self.calls.insert(key.clone(), self.state.tool_calls.len());
+                let args = self.opaque(p, "args");
                 self.state.tool_calls.push(ToolCallState {
                     call_id: key,
                     event_id: event.id.clone(),
                     step_id,
                     name: opt_string(event, "name"),
-                    args: p.get("args").cloned(),
+                    args,
                     seq: event.seq,
                     called_at: Some(event.at),
                     ..ToolCallState::default()
@@ -652,13 +683,14 @@ impl Deriver {
                 if !ok {
                     totals.failed_tool_calls += 1;
                 }
+                let result = self.opaque(p, "result");
                 let call = &mut self.state.tool_calls[i];
                 call.status = if ok {
                     ToolCallStatus::Ok
                 } else {
                     ToolCallStatus::Error
                 };
-                call.result = p.get("result").cloned();
+                call.result = result;
                 call.error = p.get("error").cloned();
                 call.ms = ms;
                 call.tokens = tokens;
@@ -694,7 +726,7 @@ impl Deriver {
                     summary: opt_string(event, "summary"),
                     risk,
                     risk_weight: risk.map_or(0, Risk::weight),
-                    preview: p.get("preview").cloned(),
+                    preview: self.opaque(p, "preview"),
                     call_id: opt_string(event, "callId"),
                     requested_at: Some(event.at),
                     ..ApprovalState::default()
@@ -732,6 +764,7 @@ impl Deriver {
                         i
                     }
                 };
+                let edited = self.opaque(p, "edited");
                 let a = &mut self.state.approvals[i];
                 if a.status == ApprovalStatus::Pending {
                     self.state.pending_approvals -= 1;
@@ -748,7 +781,7 @@ impl Deriver {
                 a.decision = decision;
                 a.by = opt_string(event, "by");
                 a.comment = opt_string(event, "comment");
-                a.edited = p.get("edited").cloned();
+                a.edited = edited;
                 a.decided_at = Some(event.at);
                 if self.state.status == RunStatus::Paused
                     && self.state.paused_reason == Some(PauseReason::Approval)
@@ -783,11 +816,20 @@ pub fn derive_run_state<'a>(events: impl IntoIterator<Item = &'a RunEvent>) -> R
     deriver.into_state()
 }
 
+/// [`derive_run_state`] of events the caller gives away: opaque values move into the state.
+pub fn derive_run_state_owned(events: impl IntoIterator<Item = RunEvent>) -> RunState {
+    let mut deriver = Deriver::new();
+    for event in events {
+        deriver.push_owned(event);
+    }
+    deriver.into_state()
+}
+
 /// Derives a state from any JSON without asking the caller to validate it: the input goes
 /// through the lenient parser ([`to_run_events`]), then is normalized and derived. Never fails.
 pub fn derive_run_state_from_unknown(input: Value) -> RunState {
     let coerced = to_run_events(input, &CoerceOptions::default());
-    let mut events: Vec<RunEvent> = coerced.events().cloned().collect();
+    let mut events = coerced.into_events();
     crate::stream::normalize_in_place(&mut events);
-    derive_run_state(&events)
+    derive_run_state_owned(events)
 }

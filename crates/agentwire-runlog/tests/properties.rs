@@ -4,8 +4,8 @@
 
 use agentwire_runlog::{
     ApprovalOutcome, CoerceOptions, Deriver, IssueLevel, MockRunOptions, RunEvent,
-    create_mock_event, create_mock_run, derive_run_state, is_valid_event, split_events,
-    to_run_events,
+    create_mock_event, create_mock_run, derive_run_state, derive_run_state_owned, is_valid_event,
+    split_events, to_run_events,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -171,5 +171,10 @@ proptest! {
             deriver.push(event);
             prop_assert_eq!(deriver.state(), &derive_run_state(&events[..=i]));
         }
+    }
+
+    #[test]
+    fn owned_derivation_equals_borrowed_derivation(events in stream_with_redeliveries()) {
+        prop_assert_eq!(derive_run_state_owned(events.clone()), derive_run_state(&events));
     }
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use agentwire_runlog::{
     ApprovalOutcome, CoerceOptions, CoerceResult, IssueLevel, MockRunOptions, RunEvent, RunState,
-    create_mock_run, derive_run_state, normalize_in_place, render_html, render_text, scenarios,
-    summary_line, to_run_events_from_slice,
+    create_mock_run, derive_run_state_owned, normalize_in_place, render_html, render_text,
+    scenarios, summary_line, to_run_events_from_slice,
 };
 use anyhow::{Context, bail};
 use serde_json::json;
@@ -127,7 +127,7 @@ fn load(input: &InputArgs) -> anyhow::Result<CoerceResult> {
 fn derive(result: &CoerceResult) -> RunState {
     let mut events: Vec<RunEvent> = result.events().cloned().collect();
     normalize_in_place(&mut events);
-    derive_run_state(&events)
+    derive_run_state_owned(events)
 }
 
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
