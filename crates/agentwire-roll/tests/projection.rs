@@ -289,15 +289,49 @@ fn event_payload() -> impl Strategy<Value = (bool, Value)> {
     ]
 }
 
+fn server_request() -> impl Strategy<Value = Value> {
+    let approval = json!({"interactionId": "00000000-0000-4000-8000-000000000006", "threadId": T, "turnId": U,
+        "expiresAt": "2026-07-29T12:10:00.000Z", "sensitivity": "normal",
+        "approval": {"id": "00000000-0000-4000-8000-000000000005", "turnId": U, "agentName": "a", "toolName": "t",
+            "preview": {"explanation": "why"}}});
+    prop_oneof![
+        Just(json!({"jsonrpc": "2.0", "id": "runtime:1", "method": "approval.request", "params": approval})),
+        (1usize..=16).prop_map(|n| {
+            let controls: Vec<Value> =
+                (0..n).map(|i| json!({"type": "boolean", "id": format!("c{i}"), "label": "L", "required": false})).collect();
+            json!({"jsonrpc": "2.0", "id": 9, "method": "userInput.request", "params": {"interactionId": "00000000-0000-4000-8000-000000000006",
+                "threadId": T, "turnId": U, "expiresAt": "2026-07-29T12:10:00.000Z", "sensitivity": "normal", "controls": controls}})
+        }),
+        Just(json!({"jsonrpc": "2.0", "method": "runtime.serverRequest.cancel",
+            "params": {"interactionId": "00000000-0000-4000-8000-000000000006", "reason": "turn-cancelled"}})),
+    ]
+}
+
+fn initialize_or_operation() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        proptest::sample::subsequence(
+            vec!["thread-management", "snapshots", "turns", "approvals", "attachments", "app-output"], 0..=6
+        )
+        .prop_map(|features| response(json!({"protocolVersion": "1.5", "runtimeInstanceId": "00000000-0000-4000-8000-000000000001",
+            "server": {"name": "r", "version": "1", "runtimeVersion": "1"}, "features": features,
+            "limits": {"maxFrameBytes": 4194304, "maxPageSize": 500, "eventReplay": true, "idempotencyCacheEntries": 10000,
+                "maxAttachmentBytes": 16777216, "maxAttachmentChunkBytes": 2097152, "maxTurnAttachments": 8, "maxStagedAttachments": 16}}))),
+        app_output().prop_map(|app| response(json!({"operation": {"id": "00000000-0000-4000-8000-000000000009", "sequence": 0,
+            "toolCallId": "c", "agentName": "a", "toolName": "t", "createdAt": "2026-07-28T12:00:00Z", "outcome": {"kind": "success"},
+            "display": "ok", "appOutput": app}}))),
+    ]
+}
+
 fn message_1_5() -> impl Strategy<Value = Value> {
     prop_oneof![
         (status(), any::<bool>(), any::<bool>(), app_output())
             .prop_map(|(s, a, i, app)| response(snapshot(s, a, i, app))),
         Just(response(recovery())),
         event_payload().prop_map(|(durable, payload)| event(durable, payload)),
+        server_request(),
+        initialize_or_operation(),
     ]
 }
-
 fn older() -> impl Strategy<Value = ProtocolVersion> {
     prop_oneof![
         Just(V1_0),
@@ -316,9 +350,19 @@ proptest! {
         match project_message(&message, V1_5, to) {
             Ok(projected) => prop_assert!(schema::is_valid(to, &projected)),
             Err(ProjectionError::Unsupported { .. }) => {
-                // Only approval.resolved has no 1.0 form among these.
-                prop_assert_eq!(to, V1_0);
-                prop_assert_eq!(&message["params"]["event"]["type"], "approval.resolved");
+                // Only what the target has no form for: approval.resolved, server requests and
+                // cancels below 1.1, userInput.request below 1.2.
+                let method = message["method"].as_str().unwrap_or_default();
+                let resolved = message["params"]["event"]["type"] == "approval.resolved";
+                let server = matches!(method, "approval.request" | "runtime.serverRequest.cancel");
+                prop_assert!(
+                    (to == V1_0 && (resolved || server)) || (method == "userInput.request" && to < V1_2),
+                    "{message}"
+                );
+            }
+            Err(ProjectionError::MissingServerRequestId) => {
+                prop_assert_eq!(to, V1_1);
+                prop_assert_eq!(&message["method"], "runtime.serverRequest.cancel");
             }
             Err(other) => prop_assert!(false, "{other:?}"),
         }
