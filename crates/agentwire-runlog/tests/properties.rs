@@ -5,7 +5,7 @@
 use agentwire_runlog::{
     ApprovalOutcome, CoerceOptions, Deriver, IssueLevel, MockRunOptions, RunEvent,
     create_mock_event, create_mock_run, derive_run_state, derive_run_state_owned, is_valid_event,
-    split_events, to_run_events,
+    is_valid_run_event, split_events, to_run_events, to_run_events_from_slice,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -176,5 +176,53 @@ proptest! {
     #[test]
     fn owned_derivation_equals_borrowed_derivation(events in stream_with_redeliveries()) {
         prop_assert_eq!(derive_run_state_owned(events.clone()), derive_run_state(&events));
+    }
+
+    #[test]
+    fn coercion_keeps_every_line_and_outputs_only_valid_events(
+        picks in prop::collection::vec((0usize..15, 0usize..3, 0usize..3, any::<bool>(), 0usize..8, any::<prop::sample::Index>()), 0..30),
+    ) {
+        // Lines of a log damaged in every way: fields removed, text cut, junk.
+        const FIELDS: [&str; 8] = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "callId"];
+        let mut text = String::new();
+        let mut lines = 0usize;
+        for (i, (kind, s, c, flag, damage, cut)) in picks.into_iter().enumerate() {
+            let mut value = event_of(i as u64 + 1, (kind, s, c, flag)).to_value();
+            let line = match damage {
+                0..=3 => {
+                    if let Some(map) = value.as_object_mut() {
+                        map.remove(FIELDS[(damage * 2 + usize::from(flag)) % FIELDS.len()]);
+                    }
+                    value.to_string()
+                }
+                4 => {
+                    let full = value.to_string();
+                    let at = cut.index(full.len());
+                    full.chars().take(at).collect()
+                }
+                5 => "[1, 2".to_owned(),
+                6 => json!({"type": "approval:decision", "decision": "maybe"}).to_string(),
+                _ => value.to_string(),
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            text.push_str(&line);
+            text.push('\n');
+            lines += 1;
+        }
+        let r = to_run_events_from_slice(text.as_bytes(), &CoerceOptions::default());
+        prop_assert_eq!(r.meta.lines, lines);
+        prop_assert_eq!(r.renderable.len(), r.meta.events + r.meta.degraded);
+        prop_assert_eq!(r.meta.events + r.meta.degraded + r.meta.dropped, lines + r.meta.synthesized);
+        prop_assert_eq!(r.malformed.len(), r.meta.degraded + r.meta.dropped);
+        for e in &r.renderable {
+            prop_assert!(is_valid_event(&e.to_value()), "renderable entry {:?}", e);
+        }
+        for e in r.events() {
+            prop_assert!(is_valid_run_event(e), "event {:?}", e);
+        }
+        let state = derive_run_state(r.events());
+        prop_assert!(state.event_count as usize <= r.meta.events);
     }
 }
