@@ -311,7 +311,60 @@ fn has_second_line(bytes: &[u8]) -> bool {
     !bytes[nl..].trim_ascii().is_empty()
 }
 
+/// Most threads that parse NDJSON lines at once.
+pub const MAX_PARSE_THREADS: usize = 8;
+
+/// Inputs smaller than this are parsed on the calling thread only.
+pub const PARALLEL_PARSE_MIN_BYTES: usize = 4 << 20;
+
+/// Parses NDJSON lines; large inputs are cut at line boundaries into one chunk per available
+/// core (at most [`MAX_PARSE_THREADS`]) and parsed in parallel. Rows keep input order.
 fn ndjson_rows(bytes: &[u8]) -> Vec<Row> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_PARSE_THREADS);
+    if threads < 2 || bytes.len() < PARALLEL_PARSE_MIN_BYTES {
+        return ndjson_rows_from(bytes, 0);
+    }
+    let mut chunks: Vec<(&[u8], usize)> = Vec::with_capacity(threads);
+    let mut rest = bytes;
+    let mut first_line = 0;
+    for k in (1..=threads).rev() {
+        if k == 1 || rest.is_empty() {
+            chunks.push((rest, first_line));
+            break;
+        }
+        let target = rest.len() / k;
+        let cut = rest[target..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(rest.len(), |p| target + p + 1);
+        let (chunk, tail) = rest.split_at(cut);
+        chunks.push((chunk, first_line));
+        first_line += chunk.iter().filter(|&&b| b == b'\n').count();
+        rest = tail;
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .skip(1)
+            .map(|&(chunk, first)| scope.spawn(move || ndjson_rows_from(chunk, first)))
+            .collect();
+        let mut rows = chunks
+            .first()
+            .map_or_else(Vec::new, |&(c, f)| ndjson_rows_from(c, f));
+        for (handle, &(chunk, first)) in handles.into_iter().zip(chunks.iter().skip(1)) {
+            // A parsing thread cannot panic on input; if it did, parse its chunk again here.
+            match handle.join() {
+                Ok(more) => rows.extend(more),
+                Err(_) => rows.extend(ndjson_rows_from(chunk, first)),
+            }
+        }
+        rows
+    })
+}
+
+fn ndjson_rows_from(bytes: &[u8], first_line: usize) -> Vec<Row> {
     let mut rows = Vec::with_capacity(bytes.len() / 256 + 1);
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_bytes = line.trim_ascii();
@@ -329,7 +382,10 @@ fn ndjson_rows(bytes: &[u8]) -> Vec<Row> {
                 ),
             },
         };
-        rows.push(Row { line: i + 1, body });
+        rows.push(Row {
+            line: first_line + i + 1,
+            body,
+        });
     }
     rows
 }

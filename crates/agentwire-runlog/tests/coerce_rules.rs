@@ -662,3 +662,29 @@ fn a_coerce_result_is_recognised() {
     assert!(agentwire_runlog::is_coerce_result(&v));
     assert!(!agentwire_runlog::is_coerce_result(&json!([start()])));
 }
+
+#[test]
+fn a_large_ndjson_log_parsed_in_parallel_keeps_order_and_line_numbers() {
+    let options = agentwire_runlog::MockRunOptions {
+        step_count: 6_000,
+        ..Default::default()
+    };
+    let events = agentwire_runlog::create_mock_run(&options);
+    let mut text = String::new();
+    let bad_line = events.len() * 3 / 4;
+    for (i, e) in events.iter().enumerate() {
+        if i + 1 == bad_line {
+            text.push_str("not json\n\n");
+        }
+        text.push_str(&serde_json::to_string(e).expect("json"));
+        text.push('\n');
+    }
+    assert!(
+        text.len() > agentwire_runlog::coerce::PARALLEL_PARSE_MIN_BYTES,
+        "{}",
+        text.len()
+    );
+    let r = to_run_events_from_slice(text.as_bytes(), &CoerceOptions::default());
+    assert_eq!(one(&r, "unparsable-line").line, bad_line);
+    assert_eq!(r.into_events(), events, "every event, in order");
+}
