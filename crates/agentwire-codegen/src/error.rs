@@ -18,6 +18,12 @@ pub enum CodegenError {
         /// The limit ([`crate::ir::MAX_TYPES`]).
         limit: usize,
     },
+    /// Following references and merging `allOf` parts takes more steps than the limit.
+    #[error("the schema needs more than {limit} reference and allOf steps to lower")]
+    TooComplex {
+        /// The limit ([`crate::ir::MAX_VIEW_STEPS`]).
+        limit: usize,
+    },
     /// Schema nodes nest deeper than the limit.
     #[error("schema nesting at {pointer:?} is deeper than {limit}")]
     TooDeep {
@@ -46,6 +52,7 @@ impl CodegenError {
             CodegenError::Schema(e) => e.code(),
             CodegenError::Identity(e) => e.code(),
             CodegenError::TooManyTypes { .. } => "codegen.too-many-types",
+            CodegenError::TooComplex { .. } => "codegen.too-complex",
             CodegenError::TooDeep { .. } => "codegen.too-deep",
             CodegenError::UnknownLanguage(_) => "codegen.unknown-language",
             CodegenError::Io { .. } => "codegen.io",

@@ -30,6 +30,9 @@ use crate::names::{self, NameScope};
 pub const MAX_TYPES: usize = 50_000;
 /// Most variants `allOf` distribution over union parts may create for one node.
 pub const MAX_DISTRIBUTED_VARIANTS: usize = 256;
+/// Most reference/`allOf` views one lowering computes: `allOf` parts that share references
+/// fan out, and a document built to fan out exponentially stops here instead of running away.
+pub const MAX_VIEW_STEPS: usize = 250_000;
 /// Deepest nesting of schema nodes the lowering follows (the JSON parser already stops at 127).
 pub const MAX_LOWERING_DEPTH: usize = 256;
 
@@ -375,6 +378,8 @@ struct Lowerer<'d> {
     /// Compact text of a node that became a named type → that name.
     by_text: HashMap<String, String>,
     root_pointer_name: Option<String>,
+    /// Views computed so far (see [`MAX_VIEW_STEPS`]).
+    view_steps: std::cell::Cell<usize>,
 }
 
 const TYPE_KEYWORDS: &[&str] = &[
@@ -398,6 +403,7 @@ impl<'d> Lowerer<'d> {
             by_pointer: HashMap::new(),
             by_text: HashMap::new(),
             root_pointer_name: None,
+            view_steps: std::cell::Cell::new(0),
         }
     }
 
@@ -962,6 +968,13 @@ impl<'d> Lowerer<'d> {
 
     /// The effective schema of a node: references followed, `allOf` merged.
     fn view<'v>(&self, node: &'v Value, depth: usize) -> Result<Cow<'v, Value>, CodegenError> {
+        let steps = self.view_steps.get() + 1;
+        self.view_steps.set(steps);
+        if steps > MAX_VIEW_STEPS {
+            return Err(CodegenError::TooComplex {
+                limit: MAX_VIEW_STEPS,
+            });
+        }
         if depth > MAX_LOWERING_DEPTH {
             return Err(CodegenError::TooDeep {
                 pointer: String::new(),
@@ -1451,6 +1464,25 @@ mod tests {
         assert_eq!(ir.get("J").unwrap().kind, TypeKind::Alias(Ty::Any));
         assert!(ir.needs_indirection("Node", &Ty::Ref("Node".into())));
         assert!(!ir.needs_indirection("J", &Ty::Ref("Node".into())));
+    }
+
+    #[test]
+    fn exponential_all_of_fan_out_is_an_error() {
+        let mut defs = serde_json::Map::new();
+        defs.insert(
+            "A0".into(),
+            json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+        );
+        for i in 1..40 {
+            let prev = format!("#/$defs/A{}", i - 1);
+            defs.insert(
+                format!("A{i}"),
+                json!({"allOf": [{"$ref": prev}, {"$ref": prev}]}),
+            );
+        }
+        let doc = SchemaDocument::from_value(json!({"$defs": defs})).unwrap();
+        let err = Ir::lower(&doc, "fan.json").unwrap_err();
+        assert_eq!(err.code(), "codegen.too-complex");
     }
 
     #[test]
