@@ -35,7 +35,10 @@ const FANCY_BACKTRACK_LIMIT: usize = 1_000_000;
 impl Pattern {
     pub(crate) fn new(source: &str) -> Result<Pattern, String> {
         let translated = translate(source)?;
-        match regex::RegexBuilder::new(&translated).size_limit(REGEX_SIZE_LIMIT).build() {
+        match regex::RegexBuilder::new(&translated)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+        {
             Ok(r) => Ok(Pattern::Plain(r)),
             Err(_) => fancy_regex::RegexBuilder::new(&translated)
                 .backtrack_limit(FANCY_BACKTRACK_LIMIT)
@@ -120,11 +123,17 @@ fn hex(chars: &[char], from: usize, n: usize) -> Option<u32> {
 
 /// One escape at `chars[i] == '\\'`; returns what it stands for and how many chars it used.
 fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), String> {
-    let Some(&e) = chars.get(i + 1) else { return Err("pattern ends with a backslash".to_owned()) };
+    let Some(&e) = chars.get(i + 1) else {
+        return Err("pattern ends with a backslash".to_owned());
+    };
     let text = |s: &str| Ok((Escaped::Text(s.to_owned()), 2));
     match e {
         'd' => text(if in_class { "0-9" } else { "[0-9]" }),
-        'w' => text(if in_class { "A-Za-z0-9_" } else { "[A-Za-z0-9_]" }),
+        'w' => text(if in_class {
+            "A-Za-z0-9_"
+        } else {
+            "[A-Za-z0-9_]"
+        }),
         's' => {
             if in_class {
                 text(JS_SPACE)
@@ -132,7 +141,9 @@ fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), 
                 Ok((Escaped::Text(format!("[{JS_SPACE}]")), 2))
             }
         }
-        'D' | 'W' | 'S' if in_class => Err(format!("\\{e} inside a character class is not supported")),
+        'D' | 'W' | 'S' if in_class => {
+            Err(format!("\\{e} inside a character class is not supported"))
+        }
         'D' => text("[^0-9]"),
         'W' => text("[^A-Za-z0-9_]"),
         'S' => Ok((Escaped::Text(format!("[^{JS_SPACE}]")), 2)),
@@ -150,20 +161,31 @@ fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), 
         }
         'u' => {
             if chars.get(i + 2) == Some(&'{') {
-                let end = chars[i + 3..].iter().position(|c| *c == '}').ok_or("bad \\u{} escape")?;
+                let end = chars[i + 3..]
+                    .iter()
+                    .position(|c| *c == '}')
+                    .ok_or("bad \\u{} escape")?;
                 let cp = hex(chars, i + 3, end).ok_or("bad \\u{} escape")?;
                 return Ok((Escaped::Code(cp), end + 4));
             }
             let cp = hex(chars, i + 2, 4).ok_or("bad \\u escape")?;
-            if (0xD800..=0xDBFF).contains(&cp) && chars.get(i + 6) == Some(&'\\') && chars.get(i + 7) == Some(&'u') {
-                if let Some(lo) = hex(chars, i + 8, 4).filter(|lo| (0xDC00..=0xDFFF).contains(lo)) {
-                    return Ok((Escaped::Code(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)), 12));
-                }
+            if (0xD800..=0xDBFF).contains(&cp)
+                && chars.get(i + 6) == Some(&'\\')
+                && chars.get(i + 7) == Some(&'u')
+                && let Some(lo) = hex(chars, i + 8, 4).filter(|lo| (0xDC00..=0xDFFF).contains(lo))
+            {
+                return Ok((
+                    Escaped::Code(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)),
+                    12,
+                ));
             }
             Ok((Escaped::Code(cp), 6))
         }
         'c' => {
-            let l = chars.get(i + 2).filter(|c| c.is_ascii_alphabetic()).ok_or("bad \\c escape")?;
+            let l = chars
+                .get(i + 2)
+                .filter(|c| c.is_ascii_alphabetic())
+                .ok_or("bad \\c escape")?;
             Ok((Escaped::Code(*l as u32 % 32), 3))
         }
         '1'..='9' if !in_class => {
@@ -180,7 +202,10 @@ fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), 
             if chars.get(i + 2) != Some(&'{') {
                 return Err("bad \\p escape".to_owned());
             }
-            let end = chars[i + 3..].iter().position(|c| *c == '}').ok_or("bad \\p escape")?;
+            let end = chars[i + 3..]
+                .iter()
+                .position(|c| *c == '}')
+                .ok_or("bad \\p escape")?;
             let body: String = chars[i..i + end + 4].iter().collect();
             Ok((Escaped::Text(body), end + 4))
         }
@@ -206,7 +231,9 @@ fn class(chars: &[char], start: usize) -> Result<(String, usize), String> {
     // Items: either a code point (possibly a range end) or a text fragment.
     let mut items: Vec<Result<u32, String>> = Vec::new();
     loop {
-        let Some(&c) = chars.get(i) else { return Err("unterminated character class".to_owned()) };
+        let Some(&c) = chars.get(i) else {
+            return Err("unterminated character class".to_owned());
+        };
         if c == ']' {
             i += 1;
             break;
@@ -229,8 +256,13 @@ fn class(chars: &[char], start: usize) -> Result<(String, usize), String> {
     let mut k = 0;
     while k < items.len() {
         match &items[k] {
-            Ok(lo) if items.get(k + 1) == Some(&Ok('-' as u32)) && matches!(items.get(k + 2), Some(Ok(_))) => {
-                let Some(Ok(hi)) = items.get(k + 2) else { return Err("character class range".to_owned()) };
+            Ok(lo)
+                if items.get(k + 1) == Some(&Ok('-' as u32))
+                    && matches!(items.get(k + 2), Some(Ok(_))) =>
+            {
+                let Some(Ok(hi)) = items.get(k + 2) else {
+                    return Err("character class range".to_owned());
+                };
                 if hi < lo {
                     return Err("character class range out of order".to_owned());
                 }
@@ -321,11 +353,13 @@ fn digits(s: &[u8]) -> Option<u32> {
     if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    s.iter().try_fold(0u32, |acc, d| acc.checked_mul(10)?.checked_add(u32::from(d - b'0')))
+    s.iter().try_fold(0u32, |acc, d| {
+        acc.checked_mul(10)?.checked_add(u32::from(d - b'0'))
+    })
 }
 
 fn is_leap(year: u32) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
 /// `YYYY-MM-DD` with a real day of the month.
@@ -334,11 +368,18 @@ fn date(s: &str) -> bool {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
-    let (Some(y), Some(m), Some(d)) = (digits(&b[0..4]), digits(&b[5..7]), digits(&b[8..10])) else {
+    let (Some(y), Some(m), Some(d)) = (digits(&b[0..4]), digits(&b[5..7]), digits(&b[8..10]))
+    else {
         return false;
     };
     const DAYS: [u32; 13] = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    (1..=12).contains(&m) && d >= 1 && d <= if m == 2 && is_leap(y) { 29 } else { DAYS[m as usize] }
+    (1..=12).contains(&m)
+        && d >= 1
+        && d <= if m == 2 && is_leap(y) {
+            29
+        } else {
+            DAYS[m as usize]
+        }
 }
 
 /// `HH:MM:SS(.frac)?(z|±HH(:?MM)?)?`, the time zone mandatory when `strict_tz`.
@@ -347,7 +388,9 @@ fn time(s: &str, strict_tz: bool) -> bool {
     if b.len() < 8 || b[2] != b':' || b[5] != b':' {
         return false;
     }
-    let (Some(hr), Some(min)) = (digits(&b[0..2]), digits(&b[3..5])) else { return false };
+    let (Some(hr), Some(min)) = (digits(&b[0..2]), digits(&b[3..5])) else {
+        return false;
+    };
     if digits(&b[6..8]).is_none() {
         return false;
     }
@@ -363,7 +406,9 @@ fn time(s: &str, strict_tz: bool) -> bool {
         }
     }
     // AJV reads the seconds with their fraction as one number (`+"59.5"`).
-    let Ok(sec) = s[6..i].parse::<f64>() else { return false };
+    let Ok(sec) = s[6..i].parse::<f64>() else {
+        return false;
+    };
     let (tz, sign, tz_h, tz_m) = match b.get(i) {
         None => (false, 1i32, 0u32, 0u32),
         Some(b'z' | b'Z') if i + 1 == b.len() => (true, 1, 0, 0),
@@ -376,7 +421,9 @@ fn time(s: &str, strict_tz: bool) -> bool {
                 5 if rest[2] == b':' => (digits(&rest[0..2]), digits(&rest[3..5])),
                 _ => return false,
             };
-            let (Some(h), Some(m)) = (h, m) else { return false };
+            let (Some(h), Some(m)) = (h, m) else {
+                return false;
+            };
             (true, sign, h, m)
         }
         _ => return false,
@@ -395,14 +442,8 @@ fn time(s: &str, strict_tz: bool) -> bool {
 fn is_js_space(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n'
-            | '\u{0B}'
-            | '\u{0C}'
-            | '\r'
-            | ' '
-            | '\u{A0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}'
                 | '\u{2028}'
                 | '\u{2029}'
                 | '\u{202F}'
@@ -416,13 +457,19 @@ fn is_js_space(c: char) -> bool {
 /// separator occurring exactly once (AJV splits on it and wants two parts).
 fn date_time(s: &str) -> bool {
     let mut parts = s.split(|c: char| c == 't' || c == 'T' || is_js_space(c));
-    let (Some(d), Some(t), None) = (parts.next(), parts.next(), parts.next()) else { return false };
+    let (Some(d), Some(t), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
     date(d) && time(t, true)
 }
 
 fn uuid(s: &str) -> bool {
     let b = s.as_bytes();
-    let b = if b.len() == 45 && b[..9].eq_ignore_ascii_case(b"urn:uuid:") { &b[9..] } else { b };
+    let b = if b.len() == 45 && b[..9].eq_ignore_ascii_case(b"urn:uuid:") {
+        &b[9..]
+    } else {
+        b
+    };
     b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {
             8 | 13 | 18 | 23 => *c == b'-',
@@ -431,9 +478,13 @@ fn uuid(s: &str) -> bool {
 }
 
 fn email(s: &str) -> bool {
-    let Some((local, domain)) = s.split_once('@') else { return false };
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
     let local_ok = !local.is_empty()
-        && local.bytes().all(|c| c.is_ascii_alphanumeric() || b".!#$%&'*+/=?^_`{|}~-".contains(&c));
+        && local
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b".!#$%&'*+/=?^_`{|}~-".contains(&c));
     local_ok
         && domain.split('.').all(|label| {
             let b = label.as_bytes();
@@ -447,11 +498,15 @@ fn email(s: &str) -> bool {
 
 /// `^(?:[a-z][a-z0-9+\-.]*:)(?:\/?\/)?[^\s]*$` case-insensitively.
 fn uri(s: &str) -> bool {
-    let Some(colon) = s.find(':') else { return false };
-    let scheme = s[..colon].as_bytes();
+    let Some(colon) = s.find(':') else {
+        return false;
+    };
+    let scheme = &s.as_bytes()[..colon];
     !scheme.is_empty()
         && scheme[0].is_ascii_alphabetic()
-        && scheme.iter().all(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c))
+        && scheme
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c))
         && !s[colon + 1..].chars().any(is_js_space)
 }
 
@@ -496,7 +551,10 @@ mod tests {
         assert!(!m(p, ".."));
         assert!(m(p, "..."));
         assert!(m(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$", "a-b"));
-        assert!(!m(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$", "a--b"));
+        assert!(!m(
+            r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+            "a--b"
+        ));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::pointer;
 /// is reported invalid rather than risking the stack. Instances are at most
 /// [`crate::MAX_JSON_DEPTH`] deep and the document has no reference cycle that does not descend,
 /// so valid evaluations stay far below it.
-pub(crate) const MAX_EVAL_DEPTH: u32 = 4096;
+pub(crate) const MAX_EVAL_DEPTH: u32 = 1024;
 
 /// The kinds of JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +119,11 @@ fn type_bits<'a, I: Instance<'a>>(i: I) -> u8 {
         Kind::Bool => T_BOOL,
         Kind::Number => {
             let f = i.as_f64();
-            if f.fract() == 0.0 { T_NUM | T_INT } else { T_NUM }
+            if f.fract() == 0.0 {
+                T_NUM | T_INT
+            } else {
+                T_NUM
+            }
         }
         Kind::String => T_STR,
         Kind::Array => T_ARR,
@@ -135,9 +139,13 @@ pub(crate) fn equal_literal<'a, I: Instance<'a>>(lit: &Value, i: I) -> bool {
         (Value::Bool(b), Kind::Bool) => *b == i.as_bool(),
         (Value::Number(n), Kind::Number) => n.as_f64() == Some(i.as_f64()),
         (Value::String(s), Kind::String) => s == i.as_str(),
-        (Value::Array(a), Kind::Array) => a.len() == i.len() && a.iter().zip(i.items()).all(|(l, x)| equal_literal(l, x)),
+        (Value::Array(a), Kind::Array) => {
+            a.len() == i.len() && a.iter().zip(i.items()).all(|(l, x)| equal_literal(l, x))
+        }
         (Value::Object(o), Kind::Object) => {
-            o.len() == i.len() && i.entries().all(|(k, x)| o.get(k).is_some_and(|l| equal_literal(l, x)))
+            o.len() == i.len()
+                && i.entries()
+                    .all(|(k, x)| o.get(k).is_some_and(|l| equal_literal(l, x)))
         }
         _ => false,
     }
@@ -149,9 +157,13 @@ pub(crate) fn equal<'a, I: Instance<'a>>(a: I, b: I) -> bool {
         (Kind::Bool, Kind::Bool) => a.as_bool() == b.as_bool(),
         (Kind::Number, Kind::Number) => a.as_f64() == b.as_f64(),
         (Kind::String, Kind::String) => a.as_str() == b.as_str(),
-        (Kind::Array, Kind::Array) => a.len() == b.len() && a.items().zip(b.items()).all(|(x, y)| equal(x, y)),
+        (Kind::Array, Kind::Array) => {
+            a.len() == b.len() && a.items().zip(b.items()).all(|(x, y)| equal(x, y))
+        }
         (Kind::Object, Kind::Object) => {
-            a.len() == b.len() && a.entries().all(|(k, x)| b.get(k).is_some_and(|y| equal(x, y)))
+            a.len() == b.len()
+                && a.entries()
+                    .all(|(k, x)| b.get(k).is_some_and(|y| equal(x, y)))
         }
         _ => false,
     }
@@ -168,7 +180,11 @@ impl Seen {
     fn new(names: usize) -> Seen {
         Seen {
             inline: [0; INLINE_NAME_BITS / 64],
-            heap: if names > INLINE_NAME_BITS { vec![0; names.div_ceil(64)] } else { Vec::new() },
+            heap: if names > INLINE_NAME_BITS {
+                vec![0; names.div_ceil(64)]
+            } else {
+                Vec::new()
+            },
         }
     }
     #[inline]
@@ -183,7 +199,11 @@ impl Seen {
     #[inline]
     fn get(&self, i: u32) -> bool {
         let i = i as usize;
-        let words = if self.heap.is_empty() { &self.inline[..] } else { &self.heap[..] };
+        let words = if self.heap.is_empty() {
+            &self.inline[..]
+        } else {
+            &self.heap[..]
+        };
         words[i / 64] & (1 << (i % 64)) != 0
     }
 }
@@ -206,8 +226,16 @@ pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth:
             Check::AnyOf(u) => any_of(plan, u, i, depth),
             Check::OneOf(u) => one_of(plan, u, i, depth),
             Check::AllOf(all) => all.iter().all(|s| valid(plan, *s, i, depth + 1)),
-            Check::If { cond, then, otherwise } => {
-                let branch = if valid(plan, *cond, i, depth + 1) { then } else { otherwise };
+            Check::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let branch = if valid(plan, *cond, i, depth + 1) {
+                    then
+                } else {
+                    otherwise
+                };
                 branch.is_none_or(|s| valid(plan, s, i, depth + 1))
             }
             Check::Num(c) => i.kind() != Kind::Number || num_ok(c, i.as_f64()),
@@ -239,9 +267,14 @@ fn tagged<'a, 'u, I: Instance<'a>>(u: &'u Union, i: I) -> Option<&'u [u32]> {
 fn any_of<'a, I: Instance<'a>>(plan: &Plan, u: &Union, i: I, depth: u32) -> bool {
     let bits = type_bits(i);
     if let Some(cands) = tagged(u, i) {
-        return cands.iter().any(|b| valid(plan, u.branches[*b as usize], i, depth + 1));
+        return cands
+            .iter()
+            .any(|b| valid(plan, u.branches[*b as usize], i, depth + 1));
     }
-    u.branches.iter().zip(u.masks.iter()).any(|(b, m)| m & bits != 0 && valid(plan, *b, i, depth + 1))
+    u.branches
+        .iter()
+        .zip(u.masks.iter())
+        .any(|(b, m)| m & bits != 0 && valid(plan, *b, i, depth + 1))
 }
 
 fn one_of<'a, I: Instance<'a>>(plan: &Plan, u: &Union, i: I, depth: u32) -> bool {
@@ -296,7 +329,8 @@ fn length_ok(c: &StrChecks, s: &str) -> bool {
 
 fn str_ok(plan: &Plan, c: &StrChecks, s: &str) -> bool {
     length_ok(c, s)
-        && c.pattern.is_none_or(|p| plan.patterns[p as usize].is_match(s) == Some(true))
+        && c.pattern
+            .is_none_or(|p| plan.patterns[p as usize].is_match(s) == Some(true))
         && c.format.is_none_or(|f| format_is_valid(f, s))
 }
 
@@ -381,10 +415,10 @@ fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bo
                 }
             }
         }
-        if let Some(pn) = o.property_names {
-            if !valid(plan, pn, KeyInstance(key), depth + 1) {
-                return false;
-            }
+        if let Some(pn) = o.property_names
+            && !valid(plan, pn, KeyInstance(key), depth + 1)
+        {
+            return false;
         }
     }
     if o.names.len() <= INLINE_NAME_BITS {
@@ -446,7 +480,13 @@ impl<'a> Instance<'a> for KeyInstance<'a> {
 /// `i`, or `None` when `i` is valid. Follows AJV's keyword order and reports the errors of
 /// failed union branches first, as AJV does; no dispatch shortcuts, since this runs only on the
 /// failure path.
-pub(crate) fn first_error<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, path: &str, depth: u32) -> Option<String> {
+pub(crate) fn first_error<'a, I: Instance<'a>>(
+    plan: &Plan,
+    node: NodeId,
+    i: I,
+    path: &str,
+    depth: u32,
+) -> Option<String> {
     if depth > MAX_EVAL_DEPTH {
         return Some(path.to_owned());
     }
@@ -460,10 +500,18 @@ pub(crate) fn first_error<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, 
             Check::False => here(),
             Check::Ref(t) => first_error(plan, *t, i, path, depth + 1),
             Check::ConstStr(_) | Check::Const(_) | Check::Enum(_) => {
-                if literal_ok(check, i) { None } else { here() }
+                if literal_ok(check, i) {
+                    None
+                } else {
+                    here()
+                }
             }
             Check::Not(s) => {
-                if valid(plan, *s, i, depth + 1) { here() } else { None }
+                if valid(plan, *s, i, depth + 1) {
+                    here()
+                } else {
+                    None
+                }
             }
             Check::AnyOf(u) => {
                 if any_of(plan, u, i, depth) {
@@ -476,16 +524,33 @@ pub(crate) fn first_error<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, 
                 if one_of(plan, u, i, depth) {
                     None
                 } else {
-                    u.branches.iter().find_map(|b| first_error(plan, *b, i, path, depth + 1)).or_else(here)
+                    u.branches
+                        .iter()
+                        .find_map(|b| first_error(plan, *b, i, path, depth + 1))
+                        .or_else(here)
                 }
             }
-            Check::AllOf(all) => all.iter().find_map(|s| first_error(plan, *s, i, path, depth + 1)),
-            Check::If { cond, then, otherwise } => {
-                let branch = if valid(plan, *cond, i, depth + 1) { then } else { otherwise };
+            Check::AllOf(all) => all
+                .iter()
+                .find_map(|s| first_error(plan, *s, i, path, depth + 1)),
+            Check::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let branch = if valid(plan, *cond, i, depth + 1) {
+                    then
+                } else {
+                    otherwise
+                };
                 branch.and_then(|s| first_error(plan, s, i, path, depth + 1))
             }
-            Check::Num(c) => (i.kind() == Kind::Number && !num_ok(c, i.as_f64())).then(|| path.to_owned()),
-            Check::Str(c) => (i.kind() == Kind::String && !str_ok(plan, c, i.as_str())).then(|| path.to_owned()),
+            Check::Num(c) => {
+                (i.kind() == Kind::Number && !num_ok(c, i.as_f64())).then(|| path.to_owned())
+            }
+            Check::Str(c) => {
+                (i.kind() == Kind::String && !str_ok(plan, c, i.as_str())).then(|| path.to_owned())
+            }
             Check::Arr(a) => {
                 if i.kind() == Kind::Array {
                     arr_error(plan, a, i, path, depth)
@@ -524,7 +589,13 @@ fn literal_ok<'a, I: Instance<'a>>(check: &Check, i: I) -> bool {
     }
 }
 
-fn arr_error<'a, I: Instance<'a>>(plan: &Plan, a: &ArrPlan, i: I, path: &str, depth: u32) -> Option<String> {
+fn arr_error<'a, I: Instance<'a>>(
+    plan: &Plan,
+    a: &ArrPlan,
+    i: I,
+    path: &str,
+    depth: u32,
+) -> Option<String> {
     let len = i.len();
     if a.max_items.is_some_and(|m| len > m) || a.min_items.is_some_and(|m| len < m) {
         return Some(path.to_owned());
@@ -532,15 +603,23 @@ fn arr_error<'a, I: Instance<'a>>(plan: &Plan, a: &ArrPlan, i: I, path: &str, de
     if a.unique && len > 1 && !unique(i) {
         return Some(path.to_owned());
     }
+    let rest_error = |k: usize, item: I| match a.rest {
+        Rest::Any => None,
+        Rest::Deny => Some(path.to_owned()),
+        Rest::Schema(s) => first_error(plan, s, item, &format!("{path}/{k}"), depth + 1),
+    };
+    if a.rest_first {
+        for (k, item) in i.items().enumerate().skip(a.prefix.len()) {
+            if let Some(e) = rest_error(k, item) {
+                return Some(e);
+            }
+        }
+    }
     for (k, item) in i.items().enumerate() {
-        let child = || format!("{path}/{k}");
         let err = match a.prefix.get(k) {
-            Some(s) => first_error(plan, *s, item, &child(), depth + 1),
-            None => match a.rest {
-                Rest::Any => None,
-                Rest::Deny => Some(path.to_owned()),
-                Rest::Schema(s) => first_error(plan, s, item, &child(), depth + 1),
-            },
+            Some(s) => first_error(plan, *s, item, &format!("{path}/{k}"), depth + 1),
+            None if a.rest_first => None,
+            None => rest_error(k, item),
         };
         if err.is_some() {
             return err;
@@ -555,7 +634,13 @@ fn arr_error<'a, I: Instance<'a>>(plan: &Plan, a: &ArrPlan, i: I, path: &str, de
     None
 }
 
-fn obj_error<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, path: &str, depth: u32) -> Option<String> {
+fn obj_error<'a, I: Instance<'a>>(
+    plan: &Plan,
+    o: &ObjPlan,
+    i: I,
+    path: &str,
+    depth: u32,
+) -> Option<String> {
     let len = i.len();
     if o.max_properties.is_some_and(|m| len > m) || o.min_properties.is_some_and(|m| len < m) {
         return Some(path.to_owned());
@@ -575,14 +660,21 @@ fn obj_error<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, path: &str, de
         }
     }
     for (key, value) in i.entries() {
-        let declared = o.index_of(key).is_some_and(|k| o.props[k as usize].is_some());
-        let matched = o.pattern_props.iter().any(|(p, _)| plan.patterns[*p as usize].is_match(key) == Some(true));
+        let declared = o
+            .index_of(key)
+            .is_some_and(|k| o.props[k as usize].is_some());
+        let matched = o
+            .pattern_props
+            .iter()
+            .any(|(p, _)| plan.patterns[*p as usize].is_match(key) == Some(true));
         if !declared && !matched {
             match o.additional {
                 Rest::Any => {}
                 Rest::Deny => return Some(path.to_owned()),
                 Rest::Schema(s) => {
-                    if let Some(e) = first_error(plan, s, value, &pointer::push(path, key), depth + 1) {
+                    if let Some(e) =
+                        first_error(plan, s, value, &pointer::push(path, key), depth + 1)
+                    {
                         return Some(e);
                     }
                 }
@@ -590,31 +682,33 @@ fn obj_error<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, path: &str, de
         }
     }
     for (k, deps) in o.dependent_required.iter() {
-        if i.get(&o.names[*k as usize]).is_some() && !deps.iter().all(|d| i.get(&o.names[*d as usize]).is_some()) {
+        if i.get(&o.names[*k as usize]).is_some()
+            && !deps.iter().all(|d| i.get(&o.names[*d as usize]).is_some())
+        {
             return Some(path.to_owned());
         }
     }
     for (k, s) in o.dependent_schemas.iter() {
-        if i.get(&o.names[*k as usize]).is_some() {
-            if let Some(e) = first_error(plan, *s, i, path, depth + 1) {
-                return Some(e);
-            }
+        if i.get(&o.names[*k as usize]).is_some()
+            && let Some(e) = first_error(plan, *s, i, path, depth + 1)
+        {
+            return Some(e);
         }
     }
     for (k, name) in o.names.iter().enumerate() {
         let Some(s) = o.props[k] else { continue };
-        if let Some(v) = i.get(name) {
-            if let Some(e) = first_error(plan, s, v, &pointer::push(path, name), depth + 1) {
-                return Some(e);
-            }
+        if let Some(v) = i.get(name)
+            && let Some(e) = first_error(plan, s, v, &pointer::push(path, name), depth + 1)
+        {
+            return Some(e);
         }
     }
     for (p, s) in o.pattern_props.iter() {
         for (key, value) in i.entries() {
-            if plan.patterns[*p as usize].is_match(key) == Some(true) {
-                if let Some(e) = first_error(plan, *s, value, &pointer::push(path, key), depth + 1) {
-                    return Some(e);
-                }
+            if plan.patterns[*p as usize].is_match(key) == Some(true)
+                && let Some(e) = first_error(plan, *s, value, &pointer::push(path, key), depth + 1)
+            {
+                return Some(e);
             }
         }
     }

@@ -8,8 +8,8 @@
 
 mod ecma;
 mod eval;
-pub mod sample;
 mod plan;
+pub mod sample;
 mod tape;
 
 use std::collections::HashMap;
@@ -61,7 +61,10 @@ pub enum FastError {
 
 impl FastError {
     fn invalid(pointer: &str, message: &str) -> FastError {
-        FastError::Invalid { pointer: pointer.to_owned(), message: message.to_owned() }
+        FastError::Invalid {
+            pointer: pointer.to_owned(),
+            message: message.to_owned(),
+        }
     }
 
     /// Stable code of the error.
@@ -79,13 +82,29 @@ impl fmt::Display for FastError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FastError::Unsupported { pointer, keyword } => {
-                write!(f, "{}: {keyword} at {pointer:?} is not supported by the fast path", self.code())
+                write!(
+                    f,
+                    "{}: {keyword} at {pointer:?} is not supported by the fast path",
+                    self.code()
+                )
             }
-            FastError::Pattern { pointer, pattern, message } => {
-                write!(f, "{}: pattern {pattern:?} at {pointer:?}: {message}", self.code())
+            FastError::Pattern {
+                pointer,
+                pattern,
+                message,
+            } => {
+                write!(
+                    f,
+                    "{}: pattern {pattern:?} at {pointer:?}: {message}",
+                    self.code()
+                )
             }
-            FastError::Unresolved { pointer } => write!(f, "{}: {pointer:?} does not resolve", self.code()),
-            FastError::Invalid { pointer, message } => write!(f, "{}: at {pointer:?}: {message}", self.code()),
+            FastError::Unresolved { pointer } => {
+                write!(f, "{}: {pointer:?} does not resolve", self.code())
+            }
+            FastError::Invalid { pointer, message } => {
+                write!(f, "{}: at {pointer:?}: {message}", self.code())
+            }
         }
     }
 }
@@ -115,7 +134,11 @@ impl FastSchema {
             let ptr = pointer::push(&format!("/{}", doc.definitions_keyword()), &name);
             definitions.insert(name, Target(compiler.compile_pointer(&ptr)?));
         }
-        Ok(FastSchema { plan: compiler.finish()?, root, definitions })
+        Ok(FastSchema {
+            plan: compiler.finish()?,
+            root,
+            definitions,
+        })
     }
 
     /// The document's root schema.
@@ -154,7 +177,12 @@ impl FastSchema {
 
     /// Parses `bytes` (with the rules of [`crate::parse_json`]) and validates the document
     /// against `target`.
-    pub fn check_bytes(&self, target: Target, bytes: &[u8], tape: &mut Tape) -> Result<bool, JsonError> {
+    pub fn check_bytes(
+        &self,
+        target: Target,
+        bytes: &[u8],
+        tape: &mut Tape,
+    ) -> Result<bool, JsonError> {
         Ok(parse(bytes, tape)?.is_valid(self, target))
     }
 }
@@ -175,12 +203,16 @@ enum Inner<'a> {
 /// Reads one JSON document with the rules of [`crate::parse_json`] (same acceptance, same
 /// errors), into `tape` when it can.
 pub fn parse<'a>(bytes: &'a [u8], tape: &'a mut Tape) -> Result<Parsed<'a>, JsonError> {
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        if tape.parse(text).is_ok() {
-            return Ok(Parsed { inner: Inner::Tape { tape, text } });
-        }
+    if let Ok(text) = simdutf8::basic::from_utf8(bytes)
+        && tape.parse(text).is_ok()
+    {
+        return Ok(Parsed {
+            inner: Inner::Tape { tape, text },
+        });
     }
-    json::parse_json(bytes).map(|v| Parsed { inner: Inner::Value(v) })
+    json::parse_json(bytes).map(|v| Parsed {
+        inner: Inner::Value(v),
+    })
 }
 
 impl Parsed<'_> {
@@ -228,6 +260,10 @@ fn to_value<'a, I: Instance<'a>>(i: I) -> Value {
         }
         Kind::String => Value::String(i.as_str().to_owned()),
         Kind::Array => Value::Array(i.items().map(to_value).collect()),
-        Kind::Object => Value::Object(i.entries().map(|(k, v)| (k.to_owned(), to_value(v))).collect()),
+        Kind::Object => Value::Object(
+            i.entries()
+                .map(|(k, v)| (k.to_owned(), to_value(v)))
+                .collect(),
+        ),
     }
 }

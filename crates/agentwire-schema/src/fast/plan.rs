@@ -9,8 +9,8 @@ use ahash::{AHashMap, AHashSet};
 use serde_json::{Map, Value};
 
 use crate::document::{Draft, SchemaDocument};
-use crate::fast::ecma::{Format, Pattern};
 use crate::fast::FastError;
+use crate::fast::ecma::{Format, Pattern};
 use crate::pointer;
 
 /// Index of a node in [`Plan::nodes`].
@@ -73,7 +73,11 @@ pub(crate) enum Check {
     AnyOf(Box<Union>),
     OneOf(Box<Union>),
     AllOf(Box<[NodeId]>),
-    If { cond: NodeId, then: Option<NodeId>, otherwise: Option<NodeId> },
+    If {
+        cond: NodeId,
+        then: Option<NodeId>,
+        otherwise: Option<NodeId>,
+    },
     Num(Box<NumChecks>),
     Str(Box<StrChecks>),
     Arr(Box<ArrPlan>),
@@ -143,6 +147,9 @@ pub(crate) struct ArrPlan {
     pub(crate) unique: bool,
     pub(crate) prefix: Box<[NodeId]>,
     pub(crate) rest: Rest,
+    /// Draft-07 `additionalItems` beside array-form `items`: AJV checks the extra items before
+    /// the tuple, so the first error comes from them.
+    pub(crate) rest_first: bool,
     pub(crate) contains: Option<NodeId>,
     pub(crate) min_contains: usize,
     pub(crate) max_contains: Option<usize>,
@@ -200,7 +207,11 @@ impl<'d> Compiler<'d> {
         Compiler {
             doc,
             draft: doc.draft(),
-            plan: Plan { nodes: Vec::new(), patterns: Vec::new(), by_pointer: HashMap::new() },
+            plan: Plan {
+                nodes: Vec::new(),
+                patterns: Vec::new(),
+                by_pointer: HashMap::new(),
+            },
             pending: VecDeque::new(),
             pattern_ids: HashMap::new(),
         }
@@ -221,9 +232,12 @@ impl<'d> Compiler<'d> {
 
     fn drain(&mut self) -> Result<(), FastError> {
         while let Some((id, ptr)) = self.pending.pop_front() {
-            let schema = self.doc.resolve_pointer(&ptr).ok_or_else(|| FastError::Unresolved {
-                pointer: ptr.clone(),
-            })?;
+            let schema = self
+                .doc
+                .resolve_pointer(&ptr)
+                .ok_or_else(|| FastError::Unresolved {
+                    pointer: ptr.clone(),
+                })?;
             let node = self.compile_schema(&ptr, schema)?;
             self.plan.nodes[id as usize] = node;
         }
@@ -236,7 +250,10 @@ impl<'d> Compiler<'d> {
             return *id;
         }
         let id = self.plan.nodes.len() as NodeId;
-        self.plan.nodes.push(Node { types: T_ANY, checks: Vec::new() });
+        self.plan.nodes.push(Node {
+            types: T_ANY,
+            checks: Vec::new(),
+        });
         self.plan.by_pointer.insert(ptr.to_owned(), id);
         self.pending.push_back((id, ptr.to_owned()));
         id
@@ -255,11 +272,19 @@ impl<'d> Compiler<'d> {
             Value::Bool(true) => return Ok(node(at, T_ANY, Vec::new())),
             Value::Bool(false) => return Ok(node(at, T_ANY, vec![Check::False])),
             Value::Object(map) => map,
-            _ => return Err(FastError::invalid(at, "a schema must be an object or a boolean")),
+            _ => {
+                return Err(FastError::invalid(
+                    at,
+                    "a schema must be an object or a boolean",
+                ));
+            }
         };
         for key in UNSUPPORTED_KEYWORDS {
             if map.contains_key(*key) {
-                return Err(FastError::Unsupported { pointer: at.to_owned(), keyword: (*key).to_owned() });
+                return Err(FastError::Unsupported {
+                    pointer: at.to_owned(),
+                    keyword: (*key).to_owned(),
+                });
             }
         }
         if self.draft == Draft::Draft07 && map.contains_key("$ref") {
@@ -268,7 +293,13 @@ impl<'d> Compiler<'d> {
             let ok = map.keys().all(|k| {
                 matches!(
                     k.as_str(),
-                    "$ref" | "description" | "title" | "$comment" | "default" | "examples" | "deprecated"
+                    "$ref"
+                        | "description"
+                        | "title"
+                        | "$comment"
+                        | "default"
+                        | "examples"
+                        | "deprecated"
                 ) || k.starts_with("x-")
             });
             if !ok {
@@ -324,7 +355,11 @@ impl<'d> Compiler<'d> {
             let then = map.contains_key("then").then(|| self.child(at, "then"));
             let otherwise = map.contains_key("else").then(|| self.child(at, "else"));
             if then.is_some() || otherwise.is_some() {
-                checks.push(Check::If { cond, then, otherwise });
+                checks.push(Check::If {
+                    cond,
+                    then,
+                    otherwise,
+                });
             }
         }
         if let Some(n) = self.num_checks(at, map)? {
@@ -343,14 +378,24 @@ impl<'d> Compiler<'d> {
     }
 
     fn branch_ids(&mut self, at: &str, key: &str, n: usize) -> Vec<NodeId> {
-        (0..n).map(|i| self.child2(at, key, &i.to_string())).collect()
+        (0..n)
+            .map(|i| self.child2(at, key, &i.to_string()))
+            .collect()
     }
 
     fn union(&self, branches: Vec<NodeId>) -> Union {
-        Union { masks: vec![T_ANY; branches.len()].into(), branches: branches.into(), tag: None }
+        Union {
+            masks: vec![T_ANY; branches.len()].into(),
+            branches: branches.into(),
+            tag: None,
+        }
     }
 
-    fn num_checks(&self, at: &str, map: &Map<String, Value>) -> Result<Option<NumChecks>, FastError> {
+    fn num_checks(
+        &self,
+        at: &str,
+        map: &Map<String, Value>,
+    ) -> Result<Option<NumChecks>, FastError> {
         let mut n = NumChecks::default();
         let mut any = false;
         let mut num = |key: &str| -> Result<Option<f64>, FastError> {
@@ -375,7 +420,11 @@ impl<'d> Compiler<'d> {
         Ok(any.then_some(n))
     }
 
-    fn str_checks(&mut self, at: &str, map: &Map<String, Value>) -> Result<Option<StrChecks>, FastError> {
+    fn str_checks(
+        &mut self,
+        at: &str,
+        map: &Map<String, Value>,
+    ) -> Result<Option<StrChecks>, FastError> {
         let mut s = StrChecks {
             max_length: count(at, map, "maxLength")?,
             min_length: count(at, map, "minLength")?,
@@ -393,7 +442,10 @@ impl<'d> Compiler<'d> {
                 keyword: format!("format {f:?}"),
             })?);
         }
-        let any = s.max_length.is_some() || s.min_length.is_some() || s.pattern.is_some() || s.format.is_some();
+        let any = s.max_length.is_some()
+            || s.min_length.is_some()
+            || s.pattern.is_some()
+            || s.format.is_some();
         Ok(any.then_some(s))
     }
 
@@ -412,13 +464,18 @@ impl<'d> Compiler<'d> {
         Ok(id)
     }
 
-    fn arr_plan(&mut self, at: &str, map: &Map<String, Value>) -> Result<Option<ArrPlan>, FastError> {
+    fn arr_plan(
+        &mut self,
+        at: &str,
+        map: &Map<String, Value>,
+    ) -> Result<Option<ArrPlan>, FastError> {
         let mut a = ArrPlan {
             max_items: count(at, map, "maxItems")?,
             min_items: count(at, map, "minItems")?,
             unique: map.get("uniqueItems") == Some(&Value::Bool(true)),
             prefix: Box::new([]),
             rest: Rest::Any,
+            rest_first: false,
             contains: None,
             min_contains: 1,
             max_contains: None,
@@ -439,6 +496,7 @@ impl<'d> Compiler<'d> {
                     a.prefix = self.branch_ids(at, "items", items.len()).into();
                     if let Some(r) = rest_schema(self, "additionalItems") {
                         a.rest = r;
+                        a.rest_first = true;
                     }
                 }
                 Some(_) => {
@@ -471,7 +529,11 @@ impl<'d> Compiler<'d> {
         Ok(any.then_some(a))
     }
 
-    fn obj_plan(&mut self, at: &str, map: &Map<String, Value>) -> Result<Option<ObjPlan>, FastError> {
+    fn obj_plan(
+        &mut self,
+        at: &str,
+        map: &Map<String, Value>,
+    ) -> Result<Option<ObjPlan>, FastError> {
         let max_properties = count(at, map, "maxProperties")?;
         let min_properties = count(at, map, "minProperties")?;
         let mut names: Vec<Box<str>> = Vec::new();
@@ -495,7 +557,9 @@ impl<'d> Compiler<'d> {
         }
         let mut required = Vec::new();
         if let Some(r) = map.get("required") {
-            let Value::Array(r) = r else { return Err(FastError::invalid(at, "required must be an array")) };
+            let Value::Array(r) = r else {
+                return Err(FastError::invalid(at, "required must be an array"));
+            };
             for name in r {
                 let Value::String(name) = name else {
                     return Err(FastError::invalid(at, "required names must be strings"));
@@ -505,8 +569,14 @@ impl<'d> Compiler<'d> {
         }
         let mut dependent_required = Vec::new();
         let mut dependent_schemas = Vec::new();
-        let mut deps = |this: &mut Self, key: &str, allow_schema: bool, allow_names: bool| -> Result<(), FastError> {
-            let Some(Value::Object(entries)) = map.get(key) else { return Ok(()) };
+        let mut deps = |this: &mut Self,
+                        key: &str,
+                        allow_schema: bool,
+                        allow_names: bool|
+         -> Result<(), FastError> {
+            let Some(Value::Object(entries)) = map.get(key) else {
+                return Ok(());
+            };
             let base = pointer::push(at, key);
             for (name, dep) in entries {
                 let i = intern(&mut names, name);
@@ -515,7 +585,10 @@ impl<'d> Compiler<'d> {
                         let mut ids = Vec::new();
                         for d in list {
                             let Value::String(d) = d else {
-                                return Err(FastError::invalid(at, "dependency names must be strings"));
+                                return Err(FastError::invalid(
+                                    at,
+                                    "dependency names must be strings",
+                                ));
                             };
                             ids.push(intern(&mut names, d));
                         }
@@ -545,7 +618,9 @@ impl<'d> Compiler<'d> {
             Some(Value::Bool(false)) => Rest::Deny,
             Some(_) => Rest::Schema(self.child(at, "additionalProperties")),
         };
-        let property_names = map.contains_key("propertyNames").then(|| self.child(at, "propertyNames"));
+        let property_names = map
+            .contains_key("propertyNames")
+            .then(|| self.child(at, "propertyNames"));
         let any = max_properties.is_some()
             || min_properties.is_some()
             || !names.is_empty()
@@ -565,7 +640,11 @@ impl<'d> Compiler<'d> {
                 required_mask[i as usize / 64] |= 1 << (i % 64);
             }
         }
-        let lookup = if names.len() <= LINEAR_LOOKUP_MAX { Lookup::Linear } else { Lookup::Hash(index) };
+        let lookup = if names.len() <= LINEAR_LOOKUP_MAX {
+            Lookup::Linear
+        } else {
+            Lookup::Hash(index)
+        };
         Ok(Some(ObjPlan {
             max_properties,
             min_properties,
@@ -588,16 +667,22 @@ impl<'d> Compiler<'d> {
         for id in 0..self.plan.nodes.len() {
             let mut checks = std::mem::take(&mut self.plan.nodes[id].checks);
             for check in &mut checks {
-                let (Check::AnyOf(u) | Check::OneOf(u)) = check else { continue };
-                u.masks = u.branches.iter().map(|b| self.effective_types(*b)).collect();
+                let (Check::AnyOf(u) | Check::OneOf(u)) = check else {
+                    continue;
+                };
+                u.masks = u
+                    .branches
+                    .iter()
+                    .map(|b| self.effective_types(*b))
+                    .collect();
                 u.tag = self.tag_table(&u.branches);
             }
             // anyOf of plain literals (how TypeBox writes a union of string literals).
             for check in &mut checks {
-                if let Check::AnyOf(u) = check {
-                    if let Some(set) = self.literal_union(&u.branches) {
-                        *check = Check::Enum(Box::new(set));
-                    }
+                if let Check::AnyOf(u) = check
+                    && let Some(set) = self.literal_union(&u.branches)
+                {
+                    *check = Check::Enum(Box::new(set));
                 }
             }
             self.plan.nodes[id].checks = checks;
@@ -654,11 +739,19 @@ impl<'d> Compiler<'d> {
             .iter()
             .map(|b| {
                 let n = &self.plan.nodes[self.target(*b) as usize];
-                n.checks.iter().find_map(|c| if let Check::Obj(o) = c { Some(&**o) } else { None })
+                n.checks.iter().find_map(|c| {
+                    if let Check::Obj(o) = c {
+                        Some(&**o)
+                    } else {
+                        None
+                    }
+                })
             })
             .collect::<Option<_>>()?;
         'candidate: for (i, name) in objs[0].names.iter().enumerate() {
-            let Some(first) = objs[0].props[i] else { continue };
+            let Some(first) = objs[0].props[i] else {
+                continue;
+            };
             let mut table: AHashMap<Box<str>, Vec<u32>> = AHashMap::new();
             for (bi, o) in objs.iter().enumerate() {
                 let prop = if bi == 0 {
@@ -666,12 +759,17 @@ impl<'d> Compiler<'d> {
                 } else {
                     o.index_of(name).and_then(|j| o.props[j as usize])
                 };
-                let Some(values) = prop.and_then(|p| self.literals(p)) else { continue 'candidate };
+                let Some(values) = prop.and_then(|p| self.literals(p)) else {
+                    continue 'candidate;
+                };
                 for v in values {
                     table.entry(v).or_default().push(bi as u32);
                 }
             }
-            return Some(TagTable { property: name.clone(), table });
+            return Some(TagTable {
+                property: name.clone(),
+                table,
+            });
         }
         None
     }
@@ -687,9 +785,16 @@ fn count(at: &str, map: &Map<String, Value>, key: &str) -> Result<Option<usize>,
         Some(Value::Number(n)) => {
             let f = n.as_f64().unwrap_or(-1.0);
             if f < 0.0 || f.fract() != 0.0 {
-                return Err(FastError::invalid(at, "count keyword must be a non-negative integer"));
+                return Err(FastError::invalid(
+                    at,
+                    "count keyword must be a non-negative integer",
+                ));
             }
-            Ok(Some(if f >= usize::MAX as f64 { usize::MAX } else { f as usize }))
+            Ok(Some(if f >= usize::MAX as f64 {
+                usize::MAX
+            } else {
+                f as usize
+            }))
         }
         Some(_) => Err(FastError::invalid(at, "count keyword must be a number")),
     }

@@ -23,10 +23,20 @@ pub(crate) enum Tok {
     Bool(bool),
     Num(f64),
     /// A string: `start..start+len` in the input, or in the tape's arena when `escaped`.
-    Str { start: u32, len: u32, escaped: bool },
+    Str {
+        start: u32,
+        len: u32,
+        escaped: bool,
+    },
     /// A container whose tokens end (exclusive) at `end`; `len` members or elements.
-    Arr { end: u32, len: u32 },
-    Obj { end: u32, len: u32 },
+    Arr {
+        end: u32,
+        len: u32,
+    },
+    Obj {
+        end: u32,
+        len: u32,
+    },
 }
 
 /// A reusable buffer holding one parsed document.
@@ -51,7 +61,12 @@ impl Tape {
         if text.len() > u32::MAX as usize {
             return Err(Unsure);
         }
-        let mut r = Reader { b: text.as_bytes(), text, pos: 0, tape: self };
+        let mut r = Reader {
+            b: text.as_bytes(),
+            text,
+            pos: 0,
+            tape: self,
+        };
         r.ws();
         r.value(0)?;
         r.ws();
@@ -63,14 +78,26 @@ impl Tape {
 
     /// The root value of the last document read, viewed with its input text.
     pub(crate) fn root<'a>(&'a self, text: &'a str) -> TapeRef<'a> {
-        TapeRef { tape: self, text, idx: 0 }
+        TapeRef {
+            tape: self,
+            text,
+            idx: 0,
+        }
     }
 
     fn str_at<'a>(&'a self, text: &'a str, idx: u32) -> &'a str {
         match self.toks[idx as usize] {
-            Tok::Str { start, len, escaped } => {
+            Tok::Str {
+                start,
+                len,
+                escaped,
+            } => {
                 let (s, e) = (start as usize, (start + len) as usize);
-                if escaped { &self.arena[s..e] } else { &text[s..e] }
+                if escaped {
+                    &self.arena[s..e]
+                } else {
+                    &text[s..e]
+                }
             }
             _ => "",
         }
@@ -191,16 +218,20 @@ impl Reader<'_, '_> {
     fn string(&mut self) -> Result<Tok, Unsure> {
         let b = self.b;
         let start = self.pos + 1;
-        let mut i = start;
+        let mut i = skip_plain(b, start);
         loop {
             match b.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;
-                    return Ok(Tok::Str { start: start as u32, len: (i - start) as u32, escaped: false });
+                    return Ok(Tok::Str {
+                        start: start as u32,
+                        len: (i - start) as u32,
+                        escaped: false,
+                    });
                 }
                 Some(b'\\') => break,
                 Some(c) if *c < 0x20 => return Err(Unsure),
-                Some(_) => i += 1,
+                Some(_) => i = skip_plain(b, i + 1),
                 None => return Err(Unsure),
             }
         }
@@ -215,7 +246,11 @@ impl Reader<'_, '_> {
                     if self.tape.arena.len() > u32::MAX as usize {
                         return Err(Unsure);
                     }
-                    return Ok(Tok::Str { start: arena_start as u32, len: len as u32, escaped: true });
+                    return Ok(Tok::Str {
+                        start: arena_start as u32,
+                        len: len as u32,
+                        escaped: true,
+                    });
                 }
                 Some(b'\\') => {
                     let c = match b.get(i + 1).ok_or(Unsure)? {
@@ -239,7 +274,8 @@ impl Reader<'_, '_> {
                                     return Err(Unsure);
                                 }
                                 i += 6;
-                                char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).ok_or(Unsure)?
+                                char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+                                    .ok_or(Unsure)?
                             } else {
                                 char::from_u32(hi).ok_or(Unsure)?
                             }
@@ -252,7 +288,11 @@ impl Reader<'_, '_> {
                 Some(c) if *c < 0x20 => return Err(Unsure),
                 Some(_) => {
                     let s = i;
-                    while b.get(i).is_some_and(|c| *c != b'"' && *c != b'\\' && *c >= 0x20) {
+                    i = skip_plain(b, i);
+                    while b
+                        .get(i)
+                        .is_some_and(|c| *c != b'"' && *c != b'\\' && *c >= 0x20)
+                    {
                         i += 1;
                     }
                     self.tape.arena.push_str(&self.text[s..i]);
@@ -367,6 +407,31 @@ impl Reader<'_, '_> {
     }
 }
 
+/// Skips string bytes that need no attention (not `"`, `\\` or a control character) eight at
+/// a time, stopping at or before the first one that does.
+#[inline]
+fn skip_plain(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let slash = w ^ (ONES * u64::from(b'\\'));
+        // A zero byte in `quote`/`slash` marks a `"`/`\\`; `w - 0x20` borrowing marks a byte
+        // below 0x20. Borrows may flag later bytes too, which only ends the fast scan early.
+        let special = (quote.wrapping_sub(ONES) & !quote)
+            | (slash.wrapping_sub(ONES) & !slash)
+            | (w.wrapping_sub(ONES * 0x20) & !w);
+        if special & HIGH != 0 {
+            break;
+        }
+        i += 8;
+    }
+    i
+}
+
 fn hex4(b: &[u8], at: usize) -> Result<u32, Unsure> {
     let digits = b.get(at..at + 4).ok_or(Unsure)?;
     let mut v = 0u32;
@@ -405,6 +470,14 @@ impl<'a> TapeRef<'a> {
 
     /// The value at a JSON Pointer below this one.
     pub(crate) fn pointer(self, ptr: &str) -> Option<TapeRef<'a>> {
+        if ptr.is_empty() {
+            return Some(self);
+        }
+        if let Some(name) = ptr.strip_prefix('/').filter(|n| !n.contains(['/', '~']))
+            && self.kind() == Kind::Object
+        {
+            return self.get(name);
+        }
         let tokens = crate::pointer::tokens(ptr)?;
         let mut cur = self;
         for t in tokens {
@@ -491,7 +564,10 @@ impl<'a> Instance<'a> for TapeRef<'a> {
     #[inline]
     fn items(self) -> TapeItems<'a> {
         match self.tok() {
-            Tok::Arr { end, .. } => TapeItems { cur: self.at(self.idx + 1), end },
+            Tok::Arr { end, .. } => TapeItems {
+                cur: self.at(self.idx + 1),
+                end,
+            },
             _ => TapeItems { cur: self, end: 0 },
         }
     }
@@ -505,7 +581,10 @@ impl<'a> Instance<'a> for TapeRef<'a> {
     #[inline]
     fn entries(self) -> TapeEntries<'a> {
         match self.tok() {
-            Tok::Obj { end, .. } => TapeEntries { cur: self.at(self.idx + 1), end },
+            Tok::Obj { end, .. } => TapeEntries {
+                cur: self.at(self.idx + 1),
+                end,
+            },
             _ => TapeEntries { cur: self, end: 0 },
         }
     }
@@ -524,7 +603,12 @@ mod tests {
 
     #[test]
     fn reads_what_the_strict_parser_reads() {
-        for ok in [r#"{"a":[1,-2.5e3,"x\n\u00e9\ud83d\ude00",true,null,{}]}"#, " [] ", "0", r#""""#] {
+        for ok in [
+            r#"{"a":[1,-2.5e3,"x\n\u00e9\ud83d\ude00",true,null,{}]}"#,
+            " [] ",
+            "0",
+            r#""""#,
+        ] {
             assert_eq!(read(ok), Ok(()), "{ok}");
             assert!(crate::parse_json(ok.as_bytes()).is_ok());
         }
