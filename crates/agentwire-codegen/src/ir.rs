@@ -377,7 +377,8 @@ struct Lowerer<'d> {
     by_pointer: HashMap<String, String>,
     /// Compact text of a node that became a named type → that name.
     by_text: HashMap<String, String>,
-    root_pointer_name: Option<String>,
+    /// Pointer of the root type's schema: "" for the document root, or a definition's.
+    root_pointer: Option<String>,
     /// Views computed so far (see [`MAX_VIEW_STEPS`]).
     view_steps: std::cell::Cell<usize>,
 }
@@ -402,7 +403,7 @@ impl<'d> Lowerer<'d> {
             scope: NameScope::new(),
             by_pointer: HashMap::new(),
             by_text: HashMap::new(),
-            root_pointer_name: None,
+            root_pointer: None,
             view_steps: std::cell::Cell::new(0),
         }
     }
@@ -427,7 +428,20 @@ impl<'d> Lowerer<'d> {
                 .iter()
                 .any(|k| m.contains_key(*k))
         });
-        let root_name = if root_is_schema {
+        // `root_name` naming a definition makes that definition the root (the envelope of every
+        // message, open to unknown variants); otherwise it names the document root's own type.
+        let root_def = root_name.and_then(|wanted| {
+            let wanted = names::pascal(wanted);
+            def_names
+                .iter()
+                .find(|(type_name, _, _)| *type_name == wanted)
+                .map(|(t, p, _)| (t.clone(), p.clone()))
+        });
+        let mut lower_document_root = false;
+        let root_name = if let Some((type_name, ptr)) = root_def {
+            self.root_pointer = Some(ptr);
+            Some(type_name)
+        } else if root_is_schema {
             let wanted = match (root_name, &identity.name) {
                 (Some(root), _) => names::pascal(root),
                 (None, Some(name)) => format!("{}Message", names::pascal(name)),
@@ -435,7 +449,8 @@ impl<'d> Lowerer<'d> {
             };
             let claimed = self.scope.claim(&wanted);
             self.by_pointer.insert(String::new(), claimed.clone());
-            self.root_pointer_name = Some(claimed.clone());
+            self.root_pointer = Some(String::new());
+            lower_document_root = true;
             Some(claimed)
         } else {
             None
@@ -443,7 +458,7 @@ impl<'d> Lowerer<'d> {
         for (type_name, ptr, node) in def_names {
             self.lower_forced(node, &type_name, &ptr, 0)?;
         }
-        if let Some(name) = &root_name {
+        if let Some(name) = root_name.as_ref().filter(|_| lower_document_root) {
             let stripped = strip_document_keys(root);
             self.lower_forced(&stripped, name, "", 0)?;
         }
@@ -898,7 +913,7 @@ impl<'d> Lowerer<'d> {
             return Ok(wrap(Ty::Any));
         }
         let explicit_open = map.get("x-agentwire-open").and_then(Value::as_bool);
-        let is_root = ptr.is_empty();
+        let is_root = self.root_pointer.as_deref() == Some(ptr);
         let tag = detect_tag(map, rest.iter().map(|(_, _, v)| v.as_ref()));
         let rest: Vec<(usize, Value, Value)> = rest
             .into_iter()
@@ -1464,6 +1479,28 @@ mod tests {
         assert_eq!(ir.get("J").unwrap().kind, TypeKind::Alias(Ty::Any));
         assert!(ir.needs_indirection("Node", &Ty::Ref("Node".into())));
         assert!(!ir.needs_indirection("J", &Ty::Ref("Node".into())));
+    }
+
+    #[test]
+    fn root_name_can_name_a_definition_which_then_keeps_unknown_variants() {
+        let schema = json!({"oneOf": [{"$ref": "#/$defs/Frame"}], "$defs": {"Frame": {"oneOf": [
+            {"type": "object", "additionalProperties": false, "required": ["type"], "properties": {"type": {"const": "req"}}},
+            {"type": "object", "additionalProperties": false, "required": ["type"], "properties": {"type": {"const": "res"}}}
+        ]}}});
+        let doc = SchemaDocument::from_value(schema).unwrap();
+        let closed = Ir::lower(&doc, "f.json").unwrap();
+        let TypeKind::Union(u) = &closed.get("Frame").unwrap().kind else {
+            panic!()
+        };
+        assert!(!u.open);
+        assert_eq!(closed.root.as_deref(), Some("ProtocolMessage"));
+        let rooted = Ir::lower_with_root_name(&doc, "f.json", Some("Frame")).unwrap();
+        let TypeKind::Union(u) = &rooted.get("Frame").unwrap().kind else {
+            panic!()
+        };
+        assert!(u.open);
+        assert_eq!(rooted.root.as_deref(), Some("Frame"));
+        assert!(rooted.get("ProtocolMessage").is_none());
     }
 
     #[test]
