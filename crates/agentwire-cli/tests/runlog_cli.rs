@@ -1,4 +1,5 @@
 //! `agentwire runlog …`: output shapes, exit codes and the documented example.
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use std::path::Path;
 use std::process::{Command, Output};

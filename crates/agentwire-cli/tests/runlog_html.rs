@@ -1,5 +1,6 @@
 //! The HTML timeline in headless Chromium: a mock run with a pending approval and a bad line
 //! renders with no console or page errors, no network requests, and the expected text.
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use std::process::Command;
 
