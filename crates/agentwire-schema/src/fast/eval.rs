@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::fast::ecma::format_is_valid;
 use crate::fast::plan::{
-    ArrPlan, Check, INLINE_NAME_BITS, NodeId, NumChecks, ObjPlan, Plan, Rest, StrChecks, T_ARR,
-    T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union,
+    ArrPlan, Check, CondTable, INLINE_NAME_BITS, NodeId, NumChecks, ObjPlan, Plan, Rest, StrChecks,
+    T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union,
 };
 use crate::pointer;
 
@@ -226,6 +226,7 @@ pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth:
             Check::AnyOf(u) => any_of(plan, u, i, depth),
             Check::OneOf(u) => one_of(plan, u, i, depth),
             Check::AllOf(all) => all.iter().all(|s| valid(plan, *s, i, depth + 1)),
+            Check::AllOfTagged(t) => all_of_tagged(plan, t, i, depth),
             Check::If {
                 cond,
                 then,
@@ -300,6 +301,24 @@ fn one_of<'a, I: Instance<'a>>(plan: &Plan, u: &Union, i: I, depth: u32) -> bool
         }
     }
     passing == 1
+}
+
+/// Members whose `if` demands another tag value (or a tag that is missing or not a string)
+/// have a false condition and no `else`, so they hold without being evaluated.
+fn all_of_tagged<'a, I: Instance<'a>>(plan: &Plan, t: &CondTable, i: I, depth: u32) -> bool {
+    if i.kind() != Kind::Object {
+        return t.all.iter().all(|s| valid(plan, *s, i, depth + 1));
+    }
+    if !t.others.iter().all(|s| valid(plan, *s, i, depth + 1)) {
+        return false;
+    }
+    match i.get(&t.property) {
+        Some(tag) if tag.kind() == Kind::String => t
+            .table
+            .get(tag.as_str())
+            .is_none_or(|members| members.iter().all(|s| valid(plan, *s, i, depth + 1))),
+        _ => true,
+    }
 }
 
 #[inline]
@@ -530,6 +549,10 @@ pub(crate) fn first_error<'a, I: Instance<'a>>(
                         .or_else(here)
                 }
             }
+            Check::AllOfTagged(t) => t
+                .all
+                .iter()
+                .find_map(|s| first_error(plan, *s, i, path, depth + 1)),
             Check::AllOf(all) => all
                 .iter()
                 .find_map(|s| first_error(plan, *s, i, path, depth + 1)),

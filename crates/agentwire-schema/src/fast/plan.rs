@@ -73,6 +73,9 @@ pub(crate) enum Check {
     AnyOf(Box<Union>),
     OneOf(Box<Union>),
     AllOf(Box<[NodeId]>),
+    /// An `allOf` whose `if`/`then` members test one literal property: only the members whose
+    /// `if` can hold for the instance's tag value are evaluated.
+    AllOfTagged(Box<CondTable>),
     If {
         cond: NodeId,
         then: Option<NodeId>,
@@ -114,6 +117,17 @@ pub(crate) struct TagTable {
     pub(crate) property: Box<str>,
     /// Tag value → indexes into `branches` of the branches that can accept it.
     pub(crate) table: AHashMap<Box<str>, Vec<u32>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct CondTable {
+    /// Every member, in order (non-object instances and error reports use these).
+    pub(crate) all: Box<[NodeId]>,
+    /// Members that are not tag-guarded conditionals, evaluated always.
+    pub(crate) others: Box<[NodeId]>,
+    pub(crate) property: Box<str>,
+    /// Tag value → the conditional members whose `if` accepts it.
+    pub(crate) table: AHashMap<Box<str>, Vec<NodeId>>,
 }
 
 #[derive(Debug, Default)]
@@ -677,6 +691,13 @@ impl<'d> Compiler<'d> {
                     .collect();
                 u.tag = self.tag_table(&u.branches);
             }
+            for check in &mut checks {
+                if let Check::AllOf(members) = check
+                    && let Some(t) = self.cond_table(members)
+                {
+                    *check = Check::AllOfTagged(Box::new(t));
+                }
+            }
             // anyOf of plain literals (how TypeBox writes a union of string literals).
             for check in &mut checks {
                 if let Check::AnyOf(u) = check
@@ -729,6 +750,75 @@ impl<'d> Compiler<'d> {
             all.extend(self.literals(*b)?);
         }
         Some(enum_set(all.into_iter().map(|s| Value::String(s.into()))))
+    }
+
+    /// The tag property and values a conditional member's `if` demands, when its `if`
+    /// requires one literal string property and it has no `else`.
+    fn guarded(&self, member: NodeId) -> Option<(NodeId, Vec<(Box<str>, Vec<Box<str>>)>)> {
+        let n = &self.plan.nodes[self.target(member) as usize];
+        let [
+            Check::If {
+                cond,
+                then: Some(_),
+                otherwise: None,
+            },
+        ] = n.checks.as_slice()
+        else {
+            return None;
+        };
+        if n.types != T_ANY {
+            return None;
+        }
+        let c = &self.plan.nodes[self.target(*cond) as usize];
+        let o = c.checks.iter().find_map(|c| {
+            if let Check::Obj(o) = c {
+                Some(&**o)
+            } else {
+                None
+            }
+        })?;
+        let tags = o
+            .required
+            .iter()
+            .filter_map(|r| {
+                let values = self.literals(o.props[*r as usize]?)?;
+                Some((o.names[*r as usize].clone(), values))
+            })
+            .collect::<Vec<_>>();
+        (!tags.is_empty()).then_some((member, tags))
+    }
+
+    fn cond_table(&self, members: &[NodeId]) -> Option<CondTable> {
+        let guarded: Vec<_> = members.iter().filter_map(|m| self.guarded(*m)).collect();
+        if guarded.len() < 2 {
+            return None;
+        }
+        // The tag: a property every guarded member's `if` requires as a literal.
+        let property = guarded[0].1.iter().map(|(n, _)| n.clone()).find(|name| {
+            guarded
+                .iter()
+                .all(|(_, tags)| tags.iter().any(|(n, _)| n == name))
+        })?;
+        let mut table: AHashMap<Box<str>, Vec<NodeId>> = AHashMap::new();
+        for (member, tags) in &guarded {
+            let Some((_, values)) = tags.iter().find(|(n, _)| *n == property) else {
+                continue;
+            };
+            for v in values {
+                table.entry(v.clone()).or_default().push(*member);
+            }
+        }
+        let dispatched: Vec<NodeId> = guarded.iter().map(|(m, _)| *m).collect();
+        Some(CondTable {
+            all: members.into(),
+            others: members
+                .iter()
+                .copied()
+                .filter(|m| !dispatched.contains(m))
+                .collect(),
+            property,
+            table,
+        })
     }
 
     fn tag_table(&self, branches: &[NodeId]) -> Option<TagTable> {
