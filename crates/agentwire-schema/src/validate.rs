@@ -40,6 +40,7 @@ use jsonschema::{Registry, ValidationError};
 use serde_json::{Value, json};
 
 use crate::document::{Draft, SchemaDocument, SchemaError, SchemaErrorKind};
+use crate::fast::{FastSchema, Target};
 use crate::json::{self, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
 use crate::pointer;
 
@@ -241,6 +242,9 @@ pub struct ValidatorCompiler {
     draft: jsonschema::Draft,
     definitions_keyword: &'static str,
     dispatch: Arc<DispatchTable>,
+    /// The compiled plan that answers `is_valid`; `None` when the document uses something the
+    /// fast path does not implement, and the engine decides alone.
+    fast: Option<Arc<FastSchema>>,
 }
 
 impl fmt::Debug for ValidatorCompiler {
@@ -276,6 +280,7 @@ impl ValidatorCompiler {
             draft,
             definitions_keyword: doc.definitions_keyword(),
             dispatch: Arc::new(dispatch::build(doc)),
+            fast: FastSchema::compile(doc).ok().map(Arc::new),
         })
     }
 
@@ -332,8 +337,13 @@ impl ValidatorCompiler {
             .with_registry(&self.registry)
             .build(&wrapper)
             .map_err(|e| build_error(&ptr, &e))?;
+        let fast = self
+            .fast
+            .as_ref()
+            .and_then(|plan| Some((Arc::clone(plan), plan.at_pointer(&ptr)?)));
         Ok(Validator {
             inner,
+            fast,
             document: Arc::clone(&self.document),
             dispatch: Arc::clone(&self.dispatch),
             pointer: ptr,
@@ -400,6 +410,7 @@ impl SchemaDocument {
 /// [`validate`](Validator::validate) for every issue.
 pub struct Validator {
     inner: jsonschema::Validator,
+    fast: Option<(Arc<FastSchema>, Target)>,
     document: Arc<Value>,
     dispatch: Arc<DispatchTable>,
     pointer: String,
@@ -421,7 +432,16 @@ impl Validator {
 
     /// The verdict alone. Agrees with [`validate`](Validator::validate) returning no issue.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        !too_deep(instance) && self.inner.is_valid(instance)
+        !too_deep(instance) && self.verdict(instance)
+    }
+
+    /// The verdict on a value within [`MAX_JSON_DEPTH`]: the compiled plan when there is one
+    /// (same verdicts, checked by `tests/fast_differential.rs`), else the engine.
+    fn verdict(&self, instance: &Value) -> bool {
+        match &self.fast {
+            Some((plan, target)) => plan.is_valid(*target, instance),
+            None => self.inner.is_valid(instance),
+        }
     }
 
     /// Every issue of a parsed message; empty when it is valid.
@@ -442,7 +462,7 @@ impl Validator {
     /// levels (the strict parser guarantees it).
     fn validate_shallow(&self, instance: &Value) -> Vec<Issue> {
         // Collecting errors costs more than deciding; most messages are valid.
-        if self.inner.is_valid(instance) {
+        if self.verdict(instance) {
             return Vec::new();
         }
         let mut reporter = Reporter {

@@ -754,7 +754,7 @@ impl<'d> Compiler<'d> {
 
     /// The tag property and values a conditional member's `if` demands, when its `if`
     /// requires one literal string property and it has no `else`.
-    fn guarded(&self, member: NodeId) -> Option<(NodeId, Vec<(Box<str>, Vec<Box<str>>)>)> {
+    fn guarded(&self, member: NodeId) -> Option<Guarded> {
         let n = &self.plan.nodes[self.target(member) as usize];
         let [
             Check::If {
@@ -864,6 +864,9 @@ impl<'d> Compiler<'d> {
         None
     }
 }
+
+/// A conditional member and the literal properties (name, accepted values) its `if` requires.
+type Guarded = (NodeId, Vec<(Box<str>, Vec<Box<str>>)>);
 
 fn node(_at: &str, types: u8, checks: Vec<Check>) -> Node {
     Node { types, checks }
