@@ -9,7 +9,8 @@
 //!
 //! Rust sides: "fast" is the compiled plan ([`agentwire_schema::fast`]) reading bytes through
 //! its tape (parse+validate) or walking parsed values (validate-only); "reference" is the
-//! `jsonschema`-backed [`agentwire_schema::validate::Validator`] after the strict parser.
+//! `jsonschema` crate's runtime validator (formats on) after the strict parser: the engine the
+//! reference [`agentwire_schema::validate::Validator`] reports issues with.
 
 // Test and benchmark helpers fail loudly on broken setup, like the tests they serve.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::too_many_arguments)]
@@ -21,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use agentwire_schema::fast::sample::{Generator, Rng, Size};
 use agentwire_schema::fast::{FastSchema, Tape, Target, parse};
-use agentwire_schema::validate::{Validator, ValidatorCompiler};
 use agentwire_schema::{SchemaDocument, parse_json, pointer};
 use agentwire_testkit::{chainlesschain_schema_path, node_script, openclaw_schema_path, repo_root};
 use serde_json::{Value, json};
@@ -316,20 +316,41 @@ struct Rates {
 }
 
 fn measure(w: &Workload, doc: &SchemaDocument, fast: &FastSchema, min: Duration) -> Rates {
-    let compiler = ValidatorCompiler::new(doc).unwrap();
-    let targets: Vec<Vec<(String, Target, Validator)>> = w
+    let mut engines: std::collections::HashMap<String, std::rc::Rc<jsonschema::Validator>> =
+        std::collections::HashMap::new();
+    let mut engine = |t: &str| {
+        std::rc::Rc::clone(engines.entry(t.to_owned()).or_insert_with(|| {
+            let mut schema = doc.value().clone();
+            if !t.is_empty() {
+                let obj = schema.as_object_mut().unwrap();
+                for key in [
+                    "oneOf",
+                    "anyOf",
+                    "allOf",
+                    "$ref",
+                    "type",
+                    "properties",
+                    "required",
+                ] {
+                    obj.remove(key);
+                }
+                let ptr = doc.definition_pointer(t).unwrap();
+                obj.insert("$ref".to_owned(), Value::String(format!("#{ptr}")));
+            }
+            std::rc::Rc::new(
+                jsonschema::options()
+                    .should_validate_formats(true)
+                    .build(&schema)
+                    .unwrap(),
+            )
+        }))
+    };
+    let targets: Vec<Vec<(String, Target, std::rc::Rc<jsonschema::Validator>)>> = w
         .checks
         .iter()
         .map(|list| {
             list.iter()
-                .map(|(p, t)| {
-                    let reference = if t.is_empty() {
-                        compiler.root()
-                    } else {
-                        compiler.definition(t)
-                    };
-                    (p.clone(), target(fast, t), reference.unwrap())
-                })
+                .map(|(p, t)| (p.clone(), target(fast, t), engine(t)))
                 .collect()
         })
         .collect();
