@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::event::{
     EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, json_u64, parse_event_fast,
 };
+use crate::state::{Applied, Deriver, RunState, derive_run_state_owned};
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
@@ -1581,4 +1582,83 @@ fn payload(
         "invalid-payload",
         format!("{} payload is invalid: {message}", kind.wire_name()),
     )])
+}
+
+/// Coerces text like [`to_run_events_from_slice`] and derives the run state of its valid events,
+/// without holding the events: the result always equals
+/// `derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events())`.
+///
+/// NDJSON of one run whose lines all parse as complete envelopes, with unique ids and `seq`
+/// never decreasing, is coerced and folded line by line, so memory follows the run state rather
+/// than the input. Any line that needs a whole-log rule (a missing or out-of-order `seq`, an id
+/// collision, a second run, an object that is not a complete envelope, a degraded payload) or a
+/// run without `run:start` sends the input through the full coercer instead.
+pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunState {
+    streamed_state(bytes, options).unwrap_or_else(|| {
+        derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events())
+    })
+}
+
+/// The line-by-line path of [`coerce_and_derive_ndjson`]; `None` when the input needs the full
+/// coercer.
+fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
+    let trimmed = bytes.trim_ascii();
+    // What the full coercer would read as one document (or as nothing) is not streamed.
+    if trimmed.is_empty() || !has_second_line(trimmed) || !trimmed.starts_with(b"{") {
+        return None;
+    }
+    let mut co = Coercer {
+        issues: Vec::new(),
+        used_ids: HashSet::new(),
+        next_fresh: 0,
+        any_at: true,
+    };
+    let mut deriver = Deriver::new();
+    let mut track = RunTrack::default();
+    let mut run_id: Option<String> = None;
+    let mut has_start = false;
+    let mut prev_seq = 0u64;
+    let mut last_at = options.default_at;
+    let mut fixes = Vec::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_bytes = line.trim_ascii();
+        if line_bytes.is_empty() {
+            continue;
+        }
+        let event = parse_event_fast(line_bytes)?;
+        match &run_id {
+            None => run_id = Some(event.run_id.clone()),
+            Some(run) if *run != event.run_id => return None,
+            Some(_) => {}
+        }
+        if event.seq < prev_seq {
+            return None;
+        }
+        let body = Body::Event(event);
+        has_start |= body_kind(&body) == Some(EventKind::RunStart);
+        let Candidate::Ready { mut event, .. } = envelope(
+            &mut co,
+            i + 1,
+            body,
+            IdAction::Keep,
+            run_id.as_deref(),
+            &mut last_at,
+            prev_seq,
+        ) else {
+            return None;
+        };
+        prev_seq = event.seq;
+        fixes.clear();
+        let kind = payload(&mut event, &mut track, i + 1, &mut fixes).ok()?;
+        if let Some(kind) = kind {
+            track.record(kind, &event);
+        }
+        if !matches!(deriver.push_owned(event), Applied::Folded | Applied::Late) {
+            return None;
+        }
+    }
+    if options.synthesize_run_start && !has_start {
+        return None;
+    }
+    Some(deriver.into_state())
 }

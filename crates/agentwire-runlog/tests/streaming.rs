@@ -1,0 +1,130 @@
+//! The line-by-line path (`coerce_and_derive_ndjson`) derives exactly the state of the full
+//! coercer followed by derivation, on clean logs (streamed) and on logs that need a whole-log
+//! rule (sent through the full coercer).
+
+use agentwire_runlog::{
+    CoerceOptions, MockRunOptions, RunState, coerce_and_derive_ndjson, create_mock_run,
+    derive_run_state_owned, scenarios, to_run_events_from_slice,
+};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn full(bytes: &[u8], options: &CoerceOptions) -> RunState {
+    derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events())
+}
+
+fn ndjson(lines: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in lines {
+        out.extend(line.to_string().into_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+fn assert_same(bytes: &[u8]) {
+    for synthesize_run_start in [true, false] {
+        let options = CoerceOptions {
+            synthesize_run_start,
+            ..CoerceOptions::default()
+        };
+        assert_eq!(
+            coerce_and_derive_ndjson(bytes, &options),
+            full(bytes, &options),
+            "input:\n{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+#[test]
+fn mock_runs_and_scenarios_derive_the_same_state() {
+    let mut runs = vec![create_mock_run(&MockRunOptions::default())];
+    runs.extend(scenarios().iter().map(|s| create_mock_run(&s.options)));
+    for events in runs {
+        let lines: Vec<Value> = events.iter().map(|e| e.to_value()).collect();
+        assert_same(&ndjson(&lines));
+    }
+}
+
+#[test]
+fn the_example_log_derives_the_same_state() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/deploy-run.ndjson"
+    );
+    let bytes = std::fs::read(path).unwrap_or_default();
+    assert!(!bytes.is_empty(), "{path} is readable");
+    assert_same(&bytes);
+}
+
+#[test]
+fn documents_and_empty_inputs_derive_the_same_state() {
+    let one = json!({"id": "e1", "runId": "r", "seq": 1, "at": 5, "schemaVersion": 1,
+        "type": "run:start", "payload": {"goal": "g"}});
+    assert_same(b"");
+    assert_same(b"  \n ");
+    assert_same(one.to_string().as_bytes());
+    assert_same(json!([one]).to_string().as_bytes());
+    assert_same(json!({"events": [one]}).to_string().as_bytes());
+    let pretty = serde_json::to_string_pretty(&one).unwrap_or_default();
+    assert_same(pretty.as_bytes());
+}
+
+/// One line of a messy log: mostly complete events, sometimes something that needs a rule.
+fn line_of(n: u64, pick: (u8, u8, bool)) -> Value {
+    let (kind, variant, flag) = pick;
+    let step = format!("s{}", kind % 3);
+    let call = format!("c{}", n / 2);
+    let (ty, payload) = match kind % 8 {
+        0 => ("run:start", json!({"goal": "g"})),
+        1 => ("step:start", json!({"stepId": step})),
+        2 => (
+            "tool:call",
+            json!({"stepId": step, "callId": call, "name": "t"}),
+        ),
+        3 => ("tool:result", json!({"callId": call, "ok": flag, "ms": 2})),
+        4 => ("tool:result", json!({"ms": 2})),
+        5 => ("step:done", json!({"stepId": step})),
+        6 => (
+            "approval:request",
+            json!({"approvalId": "a", "risk": "low"}),
+        ),
+        _ => (
+            "approval:decision",
+            json!({"decision": if flag { "yes" } else { "maybe" }}),
+        ),
+    };
+    let mut event = json!({"id": format!("e{n}"), "runId": "r", "seq": n, "at": 100 + n,
+        "schemaVersion": 1, "type": ty, "payload": payload});
+    match variant {
+        0 => {
+            if let Some(m) = event.as_object_mut() {
+                m.remove("seq");
+            }
+        }
+        1 => event["id"] = json!("e1"),
+        2 => event["runId"] = json!("other"),
+        3 => event["seq"] = json!(n.saturating_sub(3)),
+        4 => event["type"] = json!("ToolCall"),
+        5 => return json!("not an object"),
+        _ => {}
+    }
+    event
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn messy_logs_derive_the_same_state(
+        picks in prop::collection::vec((0u8..8, 0u8..40, any::<bool>()), 1..40)
+    ) {
+        let lines: Vec<Value> = picks
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| line_of(i as u64 + 1, p))
+            .collect();
+        assert_same(&ndjson(&lines));
+    }
+}
