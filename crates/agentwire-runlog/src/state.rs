@@ -377,6 +377,19 @@ pub struct Deriver {
 /// Payload fields the state keeps as opaque JSON, taken whole.
 const OPAQUE_FIELDS: [&str; 5] = ["args", "result", "output", "preview", "edited"];
 
+/// The index in [`OPAQUE_FIELDS`] of the one opaque field the fold of `kind` takes.
+fn opaque_slot(kind: EventKind) -> Option<usize> {
+    let name = match kind {
+        EventKind::ToolCall => "args",
+        EventKind::ToolResult => "result",
+        EventKind::StepDone | EventKind::RunDone => "output",
+        EventKind::ApprovalRequest => "preview",
+        EventKind::ApprovalDecision => "edited",
+        _ => return None,
+    };
+    OPAQUE_FIELDS.iter().position(|f| *f == name)
+}
+
 fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
     match error {
         Some(Value::String(s)) => (s.clone(), None),
@@ -462,13 +475,16 @@ impl Deriver {
     /// Folds one event it owns: like [`Deriver::push`], but opaque values (`args`, `result`,
     /// `output`, `preview`, `edited`) move into the state instead of being copied.
     pub fn push_owned(&mut self, mut event: RunEvent) -> Applied {
-        if event.kind().is_some() {
-            for (slot, name) in self.moved.iter_mut().zip(OPAQUE_FIELDS) {
-                *slot = event.payload.shift_remove(name);
-            }
+        // Only the field the event's fold reads is moved: each removal costs a lookup and a
+        // shift of the payload map.
+        let slot = event.kind().and_then(opaque_slot);
+        if let Some(i) = slot {
+            self.moved[i] = event.payload.shift_remove(OPAQUE_FIELDS[i]);
         }
         let applied = self.push(&event);
-        self.moved = Default::default();
+        if let Some(i) = slot {
+            self.moved[i] = None;
+        }
         applied
     }
 
