@@ -18,13 +18,15 @@ pub mod validate;
 pub mod versions;
 pub mod walk;
 
-pub use canonical::{canonical_text, digest, Digest};
-pub use compat::{compat, compat_with, Change, ChangeClass, CompatOptions, CompatReport, Direction, Rule};
+pub use canonical::{Digest, canonical_text, digest};
+pub use compat::{
+    Change, ChangeClass, CompatOptions, CompatReport, Direction, Rule, compat, compat_with,
+};
 pub use document::{Draft, LoadOptions, RefSite, SchemaDocument, SchemaError, SchemaErrorKind};
+pub use export::{ExportError, ExportErrorKind, export};
 pub use identity::{IdentityError, IdentityErrorKind, IdentitySource, ProtocolIdentity};
-pub use export::{export, ExportError, ExportErrorKind};
-pub use json::{parse_json, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
-pub use lint::{lint, lint_value, Finding, LintCode, LintSummary, Severity};
-pub use project::{project, ProjectError, ProjectErrorKind, ProjectTarget, Projector};
+pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, parse_json};
+pub use lint::{Finding, LintCode, LintSummary, Severity, lint, lint_value};
+pub use project::{ProjectError, ProjectErrorKind, ProjectTarget, Projector, project};
 pub use validate::{Issue, IssueCode, Validator, ValidatorCompiler};
-pub use versions::{export_version, VersionError, VersionErrorKind, VersionRange, WireVersion};
+pub use versions::{VersionError, VersionErrorKind, VersionRange, WireVersion, export_version};

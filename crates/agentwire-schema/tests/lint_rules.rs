@@ -109,7 +109,10 @@ fn references_resolve_as_the_loader_resolves_them() {
     let findings = lint_value(&missing);
     assert_eq!(findings[0].code.code(), "AW001");
     assert_eq!(findings[0].pointer, "/$ref");
-    assert_eq!(findings[0].message, "\"#b\" names no $anchor \"b\" in this document");
+    assert_eq!(
+        findings[0].message,
+        "\"#b\" names no $anchor \"b\" in this document"
+    );
 }
 
 #[test]
