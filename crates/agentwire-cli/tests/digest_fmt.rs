@@ -1,5 +1,7 @@
 //! `agentwire digest` and `agentwire fmt`: on the peers' real artifacts and on small documents.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::{Command, Output};
 
 fn agentwire(args: &[&str], stdin: Option<&[u8]>) -> Output {

@@ -1,6 +1,8 @@
 //! Errors that stop a command: exit code 2 and, with `--format json`, the stable code of the
 //! library error that caused them.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::Command;
 
 fn agentwire(args: &[&str]) -> (i32, serde_json::Value) {
