@@ -137,7 +137,11 @@ fn convert(err: serde_json::Error) -> JsonError {
     }
 }
 
-struct StrictValue;
+/// A [`DeserializeSeed`] that reads one JSON value with the rules of [`parse_json`] (duplicate
+/// keys rejected, numbers within a double), for typed deserializers that keep part of their
+/// input as a raw value.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StrictValue;
 
 impl<'de> DeserializeSeed<'de> for StrictValue {
     type Value = Value;

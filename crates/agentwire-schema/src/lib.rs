@@ -25,7 +25,7 @@ pub use compat::{
 pub use document::{Draft, LoadOptions, RefSite, SchemaDocument, SchemaError, SchemaErrorKind};
 pub use export::{ExportError, ExportErrorKind, export};
 pub use identity::{IdentityError, IdentityErrorKind, IdentitySource, ProtocolIdentity};
-pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, parse_json};
+pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, StrictValue, parse_json};
 pub use lint::{Finding, LintCode, LintSummary, Severity, lint, lint_value};
 pub use project::{ProjectError, ProjectErrorKind, ProjectTarget, Projector, project};
 pub use validate::{Issue, IssueCode, Validator, ValidatorCompiler};
