@@ -1599,66 +1599,136 @@ pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunSta
     })
 }
 
+/// Lines parsed per batch on the parsing thread of [`coerce_and_derive_ndjson`]; with
+/// [`STREAM_BATCHES_IN_FLIGHT`], bounds the parsed events held at once.
+pub const STREAM_BATCH_LINES: usize = 4096;
+
+/// Parsed batches waiting for the folding thread.
+pub const STREAM_BATCHES_IN_FLIGHT: usize = 2;
+
 /// The line-by-line path of [`coerce_and_derive_ndjson`]; `None` when the input needs the full
-/// coercer.
+/// coercer. On inputs of [`PARALLEL_PARSE_MIN_BYTES`] or more with a second core, one thread
+/// parses batches of lines while the calling thread folds them.
 fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     let trimmed = bytes.trim_ascii();
     // What the full coercer would read as one document (or as nothing) is not streamed.
     if trimmed.is_empty() || !has_second_line(trimmed) || !trimmed.starts_with(b"{") {
         return None;
     }
-    let mut co = Coercer {
-        issues: Vec::new(),
-        used_ids: HashSet::new(),
-        next_fresh: 0,
-        any_at: true,
-    };
-    let mut deriver = Deriver::new();
-    let mut track = RunTrack::default();
-    let mut run_id: Option<String> = None;
-    let mut has_start = false;
-    let mut prev_seq = 0u64;
-    let mut last_at = options.default_at;
-    let mut fixes = Vec::new();
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line_bytes = line.trim_ascii();
-        if line_bytes.is_empty() {
-            continue;
+    let lines = bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.trim_ascii()))
+        .filter(|(_, line)| !line.is_empty());
+    let mut fold = StreamFold::new(options);
+    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+        && bytes.len() >= PARALLEL_PARSE_MIN_BYTES;
+    if !parallel {
+        for (line, text) in lines {
+            fold.line(line, parse_event_fast(text)?)?;
         }
-        let event = parse_event_fast(line_bytes)?;
-        match &run_id {
-            None => run_id = Some(event.run_id.clone()),
+        return fold.finish();
+    }
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(STREAM_BATCHES_IN_FLIGHT);
+        scope.spawn(move || {
+            let mut lines = lines;
+            loop {
+                let batch: Vec<(usize, Option<RunEvent>)> = lines
+                    .by_ref()
+                    .take(STREAM_BATCH_LINES)
+                    .map(|(line, text)| (line, parse_event_fast(text)))
+                    .collect();
+                // An empty batch ends the input; a failed send means the folder gave up.
+                let last = batch.is_empty();
+                if tx.send(batch).is_err() || last {
+                    break;
+                }
+            }
+        });
+        // Returning early drops the receiver, which stops the parsing thread at its next send.
+        for batch in rx {
+            for (line, event) in batch {
+                fold.line(line, event?)?;
+            }
+        }
+        fold.finish()
+    })
+}
+
+/// The state of the line-by-line path: the coercer's per-line passes and the deriver.
+struct StreamFold<'o> {
+    options: &'o CoerceOptions,
+    co: Coercer,
+    deriver: Deriver,
+    track: RunTrack,
+    run_id: Option<String>,
+    has_start: bool,
+    prev_seq: u64,
+    last_at: u64,
+    fixes: Vec<Issue>,
+}
+
+impl<'o> StreamFold<'o> {
+    fn new(options: &'o CoerceOptions) -> Self {
+        StreamFold {
+            options,
+            co: Coercer {
+                issues: Vec::new(),
+                used_ids: HashSet::new(),
+                next_fresh: 0,
+                any_at: true,
+            },
+            deriver: Deriver::new(),
+            track: RunTrack::default(),
+            run_id: None,
+            has_start: false,
+            prev_seq: 0,
+            last_at: options.default_at,
+            fixes: Vec::new(),
+        }
+    }
+
+    /// Folds one parsed line; `None` when the log needs the full coercer.
+    fn line(&mut self, line: usize, event: RunEvent) -> Option<()> {
+        match &self.run_id {
+            None => self.run_id = Some(event.run_id.clone()),
             Some(run) if *run != event.run_id => return None,
             Some(_) => {}
         }
-        if event.seq < prev_seq {
+        if event.seq < self.prev_seq {
             return None;
         }
         let body = Body::Event(event);
-        has_start |= body_kind(&body) == Some(EventKind::RunStart);
+        self.has_start |= body_kind(&body) == Some(EventKind::RunStart);
         let Candidate::Ready { mut event, .. } = envelope(
-            &mut co,
-            i + 1,
+            &mut self.co,
+            line,
             body,
             IdAction::Keep,
-            run_id.as_deref(),
-            &mut last_at,
-            prev_seq,
+            self.run_id.as_deref(),
+            &mut self.last_at,
+            self.prev_seq,
         ) else {
             return None;
         };
-        prev_seq = event.seq;
-        fixes.clear();
-        let kind = payload(&mut event, &mut track, i + 1, &mut fixes).ok()?;
+        self.prev_seq = event.seq;
+        self.fixes.clear();
+        let kind = payload(&mut event, &mut self.track, line, &mut self.fixes).ok()?;
         if let Some(kind) = kind {
-            track.record(kind, &event);
+            self.track.record(kind, &event);
         }
-        if !matches!(deriver.push_owned(event), Applied::Folded | Applied::Late) {
+        matches!(
+            self.deriver.push_owned(event),
+            Applied::Folded | Applied::Late
+        )
+        .then_some(())
+    }
+
+    fn finish(self) -> Option<RunState> {
+        if self.options.synthesize_run_start && !self.has_start {
             return None;
         }
+        Some(self.deriver.into_state())
     }
-    if options.synthesize_run_start && !has_start {
-        return None;
-    }
-    Some(deriver.into_state())
 }

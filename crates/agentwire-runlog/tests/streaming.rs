@@ -3,8 +3,8 @@
 //! rule (sent through the full coercer).
 
 use agentwire_runlog::{
-    CoerceOptions, MockRunOptions, RunState, coerce_and_derive_ndjson, create_mock_run,
-    derive_run_state_owned, scenarios, to_run_events_from_slice,
+    CoerceOptions, MockRunOptions, RunState, coerce_and_derive_ndjson, create_mock_event,
+    create_mock_run, derive_run_state_owned, scenarios, to_run_events_from_slice,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -23,7 +23,11 @@ fn ndjson(lines: &[Value]) -> Vec<u8> {
 }
 
 fn assert_same(bytes: &[u8]) {
-    for synthesize_run_start in [true, false] {
+    assert_same_with(bytes, &[true, false]);
+}
+
+fn assert_same_with(bytes: &[u8], synthesize: &[bool]) {
+    for &synthesize_run_start in synthesize {
         let options = CoerceOptions {
             synthesize_run_start,
             ..CoerceOptions::default()
@@ -69,6 +73,51 @@ fn documents_and_empty_inputs_derive_the_same_state() {
     assert_same(json!({"events": [one]}).to_string().as_bytes());
     let pretty = serde_json::to_string_pretty(&one).unwrap_or_default();
     assert_same(pretty.as_bytes());
+}
+
+/// A clean run of `n` events, large enough for the parallel parse (over 4 MiB at 25,000).
+fn long_run(n: u64) -> Vec<Value> {
+    let mut lines =
+        vec![create_mock_event("r", 1, 10, "run:start", json!({"goal": "long"})).to_value()];
+    for seq in 2..=n {
+        let call = format!("c{}", seq / 2);
+        let (ty, payload) = if seq % 2 == 0 {
+            (
+                "tool:call",
+                json!({"callId": call, "name": "db.query",
+                "args": {"where": "last_login < now() - interval '30 days'", "n": seq}}),
+            )
+        } else {
+            (
+                "tool:result",
+                json!({"ok": seq % 7 != 0, "ms": 4, "tokens": 9, "cost": 0.01,
+                "result": {"rows": [1, 2, 3, 4, 5, 6, 7, 8], "note": "some rows were found"}}),
+            )
+        };
+        lines.push(create_mock_event("r", seq, 10 + seq, ty, payload).to_value());
+    }
+    lines
+}
+
+#[test]
+fn long_logs_derive_the_same_state_clean_or_not() {
+    let clean = long_run(25_000);
+    let bytes = ndjson(&clean);
+    assert!(bytes.len() > 4 << 20, "{} bytes", bytes.len());
+    assert_same(&bytes);
+
+    // Each needs the full coercer, found early, midway or only at the end.
+    let mut late_garbage = clean.clone();
+    late_garbage.push(json!("not an object"));
+    let mut seq_back = clean.clone();
+    seq_back[12_000]["seq"] = json!(3);
+    let mut no_start = clean.clone();
+    no_start.remove(0);
+    let mut repeated_id = clean.clone();
+    repeated_id[20_000]["id"] = clean[5]["id"].clone();
+    for lines in [late_garbage, seq_back, no_start, repeated_id] {
+        assert_same_with(&ndjson(&lines), &[true]);
+    }
 }
 
 /// One line of a messy log: mostly complete events, sometimes something that needs a rule.
