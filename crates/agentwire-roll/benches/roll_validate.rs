@@ -117,7 +117,7 @@ fn main() {
     );
     println!("  ajv 8 (node)                 {ajv_rate:>12.0}  1.00x");
     for (name, value) in [
-        ("agentwire-roll (jsonschema)", crate_rate),
+        ("agentwire-roll schema::is_valid", crate_rate),
         ("agentwire-schema reference", reference_rate),
         ("agentwire-schema fast plan", fast_rate),
     ] {

@@ -1,8 +1,10 @@
 //! The protocol's schema documents: the canonical multi-version document and the strict export
 //! of each version (generated from it and checked in), with one compiled validator per version.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use agentwire_schema::{SchemaDocument, Validator, ValidatorCompiler};
 use serde_json::Value;
 
 use crate::version::ProtocolVersion;
@@ -51,35 +53,35 @@ pub struct SchemaIssue {
 
 struct Compiled {
     export: Value,
-    /// `None` only if a checked-in export failed to compile (a build defect the export tests
+    /// `None` only if a checked-in export failed to load (a build defect the export tests
     /// catch); every message is then rejected rather than accepted unchecked.
-    validator: Option<jsonschema::Validator>,
+    compiler: Option<ValidatorCompiler>,
+    root: Option<Validator>,
+    /// Definition validators, compiled on first use; the set of names is bounded by the export.
+    definitions: Mutex<HashMap<String, Arc<Validator>>>,
 }
 
 fn compiled(version: ProtocolVersion) -> &'static Compiled {
     static CELLS: [OnceLock<Compiled>; 6] = [const { OnceLock::new() }; 6];
     CELLS[version as usize].get_or_init(|| {
         // The exports are checked in and tested to compile; a failure here is a build defect,
-        // never caused by input, so it falls back to a schema that rejects everything.
+        // never caused by input, so it falls back to rejecting everything.
         let export: Value =
             serde_json::from_str(export_text(version)).unwrap_or(Value::Bool(false));
-        let validator = build_validator(&export);
-        Compiled { export, validator }
+        let compiler = SchemaDocument::from_value(export.clone())
+            .ok()
+            .and_then(|doc| ValidatorCompiler::new(&doc).ok());
+        let root = compiler.as_ref().and_then(|c| c.root().ok());
+        Compiled {
+            export,
+            compiler,
+            root,
+            definitions: Mutex::new(HashMap::new()),
+        }
     })
 }
 
-fn build_validator(schema: &Value) -> Option<jsonschema::Validator> {
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(schema)
-        .ok()
-}
-
-fn issues(
-    validator: Option<&jsonschema::Validator>,
-    value: &Value,
-) -> Result<(), Vec<SchemaIssue>> {
+fn issues(validator: Option<&Validator>, value: &Value) -> Result<(), Vec<SchemaIssue>> {
     let Some(validator) = validator else {
         return Err(vec![SchemaIssue {
             instance_path: String::new(),
@@ -91,11 +93,12 @@ fn issues(
         return Ok(());
     }
     Err(validator
-        .iter_errors(value)
-        .map(|error| SchemaIssue {
-            instance_path: error.instance_path().to_string(),
-            schema_path: error.schema_path().to_string(),
-            message: error.to_string(),
+        .validate(value)
+        .into_iter()
+        .map(|issue| SchemaIssue {
+            instance_path: issue.instance_pointer,
+            schema_path: issue.schema_pointer,
+            message: issue.message,
         })
         .collect())
 }
@@ -108,14 +111,14 @@ pub fn export(version: ProtocolVersion) -> &'static Value {
 /// Whether `message` is a valid message of `version`.
 pub fn is_valid(version: ProtocolVersion, message: &Value) -> bool {
     compiled(version)
-        .validator
+        .root
         .as_ref()
         .is_some_and(|validator| validator.is_valid(message))
 }
 
 /// Validates one whole message (any kind) against `version`'s export.
 pub fn validate_message(version: ProtocolVersion, message: &Value) -> Result<(), Vec<SchemaIssue>> {
-    issues(compiled(version).validator.as_ref(), message)
+    issues(compiled(version).root.as_ref(), message)
 }
 
 /// Validates `value` against one definition of `version`'s export (`$defs/<name>`).
@@ -131,38 +134,20 @@ pub fn validate_definition(
             message: format!("{name} does not exist in version {version}"),
         }]
     })?;
-    issues(Some(validator), value)
+    issues(Some(&validator), value)
 }
 
-/// Definitions that typed parsing validates one by one (params, results, envelopes).
-fn definition_validator(
-    version: ProtocolVersion,
-    name: &str,
-) -> Option<&'static jsonschema::Validator> {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    type Cache = Mutex<HashMap<(ProtocolVersion, String), &'static jsonschema::Validator>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    let key = (version, name.to_owned());
-    if let Ok(map) = cache.lock()
-        && let Some(found) = map.get(&key)
+/// The validator of one definition of `version`'s export, compiled once.
+fn definition_validator(version: ProtocolVersion, name: &str) -> Option<Arc<Validator>> {
+    let compiled = compiled(version);
+    if let Ok(map) = compiled.definitions.lock()
+        && let Some(found) = map.get(name)
     {
-        return Some(found);
+        return Some(Arc::clone(found));
     }
-    let export = export(version);
-    export.get("$defs")?.get(name)?;
-    let mut wrapper = export.clone();
-    if let Value::Object(map) = &mut wrapper {
-        map.remove("oneOf");
-        map.insert("$ref".into(), Value::String(format!("#/$defs/{name}")));
+    let validator = Arc::new(compiled.compiler.as_ref()?.definition(name).ok()?);
+    if let Ok(mut map) = compiled.definitions.lock() {
+        map.insert(name.to_owned(), Arc::clone(&validator));
     }
-    let validator = build_validator(&wrapper)?;
-    // The set of (version, definition) pairs is finite and small, so leaking one validator per
-    // pair bounds memory by the schema, not by input.
-    let leaked: &'static jsonschema::Validator = Box::leak(Box::new(validator));
-    if let Ok(mut map) = cache.lock() {
-        map.insert(key, leaked);
-    }
-    Some(leaked)
+    Some(validator)
 }
