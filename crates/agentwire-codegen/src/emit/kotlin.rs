@@ -6,9 +6,7 @@
 //! interfaces (Kotlin 1.5). The value of each variant is wrapped, so one type can be a variant
 //! of several unions.
 
-use std::collections::BTreeMap;
-
-use crate::emit::{Measure, Quote, field_bounds, header_text, push_block_doc, quote};
+use crate::emit::{Measure, Quote, TypeNames, field_bounds, header_text, push_block_doc, quote};
 use crate::ir::{Extra, Ir, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
@@ -90,18 +88,13 @@ fn ident(text: &str) -> String {
 struct Gen<'a> {
     ir: &'a Ir,
     package: String,
-    type_names: BTreeMap<String, String>,
+    type_names: TypeNames,
     out: String,
 }
 
 /// Generates the Kotlin file text.
 pub(crate) fn generate(ir: &Ir, package: &str) -> String {
-    let mut scope = NameScope::with_reserved(RESERVED);
-    let type_names = ir
-        .types
-        .iter()
-        .map(|t| (t.name.clone(), scope.claim(&t.name)))
-        .collect();
+    let type_names = TypeNames::claim(ir, RESERVED);
     let package = package
         .split('.')
         .map(|p| ident(&names::snake(p)))
@@ -122,10 +115,7 @@ pub(crate) fn generate(ir: &Ir, package: &str) -> String {
 
 impl Gen<'_> {
     fn name(&self, ir_name: &str) -> String {
-        self.type_names
-            .get(ir_name)
-            .cloned()
-            .unwrap_or_else(|| ir_name.to_owned())
+        self.type_names.get(ir_name)
     }
 
     fn preamble(&mut self) {

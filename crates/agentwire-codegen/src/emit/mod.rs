@@ -183,3 +183,27 @@ pub(crate) fn field_bounds(field: &crate::ir::Field) -> Vec<(Measure, bool, i128
     out.retain(|(measure, is_min, bound)| !(*is_min && *bound == 0 && *measure != Measure::Value));
     out
 }
+
+/// Language-level names of the IR's types in one generated module, claimed once in IR order
+/// against the language's reserved names (so two types never map to one name).
+pub(crate) struct TypeNames(std::collections::BTreeMap<String, String>);
+
+impl TypeNames {
+    pub(crate) fn claim(ir: &Ir, reserved: &[&str]) -> TypeNames {
+        let mut scope = crate::names::NameScope::with_reserved(reserved);
+        TypeNames(
+            ir.types
+                .iter()
+                .map(|t| (t.name.clone(), scope.claim(&t.name)))
+                .collect(),
+        )
+    }
+
+    /// The language name of an IR type (the IR name itself for a name the IR does not define).
+    pub(crate) fn get(&self, ir_name: &str) -> String {
+        self.0
+            .get(ir_name)
+            .cloned()
+            .unwrap_or_else(|| ir_name.to_owned())
+    }
+}

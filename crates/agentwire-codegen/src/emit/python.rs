@@ -2,11 +2,9 @@
 //! required and optional keys split into two bases), `Literal` aliases for string enums, `Union`
 //! aliases, the protocol constants, and a fail-closed `parse_*` function per tagged union.
 
-use std::collections::BTreeMap;
-
-use crate::emit::{Quote, header_text, push_doc, quote};
+use crate::emit::{Quote, TypeNames, header_text, push_doc, quote};
 use crate::ir::{Extra, Ir, Ty, TypeDef, TypeKind, UnionType, Version};
-use crate::names::{self, NameScope};
+use crate::names;
 
 const RESERVED: &[&str] = &[
     "None",
@@ -35,18 +33,13 @@ fn q(s: &str) -> String {
 
 struct Gen<'a> {
     ir: &'a Ir,
-    type_names: BTreeMap<String, String>,
+    type_names: TypeNames,
     out: String,
 }
 
 /// Generates the Python module text.
 pub(crate) fn generate(ir: &Ir) -> String {
-    let mut scope = NameScope::with_reserved(RESERVED);
-    let type_names = ir
-        .types
-        .iter()
-        .map(|t| (t.name.clone(), scope.claim(&t.name)))
-        .collect();
+    let type_names = TypeNames::claim(ir, RESERVED);
     let mut g = Gen {
         ir,
         type_names,
@@ -61,10 +54,7 @@ pub(crate) fn generate(ir: &Ir) -> String {
 
 impl Gen<'_> {
     fn name(&self, ir_name: &str) -> String {
-        self.type_names
-            .get(ir_name)
-            .cloned()
-            .unwrap_or_else(|| ir_name.to_owned())
+        self.type_names.get(ir_name)
     }
 
     fn preamble(&mut self) {

@@ -7,9 +7,7 @@
 //! dispatch on the tag by hand: unknown tags are an error for closed unions and kept as raw JSON
 //! in `Unknown` for open ones.
 
-use std::collections::BTreeMap;
-
-use crate::emit::{Quote, header_text, push_doc, quote};
+use crate::emit::{Quote, TypeNames, header_text, push_doc, quote};
 use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
@@ -74,18 +72,13 @@ fn field_ident(wire: &str) -> String {
 
 struct Gen<'a> {
     ir: &'a Ir,
-    type_names: BTreeMap<String, String>,
+    type_names: TypeNames,
     out: String,
 }
 
 /// Generates the Rust module text.
 pub(crate) fn generate(ir: &Ir) -> String {
-    let mut scope = NameScope::with_reserved(RESERVED_TYPES);
-    let type_names = ir
-        .types
-        .iter()
-        .map(|t| (t.name.clone(), scope.claim(&t.name)))
-        .collect();
+    let type_names = TypeNames::claim(ir, RESERVED_TYPES);
     let mut g = Gen {
         ir,
         type_names,
@@ -100,10 +93,7 @@ pub(crate) fn generate(ir: &Ir) -> String {
 
 impl Gen<'_> {
     fn name(&self, ir_name: &str) -> String {
-        self.type_names
-            .get(ir_name)
-            .cloned()
-            .unwrap_or_else(|| ir_name.to_owned())
+        self.type_names.get(ir_name)
     }
 
     fn preamble(&mut self) {

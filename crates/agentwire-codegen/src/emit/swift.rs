@@ -3,9 +3,7 @@
 //! as frames and events; an unknown tag throws for closed ones such as approval decisions), and
 //! strict decoding of closed objects (an unexpected key throws).
 
-use std::collections::BTreeMap;
-
-use crate::emit::{Measure, Quote, field_bounds, header_text, push_doc, quote};
+use crate::emit::{Measure, Quote, TypeNames, field_bounds, header_text, push_doc, quote};
 use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
@@ -128,18 +126,13 @@ fn ident(text: &str) -> String {
 
 struct Gen<'a> {
     ir: &'a Ir,
-    type_names: BTreeMap<String, String>,
+    type_names: TypeNames,
     out: String,
 }
 
 /// Generates the Swift file text.
 pub(crate) fn generate(ir: &Ir) -> String {
-    let mut scope = NameScope::with_reserved(RESERVED);
-    let type_names = ir
-        .types
-        .iter()
-        .map(|t| (t.name.clone(), scope.claim(&t.name)))
-        .collect();
+    let type_names = TypeNames::claim(ir, RESERVED);
     let mut g = Gen {
         ir,
         type_names,
@@ -230,10 +223,7 @@ func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String
 
 impl Gen<'_> {
     fn name(&self, ir_name: &str) -> String {
-        self.type_names
-            .get(ir_name)
-            .cloned()
-            .unwrap_or_else(|| ir_name.to_owned())
+        self.type_names.get(ir_name)
     }
 
     fn preamble(&mut self) {

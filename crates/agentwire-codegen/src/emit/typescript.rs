@@ -2,11 +2,9 @@
 //! protocol constants, and type guards for tagged unions that fail closed (unknown tag, missing
 //! required key, or an extra key on a closed variant → `false`).
 
-use std::collections::BTreeMap;
-
-use crate::emit::{Quote, header_text, push_block_doc, quote};
+use crate::emit::{Quote, TypeNames, header_text, push_block_doc, quote};
 use crate::ir::{Extra, Ir, Ty, TypeDef, TypeKind, UnionType, Version};
-use crate::names::{self, NameScope};
+use crate::names;
 
 const RESERVED: &[&str] = &[
     "Array",
@@ -46,18 +44,13 @@ fn key(wire: &str) -> String {
 
 struct Gen<'a> {
     ir: &'a Ir,
-    type_names: BTreeMap<String, String>,
+    type_names: TypeNames,
     out: String,
 }
 
 /// Generates the TypeScript module text.
 pub(crate) fn generate(ir: &Ir) -> String {
-    let mut scope = NameScope::with_reserved(RESERVED);
-    let type_names = ir
-        .types
-        .iter()
-        .map(|t| (t.name.clone(), scope.claim(&t.name)))
-        .collect();
+    let type_names = TypeNames::claim(ir, RESERVED);
     let mut g = Gen {
         ir,
         type_names,
@@ -72,10 +65,7 @@ pub(crate) fn generate(ir: &Ir) -> String {
 
 impl Gen<'_> {
     fn name(&self, ir_name: &str) -> String {
-        self.type_names
-            .get(ir_name)
-            .cloned()
-            .unwrap_or_else(|| ir_name.to_owned())
+        self.type_names.get(ir_name)
     }
 
     fn preamble(&mut self) {
