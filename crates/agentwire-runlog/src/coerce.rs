@@ -1599,16 +1599,9 @@ pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunSta
     })
 }
 
-/// Lines parsed per batch on the parsing thread of [`coerce_and_derive_ndjson`]; with
-/// [`STREAM_BATCHES_IN_FLIGHT`], bounds the parsed events held at once.
-pub const STREAM_BATCH_LINES: usize = 4096;
-
-/// Parsed batches waiting for the folding thread.
-pub const STREAM_BATCHES_IN_FLIGHT: usize = 2;
-
 /// The line-by-line path of [`coerce_and_derive_ndjson`]; `None` when the input needs the full
-/// coercer. On inputs of [`PARALLEL_PARSE_MIN_BYTES`] or more with a second core, one thread
-/// parses batches of lines while the calling thread folds them.
+/// coercer. It runs on the calling thread: on 2 cores, parsing on a second thread while folding
+/// cost more CPU and wall time than it saved (every parsed value is freed on the other thread).
 fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     let trimmed = bytes.trim_ascii();
     // What the full coercer would read as one document (or as nothing) is not streamed.
@@ -1621,39 +1614,10 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
         .map(|(i, line)| (i + 1, line.trim_ascii()))
         .filter(|(_, line)| !line.is_empty());
     let mut fold = StreamFold::new(options);
-    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
-        && bytes.len() >= PARALLEL_PARSE_MIN_BYTES;
-    if !parallel {
-        for (line, text) in lines {
-            fold.line(line, parse_event_fast(text)?)?;
-        }
-        return fold.finish();
+    for (line, text) in lines {
+        fold.line(line, parse_event_fast(text)?)?;
     }
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(STREAM_BATCHES_IN_FLIGHT);
-        scope.spawn(move || {
-            let mut lines = lines;
-            loop {
-                let batch: Vec<(usize, Option<RunEvent>)> = lines
-                    .by_ref()
-                    .take(STREAM_BATCH_LINES)
-                    .map(|(line, text)| (line, parse_event_fast(text)))
-                    .collect();
-                // An empty batch ends the input; a failed send means the folder gave up.
-                let last = batch.is_empty();
-                if tx.send(batch).is_err() || last {
-                    break;
-                }
-            }
-        });
-        // Returning early drops the receiver, which stops the parsing thread at its next send.
-        for batch in rx {
-            for (line, event) in batch {
-                fold.line(line, event?)?;
-            }
-        }
-        fold.finish()
-    })
+    fold.finish()
 }
 
 /// The state of the line-by-line path: the coercer's per-line passes and the deriver.

@@ -75,7 +75,7 @@ fn documents_and_empty_inputs_derive_the_same_state() {
     assert_same(pretty.as_bytes());
 }
 
-/// A clean run of `n` events, large enough for the parallel parse (over 4 MiB at 25,000).
+/// A clean run of `n` events; over 4 MiB at 25,000, where the full coercer parses in parallel.
 fn long_run(n: u64) -> Vec<Value> {
     let mut lines =
         vec![create_mock_event("r", 1, 10, "run:start", json!({"goal": "long"})).to_value()];
