@@ -696,57 +696,21 @@ impl Comparer<'_> {
         } else {
             inherited
         };
-        let (o, n) = match (old, new) {
-            (Value::Object(o), Value::Object(n)) => (o, n),
-            (_, Value::Bool(false)) => {
+        let rule = match (old, new) {
+            (Value::Object(o), Value::Object(n)) => Ok((o, n)),
+            (_, Value::Bool(false)) => Err(Rule::SchemaRemoved),
+            (Value::Bool(false), _) => Err(Rule::SchemaRestored),
+            (Value::Bool(true), Value::Object(n)) if is_trivial(n) => return,
+            (Value::Bool(true), Value::Object(_)) => Err(Rule::SchemaConstrained),
+            (Value::Object(o), Value::Bool(true)) if is_trivial(o) => return,
+            (Value::Object(_), Value::Bool(true)) => Err(Rule::SchemaUnconstrained),
+            _ => Err(Rule::ConstraintChanged),
+        };
+        let (o, n) = match rule {
+            Ok(pair) => pair,
+            Err(rule) => {
                 return self.push(
-                    Rule::SchemaRemoved,
-                    new_at.to_owned(),
-                    Some(old.clone()),
-                    Some(new.clone()),
-                    dir,
-                    false,
-                );
-            }
-            (Value::Bool(false), _) => {
-                return self.push(
-                    Rule::SchemaRestored,
-                    new_at.to_owned(),
-                    Some(old.clone()),
-                    Some(new.clone()),
-                    dir,
-                    false,
-                );
-            }
-            (Value::Bool(true), Value::Object(n)) => {
-                if is_trivial(n) {
-                    return;
-                }
-                return self.push(
-                    Rule::SchemaConstrained,
-                    new_at.to_owned(),
-                    Some(old.clone()),
-                    Some(new.clone()),
-                    dir,
-                    false,
-                );
-            }
-            (Value::Object(o), Value::Bool(true)) => {
-                if is_trivial(o) {
-                    return;
-                }
-                return self.push(
-                    Rule::SchemaUnconstrained,
-                    new_at.to_owned(),
-                    Some(old.clone()),
-                    Some(new.clone()),
-                    dir,
-                    false,
-                );
-            }
-            _ => {
-                return self.push(
-                    Rule::ConstraintChanged,
+                    rule,
                     new_at.to_owned(),
                     Some(old.clone()),
                     Some(new.clone()),
