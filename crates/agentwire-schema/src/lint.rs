@@ -916,6 +916,10 @@ impl<'v> Linter<'v> {
         if !map.get("properties").is_some_and(Value::is_object) || self.has_policy(map) {
             return;
         }
+        // `if` and `not` are conditions, not shapes: closing them would change what they test.
+        if is_condition(at) {
+            return;
+        }
         // A branch of allOf/oneOf/… under a schema with a policy is governed by that policy.
         let mut parent = self.in_place_parent(at);
         while let Some(ptr) = parent {
@@ -1327,4 +1331,17 @@ mod tests {
         assert_eq!(count(&json!(-1)), None);
         assert_eq!(count(&json!("3")), None);
     }
+}
+
+/// Whether the schema at `at` is the value of an `if` or `not` keyword (and not, say, a property
+/// named `if`).
+fn is_condition(at: &str) -> bool {
+    let Some((parent, last)) = at.rsplit_once('/') else {
+        return false;
+    };
+    if last != "if" && last != "not" {
+        return false;
+    }
+    let parent_token = parent.rsplit_once('/').map_or(parent, |(_, token)| token);
+    !walk::MAP_SUBSCHEMA_KEYWORDS.contains(&parent_token) && parent_token != "dependencies"
 }

@@ -462,6 +462,15 @@ fn objects_without_additional_properties_policy() {
     assert_eq!(findings[0].code, LintCode::OpenObject);
     assert_eq!(findings[0].pointer, "/anyOf/0");
     assert_eq!(findings[0].severity, Severity::Warning);
+    // Conditions are not shapes; a property named `if` is.
+    let value = json!({
+        "$schema": D2020, "type": "object", "additionalProperties": false,
+        "properties": {
+            "if": {"type": "object", "properties": {"a": {}}},
+            "b": {"if": {"properties": {"a": {"const": 1}}}, "not": {"properties": {"c": {}}}}
+        }
+    });
+    assert_eq!(found(value), pairs(&[("AW040", "/properties/if")]));
     // In draft-07 unevaluatedProperties is nothing (and reported as a 2020-12 keyword).
     let value = json!({"$schema": D07, "properties": {"a": {}}, "unevaluatedProperties": false});
     assert_eq!(
