@@ -178,6 +178,6 @@ fn digest_of_the_schema_document_is_the_recorded_one() {
     let o = agentwire(&["digest", root.to_str().expect("path")], None);
     assert_eq!(
         stdout(&o).trim(),
-        "sha256:217dd2f80389f8cb62369b15f2d620229e283db1432fe78fff14342db827936c"
+        "sha256:158047cb8d56ef722e4213dff9b8e8336f2640692548db5b95f931096bf74386"
     );
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 /// The digest of the schema document. Changing the schema changes it: update it here, in
 /// docs/runlog.md, and think about compatibility (same major version: optional fields only).
 const SCHEMA_DIGEST: &str =
-    "sha256:217dd2f80389f8cb62369b15f2d620229e283db1432fe78fff14342db827936c";
+    "sha256:158047cb8d56ef722e4213dff9b8e8336f2640692548db5b95f931096bf74386";
 
 fn repo() -> PathBuf {
     agentwire_testkit::repo_root()
