@@ -1297,6 +1297,19 @@ fn write_key(out: &mut String, value: &Value, depth: usize) -> bool {
     true
 }
 
+/// Whether the schema at `at` is the value of an `if` or `not` keyword (and not, say, a property
+/// named `if`).
+fn is_condition(at: &str) -> bool {
+    let Some((parent, last)) = at.rsplit_once('/') else {
+        return false;
+    };
+    if last != "if" && last != "not" {
+        return false;
+    }
+    let parent_token = parent.rsplit_once('/').map_or(parent, |(_, token)| token);
+    !walk::MAP_SUBSCHEMA_KEYWORDS.contains(&parent_token) && parent_token != "dependencies"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1331,17 +1344,4 @@ mod tests {
         assert_eq!(count(&json!(-1)), None);
         assert_eq!(count(&json!("3")), None);
     }
-}
-
-/// Whether the schema at `at` is the value of an `if` or `not` keyword (and not, say, a property
-/// named `if`).
-fn is_condition(at: &str) -> bool {
-    let Some((parent, last)) = at.rsplit_once('/') else {
-        return false;
-    };
-    if last != "if" && last != "not" {
-        return false;
-    }
-    let parent_token = parent.rsplit_once('/').map_or(parent, |(_, token)| token);
-    !walk::MAP_SUBSCHEMA_KEYWORDS.contains(&parent_token) && parent_token != "dependencies"
 }
