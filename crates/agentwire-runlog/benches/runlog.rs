@@ -232,6 +232,8 @@ fn main() {
         None => SMOKE_EVENTS,
     };
     let runs = if full { 3 } else { 1 };
+    // `RUNLOG_BENCH_ONLY=streamed` stops after the streamed path (for profiling it alone).
+    let only_streamed = std::env::var("RUNLOG_BENCH_ONLY").is_ok_and(|v| v == "streamed");
 
     let text = ndjson(n);
     let bytes = text.len() as u64;
@@ -258,6 +260,9 @@ fn main() {
         state.errors.len()
     );
     drop(state);
+    if only_streamed {
+        return;
+    }
 
     // End to end through the full coercer (every event, renderable line and issue held), for
     // comparison.

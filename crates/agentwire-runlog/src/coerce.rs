@@ -16,7 +16,8 @@ use serde_json::{Map, Value, json};
 use crate::event::{
     EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, json_u64, parse_event_fast,
 };
-use crate::state::{Applied, Deriver, RunState, derive_run_state_owned};
+use crate::line::{LineEvent, LineReader};
+use crate::state::{Applied, Deriver, EventView, RunState, derive_run_state_owned};
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
@@ -507,36 +508,49 @@ impl RunTrack {
         None
     }
 
-    fn record(&mut self, kind: EventKind, event: &RunEvent) {
-        let field = |name: &str| event.str_field(name).map(str::to_owned);
+    fn record(&mut self, kind: EventKind, event: &impl EventView) {
         match kind {
             EventKind::StepStart => {
-                if let Some(step) = field("stepId") {
-                    self.running_steps.insert(step);
+                if let Some(step) = event.str_field("stepId")
+                    && !self.running_steps.contains(step.as_ref())
+                {
+                    self.running_steps.insert(step.into_owned());
                 }
             }
             EventKind::StepDone | EventKind::StepError => {
                 if let Some(step) = event.str_field("stepId") {
-                    self.running_steps.remove(step);
+                    self.running_steps.remove(step.as_ref());
                 }
             }
             EventKind::ToolCall => {
-                let key = field("callId").unwrap_or_else(|| event.id.clone());
+                let key = event
+                    .string_field("callId")
+                    .unwrap_or_else(|| event.id().to_owned());
                 self.unpaired_calls.insert(key.clone());
                 self.call_stack.push(key);
             }
             EventKind::ToolResult => {
                 if let Some(call) = event.str_field("callId") {
-                    self.unpaired_calls.remove(call);
+                    self.unpaired_calls.remove(call.as_ref());
+                    // Paired calls on top of the stack are never an answer again: drop them now
+                    // so the stack holds only what may still be paired.
+                    while let Some(top) = self.call_stack.last() {
+                        if self.unpaired_calls.contains(top) {
+                            break;
+                        }
+                        self.call_stack.pop();
+                    }
                 }
             }
             EventKind::ApprovalRequest => {
-                let key = field("approvalId").unwrap_or_else(|| event.id.clone());
+                let key = event
+                    .string_field("approvalId")
+                    .unwrap_or_else(|| event.id().to_owned());
                 self.pending_approvals.insert(key);
             }
             EventKind::ApprovalDecision => {
                 if let Some(a) = event.str_field("approvalId") {
-                    self.pending_approvals.remove(a);
+                    self.pending_approvals.remove(a.as_ref());
                 }
             }
             _ => {}
@@ -1614,8 +1628,15 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
         .map(|(i, line)| (i + 1, line.trim_ascii()))
         .filter(|(_, line)| !line.is_empty());
     let mut fold = StreamFold::new(options);
+    // One event per line: the id set is sized once (ids of about 16 bytes; longer ones grow it).
+    let lines_hint = memchr::memchr_iter(b'\n', bytes).count() + 1;
+    fold.deriver.reserve(lines_hint, lines_hint * 16);
+    let mut reader = LineReader::default();
     for (line, text) in lines {
-        fold.line(line, parse_event_fast(text)?)?;
+        match reader.read(text) {
+            Some(event) => fold.fast_line(&event)?,
+            None => fold.line(line, parse_event_fast(text)?)?,
+        }
     }
     fold.finish()
 }
@@ -1651,6 +1672,28 @@ impl<'o> StreamFold<'o> {
             last_at: options.default_at,
             fixes: Vec::new(),
         }
+    }
+
+    /// Folds one line read by the fast reader (a valid event of a known type, so the coercer's
+    /// passes have nothing to change); `None` when the log needs the full coercer.
+    fn fast_line(&mut self, event: &LineEvent<'_>) -> Option<()> {
+        match &self.run_id {
+            None => self.run_id = Some(event.run_id.to_owned()),
+            Some(run) if run != event.run_id => return None,
+            Some(_) => {}
+        }
+        if event.seq < self.prev_seq {
+            return None;
+        }
+        self.has_start |= event.kind == EventKind::RunStart;
+        self.last_at = event.at;
+        self.prev_seq = event.seq;
+        self.track.record(event.kind, event);
+        matches!(
+            self.deriver.push_view(event, Some(event.kind)),
+            Applied::Folded | Applied::Late
+        )
+        .then_some(())
     }
 
     /// Folds one parsed line; `None` when the log needs the full coercer.

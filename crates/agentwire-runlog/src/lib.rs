@@ -12,7 +12,9 @@
 
 pub mod coerce;
 pub mod event;
+mod line;
 pub mod mock;
+pub mod opaque;
 pub mod state;
 pub mod stream;
 pub mod validate;
@@ -28,6 +30,7 @@ pub use event::{
     RISK_WEIGHT, RUN_EVENT_TYPES, Risk, RunEvent, SCHEMA_VERSION, event_from_object,
     is_known_event_type, parse_event_fast,
 };
+pub use opaque::Json;
 pub use mock::{
     ApprovalOutcome, MockRunOptions, Scenario, create_mock_event, create_mock_events,
     create_mock_run, get_scenario, scenarios,

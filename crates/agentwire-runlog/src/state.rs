@@ -1,13 +1,15 @@
 //! Run state derivation: everything a run panel shows, folded from the event stream, in full
 //! ([`derive_run_state`]) or incrementally ([`Deriver`], constant work per event).
 
-use ahash::{AHashMap as HashMap, AHashSet as HashSet};
+use std::borrow::Cow;
 
+use hashbrown::HashTable;
 use serde::Serialize;
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
 use crate::coerce::{CoerceOptions, to_run_events};
 use crate::event::{Decision, EventKind, PauseReason, Risk, RunEvent};
+use crate::opaque::Json;
 
 /// Lifecycle of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -101,9 +103,9 @@ pub struct StepState {
     /// Latest progress message.
     pub message: Option<String>,
     /// Output of `step:done`, opaque.
-    pub output: Option<Value>,
+    pub output: Option<Json>,
     /// Error of the latest `step:error`.
-    pub error: Option<Value>,
+    pub error: Option<Json>,
     /// Whether the latest failure may be retried.
     pub retryable: Option<bool>,
     /// Keys of the tool calls made in the step, in order.
@@ -127,13 +129,13 @@ pub struct ToolCallState {
     /// Tool name (absent only for a result whose call was never seen).
     pub name: Option<String>,
     /// Arguments, opaque.
-    pub args: Option<Value>,
+    pub args: Option<Json>,
     /// Where the call is.
     pub status: ToolCallStatus,
     /// Result, opaque.
-    pub result: Option<Value>,
+    pub result: Option<Json>,
     /// Error of a failed call.
-    pub error: Option<Value>,
+    pub error: Option<Json>,
     /// Duration in milliseconds, as written.
     pub ms: Option<Number>,
     /// Tokens spent.
@@ -167,7 +169,7 @@ pub struct ApprovalState {
     /// Weight of the risk ([`crate::RISK_WEIGHT`]); 0 when unknown.
     pub risk_weight: u8,
     /// Structured preview, opaque.
-    pub preview: Option<Value>,
+    pub preview: Option<Json>,
     /// Tool call awaiting the approval.
     pub call_id: Option<String>,
     /// Where the approval is.
@@ -179,7 +181,7 @@ pub struct ApprovalState {
     /// Why.
     pub comment: Option<String>,
     /// The edited proposal of an `edit` decision.
-    pub edited: Option<Value>,
+    pub edited: Option<Json>,
     /// `at` of the request.
     pub requested_at: Option<u64>,
     /// `at` of the decision.
@@ -314,7 +316,7 @@ pub struct RunState {
     /// Unknown events, folded.
     pub unknown: Vec<UnknownEvent>,
     /// Output of `run:done`.
-    pub output: Option<Value>,
+    pub output: Option<Json>,
     /// Summary of `run:done`.
     pub summary: Option<String>,
     /// Sums over tool results.
@@ -359,35 +361,238 @@ pub enum Applied {
     OtherRun,
 }
 
+/// What the fold reads of an event, whichever form it comes in: a parsed [`RunEvent`] or a line
+/// read straight from its text.
+pub(crate) trait EventView {
+    fn id(&self) -> &str;
+    fn run_id(&self) -> &str;
+    fn seq(&self) -> u64;
+    fn at(&self) -> u64;
+    /// A payload string.
+    fn str_field(&self, name: &str) -> Option<Cow<'_, str>>;
+    /// A payload boolean.
+    fn bool_field(&self, name: &str) -> Option<bool>;
+    /// A payload number.
+    fn number_field(&self, name: &str) -> Option<Number>;
+    /// A payload value kept opaque.
+    fn json_field(&self, name: &str) -> Option<Json>;
+    /// A payload value as a tree (for the few fields the fold looks inside).
+    fn with_value<R>(&self, name: &str, f: impl FnOnce(Option<&Value>) -> R) -> R;
+    /// The whole event as a value.
+    fn raw(&self) -> Value;
+
+    fn f64_field(&self, name: &str) -> Option<f64> {
+        self.number_field(name).and_then(|n| n.as_f64())
+    }
+
+    fn u64_field(&self, name: &str) -> Option<u64> {
+        self.number_field(name).and_then(|n| n.as_u64())
+    }
+
+    fn string_field(&self, name: &str) -> Option<String> {
+        self.str_field(name).map(Cow::into_owned)
+    }
+}
+
+/// A payload member; payloads are small, so a scan beats hashing the name.
+fn member<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    if map.len() <= 12 {
+        map.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v)
+    } else {
+        map.get(name)
+    }
+}
+
+impl EventView for RunEvent {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn at(&self) -> u64 {
+        self.at
+    }
+
+    fn str_field(&self, name: &str) -> Option<Cow<'_, str>> {
+        member(&self.payload, name)
+            .and_then(Value::as_str)
+            .map(Cow::Borrowed)
+    }
+
+    fn bool_field(&self, name: &str) -> Option<bool> {
+        member(&self.payload, name).and_then(Value::as_bool)
+    }
+
+    fn number_field(&self, name: &str) -> Option<Number> {
+        match member(&self.payload, name) {
+            Some(Value::Number(n)) => Some(n.clone()),
+            _ => None,
+        }
+    }
+
+    fn json_field(&self, name: &str) -> Option<Json> {
+        member(&self.payload, name).map(Json::from_value)
+    }
+
+    fn with_value<R>(&self, name: &str, f: impl FnOnce(Option<&Value>) -> R) -> R {
+        f(member(&self.payload, name))
+    }
+
+    fn raw(&self) -> Value {
+        self.to_value()
+    }
+}
+
 /// Incremental derivation: the state after each pushed event equals [`derive_run_state`] of the
-/// events pushed so far. Each push costs the same whatever the stream length (maps from step,
-/// call and approval keys to their places; no re-scan).
+/// events pushed so far. Each push costs the same whatever the stream length: every id (event,
+/// step, call, approval) is interned once in one arena, and a symbol's entry says where its
+/// step, call and approval are; no re-scan, no string allocated per lookup.
 #[derive(Debug, Clone, Default)]
 pub struct Deriver {
     state: RunState,
-    seen: HashSet<String>,
-    steps: HashMap<String, usize>,
-    calls: HashMap<String, usize>,
-    approvals: HashMap<String, usize>,
-    /// Opaque payload values moved out of an owned event ([`Deriver::push_owned`]) so the state
-    /// takes them without a copy; indexed like [`OPAQUE_FIELDS`].
-    moved: [Option<Value>; OPAQUE_FIELDS.len()],
+    /// Ids of the events folded (the deduplication key).
+    events: IdSet,
+    /// Step, call and approval keys.
+    ids: Interner,
 }
 
-/// Payload fields the state keeps as opaque JSON, taken whole.
-const OPAQUE_FIELDS: [&str; 5] = ["args", "result", "output", "preview", "edited"];
+/// A set of ids in one arena: each id is its length (4 bytes, little-endian) and its bytes; the
+/// table holds arena offsets. About `len + 9` bytes per id, no allocation per id.
+#[derive(Clone, Default)]
+struct IdSet {
+    arena: Vec<u8>,
+    table: HashTable<u32>,
+    hasher: ahash::RandomState,
+}
 
-/// The index in [`OPAQUE_FIELDS`] of the one opaque field the fold of `kind` takes.
-fn opaque_slot(kind: EventKind) -> Option<usize> {
-    let name = match kind {
-        EventKind::ToolCall => "args",
-        EventKind::ToolResult => "result",
-        EventKind::StepDone | EventKind::RunDone => "output",
-        EventKind::ApprovalRequest => "preview",
-        EventKind::ApprovalDecision => "edited",
-        _ => return None,
-    };
-    OPAQUE_FIELDS.iter().position(|f| *f == name)
+impl std::fmt::Debug for IdSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdSet")
+            .field("ids", &self.table.len())
+            .finish()
+    }
+}
+
+fn arena_entry(arena: &[u8], offset: u32) -> &[u8] {
+    let at = offset as usize;
+    let mut len = [0u8; 4];
+    len.copy_from_slice(&arena[at..at + 4]);
+    &arena[at + 4..at + 4 + u32::from_le_bytes(len) as usize]
+}
+
+impl IdSet {
+    /// Adds `id`; `false` when it was there already (or the arena is full: 4 GiB of ids).
+    fn insert(&mut self, id: &str) -> bool {
+        let hash = self.hasher.hash_one(id.as_bytes());
+        let IdSet {
+            arena,
+            table,
+            hasher,
+        } = self;
+        if table
+            .find(hash, |&o| arena_entry(arena, o) == id.as_bytes())
+            .is_some()
+        {
+            return false;
+        }
+        let Ok(offset) = u32::try_from(arena.len()) else {
+            return false;
+        };
+        arena.extend_from_slice(&(id.len() as u32).to_le_bytes());
+        arena.extend_from_slice(id.as_bytes());
+        table.insert_unique(hash, offset, |&o| hasher.hash_one(arena_entry(arena, o)));
+        true
+    }
+
+    fn reserve(&mut self, ids: usize, bytes: usize) {
+        self.arena.reserve(bytes + ids * 4);
+        let IdSet {
+            arena,
+            table,
+            hasher,
+        } = self;
+        table.reserve(ids, |&o| hasher.hash_one(arena_entry(arena, o)));
+    }
+}
+
+/// What a symbol is, in each of the id spaces (they are separate: a step and a call may share
+/// an id).
+#[derive(Debug, Clone, Copy)]
+struct SymRoles {
+    step: u32,
+    call: u32,
+    approval: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Default for SymRoles {
+    fn default() -> Self {
+        SymRoles {
+            step: NONE,
+            call: NONE,
+            approval: NONE,
+        }
+    }
+}
+
+/// Every step, call and approval key, in one text arena, with its roles.
+#[derive(Clone, Default)]
+struct Interner {
+    arena: String,
+    spans: Vec<(u32, u32)>,
+    roles: Vec<SymRoles>,
+    table: HashTable<u32>,
+    hasher: ahash::RandomState,
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interner")
+            .field("symbols", &self.spans.len())
+            .finish()
+    }
+}
+
+impl Interner {
+    /// The roles of `id`, interning it when new.
+    fn roles(&mut self, id: &str) -> &mut SymRoles {
+        let hash = self.hasher.hash_one(id);
+        let Interner {
+            arena,
+            spans,
+            roles,
+            table,
+            hasher,
+        } = self;
+        let text = |sym: u32| {
+            let (s, e) = spans[sym as usize];
+            &arena[s as usize..e as usize]
+        };
+        let sym = match table.find(hash, |&sym| text(sym) == id) {
+            Some(&sym) => sym,
+            None => {
+                let sym = spans.len() as u32;
+                let start = arena.len() as u32;
+                arena.push_str(id);
+                spans.push((start, arena.len() as u32));
+                roles.push(SymRoles::default());
+                table.insert_unique(hash, sym, |&sym| {
+                    let (s, e) = spans[sym as usize];
+                    hasher.hash_one(&arena[s as usize..e as usize])
+                });
+                sym
+            }
+        };
+        &mut roles[sym as usize]
+    }
 }
 
 fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
@@ -405,8 +610,17 @@ fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
     }
 }
 
-fn opt_string(event: &RunEvent, name: &str) -> Option<String> {
-    event.str_field(name).map(str::to_owned)
+/// The `error` field of an event: kept opaque, with its message and code.
+fn error_of(event: &impl EventView) -> (Option<Json>, String, Option<String>) {
+    if let Some(message) = event.str_field("error") {
+        let message = message.into_owned();
+        let json = event.json_field("error");
+        return (json, message, None);
+    }
+    event.with_value("error", |v| {
+        let (message, code) = error_parts(v);
+        (v.map(Json::from_value), message, code)
+    })
 }
 
 impl Deriver {
@@ -425,6 +639,12 @@ impl Deriver {
         self.state
     }
 
+    /// Makes room for about `events` more events whose ids take `id_bytes` bytes in all, so a
+    /// long stream does not grow the id set step by step.
+    pub fn reserve(&mut self, events: usize, id_bytes: usize) {
+        self.events.reserve(events, id_bytes);
+    }
+
     /// Folds every event of `events`.
     pub fn push_all<'a>(&mut self, events: impl IntoIterator<Item = &'a RunEvent>) {
         for event in events {
@@ -433,16 +653,17 @@ impl Deriver {
     }
 
     fn step_index(&mut self, id: &str) -> usize {
-        if let Some(&i) = self.steps.get(id) {
-            return i;
+        let roles = self.ids.roles(id);
+        if roles.step != NONE {
+            return roles.step as usize;
         }
         let i = self.state.steps.len();
+        roles.step = i as u32;
         self.state.steps.push(StepState {
             id: id.to_owned(),
             ..StepState::default()
         });
         self.state.steps_left += 1;
-        self.steps.insert(id.to_owned(), i);
         i
     }
 
@@ -463,98 +684,92 @@ impl Deriver {
         }
     }
 
-    /// An opaque payload value: moved out of an owned event, or cloned from a borrowed one.
-    fn opaque(&mut self, p: &serde_json::Map<String, Value>, name: &str) -> Option<Value> {
-        let moved = OPAQUE_FIELDS
-            .iter()
-            .position(|f| *f == name)
-            .and_then(|i| self.moved[i].take());
-        moved.or_else(|| p.get(name).cloned())
-    }
-
-    /// Folds one event it owns: like [`Deriver::push`], but opaque values (`args`, `result`,
-    /// `output`, `preview`, `edited`) move into the state instead of being copied.
-    pub fn push_owned(&mut self, mut event: RunEvent) -> Applied {
-        // Only the field the event's fold reads is moved: each removal costs a lookup and a
-        // shift of the payload map.
-        let slot = event.kind().and_then(opaque_slot);
-        if let Some(i) = slot {
-            self.moved[i] = event.payload.shift_remove(OPAQUE_FIELDS[i]);
-        }
-        let applied = self.push(&event);
-        if let Some(i) = slot {
-            self.moved[i] = None;
-        }
-        applied
+    /// Folds one event it owns; the same as [`Deriver::push`] (opaque values are kept as their
+    /// text either way).
+    pub fn push_owned(&mut self, event: RunEvent) -> Applied {
+        self.push(&event)
     }
 
     /// Folds one event.
     pub fn push(&mut self, event: &RunEvent) -> Applied {
+        self.push_view(event, event.kind())
+    }
+
+    /// Folds one event of known type `kind` (`None` for an unknown type or a newer major version).
+    pub(crate) fn push_view(&mut self, event: &impl EventView, kind: Option<EventKind>) -> Applied {
         if let Some(run) = &self.state.run_id
-            && *run != event.run_id
+            && run != event.run_id()
         {
             self.state.other_run_events += 1;
             return Applied::OtherRun;
         }
-        if !self.seen.insert(event.id.clone()) {
+        if !self.events.insert(event.id()) {
             return Applied::Duplicate;
         }
         let state = &mut self.state;
         if state.run_id.is_none() {
-            state.run_id = Some(event.run_id.clone());
+            state.run_id = Some(event.run_id().to_owned());
         }
-        let late = state.last_seq.is_some_and(|last| event.seq < last);
+        let seq = event.seq();
+        let late = state.last_seq.is_some_and(|last| seq < last);
         if late {
             state.late_events += 1;
         }
-        state.last_seq = Some(state.last_seq.map_or(event.seq, |s| s.max(event.seq)));
+        state.last_seq = Some(state.last_seq.map_or(seq, |s| s.max(seq)));
         state.event_count += 1;
-        state.updated_at = Some(event.at);
-        self.fold(event);
+        state.updated_at = Some(event.at());
+        match kind {
+            Some(kind) => self.fold(event, kind),
+            None => {
+                let raw = event.raw();
+                let text = |k: &str| raw.get(k).and_then(Value::as_str).unwrap_or_default();
+                let unknown = UnknownEvent {
+                    event_id: event.id().to_owned(),
+                    seq,
+                    event_type: text("type").to_owned(),
+                    schema_version: raw
+                        .get("schemaVersion")
+                        .and_then(crate::event::json_u64)
+                        .unwrap_or(0),
+                    raw,
+                };
+                self.state.unknown.push(unknown);
+            }
+        }
         if late { Applied::Late } else { Applied::Folded }
     }
 
-    fn fold(&mut self, event: &RunEvent) {
-        let Some(kind) = event.kind() else {
-            self.state.unknown.push(UnknownEvent {
-                event_id: event.id.clone(),
-                seq: event.seq,
-                event_type: event.event_type.clone(),
-                schema_version: event.schema_version,
-                raw: event.to_value(),
-            });
-            return;
-        };
-        let p = &event.payload;
+    fn fold(&mut self, event: &impl EventView, kind: EventKind) {
+        let at = event.at();
+        let seq = event.seq();
         match kind {
             EventKind::RunStart => {
                 let state = &mut self.state;
-                state.goal = opt_string(event, "goal").or(state.goal.take());
-                state.agent = opt_string(event, "agent").or(state.agent.take());
-                state.started_at = Some(event.at);
+                state.goal = event.string_field("goal").or(state.goal.take());
+                state.agent = event.string_field("agent").or(state.agent.take());
+                state.started_at = Some(at);
                 state.status = RunStatus::Running;
                 state.paused_reason = None;
             }
             EventKind::RunDone => {
-                let output = self.opaque(p, "output");
                 let state = &mut self.state;
                 state.status = RunStatus::Done;
                 state.paused_reason = None;
-                state.ended_at = Some(event.at);
-                state.output = output;
-                state.summary = opt_string(event, "summary");
+                state.ended_at = Some(at);
+                state.output = event.json_field("output");
+                state.summary = event.string_field("summary");
             }
             EventKind::RunError => {
-                let (message, code) = error_parts(p.get("error"));
+                let (_, message, code) = error_of(event);
                 let state = &mut self.state;
                 state.status = RunStatus::Error;
                 state.paused_reason = None;
-                state.ended_at = Some(event.at);
+                state.ended_at = Some(at);
                 state.errors.push(ErrorEntry {
                     source: ErrorSource::Run,
-                    event_id: event.id.clone(),
-                    seq: event.seq,
-                    step_id: opt_string(event, "stepId"),
+                    event_id: event.id().to_owned(),
+                    seq,
+                    step_id: event.string_field("stepId"),
                     call_id: None,
                     message,
                     code,
@@ -564,23 +779,25 @@ impl Deriver {
             EventKind::RunPaused => {
                 let state = &mut self.state;
                 state.status = RunStatus::Paused;
-                state.paused_reason = event.str_field("reason").and_then(PauseReason::from_wire);
+                state.paused_reason = event
+                    .str_field("reason")
+                    .and_then(|r| PauseReason::from_wire(&r));
             }
             EventKind::Plan => {
-                let mut plan = Vec::new();
-                if let Some(Value::Array(steps)) = p.get("steps") {
-                    for step in steps {
-                        let id = step.get("id").and_then(Value::as_str).unwrap_or_default();
-                        let title = step
-                            .get("title")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        plan.push(PlanStep {
-                            id: id.to_owned(),
-                            title: title.to_owned(),
-                        });
+                let plan = event.with_value("steps", |steps| {
+                    let mut plan = Vec::new();
+                    if let Some(Value::Array(steps)) = steps {
+                        for step in steps {
+                            let text =
+                                |k: &str| step.get(k).and_then(Value::as_str).unwrap_or_default();
+                            plan.push(PlanStep {
+                                id: text("id").to_owned(),
+                                title: text("title").to_owned(),
+                            });
+                        }
                     }
-                }
+                    plan
+                });
                 for step in &plan {
                     let i = self.step_index(&step.id);
                     let s = &mut self.state.steps[i];
@@ -591,14 +808,14 @@ impl Deriver {
             }
             EventKind::StepStart => {
                 self.wake();
-                let i = self.step_index(event.str_field("stepId").unwrap_or_default());
+                let i = self.step_index(&event.str_field("stepId").unwrap_or_default());
                 self.set_step_status(i, StepStatus::Running);
                 let s = &mut self.state.steps[i];
-                if let Some(title) = opt_string(event, "title") {
-                    s.title = Some(title);
+                if let Some(title) = event.str_field("title") {
+                    set_text(&mut s.title, &title);
                 }
                 s.attempts += 1;
-                s.started_at = Some(event.at);
+                s.started_at = Some(at);
                 s.ended_at = None;
                 // A new attempt: the failure of the previous one stays in `errors`.
                 s.error = None;
@@ -606,39 +823,38 @@ impl Deriver {
             }
             EventKind::StepProgress => {
                 self.wake();
-                let i = self.step_index(event.str_field("stepId").unwrap_or_default());
+                let i = self.step_index(&event.str_field("stepId").unwrap_or_default());
                 let s = &mut self.state.steps[i];
-                if let Some(progress) = p.get("progress").and_then(Value::as_f64) {
+                if let Some(progress) = event.f64_field("progress") {
                     s.progress = Some(progress);
                 }
-                if let Some(message) = opt_string(event, "message") {
-                    s.message = Some(message);
+                if let Some(message) = event.str_field("message") {
+                    set_text(&mut s.message, &message);
                 }
             }
             EventKind::StepDone => {
                 self.wake();
-                let i = self.step_index(event.str_field("stepId").unwrap_or_default());
+                let i = self.step_index(&event.str_field("stepId").unwrap_or_default());
                 self.set_step_status(i, StepStatus::Done);
-                let output = self.opaque(p, "output");
                 let s = &mut self.state.steps[i];
-                s.ended_at = Some(event.at);
-                s.output = output;
+                s.ended_at = Some(at);
+                s.output = event.json_field("output");
             }
             EventKind::StepError => {
-                let step_id = event.str_field("stepId").unwrap_or_default();
-                let i = self.step_index(step_id);
+                let step_id = event.string_field("stepId").unwrap_or_default();
+                let i = self.step_index(&step_id);
                 self.set_step_status(i, StepStatus::Error);
-                let retryable = p.get("retryable").and_then(Value::as_bool);
+                let retryable = event.bool_field("retryable");
+                let (error, message, code) = error_of(event);
                 let s = &mut self.state.steps[i];
-                s.ended_at = Some(event.at);
-                s.error = p.get("error").cloned();
+                s.ended_at = Some(at);
+                s.error = error;
                 s.retryable = retryable;
-                let (message, code) = error_parts(p.get("error"));
                 self.state.errors.push(ErrorEntry {
                     source: ErrorSource::Step,
-                    event_id: event.id.clone(),
-                    seq: event.seq,
-                    step_id: Some(step_id.to_owned()),
+                    event_id: event.id().to_owned(),
+                    seq,
+                    step_id: Some(step_id),
                     call_id: None,
                     message,
                     code,
@@ -647,51 +863,49 @@ impl Deriver {
             }
             EventKind::ToolCall => {
                 self.wake();
-                let key = event.str_field("callId").unwrap_or(&event.id).to_owned();
-                let step_id = opt_string(event, "stepId");
+                let key = event
+                    .str_field("callId")
+                    .unwrap_or(Cow::Borrowed(event.id()))
+                    .into_owned();
+                let step_id = event.string_field("stepId");
                 if let Some(step) = &step_id {
                     let i = self.step_index(step);
                     self.state.steps[i].tool_calls.push(key.clone());
                 }
                 self.state.totals.tool_calls += 1;
-                self.calls.insert(key.clone(), self.state.tool_calls.len());
-                let args = self.opaque(p, "args");
+                self.ids.roles(&key).call = self.state.tool_calls.len() as u32;
                 self.state.tool_calls.push(ToolCallState {
                     call_id: key,
-                    event_id: event.id.clone(),
+                    event_id: event.id().to_owned(),
                     step_id,
-                    name: opt_string(event, "name"),
-                    args,
-                    seq: event.seq,
-                    called_at: Some(event.at),
+                    name: event.string_field("name"),
+                    args: event.json_field("args"),
+                    seq,
+                    called_at: Some(at),
                     ..ToolCallState::default()
                 });
             }
             EventKind::ToolResult => {
                 let key = event.str_field("callId").unwrap_or_default();
-                let i = match self.calls.get(key) {
-                    Some(&i) => i,
-                    None => {
-                        let i = self.state.tool_calls.len();
-                        self.calls.insert(key.to_owned(), i);
-                        self.state.tool_calls.push(ToolCallState {
-                            call_id: key.to_owned(),
-                            event_id: event.id.clone(),
-                            step_id: opt_string(event, "stepId"),
-                            seq: event.seq,
-                            ..ToolCallState::default()
-                        });
-                        i
-                    }
+                let roles = self.ids.roles(&key);
+                let i = if roles.call != NONE {
+                    roles.call as usize
+                } else {
+                    let i = self.state.tool_calls.len();
+                    roles.call = i as u32;
+                    self.state.tool_calls.push(ToolCallState {
+                        call_id: key.to_string(),
+                        event_id: event.id().to_owned(),
+                        step_id: event.string_field("stepId"),
+                        seq,
+                        ..ToolCallState::default()
+                    });
+                    i
                 };
-                let ok = p.get("ok").and_then(Value::as_bool).unwrap_or(false);
-                let number = |name: &str| match p.get(name) {
-                    Some(Value::Number(n)) => Some(n.clone()),
-                    _ => None,
-                };
-                let ms = number("ms");
-                let tokens = p.get("tokens").and_then(Value::as_u64);
-                let cost = number("cost");
+                let ok = event.bool_field("ok").unwrap_or(false);
+                let ms = event.number_field("ms");
+                let tokens = event.u64_field("tokens");
+                let cost = event.number_field("cost");
                 let totals = &mut self.state.totals;
                 totals.ms += ms.as_ref().and_then(Number::as_f64).unwrap_or(0.0);
                 totals.tokens = totals.tokens.saturating_add(tokens.unwrap_or(0));
@@ -699,29 +913,32 @@ impl Deriver {
                 if !ok {
                     totals.failed_tool_calls += 1;
                 }
-                let result = self.opaque(p, "result");
+                let (error, message, code) = if ok && event.with_value("error", |e| e.is_none()) {
+                    (None, String::new(), None)
+                } else {
+                    error_of(event)
+                };
                 let call = &mut self.state.tool_calls[i];
                 call.status = if ok {
                     ToolCallStatus::Ok
                 } else {
                     ToolCallStatus::Error
                 };
-                call.result = result;
-                call.error = p.get("error").cloned();
+                call.result = event.json_field("result");
+                call.error = error;
                 call.ms = ms;
                 call.tokens = tokens;
                 call.cost = cost;
-                call.finished_at = Some(event.at);
-                call.result_event_id = Some(event.id.clone());
+                call.finished_at = Some(at);
+                call.result_event_id = Some(event.id().to_owned());
                 if !ok {
-                    let (message, code) = error_parts(p.get("error"));
                     let step_id = call.step_id.clone();
                     self.state.errors.push(ErrorEntry {
                         source: ErrorSource::Tool,
-                        event_id: event.id.clone(),
-                        seq: event.seq,
+                        event_id: event.id().to_owned(),
+                        seq,
                         step_id,
-                        call_id: Some(key.to_owned()),
+                        call_id: Some(key.into_owned()),
                         message,
                         code,
                         retryable: None,
@@ -731,56 +948,58 @@ impl Deriver {
             EventKind::ApprovalRequest => {
                 let key = event
                     .str_field("approvalId")
-                    .unwrap_or(&event.id)
-                    .to_owned();
-                let step_id = opt_string(event, "stepId");
-                let risk = event.str_field("risk").and_then(Risk::from_wire);
+                    .unwrap_or(Cow::Borrowed(event.id()))
+                    .into_owned();
+                let step_id = event.string_field("stepId");
+                let risk = event.str_field("risk").and_then(|r| Risk::from_wire(&r));
                 let request = ApprovalState {
                     approval_id: key.clone(),
-                    event_id: event.id.clone(),
+                    event_id: event.id().to_owned(),
                     step_id: step_id.clone(),
-                    summary: opt_string(event, "summary"),
+                    summary: event.string_field("summary"),
                     risk,
                     risk_weight: risk.map_or(0, Risk::weight),
-                    preview: self.opaque(p, "preview"),
-                    call_id: opt_string(event, "callId"),
-                    requested_at: Some(event.at),
+                    preview: event.json_field("preview"),
+                    call_id: event.string_field("callId"),
+                    requested_at: Some(at),
                     ..ApprovalState::default()
                 };
                 // A repeated request for an approval still pending updates it; after a decision
                 // it opens a new round.
-                if let Some(&i) = self.approvals.get(&key)
-                    && self.state.approvals[i].status == ApprovalStatus::Pending
+                let existing = self.ids.roles(&key).approval;
+                if existing != NONE
+                    && self.state.approvals[existing as usize].status == ApprovalStatus::Pending
                 {
-                    self.state.approvals[i] = request;
+                    self.state.approvals[existing as usize] = request;
                     return;
                 }
                 if let Some(step) = &step_id {
                     let i = self.step_index(step);
                     self.state.steps[i].approvals.push(key.clone());
                 }
-                self.approvals.insert(key, self.state.approvals.len());
+                self.ids.roles(&key).approval = self.state.approvals.len() as u32;
                 self.state.pending_approvals += 1;
                 self.state.approvals.push(request);
             }
             EventKind::ApprovalDecision => {
                 let key = event.str_field("approvalId").unwrap_or_default();
-                let decision = event.str_field("decision").and_then(Decision::from_wire);
-                let i = match self.approvals.get(key) {
-                    Some(&i) => i,
-                    None => {
-                        let i = self.state.approvals.len();
-                        self.approvals.insert(key.to_owned(), i);
-                        self.state.approvals.push(ApprovalState {
-                            approval_id: key.to_owned(),
-                            event_id: event.id.clone(),
-                            ..ApprovalState::default()
-                        });
-                        self.state.pending_approvals += 1;
-                        i
-                    }
+                let decision = event
+                    .str_field("decision")
+                    .and_then(|d| Decision::from_wire(&d));
+                let roles = self.ids.roles(&key);
+                let i = if roles.approval != NONE {
+                    roles.approval as usize
+                } else {
+                    let i = self.state.approvals.len();
+                    roles.approval = i as u32;
+                    self.state.approvals.push(ApprovalState {
+                        approval_id: key.into_owned(),
+                        event_id: event.id().to_owned(),
+                        ..ApprovalState::default()
+                    });
+                    self.state.pending_approvals += 1;
+                    i
                 };
-                let edited = self.opaque(p, "edited");
                 let a = &mut self.state.approvals[i];
                 if a.status == ApprovalStatus::Pending {
                     self.state.pending_approvals -= 1;
@@ -795,10 +1014,10 @@ impl Deriver {
                     self.state.pending_approvals += 1;
                 }
                 a.decision = decision;
-                a.by = opt_string(event, "by");
-                a.comment = opt_string(event, "comment");
-                a.edited = edited;
-                a.decided_at = Some(event.at);
+                a.by = event.string_field("by");
+                a.comment = event.string_field("comment");
+                a.edited = event.json_field("edited");
+                a.decided_at = Some(at);
                 if self.state.status == RunStatus::Paused
                     && self.state.paused_reason == Some(PauseReason::Approval)
                     && self.state.pending_approvals == 0
@@ -807,20 +1026,32 @@ impl Deriver {
                 }
             }
             EventKind::RetryRequest => {
-                let step_id = event.str_field("stepId").unwrap_or_default().to_owned();
+                let step_id = event.string_field("stepId").unwrap_or_default();
                 let i = self.step_index(&step_id);
                 self.set_step_status(i, StepStatus::Pending);
                 self.state.steps[i].retries += 1;
                 self.state.retries.push(RetryState {
-                    event_id: event.id.clone(),
+                    event_id: event.id().to_owned(),
                     step_id,
-                    from_event_id: opt_string(event, "fromEventId").unwrap_or_default(),
-                    reason: opt_string(event, "reason"),
-                    attempt: p.get("attempt").and_then(Value::as_u64),
-                    seq: event.seq,
+                    from_event_id: event.string_field("fromEventId").unwrap_or_default(),
+                    reason: event.string_field("reason"),
+                    attempt: event.u64_field("attempt"),
+                    seq,
                 });
             }
         }
+    }
+}
+
+/// Sets a text field, reusing its buffer (progress messages repeat on every step).
+fn set_text(slot: &mut Option<String>, text: &str) {
+    match slot {
+        Some(s) if s == text => {}
+        Some(s) => {
+            s.clear();
+            s.push_str(text);
+        }
+        None => *slot = Some(text.to_owned()),
     }
 }
 
@@ -832,7 +1063,7 @@ pub fn derive_run_state<'a>(events: impl IntoIterator<Item = &'a RunEvent>) -> R
     deriver.into_state()
 }
 
-/// [`derive_run_state`] of events the caller gives away: opaque values move into the state.
+/// [`derive_run_state`] of events the caller gives away.
 pub fn derive_run_state_owned(events: impl IntoIterator<Item = RunEvent>) -> RunState {
     let mut deriver = Deriver::new();
     for event in events {

@@ -34,7 +34,7 @@ impl ValidationIssue {
 
 /// What a field must be, mirroring the schema document's property schemas.
 #[derive(Debug, Clone, Copy)]
-enum Rule {
+pub(crate) enum Rule {
     NonEmptyString,
     String,
     Bool,
@@ -51,7 +51,7 @@ enum Rule {
 }
 
 /// `(field, rule, required)` for each payload field of a known type.
-fn payload_rules(kind: EventKind) -> &'static [(&'static str, Rule, bool)] {
+pub(crate) fn payload_rules(kind: EventKind) -> &'static [(&'static str, Rule, bool)] {
     use Rule::*;
     const RISKS: &[&str] = &["low", "medium", "high", "critical"];
     match kind {
@@ -300,7 +300,7 @@ fn check_fields(
 
 /// The verdict of [`check`] without building issues (the hot path of coercion and derivation).
 /// `check` reports no issue exactly when this returns `true`.
-fn rule_ok(rule: Rule, value: &Value) -> bool {
+pub(crate) fn rule_ok(rule: Rule, value: &Value) -> bool {
     match rule {
         Rule::NonEmptyString => matches!(value, Value::String(s) if !s.is_empty()),
         Rule::String => value.is_string(),

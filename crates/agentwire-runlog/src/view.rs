@@ -199,7 +199,7 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
                 out,
                 "      {} {}",
                 p.red("error"),
-                cut(&compact(err), MAX_INLINE_JSON_CHARS)
+                cut(err.as_str(), MAX_INLINE_JSON_CHARS)
             );
         }
         for key in &step.tool_calls {
@@ -221,7 +221,7 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
                     let _ = write!(out, " {t} tokens");
                 }
                 if let Some(args) = &call.args {
-                    let _ = write!(out, " args {}", cut(&compact(args), MAX_INLINE_JSON_CHARS));
+                    let _ = write!(out, " args {}", cut(args.as_str(), MAX_INLINE_JSON_CHARS));
                 }
                 out.push('\n');
             }
@@ -429,7 +429,7 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
             let _ = write!(
                 h,
                 "<div class=\"item\">error: <code>{}</code></div>",
-                esc(&compact(err))
+                esc(err.as_str())
             );
         }
         for key in &step.tool_calls {
@@ -462,13 +462,13 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
                 }
                 let mut raw = serde_json::Map::new();
                 if let Some(a) = &call.args {
-                    raw.insert("args".into(), a.clone());
+                    raw.insert("args".into(), a.to_value());
                 }
                 if let Some(r) = &call.result {
-                    raw.insert("result".into(), r.clone());
+                    raw.insert("result".into(), r.to_value());
                 }
                 if let Some(e) = &call.error {
-                    raw.insert("error".into(), e.clone());
+                    raw.insert("error".into(), e.to_value());
                 }
                 if !raw.is_empty() {
                     let _ = write!(
@@ -500,7 +500,7 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
                     let _ = write!(
                         h,
                         "<details class=\"raw\"><summary>preview</summary><pre>{}</pre></details>",
-                        esc(&pretty(preview))
+                        esc(&pretty(&preview.to_value()))
                     );
                 }
                 h.push_str("</div>");

@@ -1,0 +1,331 @@
+//! The fast reader of one NDJSON line: a complete, valid event of a known type read straight
+//! from its bytes, strings borrowed, opaque values kept as their text. Anything it is not sure
+//! the strict path would read the same way (escaped keys, a non-canonical opaque value, an
+//! invalid payload, an unknown type, a newer major version, ...) is declined (`None`), and the
+//! caller parses the line the strict way. So the reader decides only how fast a line is read,
+//! never what it means.
+
+use std::borrow::Cow;
+
+use serde_json::{Number, Value};
+
+use crate::event::{EventKind, MAX_SAFE_INTEGER, SCHEMA_VERSION};
+use crate::opaque::{Json, canonical_end, number_end, string_end, valid_json_number};
+use crate::state::EventView;
+use crate::validate::{Rule, payload_rules, rule_ok};
+
+/// Lines with more top-level members than this are declined (duplicate keys are checked
+/// pairwise).
+const MAX_FIELDS: usize = 24;
+
+/// What a payload value is, from its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Str,
+    Num,
+    Bool(bool),
+    Null,
+    Arr,
+    Obj,
+}
+
+/// One payload member: key and value as byte ranges of the line.
+#[derive(Debug, Clone, Copy)]
+struct Field {
+    key: (u32, u32),
+    kind: Kind,
+    /// The value's text (a string's with its quotes).
+    val: (u32, u32),
+    /// A string holding escapes.
+    escaped: bool,
+}
+
+/// A reusable reader (its field buffer is kept between lines).
+#[derive(Debug, Default)]
+pub(crate) struct LineReader {
+    fields: Vec<Field>,
+}
+
+/// A line read by [`LineReader::read`]: a valid event of a known type, schema version 1.
+#[derive(Debug)]
+pub(crate) struct LineEvent<'a> {
+    text: &'a str,
+    pub id: &'a str,
+    pub run_id: &'a str,
+    pub seq: u64,
+    pub at: u64,
+    pub kind: EventKind,
+    fields: &'a [Field],
+}
+
+#[inline]
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\r' | b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// A plain non-negative integer (digits only, no leading zero) of at most `MAX_SAFE_INTEGER`.
+fn safe_u64(t: &[u8]) -> Option<u64> {
+    if t.is_empty() || t.len() > 16 || (t.len() > 1 && t[0] == b'0') {
+        return None;
+    }
+    let mut v = 0u64;
+    for &c in t {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(c - b'0');
+    }
+    (v <= MAX_SAFE_INTEGER).then_some(v)
+}
+
+impl LineReader {
+    /// Reads one line; `None` when the line is not for the fast path.
+    pub(crate) fn read<'a>(&'a mut self, bytes: &'a [u8]) -> Option<LineEvent<'a>> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        if bytes.len() > u32::MAX as usize {
+            return None;
+        }
+        self.fields.clear();
+        let b = bytes;
+        let mut keys: [(u32, u32); MAX_FIELDS] = [(0, 0); MAX_FIELDS];
+        let mut nkeys = 0;
+        let (mut id, mut run_id, mut event_type) = (None, None, None);
+        let (mut seq, mut at, mut version) = (None, None, None);
+        let mut i = ws(b, 0);
+        if b.get(i) != Some(&b'{') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        if b.get(i) == Some(&b'}') {
+            return None;
+        }
+        loop {
+            let key_end = string_end(b, i)?;
+            let key = &b[i + 1..key_end - 1];
+            if key.contains(&b'\\')
+                || nkeys == MAX_FIELDS
+                || keys[..nkeys]
+                    .iter()
+                    .any(|&(s, e)| &b[s as usize..e as usize] == key)
+            {
+                return None;
+            }
+            let key_span = ((i + 1) as u32, (key_end - 1) as u32);
+            keys[nkeys] = key_span;
+            nkeys += 1;
+            i = ws(b, key_end);
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            i = ws(b, i + 1);
+            let start = i;
+            let (kind, end, escaped) = match *b.get(i)? {
+                b'"' => {
+                    let end = string_end(b, i)?;
+                    (Kind::Str, end, b[i + 1..end - 1].contains(&b'\\'))
+                }
+                b'{' => (Kind::Obj, canonical_end(b, i, 2)?, false),
+                b'[' => (Kind::Arr, canonical_end(b, i, 2)?, false),
+                b't' if b[i..].starts_with(b"true") => (Kind::Bool(true), i + 4, false),
+                b'f' if b[i..].starts_with(b"false") => (Kind::Bool(false), i + 5, false),
+                b'n' if b[i..].starts_with(b"null") => (Kind::Null, i + 4, false),
+                b'-' | b'0'..=b'9' => {
+                    let end = number_end(b, i);
+                    let t = &b[i..end];
+                    // A number the strict parser rejects (out of range) is declined; short
+                    // plain integers are in range without asking the float parser.
+                    let short_int = t.len() <= 15 && t.iter().all(u8::is_ascii_digit);
+                    let finite = valid_json_number(t)
+                        && (short_int || text[i..end].parse::<f64>().is_ok_and(f64::is_finite));
+                    if !finite {
+                        return None;
+                    }
+                    (Kind::Num, end, false)
+                }
+                _ => return None,
+            };
+            let val = &b[start..end];
+            let plain_str = || (kind == Kind::Str && !escaped).then(|| &text[start + 1..end - 1]);
+            match key {
+                b"id" => id = Some(plain_str()?),
+                b"runId" => run_id = Some(plain_str()?),
+                b"type" => event_type = Some(plain_str()?),
+                b"seq" => seq = Some(safe_u64(val)?),
+                b"at" => at = Some(safe_u64(val)?),
+                b"schemaVersion" => version = Some(safe_u64(val)?),
+                _ => self.fields.push(Field {
+                    key: key_span,
+                    kind,
+                    val: (start as u32, end as u32),
+                    escaped,
+                }),
+            }
+            i = ws(b, end);
+            match b.get(i) {
+                Some(b',') => i = ws(b, i + 1),
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        if ws(b, i) != b.len() {
+            return None;
+        }
+        let (id, run_id, event_type) = (id?, run_id?, event_type?);
+        if id.is_empty() || run_id.is_empty() || version? != SCHEMA_VERSION {
+            return None;
+        }
+        let kind = EventKind::from_wire(event_type)?;
+        let event = LineEvent {
+            text,
+            id,
+            run_id,
+            seq: seq?,
+            at: at?,
+            kind,
+            fields: &self.fields,
+        };
+        event.payload_valid().then_some(event)
+    }
+}
+
+impl<'a> LineEvent<'a> {
+    fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| self.slice(f.key) == name)
+    }
+
+    fn slice(&self, (s, e): (u32, u32)) -> &'a str {
+        &self.text[s as usize..e as usize]
+    }
+
+    /// The text of a string field's content (without quotes, escapes undone).
+    fn string(&self, f: &Field) -> Cow<'a, str> {
+        let (s, e) = f.val;
+        if f.escaped {
+            Cow::Owned(serde_json::from_str(self.slice(f.val)).unwrap_or_default())
+        } else {
+            Cow::Borrowed(self.slice((s + 1, e - 1)))
+        }
+    }
+
+    fn value(&self, f: &Field) -> Value {
+        serde_json::from_str(self.slice(f.val)).unwrap_or(Value::Null)
+    }
+
+    /// The payload rules of the kind, checked on the text: the verdict of
+    /// [`crate::payload_fields_valid`] on the parsed payload.
+    fn payload_valid(&self) -> bool {
+        payload_rules(self.kind)
+            .iter()
+            .all(|&(name, rule, required)| match self.field(name) {
+                Some(f) => self.rule_ok(rule, f),
+                None => !required,
+            })
+    }
+
+    fn rule_ok(&self, rule: Rule, f: &Field) -> bool {
+        match (rule, f.kind) {
+            (Rule::Any, _) => true,
+            (Rule::NonEmptyString, Kind::Str) => f.val.1 - f.val.0 > 2,
+            (Rule::String, Kind::Str) | (Rule::Bool, Kind::Bool(_)) => true,
+            (Rule::Object, Kind::Obj) => true,
+            (Rule::Enum(values), Kind::Str) => values.contains(&self.string(f).as_ref()),
+            (Rule::ErrorInfo, Kind::Str) => true,
+            (Rule::Integer(min, max), Kind::Num) => {
+                // Only plain integers; other spellings take the strict path.
+                safe_u64(self.slice(f.val).as_bytes())
+                    .is_some_and(|v| v >= min && max.is_none_or(|m| v <= m))
+            }
+            (Rule::Number(min, max), Kind::Num) => self
+                .slice(f.val)
+                .parse::<f64>()
+                .is_ok_and(|n| n >= min && max.is_none_or(|m| n <= m)),
+            (Rule::ErrorInfo | Rule::PlanSteps, _) => rule_ok(rule, &self.value(f)),
+            _ => false,
+        }
+    }
+}
+
+impl EventView for LineEvent<'_> {
+    fn id(&self) -> &str {
+        self.id
+    }
+
+    fn run_id(&self) -> &str {
+        self.run_id
+    }
+
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn at(&self) -> u64 {
+        self.at
+    }
+
+    fn str_field(&self, name: &str) -> Option<Cow<'_, str>> {
+        let f = self.field(name)?;
+        (f.kind == Kind::Str).then(|| self.string(f))
+    }
+
+    fn bool_field(&self, name: &str) -> Option<bool> {
+        match self.field(name)?.kind {
+            Kind::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn number_field(&self, name: &str) -> Option<Number> {
+        let f = self.field(name)?;
+        if f.kind != Kind::Num {
+            return None;
+        }
+        let t = self.slice(f.val);
+        // The grammar was checked when read. Plain digits are an integer when they fit; a
+        // fraction or exponent is a float, read as serde_json reads it (correctly rounded).
+        // Negative numbers (`-0` reads as a float) are left to serde_json.
+        if t.starts_with('-') {
+            return serde_json::from_str(t).ok();
+        }
+        if t.bytes().all(|c| c.is_ascii_digit())
+            && let Ok(v) = t.parse::<u64>()
+        {
+            return Some(Number::from(v));
+        }
+        t.parse::<f64>().ok().and_then(Number::from_f64)
+    }
+
+    fn json_field(&self, name: &str) -> Option<Json> {
+        let f = self.field(name)?;
+        let t = self.slice(f.val);
+        Some(match f.kind {
+            // Containers and strings were checked canonical when read.
+            Kind::Obj | Kind::Arr | Kind::Str | Kind::Bool(_) | Kind::Null => {
+                Json::from_canonical(t)
+            }
+            Kind::Num => {
+                if canonical_end(t.as_bytes(), 0, 1) == Some(t.len()) {
+                    Json::from_canonical(t)
+                } else {
+                    Json::from_value(&self.value(f))
+                }
+            }
+        })
+    }
+
+    fn with_value<R>(&self, name: &str, f: impl FnOnce(Option<&Value>) -> R) -> R {
+        match self.field(name) {
+            Some(field) => f(Some(&self.value(field))),
+            None => f(None),
+        }
+    }
+
+    fn raw(&self) -> Value {
+        serde_json::from_str(self.text).unwrap_or(Value::Null)
+    }
+}
