@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 use crate::event::{
     EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, json_u64, parse_event_fast,
 };
-use crate::line::{LineEvent, LineReader};
-use crate::state::{Applied, Deriver, EventView, RunState, derive_run_state_owned};
+use crate::line::{Field, LineEvent, LineReader, Scan, scan_line};
+use crate::state::{Applied, Deriver, EventView, Name, RunState, derive_run_state_owned};
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
@@ -511,26 +511,26 @@ impl RunTrack {
     fn record(&mut self, kind: EventKind, event: &impl EventView) {
         match kind {
             EventKind::StepStart => {
-                if let Some(step) = event.str_field("stepId")
+                if let Some(step) = event.str_field(Name::StepId)
                     && !self.running_steps.contains(step.as_ref())
                 {
                     self.running_steps.insert(step.into_owned());
                 }
             }
             EventKind::StepDone | EventKind::StepError => {
-                if let Some(step) = event.str_field("stepId") {
+                if let Some(step) = event.str_field(Name::StepId) {
                     self.running_steps.remove(step.as_ref());
                 }
             }
             EventKind::ToolCall => {
                 let key = event
-                    .string_field("callId")
+                    .string_field(Name::CallId)
                     .unwrap_or_else(|| event.id().to_owned());
                 self.unpaired_calls.insert(key.clone());
                 self.call_stack.push(key);
             }
             EventKind::ToolResult => {
-                if let Some(call) = event.str_field("callId") {
+                if let Some(call) = event.str_field(Name::CallId) {
                     self.unpaired_calls.remove(call.as_ref());
                     // Paired calls on top of the stack are never an answer again: drop them now
                     // so the stack holds only what may still be paired.
@@ -544,12 +544,12 @@ impl RunTrack {
             }
             EventKind::ApprovalRequest => {
                 let key = event
-                    .string_field("approvalId")
+                    .string_field(Name::ApprovalId)
                     .unwrap_or_else(|| event.id().to_owned());
                 self.pending_approvals.insert(key);
             }
             EventKind::ApprovalDecision => {
-                if let Some(a) = event.str_field("approvalId") {
+                if let Some(a) = event.str_field(Name::ApprovalId) {
                     self.pending_approvals.remove(a.as_ref());
                 }
             }
@@ -1613,32 +1613,108 @@ pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunSta
     })
 }
 
+/// Inputs at least this large are streamed with the reading on a second thread.
+pub const PIPELINE_MIN_BYTES: usize = 1 << 20;
+
+/// Lines per batch handed from the reading thread to the folding one.
+const PIPELINE_BATCH_LINES: usize = 2048;
+
+/// Non-empty lines of NDJSON: `(line number from 1, byte range of the trimmed line)`.
+fn line_ranges(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    let mut start = 0;
+    let mut number = 0;
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    ends.filter_map(move |end| {
+        let line = &bytes[start..end];
+        let range = (start, end);
+        start = end + 1;
+        number += 1;
+        let trimmed = line.trim_ascii_start();
+        let lead = line.len() - trimmed.len();
+        let trimmed = trimmed.trim_ascii_end();
+        (!trimmed.is_empty()).then(|| {
+            let s = range.0 + lead;
+            (number, s, s + trimmed.len())
+        })
+    })
+}
+
 /// The line-by-line path of [`coerce_and_derive_ndjson`]; `None` when the input needs the full
-/// coercer. It runs on the calling thread: on 2 cores, parsing on a second thread while folding
-/// cost more CPU and wall time than it saved (every parsed value is freed on the other thread).
+/// coercer. Lines are read by the fast reader ([`crate::line`]) and folded straight into the
+/// deriver; a line the reader declines goes through the coercer's own passes. On an input of at
+/// least [`PIPELINE_MIN_BYTES`] that is UTF-8 throughout, with two cores or more, a second
+/// thread reads while the calling thread folds: what crosses threads is batches of byte ranges,
+/// reused, never a parsed value.
 fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     let trimmed = bytes.trim_ascii();
     // What the full coercer would read as one document (or as nothing) is not streamed.
     if trimmed.is_empty() || !has_second_line(trimmed) || !trimmed.starts_with(b"{") {
         return None;
     }
-    let lines = bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .map(|(i, line)| (i + 1, line.trim_ascii()))
-        .filter(|(_, line)| !line.is_empty());
     let mut fold = StreamFold::new(options);
     // One event per line: the id set is sized once (ids of about 16 bytes; longer ones grow it).
     let lines_hint = memchr::memchr_iter(b'\n', bytes).count() + 1;
     fold.deriver.reserve(lines_hint, lines_hint * 16);
+    let parallel = bytes.len() >= PIPELINE_MIN_BYTES
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    if parallel && let Ok(text) = std::str::from_utf8(bytes) {
+        return pipelined(text, fold);
+    }
     let mut reader = LineReader::default();
-    for (line, text) in lines {
+    for (line, start, end) in line_ranges(bytes) {
+        let text = &bytes[start..end];
         match reader.read(text) {
             Some(event) => fold.fast_line(&event)?,
             None => fold.line(line, parse_event_fast(text)?)?,
         }
     }
     fold.finish()
+}
+
+/// Lines scanned by the reading thread, in order.
+#[derive(Debug, Default)]
+struct Batch {
+    /// `(line number, byte range, the scan when the line is for the fast path)`.
+    lines: Vec<(usize, usize, usize, Option<Scan>)>,
+    fields: Vec<Field>,
+}
+
+/// [`streamed_state`] with the reading on a second thread.
+fn pipelined(text: &str, mut fold: StreamFold<'_>) -> Option<RunState> {
+    use std::sync::mpsc;
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
+    let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut batch = Batch::default();
+            for (line, start, end) in line_ranges(text.as_bytes()) {
+                let scan = scan_line(&text[start..end], &mut batch.fields);
+                batch.lines.push((line, start, end, scan));
+                if batch.lines.len() == PIPELINE_BATCH_LINES {
+                    let next = empty_rx.try_recv().unwrap_or_default();
+                    // The folder stopped (the log needs the full coercer): nothing more to do.
+                    if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
+                        return;
+                    }
+                    batch.lines.clear();
+                    batch.fields.clear();
+                }
+            }
+            let _ = full_tx.send(batch);
+        });
+        // Returning early drops the receiver, which stops the reader.
+        for batch in full_rx {
+            for &(line, start, end, scan) in &batch.lines {
+                let line_text = &text[start..end];
+                match scan {
+                    Some(scan) => fold.fast_line(&LineEvent::new(line_text, &scan, &batch.fields))?,
+                    None => fold.line(line, parse_event_fast(line_text.as_bytes())?)?,
+                }
+            }
+            let _ = empty_tx.send(batch);
+        }
+        fold.finish()
+    })
 }
 
 /// The state of the line-by-line path: the coercer's per-line passes and the deriver.

@@ -11,7 +11,7 @@ use serde_json::{Number, Value};
 
 use crate::event::{EventKind, MAX_SAFE_INTEGER, SCHEMA_VERSION};
 use crate::opaque::{Json, canonical_end, number_end, string_end, valid_json_number};
-use crate::state::EventView;
+use crate::state::{EventView, Name};
 use crate::validate::{Rule, payload_rules, rule_ok};
 
 /// Lines with more top-level members than this are declined (duplicate keys are checked
@@ -31,7 +31,7 @@ enum Kind {
 
 /// One payload member: key and value as byte ranges of the line.
 #[derive(Debug, Clone, Copy)]
-struct Field {
+pub(crate) struct Field {
     key: (u32, u32),
     kind: Kind,
     /// The value's text (a string's with its quotes).
@@ -46,7 +46,25 @@ pub(crate) struct LineReader {
     fields: Vec<Field>,
 }
 
-/// A line read by [`LineReader::read`]: a valid event of a known type, schema version 1.
+/// What [`scan_line`] found in a line: spans relative to the line; the payload members are
+/// `fields.0 .. fields.0 + fields.1` of the field buffer it was given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scan {
+    id: (u32, u32),
+    run_id: (u32, u32),
+    seq: u64,
+    at: u64,
+    kind: EventKind,
+    fields: (u32, u32),
+    /// Where each payload name the fold reads is among the line's fields ([`NO_SLOT`]: absent).
+    slots: [u8; Name::COUNT],
+}
+
+/// A payload name the line does not have.
+const NO_SLOT: u8 = u8::MAX;
+
+/// A line read by [`LineReader::read`] or viewed with [`LineEvent::new`]: a valid event of a
+/// known type, schema version 1.
 #[derive(Debug)]
 pub(crate) struct LineEvent<'a> {
     text: &'a str,
@@ -56,6 +74,7 @@ pub(crate) struct LineEvent<'a> {
     pub at: u64,
     pub kind: EventKind,
     fields: &'a [Field],
+    slots: [u8; Name::COUNT],
 }
 
 #[inline]
@@ -85,118 +104,166 @@ impl LineReader {
     /// Reads one line; `None` when the line is not for the fast path.
     pub(crate) fn read<'a>(&'a mut self, bytes: &'a [u8]) -> Option<LineEvent<'a>> {
         let text = std::str::from_utf8(bytes).ok()?;
-        if bytes.len() > u32::MAX as usize {
-            return None;
-        }
         self.fields.clear();
-        let b = bytes;
-        let mut keys: [(u32, u32); MAX_FIELDS] = [(0, 0); MAX_FIELDS];
-        let mut nkeys = 0;
-        let (mut id, mut run_id, mut event_type) = (None, None, None);
-        let (mut seq, mut at, mut version) = (None, None, None);
-        let mut i = ws(b, 0);
-        if b.get(i) != Some(&b'{') {
-            return None;
-        }
-        i = ws(b, i + 1);
-        if b.get(i) == Some(&b'}') {
-            return None;
-        }
-        loop {
-            let key_end = string_end(b, i)?;
-            let key = &b[i + 1..key_end - 1];
-            if key.contains(&b'\\')
-                || nkeys == MAX_FIELDS
-                || keys[..nkeys]
-                    .iter()
-                    .any(|&(s, e)| &b[s as usize..e as usize] == key)
-            {
-                return None;
-            }
-            let key_span = ((i + 1) as u32, (key_end - 1) as u32);
-            keys[nkeys] = key_span;
-            nkeys += 1;
-            i = ws(b, key_end);
-            if b.get(i) != Some(&b':') {
-                return None;
-            }
-            i = ws(b, i + 1);
-            let start = i;
-            let (kind, end, escaped) = match *b.get(i)? {
-                b'"' => {
-                    let end = string_end(b, i)?;
-                    (Kind::Str, end, b[i + 1..end - 1].contains(&b'\\'))
-                }
-                b'{' => (Kind::Obj, canonical_end(b, i, 2)?, false),
-                b'[' => (Kind::Arr, canonical_end(b, i, 2)?, false),
-                b't' if b[i..].starts_with(b"true") => (Kind::Bool(true), i + 4, false),
-                b'f' if b[i..].starts_with(b"false") => (Kind::Bool(false), i + 5, false),
-                b'n' if b[i..].starts_with(b"null") => (Kind::Null, i + 4, false),
-                b'-' | b'0'..=b'9' => {
-                    let end = number_end(b, i);
-                    let t = &b[i..end];
-                    // A number the strict parser rejects (out of range) is declined; short
-                    // plain integers are in range without asking the float parser.
-                    let short_int = t.len() <= 15 && t.iter().all(u8::is_ascii_digit);
-                    let finite = valid_json_number(t)
-                        && (short_int || text[i..end].parse::<f64>().is_ok_and(f64::is_finite));
-                    if !finite {
-                        return None;
-                    }
-                    (Kind::Num, end, false)
-                }
-                _ => return None,
-            };
-            let val = &b[start..end];
-            let plain_str = || (kind == Kind::Str && !escaped).then(|| &text[start + 1..end - 1]);
-            match key {
-                b"id" => id = Some(plain_str()?),
-                b"runId" => run_id = Some(plain_str()?),
-                b"type" => event_type = Some(plain_str()?),
-                b"seq" => seq = Some(safe_u64(val)?),
-                b"at" => at = Some(safe_u64(val)?),
-                b"schemaVersion" => version = Some(safe_u64(val)?),
-                _ => self.fields.push(Field {
-                    key: key_span,
-                    kind,
-                    val: (start as u32, end as u32),
-                    escaped,
-                }),
-            }
-            i = ws(b, end);
-            match b.get(i) {
-                Some(b',') => i = ws(b, i + 1),
-                Some(b'}') => {
-                    i += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
-        if ws(b, i) != b.len() {
-            return None;
-        }
-        let (id, run_id, event_type) = (id?, run_id?, event_type?);
-        if id.is_empty() || run_id.is_empty() || version? != SCHEMA_VERSION {
-            return None;
-        }
-        let kind = EventKind::from_wire(event_type)?;
-        let event = LineEvent {
-            text,
-            id,
-            run_id,
-            seq: seq?,
-            at: at?,
-            kind,
-            fields: &self.fields,
-        };
-        event.payload_valid().then_some(event)
+        let scan = scan_line(text, &mut self.fields)?;
+        Some(LineEvent::new(text, &scan, &self.fields))
     }
 }
 
+/// Scans one line (trimmed, UTF-8 already), appending its payload members to `fields`; `None`
+/// (with `fields` as it was) when the line is not for the fast path.
+pub(crate) fn scan_line(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
+    let first = fields.len();
+    let scan = scan_into(text, fields);
+    if scan.is_none() {
+        fields.truncate(first);
+    }
+    scan
+}
+
+fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
+    let b = text.as_bytes();
+    if b.len() > u32::MAX as usize {
+        return None;
+    }
+    let first = fields.len();
+    let mut keys: [(u32, u32); MAX_FIELDS] = [(0, 0); MAX_FIELDS];
+    let mut nkeys = 0;
+    let (mut id, mut run_id, mut event_type) = (None, None, None);
+    let (mut seq, mut at, mut version) = (None, None, None);
+    let mut slots = [NO_SLOT; Name::COUNT];
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return None;
+    }
+    loop {
+        let key_end = string_end(b, i)?;
+        let key = &b[i + 1..key_end - 1];
+        if key.contains(&b'\\')
+            || nkeys == MAX_FIELDS
+            || keys[..nkeys]
+                .iter()
+                .any(|&(s, e)| &b[s as usize..e as usize] == key)
+        {
+            return None;
+        }
+        let key_span = ((i + 1) as u32, (key_end - 1) as u32);
+        keys[nkeys] = key_span;
+        nkeys += 1;
+        i = ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        let start = i;
+        let (kind, end, escaped) = match *b.get(i)? {
+            b'"' => {
+                let end = string_end(b, i)?;
+                (Kind::Str, end, b[i + 1..end - 1].contains(&b'\\'))
+            }
+            b'{' => (Kind::Obj, canonical_end(b, i, 2)?, false),
+            b'[' => (Kind::Arr, canonical_end(b, i, 2)?, false),
+            b't' if b[i..].starts_with(b"true") => (Kind::Bool(true), i + 4, false),
+            b'f' if b[i..].starts_with(b"false") => (Kind::Bool(false), i + 5, false),
+            b'n' if b[i..].starts_with(b"null") => (Kind::Null, i + 4, false),
+            b'-' | b'0'..=b'9' => {
+                let end = number_end(b, i);
+                let t = &b[i..end];
+                // A number the strict parser rejects (out of range) is declined; short plain
+                // integers are in range without asking the float parser.
+                let short_int = t.len() <= 15 && t.iter().all(u8::is_ascii_digit);
+                let finite = valid_json_number(t)
+                    && (short_int || text[i..end].parse::<f64>().is_ok_and(f64::is_finite));
+                if !finite {
+                    return None;
+                }
+                (Kind::Num, end, false)
+            }
+            _ => return None,
+        };
+        let val = &b[start..end];
+        let span = (start as u32, end as u32);
+        let plain_str = || (kind == Kind::Str && !escaped).then_some((span.0 + 1, span.1 - 1));
+        match key {
+            b"id" => id = Some(plain_str()?),
+            b"runId" => run_id = Some(plain_str()?),
+            b"type" => event_type = Some(plain_str()?),
+            b"seq" => seq = Some(safe_u64(val)?),
+            b"at" => at = Some(safe_u64(val)?),
+            b"schemaVersion" => version = Some(safe_u64(val)?),
+            _ => {
+                if let Some(name) = Name::from_wire(&text[key_span.0 as usize..key_span.1 as usize])
+                {
+                    slots[name as usize] = (fields.len() - first) as u8;
+                }
+                fields.push(Field {
+                    key: key_span,
+                    kind,
+                    val: span,
+                    escaped,
+                });
+            }
+        }
+        i = ws(b, end);
+        match b.get(i) {
+            Some(b',') => i = ws(b, i + 1),
+            Some(b'}') => {
+                i += 1;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    if ws(b, i) != b.len() {
+        return None;
+    }
+    let (id, run_id, event_type) = (id?, run_id?, event_type?);
+    if id.1 == id.0 || run_id.1 == run_id.0 || version? != SCHEMA_VERSION {
+        return None;
+    }
+    let kind = EventKind::from_wire(&text[event_type.0 as usize..event_type.1 as usize])?;
+    let scan = Scan {
+        id,
+        run_id,
+        seq: seq?,
+        at: at?,
+        kind,
+        fields: (first as u32, (fields.len() - first) as u32),
+        slots,
+    };
+    LineEvent::new(text, &scan, fields)
+        .payload_valid()
+        .then_some(scan)
+}
+
 impl<'a> LineEvent<'a> {
+    /// The event of a line scanned by [`scan_line`] into `fields`.
+    pub(crate) fn new(text: &'a str, scan: &Scan, fields: &'a [Field]) -> LineEvent<'a> {
+        let (s, n) = (scan.fields.0 as usize, scan.fields.1 as usize);
+        let span = |(a, b): (u32, u32)| &text[a as usize..b as usize];
+        LineEvent {
+            text,
+            id: span(scan.id),
+            run_id: span(scan.run_id),
+            seq: scan.seq,
+            at: scan.at,
+            kind: scan.kind,
+            fields: fields.get(s..s + n).unwrap_or_default(),
+            slots: scan.slots,
+        }
+    }
+
     fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| self.slice(f.key) == name)
+    }
+
+    /// A payload field the fold reads, found by its slot.
+    fn named(&self, name: Name) -> Option<&Field> {
+        self.fields.get(usize::from(self.slots[name as usize]))
     }
 
     fn slice(&self, (s, e): (u32, u32)) -> &'a str {
@@ -268,20 +335,20 @@ impl EventView for LineEvent<'_> {
         self.at
     }
 
-    fn str_field(&self, name: &str) -> Option<Cow<'_, str>> {
-        let f = self.field(name)?;
+    fn str_field(&self, name: Name) -> Option<Cow<'_, str>> {
+        let f = self.named(name)?;
         (f.kind == Kind::Str).then(|| self.string(f))
     }
 
-    fn bool_field(&self, name: &str) -> Option<bool> {
-        match self.field(name)?.kind {
+    fn bool_field(&self, name: Name) -> Option<bool> {
+        match self.named(name)?.kind {
             Kind::Bool(v) => Some(v),
             _ => None,
         }
     }
 
-    fn number_field(&self, name: &str) -> Option<Number> {
-        let f = self.field(name)?;
+    fn number_field(&self, name: Name) -> Option<Number> {
+        let f = self.named(name)?;
         if f.kind != Kind::Num {
             return None;
         }
@@ -300,8 +367,8 @@ impl EventView for LineEvent<'_> {
         t.parse::<f64>().ok().and_then(Number::from_f64)
     }
 
-    fn json_field(&self, name: &str) -> Option<Json> {
-        let f = self.field(name)?;
+    fn json_field(&self, name: Name) -> Option<Json> {
+        let f = self.named(name)?;
         let t = self.slice(f.val);
         Some(match f.kind {
             // Containers and strings were checked canonical when read.
@@ -318,8 +385,8 @@ impl EventView for LineEvent<'_> {
         })
     }
 
-    fn with_value<R>(&self, name: &str, f: impl FnOnce(Option<&Value>) -> R) -> R {
-        match self.field(name) {
+    fn with_value<R>(&self, name: Name, f: impl FnOnce(Option<&Value>) -> R) -> R {
+        match self.named(name) {
             Some(field) => f(Some(&self.value(field))),
             None => f(None),
         }

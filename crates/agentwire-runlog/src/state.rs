@@ -361,6 +361,70 @@ pub enum Applied {
     OtherRun,
 }
 
+macro_rules! payload_names {
+    ($($variant:ident => $wire:literal,)*) => {
+        /// A payload field the fold reads, named once (a line's fields are found by it without
+        /// comparing names).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Name {
+            $($variant,)*
+        }
+
+        impl Name {
+            /// How many names there are.
+            pub(crate) const COUNT: usize = [$($wire,)*].len();
+
+            /// The wire name.
+            pub(crate) fn as_str(self) -> &'static str {
+                match self {
+                    $(Name::$variant => $wire,)*
+                }
+            }
+
+            /// The name of a wire name.
+            pub(crate) fn from_wire(name: &str) -> Option<Name> {
+                match name {
+                    $($wire => Some(Name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+payload_names! {
+    Goal => "goal",
+    Agent => "agent",
+    Input => "input",
+    Output => "output",
+    Summary => "summary",
+    Error => "error",
+    StepId => "stepId",
+    Reason => "reason",
+    Message => "message",
+    Steps => "steps",
+    Title => "title",
+    Progress => "progress",
+    Retryable => "retryable",
+    CallId => "callId",
+    Name => "name",
+    Args => "args",
+    Ok => "ok",
+    Result => "result",
+    Ms => "ms",
+    Tokens => "tokens",
+    Cost => "cost",
+    ApprovalId => "approvalId",
+    Risk => "risk",
+    Preview => "preview",
+    Decision => "decision",
+    By => "by",
+    Comment => "comment",
+    Edited => "edited",
+    FromEventId => "fromEventId",
+    Attempt => "attempt",
+}
+
 /// What the fold reads of an event, whichever form it comes in: a parsed [`RunEvent`] or a line
 /// read straight from its text.
 pub(crate) trait EventView {
@@ -369,27 +433,27 @@ pub(crate) trait EventView {
     fn seq(&self) -> u64;
     fn at(&self) -> u64;
     /// A payload string.
-    fn str_field(&self, name: &str) -> Option<Cow<'_, str>>;
+    fn str_field(&self, name: Name) -> Option<Cow<'_, str>>;
     /// A payload boolean.
-    fn bool_field(&self, name: &str) -> Option<bool>;
+    fn bool_field(&self, name: Name) -> Option<bool>;
     /// A payload number.
-    fn number_field(&self, name: &str) -> Option<Number>;
+    fn number_field(&self, name: Name) -> Option<Number>;
     /// A payload value kept opaque.
-    fn json_field(&self, name: &str) -> Option<Json>;
+    fn json_field(&self, name: Name) -> Option<Json>;
     /// A payload value as a tree (for the few fields the fold looks inside).
-    fn with_value<R>(&self, name: &str, f: impl FnOnce(Option<&Value>) -> R) -> R;
+    fn with_value<R>(&self, name: Name, f: impl FnOnce(Option<&Value>) -> R) -> R;
     /// The whole event as a value.
     fn raw(&self) -> Value;
 
-    fn f64_field(&self, name: &str) -> Option<f64> {
+    fn f64_field(&self, name: Name) -> Option<f64> {
         self.number_field(name).and_then(|n| n.as_f64())
     }
 
-    fn u64_field(&self, name: &str) -> Option<u64> {
+    fn u64_field(&self, name: Name) -> Option<u64> {
         self.number_field(name).and_then(|n| n.as_u64())
     }
 
-    fn string_field(&self, name: &str) -> Option<String> {
+    fn string_field(&self, name: Name) -> Option<String> {
         self.str_field(name).map(Cow::into_owned)
     }
 }
@@ -420,29 +484,29 @@ impl EventView for RunEvent {
         self.at
     }
 
-    fn str_field(&self, name: &str) -> Option<Cow<'_, str>> {
-        member(&self.payload, name)
+    fn str_field(&self, name: Name) -> Option<Cow<'_, str>> {
+        member(&self.payload, name.as_str())
             .and_then(Value::as_str)
             .map(Cow::Borrowed)
     }
 
-    fn bool_field(&self, name: &str) -> Option<bool> {
-        member(&self.payload, name).and_then(Value::as_bool)
+    fn bool_field(&self, name: Name) -> Option<bool> {
+        member(&self.payload, name.as_str()).and_then(Value::as_bool)
     }
 
-    fn number_field(&self, name: &str) -> Option<Number> {
-        match member(&self.payload, name) {
+    fn number_field(&self, name: Name) -> Option<Number> {
+        match member(&self.payload, name.as_str()) {
             Some(Value::Number(n)) => Some(n.clone()),
             _ => None,
         }
     }
 
-    fn json_field(&self, name: &str) -> Option<Json> {
-        member(&self.payload, name).map(Json::from_value)
+    fn json_field(&self, name: Name) -> Option<Json> {
+        member(&self.payload, name.as_str()).map(Json::from_value)
     }
 
-    fn with_value<R>(&self, name: &str, f: impl FnOnce(Option<&Value>) -> R) -> R {
-        f(member(&self.payload, name))
+    fn with_value<R>(&self, name: Name, f: impl FnOnce(Option<&Value>) -> R) -> R {
+        f(member(&self.payload, name.as_str()))
     }
 
     fn raw(&self) -> Value {
@@ -612,12 +676,12 @@ fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
 
 /// The `error` field of an event: kept opaque, with its message and code.
 fn error_of(event: &impl EventView) -> (Option<Json>, String, Option<String>) {
-    if let Some(message) = event.str_field("error") {
+    if let Some(message) = event.str_field(Name::Error) {
         let message = message.into_owned();
-        let json = event.json_field("error");
+        let json = event.json_field(Name::Error);
         return (json, message, None);
     }
-    event.with_value("error", |v| {
+    event.with_value(Name::Error, |v| {
         let (message, code) = error_parts(v);
         (v.map(Json::from_value), message, code)
     })
@@ -745,8 +809,8 @@ impl Deriver {
         match kind {
             EventKind::RunStart => {
                 let state = &mut self.state;
-                state.goal = event.string_field("goal").or(state.goal.take());
-                state.agent = event.string_field("agent").or(state.agent.take());
+                state.goal = event.string_field(Name::Goal).or(state.goal.take());
+                state.agent = event.string_field(Name::Agent).or(state.agent.take());
                 state.started_at = Some(at);
                 state.status = RunStatus::Running;
                 state.paused_reason = None;
@@ -756,8 +820,8 @@ impl Deriver {
                 state.status = RunStatus::Done;
                 state.paused_reason = None;
                 state.ended_at = Some(at);
-                state.output = event.json_field("output");
-                state.summary = event.string_field("summary");
+                state.output = event.json_field(Name::Output);
+                state.summary = event.string_field(Name::Summary);
             }
             EventKind::RunError => {
                 let (_, message, code) = error_of(event);
@@ -769,7 +833,7 @@ impl Deriver {
                     source: ErrorSource::Run,
                     event_id: event.id().to_owned(),
                     seq,
-                    step_id: event.string_field("stepId"),
+                    step_id: event.string_field(Name::StepId),
                     call_id: None,
                     message,
                     code,
@@ -780,11 +844,11 @@ impl Deriver {
                 let state = &mut self.state;
                 state.status = RunStatus::Paused;
                 state.paused_reason = event
-                    .str_field("reason")
+                    .str_field(Name::Reason)
                     .and_then(|r| PauseReason::from_wire(&r));
             }
             EventKind::Plan => {
-                let plan = event.with_value("steps", |steps| {
+                let plan = event.with_value(Name::Steps, |steps| {
                     let mut plan = Vec::new();
                     if let Some(Value::Array(steps)) = steps {
                         for step in steps {
@@ -808,10 +872,10 @@ impl Deriver {
             }
             EventKind::StepStart => {
                 self.wake();
-                let i = self.step_index(&event.str_field("stepId").unwrap_or_default());
+                let i = self.step_index(&event.str_field(Name::StepId).unwrap_or_default());
                 self.set_step_status(i, StepStatus::Running);
                 let s = &mut self.state.steps[i];
-                if let Some(title) = event.str_field("title") {
+                if let Some(title) = event.str_field(Name::Title) {
                     set_text(&mut s.title, &title);
                 }
                 s.attempts += 1;
@@ -823,28 +887,28 @@ impl Deriver {
             }
             EventKind::StepProgress => {
                 self.wake();
-                let i = self.step_index(&event.str_field("stepId").unwrap_or_default());
+                let i = self.step_index(&event.str_field(Name::StepId).unwrap_or_default());
                 let s = &mut self.state.steps[i];
-                if let Some(progress) = event.f64_field("progress") {
+                if let Some(progress) = event.f64_field(Name::Progress) {
                     s.progress = Some(progress);
                 }
-                if let Some(message) = event.str_field("message") {
+                if let Some(message) = event.str_field(Name::Message) {
                     set_text(&mut s.message, &message);
                 }
             }
             EventKind::StepDone => {
                 self.wake();
-                let i = self.step_index(&event.str_field("stepId").unwrap_or_default());
+                let i = self.step_index(&event.str_field(Name::StepId).unwrap_or_default());
                 self.set_step_status(i, StepStatus::Done);
                 let s = &mut self.state.steps[i];
                 s.ended_at = Some(at);
-                s.output = event.json_field("output");
+                s.output = event.json_field(Name::Output);
             }
             EventKind::StepError => {
-                let step_id = event.string_field("stepId").unwrap_or_default();
+                let step_id = event.string_field(Name::StepId).unwrap_or_default();
                 let i = self.step_index(&step_id);
                 self.set_step_status(i, StepStatus::Error);
-                let retryable = event.bool_field("retryable");
+                let retryable = event.bool_field(Name::Retryable);
                 let (error, message, code) = error_of(event);
                 let s = &mut self.state.steps[i];
                 s.ended_at = Some(at);
@@ -864,10 +928,10 @@ impl Deriver {
             EventKind::ToolCall => {
                 self.wake();
                 let key = event
-                    .str_field("callId")
+                    .str_field(Name::CallId)
                     .unwrap_or(Cow::Borrowed(event.id()))
                     .into_owned();
-                let step_id = event.string_field("stepId");
+                let step_id = event.string_field(Name::StepId);
                 if let Some(step) = &step_id {
                     let i = self.step_index(step);
                     self.state.steps[i].tool_calls.push(key.clone());
@@ -878,15 +942,15 @@ impl Deriver {
                     call_id: key,
                     event_id: event.id().to_owned(),
                     step_id,
-                    name: event.string_field("name"),
-                    args: event.json_field("args"),
+                    name: event.string_field(Name::Name),
+                    args: event.json_field(Name::Args),
                     seq,
                     called_at: Some(at),
                     ..ToolCallState::default()
                 });
             }
             EventKind::ToolResult => {
-                let key = event.str_field("callId").unwrap_or_default();
+                let key = event.str_field(Name::CallId).unwrap_or_default();
                 let roles = self.ids.roles(&key);
                 let i = if roles.call != NONE {
                     roles.call as usize
@@ -896,16 +960,16 @@ impl Deriver {
                     self.state.tool_calls.push(ToolCallState {
                         call_id: key.to_string(),
                         event_id: event.id().to_owned(),
-                        step_id: event.string_field("stepId"),
+                        step_id: event.string_field(Name::StepId),
                         seq,
                         ..ToolCallState::default()
                     });
                     i
                 };
-                let ok = event.bool_field("ok").unwrap_or(false);
-                let ms = event.number_field("ms");
-                let tokens = event.u64_field("tokens");
-                let cost = event.number_field("cost");
+                let ok = event.bool_field(Name::Ok).unwrap_or(false);
+                let ms = event.number_field(Name::Ms);
+                let tokens = event.u64_field(Name::Tokens);
+                let cost = event.number_field(Name::Cost);
                 let totals = &mut self.state.totals;
                 totals.ms += ms.as_ref().and_then(Number::as_f64).unwrap_or(0.0);
                 totals.tokens = totals.tokens.saturating_add(tokens.unwrap_or(0));
@@ -913,7 +977,7 @@ impl Deriver {
                 if !ok {
                     totals.failed_tool_calls += 1;
                 }
-                let (error, message, code) = if ok && event.with_value("error", |e| e.is_none()) {
+                let (error, message, code) = if ok && event.with_value(Name::Error, |e| e.is_none()) {
                     (None, String::new(), None)
                 } else {
                     error_of(event)
@@ -924,7 +988,7 @@ impl Deriver {
                 } else {
                     ToolCallStatus::Error
                 };
-                call.result = event.json_field("result");
+                call.result = event.json_field(Name::Result);
                 call.error = error;
                 call.ms = ms;
                 call.tokens = tokens;
@@ -947,20 +1011,20 @@ impl Deriver {
             }
             EventKind::ApprovalRequest => {
                 let key = event
-                    .str_field("approvalId")
+                    .str_field(Name::ApprovalId)
                     .unwrap_or(Cow::Borrowed(event.id()))
                     .into_owned();
-                let step_id = event.string_field("stepId");
-                let risk = event.str_field("risk").and_then(|r| Risk::from_wire(&r));
+                let step_id = event.string_field(Name::StepId);
+                let risk = event.str_field(Name::Risk).and_then(|r| Risk::from_wire(&r));
                 let request = ApprovalState {
                     approval_id: key.clone(),
                     event_id: event.id().to_owned(),
                     step_id: step_id.clone(),
-                    summary: event.string_field("summary"),
+                    summary: event.string_field(Name::Summary),
                     risk,
                     risk_weight: risk.map_or(0, Risk::weight),
-                    preview: event.json_field("preview"),
-                    call_id: event.string_field("callId"),
+                    preview: event.json_field(Name::Preview),
+                    call_id: event.string_field(Name::CallId),
                     requested_at: Some(at),
                     ..ApprovalState::default()
                 };
@@ -982,9 +1046,9 @@ impl Deriver {
                 self.state.approvals.push(request);
             }
             EventKind::ApprovalDecision => {
-                let key = event.str_field("approvalId").unwrap_or_default();
+                let key = event.str_field(Name::ApprovalId).unwrap_or_default();
                 let decision = event
-                    .str_field("decision")
+                    .str_field(Name::Decision)
                     .and_then(|d| Decision::from_wire(&d));
                 let roles = self.ids.roles(&key);
                 let i = if roles.approval != NONE {
@@ -1014,9 +1078,9 @@ impl Deriver {
                     self.state.pending_approvals += 1;
                 }
                 a.decision = decision;
-                a.by = event.string_field("by");
-                a.comment = event.string_field("comment");
-                a.edited = event.json_field("edited");
+                a.by = event.string_field(Name::By);
+                a.comment = event.string_field(Name::Comment);
+                a.edited = event.json_field(Name::Edited);
                 a.decided_at = Some(at);
                 if self.state.status == RunStatus::Paused
                     && self.state.paused_reason == Some(PauseReason::Approval)
@@ -1026,16 +1090,16 @@ impl Deriver {
                 }
             }
             EventKind::RetryRequest => {
-                let step_id = event.string_field("stepId").unwrap_or_default();
+                let step_id = event.string_field(Name::StepId).unwrap_or_default();
                 let i = self.step_index(&step_id);
                 self.set_step_status(i, StepStatus::Pending);
                 self.state.steps[i].retries += 1;
                 self.state.retries.push(RetryState {
                     event_id: event.id().to_owned(),
                     step_id,
-                    from_event_id: event.string_field("fromEventId").unwrap_or_default(),
-                    reason: event.string_field("reason"),
-                    attempt: event.u64_field("attempt"),
+                    from_event_id: event.string_field(Name::FromEventId).unwrap_or_default(),
+                    reason: event.string_field(Name::Reason),
+                    attempt: event.u64_field(Name::Attempt),
                     seq,
                 });
             }
