@@ -1642,9 +1642,9 @@ fn line_ranges(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, usize)> + '_
 /// The line-by-line path of [`coerce_and_derive_ndjson`]; `None` when the input needs the full
 /// coercer. Lines are read by the fast reader ([`crate::line`]) and folded straight into the
 /// deriver; a line the reader declines goes through the coercer's own passes. On an input of at
-/// least [`PIPELINE_MIN_BYTES`] that is UTF-8 throughout, with two cores or more, a second
-/// thread reads while the calling thread folds: what crosses threads is batches of byte ranges,
-/// reused, never a parsed value.
+/// least [`PIPELINE_MIN_BYTES`], with two cores or more, a second thread reads while the calling
+/// thread folds: what crosses threads is batches of line slices and their scans, reused, never
+/// a parsed value.
 fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     let trimmed = bytes.trim_ascii();
     // What the full coercer would read as one document (or as nothing) is not streamed.
@@ -1657,14 +1657,14 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     fold.deriver.reserve(lines_hint, lines_hint * 16);
     let parallel = bytes.len() >= PIPELINE_MIN_BYTES
         && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-    if parallel && let Ok(text) = std::str::from_utf8(bytes) {
-        return pipelined(text, fold);
+    if parallel {
+        return pipelined(bytes, fold);
     }
     let mut reader = LineReader::default();
     for (line, start, end) in line_ranges(bytes) {
         let text = &bytes[start..end];
         match reader.read(text) {
-            Some(event) => fold.fast_line(&event)?,
+            Some(event) => fold.fast_line(&event, None)?,
             None => fold.line(line, parse_event_fast(text)?)?,
         }
     }
@@ -1673,42 +1673,50 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
 
 /// Lines scanned by the reading thread, in order.
 #[derive(Debug, Default)]
-struct Batch {
-    /// `(line number, byte range, the scan when the line is for the fast path)`.
-    lines: Vec<(usize, usize, usize, Option<Scan>)>,
+struct Batch<'a> {
+    /// `(line number, the trimmed line, its text, scan and id hash when it is for the fast path)`.
+    lines: Vec<(usize, &'a [u8], Option<(&'a str, Scan, u64)>)>,
     fields: Vec<Field>,
 }
 
-/// [`streamed_state`] with the reading on a second thread.
-fn pipelined(text: &str, mut fold: StreamFold<'_>) -> Option<RunState> {
+/// [`streamed_state`] with the reading (UTF-8 check and scan) on a second thread.
+fn pipelined(bytes: &[u8], mut fold: StreamFold<'_>) -> Option<RunState> {
     use std::sync::mpsc;
-    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(4);
-    let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch<'_>>(4);
+    let (empty_tx, empty_rx) = mpsc::channel::<Batch<'_>>();
+    let hasher = fold.deriver.id_hasher();
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let mut batch = Batch::default();
-            for (line, start, end) in line_ranges(text.as_bytes()) {
-                let scan = scan_line(&text[start..end], &mut batch.fields);
-                batch.lines.push((line, start, end, scan));
+            for (line, start, end) in line_ranges(bytes) {
+                let raw = &bytes[start..end];
+                let fast = std::str::from_utf8(raw).ok().and_then(|text| {
+                    let scan = scan_line(text, &mut batch.fields)?;
+                    let hash = hasher.hash(scan.id(text));
+                    Some((text, scan, hash))
+                });
+                batch.lines.push((line, raw, fast));
                 if batch.lines.len() == PIPELINE_BATCH_LINES {
-                    let next = empty_rx.try_recv().unwrap_or_default();
+                    let mut next = empty_rx.try_recv().unwrap_or_default();
+                    next.lines.clear();
+                    next.fields.clear();
                     // The folder stopped (the log needs the full coercer): nothing more to do.
                     if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
                         return;
                     }
-                    batch.lines.clear();
-                    batch.fields.clear();
                 }
             }
             let _ = full_tx.send(batch);
         });
         // Returning early drops the receiver, which stops the reader.
         for batch in full_rx {
-            for &(line, start, end, scan) in &batch.lines {
-                let line_text = &text[start..end];
-                match scan {
-                    Some(scan) => fold.fast_line(&LineEvent::new(line_text, &scan, &batch.fields))?,
-                    None => fold.line(line, parse_event_fast(line_text.as_bytes())?)?,
+            for &(line, raw, fast) in &batch.lines {
+                match fast {
+                    Some((text, scan, hash)) => {
+                        let event = LineEvent::new(text, &scan, &batch.fields);
+                        fold.fast_line(&event, Some(hash))?;
+                    }
+                    None => fold.line(line, parse_event_fast(raw)?)?,
                 }
             }
             let _ = empty_tx.send(batch);
@@ -1752,7 +1760,7 @@ impl<'o> StreamFold<'o> {
 
     /// Folds one line read by the fast reader (a valid event of a known type, so the coercer's
     /// passes have nothing to change); `None` when the log needs the full coercer.
-    fn fast_line(&mut self, event: &LineEvent<'_>) -> Option<()> {
+    fn fast_line(&mut self, event: &LineEvent<'_>, id_hash: Option<u64>) -> Option<()> {
         match &self.run_id {
             None => self.run_id = Some(event.run_id.to_owned()),
             Some(run) if run != event.run_id => return None,
@@ -1766,7 +1774,7 @@ impl<'o> StreamFold<'o> {
         self.prev_seq = event.seq;
         self.track.record(event.kind, event);
         matches!(
-            self.deriver.push_view(event, Some(event.kind)),
+            self.deriver.push_view(event, Some(event.kind), id_hash),
             Applied::Folded | Applied::Late
         )
         .then_some(())

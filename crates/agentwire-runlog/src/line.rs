@@ -60,6 +60,13 @@ pub(crate) struct Scan {
     slots: [u8; Name::COUNT],
 }
 
+impl Scan {
+    /// The event id, in the line `text` that was scanned.
+    pub(crate) fn id<'a>(&self, text: &'a str) -> &'a str {
+        &text[self.id.0 as usize..self.id.1 as usize]
+    }
+}
+
 /// A payload name the line does not have.
 const NO_SLOT: u8 = u8::MAX;
 

@@ -527,6 +527,16 @@ pub struct Deriver {
     ids: Interner,
 }
 
+/// Hashes event ids the way the deriver's id set does (so another thread can do it).
+#[derive(Debug, Clone)]
+pub(crate) struct IdHasher(ahash::RandomState);
+
+impl IdHasher {
+    pub(crate) fn hash(&self, id: &str) -> u64 {
+        self.0.hash_one(id.as_bytes())
+    }
+}
+
 /// A set of ids in one arena: each id is its length (4 bytes, little-endian) and its bytes; the
 /// table holds arena offsets. About `len + 9` bytes per id, no allocation per id.
 #[derive(Clone, Default)]
@@ -553,8 +563,8 @@ fn arena_entry(arena: &[u8], offset: u32) -> &[u8] {
 
 impl IdSet {
     /// Adds `id`; `false` when it was there already (or the arena is full: 4 GiB of ids).
-    fn insert(&mut self, id: &str) -> bool {
-        let hash = self.hasher.hash_one(id.as_bytes());
+    fn insert(&mut self, id: &str, hash: Option<u64>) -> bool {
+        let hash = hash.unwrap_or_else(|| self.hasher.hash_one(id.as_bytes()));
         let IdSet {
             arena,
             table,
@@ -626,6 +636,23 @@ impl std::fmt::Debug for Interner {
 }
 
 impl Interner {
+    fn reserve(&mut self, keys: usize, bytes: usize) {
+        self.arena.reserve(bytes);
+        self.spans.reserve(keys);
+        self.roles.reserve(keys);
+        let Interner {
+            arena,
+            spans,
+            table,
+            hasher,
+            ..
+        } = self;
+        table.reserve(keys, |&sym| {
+            let (s, e) = spans[sym as usize];
+            hasher.hash_one(&arena[s as usize..e as usize])
+        });
+    }
+
     /// The roles of `id`, interning it when new.
     fn roles(&mut self, id: &str) -> &mut SymRoles {
         let hash = self.hasher.hash_one(id);
@@ -707,6 +734,8 @@ impl Deriver {
     /// long stream does not grow the id set step by step.
     pub fn reserve(&mut self, events: usize, id_bytes: usize) {
         self.events.reserve(events, id_bytes);
+        // Keys (steps, calls, approvals) are fewer than events; a quarter is a common ratio.
+        self.ids.reserve(events / 4, id_bytes / 4);
     }
 
     /// Folds every event of `events`.
@@ -756,18 +785,30 @@ impl Deriver {
 
     /// Folds one event.
     pub fn push(&mut self, event: &RunEvent) -> Applied {
-        self.push_view(event, event.kind())
+        self.push_view(event, event.kind(), None)
     }
 
     /// Folds one event of known type `kind` (`None` for an unknown type or a newer major version).
-    pub(crate) fn push_view(&mut self, event: &impl EventView, kind: Option<EventKind>) -> Applied {
+    /// The hasher of event ids, for a reader that hashes ids ahead of [`Deriver::push_view`].
+    pub(crate) fn id_hasher(&self) -> IdHasher {
+        IdHasher(self.events.hasher.clone())
+    }
+
+    /// Folds one event of known type `kind` (`None` for an unknown type or a newer major
+    /// version); `id_hash` is the id's hash by [`Deriver::id_hasher`] when already computed.
+    pub(crate) fn push_view(
+        &mut self,
+        event: &impl EventView,
+        kind: Option<EventKind>,
+        id_hash: Option<u64>,
+    ) -> Applied {
         if let Some(run) = &self.state.run_id
             && run != event.run_id()
         {
             self.state.other_run_events += 1;
             return Applied::OtherRun;
         }
-        if !self.events.insert(event.id()) {
+        if !self.events.insert(event.id(), id_hash) {
             return Applied::Duplicate;
         }
         let state = &mut self.state;
