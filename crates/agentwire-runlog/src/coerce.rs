@@ -17,7 +17,8 @@ use crate::event::{
     EventKind, MAX_SAFE_INTEGER, RunEvent, SCHEMA_VERSION, json_u64, parse_event_fast,
 };
 use crate::line::{Field, LineEvent, LineReader, Scan, scan_line};
-use crate::state::{Applied, Deriver, EventView, Name, RunState, derive_run_state_owned};
+use crate::opaque::Json;
+use crate::state::{Applied, Deriver, EventView, Key, RunState, derive_run_state_owned};
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
@@ -511,26 +512,26 @@ impl RunTrack {
     fn record(&mut self, kind: EventKind, event: &impl EventView) {
         match kind {
             EventKind::StepStart => {
-                if let Some(step) = event.str_field(Name::StepId)
+                if let Some(step) = event.str_field(Key::StepId)
                     && !self.running_steps.contains(step.as_ref())
                 {
                     self.running_steps.insert(step.into_owned());
                 }
             }
             EventKind::StepDone | EventKind::StepError => {
-                if let Some(step) = event.str_field(Name::StepId) {
+                if let Some(step) = event.str_field(Key::StepId) {
                     self.running_steps.remove(step.as_ref());
                 }
             }
             EventKind::ToolCall => {
                 let key = event
-                    .string_field(Name::CallId)
+                    .string_field(Key::CallId)
                     .unwrap_or_else(|| event.id().to_owned());
                 self.unpaired_calls.insert(key.clone());
                 self.call_stack.push(key);
             }
             EventKind::ToolResult => {
-                if let Some(call) = event.str_field(Name::CallId) {
+                if let Some(call) = event.str_field(Key::CallId) {
                     self.unpaired_calls.remove(call.as_ref());
                     // Paired calls on top of the stack are never an answer again: drop them now
                     // so the stack holds only what may still be paired.
@@ -544,12 +545,12 @@ impl RunTrack {
             }
             EventKind::ApprovalRequest => {
                 let key = event
-                    .string_field(Name::ApprovalId)
+                    .string_field(Key::ApprovalId)
                     .unwrap_or_else(|| event.id().to_owned());
                 self.pending_approvals.insert(key);
             }
             EventKind::ApprovalDecision => {
-                if let Some(a) = event.str_field(Name::ApprovalId) {
+                if let Some(a) = event.str_field(Key::ApprovalId) {
                     self.pending_approvals.remove(a.as_ref());
                 }
             }
@@ -1674,9 +1675,20 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
 /// Lines scanned by the reading thread, in order.
 #[derive(Debug, Default)]
 struct Batch<'a> {
-    /// `(line number, the trimmed line, its text, scan and id hash when it is for the fast path)`.
-    lines: Vec<(usize, &'a [u8], Option<(&'a str, Scan, u64)>)>,
+    lines: Vec<ScannedLine<'a>>,
     fields: Vec<Field>,
+}
+
+/// One line as the reading thread hands it over.
+#[derive(Debug)]
+struct ScannedLine<'a> {
+    /// Line number, from 1.
+    line: usize,
+    /// The trimmed line.
+    raw: &'a [u8],
+    /// For the fast path: its text, scan, id hash and the opaque value the fold keeps.
+    fast: Option<(&'a str, Scan, u64)>,
+    prepared: Option<Json>,
 }
 
 /// [`streamed_state`] with the reading (UTF-8 check and scan) on a second thread.
@@ -1690,12 +1702,19 @@ fn pipelined(bytes: &[u8], mut fold: StreamFold<'_>) -> Option<RunState> {
             let mut batch = Batch::default();
             for (line, start, end) in line_ranges(bytes) {
                 let raw = &bytes[start..end];
+                let mut prepared = None;
                 let fast = std::str::from_utf8(raw).ok().and_then(|text| {
                     let scan = scan_line(text, &mut batch.fields)?;
                     let hash = hasher.hash(scan.id(text));
+                    prepared = LineEvent::new(text, &scan, &batch.fields).prepare();
                     Some((text, scan, hash))
                 });
-                batch.lines.push((line, raw, fast));
+                batch.lines.push(ScannedLine {
+                    line,
+                    raw,
+                    fast,
+                    prepared,
+                });
                 if batch.lines.len() == PIPELINE_BATCH_LINES {
                     let mut next = empty_rx.try_recv().unwrap_or_default();
                     next.lines.clear();
@@ -1709,14 +1728,15 @@ fn pipelined(bytes: &[u8], mut fold: StreamFold<'_>) -> Option<RunState> {
             let _ = full_tx.send(batch);
         });
         // Returning early drops the receiver, which stops the reader.
-        for batch in full_rx {
-            for &(line, raw, fast) in &batch.lines {
-                match fast {
+        for mut batch in full_rx {
+            for l in &mut batch.lines {
+                match l.fast {
                     Some((text, scan, hash)) => {
-                        let event = LineEvent::new(text, &scan, &batch.fields);
+                        let event = LineEvent::new(text, &scan, &batch.fields)
+                            .with_prepared(l.prepared.take());
                         fold.fast_line(&event, Some(hash))?;
                     }
-                    None => fold.line(line, parse_event_fast(raw)?)?,
+                    None => fold.line(l.line, parse_event_fast(l.raw)?)?,
                 }
             }
             let _ = empty_tx.send(batch);

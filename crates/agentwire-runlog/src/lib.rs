@@ -22,19 +22,19 @@ pub mod view;
 
 pub use coerce::{
     CoerceMeta, CoerceOptions, CoerceResult, DEFAULT_RUN_ID, InputShape, Issue, IssueLevel,
-    MALFORMED_EVENT_TYPE, MalformedLine, coerce_and_derive_ndjson, is_coerce_result, to_run_events,
-    to_run_events_from_slice,
+    MALFORMED_EVENT_TYPE, MalformedLine, PIPELINE_MIN_BYTES, coerce_and_derive_ndjson,
+    is_coerce_result, to_run_events, to_run_events_from_slice,
 };
 pub use event::{
     APPROVAL_EVENT_TYPES, Decision, ENVELOPE_FIELDS, EventKind, MAX_SAFE_INTEGER, PauseReason,
     RISK_WEIGHT, RUN_EVENT_TYPES, Risk, RunEvent, SCHEMA_VERSION, event_from_object,
     is_known_event_type, parse_event_fast,
 };
-pub use opaque::Json;
 pub use mock::{
     ApprovalOutcome, MockRunOptions, Scenario, create_mock_event, create_mock_events,
     create_mock_run, get_scenario, scenarios,
 };
+pub use opaque::Json;
 pub use state::{
     Applied, ApprovalState, ApprovalStatus, Deriver, ErrorEntry, ErrorSource, PlanStep, RetryState,
     RunState, RunStatus, StepState, StepStatus, ToolCallState, ToolCallStatus, Totals,

@@ -6,12 +6,13 @@
 //! never what it means.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use serde_json::{Number, Value};
 
 use crate::event::{EventKind, MAX_SAFE_INTEGER, SCHEMA_VERSION};
 use crate::opaque::{Json, canonical_end, number_end, string_end, valid_json_number};
-use crate::state::{EventView, Name};
+use crate::state::{EventView, Key};
 use crate::validate::{Rule, payload_rules, rule_ok};
 
 /// Lines with more top-level members than this are declined (duplicate keys are checked
@@ -57,7 +58,7 @@ pub(crate) struct Scan {
     kind: EventKind,
     fields: (u32, u32),
     /// Where each payload name the fold reads is among the line's fields ([`NO_SLOT`]: absent).
-    slots: [u8; Name::COUNT],
+    slots: [u8; Key::COUNT],
 }
 
 impl Scan {
@@ -72,7 +73,6 @@ const NO_SLOT: u8 = u8::MAX;
 
 /// A line read by [`LineReader::read`] or viewed with [`LineEvent::new`]: a valid event of a
 /// known type, schema version 1.
-#[derive(Debug)]
 pub(crate) struct LineEvent<'a> {
     text: &'a str,
     pub id: &'a str,
@@ -81,7 +81,21 @@ pub(crate) struct LineEvent<'a> {
     pub at: u64,
     pub kind: EventKind,
     fields: &'a [Field],
-    slots: [u8; Name::COUNT],
+    slots: [u8; Key::COUNT],
+    /// The opaque value the fold takes, made ahead (by the reading thread).
+    prepared: Cell<Option<Json>>,
+}
+
+/// The one opaque payload field the fold of `kind` keeps in the state.
+pub(crate) fn opaque_name(kind: EventKind) -> Option<Key> {
+    match kind {
+        EventKind::ToolCall => Some(Key::Args),
+        EventKind::ToolResult => Some(Key::Result),
+        EventKind::StepDone | EventKind::RunDone => Some(Key::Output),
+        EventKind::ApprovalRequest => Some(Key::Preview),
+        EventKind::ApprovalDecision => Some(Key::Edited),
+        _ => None,
+    }
 }
 
 #[inline]
@@ -138,7 +152,7 @@ fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
     let mut nkeys = 0;
     let (mut id, mut run_id, mut event_type) = (None, None, None);
     let (mut seq, mut at, mut version) = (None, None, None);
-    let mut slots = [NO_SLOT; Name::COUNT];
+    let mut slots = [NO_SLOT; Key::COUNT];
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
@@ -203,7 +217,7 @@ fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
             b"at" => at = Some(safe_u64(val)?),
             b"schemaVersion" => version = Some(safe_u64(val)?),
             _ => {
-                if let Some(name) = Name::from_wire(&text[key_span.0 as usize..key_span.1 as usize])
+                if let Some(name) = Key::from_wire(&text[key_span.0 as usize..key_span.1 as usize])
                 {
                     slots[name as usize] = (fields.len() - first) as u8;
                 }
@@ -261,7 +275,38 @@ impl<'a> LineEvent<'a> {
             kind: scan.kind,
             fields: fields.get(s..s + n).unwrap_or_default(),
             slots: scan.slots,
+            prepared: Cell::new(None),
         }
+    }
+
+    /// The event with its opaque value already made by [`LineEvent::prepare`].
+    pub(crate) fn with_prepared(mut self, value: Option<Json>) -> Self {
+        self.prepared = Cell::new(value);
+        self
+    }
+
+    /// The opaque value the fold of this event keeps, made now: a thread that reads ahead of
+    /// the folding one makes it there, so its allocation and copy are off the folding thread.
+    pub(crate) fn prepare(&self) -> Option<Json> {
+        opaque_name(self.kind).and_then(|name| self.make_json(name))
+    }
+
+    fn make_json(&self, name: Key) -> Option<Json> {
+        let f = self.named(name)?;
+        let t = self.slice(f.val);
+        Some(match f.kind {
+            // Containers and strings were checked canonical when read.
+            Kind::Obj | Kind::Arr | Kind::Str | Kind::Bool(_) | Kind::Null => {
+                Json::from_canonical(t)
+            }
+            Kind::Num => {
+                if canonical_end(t.as_bytes(), 0, 1) == Some(t.len()) {
+                    Json::from_canonical(t)
+                } else {
+                    Json::from_value(&self.value(f))
+                }
+            }
+        })
     }
 
     fn field(&self, name: &str) -> Option<&Field> {
@@ -269,7 +314,7 @@ impl<'a> LineEvent<'a> {
     }
 
     /// A payload field the fold reads, found by its slot.
-    fn named(&self, name: Name) -> Option<&Field> {
+    fn named(&self, name: Key) -> Option<&Field> {
         self.fields.get(usize::from(self.slots[name as usize]))
     }
 
@@ -342,19 +387,19 @@ impl EventView for LineEvent<'_> {
         self.at
     }
 
-    fn str_field(&self, name: Name) -> Option<Cow<'_, str>> {
+    fn str_field(&self, name: Key) -> Option<Cow<'_, str>> {
         let f = self.named(name)?;
         (f.kind == Kind::Str).then(|| self.string(f))
     }
 
-    fn bool_field(&self, name: Name) -> Option<bool> {
+    fn bool_field(&self, name: Key) -> Option<bool> {
         match self.named(name)?.kind {
             Kind::Bool(v) => Some(v),
             _ => None,
         }
     }
 
-    fn number_field(&self, name: Name) -> Option<Number> {
+    fn number_field(&self, name: Key) -> Option<Number> {
         let f = self.named(name)?;
         if f.kind != Kind::Num {
             return None;
@@ -374,25 +419,16 @@ impl EventView for LineEvent<'_> {
         t.parse::<f64>().ok().and_then(Number::from_f64)
     }
 
-    fn json_field(&self, name: Name) -> Option<Json> {
-        let f = self.named(name)?;
-        let t = self.slice(f.val);
-        Some(match f.kind {
-            // Containers and strings were checked canonical when read.
-            Kind::Obj | Kind::Arr | Kind::Str | Kind::Bool(_) | Kind::Null => {
-                Json::from_canonical(t)
-            }
-            Kind::Num => {
-                if canonical_end(t.as_bytes(), 0, 1) == Some(t.len()) {
-                    Json::from_canonical(t)
-                } else {
-                    Json::from_value(&self.value(f))
-                }
-            }
-        })
+    fn json_field(&self, name: Key) -> Option<Json> {
+        if opaque_name(self.kind) == Some(name)
+            && let Some(json) = self.prepared.take()
+        {
+            return Some(json);
+        }
+        self.make_json(name)
     }
 
-    fn with_value<R>(&self, name: Name, f: impl FnOnce(Option<&Value>) -> R) -> R {
+    fn with_value<R>(&self, name: Key, f: impl FnOnce(Option<&Value>) -> R) -> R {
         match self.named(name) {
             Some(field) => f(Some(&self.value(field))),
             None => f(None),
@@ -401,5 +437,75 @@ impl EventView for LineEvent<'_> {
 
     fn raw(&self) -> Value {
         serde_json::from_str(self.text).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accepted(line: &str) -> bool {
+        LineReader::default().read(line.as_bytes()).is_some()
+    }
+
+    const HEAD: &str = r#""id":"e1","runId":"r","seq":1,"at":5,"schemaVersion":1"#;
+
+    #[test]
+    fn valid_lines_are_read_fast() {
+        for payload in [
+            r#""type":"tool:call","stepId":"s","callId":"c","name":"db.query","args":{"limit":20,"where":"x < 3"}"#,
+            r#""type":"tool:result","callId":"c","ok":true,"result":[1,2],"ms":41,"tokens":120,"cost":0.0012"#,
+            r#""type":"step:progress","stepId":"s","progress":0.5,"message":"say \"hi\"\nthen go""#,
+            r#""type":"step:done","stepId":"s","output":"text","extra":{"free":true}"#,
+            r#""type":"plan","steps":[{"id":"a","title":"A"}]"#,
+            r#""type":"approval:decision","approvalId":"a","decision":"reject""#,
+        ] {
+            let line = format!("{{{HEAD},{payload}}}");
+            assert!(accepted(&line), "{line}");
+            let spaced = format!(" {{ {} , {} }} ", HEAD.replace(',', " , "), payload);
+            assert!(accepted(&spaced), "{spaced}");
+        }
+    }
+
+    #[test]
+    fn lines_the_strict_path_must_see_are_declined() {
+        for payload in [
+            // Needs an inference or is invalid: the coercer's passes decide.
+            r#""type":"tool:call","stepId":"s","callId":"c""#,
+            r#""type":"tool:result","callId":"c","ok":true,"tokens":7.0"#,
+            r#""type":"tool:result","callId":"c","ok":true,"ms":-1"#,
+            r#""type":"step:error","stepId":"s","error":"x""#,
+            r#""type":"approval:decision","approvalId":"a","decision":"yes""#,
+            r#""type":"ToolCall","stepId":"s","name":"n""#,
+            r#""type":"custom:thing""#,
+            // Spelled in a way the reader does not keep as is.
+            r#""type":"step:start","stepId":"caf\u00e9""#,
+            r#""type":"step:done","stepId":"s","output":{"a": 1}"#,
+            r#""type":"step:done","stepId":"s","output":{"a":1,"a":2}"#,
+            r#""type":"step:done","stepId":"s","output":[1.50]"#,
+            r#""type":"step:done","stepId":"s","stepId":"t""#,
+            r#""type":"step:done","stepId":"s","output":1e400"#,
+            r#""type":"step:done","st\u0065pId":"s""#,
+        ] {
+            let line = format!("{{{HEAD},{payload}}}");
+            assert!(!accepted(&line), "{line}");
+        }
+        for line in [
+            r#"{"id":"e1","runId":"r","seq":1.0,"at":5,"schemaVersion":1,"type":"run:start"}"#,
+            r#"{"id":"e1","runId":"r","seq":1,"at":5,"schemaVersion":2,"type":"run:start"}"#,
+            r#"{"id":"","runId":"r","seq":1,"at":5,"schemaVersion":1,"type":"run:start"}"#,
+            r#"{"runId":"r","seq":1,"at":5,"schemaVersion":1,"type":"run:start"}"#,
+            r#"{"id":"e1","runId":"r","seq":1,"at":5,"schemaVersion":1,"type":"run:start"} x"#,
+            r#"{"id":"e1","runId":"r","seq":9007199254740992,"at":5,"schemaVersion":1,"type":"run:start"}"#,
+            "[1]",
+            "{}",
+        ] {
+            assert!(!accepted(line), "{line}");
+        }
+        assert!(
+            LineReader::default()
+                .read(b"{\"id\":\"e\xff\",\"runId\":\"r\",\"seq\":1,\"at\":5,\"schemaVersion\":1,\"type\":\"run:start\"}")
+                .is_none()
+        );
     }
 }

@@ -242,7 +242,8 @@ fn special_byte(b: &[u8], mut i: usize) -> Option<usize> {
         let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
         // Bytes below 0x20; bytes with the high bit set (UTF-8) never match.
         let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let hits = zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\'))) | control;
+        let hits =
+            zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\'))) | control;
         if hits != 0 {
             return Some(i + (hits.trailing_zeros() / 8) as usize);
         }
@@ -267,27 +268,22 @@ pub(crate) fn string_end(b: &[u8], pos: usize) -> Option<usize> {
         i = special_byte(b, i)?;
         match b[i] {
             b'"' => return Some(i + 1),
-            b'\\' => {
-                match *b.get(i + 1)? {
-                    b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                    b'u' => {
-                        let hex = b.get(i + 2..i + 6)?;
-                        let canonical = hex[0] == b'0'
-                            && hex[1] == b'0'
-                            && matches!(hex[2], b'0' | b'1')
-                            && matches!(hex[3], b'0'..=b'9' | b'a'..=b'f')
-                            && !matches!(
-                                (hex[2], hex[3]),
-                                (b'0', b'8' | b'9' | b'a' | b'c' | b'd')
-                            );
-                        if !canonical {
-                            return None;
-                        }
-                        i += 6;
+            b'\\' => match *b.get(i + 1)? {
+                b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' => {
+                    let hex = b.get(i + 2..i + 6)?;
+                    let canonical = hex[0] == b'0'
+                        && hex[1] == b'0'
+                        && matches!(hex[2], b'0' | b'1')
+                        && matches!(hex[3], b'0'..=b'9' | b'a'..=b'f')
+                        && !matches!((hex[2], hex[3]), (b'0', b'8' | b'9' | b'a' | b'c' | b'd'));
+                    if !canonical {
+                        return None;
                     }
-                    _ => return None,
+                    i += 6;
                 }
-            }
+                _ => return None,
+            },
             _ => return None,
         }
     }

@@ -366,25 +366,25 @@ macro_rules! payload_names {
         /// A payload field the fold reads, named once (a line's fields are found by it without
         /// comparing names).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) enum Name {
+        pub(crate) enum Key {
             $($variant,)*
         }
 
-        impl Name {
+        impl Key {
             /// How many names there are.
             pub(crate) const COUNT: usize = [$($wire,)*].len();
 
             /// The wire name.
             pub(crate) fn as_str(self) -> &'static str {
                 match self {
-                    $(Name::$variant => $wire,)*
+                    $(Key::$variant => $wire,)*
                 }
             }
 
             /// The name of a wire name.
-            pub(crate) fn from_wire(name: &str) -> Option<Name> {
+            pub(crate) fn from_wire(name: &str) -> Option<Key> {
                 match name {
-                    $($wire => Some(Name::$variant),)*
+                    $($wire => Some(Key::$variant),)*
                     _ => None,
                 }
             }
@@ -433,27 +433,27 @@ pub(crate) trait EventView {
     fn seq(&self) -> u64;
     fn at(&self) -> u64;
     /// A payload string.
-    fn str_field(&self, name: Name) -> Option<Cow<'_, str>>;
+    fn str_field(&self, name: Key) -> Option<Cow<'_, str>>;
     /// A payload boolean.
-    fn bool_field(&self, name: Name) -> Option<bool>;
+    fn bool_field(&self, name: Key) -> Option<bool>;
     /// A payload number.
-    fn number_field(&self, name: Name) -> Option<Number>;
+    fn number_field(&self, name: Key) -> Option<Number>;
     /// A payload value kept opaque.
-    fn json_field(&self, name: Name) -> Option<Json>;
+    fn json_field(&self, name: Key) -> Option<Json>;
     /// A payload value as a tree (for the few fields the fold looks inside).
-    fn with_value<R>(&self, name: Name, f: impl FnOnce(Option<&Value>) -> R) -> R;
+    fn with_value<R>(&self, name: Key, f: impl FnOnce(Option<&Value>) -> R) -> R;
     /// The whole event as a value.
     fn raw(&self) -> Value;
 
-    fn f64_field(&self, name: Name) -> Option<f64> {
+    fn f64_field(&self, name: Key) -> Option<f64> {
         self.number_field(name).and_then(|n| n.as_f64())
     }
 
-    fn u64_field(&self, name: Name) -> Option<u64> {
+    fn u64_field(&self, name: Key) -> Option<u64> {
         self.number_field(name).and_then(|n| n.as_u64())
     }
 
-    fn string_field(&self, name: Name) -> Option<String> {
+    fn string_field(&self, name: Key) -> Option<String> {
         self.str_field(name).map(Cow::into_owned)
     }
 }
@@ -484,28 +484,28 @@ impl EventView for RunEvent {
         self.at
     }
 
-    fn str_field(&self, name: Name) -> Option<Cow<'_, str>> {
+    fn str_field(&self, name: Key) -> Option<Cow<'_, str>> {
         member(&self.payload, name.as_str())
             .and_then(Value::as_str)
             .map(Cow::Borrowed)
     }
 
-    fn bool_field(&self, name: Name) -> Option<bool> {
+    fn bool_field(&self, name: Key) -> Option<bool> {
         member(&self.payload, name.as_str()).and_then(Value::as_bool)
     }
 
-    fn number_field(&self, name: Name) -> Option<Number> {
+    fn number_field(&self, name: Key) -> Option<Number> {
         match member(&self.payload, name.as_str()) {
             Some(Value::Number(n)) => Some(n.clone()),
             _ => None,
         }
     }
 
-    fn json_field(&self, name: Name) -> Option<Json> {
+    fn json_field(&self, name: Key) -> Option<Json> {
         member(&self.payload, name.as_str()).map(Json::from_value)
     }
 
-    fn with_value<R>(&self, name: Name, f: impl FnOnce(Option<&Value>) -> R) -> R {
+    fn with_value<R>(&self, name: Key, f: impl FnOnce(Option<&Value>) -> R) -> R {
         f(member(&self.payload, name.as_str()))
     }
 
@@ -703,12 +703,12 @@ fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
 
 /// The `error` field of an event: kept opaque, with its message and code.
 fn error_of(event: &impl EventView) -> (Option<Json>, String, Option<String>) {
-    if let Some(message) = event.str_field(Name::Error) {
+    if let Some(message) = event.str_field(Key::Error) {
         let message = message.into_owned();
-        let json = event.json_field(Name::Error);
+        let json = event.json_field(Key::Error);
         return (json, message, None);
     }
-    event.with_value(Name::Error, |v| {
+    event.with_value(Key::Error, |v| {
         let (message, code) = error_parts(v);
         (v.map(Json::from_value), message, code)
     })
@@ -850,8 +850,8 @@ impl Deriver {
         match kind {
             EventKind::RunStart => {
                 let state = &mut self.state;
-                state.goal = event.string_field(Name::Goal).or(state.goal.take());
-                state.agent = event.string_field(Name::Agent).or(state.agent.take());
+                state.goal = event.string_field(Key::Goal).or(state.goal.take());
+                state.agent = event.string_field(Key::Agent).or(state.agent.take());
                 state.started_at = Some(at);
                 state.status = RunStatus::Running;
                 state.paused_reason = None;
@@ -861,8 +861,8 @@ impl Deriver {
                 state.status = RunStatus::Done;
                 state.paused_reason = None;
                 state.ended_at = Some(at);
-                state.output = event.json_field(Name::Output);
-                state.summary = event.string_field(Name::Summary);
+                state.output = event.json_field(Key::Output);
+                state.summary = event.string_field(Key::Summary);
             }
             EventKind::RunError => {
                 let (_, message, code) = error_of(event);
@@ -874,7 +874,7 @@ impl Deriver {
                     source: ErrorSource::Run,
                     event_id: event.id().to_owned(),
                     seq,
-                    step_id: event.string_field(Name::StepId),
+                    step_id: event.string_field(Key::StepId),
                     call_id: None,
                     message,
                     code,
@@ -885,11 +885,11 @@ impl Deriver {
                 let state = &mut self.state;
                 state.status = RunStatus::Paused;
                 state.paused_reason = event
-                    .str_field(Name::Reason)
+                    .str_field(Key::Reason)
                     .and_then(|r| PauseReason::from_wire(&r));
             }
             EventKind::Plan => {
-                let plan = event.with_value(Name::Steps, |steps| {
+                let plan = event.with_value(Key::Steps, |steps| {
                     let mut plan = Vec::new();
                     if let Some(Value::Array(steps)) = steps {
                         for step in steps {
@@ -913,10 +913,10 @@ impl Deriver {
             }
             EventKind::StepStart => {
                 self.wake();
-                let i = self.step_index(&event.str_field(Name::StepId).unwrap_or_default());
+                let i = self.step_index(&event.str_field(Key::StepId).unwrap_or_default());
                 self.set_step_status(i, StepStatus::Running);
                 let s = &mut self.state.steps[i];
-                if let Some(title) = event.str_field(Name::Title) {
+                if let Some(title) = event.str_field(Key::Title) {
                     set_text(&mut s.title, &title);
                 }
                 s.attempts += 1;
@@ -928,28 +928,28 @@ impl Deriver {
             }
             EventKind::StepProgress => {
                 self.wake();
-                let i = self.step_index(&event.str_field(Name::StepId).unwrap_or_default());
+                let i = self.step_index(&event.str_field(Key::StepId).unwrap_or_default());
                 let s = &mut self.state.steps[i];
-                if let Some(progress) = event.f64_field(Name::Progress) {
+                if let Some(progress) = event.f64_field(Key::Progress) {
                     s.progress = Some(progress);
                 }
-                if let Some(message) = event.str_field(Name::Message) {
+                if let Some(message) = event.str_field(Key::Message) {
                     set_text(&mut s.message, &message);
                 }
             }
             EventKind::StepDone => {
                 self.wake();
-                let i = self.step_index(&event.str_field(Name::StepId).unwrap_or_default());
+                let i = self.step_index(&event.str_field(Key::StepId).unwrap_or_default());
                 self.set_step_status(i, StepStatus::Done);
                 let s = &mut self.state.steps[i];
                 s.ended_at = Some(at);
-                s.output = event.json_field(Name::Output);
+                s.output = event.json_field(Key::Output);
             }
             EventKind::StepError => {
-                let step_id = event.string_field(Name::StepId).unwrap_or_default();
+                let step_id = event.string_field(Key::StepId).unwrap_or_default();
                 let i = self.step_index(&step_id);
                 self.set_step_status(i, StepStatus::Error);
-                let retryable = event.bool_field(Name::Retryable);
+                let retryable = event.bool_field(Key::Retryable);
                 let (error, message, code) = error_of(event);
                 let s = &mut self.state.steps[i];
                 s.ended_at = Some(at);
@@ -969,10 +969,10 @@ impl Deriver {
             EventKind::ToolCall => {
                 self.wake();
                 let key = event
-                    .str_field(Name::CallId)
+                    .str_field(Key::CallId)
                     .unwrap_or(Cow::Borrowed(event.id()))
                     .into_owned();
-                let step_id = event.string_field(Name::StepId);
+                let step_id = event.string_field(Key::StepId);
                 if let Some(step) = &step_id {
                     let i = self.step_index(step);
                     self.state.steps[i].tool_calls.push(key.clone());
@@ -983,15 +983,15 @@ impl Deriver {
                     call_id: key,
                     event_id: event.id().to_owned(),
                     step_id,
-                    name: event.string_field(Name::Name),
-                    args: event.json_field(Name::Args),
+                    name: event.string_field(Key::Name),
+                    args: event.json_field(Key::Args),
                     seq,
                     called_at: Some(at),
                     ..ToolCallState::default()
                 });
             }
             EventKind::ToolResult => {
-                let key = event.str_field(Name::CallId).unwrap_or_default();
+                let key = event.str_field(Key::CallId).unwrap_or_default();
                 let roles = self.ids.roles(&key);
                 let i = if roles.call != NONE {
                     roles.call as usize
@@ -1001,16 +1001,16 @@ impl Deriver {
                     self.state.tool_calls.push(ToolCallState {
                         call_id: key.to_string(),
                         event_id: event.id().to_owned(),
-                        step_id: event.string_field(Name::StepId),
+                        step_id: event.string_field(Key::StepId),
                         seq,
                         ..ToolCallState::default()
                     });
                     i
                 };
-                let ok = event.bool_field(Name::Ok).unwrap_or(false);
-                let ms = event.number_field(Name::Ms);
-                let tokens = event.u64_field(Name::Tokens);
-                let cost = event.number_field(Name::Cost);
+                let ok = event.bool_field(Key::Ok).unwrap_or(false);
+                let ms = event.number_field(Key::Ms);
+                let tokens = event.u64_field(Key::Tokens);
+                let cost = event.number_field(Key::Cost);
                 let totals = &mut self.state.totals;
                 totals.ms += ms.as_ref().and_then(Number::as_f64).unwrap_or(0.0);
                 totals.tokens = totals.tokens.saturating_add(tokens.unwrap_or(0));
@@ -1018,7 +1018,8 @@ impl Deriver {
                 if !ok {
                     totals.failed_tool_calls += 1;
                 }
-                let (error, message, code) = if ok && event.with_value(Name::Error, |e| e.is_none()) {
+                let (error, message, code) = if ok && event.with_value(Key::Error, |e| e.is_none())
+                {
                     (None, String::new(), None)
                 } else {
                     error_of(event)
@@ -1029,7 +1030,7 @@ impl Deriver {
                 } else {
                     ToolCallStatus::Error
                 };
-                call.result = event.json_field(Name::Result);
+                call.result = event.json_field(Key::Result);
                 call.error = error;
                 call.ms = ms;
                 call.tokens = tokens;
@@ -1052,20 +1053,20 @@ impl Deriver {
             }
             EventKind::ApprovalRequest => {
                 let key = event
-                    .str_field(Name::ApprovalId)
+                    .str_field(Key::ApprovalId)
                     .unwrap_or(Cow::Borrowed(event.id()))
                     .into_owned();
-                let step_id = event.string_field(Name::StepId);
-                let risk = event.str_field(Name::Risk).and_then(|r| Risk::from_wire(&r));
+                let step_id = event.string_field(Key::StepId);
+                let risk = event.str_field(Key::Risk).and_then(|r| Risk::from_wire(&r));
                 let request = ApprovalState {
                     approval_id: key.clone(),
                     event_id: event.id().to_owned(),
                     step_id: step_id.clone(),
-                    summary: event.string_field(Name::Summary),
+                    summary: event.string_field(Key::Summary),
                     risk,
                     risk_weight: risk.map_or(0, Risk::weight),
-                    preview: event.json_field(Name::Preview),
-                    call_id: event.string_field(Name::CallId),
+                    preview: event.json_field(Key::Preview),
+                    call_id: event.string_field(Key::CallId),
                     requested_at: Some(at),
                     ..ApprovalState::default()
                 };
@@ -1087,9 +1088,9 @@ impl Deriver {
                 self.state.approvals.push(request);
             }
             EventKind::ApprovalDecision => {
-                let key = event.str_field(Name::ApprovalId).unwrap_or_default();
+                let key = event.str_field(Key::ApprovalId).unwrap_or_default();
                 let decision = event
-                    .str_field(Name::Decision)
+                    .str_field(Key::Decision)
                     .and_then(|d| Decision::from_wire(&d));
                 let roles = self.ids.roles(&key);
                 let i = if roles.approval != NONE {
@@ -1119,9 +1120,9 @@ impl Deriver {
                     self.state.pending_approvals += 1;
                 }
                 a.decision = decision;
-                a.by = event.string_field(Name::By);
-                a.comment = event.string_field(Name::Comment);
-                a.edited = event.json_field(Name::Edited);
+                a.by = event.string_field(Key::By);
+                a.comment = event.string_field(Key::Comment);
+                a.edited = event.json_field(Key::Edited);
                 a.decided_at = Some(at);
                 if self.state.status == RunStatus::Paused
                     && self.state.paused_reason == Some(PauseReason::Approval)
@@ -1131,16 +1132,16 @@ impl Deriver {
                 }
             }
             EventKind::RetryRequest => {
-                let step_id = event.string_field(Name::StepId).unwrap_or_default();
+                let step_id = event.string_field(Key::StepId).unwrap_or_default();
                 let i = self.step_index(&step_id);
                 self.set_step_status(i, StepStatus::Pending);
                 self.state.steps[i].retries += 1;
                 self.state.retries.push(RetryState {
                     event_id: event.id().to_owned(),
                     step_id,
-                    from_event_id: event.string_field(Name::FromEventId).unwrap_or_default(),
-                    reason: event.string_field(Name::Reason),
-                    attempt: event.u64_field(Name::Attempt),
+                    from_event_id: event.string_field(Key::FromEventId).unwrap_or_default(),
+                    reason: event.string_field(Key::Reason),
+                    attempt: event.u64_field(Key::Attempt),
                     seq,
                 });
             }
