@@ -1614,6 +1614,19 @@ pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunSta
     })
 }
 
+/// The run state of any input text, coerced and normalized: what `agentwire runlog state`
+/// prints. Equals `derive_run_state_owned` of the normalized events of
+/// [`to_run_events_from_slice`]; NDJSON that the streamed path takes (one run, `seq` never
+/// going back, unique ids) needs no normalizing, so it is coerced and folded line by line like
+/// [`coerce_and_derive_ndjson`], in memory that follows the run state.
+pub fn derive_run_state_from_slice(bytes: &[u8], options: &CoerceOptions) -> RunState {
+    streamed_state(bytes, options).unwrap_or_else(|| {
+        let mut events = to_run_events_from_slice(bytes, options).into_events();
+        crate::stream::normalize_in_place(&mut events);
+        derive_run_state_owned(events)
+    })
+}
+
 /// Inputs at least this large are streamed with the reading on a second thread.
 pub const PIPELINE_MIN_BYTES: usize = 1 << 20;
 

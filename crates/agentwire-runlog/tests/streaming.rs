@@ -1,16 +1,25 @@
 //! The line-by-line path (`coerce_and_derive_ndjson`) derives exactly the state of the full
 //! coercer followed by derivation, on clean logs (streamed) and on logs that need a whole-log
-//! rule (sent through the full coercer).
+//! rule (sent through the full coercer); `derive_run_state_from_slice` (what `runlog state`
+//! prints) equals the normalized full path the same way.
 
 use agentwire_runlog::{
     CoerceOptions, MockRunOptions, RunState, coerce_and_derive_ndjson, create_mock_event,
-    create_mock_run, derive_run_state_owned, scenarios, to_run_events_from_slice,
+    create_mock_run, derive_run_state_from_slice, derive_run_state_owned, normalize_in_place,
+    scenarios, to_run_events_from_slice,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn full(bytes: &[u8], options: &CoerceOptions) -> RunState {
     derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events())
+}
+
+/// What `runlog state` derives: the normalized events of the full coercer.
+fn normalized(bytes: &[u8], options: &CoerceOptions) -> RunState {
+    let mut events = to_run_events_from_slice(bytes, options).into_events();
+    normalize_in_place(&mut events);
+    derive_run_state_owned(events)
 }
 
 fn ndjson(lines: &[Value]) -> Vec<u8> {
@@ -35,6 +44,12 @@ fn assert_same_with(bytes: &[u8], synthesize: &[bool]) {
         assert_eq!(
             coerce_and_derive_ndjson(bytes, &options),
             full(bytes, &options),
+            "input:\n{}",
+            String::from_utf8_lossy(bytes)
+        );
+        assert_eq!(
+            derive_run_state_from_slice(bytes, &options),
+            normalized(bytes, &options),
             "input:\n{}",
             String::from_utf8_lossy(bytes)
         );

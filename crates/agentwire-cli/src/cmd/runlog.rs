@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use agentwire_runlog::{
     ApprovalOutcome, CoerceOptions, CoerceResult, IssueLevel, MockRunOptions, RunEvent, RunState,
-    create_mock_run, derive_run_state_owned, normalize_in_place, render_html, render_text,
-    scenarios, summary_line, to_run_events_from_slice,
+    create_mock_run, derive_run_state_from_slice, derive_run_state_owned, normalize_in_place,
+    render_html, render_text, scenarios, summary_line, to_run_events_from_slice,
 };
 use anyhow::{Context, bail};
 use serde_json::json;
@@ -115,13 +115,16 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
     }
 }
 
-fn load(input: &InputArgs) -> anyhow::Result<CoerceResult> {
-    let bytes = output::read_input(&input.file)?;
-    let options = CoerceOptions {
+fn coerce_options(input: &InputArgs) -> CoerceOptions {
+    CoerceOptions {
         synthesize_run_start: !input.no_synthesize_run_start,
         ..CoerceOptions::default()
-    };
-    Ok(to_run_events_from_slice(&bytes, &options))
+    }
+}
+
+fn load(input: &InputArgs) -> anyhow::Result<CoerceResult> {
+    let bytes = output::read_input(&input.file)?;
+    Ok(to_run_events_from_slice(&bytes, &coerce_options(input)))
 }
 
 fn derive(result: &CoerceResult) -> RunState {
@@ -179,8 +182,8 @@ fn coerce(args: CoerceArgs, format: Format) -> anyhow::Result<u8> {
 }
 
 fn state(args: InputArgs, format: Format) -> anyhow::Result<u8> {
-    let result = load(&args)?;
-    let state = derive(&result);
+    let bytes = output::read_input(&args.file)?;
+    let state = derive_run_state_from_slice(&bytes, &coerce_options(&args));
     match format {
         Format::Json => print_json(&state)?,
         Format::Human => {
