@@ -7,7 +7,10 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::coerce::{CoerceResult, IssueLevel};
-use crate::state::{ApprovalStatus, RunState, RunStatus, StepState, StepStatus, ToolCallStatus};
+use crate::state::{
+    ApprovalState, ApprovalStatus, RunState, RunStatus, StepState, StepStatus, ToolCallState,
+    ToolCallStatus,
+};
 
 /// Longest raw JSON shown inline in the terminal view; longer text is cut with an ellipsis.
 pub const MAX_INLINE_JSON_CHARS: usize = 160;
@@ -143,6 +146,38 @@ fn step_mark(step: &StepState) -> &'static str {
 }
 
 /// The terminal timeline. `color` adds ANSI colors (for a terminal only).
+/// The calls and approvals a step lists by key, indexed once per render (a scan per key would
+/// make a long run's view quadratic).
+struct Lookup<'s> {
+    calls: ahash::AHashMap<&'s str, &'s ToolCallState>,
+    approvals: ahash::AHashMap<&'s str, &'s ApprovalState>,
+}
+
+impl<'s> Lookup<'s> {
+    fn new(state: &'s RunState) -> Self {
+        let mut calls = ahash::AHashMap::with_capacity(state.tool_calls.len());
+        for call in &state.tool_calls {
+            // The first call of a key, as the step's list means.
+            calls.entry(call.call_id.as_str()).or_insert(call);
+        }
+        // The latest round of an approval key.
+        let approvals = state
+            .approvals
+            .iter()
+            .map(|a| (a.approval_id.as_str(), a))
+            .collect();
+        Lookup { calls, approvals }
+    }
+
+    fn call(&self, key: &str) -> Option<&'s ToolCallState> {
+        self.calls.get(key).copied()
+    }
+
+    fn approval(&self, key: &str) -> Option<&'s ApprovalState> {
+        self.approvals.get(key).copied()
+    }
+}
+
 pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> String {
     let p = Paint { color };
     let mut out = String::new();
@@ -176,6 +211,7 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
     if state.steps.is_empty() {
         let _ = writeln!(out, "  (no steps)");
     }
+    let lookup = Lookup::new(state);
     for step in &state.steps {
         let mark = match step.status {
             StepStatus::Done => p.green(step_mark(step)),
@@ -203,7 +239,7 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
             );
         }
         for key in &step.tool_calls {
-            if let Some(call) = state.tool_calls.iter().find(|c| &c.call_id == key) {
+            if let Some(call) = lookup.call(key) {
                 let status = match call.status {
                     ToolCallStatus::Pending => p.yellow("pending"),
                     ToolCallStatus::Ok => p.green("ok"),
@@ -227,7 +263,7 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
             }
         }
         for key in &step.approvals {
-            if let Some(a) = state.approvals.iter().rev().find(|a| &a.approval_id == key) {
+            if let Some(a) = lookup.approval(key) {
                 let status = approval_status_name(a.status);
                 let status = if a.status == ApprovalStatus::Pending {
                     p.yellow(status)
@@ -412,6 +448,7 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
     h.push_str("</section>\n");
 
     h.push_str("<h2>Steps</h2><section id=\"steps\">\n");
+    let lookup = Lookup::new(state);
     for step in &state.steps {
         let status = step_status_name(step.status);
         let _ = write!(
@@ -433,7 +470,7 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
             );
         }
         for key in &step.tool_calls {
-            if let Some(call) = state.tool_calls.iter().find(|c| &c.call_id == key) {
+            if let Some(call) = lookup.call(key) {
                 let status = match call.status {
                     ToolCallStatus::Pending => "pending",
                     ToolCallStatus::Ok => "ok",
@@ -481,7 +518,7 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
             }
         }
         for key in &step.approvals {
-            if let Some(a) = state.approvals.iter().rev().find(|a| &a.approval_id == key) {
+            if let Some(a) = lookup.approval(key) {
                 let status = approval_status_name(a.status);
                 let risk = a.risk.map_or("unknown", |r| r.as_str());
                 let _ = write!(
