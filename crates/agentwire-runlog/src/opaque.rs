@@ -17,7 +17,23 @@ pub struct Json(Box<str>);
 impl Json {
     /// The canonical text of a value.
     pub fn from_value(value: &Value) -> Json {
-        Json(value.to_string().into_boxed_str())
+        thread_local! {
+            /// Written into, then copied out at its exact length (one allocation per value).
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with(|scratch| {
+            let Ok(mut buf) = scratch.try_borrow_mut() else {
+                return Json(
+                    serde_json::to_string(value)
+                        .unwrap_or_default()
+                        .into_boxed_str(),
+                );
+            };
+            buf.clear();
+            // Writing a Value into memory cannot fail, and serde_json writes UTF-8.
+            let _ = serde_json::to_writer(&mut *buf, value);
+            Json(String::from_utf8_lossy(&buf).into())
+        })
     }
 
     /// Text already known to be canonical (checked by [`canonical_end`]).
