@@ -295,6 +295,9 @@ fn main() {
         state.errors.len()
     );
     drop(state);
+    if only_streamed {
+        return;
+    }
 
     // The anchor of the same run: every line parsed into a serde_json Value, one thread.
     let (anchor, parsed) = best_of(runs, || parse_lines(black_box(&text)));
@@ -305,9 +308,6 @@ fn main() {
         anchor.wall.as_secs_f64() / t.wall.as_secs_f64(),
         anchor.cpu.as_secs_f64() / t.cpu.as_secs_f64()
     );
-    if only_streamed {
-        return;
-    }
 
     // End to end through the full coercer (every event, renderable line and issue held), for
     // comparison.

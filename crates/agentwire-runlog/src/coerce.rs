@@ -1672,7 +1672,7 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     let parallel = bytes.len() >= PIPELINE_MIN_BYTES
         && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
     if parallel {
-        return pipelined(bytes, fold);
+        return pipelined(bytes, lines_hint, fold);
     }
     let mut reader = LineReader::default();
     for (line, start, end) in line_ranges(bytes) {
@@ -1705,7 +1705,7 @@ struct ScannedLine<'a> {
 }
 
 /// [`streamed_state`] with the reading (UTF-8 check and scan) on a second thread.
-fn pipelined(bytes: &[u8], mut fold: StreamFold<'_>) -> Option<RunState> {
+fn pipelined(bytes: &[u8], lines_hint: usize, mut fold: StreamFold<'_>) -> Option<RunState> {
     use std::sync::mpsc;
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch<'_>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch<'_>>();
@@ -1741,7 +1741,23 @@ fn pipelined(bytes: &[u8], mut fold: StreamFold<'_>) -> Option<RunState> {
             let _ = full_tx.send(batch);
         });
         // Returning early drops the receiver, which stops the reader.
+        let mut sized = false;
         for mut batch in full_rx {
+            if !sized {
+                // The first batch is a sample of the log: size the call list from its share of
+                // tool calls (a long run's list would otherwise be copied at every doubling).
+                sized = true;
+                let calls = batch
+                    .lines
+                    .iter()
+                    .filter(|l| {
+                        l.fast
+                            .is_some_and(|(_, scan, _)| scan.kind() == EventKind::ToolCall)
+                    })
+                    .count();
+                let estimate = lines_hint.saturating_mul(calls) / batch.lines.len().max(1);
+                fold.deriver.reserve_tool_calls(estimate + estimate / 16);
+            }
             for l in &mut batch.lines {
                 match l.fast {
                     Some((text, scan, hash)) => {

@@ -62,6 +62,11 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
+    /// The event's type.
+    pub(crate) fn kind(&self) -> EventKind {
+        self.kind
+    }
+
     /// The event id, in the line `text` that was scanned.
     pub(crate) fn id<'a>(&self, text: &'a str) -> &'a str {
         &text[self.id.0 as usize..self.id.1 as usize]

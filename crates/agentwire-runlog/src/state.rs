@@ -770,6 +770,12 @@ impl Deriver {
         self.ids.reserve(events / 4, id_bytes / 4);
     }
 
+    /// Makes room for about `calls` more tool calls, so a long run's call list is not copied
+    /// each time it doubles (each copy touches fresh memory for the whole list).
+    pub fn reserve_tool_calls(&mut self, calls: usize) {
+        self.state.tool_calls.reserve(calls);
+    }
+
     /// Folds every event of `events`.
     pub fn push_all<'a>(&mut self, events: impl IntoIterator<Item = &'a RunEvent>) {
         for event in events {
