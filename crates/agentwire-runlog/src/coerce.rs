@@ -18,7 +18,7 @@ use crate::event::{
 };
 use crate::line::{Field, LineEvent, LineReader, Scan, scan_line};
 use crate::opaque::Json;
-use crate::state::{Applied, Deriver, EventView, Key, RunState, derive_run_state_owned};
+use crate::state::{Applied, Deriver, EventView, IdCheck, Key, RunState, derive_run_state_owned};
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
@@ -1678,7 +1678,7 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     for (line, start, end) in line_ranges(bytes) {
         let text = &bytes[start..end];
         match reader.read(text) {
-            Some(event) => fold.fast_line(&event, None)?,
+            Some(event) => fold.fast_line(&event, IdCheck::Check(None))?,
             None => fold.line(line, parse_event_fast(text)?)?,
         }
     }
@@ -1758,12 +1758,22 @@ fn pipelined(bytes: &[u8], lines_hint: usize, mut fold: StreamFold<'_>) -> Optio
                 let estimate = lines_hint.saturating_mul(calls) / batch.lines.len().max(1);
                 fold.deriver.reserve_tool_calls(estimate + estimate / 16);
             }
+            // The batch's ids first, in a loop of their own: the id set is large and each
+            // lookup a cache miss, and a tight loop keeps many in flight. Any repeated id sends
+            // the log to the full coercer, so recording a batch ahead changes no outcome.
+            for l in &batch.lines {
+                if let Some((text, scan, hash)) = l.fast
+                    && !fold.deriver.record_id(scan.id(text), hash)
+                {
+                    return None;
+                }
+            }
             for l in &mut batch.lines {
                 match l.fast {
-                    Some((text, scan, hash)) => {
+                    Some((text, scan, _)) => {
                         let event = LineEvent::new(text, &scan, &batch.fields)
                             .with_prepared(l.prepared.take());
-                        fold.fast_line(&event, Some(hash))?;
+                        fold.fast_line(&event, IdCheck::Recorded)?;
                     }
                     None => fold.line(l.line, parse_event_fast(l.raw)?)?,
                 }
@@ -1809,7 +1819,7 @@ impl<'o> StreamFold<'o> {
 
     /// Folds one line read by the fast reader (a valid event of a known type, so the coercer's
     /// passes have nothing to change); `None` when the log needs the full coercer.
-    fn fast_line(&mut self, event: &LineEvent<'_>, id_hash: Option<u64>) -> Option<()> {
+    fn fast_line(&mut self, event: &LineEvent<'_>, id: IdCheck) -> Option<()> {
         match &self.run_id {
             None => self.run_id = Some(event.run_id.to_owned()),
             Some(run) if run != event.run_id => return None,
@@ -1823,7 +1833,7 @@ impl<'o> StreamFold<'o> {
         self.prev_seq = event.seq;
         self.track.record(event.kind, event);
         matches!(
-            self.deriver.push_view(event, Some(event.kind), id_hash),
+            self.deriver.push_view(event, Some(event.kind), id),
             Applied::Folded | Applied::Late
         )
         .then_some(())

@@ -527,6 +527,15 @@ pub struct Deriver {
     ids: Interner,
 }
 
+/// Whether [`Deriver::push_view`] checks the event's id against the ids folded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum IdCheck {
+    /// Check it (with its hash when already computed).
+    Check(Option<u64>),
+    /// Recorded as new by [`Deriver::record_id`] already.
+    Recorded,
+}
+
 /// Hashes event ids the way the deriver's id set does (so another thread can do it).
 #[derive(Debug, Clone)]
 pub(crate) struct IdHasher(ahash::RandomState);
@@ -823,22 +832,28 @@ impl Deriver {
 
     /// Folds one event.
     pub fn push(&mut self, event: &RunEvent) -> Applied {
-        self.push_view(event, event.kind(), None)
+        self.push_view(event, event.kind(), IdCheck::Check(None))
     }
 
     /// Folds one event of known type `kind` (`None` for an unknown type or a newer major version).
+    /// Records an event id ahead of its push (whose check is then [`IdCheck::Recorded`]); `false`
+    /// when the id was folded or recorded already. `hash` is its hash by [`Deriver::id_hasher`].
+    pub(crate) fn record_id(&mut self, id: &str, hash: u64) -> bool {
+        self.events.insert(id, Some(hash))
+    }
+
     /// The hasher of event ids, for a reader that hashes ids ahead of [`Deriver::push_view`].
     pub(crate) fn id_hasher(&self) -> IdHasher {
         IdHasher(self.events.hasher.clone())
     }
 
     /// Folds one event of known type `kind` (`None` for an unknown type or a newer major
-    /// version); `id_hash` is the id's hash by [`Deriver::id_hasher`] when already computed.
+    /// version); `id` says whether its id is still to be checked against the ids folded.
     pub(crate) fn push_view(
         &mut self,
         event: &impl EventView,
         kind: Option<EventKind>,
-        id_hash: Option<u64>,
+        id: IdCheck,
     ) -> Applied {
         if let Some(run) = &self.state.run_id
             && run != event.run_id()
@@ -846,7 +861,9 @@ impl Deriver {
             self.state.other_run_events += 1;
             return Applied::OtherRun;
         }
-        if !self.events.insert(event.id(), id_hash) {
+        if let IdCheck::Check(hash) = id
+            && !self.events.insert(event.id(), hash)
+        {
             return Applied::Duplicate;
         }
         let state = &mut self.state;
