@@ -83,10 +83,12 @@ impl fmt::Display for Json {
     }
 }
 
-/// Serialized as the value itself (so pretty output is indented like any other value).
+/// Serialized as the value itself (so pretty output is indented like any other value),
+/// streamed from the text without building a tree.
 impl Serialize for Json {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(serializer)
+        let mut de = serde_json::Deserializer::from_str(&self.0);
+        serde_transcode::transcode(&mut de, serializer)
     }
 }
 

@@ -134,9 +134,11 @@ fn derive(result: &CoerceResult) -> RunState {
 }
 
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    // Standard output is line-buffered: a large state would cost a write per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     serde_json::to_writer_pretty(&mut out, value).context("cannot write the output")?;
     writeln!(out).context("cannot write the output")?;
+    out.flush().context("cannot write the output")?;
     Ok(())
 }
 
