@@ -181,3 +181,42 @@ fn digest_of_the_schema_document_is_the_recorded_one() {
         "sha256:158047cb8d56ef722e4213dff9b8e8336f2640692548db5b95f931096bf74386"
     );
 }
+
+/// `state` and `view --format json` print the state of the normalized events whether the log is
+/// in order (streamed or derived in place) or shuffled with a repeated delivery (normalized).
+#[test]
+fn state_is_the_normalized_derivation_in_order_or_not() {
+    let mock = agentwire(&["runlog", "mock", "--scenario", "everything"], None).stdout;
+    let lines: Vec<&[u8]> = mock
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut shuffled: Vec<&[u8]> = lines.iter().rev().copied().collect();
+    shuffled.push(lines[2]);
+    let join = |ls: &[&[u8]]| ls.join(&b'\n');
+    let in_order = join(&lines);
+    let shuffled = join(&shuffled);
+    let expected = |bytes: &[u8]| {
+        let options = agentwire_runlog::CoerceOptions::default();
+        let mut events = agentwire_runlog::to_run_events_from_slice(bytes, &options).into_events();
+        agentwire_runlog::normalize_in_place(&mut events);
+        serde_json::to_value(agentwire_runlog::derive_run_state_owned(events)).expect("state")
+    };
+    for log in [&in_order, &shuffled] {
+        let want = expected(log);
+        let state = agentwire(&["--format", "json", "runlog", "state", "-"], Some(log));
+        let state: Value = serde_json::from_slice(&state.stdout).expect("state json");
+        assert_eq!(state, want);
+        let view = agentwire(&["--format", "json", "runlog", "view", "-"], Some(log));
+        let view: Value = serde_json::from_slice(&view.stdout).expect("view json");
+        assert_eq!(view["state"], want);
+    }
+    // The shuffled log really needed normalizing.
+    let plain = agentwire_runlog::derive_run_state_owned(
+        agentwire_runlog::to_run_events_from_slice(&shuffled, &Default::default()).into_events(),
+    );
+    assert_ne!(
+        serde_json::to_value(plain).expect("state"),
+        expected(&shuffled)
+    );
+}

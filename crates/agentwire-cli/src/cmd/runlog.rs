@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use agentwire_runlog::{
     ApprovalOutcome, CoerceOptions, CoerceResult, IssueLevel, MockRunOptions, RunEvent, RunState,
-    create_mock_run, derive_run_state_from_slice, derive_run_state_owned, normalize_in_place,
-    render_html, render_text, scenarios, summary_line, to_run_events_from_slice,
+    create_mock_run, derive_run_state, derive_run_state_from_slice, derive_run_state_owned,
+    normalize_in_place, render_html, render_text, scenarios, summary_line,
+    to_run_events_from_slice,
 };
 use anyhow::{Context, bail};
 use serde_json::json;
@@ -127,7 +128,20 @@ fn load(input: &InputArgs) -> anyhow::Result<CoerceResult> {
     Ok(to_run_events_from_slice(&bytes, &coerce_options(input)))
 }
 
+/// The state of the normalized events. Events already in `seq` order with unique ids are what
+/// `normalize` returns unchanged, so they are derived where they are instead of copied.
 fn derive(result: &CoerceResult) -> RunState {
+    let mut ids = std::collections::HashSet::with_capacity(result.meta.events);
+    let mut last_seq = 0;
+    let normalized = result.events().all(|e| {
+        let in_order = e.seq >= last_seq;
+        last_seq = e.seq;
+        in_order && ids.insert(e.id.as_str())
+    });
+    drop(ids);
+    if normalized {
+        return derive_run_state(result.events());
+    }
     let mut events: Vec<RunEvent> = result.events().cloned().collect();
     normalize_in_place(&mut events);
     derive_run_state_owned(events)
