@@ -1047,21 +1047,14 @@ impl Deriver {
             }
             EventKind::ToolResult => {
                 let key = event.str_field(Key::CallId).unwrap_or_default();
-                let roles = self.ids.roles(&key);
-                let i = if roles.call != NONE {
-                    roles.call as usize
-                } else {
-                    let i = self.state.tool_calls.len();
-                    roles.call = i as u32;
-                    self.state.tool_calls.push(ToolCallState {
-                        call_id: key.to_string(),
-                        event_id: event.id().to_owned(),
-                        step_id: event.string_field(Key::StepId),
-                        seq,
-                        ..ToolCallState::default()
-                    });
-                    i
-                };
+                let slot = &mut self.ids.roles(&key).call;
+                let i = place(slot, &mut self.state.tool_calls, || ToolCallState {
+                    call_id: key.to_string(),
+                    event_id: event.id().to_owned(),
+                    step_id: event.string_field(Key::StepId),
+                    seq,
+                    ..ToolCallState::default()
+                });
                 let ok = event.bool_field(Key::Ok).unwrap_or(false);
                 let ms = event.number_field(Key::Ms);
                 let tokens = event.u64_field(Key::Tokens);
@@ -1147,20 +1140,17 @@ impl Deriver {
                 let decision = event
                     .str_field(Key::Decision)
                     .and_then(|d| Decision::from_wire(&d));
-                let roles = self.ids.roles(&key);
-                let i = if roles.approval != NONE {
-                    roles.approval as usize
-                } else {
-                    let i = self.state.approvals.len();
-                    roles.approval = i as u32;
-                    self.state.approvals.push(ApprovalState {
-                        approval_id: key.into_owned(),
-                        event_id: event.id().to_owned(),
-                        ..ApprovalState::default()
-                    });
+                let slot = &mut self.ids.roles(&key).approval;
+                let before = self.state.approvals.len();
+                let i = place(slot, &mut self.state.approvals, || ApprovalState {
+                    approval_id: key.to_string(),
+                    event_id: event.id().to_owned(),
+                    ..ApprovalState::default()
+                });
+                if self.state.approvals.len() > before {
+                    // A decision without a request opens a pending approval that it then decides.
                     self.state.pending_approvals += 1;
-                    i
-                };
+                }
                 let a = &mut self.state.approvals[i];
                 if a.status == ApprovalStatus::Pending {
                     self.state.pending_approvals -= 1;
@@ -1202,6 +1192,16 @@ impl Deriver {
             }
         }
     }
+}
+
+/// The index a symbol's role points at, or a new entry made by `make` when it has none.
+fn place<T>(slot: &mut u32, list: &mut Vec<T>, make: impl FnOnce() -> T) -> usize {
+    if *slot != NONE {
+        return *slot as usize;
+    }
+    *slot = list.len() as u32;
+    list.push(make());
+    list.len() - 1
 }
 
 /// Sets a text field, reusing its buffer (progress messages repeat on every step).
