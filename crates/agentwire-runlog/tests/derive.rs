@@ -2,9 +2,8 @@
 #![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use agentwire_runlog::{
-    Json,
-    Applied, ApprovalStatus, Deriver, ErrorSource, PauseReason, RunEvent, RunStatus, StepStatus,
-    ToolCallStatus, create_mock_event, derive_run_state, derive_run_state_from_unknown,
+    Applied, ApprovalStatus, Deriver, ErrorSource, Json, PauseReason, RunEvent, RunStatus,
+    StepStatus, ToolCallStatus, create_mock_event, derive_run_state, derive_run_state_from_unknown,
     get_scenario, has_pending_approval, normalize,
 };
 use serde_json::{Value, json};
