@@ -23,7 +23,8 @@ pub mod view;
 pub use coerce::{
     CoerceMeta, CoerceOptions, CoerceResult, DEFAULT_RUN_ID, InputShape, Issue, IssueLevel,
     MALFORMED_EVENT_TYPE, MalformedLine, PIPELINE_MIN_BYTES, coerce_and_derive_ndjson,
-    derive_run_state_from_slice, is_coerce_result, to_run_events, to_run_events_from_slice,
+    derive_run_state_from_slice, is_coerce_result, stream_coerce_and_derive, to_run_events,
+    to_run_events_from_slice,
 };
 pub use event::{
     APPROVAL_EVENT_TYPES, Decision, ENVELOPE_FIELDS, EventKind, MAX_SAFE_INTEGER, PauseReason,

@@ -5,7 +5,7 @@
 
 use agentwire_runlog::{
     CoerceOptions, Json, PIPELINE_MIN_BYTES, RunState, coerce_and_derive_ndjson,
-    derive_run_state_owned, to_run_events_from_slice,
+    derive_run_state_owned, stream_coerce_and_derive, to_run_events_from_slice,
 };
 use proptest::prelude::*;
 
@@ -160,13 +160,129 @@ fn opaque_values_are_kept_as_canonical_text() {
     );
 }
 
+/// Picks for a log every line of which is valid as written, so it streams: objects without
+/// repeated keys for opaque values, non-empty names, numbers each field accepts (`41` or `1.0`;
+/// progress `1.0`). About half its lines are read fast, the others declined and parsed strictly.
+fn clean_picks() -> Vec<(u8, usize, usize, usize, bool)> {
+    const OBJECTS: [usize; 5] = [0, 1, 2, 3, 4];
+    const NAMES: [usize; 6] = [0, 1, 2, 3, 5, 6];
+    (0..48usize)
+        .map(|i| {
+            let kind = (i % 12) as u8;
+            let number = if kind == 4 || i % 2 == 1 { 3 } else { 1 };
+            (kind, OBJECTS[i % 5], NAMES[i % 6], number, i % 5 == 0)
+        })
+        .collect()
+}
+
+fn tool_call(id: &str, seq: u64, step: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","runId":"r","seq":{seq},"at":1,"schemaVersion":1,"type":"tool:call","stepId":"{step}","callId":"k{id}{seq}","name":"n"}}"#
+    )
+}
+
+/// A tool call the reader declines (a `\u00e9` escape) and the strict path folds.
+fn declined(id: &str, seq: u64) -> String {
+    tool_call(id, seq, "caf\\u00e9")
+}
+
+/// A tool call the reader reads fast.
+fn fast(id: &str, seq: u64) -> String {
+    tool_call(id, seq, "s1")
+}
+
+/// `base` with lines added after its first line and at its end.
+fn with_lines(base: &[u8], early: &[String], late: &[String]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(base);
+    let first_nl = text.find('\n').map_or(0, |i| i + 1);
+    let mut log = text[..first_nl].to_owned();
+    for l in early {
+        log.push_str(l);
+        log.push('\n');
+    }
+    log.push_str(&text[first_nl..]);
+    for l in late {
+        log.push_str(l);
+        log.push('\n');
+    }
+    log.into_bytes()
+}
+
+/// Repeated ids, between lines read fast and lines declined, each way; a line delivered twice;
+/// a line that is not UTF-8; a `seq` going back. None streams (each needs the full coercer);
+/// all derive what the full coercer derives. A tool call keeps its event id in the state, so a
+/// fold that missed a repetition would show.
+fn needs_the_full_coercer(base: &[u8], last: u64) {
+    let cases = [
+        with_lines(base, &[], &[declined("e7", last + 1)]),
+        with_lines(base, &[declined("d1", 0)], &[fast("d1", last + 1)]),
+        with_lines(
+            base,
+            &[],
+            &[declined("d1", last + 1), declined("d1", last + 2)],
+        ),
+        with_lines(base, &[], &[fast("f1", last + 1), fast("f1", last + 1)]),
+        with_lines(base, &[], &[fast("e3", last + 1)]),
+        with_lines(
+            base,
+            &[],
+            &["{\"id\":\"x\u{fffd}\",\"seq\":1}".replace('\u{fffd}', "\u{7f}")],
+        ),
+        with_lines(base, &[], &[fast("late", 2)]),
+    ];
+    let mut not_utf8 = base.to_vec();
+    not_utf8.extend_from_slice(b"{\"id\":\"x\xff\",\"runId\":\"r\",\"seq\":99999999,\"at\":1,\"schemaVersion\":1,\"type\":\"step:start\",\"stepId\":\"s1\"}\n");
+    for log in cases.iter().chain([&not_utf8]) {
+        let options = CoerceOptions::default();
+        assert!(
+            stream_coerce_and_derive(log, &options).is_none(),
+            "streamed: {}",
+            String::from_utf8_lossy(&log[log.len().saturating_sub(300)..])
+        );
+        assert_eq!(coerce_and_derive_ndjson(log, &options), full(log));
+    }
+}
+
+#[test]
+fn a_clean_log_streams_and_repetitions_do_not() {
+    let base = log(&clean_picks(), 1);
+    let options = CoerceOptions::default();
+    let streamed = stream_coerce_and_derive(&base, &options);
+    assert!(streamed.is_some(), "{}", String::from_utf8_lossy(&base));
+    assert_eq!(streamed, Some(full(&base)));
+    // With lines the reader reads fast and lines it declines, both valid, the log streams.
+    let mixed = with_lines(&base, &[], &[declined("d9", 49), fast("f9", 50)]);
+    assert_eq!(
+        stream_coerce_and_derive(&mixed, &options),
+        Some(full(&mixed))
+    );
+    needs_the_full_coercer(&base, 48);
+}
+
 #[test]
 fn a_large_input_is_read_on_a_second_thread_and_reads_the_same() {
-    let picks: Vec<_> = (0..48u8)
+    let base = log(&clean_picks(), 400);
+    assert!(base.len() >= PIPELINE_MIN_BYTES, "{} bytes", base.len());
+    let options = CoerceOptions::default();
+    let streamed = stream_coerce_and_derive(&base, &options);
+    assert!(streamed.is_some());
+    assert_eq!(streamed, Some(full(&base)));
+    let last = 48 * 400;
+    let mixed = with_lines(
+        &base,
+        &[],
+        &[declined("d9", last + 1), fast("f9", last + 2)],
+    );
+    assert_eq!(
+        stream_coerce_and_derive(&mixed, &options),
+        Some(full(&mixed))
+    );
+    needs_the_full_coercer(&base, last);
+    // The messier spellings too (some need the full coercer, some do not).
+    let picks: Vec<_> = (0..48usize)
         .map(|i| {
-            let i = usize::from(i);
             (
-                i as u8 % 12,
+                (i % 12) as u8,
                 i % OPAQUE.len(),
                 i % TEXT.len(),
                 i % NUMBER.len(),
@@ -174,25 +290,8 @@ fn a_large_input_is_read_on_a_second_thread_and_reads_the_same() {
             )
         })
         .collect();
-    let bytes = log(&picks, 400);
-    assert!(bytes.len() >= PIPELINE_MIN_BYTES, "{} bytes", bytes.len());
-    assert_eq!(
-        coerce_and_derive_ndjson(&bytes, &CoerceOptions::default()),
-        full(&bytes)
-    );
-    // A line the reader declines (not UTF-8) and one that needs the full coercer, both late.
-    let mut broken = bytes.clone();
-    broken.extend_from_slice(b"{\"id\":\"x\xff\",\"runId\":\"r\",\"seq\":99999999,\"at\":1,\"schemaVersion\":1,\"type\":\"step:start\",\"stepId\":\"s1\"}\n");
-    assert_eq!(
-        coerce_and_derive_ndjson(&broken, &CoerceOptions::default()),
-        full(&broken)
-    );
-    let mut back = bytes;
-    back.extend_from_slice(br#"{"id":"late","runId":"r","seq":1,"at":1,"schemaVersion":1,"type":"step:start","stepId":"s1"}"#);
-    assert_eq!(
-        coerce_and_derive_ndjson(&back, &CoerceOptions::default()),
-        full(&back)
-    );
+    let messy = log(&picks, 400);
+    assert_eq!(coerce_and_derive_ndjson(&messy, &options), full(&messy));
 }
 
 proptest! {
