@@ -18,9 +18,7 @@ use crate::event::{
 };
 use crate::line::{Field, LineEvent, LineReader, Scan, scan_line};
 use crate::opaque::Json;
-use crate::state::{
-    Applied, Deriver, EventView, IdCheck, IdSet, Key, RunState, derive_run_state_owned,
-};
+use crate::state::{Applied, Deriver, EventView, IdCheck, Key, RunState, derive_run_state_owned};
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
@@ -1679,18 +1677,17 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     let mut fold = StreamFold::new(options);
     // One event per line: the id set is sized once (ids of about 16 bytes; longer ones grow it).
     let lines_hint = memchr::memchr_iter(b'\n', bytes).count() + 1;
+    fold.deriver.reserve(lines_hint, lines_hint * 16);
     let parallel = bytes.len() >= PIPELINE_MIN_BYTES
         && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
     if parallel {
-        fold.deriver.reserve_keys(lines_hint / 4, lines_hint * 4);
         return pipelined(bytes, lines_hint, fold);
     }
-    fold.deriver.reserve(lines_hint, lines_hint * 16);
     let mut reader = LineReader::default();
     for (line, start, end) in line_ranges(bytes) {
         let text = &bytes[start..end];
         match reader.read(text) {
-            Some(event) => fold.fast_line(&event, IdCheck::Check)?,
+            Some(event) => fold.fast_line(&event, IdCheck::Check(None))?,
             None => fold.line(line, parse_event_fast(text)?)?,
         }
     }
@@ -1711,24 +1708,9 @@ struct ScannedLine<'a> {
     line: usize,
     /// The trimmed line.
     raw: &'a [u8],
-    /// For the fast path: its text and scan.
-    fast: Option<(&'a str, Scan)>,
-    /// The opaque value the fold keeps, made by the reader.
+    /// For the fast path: its text, scan, id hash and the opaque value the fold keeps.
+    fast: Option<(&'a str, Scan, u64)>,
     prepared: Option<Json>,
-    /// Its id is one a line before it has (so the log needs the full coercer).
-    repeated: bool,
-}
-
-impl Batch<'_> {
-    /// Records the ids of the batch's fast lines, in a loop of their own: the set is large and
-    /// each lookup a cache miss, and a tight loop keeps many in flight.
-    fn record_ids(&mut self, ids: &mut IdSet) {
-        for l in &mut self.lines {
-            if let Some((text, scan)) = l.fast {
-                l.repeated = !ids.insert(scan.id(text));
-            }
-        }
-    }
 }
 
 /// [`streamed_state`] with the reading (UTF-8 check and scan) on a second thread.
@@ -1736,47 +1718,39 @@ fn pipelined(bytes: &[u8], lines_hint: usize, mut fold: StreamFold<'_>) -> Optio
     use std::sync::mpsc;
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch<'_>>(4);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch<'_>>();
+    let hasher = fold.deriver.id_hasher();
     std::thread::scope(|scope| {
-        let reader = scope.spawn(move || {
-            // The event ids of the lines read fast: any repeated id sends the log to the full
-            // coercer, so the reader can tell the folder which line repeats one without knowing
-            // the folder's lines (a line it declines is checked against this set at the end).
-            let mut ids = IdSet::default();
-            ids.reserve(lines_hint, lines_hint * 16);
+        scope.spawn(move || {
             let mut batch = Batch::default();
             for (line, start, end) in line_ranges(bytes) {
                 let raw = &bytes[start..end];
                 let mut prepared = None;
                 let fast = std::str::from_utf8(raw).ok().and_then(|text| {
                     let scan = scan_line(text, &mut batch.fields)?;
+                    let hash = hasher.hash(scan.id(text));
                     prepared = LineEvent::new(text, &scan, &batch.fields).prepare();
-                    Some((text, scan))
+                    Some((text, scan, hash))
                 });
                 batch.lines.push(ScannedLine {
                     line,
                     raw,
                     fast,
                     prepared,
-                    repeated: false,
                 });
                 if batch.lines.len() == PIPELINE_BATCH_LINES {
-                    batch.record_ids(&mut ids);
                     let mut next = empty_rx.try_recv().unwrap_or_default();
                     next.lines.clear();
                     next.fields.clear();
                     // The folder stopped (the log needs the full coercer): nothing more to do.
                     if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
-                        return ids;
+                        return;
                     }
                 }
             }
-            batch.record_ids(&mut ids);
             let _ = full_tx.send(batch);
-            ids
         });
         // Returning early drops the receiver, which stops the reader.
         let mut sized = false;
-        let mut declined_ids = Vec::new();
         for mut batch in full_rx {
             if !sized {
                 // The first batch is a sample of the log: size the call list from its share of
@@ -1787,34 +1761,33 @@ fn pipelined(bytes: &[u8], lines_hint: usize, mut fold: StreamFold<'_>) -> Optio
                     .iter()
                     .filter(|l| {
                         l.fast
-                            .is_some_and(|(_, scan)| scan.kind() == EventKind::ToolCall)
+                            .is_some_and(|(_, scan, _)| scan.kind() == EventKind::ToolCall)
                     })
                     .count();
                 let estimate = lines_hint.saturating_mul(calls) / batch.lines.len().max(1);
                 fold.deriver.reserve_tool_calls(estimate + estimate / 16);
             }
+            // The batch's ids first, in a loop of their own: the id set is large and each
+            // lookup a cache miss, and a tight loop keeps many in flight. Any repeated id sends
+            // the log to the full coercer, so recording a batch ahead changes no outcome.
+            for l in &batch.lines {
+                if let Some((text, scan, hash)) = l.fast
+                    && !fold.deriver.record_id(scan.id(text), hash)
+                {
+                    return None;
+                }
+            }
             for l in &mut batch.lines {
                 match l.fast {
-                    Some(_) if l.repeated => return None,
-                    Some((text, scan)) => {
+                    Some((text, scan, _)) => {
                         let event = LineEvent::new(text, &scan, &batch.fields)
                             .with_prepared(l.prepared.take());
                         fold.fast_line(&event, IdCheck::Recorded)?;
                     }
-                    None => {
-                        let event = parse_event_fast(l.raw)?;
-                        declined_ids.push(event.id.clone());
-                        fold.line(l.line, event)?;
-                    }
+                    None => fold.line(l.line, parse_event_fast(l.raw)?)?,
                 }
             }
             let _ = empty_tx.send(batch);
-        }
-        // The lines the reader declined were checked among themselves by the deriver; against
-        // the reader's ones here.
-        let fast_ids = reader.join().ok()?;
-        if declined_ids.iter().any(|id| fast_ids.contains(id)) {
-            return None;
         }
         fold.finish()
     })

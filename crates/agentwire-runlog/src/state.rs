@@ -530,10 +530,20 @@ pub struct Deriver {
 /// Whether [`Deriver::push_view`] checks the event's id against the ids folded.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum IdCheck {
-    /// Check it.
-    Check,
-    /// Already known to be new (the streamed path's reader checked it).
+    /// Check it (with its hash when already computed).
+    Check(Option<u64>),
+    /// Recorded as new by [`Deriver::record_id`] already.
     Recorded,
+}
+
+/// Hashes event ids the way the deriver's id set does (so another thread can do it).
+#[derive(Debug, Clone)]
+pub(crate) struct IdHasher(ahash::RandomState);
+
+impl IdHasher {
+    pub(crate) fn hash(&self, id: &str) -> u64 {
+        self.0.hash_one(id.as_bytes())
+    }
 }
 
 /// A set of ids in one arena: each id is its length (4 bytes, little-endian) and its bytes. The
@@ -542,7 +552,7 @@ pub(crate) enum IdCheck {
 /// reads the arena only when the 24 bits match. About `len + 20` bytes per id, no allocation per
 /// id: a long stream's dedup costs one random memory access per event, not three.
 #[derive(Clone, Default)]
-pub(crate) struct IdSet {
+struct IdSet {
     arena: Vec<u8>,
     /// 0: empty; else `tag << OFFSET_BITS | (offset + 1)`.
     slots: Vec<u64>,
@@ -566,32 +576,9 @@ fn arena_entry(arena: &[u8], offset: usize) -> &[u8] {
 }
 
 impl IdSet {
-    /// Whether `id` is in the set.
-    pub(crate) fn contains(&self, id: &str) -> bool {
-        if self.slots.is_empty() {
-            return false;
-        }
-        let hash = self.hasher.hash_one(id.as_bytes());
-        let mask = self.slots.len() - 1;
-        let tag = hash >> OFFSET_BITS;
-        let mut i = hash as usize & mask;
-        loop {
-            let slot = self.slots[i];
-            if slot == 0 {
-                return false;
-            }
-            if slot >> OFFSET_BITS == tag
-                && arena_entry(&self.arena, ((slot & OFFSET_MASK) - 1) as usize) == id.as_bytes()
-            {
-                return true;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /// Adds `id`; `false` when it was there already.
-    pub(crate) fn insert(&mut self, id: &str) -> bool {
-        let hash = self.hasher.hash_one(id.as_bytes());
+    /// Adds `id` (whose hash by `self.hasher` is `hash`, when known); `false` when it was there.
+    fn insert(&mut self, id: &str, hash: Option<u64>) -> bool {
+        let hash = hash.unwrap_or_else(|| self.hasher.hash_one(id.as_bytes()));
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow(((self.len + 1) * 2).next_power_of_two().max(64));
         }
@@ -641,7 +628,7 @@ impl IdSet {
         self.slots = slots;
     }
 
-    pub(crate) fn reserve(&mut self, ids: usize, bytes: usize) {
+    fn reserve(&mut self, ids: usize, bytes: usize) {
         self.arena.reserve(bytes + ids * 4);
         let want = (self.len + ids).saturating_mul(2).next_power_of_two();
         if want > self.slots.len() {
@@ -789,12 +776,7 @@ impl Deriver {
     pub fn reserve(&mut self, events: usize, id_bytes: usize) {
         self.events.reserve(events, id_bytes);
         // Keys (steps, calls, approvals) are fewer than events; a quarter is a common ratio.
-        self.reserve_keys(events / 4, id_bytes / 4);
-    }
-
-    /// Makes room for about `keys` more step, call and approval keys of `bytes` bytes in all.
-    pub(crate) fn reserve_keys(&mut self, keys: usize, bytes: usize) {
-        self.ids.reserve(keys, bytes);
+        self.ids.reserve(events / 4, id_bytes / 4);
     }
 
     /// Makes room for about `calls` more tool calls, so a long run's call list is not copied
@@ -850,7 +832,18 @@ impl Deriver {
 
     /// Folds one event.
     pub fn push(&mut self, event: &RunEvent) -> Applied {
-        self.push_view(event, event.kind(), IdCheck::Check)
+        self.push_view(event, event.kind(), IdCheck::Check(None))
+    }
+
+    /// Records an event id ahead of its push (whose check is then [`IdCheck::Recorded`]); `false`
+    /// when the id was folded or recorded already. `hash` is its hash by [`Deriver::id_hasher`].
+    pub(crate) fn record_id(&mut self, id: &str, hash: u64) -> bool {
+        self.events.insert(id, Some(hash))
+    }
+
+    /// The hasher of event ids, for a reader that hashes ids ahead of [`Deriver::push_view`].
+    pub(crate) fn id_hasher(&self) -> IdHasher {
+        IdHasher(self.events.hasher.clone())
     }
 
     /// Folds one event of known type `kind` (`None` for an unknown type or a newer major
@@ -867,8 +860,8 @@ impl Deriver {
             self.state.other_run_events += 1;
             return Applied::OtherRun;
         }
-        if let IdCheck::Check = id
-            && !self.events.insert(event.id())
+        if let IdCheck::Check(hash) = id
+            && !self.events.insert(event.id(), hash)
         {
             return Applied::Duplicate;
         }
@@ -1257,26 +1250,23 @@ mod tests {
         let mut set = IdSet::default();
         let ids: Vec<String> = (0..20_000).map(|i| format!("e_{i}")).collect();
         for id in &ids {
-            assert!(set.insert(id), "{id}");
+            assert!(set.insert(id, None), "{id}");
         }
         for id in &ids {
-            assert!(!set.insert(id), "{id}");
-            assert!(set.contains(id), "{id}");
+            assert!(!set.insert(id, None), "{id}");
         }
-        assert!(!set.contains(""));
-        assert!(set.insert(""));
-        assert!(!set.insert(""));
-        assert!(set.contains(""));
-        assert!(set.insert("e_20000"));
+        assert!(set.insert("", None));
+        assert!(!set.insert("", None));
+        assert!(set.insert("e_20000", None));
         assert_eq!(set.len, 20_002);
         assert!(set.slots.len() >= set.len * 2);
 
-        // A reserved set, and an empty one.
-        assert!(!IdSet::default().contains("x"));
+        // A reserved set, and a hash computed ahead by the same hasher.
         let mut set = IdSet::default();
         set.reserve(1000, 8000);
-        assert!(!set.contains("x"));
-        assert!(set.insert("x"));
-        assert!(!set.insert("x"));
+        let hasher = IdHasher(set.hasher.clone());
+        assert!(set.insert("x", Some(hasher.hash("x"))));
+        assert!(!set.insert("x", None));
+        assert!(!set.insert("x", Some(hasher.hash("x"))));
     }
 }
