@@ -3,7 +3,6 @@
 
 use std::borrow::Cow;
 
-use hashbrown::HashTable;
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
@@ -515,16 +514,17 @@ impl EventView for RunEvent {
 }
 
 /// Incremental derivation: the state after each pushed event equals [`derive_run_state`] of the
-/// events pushed so far. Each push costs the same whatever the stream length: every id (event,
-/// step, call, approval) is interned once in one arena, and a symbol's entry says where its
-/// step, call and approval are; no re-scan, no string allocated per lookup.
+/// events pushed so far. Each push costs the same whatever the stream length: event ids and the
+/// step, call and approval keys are interned in arenas ([`Symbols`]), and a key's entry says where
+/// its step, call and approval are; no re-scan, no string allocated per lookup.
 #[derive(Debug, Clone, Default)]
 pub struct Deriver {
     state: RunState,
     /// Ids of the events folded (the deduplication key).
-    events: IdSet,
-    /// Step, call and approval keys.
-    ids: Interner,
+    events: Symbols,
+    /// Step, call and approval keys; `roles[symbol]` says where each is in the state.
+    keys: Symbols,
+    roles: Vec<SymRoles>,
 }
 
 /// Whether [`Deriver::push_view`] checks the event's id against the ids folded.
@@ -546,99 +546,99 @@ impl IdHasher {
     }
 }
 
-/// A set of ids in one arena: each id is its length (4 bytes, little-endian) and its bytes. The
-/// table is open addressing with linear probing, at most half full; a slot holds the top 24 bits
-/// of the id's hash and its arena offset, so a lookup touches one cache line of the table and
-/// reads the arena only when the 24 bits match. About `len + 20` bytes per id, no allocation per
-/// id: a long stream's dedup costs one random memory access per event, not three.
+/// Strings interned in one arena, each numbered by its arrival (its symbol). The table is open
+/// addressing with linear probing, at most half full; a slot holds the top 24 bits of the
+/// string's hash and its symbol, so a lookup touches one cache line of the table and reads the
+/// arena only when the 24 bits match. About `len + 24` bytes per string and no allocation per
+/// string: a long stream's dedup costs one random memory access per new id.
 #[derive(Clone, Default)]
-struct IdSet {
+struct Symbols {
     arena: Vec<u8>,
-    /// 0: empty; else `tag << OFFSET_BITS | (offset + 1)`.
+    /// Where each symbol's text ends in the arena (it starts where the previous one ends).
+    ends: Vec<usize>,
+    /// 0: empty; else `tag << SYMBOL_BITS | (symbol + 1)`.
     slots: Vec<u64>,
-    len: usize,
     hasher: ahash::RandomState,
 }
 
-const OFFSET_BITS: u32 = 40;
-const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
+/// Bits of a slot that hold the symbol (2^40 strings: more than any memory holds).
+const SYMBOL_BITS: u32 = 40;
+const SYMBOL_MASK: u64 = (1 << SYMBOL_BITS) - 1;
 
-impl std::fmt::Debug for IdSet {
+impl std::fmt::Debug for Symbols {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdSet").field("ids", &self.len).finish()
+        f.debug_struct("Symbols")
+            .field("len", &self.ends.len())
+            .finish()
     }
 }
 
-fn arena_entry(arena: &[u8], offset: usize) -> &[u8] {
-    let mut len = [0u8; 4];
-    len.copy_from_slice(&arena[offset..offset + 4]);
-    &arena[offset + 4..offset + 4 + u32::from_le_bytes(len) as usize]
-}
+impl Symbols {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
 
-impl IdSet {
-    /// Adds `id` (whose hash by `self.hasher` is `hash`, when known); `false` when it was there.
-    fn insert(&mut self, id: &str, hash: Option<u64>) -> bool {
-        let hash = hash.unwrap_or_else(|| self.hasher.hash_one(id.as_bytes()));
-        if (self.len + 1) * 2 > self.slots.len() {
-            self.grow(((self.len + 1) * 2).next_power_of_two().max(64));
+    fn text(&self, symbol: usize) -> &[u8] {
+        let start = symbol.checked_sub(1).map_or(0, |prev| self.ends[prev]);
+        &self.arena[start..self.ends[symbol]]
+    }
+
+    /// The symbol of `text` (whose hash by `self.hasher` is `hash`, when known), and whether it
+    /// is new (then interned now).
+    fn intern(&mut self, text: &str, hash: Option<u64>) -> (usize, bool) {
+        let hash = hash.unwrap_or_else(|| self.hasher.hash_one(text.as_bytes()));
+        if (self.len() + 1) * 2 > self.slots.len() {
+            self.grow(((self.len() + 1) * 2).next_power_of_two().max(64));
         }
         let mask = self.slots.len() - 1;
-        let tag = hash >> OFFSET_BITS;
+        let tag = hash >> SYMBOL_BITS;
         let mut i = hash as usize & mask;
         loop {
             let slot = self.slots[i];
             if slot == 0 {
                 break;
             }
-            if slot >> OFFSET_BITS == tag
-                && arena_entry(&self.arena, ((slot & OFFSET_MASK) - 1) as usize) == id.as_bytes()
-            {
-                return false;
+            let symbol = ((slot & SYMBOL_MASK) - 1) as usize;
+            if slot >> SYMBOL_BITS == tag && self.text(symbol) == text.as_bytes() {
+                return (symbol, false);
             }
             i = (i + 1) & mask;
         }
-        let offset = self.arena.len() as u64;
-        // Ids beyond a terabyte of ids are folded without being remembered (never dropped).
-        if offset >= OFFSET_MASK || id.len() > u32::MAX as usize {
-            return true;
-        }
-        self.arena
-            .extend_from_slice(&(id.len() as u32).to_le_bytes());
-        self.arena.extend_from_slice(id.as_bytes());
-        self.slots[i] = tag << OFFSET_BITS | (offset + 1);
-        self.len += 1;
-        true
+        let symbol = self.len();
+        self.arena.extend_from_slice(text.as_bytes());
+        self.ends.push(self.arena.len());
+        self.slots[i] = tag << SYMBOL_BITS | (symbol as u64 + 1);
+        (symbol, true)
     }
 
     /// Rebuilds the table with `capacity` slots (a power of two), reading the arena in order.
     fn grow(&mut self, capacity: usize) {
         let mut slots = vec![0u64; capacity];
         let mask = capacity - 1;
-        let mut offset = 0;
-        while offset < self.arena.len() {
-            let entry = arena_entry(&self.arena, offset);
-            let hash = self.hasher.hash_one(entry);
+        for symbol in 0..self.len() {
+            let hash = self.hasher.hash_one(self.text(symbol));
             let mut i = hash as usize & mask;
             while slots[i] != 0 {
                 i = (i + 1) & mask;
             }
-            slots[i] = (hash >> OFFSET_BITS) << OFFSET_BITS | (offset as u64 + 1);
-            offset += 4 + entry.len();
+            slots[i] = (hash >> SYMBOL_BITS) << SYMBOL_BITS | (symbol as u64 + 1);
         }
         self.slots = slots;
     }
 
-    fn reserve(&mut self, ids: usize, bytes: usize) {
-        self.arena.reserve(bytes + ids * 4);
-        let want = (self.len + ids).saturating_mul(2).next_power_of_two();
+    /// Makes room for `more` strings of `bytes` bytes in all.
+    fn reserve(&mut self, more: usize, bytes: usize) {
+        self.arena.reserve(bytes);
+        self.ends.reserve(more);
+        let want = (self.len() + more).saturating_mul(2).next_power_of_two();
         if want > self.slots.len() {
             self.grow(want);
         }
     }
 }
 
-/// What a symbol is, in each of the id spaces (they are separate: a step and a call may share
-/// an id).
+/// Where a key is in the state, in each of the key spaces (they are separate: a step and a call
+/// may share an id).
 #[derive(Debug, Clone, Copy)]
 struct SymRoles {
     step: u32,
@@ -655,75 +655,6 @@ impl Default for SymRoles {
             call: NONE,
             approval: NONE,
         }
-    }
-}
-
-/// Every step, call and approval key, in one text arena, with its roles.
-#[derive(Clone, Default)]
-struct Interner {
-    arena: String,
-    spans: Vec<(u32, u32)>,
-    roles: Vec<SymRoles>,
-    table: HashTable<u32>,
-    hasher: ahash::RandomState,
-}
-
-impl std::fmt::Debug for Interner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Interner")
-            .field("symbols", &self.spans.len())
-            .finish()
-    }
-}
-
-impl Interner {
-    fn reserve(&mut self, keys: usize, bytes: usize) {
-        self.arena.reserve(bytes);
-        self.spans.reserve(keys);
-        self.roles.reserve(keys);
-        let Interner {
-            arena,
-            spans,
-            table,
-            hasher,
-            ..
-        } = self;
-        table.reserve(keys, |&sym| {
-            let (s, e) = spans[sym as usize];
-            hasher.hash_one(&arena[s as usize..e as usize])
-        });
-    }
-
-    /// The roles of `id`, interning it when new.
-    fn roles(&mut self, id: &str) -> &mut SymRoles {
-        let hash = self.hasher.hash_one(id);
-        let Interner {
-            arena,
-            spans,
-            roles,
-            table,
-            hasher,
-        } = self;
-        let text = |sym: u32| {
-            let (s, e) = spans[sym as usize];
-            &arena[s as usize..e as usize]
-        };
-        let sym = match table.find(hash, |&sym| text(sym) == id) {
-            Some(&sym) => sym,
-            None => {
-                let sym = spans.len() as u32;
-                let start = arena.len() as u32;
-                arena.push_str(id);
-                spans.push((start, arena.len() as u32));
-                roles.push(SymRoles::default());
-                table.insert_unique(hash, sym, |&sym| {
-                    let (s, e) = spans[sym as usize];
-                    hasher.hash_one(&arena[s as usize..e as usize])
-                });
-                sym
-            }
-        };
-        &mut roles[sym as usize]
     }
 }
 
@@ -771,12 +702,22 @@ impl Deriver {
         self.state
     }
 
+    /// The symbol of the key `id` (its entry in `roles`), interning it when new.
+    fn key(&mut self, id: &str) -> usize {
+        let (symbol, new) = self.keys.intern(id, None);
+        if new {
+            self.roles.push(SymRoles::default());
+        }
+        symbol
+    }
+
     /// Makes room for about `events` more events whose ids take `id_bytes` bytes in all, so a
     /// long stream does not grow the id set step by step.
     pub fn reserve(&mut self, events: usize, id_bytes: usize) {
         self.events.reserve(events, id_bytes);
         // Keys (steps, calls, approvals) are fewer than events; a quarter is a common ratio.
-        self.ids.reserve(events / 4, id_bytes / 4);
+        self.keys.reserve(events / 4, id_bytes / 4);
+        self.roles.reserve(events / 4);
     }
 
     /// Makes room for about `calls` more tool calls, so a long run's call list is not copied
@@ -793,7 +734,8 @@ impl Deriver {
     }
 
     fn step_index(&mut self, id: &str) -> usize {
-        let roles = self.ids.roles(id);
+        let key = self.key(id);
+        let roles = &mut self.roles[key];
         if roles.step != NONE {
             return roles.step as usize;
         }
@@ -838,7 +780,7 @@ impl Deriver {
     /// Records an event id ahead of its push (whose check is then [`IdCheck::Recorded`]); `false`
     /// when the id was folded or recorded already. `hash` is its hash by [`Deriver::id_hasher`].
     pub(crate) fn record_id(&mut self, id: &str, hash: u64) -> bool {
-        self.events.insert(id, Some(hash))
+        self.events.intern(id, Some(hash)).1
     }
 
     /// The hasher of event ids, for a reader that hashes ids ahead of [`Deriver::push_view`].
@@ -861,7 +803,7 @@ impl Deriver {
             return Applied::OtherRun;
         }
         if let IdCheck::Check(hash) = id
-            && !self.events.insert(event.id(), hash)
+            && !self.events.intern(event.id(), hash).1
         {
             return Applied::Duplicate;
         }
@@ -1032,7 +974,8 @@ impl Deriver {
                     self.state.steps[i].tool_calls.push(key.clone());
                 }
                 self.state.totals.tool_calls += 1;
-                self.ids.roles(&key).call = self.state.tool_calls.len() as u32;
+                let symbol = self.key(&key);
+                self.roles[symbol].call = self.state.tool_calls.len() as u32;
                 self.state.tool_calls.push(ToolCallState {
                     call_id: key,
                     event_id: event.id().to_owned(),
@@ -1046,7 +989,8 @@ impl Deriver {
             }
             EventKind::ToolResult => {
                 let key = event.str_field(Key::CallId).unwrap_or_default();
-                let slot = &mut self.ids.roles(&key).call;
+                let symbol = self.key(&key);
+                let slot = &mut self.roles[symbol].call;
                 let i = place(slot, &mut self.state.tool_calls, || ToolCallState {
                     call_id: key.to_string(),
                     event_id: event.id().to_owned(),
@@ -1119,7 +1063,8 @@ impl Deriver {
                 };
                 // A repeated request for an approval still pending updates it; after a decision
                 // it opens a new round.
-                let existing = self.ids.roles(&key).approval;
+                let symbol = self.key(&key);
+                let existing = self.roles[symbol].approval;
                 if existing != NONE
                     && self.state.approvals[existing as usize].status == ApprovalStatus::Pending
                 {
@@ -1130,7 +1075,7 @@ impl Deriver {
                     let i = self.step_index(step);
                     self.state.steps[i].approvals.push(key.clone());
                 }
-                self.ids.roles(&key).approval = self.state.approvals.len() as u32;
+                self.roles[symbol].approval = self.state.approvals.len() as u32;
                 self.state.pending_approvals += 1;
                 self.state.approvals.push(request);
             }
@@ -1139,7 +1084,8 @@ impl Deriver {
                 let decision = event
                     .str_field(Key::Decision)
                     .and_then(|d| Decision::from_wire(&d));
-                let slot = &mut self.ids.roles(&key).approval;
+                let symbol = self.key(&key);
+                let slot = &mut self.roles[symbol].approval;
                 let before = self.state.approvals.len();
                 let i = place(slot, &mut self.state.approvals, || ApprovalState {
                     approval_id: key.to_string(),
@@ -1246,27 +1192,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_id_set_remembers_every_id_across_growth() {
-        let mut set = IdSet::default();
+    fn symbols_remember_every_string_across_growth() {
+        let mut set = Symbols::default();
         let ids: Vec<String> = (0..20_000).map(|i| format!("e_{i}")).collect();
-        for id in &ids {
-            assert!(set.insert(id, None), "{id}");
+        for (n, id) in ids.iter().enumerate() {
+            assert_eq!(set.intern(id, None), (n, true), "{id}");
         }
-        for id in &ids {
-            assert!(!set.insert(id, None), "{id}");
+        for (n, id) in ids.iter().enumerate() {
+            assert_eq!(set.intern(id, None), (n, false), "{id}");
+            assert_eq!(set.text(n), id.as_bytes());
         }
-        assert!(set.insert("", None));
-        assert!(!set.insert("", None));
-        assert!(set.insert("e_20000", None));
-        assert_eq!(set.len, 20_002);
-        assert!(set.slots.len() >= set.len * 2);
+        assert_eq!(set.intern("", None), (20_000, true));
+        assert_eq!(set.intern("", None), (20_000, false));
+        assert_eq!(set.intern("e_20000", None), (20_001, true));
+        assert_eq!(set.len(), 20_002);
+        assert!(set.slots.len() >= set.len() * 2);
 
         // A reserved set, and a hash computed ahead by the same hasher.
-        let mut set = IdSet::default();
+        let mut set = Symbols::default();
         set.reserve(1000, 8000);
         let hasher = IdHasher(set.hasher.clone());
-        assert!(set.insert("x", Some(hasher.hash("x"))));
-        assert!(!set.insert("x", None));
-        assert!(!set.insert("x", Some(hasher.hash("x"))));
+        assert_eq!(set.intern("x", Some(hasher.hash("x"))), (0, true));
+        assert_eq!(set.intern("x", None), (0, false));
+        assert_eq!(set.intern("x", Some(hasher.hash("x"))), (0, false));
     }
 }
