@@ -1708,8 +1708,9 @@ struct ScannedLine<'a> {
     line: usize,
     /// The trimmed line.
     raw: &'a [u8],
-    /// For the fast path: its text, scan, id hash and the opaque value the fold keeps.
+    /// For the fast path: its text, scan and id hash.
     fast: Option<(&'a str, Scan, u64)>,
+    /// The opaque value the fold keeps, made by the reader.
     prepared: Option<Json>,
 }
 
@@ -1793,6 +1794,12 @@ fn pipelined(bytes: &[u8], lines_hint: usize, mut fold: StreamFold<'_>) -> Optio
     })
 }
 
+/// `Some` when the deriver folded the event; a repeated id or another run's event needs the full
+/// coercer.
+fn folded(applied: Applied) -> Option<()> {
+    matches!(applied, Applied::Folded | Applied::Late).then_some(())
+}
+
 /// The state of the line-by-line path: the coercer's per-line passes and the deriver.
 struct StreamFold<'o> {
     options: &'o CoerceOptions,
@@ -1829,35 +1836,28 @@ impl<'o> StreamFold<'o> {
     /// Folds one line read by the fast reader (a valid event of a known type, so the coercer's
     /// passes have nothing to change); `None` when the log needs the full coercer.
     fn fast_line(&mut self, event: &LineEvent<'_>, id: IdCheck) -> Option<()> {
-        match &self.run_id {
-            None => self.run_id = Some(event.run_id.to_owned()),
-            Some(run) if run != event.run_id => return None,
-            Some(_) => {}
-        }
-        if event.seq < self.prev_seq {
-            return None;
-        }
+        self.admit(event.run_id, event.seq)?;
         self.has_start |= event.kind == EventKind::RunStart;
         self.last_at = event.at;
         self.prev_seq = event.seq;
         self.track.record(event.kind, event);
-        matches!(
-            self.deriver.push_view(event, Some(event.kind), id),
-            Applied::Folded | Applied::Late
-        )
-        .then_some(())
+        folded(self.deriver.push_view(event, Some(event.kind), id))
+    }
+
+    /// Whether a line of run `run_id` at `seq` may be streamed: the log's one run, `seq` not
+    /// going back (the coercer orders payload inference by `seq`).
+    fn admit(&mut self, run_id: &str, seq: u64) -> Option<()> {
+        match &self.run_id {
+            None => self.run_id = Some(run_id.to_owned()),
+            Some(run) if run != run_id => return None,
+            Some(_) => {}
+        }
+        (seq >= self.prev_seq).then_some(())
     }
 
     /// Folds one parsed line; `None` when the log needs the full coercer.
     fn line(&mut self, line: usize, event: RunEvent) -> Option<()> {
-        match &self.run_id {
-            None => self.run_id = Some(event.run_id.clone()),
-            Some(run) if *run != event.run_id => return None,
-            Some(_) => {}
-        }
-        if event.seq < self.prev_seq {
-            return None;
-        }
+        self.admit(&event.run_id, event.seq)?;
         let body = Body::Event(event);
         self.has_start |= body_kind(&body) == Some(EventKind::RunStart);
         let Candidate::Ready { mut event, .. } = envelope(
@@ -1877,11 +1877,7 @@ impl<'o> StreamFold<'o> {
         if let Some(kind) = kind {
             self.track.record(kind, &event);
         }
-        matches!(
-            self.deriver.push_owned(event),
-            Applied::Folded | Applied::Late
-        )
-        .then_some(())
+        folded(self.deriver.push_owned(event))
     }
 
     fn finish(self) -> Option<RunState> {
