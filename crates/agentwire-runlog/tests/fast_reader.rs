@@ -209,9 +209,9 @@ fn with_lines(base: &[u8], early: &[String], late: &[String]) -> Vec<u8> {
 }
 
 /// Repeated ids, between lines read fast and lines declined, each way; a line delivered twice;
-/// a line that is not UTF-8; an incomplete envelope; a `seq` going back. None streams (each needs the full coercer);
-/// all derive what the full coercer derives. A tool call keeps its event id in the state, so a
-/// fold that missed a repetition would show.
+/// a line that is not UTF-8; an incomplete envelope; a `seq` going back. None streams (each
+/// needs the full coercer); all derive what the full coercer derives. A tool call keeps its
+/// event id in the state, so a fold that missed a repetition would show.
 fn needs_the_full_coercer(base: &[u8], last: u64) {
     let cases = [
         with_lines(base, &[], &[declined("e7", last + 1)]),
