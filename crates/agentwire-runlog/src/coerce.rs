@@ -18,7 +18,9 @@ use crate::event::{
 };
 use crate::line::{Field, LineEvent, LineReader, Scan, scan_line};
 use crate::opaque::Json;
-use crate::state::{Applied, Deriver, EventView, IdCheck, Key, RunState, derive_run_state_owned};
+use crate::state::{
+    Applied, Deriver, EventView, IdCheck, IdHasher, Key, RunState, derive_run_state_owned,
+};
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
@@ -1639,8 +1641,22 @@ pub fn derive_run_state_from_slice(bytes: &[u8], options: &CoerceOptions) -> Run
 /// Inputs at least this large are streamed with the reading on a second thread.
 pub const PIPELINE_MIN_BYTES: usize = 1 << 20;
 
-/// Lines per batch handed from the reading thread to the folding one.
-const PIPELINE_BATCH_LINES: usize = 2048;
+/// How the streamed path splits its work.
+#[derive(Debug, Clone, Copy)]
+struct Split {
+    /// Inputs at least this large are scanned in parallel.
+    parallel_from: usize,
+    /// Bytes of input per piece scanned as one task (pieces end at a line's end).
+    piece_bytes: usize,
+    /// Pieces per round: the fold of one round runs while the next round is scanned.
+    round_pieces: usize,
+}
+
+const SPLIT: Split = Split {
+    parallel_from: PIPELINE_MIN_BYTES,
+    piece_bytes: 512 << 10,
+    round_pieces: 16,
+};
 
 /// Non-empty lines of NDJSON: `(line number from 1, byte range of the trimmed line)`.
 fn line_ranges(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
@@ -1669,6 +1685,11 @@ fn line_ranges(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, usize)> + '_
 /// thread folds: what crosses threads is batches of line slices and their scans, reused, never
 /// a parsed value.
 fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
+    streamed_split(bytes, options, SPLIT)
+}
+
+/// [`streamed_state`] with the work split as `split` says.
+fn streamed_split(bytes: &[u8], options: &CoerceOptions, split: Split) -> Option<RunState> {
     let trimmed = bytes.trim_ascii();
     // What the full coercer would read as one document (or as nothing) is not streamed.
     if trimmed.is_empty() || !has_second_line(trimmed) || !trimmed.starts_with(b"{") {
@@ -1678,10 +1699,9 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     // One event per line: the id set is sized once (ids of about 16 bytes; longer ones grow it).
     let lines_hint = memchr::memchr_iter(b'\n', bytes).count() + 1;
     fold.deriver.reserve(lines_hint, lines_hint * 16);
-    let parallel = bytes.len() >= PIPELINE_MIN_BYTES
-        && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    let parallel = bytes.len() >= split.parallel_from && rayon::current_num_threads() >= 2;
     if parallel {
-        return pipelined(bytes, lines_hint, fold);
+        return pipelined(bytes, lines_hint, fold, split);
     }
     let mut reader = LineReader::default();
     for (line, start, end) in line_ranges(bytes) {
@@ -1694,104 +1714,166 @@ fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     fold.finish()
 }
 
-/// Lines scanned by the reading thread, in order.
+/// The scanned lines of one piece of the input, in order.
 #[derive(Debug, Default)]
 struct Batch<'a> {
     lines: Vec<ScannedLine<'a>>,
     fields: Vec<Field>,
+    /// Line breaks in the piece (the next piece's first line number is this many further on).
+    breaks: usize,
 }
 
-/// One line as the reading thread hands it over.
+/// One line as a scanning task hands it over.
 #[derive(Debug)]
 struct ScannedLine<'a> {
-    /// Line number, from 1.
+    /// Line number within its piece, from 1.
     line: usize,
     /// The trimmed line.
     raw: &'a [u8],
     /// For the fast path: its text, scan and id hash.
     fast: Option<(&'a str, Scan, u64)>,
-    /// The opaque value the fold keeps, made by the reader.
+    /// The opaque value the fold keeps, made by the scanner.
     prepared: Option<Json>,
 }
 
-/// [`streamed_state`] with the reading (UTF-8 check and scan) on a second thread.
-fn pipelined(bytes: &[u8], lines_hint: usize, mut fold: StreamFold<'_>) -> Option<RunState> {
-    use std::sync::mpsc;
-    let (full_tx, full_rx) = mpsc::sync_channel::<Batch<'_>>(4);
-    let (empty_tx, empty_rx) = mpsc::channel::<Batch<'_>>();
-    let hasher = fold.deriver.id_hasher();
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut batch = Batch::default();
-            for (line, start, end) in line_ranges(bytes) {
-                let raw = &bytes[start..end];
-                let mut prepared = None;
-                let fast = std::str::from_utf8(raw).ok().and_then(|text| {
-                    let scan = scan_line(text, &mut batch.fields)?;
-                    let hash = hasher.hash(scan.id(text));
-                    prepared = LineEvent::new(text, &scan, &batch.fields).prepare();
-                    Some((text, scan, hash))
-                });
-                batch.lines.push(ScannedLine {
-                    line,
-                    raw,
-                    fast,
-                    prepared,
-                });
-                if batch.lines.len() == PIPELINE_BATCH_LINES {
-                    let mut next = empty_rx.try_recv().unwrap_or_default();
-                    next.lines.clear();
-                    next.fields.clear();
-                    // The folder stopped (the log needs the full coercer): nothing more to do.
-                    if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
-                        return;
-                    }
-                }
-            }
-            let _ = full_tx.send(batch);
-        });
-        // Returning early drops the receiver, which stops the reader.
-        let mut sized = false;
-        for mut batch in full_rx {
-            if !sized {
-                // The first batch is a sample of the log: size the call list from its share of
-                // tool calls (a long run's list would otherwise be copied at every doubling).
-                sized = true;
-                let calls = batch
-                    .lines
-                    .iter()
-                    .filter(|l| {
-                        l.fast
-                            .is_some_and(|(_, scan, _)| scan.kind() == EventKind::ToolCall)
-                    })
-                    .count();
-                let estimate = lines_hint.saturating_mul(calls) / batch.lines.len().max(1);
-                fold.deriver.reserve_tool_calls(estimate + estimate / 16);
-            }
-            // The batch's ids first, in a loop of their own: the id set is large and each
-            // lookup a cache miss, and a tight loop keeps many in flight. Any repeated id sends
-            // the log to the full coercer, so recording a batch ahead changes no outcome.
-            for l in &batch.lines {
-                if let Some((text, scan, hash)) = l.fast
-                    && !fold.deriver.record_id(scan.id(text), hash)
-                {
-                    return None;
-                }
-            }
-            for l in &mut batch.lines {
-                match l.fast {
-                    Some((text, scan, _)) => {
-                        let event = LineEvent::new(text, &scan, &batch.fields)
-                            .with_prepared(l.prepared.take());
-                        fold.fast_line(&event, IdCheck::Recorded)?;
-                    }
-                    None => fold.line(l.line, parse_event_fast(l.raw)?)?,
-                }
-            }
-            let _ = empty_tx.send(batch);
+impl<'a> Batch<'a> {
+    /// Scans `piece` into this batch (reusing its allocations).
+    fn scan(&mut self, piece: &'a [u8], hasher: &IdHasher) {
+        self.lines.clear();
+        self.fields.clear();
+        self.breaks = memchr::memchr_iter(b'\n', piece).count();
+        for (line, start, end) in line_ranges(piece) {
+            let raw = &piece[start..end];
+            let mut prepared = None;
+            let fast = std::str::from_utf8(raw).ok().and_then(|text| {
+                let scan = scan_line(text, &mut self.fields)?;
+                let hash = hasher.hash(scan.id(text));
+                prepared = LineEvent::new(text, &scan, &self.fields).prepare();
+                Some((text, scan, hash))
+            });
+            self.lines.push(ScannedLine {
+                line,
+                raw,
+                fast,
+                prepared,
+            });
         }
-        fold.finish()
+    }
+}
+
+/// `bytes` cut into pieces of about `size` bytes, each ending just after a line break (or at the
+/// end of the input).
+fn pieces(bytes: &[u8], size: usize) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = match rest.get(size..) {
+            None => rest.len(),
+            Some(after) => memchr::memchr(b'\n', after).map_or(rest.len(), |i| size + i + 1),
+        };
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
     })
+}
+
+/// [`streamed_state`] on all cores: the input is cut into pieces at line breaks, and pieces are
+/// scanned (UTF-8 check, fast read, id hash, opaque values) as parallel tasks, a round of them
+/// at a time, while the previous round is folded in order on one thread; a core that is done
+/// folding helps scanning. What the fold receives is line slices and their scans, in reused
+/// batches, never a parsed value.
+fn pipelined(
+    bytes: &[u8],
+    lines_hint: usize,
+    mut fold: StreamFold<'_>,
+    split: Split,
+) -> Option<RunState> {
+    let hasher = fold.deriver.id_hasher();
+    let mut pieces = pieces(bytes, split.piece_bytes);
+    let mut take_round = || pieces.by_ref().take(split.round_pieces).collect::<Vec<_>>();
+    let new_round = || {
+        (0..split.round_pieces)
+            .map(|_| Batch::default())
+            .collect::<Vec<_>>()
+    };
+    let (mut ready, mut next) = (new_round(), new_round());
+    let mut round = take_round();
+    scan_round(&mut ready, &round, &hasher);
+    let mut base = 0;
+    let mut sized = false;
+    while !round.is_empty() {
+        let upcoming = take_round();
+        let (folded, ()) = rayon::join(
+            || {
+                for batch in &mut ready[..round.len()] {
+                    if !sized {
+                        sized = true;
+                        size_call_list(&mut fold, batch, lines_hint);
+                    }
+                    fold_batch(&mut fold, batch, base)?;
+                    base += batch.breaks;
+                }
+                Some(())
+            },
+            || scan_round(&mut next, &upcoming, &hasher),
+        );
+        folded?;
+        std::mem::swap(&mut ready, &mut next);
+        round = upcoming;
+    }
+    fold.finish()
+}
+
+/// Scans the pieces of `round` into the first batches of `batches`, a task per piece.
+fn scan_round<'a>(batches: &mut [Batch<'a>], round: &[&'a [u8]], hasher: &IdHasher) {
+    use rayon::prelude::*;
+    batches[..round.len()]
+        .par_iter_mut()
+        .zip(round.par_iter())
+        .with_max_len(1)
+        .for_each(|(batch, piece)| batch.scan(piece, hasher));
+}
+
+/// The first batch is a sample of the log: sizes the call list from its share of tool calls (a
+/// long run's list would otherwise be copied at every doubling).
+fn size_call_list(fold: &mut StreamFold<'_>, batch: &Batch<'_>, lines_hint: usize) {
+    let calls = batch
+        .lines
+        .iter()
+        .filter(|l| {
+            l.fast
+                .is_some_and(|(_, scan, _)| scan.kind() == EventKind::ToolCall)
+        })
+        .count();
+    let estimate = lines_hint.saturating_mul(calls) / batch.lines.len().max(1);
+    fold.deriver.reserve_tool_calls(estimate + estimate / 16);
+}
+
+/// Folds one scanned batch whose first line is line `base + 1` of the input.
+fn fold_batch(fold: &mut StreamFold<'_>, batch: &mut Batch<'_>, base: usize) -> Option<()> {
+    // The batch's ids first, in a loop of their own: the id set is large and each lookup a
+    // cache miss, and a tight loop keeps many in flight. Any repeated id sends the log to the
+    // full coercer, so recording a batch ahead changes no outcome.
+    for l in &batch.lines {
+        if let Some((text, scan, hash)) = l.fast
+            && !fold.deriver.record_id(scan.id(text), hash)
+        {
+            return None;
+        }
+    }
+    for l in &mut batch.lines {
+        match l.fast {
+            Some((text, scan, _)) => {
+                let event =
+                    LineEvent::new(text, &scan, &batch.fields).with_prepared(l.prepared.take());
+                fold.fast_line(&event, IdCheck::Recorded)?;
+            }
+            None => fold.line(base + l.line, parse_event_fast(l.raw)?)?,
+        }
+    }
+    Some(())
 }
 
 /// `Some` when the deriver folded the event; a repeated id or another run's event needs the full
@@ -1885,5 +1967,130 @@ impl<'o> StreamFold<'o> {
             return None;
         }
         Some(self.deriver.into_state())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces of a few lines, rounds of three: a small log crosses many rounds.
+    const TINY: Split = Split {
+        parallel_from: 0,
+        piece_bytes: 600,
+        round_pieces: 3,
+    };
+    const SEQUENTIAL: Split = Split {
+        parallel_from: usize::MAX,
+        ..SPLIT
+    };
+
+    fn line(seq: u64, id: &str, body: &str) -> String {
+        format!(r#"{{"id":"{id}","runId":"r","seq":{seq},"at":{seq},"schemaVersion":1,{body}}}"#)
+    }
+
+    /// A run of `calls` tool calls and results over five steps; every seventh call's step title
+    /// has an escape, so the fast reader declines it and the strict path folds it.
+    fn run_log(calls: u64) -> Vec<String> {
+        let mut lines = vec![line(1, "e1", r#""type":"run:start","goal":"g""#)];
+        let mut seq = 1;
+        for i in 0..calls {
+            let step = format!("s{}", i % 5);
+            let title = if i % 7 == 0 { "caf\\u00e9" } else { "plain" };
+            for body in [
+                format!(r#""type":"step:start","stepId":"{step}","title":"{title}""#),
+                format!(
+                    r#""type":"tool:call","stepId":"{step}","callId":"c{i}","name":"db.query","args":{{"n":{i}}}"#
+                ),
+                format!(r#""type":"tool:result","callId":"c{i}","ok":true,"result":[{i}],"ms":3"#),
+            ] {
+                seq += 1;
+                lines.push(line(seq, &format!("e{seq}"), &body));
+            }
+        }
+        lines
+    }
+
+    fn ndjson(lines: &[String]) -> Vec<u8> {
+        (lines.join("\n") + "\n").into_bytes()
+    }
+
+    fn full(bytes: &[u8]) -> RunState {
+        derive_run_state_owned(
+            to_run_events_from_slice(bytes, &CoerceOptions::default()).into_events(),
+        )
+    }
+
+    #[test]
+    fn pieces_cover_the_input_and_end_at_line_breaks() {
+        let bytes = ndjson(&run_log(40));
+        let cut: Vec<&[u8]> = pieces(&bytes, 600).collect();
+        assert!(cut.len() > 10, "{} pieces", cut.len());
+        assert_eq!(cut.concat(), bytes);
+        for (i, piece) in cut.iter().enumerate() {
+            assert_eq!(piece.last(), Some(&b'\n'));
+            if i + 1 < cut.len() {
+                // Cut at the first line break after 600 bytes.
+                assert_eq!(
+                    memchr::memchr(b'\n', &piece[600..]),
+                    Some(piece.len() - 601)
+                );
+            }
+        }
+        // No final line break: the last piece ends with the input.
+        let cut = &bytes[..bytes.len() - 1];
+        assert_eq!(pieces(cut, 600).collect::<Vec<_>>().concat(), cut);
+        assert_eq!(pieces(b"", 600).count(), 0);
+    }
+
+    #[test]
+    fn parallel_rounds_fold_what_one_thread_folds() {
+        let options = CoerceOptions::default();
+        let bytes = ndjson(&run_log(120));
+        let parallel = streamed_split(&bytes, &options, TINY);
+        assert!(parallel.is_some());
+        assert_eq!(parallel, streamed_split(&bytes, &options, SEQUENTIAL));
+        assert_eq!(parallel, Some(full(&bytes)));
+    }
+
+    #[test]
+    fn a_repetition_in_a_later_round_needs_the_full_coercer() {
+        let options = CoerceOptions::default();
+        let clean = run_log(120);
+        let last = clean.len() as u64;
+        // `e9` is an early fast line, `e2` an early declined one (call 0's step title).
+        for (id, body) in [
+            (
+                "e9",
+                r#""type":"step:progress","stepId":"s0","progress":0.5"#,
+            ),
+            (
+                "e2",
+                r#""type":"step:progress","stepId":"s0","progress":0.5"#,
+            ),
+            (
+                "e9",
+                r#""type":"step:start","stepId":"s0","title":"caf\u00e9""#,
+            ),
+        ] {
+            let mut lines = clean.clone();
+            lines.push(line(last + 1, id, body));
+            let bytes = ndjson(&lines);
+            assert_eq!(streamed_split(&bytes, &options, TINY), None, "{id} {body}");
+            assert_eq!(
+                streamed_split(&bytes, &options, SEQUENTIAL),
+                None,
+                "{id} {body}"
+            );
+        }
+        // The same lines with a fresh id stream.
+        let mut lines = clean;
+        lines.push(line(
+            last + 1,
+            "fresh",
+            r#""type":"step:progress","stepId":"s0""#,
+        ));
+        let bytes = ndjson(&lines);
+        assert_eq!(streamed_split(&bytes, &options, TINY), Some(full(&bytes)));
     }
 }
