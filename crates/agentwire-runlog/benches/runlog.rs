@@ -210,14 +210,14 @@ fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Timing, T) {
 /// stream does (a dropped deriver's memory, reused hot by the next one, would flatter it). The
 /// events pushed are a copy made just before the timed window, here and in [`late_ns`], so both
 /// read their input from equally warm memory and the ratio is the deriver's own.
-fn early_ns(events: &[RunEvent], window: usize, repeats: usize) -> f64 {
+fn early_ns(events: &[RunEvent], window: usize, repeats: usize, feed: Feed) -> f64 {
     let mut best = f64::MAX;
     let mut kept = Vec::with_capacity(repeats);
     for _ in 0..repeats {
         let mut deriver = Deriver::new();
         let input = events[..window].to_vec();
         let start = Instant::now();
-        deriver.push_all(&input);
+        feed(&mut deriver, &input);
         let elapsed = start.elapsed();
         kept.push(deriver);
         best = best.min(elapsed.as_nanos() as f64 / window as f64);
@@ -229,14 +229,14 @@ fn early_ns(events: &[RunEvent], window: usize, repeats: usize) -> f64 {
 /// Nanoseconds per push after `n` events: the deriver is fed `n` events once, then each of the
 /// following windows of `window` new events is timed; the best window counts (one page fault or
 /// timer interrupt in a window of a few hundred microseconds would otherwise dominate it).
-fn late_ns(events: &[RunEvent], n: usize, window: usize) -> f64 {
+fn late_ns(events: &[RunEvent], n: usize, window: usize, feed: Feed) -> f64 {
     let mut deriver = Deriver::new();
     deriver.push_all(&events[..n]);
     let mut best = f64::MAX;
     for chunk in events[n..].chunks_exact(window) {
         let input = chunk.to_vec();
         let start = Instant::now();
-        deriver.push_all(&input);
+        feed(&mut deriver, &input);
         let elapsed = start.elapsed();
         best = best.min(elapsed.as_nanos() as f64 / window as f64);
     }
@@ -352,6 +352,21 @@ fn main() {
     incremental(&events, n);
 }
 
+/// How a window of events is handed to the deriver.
+type Feed = fn(&mut Deriver, &[RunEvent]);
+
+/// The window at once ([`Deriver::push_all`] folds in groups).
+fn feed_all(deriver: &mut Deriver, events: &[RunEvent]) {
+    deriver.push_all(events);
+}
+
+/// One event at a time, as a host folds events as they arrive.
+fn feed_each(deriver: &mut Deriver, events: &[RunEvent]) {
+    for event in events {
+        black_box(deriver.push(event));
+    }
+}
+
 /// Events in each timed window of the incremental deriver.
 const INCREMENTAL_WINDOW: usize = 1_000;
 /// Windows timed after the long stream (the best counts).
@@ -361,10 +376,15 @@ const LATE_WINDOWS: usize = 20;
 /// `n` events and `LATE_WINDOWS` windows more.
 fn incremental(events: &[RunEvent], n: usize) {
     let window = INCREMENTAL_WINDOW.min(n);
-    let early = early_ns(events, window, 50);
-    let late = late_ns(events, n, window);
-    println!(
-        "incremental deriver: {early:.0} ns/event over a {window}-event stream, {late:.0} ns/event after {n} events (best {window}-event window of {LATE_WINDOWS}; ratio {:.2})",
-        late / early
-    );
+    for (feed, how) in [
+        (feed_all as Feed, "push_all"),
+        (feed_each as Feed, "push, one at a time"),
+    ] {
+        let early = early_ns(events, window, 50, feed);
+        let late = late_ns(events, n, window, feed);
+        println!(
+            "incremental deriver ({how}): {early:.0} ns/event over a {window}-event stream, {late:.0} ns/event after {n} events (best {window}-event window of {LATE_WINDOWS}; ratio {:.2})",
+            late / early
+        );
+    }
 }
