@@ -226,22 +226,32 @@ fn early_ns(events: &[RunEvent], window: usize, repeats: usize, feed: Feed) -> f
     best
 }
 
-/// Nanoseconds per push after `n` events: the deriver is fed `n` events once, then each of the
-/// following windows of `window` new events is timed; the best window counts (one page fault or
-/// timer interrupt in a window of a few hundred microseconds would otherwise dominate it).
-fn late_ns(events: &[RunEvent], n: usize, window: usize, feed: Feed) -> f64 {
+/// Nanoseconds per push after each of `checkpoints` events of one stream (increasing, at least
+/// `LATE_WINDOWS * window` apart): the deriver is fed up to a checkpoint, then each of the
+/// following `LATE_WINDOWS` windows of `window` new events is timed, and the best window counts
+/// (one page fault or timer interrupt in a window of a few hundred microseconds would otherwise
+/// dominate it). `events` holds the checkpoints' windows beyond the last checkpoint.
+fn late_ns(events: &[RunEvent], checkpoints: &[usize], window: usize, feed: Feed) -> Vec<f64> {
     let mut deriver = Deriver::new();
-    deriver.push_all(&events[..n]);
-    let mut best = f64::MAX;
-    for chunk in events[n..].chunks_exact(window) {
-        let input = chunk.to_vec();
-        let start = Instant::now();
-        feed(&mut deriver, &input);
-        let elapsed = start.elapsed();
-        best = best.min(elapsed.as_nanos() as f64 / window as f64);
+    let mut at = 0;
+    let mut curve = Vec::new();
+    for &checkpoint in checkpoints {
+        let checkpoint = checkpoint.max(at);
+        deriver.push_all(&events[at..checkpoint]);
+        let timed = &events[checkpoint..checkpoint + LATE_WINDOWS * window];
+        let mut best = f64::MAX;
+        for chunk in timed.chunks_exact(window) {
+            let input = chunk.to_vec();
+            let start = Instant::now();
+            feed(&mut deriver, &input);
+            let elapsed = start.elapsed();
+            best = best.min(elapsed.as_nanos() as f64 / window as f64);
+        }
+        curve.push(best);
+        at = checkpoint + timed.len();
     }
     black_box(deriver.state().event_count);
-    best
+    curve
 }
 
 /// Line-by-line parsing into `serde_json::Value`, the anchor the end-to-end figures are compared
@@ -269,7 +279,7 @@ fn main() {
     let only = std::env::var("RUNLOG_BENCH_ONLY").unwrap_or_default();
     let only_streamed = only == "streamed";
     if only == "incremental" {
-        incremental(&generate(n + LATE_WINDOWS * INCREMENTAL_WINDOW.min(n)), n);
+        incremental(&generate(incremental_events(n)), n);
         return;
     }
 
@@ -337,7 +347,7 @@ fn main() {
 
     // Derivation from parsed events (generated again: the memory figure above is measured
     // without them).
-    let events = generate(n + LATE_WINDOWS * INCREMENTAL_WINDOW.min(n));
+    let events = generate(incremental_events(n));
     let (t, state) = best_of(runs, || derive_run_state(black_box(&events[..n])));
     assert_eq!(state.event_count as usize, n);
     t.report("derive (parsed events)", n, None);
@@ -369,21 +379,41 @@ fn feed_each(deriver: &mut Deriver, events: &[RunEvent]) {
 
 /// Events in each timed window of the incremental deriver.
 const INCREMENTAL_WINDOW: usize = 1_000;
-/// Windows timed after the long stream (the best counts).
+/// Windows timed at each point of the long stream (the best counts).
 const LATE_WINDOWS: usize = 20;
 
-/// The incremental deriver's per-event cost near the start and after `n` events; `events` holds
-/// `n` events and `LATE_WINDOWS` windows more.
+/// Points of the long stream where the incremental deriver is timed, besides its end.
+const CHECKPOINTS: [usize; 3] = [10_000, 100_000, 1_000_000];
+
+/// Events the incremental measurement needs for a long stream of `n`.
+fn incremental_events(n: usize) -> usize {
+    n + (CHECKPOINTS.len() + 1) * LATE_WINDOWS * INCREMENTAL_WINDOW.min(n)
+}
+
+/// The incremental deriver's per-event cost near the start and at points of a long stream up to
+/// `n` events (each point pushes its timed windows, so the stream passes `n` a little).
 fn incremental(events: &[RunEvent], n: usize) {
     let window = INCREMENTAL_WINDOW.min(n);
+    let checkpoints: Vec<usize> = CHECKPOINTS
+        .into_iter()
+        .filter(|&c| c + LATE_WINDOWS * window < n)
+        .chain([n])
+        .collect();
     for (feed, how) in [
         (feed_all as Feed, "push_all"),
         (feed_each as Feed, "push, one at a time"),
     ] {
         let early = early_ns(events, window, 50, feed);
-        let late = late_ns(events, n, window, feed);
+        let curve = late_ns(events, &checkpoints, window, feed);
+        let points: Vec<String> = checkpoints
+            .iter()
+            .zip(&curve)
+            .map(|(c, ns)| format!("{ns:.0} after {c}"))
+            .collect();
+        let late = curve.last().copied().unwrap_or(early);
         println!(
-            "incremental deriver ({how}): {early:.0} ns/event over a {window}-event stream, {late:.0} ns/event after {n} events (best {window}-event window of {LATE_WINDOWS}; ratio {:.2})",
+            "incremental deriver ({how}): ns/event (best {window}-event window of {LATE_WINDOWS}): {early:.0} in a fresh stream, {}; ratio at {n}: {:.2}",
+            points.join(", "),
             late / early
         );
     }
