@@ -139,3 +139,52 @@ fn bad_setups_exit_2() {
         Some(2)
     );
 }
+
+/// A live stream: each projection is written as soon as its line is read, while the input is
+/// still open (the output is buffered, but flushed whenever the input has nothing buffered).
+#[test]
+fn a_live_stream_gets_each_projection_before_its_input_ends() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let schema = staged();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args([
+            "project",
+            "--schema",
+            schema.to_str().unwrap(),
+            "--to",
+            "1.1",
+            "-",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let line = r#"{"jsonrpc":"2.0","id":5,"method":"thread.open","params":{"threadId":"t1","recovery":true}}"#;
+    for _ in 0..2 {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let projected = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("no projection while the input is open");
+        assert_eq!(
+            projected,
+            r#"{"jsonrpc":"2.0","id":5,"method":"thread.open","params":{"threadId":"t1"}}"#
+        );
+    }
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}

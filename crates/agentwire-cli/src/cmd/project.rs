@@ -107,13 +107,17 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
         )
     };
     let mut reader = BufReader::new(reader);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Output is buffered, and flushed whenever the input has nothing more buffered: a file is
+    // written in large blocks, and a live stream's projections leave before the next read waits.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut failed = 0usize;
     let mut line_no = 0usize;
     let mut buf = Vec::new();
     loop {
         buf.clear();
+        if reader.buffer().is_empty() {
+            out.flush()?;
+        }
         let read = (&mut reader)
             .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut buf)
