@@ -5,21 +5,26 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 fn staged() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../agentwire-schema/tests/data/versions/staged-runtime.json")
 }
 
-fn project(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+/// `agentwire` with `args`, its standard streams piped.
+fn spawn(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_agentwire"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn project(args: &[&str], input: &str) -> Output {
+    let mut child = spawn(args);
     child
         .stdin
         .take()
@@ -149,20 +154,8 @@ fn a_live_stream_gets_each_projection_before_its_input_ends() {
     use std::time::Duration;
 
     let schema = staged();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
-        .args([
-            "project",
-            "--schema",
-            schema.to_str().unwrap(),
-            "--to",
-            "1.1",
-            "-",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let schema = schema.to_str().unwrap();
+    let mut child = spawn(&["project", "--schema", schema, "--to", "1.1", "-"]);
     let mut stdin = child.stdin.take().unwrap();
     let (tx, rx) = mpsc::channel();
     let stdout = child.stdout.take().unwrap();
