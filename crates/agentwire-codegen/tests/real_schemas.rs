@@ -1,6 +1,7 @@
 //! The generators on the real schemas (ChainlessChain 0.2.9 and OpenClaw 2026.9.1): every
 //! language is generated, deterministically; TypeScript passes `tsc --strict`, Python passes
-//! `mypy --strict`, Kotlin compiles with `kotlinc`, and the Rust types compile in a scratch crate
+//! `mypy --strict`, Kotlin compiles with `kotlinc` and its approval check fails closed when run,
+//! the TypeScript and Python approval checks too, and the Rust types compile in a scratch crate
 //! and round-trip the peers' fixtures and the OpenClaw handshake frames exactly.
 
 // Helpers outside #[test] functions panic on failure too: that is how a test fails.
@@ -216,25 +217,143 @@ fn own_kotlin() -> Vec<PathBuf> {
     .collect()
 }
 
-/// One `kotlinc` run for both schemas (each file has its own package): the compiler's start-up
-/// is a large part of its cost.
+/// A JSON value as a Kotlin expression of the decoded-JSON form the `check*` functions take
+/// (`Map<String, Any?>`, `List<Any?>`, `String`, `Long`, `Double`, `Boolean`, `null`).
+fn kotlin_literal(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) if n.is_i64() => format!("{n}L"),
+        Value::Number(n) => format!("{:?}", n.as_f64().unwrap()),
+        Value::String(s) => {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '$' => out.push_str("\\$"),
+                    c if (c as u32) < 0x20 || c as u32 >= 0x7f => {
+                        let mut units = [0u16; 2];
+                        for unit in c.encode_utf16(&mut units) {
+                            out.push_str(&format!("\\u{unit:04x}"));
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        Value::Array(items) => format!(
+            "listOf<Any?>({})",
+            items
+                .iter()
+                .map(kotlin_literal)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Object(map) => format!(
+            "mapOf<String, Any?>({})",
+            map.iter()
+                .map(|(k, v)| format!(
+                    "{} to {}",
+                    kotlin_literal(&Value::String(k.clone())),
+                    kotlin_literal(v)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A Kotlin program that runs `checkApprovalDecision` on every case of the ChainlessChain
+/// approval-decision fixture and fails unless each verdict is the fixture's.
+fn kotlin_approval_check() -> (String, usize) {
+    let fixture = agentwire_testkit::read_json(agentwire_testkit::peer_fixture(
+        "chainlesschain/fixtures/test/fixtures/approval-decisions.json",
+    ));
+    let cases: Vec<String> = fixture
+        .as_array()
+        .unwrap()
+        .iter()
+        // A grant missing its scope is nested: the schema validator rejects it, not this
+        // tag-and-key check.
+        .filter(|c| c["name"] != "invalid-permission")
+        .map(|c| {
+            format!(
+                "        Triple({}, {}, {})",
+                kotlin_literal(&c["name"]),
+                c["valid"].as_bool().unwrap(),
+                kotlin_literal(&c["value"])
+            )
+        })
+        .collect();
+    let source = format!(
+        r#"package agentwire.check
+
+import agentwire.generated.chainlesschain.checkApprovalDecision
+
+fun main() {{
+    val cases: List<Triple<String, Boolean, Any?>> = listOf(
+{}
+    )
+    for ((name, valid, value) in cases) {{
+        val accepted = try {{
+            checkApprovalDecision(value)
+            true
+        }} catch (e: IllegalArgumentException) {{
+            false
+        }}
+        if (accepted != valid) throw IllegalStateException("checkApprovalDecision disagrees on " + name)
+    }}
+    println("ok " + cases.size)
+}}
+"#,
+        // Kotlin 1.3 takes no trailing comma.
+        cases.join(",\n")
+    );
+    (source, cases.len())
+}
+
+/// One `kotlinc` run for both schemas (each file has its own package) and the approval check:
+/// the compiler's start-up is a large part of its cost. Then the check runs:
+/// `checkApprovalDecision` rejects an unknown kind and extra keys (FACTS §6 fixture).
 #[test]
-fn kotlin_compiles() {
+fn kotlin_compiles_and_approval_checks_fail_closed() {
     let cc = file(chainlesschain(), Language::Kotlin).0;
     let oc = file(openclaw(), Language::Kotlin).0;
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("codegen-real")
-        .join("kotlin-classes");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-real");
+    let out = dir.join("kotlin-classes");
+    let (check, cases) = kotlin_approval_check();
+    let check_path = dir.join("ApprovalCheck.kt");
+    write_if_changed(&check_path, check);
     run(
         agentwire_testkit::require_kotlinc()
             .args(["-J-Xmx2g", "-nowarn"])
             .arg(&cc)
             .arg(&oc)
+            .arg(&check_path)
             .args(own_kotlin())
             .arg("-d")
             .arg(&out),
         "kotlinc",
     );
+    let output = agentwire_testkit::require_kotlin()
+        .arg("-classpath")
+        .arg(&out)
+        .arg("agentwire.check.ApprovalCheckKt")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("ok {cases}")
+    );
+    assert_eq!(cases, 8);
 }
 
 /// One fixture value, the Rust type to decode it as, and whether it must round-trip or be rejected.

@@ -11,7 +11,7 @@
 //! Overview:
 //! - paths: [`repo_root`], [`tools_dir`], [`shared_dir`], [`peer_fixture`], [`files_with_extension`]
 //! - tools: [`require_node`], [`node_script`], [`require_node_module`], [`require_tsc`],
-//!   [`require_python`], [`python_script`], [`require_mypy`], [`require_kotlinc`],
+//!   [`require_python`], [`python_script`], [`require_mypy`], [`require_kotlinc`], [`require_kotlin`],
 //!   [`require_chromium`], [`chromium_headless`]
 //! - artifacts: [`openclaw_schema_path`], [`chainlesschain_schema_path`],
 //!   [`chainlesschain_published_digest`]
@@ -33,7 +33,8 @@ pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools
 pub use process::{read_json, run_ok, write_temp_json};
 pub use tools::{
     CHROMIUM_HEADLESS_FLAGS, chromium_headless, node_script, python_script, require_chromium,
-    require_kotlinc, require_mypy, require_node, require_node_module, require_python, require_tsc,
+    require_kotlin, require_kotlinc, require_mypy, require_node, require_node_module,
+    require_python, require_tsc,
 };
 pub use verdicts::{Verdict, ajv_verdicts, cc_sdk_verdicts, py_jsonschema_verdicts};
 

@@ -231,6 +231,22 @@ pub fn require_kotlinc() -> Command {
     }
 }
 
+/// `kotlin`, the runner of compiled Kotlin (standard library on the class path) from the Debian
+/// package `kotlin`.
+///
+/// # Panics
+/// When `kotlin` is not on `PATH`.
+pub fn require_kotlin() -> Command {
+    match which("kotlin") {
+        Some(kotlin) => Command::new(kotlin),
+        None => missing_tool(
+            "kotlin",
+            "the Debian package kotlin",
+            "`kotlin` is not on PATH",
+        ),
+    }
+}
+
 /// The Chromium executable from the Debian package `chromium`.
 ///
 /// # Panics
