@@ -1,7 +1,8 @@
 //! Differential test of the fast validation path against the `jsonschema` crate and AJV 8 on the
-//! real OpenClaw and ChainlessChain schemas: 100,000 generated and mutated messages per schema,
-//! identical verdicts from all of them (the fast path both on parsed values and on bytes), and
-//! the same first failing instance path as AJV wherever a message is invalid.
+//! real OpenClaw and ChainlessChain schemas (100,000 generated and mutated messages each) and on
+//! the project's own protocols (20,000 each): identical verdicts from all of them (the fast path
+//! both on parsed values and on bytes), and the same first failing instance path as AJV wherever
+//! a message is invalid.
 
 // Test and benchmark helpers fail loudly on broken setup, like the tests they serve.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,8 +17,10 @@ use agentwire_schema::fast::{FastSchema, Tape, Target, parse};
 use agentwire_testkit::{chainlesschain_schema_path, node_script, openclaw_schema_path, run_ok};
 use serde_json::{Value, json};
 
-/// Messages per schema.
+/// Messages per peer schema.
 const MESSAGES: usize = 100_000;
+/// Messages per schema of our own protocols (smaller documents).
+const OWN_MESSAGES: usize = 20_000;
 
 /// Every how many messages one is generated large rather than small.
 const LARGE_EVERY: usize = 25;
@@ -119,14 +122,14 @@ fn reference_validator(doc: &SchemaDocument, target: &str) -> jsonschema::Valida
         .unwrap()
 }
 
-fn differential(schema_path: &Path, targets: &[String], seed: u64) {
+fn differential(schema_path: &Path, targets: &[String], seed: u64, messages: usize) {
     let doc = SchemaDocument::open(schema_path).unwrap();
     let fast = FastSchema::compile(&doc).unwrap();
     let small = Generator::new(&doc, Size::Small);
     let large = Generator::new(&doc, Size::Large);
     let mut rng = Rng::new(seed);
-    let mut lines: Vec<(String, Value)> = Vec::with_capacity(MESSAGES);
-    for i in 0..MESSAGES {
+    let mut lines: Vec<(String, Value)> = Vec::with_capacity(messages);
+    for i in 0..messages {
         let target = &targets[i % targets.len()];
         let ptr = if target.is_empty() {
             String::new()
@@ -183,10 +186,10 @@ fn differential(schema_path: &Path, targets: &[String], seed: u64) {
             ));
         }
     }
-    let invalid_count = MESSAGES - valid_count;
+    let invalid_count = messages - valid_count;
     assert!(
         mismatches.is_empty(),
-        "{} of {MESSAGES} messages disagree (seed {seed}); first ones:\n{}",
+        "{} of {messages} messages disagree (seed {seed}); first ones:\n{}",
         mismatches.len(),
         mismatches
             .iter()
@@ -197,11 +200,11 @@ fn differential(schema_path: &Path, targets: &[String], seed: u64) {
     );
     // Both sides of the verdict must be well represented, or the comparison says little.
     assert!(
-        valid_count > MESSAGES / 5,
+        valid_count > messages / 5,
         "only {valid_count} valid messages"
     );
     assert!(
-        invalid_count > MESSAGES / 5,
+        invalid_count > messages / 5,
         "only {invalid_count} invalid messages"
     );
     assert_eq!(paths_compared, invalid_count);
@@ -232,7 +235,7 @@ fn openclaw_fast_path_agrees_with_jsonschema_and_ajv() {
             targets.push(name);
         }
     }
-    differential(&path, &targets, 0x0C1A_5EED);
+    differential(&path, &targets, 0x0C1A_5EED, MESSAGES);
 }
 
 #[test]
@@ -241,5 +244,111 @@ fn chainlesschain_fast_path_agrees_with_jsonschema_and_ajv() {
     let doc = SchemaDocument::open(&path).unwrap();
     let mut targets: Vec<String> = vec![String::new(), String::new(), String::new()];
     targets.extend(doc.definitions().map(|(n, _)| n.to_owned()));
-    differential(&path, &targets, 0xCC29);
+    differential(&path, &targets, 0xCC29, MESSAGES);
+}
+
+/// The root (every other message) and every definition of one of our protocols.
+fn own_protocol(relative: &str, seed: u64) {
+    let path = agentwire_testkit::repo_root().join(relative);
+    let doc = SchemaDocument::open(&path).unwrap();
+    let mut targets: Vec<String> = Vec::new();
+    let definitions: Vec<String> = doc.definitions().map(|(n, _)| n.to_owned()).collect();
+    for name in &definitions {
+        targets.push(String::new());
+        targets.push(name.clone());
+    }
+    differential(&path, &targets, seed, OWN_MESSAGES);
+}
+
+/// TaskLens run events: an `allOf` of conditionals dispatched on `type`, whose `if` also pins
+/// `schemaVersion` (the fast path reads such an `if` as lookups).
+#[test]
+fn tasklens_fast_path_agrees_with_jsonschema_and_ajv() {
+    own_protocol("protocols/tasklens/run-events.schema.json", 0x7A5C);
+}
+
+#[test]
+fn roll_runtime_fast_path_agrees_with_jsonschema_and_ajv() {
+    own_protocol("protocols/roll-runtime/roll-runtime.schema.json", 0x5011);
+}
+
+/// Verdicts of the fast path (on the value and on its bytes) and of the `jsonschema` crate on
+/// the root of `doc`, which must all be `expect`.
+fn assert_verdicts(doc: &SchemaDocument, cases: &[(Value, bool)]) {
+    let fast = FastSchema::compile(doc).unwrap();
+    let reference = reference_validator(doc, "");
+    let mut tape = Tape::new();
+    for (value, expect) in cases {
+        let text = serde_json::to_string(value).unwrap();
+        let on_bytes = parse(text.as_bytes(), &mut tape)
+            .unwrap()
+            .is_valid(&fast, fast.root());
+        assert_eq!(
+            (
+                fast.is_valid(fast.root(), value),
+                on_bytes,
+                reference.is_valid(value)
+            ),
+            (*expect, *expect, *expect),
+            "{text}"
+        );
+    }
+}
+
+/// A conditional dispatched on a tag whose `if` pins a second property: the payload applies
+/// only when both hold, and a missing required property makes the `if` false.
+#[test]
+fn tag_dispatched_conditionals_check_their_whole_if() {
+    let doc = SchemaDocument::from_value(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "allOf": [
+            {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "a"}, "v": {"const": 1}}},
+             "then": {"required": ["x"]}},
+            {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "b"}, "v": {"const": 1}}},
+             "then": {"required": ["y"], "properties": {"y": {"type": "string"}}}}
+        ]
+    }))
+    .unwrap();
+    assert_verdicts(
+        &doc,
+        &[
+            (json!({"kind": "a", "v": 1, "x": 0}), true),
+            (json!({"kind": "a", "v": 1}), false),
+            // `v` other than 1, or missing: the `if` is false, `then` does not apply.
+            (json!({"kind": "a", "v": 2}), true),
+            (json!({"kind": "a"}), true),
+            (json!({"kind": "b", "v": 1, "y": "s"}), true),
+            (json!({"kind": "b", "v": 1, "y": 5}), false),
+            (json!({"kind": "b", "v": 1}), false),
+            (json!({"kind": "b", "v": "1"}), true),
+            (json!({"kind": "c", "v": 1}), true),
+            (json!({"kind": 1, "v": 1}), true),
+            (json!([1]), true),
+        ],
+    );
+}
+
+/// The same on TaskLens run events: a known type at another schema version is an envelope
+/// only; at version 1 its payload applies.
+#[test]
+fn tasklens_payloads_apply_at_version_1_only() {
+    let path = agentwire_testkit::repo_root().join("protocols/tasklens/run-events.schema.json");
+    let doc = SchemaDocument::open(&path).unwrap();
+    let event = |version: u64, payload: Value| {
+        let mut e = json!({"id": "e1", "runId": "r1", "seq": 1, "at": 5, "schemaVersion": version, "type": "tool:call"});
+        e.as_object_mut()
+            .unwrap()
+            .extend(payload.as_object().unwrap().clone());
+        e
+    };
+    assert_verdicts(
+        &doc,
+        &[
+            (event(1, json!({"stepId": "s1", "name": "db.query"})), true),
+            (event(1, json!({"stepId": "s1"})), false),
+            (event(1, json!({"stepId": "", "name": "db.query"})), false),
+            (event(2, json!({"stepId": "s1"})), true),
+            (event(2, json!({})), true),
+        ],
+    );
 }

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::fast::ecma::format_is_valid;
 use crate::fast::plan::{
-    ArrPlan, Check, CondTable, INLINE_NAME_BITS, NodeId, NumChecks, ObjPlan, Plan, Rest, StrChecks,
-    T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union,
+    ArrPlan, Check, CondTable, Guard, INLINE_NAME_BITS, NodeId, NumChecks, ObjPlan, Plan, Rest,
+    StrChecks, T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union,
 };
 use crate::pointer;
 
@@ -210,6 +210,10 @@ impl Seen {
 
 /// The verdict of `node` on `i`, stopping at the first failure.
 pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) -> bool {
+    // A node that is a `$ref` alone is its target one level deeper: go there directly (each
+    // level's depth check passes when the last one does).
+    let (node, hops) = plan.alias[node as usize];
+    let depth = depth + hops;
     if depth > MAX_EVAL_DEPTH {
         return false;
     }
@@ -316,9 +320,23 @@ fn all_of_tagged<'a, I: Instance<'a>>(plan: &Plan, t: &CondTable, i: I, depth: u
         Some(tag) if tag.kind() == Kind::String => t
             .table
             .get(tag.as_str())
-            .is_none_or(|members| members.iter().all(|s| valid(plan, *s, i, depth + 1))),
+            .is_none_or(|guards| guards.iter().all(|g| guard_holds(plan, g, i, depth + 1))),
         _ => true,
     }
+}
+
+/// [`valid`] of a guarded member (at `depth`) on an object instance: its `if` read as lookups
+/// when it allows, with the depths `valid` would use, so the verdict is the same.
+fn guard_holds<'a, I: Instance<'a>>(plan: &Plan, g: &Guard, i: I, depth: u32) -> bool {
+    let Some(cond) = g.cond.as_ref().filter(|_| depth + 2 <= MAX_EVAL_DEPTH) else {
+        return valid(plan, g.member, i, depth);
+    };
+    // `if` at depth + 1, its properties at depth + 2; `then` at depth + 1.
+    let holds = cond.props.iter().all(|p| match i.get(&p.name) {
+        Some(v) => p.schema.is_none_or(|s| valid(plan, s, v, depth + 2)),
+        None => !p.required,
+    });
+    !holds || valid(plan, cond.then, i, depth + 1)
 }
 
 #[inline]
@@ -367,6 +385,7 @@ fn unique<'a, I: Instance<'a>>(i: I) -> bool {
     true
 }
 
+#[inline(never)]
 fn arr_ok<'a, I: Instance<'a>>(plan: &Plan, a: &ArrPlan, i: I, depth: u32) -> bool {
     let len = i.len();
     if a.max_items.is_some_and(|m| len > m) || a.min_items.is_some_and(|m| len < m) {
@@ -397,6 +416,7 @@ fn arr_ok<'a, I: Instance<'a>>(plan: &Plan, a: &ArrPlan, i: I, depth: u32) -> bo
     true
 }
 
+#[inline(never)]
 fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bool {
     let len = i.len();
     if o.max_properties.is_some_and(|m| len > m) || o.min_properties.is_some_and(|m| len < m) {

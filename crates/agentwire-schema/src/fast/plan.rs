@@ -27,6 +27,9 @@ pub(crate) const T_ARR: u8 = 32;
 pub(crate) const T_OBJ: u8 = 64;
 pub(crate) const T_ANY: u8 = 127;
 
+/// Hops of `$ref`-alone nodes resolved ahead of evaluation.
+const ALIAS_MAX_HOPS: u32 = 64;
+
 /// Property names of one object schema beyond which the presence bitset lives on the heap.
 pub(crate) const INLINE_NAME_BITS: usize = 256;
 
@@ -48,6 +51,9 @@ const UNSUPPORTED_KEYWORDS: &[&str] = &[
 #[derive(Debug)]
 pub(crate) struct Plan {
     pub(crate) nodes: Vec<Node>,
+    /// Per node: where its chain of nodes that are a `$ref` alone ends, and how many references
+    /// that takes (the node itself and no hop for any other node).
+    pub(crate) alias: Vec<(NodeId, u32)>,
     pub(crate) patterns: Vec<Pattern>,
     /// Schema pointer → node, for every schema compiled.
     pub(crate) by_pointer: HashMap<String, NodeId>,
@@ -127,7 +133,34 @@ pub(crate) struct CondTable {
     pub(crate) others: Box<[NodeId]>,
     pub(crate) property: Box<str>,
     /// Tag value → the conditional members whose `if` accepts it.
-    pub(crate) table: AHashMap<Box<str>, Vec<NodeId>>,
+    pub(crate) table: AHashMap<Box<str>, Vec<Guard>>,
+}
+
+/// A tag-dispatched conditional member of an `allOf`.
+#[derive(Debug)]
+pub(crate) struct Guard {
+    pub(crate) member: NodeId,
+    /// Its `if` read as lookups, when that `if` is an object schema of `properties` and
+    /// `required` alone.
+    pub(crate) cond: Option<FastCond>,
+}
+
+/// An `if` of `properties` and `required` alone, on an object: each named property is looked
+/// up in the instance (instead of every member of the instance being matched against the
+/// names), then `then` applies when it holds.
+#[derive(Debug)]
+pub(crate) struct FastCond {
+    pub(crate) props: Box<[CondProp]>,
+    pub(crate) then: NodeId,
+}
+
+/// A property an [`FastCond`] looks up.
+#[derive(Debug)]
+pub(crate) struct CondProp {
+    pub(crate) name: Box<str>,
+    /// Its schema under `properties`, if any.
+    pub(crate) schema: Option<NodeId>,
+    pub(crate) required: bool,
 }
 
 #[derive(Debug, Default)]
@@ -191,11 +224,16 @@ pub(crate) struct ObjPlan {
 impl ObjPlan {
     pub(crate) fn index_of(&self, key: &str) -> Option<u32> {
         match &self.lookup {
-            Lookup::Linear => self
-                .names
-                .iter()
-                .position(|n| n.len() == key.len() && **n == *key)
-                .map(|i| i as u32),
+            Lookup::Linear(prints) => {
+                let print = key_print(key);
+                let short = key.len() < 8;
+                for (k, p) in prints.iter().enumerate() {
+                    if *p == print && (short || self.names.get(k).is_some_and(|n| **n == *key)) {
+                        return Some(k as u32);
+                    }
+                }
+                None
+            }
             Lookup::Hash(map) => map.get(key).copied(),
         }
     }
@@ -203,8 +241,40 @@ impl ObjPlan {
 
 #[derive(Debug)]
 pub(crate) enum Lookup {
-    Linear,
+    /// Each name's [`key_print`], compared before the name itself.
+    Linear(Box<[u64]>),
     Hash(AHashMap<Box<str>, u32>),
+}
+
+/// A name's first bytes and length in one word: names under eight bytes are equal exactly when
+/// their prints are (see [`print_of_word`]); longer ones share a print when their first seven
+/// bytes and length (up to 255) do.
+#[inline]
+pub(crate) fn key_print(key: &str) -> u64 {
+    let bytes = key.as_bytes();
+    let n = bytes.len();
+    // The first min(n, 8) bytes, little-endian, read with at most two loads: four-byte loads
+    // from both ends overlap for 4..8 bytes, three byte loads cover 1..3.
+    let word = if let Some(eight) = bytes.first_chunk::<8>() {
+        u64::from_le_bytes(*eight)
+    } else if let (Some(lo), Some(hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        u64::from(u32::from_le_bytes(*lo)) | u64::from(u32::from_le_bytes(*hi)) << (8 * (n - 4))
+    } else if let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) {
+        u64::from(first)
+            | u64::from(bytes[n / 2]) << (8 * (n / 2))
+            | u64::from(last) << (8 * (n - 1))
+    } else {
+        0
+    };
+    print_of_word(word, n)
+}
+
+/// The print of a name of `len` bytes whose first min(len, 8) bytes are `word` (little-endian,
+/// zero above): its first seven bytes, then its length in the low byte (255 for 255 or more). A
+/// name under eight bytes fits whole, and its low byte (below 8) is one no longer name has.
+#[inline]
+pub(crate) fn print_of_word(word: u64, len: usize) -> u64 {
+    word << 8 | len.min(255) as u64
 }
 
 /// Compiles schemas of one document into a shared plan.
@@ -223,6 +293,7 @@ impl<'d> Compiler<'d> {
             draft: doc.draft(),
             plan: Plan {
                 nodes: Vec::new(),
+                alias: Vec::new(),
                 patterns: Vec::new(),
                 by_pointer: HashMap::new(),
             },
@@ -241,7 +312,27 @@ impl<'d> Compiler<'d> {
     pub(crate) fn finish(mut self) -> Result<Plan, FastError> {
         self.drain()?;
         self.add_tag_tables();
+        self.plan.alias = (0..self.plan.nodes.len() as NodeId)
+            .map(|id| self.chain_end(id))
+            .collect();
         Ok(self.plan)
+    }
+
+    /// Where `id`'s chain of `$ref`-alone nodes ends and how many hops it takes (at most
+    /// [`ALIAS_MAX_HOPS`]: a longer chain, or a cycle, goes on from there when evaluated).
+    fn chain_end(&self, mut id: NodeId) -> (NodeId, u32) {
+        let mut hops = 0;
+        while hops < ALIAS_MAX_HOPS {
+            let n = &self.plan.nodes[id as usize];
+            match n.checks.as_slice() {
+                [Check::Ref(next)] if n.types == T_ANY => {
+                    id = *next;
+                    hops += 1;
+                }
+                _ => break,
+            }
+        }
+        (id, hops)
     }
 
     fn drain(&mut self) -> Result<(), FastError> {
@@ -655,7 +746,7 @@ impl<'d> Compiler<'d> {
             }
         }
         let lookup = if names.len() <= LINEAR_LOOKUP_MAX {
-            Lookup::Linear
+            Lookup::Linear(names.iter().map(|n| key_print(n)).collect())
         } else {
             Lookup::Hash(index)
         };
@@ -788,6 +879,50 @@ impl<'d> Compiler<'d> {
         (!tags.is_empty()).then_some((member, tags))
     }
 
+    /// The `if` of a guarded member as lookups (see [`FastCond`]), when it is that simple. The
+    /// tag `property` is left out: the dispatch found its value among the literals the `if`
+    /// accepts for it.
+    fn fast_cond(&self, member: NodeId, property: &str) -> Option<FastCond> {
+        let n = &self.plan.nodes[self.target(member) as usize];
+        let [
+            Check::If {
+                cond,
+                then: Some(then),
+                otherwise: None,
+            },
+        ] = n.checks.as_slice()
+        else {
+            return None;
+        };
+        let c = &self.plan.nodes[self.target(*cond) as usize];
+        let [Check::Obj(o)] = c.checks.as_slice() else {
+            return None;
+        };
+        let simple = c.types & T_OBJ != 0
+            && o.max_properties.is_none()
+            && o.min_properties.is_none()
+            && matches!(o.additional, Rest::Any)
+            && o.pattern_props.is_empty()
+            && o.property_names.is_none()
+            && o.dependent_required.is_empty()
+            && o.dependent_schemas.is_empty();
+        if !simple {
+            return None;
+        }
+        let props = o
+            .names
+            .iter()
+            .enumerate()
+            .filter(|(_, name)| &***name != property)
+            .map(|(k, name)| CondProp {
+                name: name.clone(),
+                schema: o.props[k],
+                required: o.required.contains(&(k as u32)),
+            })
+            .collect();
+        Some(FastCond { props, then: *then })
+    }
+
     fn cond_table(&self, members: &[NodeId]) -> Option<CondTable> {
         let guarded: Vec<_> = members.iter().filter_map(|m| self.guarded(*m)).collect();
         if guarded.len() < 2 {
@@ -799,13 +934,16 @@ impl<'d> Compiler<'d> {
                 .iter()
                 .all(|(_, tags)| tags.iter().any(|(n, _)| n == name))
         })?;
-        let mut table: AHashMap<Box<str>, Vec<NodeId>> = AHashMap::new();
+        let mut table: AHashMap<Box<str>, Vec<Guard>> = AHashMap::new();
         for (member, tags) in &guarded {
             let Some((_, values)) = tags.iter().find(|(n, _)| *n == property) else {
                 continue;
             };
             for v in values {
-                table.entry(v.clone()).or_default().push(*member);
+                table.entry(v.clone()).or_default().push(Guard {
+                    member: *member,
+                    cond: self.fast_cond(*member, &property),
+                });
             }
         }
         let dispatched: Vec<NodeId> = guarded.iter().map(|(m, _)| *m).collect();
@@ -935,4 +1073,48 @@ pub(crate) fn enum_set(values: impl Iterator<Item = Value>) -> EnumSet {
         set.string_set = Some(set.strings.iter().cloned().collect());
     }
     set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names under eight bytes are equal exactly when their prints are, and share none with a
+    /// longer name (what `ObjPlan::index_of` relies on).
+    #[test]
+    fn key_prints_tell_short_names_apart_exactly() {
+        let alphabet = [
+            "a", "b", "\"", "é", "日", "\u{0}", "\u{f}", "\u{8}", "\u{ff}",
+        ];
+        let mut names = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = names
+                .iter()
+                .flat_map(|n| alphabet.iter().map(move |c| format!("{n}{c}")))
+                .collect();
+            names.extend(longer);
+            names.sort();
+            names.dedup();
+        }
+        let naive = |k: &str| {
+            let mut word = [0u8; 8];
+            let n = k.len().min(8);
+            word[..n].copy_from_slice(&k.as_bytes()[..n]);
+            u64::from_le_bytes(word) << 8 | k.len().min(255) as u64
+        };
+        let mut short = AHashMap::new();
+        for name in &names {
+            let print = key_print(name);
+            assert_eq!(print, naive(name), "{name:?}");
+            if name.len() < 8
+                && let Some(other) = short.insert(print, name.clone())
+            {
+                panic!("{name:?} and {other:?} share a print");
+            }
+        }
+        for name in names.iter().filter(|n| n.len() >= 8) {
+            assert!(!short.contains_key(&key_print(name)), "{name:?}");
+        }
+        assert!(names.len() > 1000);
+    }
 }

@@ -44,7 +44,8 @@ pub(crate) enum Tok {
 pub struct Tape {
     pub(crate) toks: Vec<Tok>,
     pub(crate) arena: String,
-    keys: Vec<u32>,
+    /// The open objects' keys: token index and [`fingerprint`].
+    keys: Vec<(u32, u64)>,
 }
 
 impl Tape {
@@ -132,7 +133,7 @@ impl Reader<'_, '_> {
         match self.peek().ok_or(Unsure)? {
             b'{' => self.object(depth + 1),
             b'[' => self.array(depth + 1),
-            b'"' => self.string().map(|t| self.tape.toks.push(t)),
+            b'"' => self.string(),
             b't' => self.word(b"true", Tok::Bool(true)),
             b'f' => self.word(b"false", Tok::Bool(false)),
             b'n' => self.word(b"null", Tok::Null),
@@ -214,11 +215,30 @@ impl Reader<'_, '_> {
         Ok(())
     }
 
-    /// Reads a string at `"`, returning its token.
-    fn string(&mut self) -> Result<Tok, Unsure> {
-        let b = self.b;
+    /// Reads a string at `"` onto the tape.
+    #[inline]
+    fn string(&mut self) -> Result<(), Unsure> {
         let start = self.pos + 1;
-        let mut i = skip_plain(b, start);
+        let i = skip_plain(self.b, start);
+        let tok = if self.b.get(i) == Some(&b'"') {
+            self.pos = i + 1;
+            Tok::Str {
+                start: start as u32,
+                len: (i - start) as u32,
+                escaped: false,
+            }
+        } else {
+            self.string_rest(start, i)?
+        };
+        self.tape.toks.push(tok);
+        Ok(())
+    }
+
+    /// [`Reader::string`] past its first stop at `i`: an escape, a control character, or the
+    /// input's last bytes.
+    #[inline(never)]
+    fn string_rest(&mut self, start: usize, mut i: usize) -> Result<Tok, Unsure> {
+        let b = self.b;
         loop {
             match b.get(i) {
                 Some(b'"') => {
@@ -353,10 +373,24 @@ impl Reader<'_, '_> {
                 if self.peek() != Some(b'"') {
                     return Err(Unsure);
                 }
-                let key = self.string()?;
                 let key_idx = self.tape.toks.len() as u32;
-                self.tape.toks.push(key);
-                self.tape.keys.push(key_idx);
+                self.string()?;
+                let print = match self.tape.toks[key_idx as usize] {
+                    Tok::Str {
+                        start,
+                        len,
+                        escaped,
+                    } => {
+                        let from = if escaped {
+                            self.tape.arena.as_bytes()
+                        } else {
+                            self.b
+                        };
+                        fingerprint(from.get(start as usize..).unwrap_or_default(), len)
+                    }
+                    _ => 0,
+                };
+                self.tape.keys.push((key_idx, print));
                 self.ws();
                 if self.peek() != Some(b':') {
                     return Err(Unsure);
@@ -388,17 +422,32 @@ impl Reader<'_, '_> {
 
     fn check_duplicates(&self, base: usize) -> Result<(), Unsure> {
         let keys = &self.tape.keys[base..];
-        let name = |k: &u32| self.tape.str_at(self.text, *k);
+        let name = |k: u32| self.tape.str_at(self.text, k);
+        // Most objects' keys land in distinct bits of a 256-bit set by their prints: then no
+        // two are equal, and nothing is compared.
+        let mut bits = [0u64; 4];
+        let mut clash = false;
+        for &(_, print) in keys {
+            let bit = (print.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
+            let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+            clash |= bits[word] & mask != 0;
+            bits[word] |= mask;
+        }
+        if !clash {
+            return Ok(());
+        }
         if keys.len() <= PAIRWISE_DUP_MAX {
-            for (n, a) in keys.iter().enumerate() {
-                let a = name(a);
-                if keys[..n].iter().any(|b| name(b) == a) {
+            for (n, &(a, print)) in keys.iter().enumerate() {
+                if keys[..n]
+                    .iter()
+                    .any(|&(b, other)| other == print && name(b) == name(a))
+                {
                     return Err(Unsure);
                 }
             }
             return Ok(());
         }
-        let mut names: Vec<&str> = keys.iter().map(name).collect();
+        let mut names: Vec<&str> = keys.iter().map(|&(k, _)| name(k)).collect();
         names.sort_unstable();
         if names.windows(2).any(|w| w[0] == w[1]) {
             return Err(Unsure);
@@ -407,8 +456,30 @@ impl Reader<'_, '_> {
     }
 }
 
+/// A key's [`key_print`](crate::fast::plan::key_print), read from `from`, which starts at the
+/// key and may run past its `len` bytes.
+#[inline]
+fn fingerprint(from: &[u8], len: u32) -> u64 {
+    let mut word = [0u8; 8];
+    match from.get(..8) {
+        Some(eight) => word.copy_from_slice(eight),
+        None => {
+            let n = from.len().min(8);
+            word[..n].copy_from_slice(&from[..n]);
+        }
+    }
+    let word = u64::from_le_bytes(word);
+    let word = if len < 8 {
+        word & ((1u64 << (8 * len)) - 1)
+    } else {
+        word
+    };
+    crate::fast::plan::print_of_word(word, len as usize)
+}
+
 /// Skips string bytes that need no attention (not `"`, `\\` or a control character) eight at
-/// a time, stopping at or before the first one that does.
+/// a time, stopping at the first one that does (or, within the input's last 7 bytes, at or
+/// before it).
 #[inline]
 fn skip_plain(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -425,7 +496,9 @@ fn skip_plain(b: &[u8], mut i: usize) -> usize {
             | (slash.wrapping_sub(ONES) & !slash)
             | (w.wrapping_sub(ONES * 0x20) & !w);
         if special & HIGH != 0 {
-            break;
+            // False marks only ever follow a true one (a borrow runs towards later bytes), so
+            // the first mark is the first byte that needs attention.
+            return i + ((special & HIGH).trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -599,6 +672,56 @@ mod tests {
 
     fn read(s: &str) -> Result<(), Unsure> {
         Tape::new().parse(s)
+    }
+
+    /// `skip_plain` stops exactly at the first byte that needs attention whenever eight bytes
+    /// are left to read there, and never past it.
+    #[test]
+    fn skip_plain_stops_at_the_first_special_byte() {
+        let plain = "abcdé日本x ~\u{7f}";
+        for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}"] {
+            for before in 0..20 {
+                for after in 0..12 {
+                    let text: String = plain.chars().cycle().take(before).collect::<String>()
+                        + special
+                        + &"z".repeat(after);
+                    let b = text.as_bytes();
+                    let first = b
+                        .iter()
+                        .position(|c| *c == b'"' || *c == b'\\' || *c < 0x20)
+                        .unwrap_or(b.len());
+                    for from in 0..=first {
+                        let stop = skip_plain(b, from);
+                        assert!(stop <= first, "{text:?} from {from}: {stop} > {first}");
+                        if first + 8 <= b.len() {
+                            assert_eq!(stop, first, "{text:?} from {from}");
+                        }
+                    }
+                }
+            }
+        }
+        // A key's fingerprint is its print, whatever follows it in the input.
+        for key in [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "日本",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghij",
+        ] {
+            let input = format!("{key}\":1,\"zzzzzzzz\"");
+            assert_eq!(
+                fingerprint(input.as_bytes(), key.len() as u32),
+                crate::fast::plan::key_print(key),
+                "{key:?}"
+            );
+            assert_eq!(
+                fingerprint(key.as_bytes(), key.len() as u32),
+                crate::fast::plan::key_print(key)
+            );
+        }
     }
 
     #[test]
