@@ -224,8 +224,11 @@ pub(crate) struct ObjPlan {
 impl ObjPlan {
     pub(crate) fn index_of(&self, key: &str) -> Option<u32> {
         match &self.lookup {
-            Lookup::Linear(prints) => {
+            Lookup::Linear(prints, bits) => {
                 let print = key_print(key);
+                if bits & print_bit(print) == 0 {
+                    return None;
+                }
                 let short = key.len() < 8;
                 for (k, p) in prints.iter().enumerate() {
                     if *p == print && (short || self.names.get(k).is_some_and(|n| **n == *key)) {
@@ -241,8 +244,9 @@ impl ObjPlan {
 
 #[derive(Debug)]
 pub(crate) enum Lookup {
-    /// Each name's [`key_print`], compared before the name itself.
-    Linear(Box<[u64]>),
+    /// Each name's [`key_print`], compared before the name itself, and the union of their
+    /// [`print_bit`]s: a key whose bit is not in it is none of the names.
+    Linear(Box<[u64]>, u64),
     Hash(AHashMap<Box<str>, u32>),
 }
 
@@ -267,6 +271,12 @@ pub(crate) fn key_print(key: &str) -> u64 {
         0
     };
     print_of_word(word, n)
+}
+
+/// One of 64 bits picked by a print (for a set of names as one word).
+#[inline]
+pub(crate) fn print_bit(print: u64) -> u64 {
+    1 << (print.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
 }
 
 /// The print of a name of `len` bytes whose first min(len, 8) bytes are `word` (little-endian,
@@ -746,7 +756,9 @@ impl<'d> Compiler<'d> {
             }
         }
         let lookup = if names.len() <= LINEAR_LOOKUP_MAX {
-            Lookup::Linear(names.iter().map(|n| key_print(n)).collect())
+            let prints: Box<[u64]> = names.iter().map(|n| key_print(n)).collect();
+            let bits = prints.iter().fold(0, |bits, p| bits | print_bit(*p));
+            Lookup::Linear(prints, bits)
         } else {
             Lookup::Hash(index)
         };
