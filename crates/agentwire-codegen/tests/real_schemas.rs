@@ -72,7 +72,7 @@ fn file(g: &Generated, lang: Language) -> (PathBuf, &str) {
     (g.dir.join(&f.path), &f.contents)
 }
 
-fn run(command: &mut Command, what: &str) {
+fn run(command: &mut Command, what: &str) -> std::process::Output {
     let output = command
         .output()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
@@ -89,6 +89,7 @@ fn run(command: &mut Command, what: &str) {
             .take(8000)
             .collect::<String>()
     );
+    output
 }
 
 #[test]
@@ -338,16 +339,12 @@ fn kotlin_compiles_and_approval_checks_fail_closed() {
             .arg(&out),
         "kotlinc",
     );
-    let output = agentwire_testkit::require_kotlin()
-        .arg("-classpath")
-        .arg(&out)
-        .arg("agentwire.check.ApprovalCheckKt")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = run(
+        agentwire_testkit::require_kotlin()
+            .arg("-classpath")
+            .arg(&out)
+            .arg("agentwire.check.ApprovalCheckKt"),
+        "kotlin approval check",
     );
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),

@@ -855,24 +855,26 @@ impl<'d> Compiler<'d> {
         Some(enum_set(all.into_iter().map(|s| Value::String(s.into()))))
     }
 
+    /// The `if` and `then` of a member that is an `if`/`then` alone (no `else`, no type).
+    fn conditional(&self, member: NodeId) -> Option<(NodeId, NodeId)> {
+        let n = &self.plan.nodes[self.target(member) as usize];
+        match n.checks.as_slice() {
+            [
+                Check::If {
+                    cond,
+                    then: Some(then),
+                    otherwise: None,
+                },
+            ] if n.types == T_ANY => Some((*cond, *then)),
+            _ => None,
+        }
+    }
+
     /// The tag property and values a conditional member's `if` demands, when its `if`
     /// requires one literal string property and it has no `else`.
     fn guarded(&self, member: NodeId) -> Option<Guarded> {
-        let n = &self.plan.nodes[self.target(member) as usize];
-        let [
-            Check::If {
-                cond,
-                then: Some(_),
-                otherwise: None,
-            },
-        ] = n.checks.as_slice()
-        else {
-            return None;
-        };
-        if n.types != T_ANY {
-            return None;
-        }
-        let c = &self.plan.nodes[self.target(*cond) as usize];
+        let (cond, _) = self.conditional(member)?;
+        let c = &self.plan.nodes[self.target(cond) as usize];
         let o = c.checks.iter().find_map(|c| {
             if let Check::Obj(o) = c {
                 Some(&**o)
@@ -895,18 +897,8 @@ impl<'d> Compiler<'d> {
     /// tag `property` is left out: the dispatch found its value among the literals the `if`
     /// accepts for it.
     fn fast_cond(&self, member: NodeId, property: &str) -> Option<FastCond> {
-        let n = &self.plan.nodes[self.target(member) as usize];
-        let [
-            Check::If {
-                cond,
-                then: Some(then),
-                otherwise: None,
-            },
-        ] = n.checks.as_slice()
-        else {
-            return None;
-        };
-        let c = &self.plan.nodes[self.target(*cond) as usize];
+        let (cond, then) = self.conditional(member)?;
+        let c = &self.plan.nodes[self.target(cond) as usize];
         let [Check::Obj(o)] = c.checks.as_slice() else {
             return None;
         };
@@ -932,7 +924,7 @@ impl<'d> Compiler<'d> {
                 required: o.required.contains(&(k as u32)),
             })
             .collect();
-        Some(FastCond { props, then: *then })
+        Some(FastCond { props, then })
     }
 
     fn cond_table(&self, members: &[NodeId]) -> Option<CondTable> {
