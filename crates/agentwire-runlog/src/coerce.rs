@@ -1638,7 +1638,8 @@ pub fn derive_run_state_from_slice(bytes: &[u8], options: &CoerceOptions) -> Run
     })
 }
 
-/// Inputs at least this large are streamed with the reading on a second thread.
+/// Inputs at least this large are streamed with their lines scanned on all cores (rayon's pool),
+/// when it has two threads or more.
 pub const PIPELINE_MIN_BYTES: usize = 1 << 20;
 
 /// How the streamed path splits its work.
@@ -1681,9 +1682,8 @@ fn line_ranges(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, usize)> + '_
 /// The line-by-line path of [`coerce_and_derive_ndjson`]; `None` when the input needs the full
 /// coercer. Lines are read by the fast reader ([`crate::line`]) and folded straight into the
 /// deriver; a line the reader declines goes through the coercer's own passes. On an input of at
-/// least [`PIPELINE_MIN_BYTES`], with two cores or more, a second thread reads while the calling
-/// thread folds: what crosses threads is batches of line slices and their scans, reused, never
-/// a parsed value.
+/// least [`PIPELINE_MIN_BYTES`], pieces of it are scanned in parallel while one thread folds
+/// (see [`pipelined`]).
 fn streamed_state(bytes: &[u8], options: &CoerceOptions) -> Option<RunState> {
     streamed_split(bytes, options, SPLIT)
 }

@@ -87,7 +87,7 @@ pub(crate) struct LineEvent<'a> {
     pub kind: EventKind,
     fields: &'a [Field],
     slots: [u8; Key::COUNT],
-    /// The opaque value the fold takes, made ahead (by the reading thread).
+    /// The opaque value the fold takes, made ahead (by a scanning task).
     prepared: Cell<Option<Json>>,
 }
 

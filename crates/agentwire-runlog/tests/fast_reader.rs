@@ -1,7 +1,7 @@
 //! The fast line reader of the streamed path reads exactly what the strict path reads: the
 //! state of `coerce_and_derive_ndjson` equals the full coercer's on lines written every way
 //! JSON allows (escapes, number spellings, whitespace, nesting, duplicate keys, extra fields),
-//! on the calling thread (small inputs) and with the reading thread (inputs of 1 MiB or more).
+//! on the calling thread (small inputs) and scanned in parallel (inputs of 1 MiB or more).
 
 use agentwire_runlog::{
     CoerceOptions, Json, PIPELINE_MIN_BYTES, RunState, coerce_and_derive_ndjson,
@@ -257,7 +257,7 @@ fn a_clean_log_streams_and_repetitions_do_not() {
 }
 
 #[test]
-fn a_large_input_is_read_on_a_second_thread_and_reads_the_same() {
+fn a_large_input_is_scanned_in_parallel_and_reads_the_same() {
     let base = log(&clean_picks(), 400);
     assert!(base.len() >= PIPELINE_MIN_BYTES, "{} bytes", base.len());
     let options = CoerceOptions::default();
