@@ -515,8 +515,8 @@ impl EventView for RunEvent {
 
 /// Incremental derivation: the state after each pushed event equals [`derive_run_state`] of the
 /// events pushed so far. Each push costs the same whatever the stream length: event ids and the
-/// step, call and approval keys are interned in arenas (one string table kind), and a key's entry says where
-/// its step, call and approval are; no re-scan, no string allocated per lookup.
+/// step, call and approval keys are interned in arenas (one string table kind), and a key's
+/// entry says where its step, call and approval are; no re-scan, no string allocated per lookup.
 #[derive(Debug, Clone, Default)]
 pub struct Deriver {
     state: RunState,
