@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::fast::ecma::format_is_valid;
 use crate::fast::plan::{
     ArrPlan, Check, CondTable, Guard, INLINE_NAME_BITS, NodeId, NumChecks, ObjPlan, Plan, Rest,
-    StrChecks, T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union,
+    StrChecks, T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union, key_print,
 };
 use crate::pointer;
 
@@ -28,10 +28,30 @@ pub(crate) enum Kind {
     Object,
 }
 
+/// A member name of an object instance: its [`key_print`], and its text, which a view may make
+/// only when asked (a tape reads the print straight from the input's bytes).
+pub(crate) trait Key<'a>: Copy {
+    fn print(self) -> u64;
+    fn text(self) -> &'a str;
+}
+
+impl<'a> Key<'a> for &'a str {
+    #[inline]
+    fn print(self) -> u64 {
+        key_print(self)
+    }
+    #[inline]
+    fn text(self) -> &'a str {
+        self
+    }
+}
+
 /// A read-only view of one JSON value.
 pub(crate) trait Instance<'a>: Copy {
     type Items: Iterator<Item = Self>;
     type Entries: Iterator<Item = (&'a str, Self)>;
+    type Key: Key<'a>;
+    type KeyedEntries: Iterator<Item = (Self::Key, Self)>;
     fn kind(self) -> Kind;
     fn as_bool(self) -> bool;
     fn as_f64(self) -> f64;
@@ -41,12 +61,16 @@ pub(crate) trait Instance<'a>: Copy {
     fn len(self) -> usize;
     /// Members of an object in document order (empty for other kinds).
     fn entries(self) -> Self::Entries;
+    /// [`Instance::entries`] with keys as [`Key`]s.
+    fn keyed_entries(self) -> Self::KeyedEntries;
     fn get(self, key: &str) -> Option<Self>;
 }
 
 impl<'a> Instance<'a> for &'a Value {
     type Items = std::slice::Iter<'a, Value>;
     type Entries = ValueEntries<'a>;
+    type Key = &'a str;
+    type KeyedEntries = ValueEntries<'a>;
 
     #[inline]
     fn kind(self) -> Kind {
@@ -92,6 +116,10 @@ impl<'a> Instance<'a> for &'a Value {
             Value::Object(o) => Some(o.iter()),
             _ => None,
         })
+    }
+    #[inline]
+    fn keyed_entries(self) -> Self::KeyedEntries {
+        self.entries()
     }
     #[inline]
     fn get(self, key: &str) -> Option<Self> {
@@ -423,9 +451,9 @@ fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bo
         return false;
     }
     let mut seen = Seen::new(o.names.len());
-    for (key, value) in i.entries() {
+    for (key, value) in i.keyed_entries() {
         let mut declared = false;
-        if let Some(k) = o.index_of(key) {
+        if let Some(k) = o.index_of_key(key) {
             seen.set(k);
             if let Some(s) = o.props[k as usize] {
                 declared = true;
@@ -436,7 +464,7 @@ fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bo
         }
         let mut matched = false;
         for (p, s) in o.pattern_props.iter() {
-            if plan.patterns[*p as usize].is_match(key) == Some(true) {
+            if plan.patterns[*p as usize].is_match(key.text()) == Some(true) {
                 matched = true;
                 if !valid(plan, *s, value, depth + 1) {
                     return false;
@@ -455,7 +483,7 @@ fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bo
             }
         }
         if let Some(pn) = o.property_names
-            && !valid(plan, pn, KeyInstance(key), depth + 1)
+            && !valid(plan, pn, KeyInstance(key.text()), depth + 1)
         {
             return false;
         }
@@ -489,6 +517,8 @@ struct KeyInstance<'a>(&'a str);
 impl<'a> Instance<'a> for KeyInstance<'a> {
     type Items = std::iter::Empty<KeyInstance<'a>>;
     type Entries = std::iter::Empty<(&'a str, KeyInstance<'a>)>;
+    type Key = &'a str;
+    type KeyedEntries = std::iter::Empty<(&'a str, KeyInstance<'a>)>;
     fn kind(self) -> Kind {
         Kind::String
     }
@@ -508,6 +538,9 @@ impl<'a> Instance<'a> for KeyInstance<'a> {
         0
     }
     fn entries(self) -> Self::Entries {
+        std::iter::empty()
+    }
+    fn keyed_entries(self) -> Self::KeyedEntries {
         std::iter::empty()
     }
     fn get(self, _key: &str) -> Option<Self> {

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::document::{Draft, SchemaDocument};
 use crate::fast::FastError;
 use crate::fast::ecma::{Format, Pattern};
+use crate::fast::eval::Key;
 use crate::pointer;
 
 /// Index of a node in [`Plan::nodes`].
@@ -223,21 +224,30 @@ pub(crate) struct ObjPlan {
 
 impl ObjPlan {
     pub(crate) fn index_of(&self, key: &str) -> Option<u32> {
+        self.index_of_key(key)
+    }
+
+    /// [`ObjPlan::index_of`] of a [`Key`], whose text is made only for a name of eight bytes or
+    /// more whose print matches (or for a large plan's hash lookup).
+    #[inline]
+    pub(crate) fn index_of_key<'a, K: Key<'a>>(&self, key: K) -> Option<u32> {
         match &self.lookup {
             Lookup::Linear(prints, bits) => {
-                let print = key_print(key);
+                let print = key.print();
                 if bits & print_bit(print) == 0 {
                     return None;
                 }
-                let short = key.len() < 8;
+                let short = print & 0xFF < 8;
                 for (k, p) in prints.iter().enumerate() {
-                    if *p == print && (short || self.names.get(k).is_some_and(|n| **n == *key)) {
+                    if *p == print
+                        && (short || self.names.get(k).is_some_and(|n| **n == *key.text()))
+                    {
                         return Some(k as u32);
                     }
                 }
                 None
             }
-            Lookup::Hash(map) => map.get(key).copied(),
+            Lookup::Hash(map) => map.get(key.text()).copied(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! [`crate::parse_json`] would accept the same way is reported as [`Unsure`], and the caller
 //! takes the strict parser's word for it.
 
-use crate::fast::eval::{Instance, Kind};
+use crate::fast::eval::{Instance, Key, Kind};
 use crate::json::MAX_JSON_DEPTH;
 
 /// Objects with at most this many members are checked for duplicate keys pairwise.
@@ -604,9 +604,58 @@ impl<'a> Iterator for TapeEntries<'a> {
     }
 }
 
+/// A member name on a tape: its print is read from the input's bytes, its text made on demand.
+#[derive(Clone, Copy)]
+pub(crate) struct TapeKey<'a>(TapeRef<'a>);
+
+impl<'a> Key<'a> for TapeKey<'a> {
+    #[inline]
+    fn print(self) -> u64 {
+        let TapeRef { tape, text, idx } = self.0;
+        match tape.toks[idx as usize] {
+            Tok::Str {
+                start,
+                len,
+                escaped,
+            } => {
+                let from = if escaped {
+                    tape.arena.as_bytes()
+                } else {
+                    text.as_bytes()
+                };
+                fingerprint(from.get(start as usize..).unwrap_or_default(), len)
+            }
+            _ => 0,
+        }
+    }
+    #[inline]
+    fn text(self) -> &'a str {
+        self.0.as_str()
+    }
+}
+
+pub(crate) struct TapeKeyedEntries<'a>(TapeEntries<'a>);
+
+impl<'a> Iterator for TapeKeyedEntries<'a> {
+    type Item = (TapeKey<'a>, TapeRef<'a>);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let e = &mut self.0;
+        if e.cur.idx >= e.end {
+            return None;
+        }
+        let key = TapeKey(e.cur);
+        let value = e.cur.at(e.cur.idx + 1);
+        e.cur.idx = value.next_index();
+        Some((key, value))
+    }
+}
+
 impl<'a> Instance<'a> for TapeRef<'a> {
     type Items = TapeItems<'a>;
     type Entries = TapeEntries<'a>;
+    type Key = TapeKey<'a>;
+    type KeyedEntries = TapeKeyedEntries<'a>;
 
     #[inline]
     fn kind(self) -> Kind {
@@ -661,8 +710,16 @@ impl<'a> Instance<'a> for TapeRef<'a> {
             _ => TapeEntries { cur: self, end: 0 },
         }
     }
+    #[inline]
+    fn keyed_entries(self) -> TapeKeyedEntries<'a> {
+        TapeKeyedEntries(self.entries())
+    }
     fn get(self, key: &str) -> Option<TapeRef<'a>> {
-        self.entries().find(|(k, _)| *k == key).map(|(_, v)| v)
+        let print = crate::fast::plan::key_print(key);
+        let short = key.len() < 8;
+        self.keyed_entries()
+            .find(|(k, _)| k.print() == print && (short || k.text() == key))
+            .map(|(_, v)| v)
     }
 }
 
@@ -722,6 +779,33 @@ mod tests {
                 crate::fast::plan::key_print(key)
             );
         }
+    }
+
+    /// Members are found by print, then by text where the print cannot tell: escaped keys
+    /// (decoded into the arena), keys of eight bytes or more that share their first bytes.
+    #[test]
+    fn members_are_found_by_print_and_text() {
+        let text = r#"{"a\u0062c":1,"abcdefghij":2,"abcdefghik":3,"x":4,"\u0078y":5}"#;
+        let mut tape = Tape::new();
+        tape.parse(text).unwrap();
+        let root = tape.root(text);
+        let num = |key: &str| root.get(key).map(|v| v.as_f64());
+        assert_eq!(num("abc"), Some(1.0));
+        assert_eq!(num("abcdefghij"), Some(2.0));
+        assert_eq!(num("abcdefghik"), Some(3.0));
+        assert_eq!(num("abcdefghiX"), None);
+        assert_eq!(num("x"), Some(4.0));
+        assert_eq!(num("xy"), Some(5.0));
+        assert_eq!(num("ab"), None);
+        assert_eq!(num(""), None);
+        let prints: Vec<u64> = root.keyed_entries().map(|(k, _)| k.print()).collect();
+        let texts: Vec<&str> = root.keyed_entries().map(|(k, _)| k.text()).collect();
+        assert_eq!(texts, ["abc", "abcdefghij", "abcdefghik", "x", "xy"]);
+        let expected: Vec<u64> = texts
+            .iter()
+            .map(|t| crate::fast::plan::key_print(t))
+            .collect();
+        assert_eq!(prints, expected);
     }
 
     #[test]
