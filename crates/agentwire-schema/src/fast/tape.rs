@@ -86,22 +86,37 @@ impl Tape {
         }
     }
 
-    fn str_at<'a>(&'a self, text: &'a str, idx: u32) -> &'a str {
+    /// Where the string token `idx` is: start, length, and whether it is in the arena (it had
+    /// escapes) rather than the input.
+    #[inline]
+    fn string_at(&self, idx: u32) -> Option<(usize, u32, bool)> {
         match self.toks[idx as usize] {
             Tok::Str {
                 start,
                 len,
                 escaped,
-            } => {
-                let (s, e) = (start as usize, (start + len) as usize);
-                if escaped {
-                    &self.arena[s..e]
-                } else {
-                    &text[s..e]
-                }
-            }
-            _ => "",
+            } => Some((start as usize, len, escaped)),
+            _ => None,
         }
+    }
+
+    /// The [`key_print`](crate::fast::plan::key_print) of the string token `idx`, read from the
+    /// bytes of `text` (or of the arena, for a string with escapes).
+    #[inline]
+    fn print_at(&self, text: &str, idx: u32) -> u64 {
+        let Some((start, len, escaped)) = self.string_at(idx) else {
+            return 0;
+        };
+        let from = if escaped { &self.arena } else { text };
+        fingerprint(from.as_bytes().get(start..).unwrap_or_default(), len)
+    }
+
+    fn str_at<'a>(&'a self, text: &'a str, idx: u32) -> &'a str {
+        let Some((start, len, escaped)) = self.string_at(idx) else {
+            return "";
+        };
+        let from = if escaped { self.arena.as_str() } else { text };
+        &from[start..start + len as usize]
     }
 }
 
@@ -375,21 +390,7 @@ impl Reader<'_, '_> {
                 }
                 let key_idx = self.tape.toks.len() as u32;
                 self.string()?;
-                let print = match self.tape.toks[key_idx as usize] {
-                    Tok::Str {
-                        start,
-                        len,
-                        escaped,
-                    } => {
-                        let from = if escaped {
-                            self.tape.arena.as_bytes()
-                        } else {
-                            self.b
-                        };
-                        fingerprint(from.get(start as usize..).unwrap_or_default(), len)
-                    }
-                    _ => 0,
-                };
+                let print = self.tape.print_at(self.text, key_idx);
                 self.tape.keys.push((key_idx, print));
                 self.ws();
                 if self.peek() != Some(b':') {
@@ -611,22 +612,7 @@ pub(crate) struct TapeKey<'a>(TapeRef<'a>);
 impl<'a> Key<'a> for TapeKey<'a> {
     #[inline]
     fn print(self) -> u64 {
-        let TapeRef { tape, text, idx } = self.0;
-        match tape.toks[idx as usize] {
-            Tok::Str {
-                start,
-                len,
-                escaped,
-            } => {
-                let from = if escaped {
-                    tape.arena.as_bytes()
-                } else {
-                    text.as_bytes()
-                };
-                fingerprint(from.get(start as usize..).unwrap_or_default(), len)
-            }
-            _ => 0,
-        }
+        self.0.tape.print_at(self.0.text, self.0.idx)
     }
     #[inline]
     fn text(self) -> &'a str {
