@@ -352,3 +352,35 @@ fn tasklens_payloads_apply_at_version_1_only() {
         ],
     );
 }
+
+/// A union told apart by a tag: an object without the tag can pass only the branches that do
+/// not require it, and one whose tag is not a string passes none.
+#[test]
+fn tagged_unions_without_a_string_tag() {
+    let doc = SchemaDocument::from_value(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "oneOf": [
+            {"type": "object", "required": ["kind", "a"], "properties": {"kind": {"const": "a"}, "a": {"type": "integer"}}},
+            {"type": "object", "required": ["kind"], "properties": {"kind": {"enum": ["b", "c"]}}},
+            {"type": "object", "required": ["z"], "properties": {"kind": {"const": "z"}, "z": {"type": "string"}}}
+        ]
+    }))
+    .unwrap();
+    assert_verdicts(
+        &doc,
+        &[
+            (json!({"kind": "a", "a": 1}), true),
+            (json!({"kind": "b"}), true),
+            (json!({"kind": "d"}), false),
+            // No tag: only the third branch (which does not require it) can pass.
+            (json!({"z": "s"}), true),
+            (json!({"z": 1}), false),
+            (json!({"a": 1}), false),
+            (json!({}), false),
+            // A tag that is not a string: no branch takes it.
+            (json!({"kind": 1, "z": "s"}), false),
+            (json!({"kind": null, "a": 1}), false),
+            (json!("a"), false),
+        ],
+    );
+}

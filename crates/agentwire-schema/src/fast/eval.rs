@@ -290,9 +290,11 @@ fn tagged<'a, 'u, I: Instance<'a>>(u: &'u Union, i: I) -> Option<&'u [u32]> {
     if i.kind() != Kind::Object {
         return None;
     }
-    let tag = i.get(&t.property)?;
+    let Some(tag) = i.get(&t.property) else {
+        return Some(&t.absent);
+    };
     if tag.kind() != Kind::String {
-        return None;
+        return Some(&[]);
     }
     Some(t.table.get(tag.as_str()).map_or(&[][..], Vec::as_slice))
 }

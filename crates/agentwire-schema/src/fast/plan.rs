@@ -124,6 +124,10 @@ pub(crate) struct TagTable {
     pub(crate) property: Box<str>,
     /// Tag value → indexes into `branches` of the branches that can accept it.
     pub(crate) table: AHashMap<Box<str>, Vec<u32>>,
+    /// Indexes of the branches that do not require the tag: the only ones an object without
+    /// it can pass (every branch takes string literals alone for it, so an object whose tag is
+    /// not a string passes none).
+    pub(crate) absent: Vec<u32>,
 }
 
 #[derive(Debug)]
@@ -1008,9 +1012,16 @@ impl<'d> Compiler<'d> {
                     table.entry(v).or_default().push(bi as u32);
                 }
             }
+            let absent = objs
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.index_of(name).is_none_or(|j| !o.required.contains(&j)))
+                .map(|(bi, _)| bi as u32)
+                .collect();
             return Some(TagTable {
                 property: name.clone(),
                 table,
+                absent,
             });
         }
         None
