@@ -326,6 +326,30 @@ fn tag_dispatched_conditionals_check_their_whole_if() {
             (json!([1]), true),
         ],
     );
+    // The same conditionals reached through references.
+    let doc = SchemaDocument::from_value(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}],
+        "$defs": {
+            "a": {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "a"}, "v": {"const": 1}}},
+                  "then": {"required": ["x"]}},
+            "b": {"$ref": "#/$defs/b2"},
+            "b2": {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "b"}, "v": {"const": 1}}},
+                   "then": {"required": ["y"]}}
+        }
+    }))
+    .unwrap();
+    assert_verdicts(
+        &doc,
+        &[
+            (json!({"kind": "a", "v": 1, "x": 0}), true),
+            (json!({"kind": "a", "v": 1}), false),
+            (json!({"kind": "a", "v": 2}), true),
+            (json!({"kind": "b", "v": 1}), false),
+            (json!({"kind": "b", "v": 1, "y": 0}), true),
+            (json!({"kind": "b"}), true),
+        ],
+    );
 }
 
 /// The same on TaskLens run events: a known type at another schema version is an envelope

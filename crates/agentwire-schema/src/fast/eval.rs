@@ -358,10 +358,16 @@ fn all_of_tagged<'a, I: Instance<'a>>(plan: &Plan, t: &CondTable, i: I, depth: u
 /// [`valid`] of a guarded member (at `depth`) on an object instance: its `if` read as lookups
 /// when it allows, with the depths `valid` would use, so the verdict is the same.
 fn guard_holds<'a, I: Instance<'a>>(plan: &Plan, g: &Guard, i: I, depth: u32) -> bool {
-    let Some(cond) = g.cond.as_ref().filter(|_| depth + 2 <= MAX_EVAL_DEPTH) else {
+    let Some(cond) = g
+        .cond
+        .as_ref()
+        .filter(|c| depth + c.hops + 2 <= MAX_EVAL_DEPTH)
+    else {
         return valid(plan, g.member, i, depth);
     };
-    // `if` at depth + 1, its properties at depth + 2; `then` at depth + 1.
+    // The member's `if`/`then` node is `hops` references deeper; from there, `if` at depth + 1,
+    // its properties at depth + 2, `then` at depth + 1.
+    let depth = depth + cond.hops;
     let holds = cond.props.iter().all(|p| match i.get(&p.name) {
         Some(v) => p.schema.is_none_or(|s| valid(plan, s, v, depth + 2)),
         None => !p.required,

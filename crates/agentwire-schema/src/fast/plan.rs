@@ -157,6 +157,8 @@ pub(crate) struct Guard {
 pub(crate) struct FastCond {
     pub(crate) props: Box<[CondProp]>,
     pub(crate) then: NodeId,
+    /// `$ref` hops from the member to its `if`/`then` (each counts a level of depth).
+    pub(crate) hops: u32,
 }
 
 /// A property an [`FastCond`] looks up.
@@ -869,9 +871,11 @@ impl<'d> Compiler<'d> {
         Some(enum_set(all.into_iter().map(|s| Value::String(s.into()))))
     }
 
-    /// The `if` and `then` of a member that is an `if`/`then` alone (no `else`, no type).
-    fn conditional(&self, member: NodeId) -> Option<(NodeId, NodeId)> {
-        let n = &self.plan.nodes[self.target(member) as usize];
+    /// The `if` and `then` of a member that is an `if`/`then` alone (no `else`, no type), and
+    /// the `$ref` hops from the member to it.
+    fn conditional(&self, member: NodeId) -> Option<(NodeId, NodeId, u32)> {
+        let (id, hops) = self.chain_end(member);
+        let n = &self.plan.nodes[id as usize];
         match n.checks.as_slice() {
             [
                 Check::If {
@@ -879,7 +883,7 @@ impl<'d> Compiler<'d> {
                     then: Some(then),
                     otherwise: None,
                 },
-            ] if n.types == T_ANY => Some((*cond, *then)),
+            ] if n.types == T_ANY => Some((*cond, *then, hops)),
             _ => None,
         }
     }
@@ -887,7 +891,7 @@ impl<'d> Compiler<'d> {
     /// The tag property and values a conditional member's `if` demands, when its `if`
     /// requires one literal string property and it has no `else`.
     fn guarded(&self, member: NodeId) -> Option<Guarded> {
-        let (cond, _) = self.conditional(member)?;
+        let (cond, _, _) = self.conditional(member)?;
         let c = &self.plan.nodes[self.target(cond) as usize];
         let o = c.checks.iter().find_map(|c| {
             if let Check::Obj(o) = c {
@@ -911,7 +915,7 @@ impl<'d> Compiler<'d> {
     /// tag `property` is left out: the dispatch found its value among the literals the `if`
     /// accepts for it.
     fn fast_cond(&self, member: NodeId, property: &str) -> Option<FastCond> {
-        let (cond, then) = self.conditional(member)?;
+        let (cond, then, hops) = self.conditional(member)?;
         let c = &self.plan.nodes[self.target(cond) as usize];
         let [Check::Obj(o)] = c.checks.as_slice() else {
             return None;
@@ -938,7 +942,7 @@ impl<'d> Compiler<'d> {
                 required: o.required.contains(&(k as u32)),
             })
             .collect();
-        Some(FastCond { props, then })
+        Some(FastCond { props, then, hops })
     }
 
     fn cond_table(&self, members: &[NodeId]) -> Option<CondTable> {
