@@ -296,60 +296,47 @@ fn assert_verdicts(doc: &SchemaDocument, cases: &[(Value, bool)]) {
 }
 
 /// A conditional dispatched on a tag whose `if` pins a second property: the payload applies
-/// only when both hold, and a missing required property makes the `if` false.
+/// only when both hold, and a missing required property makes the `if` false. The same
+/// conditionals inline and reached through references.
 #[test]
 fn tag_dispatched_conditionals_check_their_whole_if() {
-    let doc = SchemaDocument::from_value(json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "allOf": [
-            {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "a"}, "v": {"const": 1}}},
-             "then": {"required": ["x"]}},
-            {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "b"}, "v": {"const": 1}}},
-             "then": {"required": ["y"], "properties": {"y": {"type": "string"}}}}
-        ]
-    }))
-    .unwrap();
-    assert_verdicts(
-        &doc,
-        &[
-            (json!({"kind": "a", "v": 1, "x": 0}), true),
-            (json!({"kind": "a", "v": 1}), false),
-            // `v` other than 1, or missing: the `if` is false, `then` does not apply.
-            (json!({"kind": "a", "v": 2}), true),
-            (json!({"kind": "a"}), true),
-            (json!({"kind": "b", "v": 1, "y": "s"}), true),
-            (json!({"kind": "b", "v": 1, "y": 5}), false),
-            (json!({"kind": "b", "v": 1}), false),
-            (json!({"kind": "b", "v": "1"}), true),
-            (json!({"kind": "c", "v": 1}), true),
-            (json!({"kind": 1, "v": 1}), true),
-            (json!([1]), true),
-        ],
+    let cond = |kind: &str, then: Value| {
+        json!({"if": {"required": ["kind", "v"], "properties": {"kind": {"const": kind}, "v": {"const": 1}}},
+               "then": then})
+    };
+    let a = cond("a", json!({"required": ["x"]}));
+    let b = cond(
+        "b",
+        json!({"required": ["y"], "properties": {"y": {"type": "string"}}}),
     );
-    // The same conditionals reached through references.
-    let doc = SchemaDocument::from_value(json!({
+    let inline = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "allOf": [a, b]
+    });
+    let referenced = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}],
-        "$defs": {
-            "a": {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "a"}, "v": {"const": 1}}},
-                  "then": {"required": ["x"]}},
-            "b": {"$ref": "#/$defs/b2"},
-            "b2": {"if": {"required": ["kind", "v"], "properties": {"kind": {"const": "b"}, "v": {"const": 1}}},
-                   "then": {"required": ["y"]}}
-        }
-    }))
-    .unwrap();
-    assert_verdicts(
-        &doc,
-        &[
-            (json!({"kind": "a", "v": 1, "x": 0}), true),
-            (json!({"kind": "a", "v": 1}), false),
-            (json!({"kind": "a", "v": 2}), true),
-            (json!({"kind": "b", "v": 1}), false),
-            (json!({"kind": "b", "v": 1, "y": 0}), true),
-            (json!({"kind": "b"}), true),
-        ],
-    );
+        "$defs": {"a": a, "b": {"$ref": "#/$defs/b2"}, "b2": b}
+    });
+    for schema in [inline, referenced] {
+        assert_verdicts(
+            &SchemaDocument::from_value(schema).unwrap(),
+            &[
+                (json!({"kind": "a", "v": 1, "x": 0}), true),
+                (json!({"kind": "a", "v": 1}), false),
+                // `v` other than 1, or missing: the `if` is false, `then` does not apply.
+                (json!({"kind": "a", "v": 2}), true),
+                (json!({"kind": "a"}), true),
+                (json!({"kind": "b", "v": 1, "y": "s"}), true),
+                (json!({"kind": "b", "v": 1, "y": 5}), false),
+                (json!({"kind": "b", "v": 1}), false),
+                (json!({"kind": "b", "v": "1"}), true),
+                (json!({"kind": "c", "v": 1}), true),
+                (json!({"kind": 1, "v": 1}), true),
+                (json!([1]), true),
+            ],
+        );
+    }
 }
 
 /// The same on TaskLens run events: a known type at another schema version is an envelope
