@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use agentwire_schema::fast::string_special;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -246,33 +247,6 @@ pub(crate) fn valid_json_number(t: &[u8]) -> bool {
     i == t.len()
 }
 
-/// The index of the first `"`, `\\` or control character at or after `i` (eight bytes at a
-/// time: strings are most of a line's bytes and most are short, too short for a vector search
-/// to pay for its setup).
-#[inline]
-fn special_byte(b: &[u8], mut i: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    while let Some(chunk) = b.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-        // Bytes below 0x20; bytes with the high bit set (UTF-8) never match.
-        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let hits =
-            zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\'))) | control;
-        if hits != 0 {
-            return Some(i + (hits.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    b[i.min(b.len())..]
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        .map(|p| i + p)
-}
-
 /// Where the string starting at `pos` (its opening quote) ends, just past the closing quote,
 /// when every escape in it is one serde_json writes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`,
 /// and `\u00XX` in lower-case hex for the other control characters) and it holds no raw control
@@ -283,7 +257,7 @@ pub(crate) fn string_end(b: &[u8], pos: usize) -> Option<usize> {
     }
     let mut i = pos + 1;
     loop {
-        i = special_byte(b, i)?;
+        i = string_special(b, i)?;
         match b[i] {
             b'"' => return Some(i + 1),
             b'\\' => match *b.get(i + 1)? {
@@ -358,29 +332,6 @@ mod tests {
             "tru",
         ] {
             assert!(!canonical(text), "{text}");
-        }
-    }
-
-    #[test]
-    fn special_byte_finds_what_a_byte_loop_finds() {
-        let naive = |b: &[u8], i: usize| {
-            b[i..]
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-                .map(|p| i + p)
-        };
-        let texts: [&[u8]; 6] = [
-            b"plain text without anything special in it at all....",
-            "é中文 and \u{7f}\u{ff} then a quote\" here".as_bytes(),
-            b"0123456\\89abcdef",
-            b"tab\there and \x01",
-            b"\x1f\x20\x21\x22",
-            b"",
-        ];
-        for text in texts {
-            for i in 0..=text.len() {
-                assert_eq!(special_byte(text, i), naive(text, i), "{text:?} at {i}");
-            }
         }
     }
 

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::document::SchemaDocument;
 use crate::json::{self, JsonError};
 use crate::pointer;
-pub use tape::Tape;
+pub use tape::{Tape, string_special};
 
 use eval::Instance;
 use plan::{Compiler, NodeId, Plan};

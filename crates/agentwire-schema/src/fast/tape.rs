@@ -506,6 +506,18 @@ fn skip_plain(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The index of the first `"`, `\\` or control character (below 0x20) at or after `i`: the
+/// bytes a JSON string's body cannot hold as they are. Eight bytes at a time, then byte by byte
+/// in the input's last seven.
+#[inline]
+pub fn string_special(b: &[u8], i: usize) -> Option<usize> {
+    let i = skip_plain(b, i);
+    b.get(i..)?
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map(|p| i + p)
+}
+
 fn hex4(b: &[u8], at: usize) -> Result<u32, Unsure> {
     let digits = b.get(at..at + 4).ok_or(Unsure)?;
     let mut v = 0u32;
@@ -764,6 +776,29 @@ mod tests {
                 fingerprint(key.as_bytes(), key.len() as u32),
                 crate::fast::plan::key_print(key)
             );
+        }
+    }
+
+    #[test]
+    fn string_special_finds_what_a_byte_loop_finds() {
+        let naive = |b: &[u8], i: usize| {
+            b[i..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                .map(|p| i + p)
+        };
+        let texts: [&[u8]; 6] = [
+            b"plain text without anything special in it at all....",
+            "é中文 and \u{7f}\u{ff} then a quote\" here".as_bytes(),
+            b"0123456\\89abcdef",
+            b"tab\there and \x01",
+            b"\x1f\x20\x21\x22",
+            b"",
+        ];
+        for text in texts {
+            for i in 0..=text.len() {
+                assert_eq!(string_special(text, i), naive(text, i), "{text:?} at {i}");
+            }
         }
     }
 
