@@ -1660,23 +1660,51 @@ const SPLIT: Split = Split {
 };
 
 /// Non-empty lines of NDJSON: `(line number from 1, byte range of the trimmed line)`.
-fn line_ranges(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
-    let mut start = 0;
-    let mut number = 0;
-    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
-    ends.filter_map(move |end| {
-        let line = &bytes[start..end];
-        let range = (start, end);
-        start = end + 1;
-        number += 1;
-        let trimmed = line.trim_ascii_start();
-        let lead = line.len() - trimmed.len();
-        let trimmed = trimmed.trim_ascii_end();
-        (!trimmed.is_empty()).then(|| {
-            let s = range.0 + lead;
-            (number, s, s + trimmed.len())
-        })
-    })
+fn line_ranges(bytes: &[u8]) -> LineRanges<'_> {
+    LineRanges {
+        bytes,
+        breaks: memchr::memchr_iter(b'\n', bytes),
+        start: 0,
+        number: 0,
+    }
+}
+
+/// The iterator of [`line_ranges`].
+struct LineRanges<'a> {
+    bytes: &'a [u8],
+    breaks: memchr::Memchr<'a>,
+    /// Where the next line starts (past the end when every line was read).
+    start: usize,
+    /// Lines read so far, blank ones included.
+    number: usize,
+}
+
+impl LineRanges<'_> {
+    /// Line breaks passed so far (once the iterator is done: all of the input's).
+    fn breaks_passed(&self) -> usize {
+        self.number.saturating_sub(1)
+    }
+}
+
+impl Iterator for LineRanges<'_> {
+    type Item = (usize, usize, usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.start <= self.bytes.len() {
+            let end = self.breaks.next().unwrap_or(self.bytes.len());
+            let start = std::mem::replace(&mut self.start, end + 1);
+            self.number += 1;
+            let line = &self.bytes[start..end];
+            let trimmed = line.trim_ascii_start();
+            let lead = line.len() - trimmed.len();
+            let trimmed = trimmed.trim_ascii_end();
+            if !trimmed.is_empty() {
+                let s = start + lead;
+                return Some((self.number, s, s + trimmed.len()));
+            }
+        }
+        None
+    }
 }
 
 /// The line-by-line path of [`coerce_and_derive_ndjson`]; `None` when the input needs the full
@@ -1741,8 +1769,8 @@ impl<'a> Batch<'a> {
     fn scan(&mut self, piece: &'a [u8], hasher: &IdHasher) {
         self.lines.clear();
         self.fields.clear();
-        self.breaks = memchr::memchr_iter(b'\n', piece).count();
-        for (line, start, end) in line_ranges(piece) {
+        let mut ranges = line_ranges(piece);
+        for (line, start, end) in ranges.by_ref() {
             let raw = &piece[start..end];
             let mut prepared = None;
             let fast = std::str::from_utf8(raw).ok().and_then(|text| {
@@ -1758,6 +1786,7 @@ impl<'a> Batch<'a> {
                 prepared,
             });
         }
+        self.breaks = ranges.breaks_passed();
     }
 }
 
@@ -2019,6 +2048,29 @@ mod tests {
         derive_run_state_owned(
             to_run_events_from_slice(bytes, &CoerceOptions::default()).into_events(),
         )
+    }
+
+    /// Lines are numbered from 1 counting blank ones; once read, the breaks passed are the
+    /// input's, so a piece's count carries the next piece's numbering on.
+    #[test]
+    fn line_ranges_number_lines_and_count_breaks() {
+        for (text, lines) in [
+            ("", vec![]),
+            ("a", vec![(1, "a")]),
+            ("a\n", vec![(1, "a")]),
+            ("\n\n  b \r\n\nc", vec![(3, "b"), (5, "c")]),
+            ("x\n\n", vec![(1, "x")]),
+        ] {
+            let mut ranges = line_ranges(text.as_bytes());
+            let read: Vec<(usize, &str)> =
+                ranges.by_ref().map(|(n, s, e)| (n, &text[s..e])).collect();
+            assert_eq!(read, lines, "{text:?}");
+            assert_eq!(
+                ranges.breaks_passed(),
+                text.matches('\n').count(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]
