@@ -1,8 +1,6 @@
 //! Wire error codes (JSON-RPC numbers and Roll `rollCode` names) and this crate's own error type.
 
-use std::fmt;
-
-use crate::version::ProtocolVersion;
+use crate::registry::wire_enum;
 
 /// JSON-RPC: the line was not JSON.
 pub const JSONRPC_PARSE_ERROR: i64 = -32700;
@@ -19,25 +17,13 @@ pub const ROLL_DOMAIN_ERROR: i64 = -32000;
 
 macro_rules! roll_codes {
     ($($variant:ident = $since:ident, $retry:literal, $meaning:literal;)+) => {
-        /// A Roll domain error code (`error.data.rollCode`).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        #[allow(non_camel_case_types)]
-        pub enum RollErrorCode { $($variant),+ }
+        wire_enum! {
+            /// A Roll domain error code (`error.data.rollCode`).
+            #[allow(non_camel_case_types)]
+            RollErrorCode { $($variant = stringify!($variant), since $since),+ }
+        }
 
         impl RollErrorCode {
-            /// Every code, in registry order.
-            pub const ALL: [RollErrorCode; [$(stringify!($variant)),+].len()] = [$(RollErrorCode::$variant),+];
-
-            /// The wire name, e.g. `"THREAD_NOT_FOUND"`.
-            pub fn as_str(self) -> &'static str {
-                match self { $(RollErrorCode::$variant => stringify!($variant)),+ }
-            }
-
-            /// The first version whose registry has the code.
-            pub fn since(self) -> ProtocolVersion {
-                match self { $(RollErrorCode::$variant => ProtocolVersion::$since),+ }
-            }
-
             /// What the code means.
             pub fn meaning(self) -> &'static str {
                 match self { $(RollErrorCode::$variant => $meaning),+ }
@@ -78,27 +64,11 @@ roll_codes! {
 }
 
 impl RollErrorCode {
-    /// Looks a wire name up (in any version).
-    pub fn from_wire(name: &str) -> Option<RollErrorCode> {
-        RollErrorCode::ALL.into_iter().find(|c| c.as_str() == name)
-    }
-
     /// The JSON-RPC `error.code` a runtime sends with this `rollCode`.
     pub fn jsonrpc_code(self) -> i64 {
         match self {
             RollErrorCode::INVALID_PARAMS => JSONRPC_INVALID_PARAMS,
             _ => ROLL_DOMAIN_ERROR,
         }
-    }
-
-    /// Whether `version`'s registry has the code.
-    pub fn is_available(self, version: ProtocolVersion) -> bool {
-        self.since() <= version
-    }
-}
-
-impl fmt::Display for RollErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }

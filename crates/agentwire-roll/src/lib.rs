@@ -11,9 +11,11 @@ pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
 pub mod ids;
+pub mod methods;
 pub mod negotiation;
 pub mod parse;
 pub mod project;
+mod registry;
 pub mod schema;
 pub mod types;
 pub mod user_input;
@@ -24,6 +26,7 @@ pub use cursor::{
 };
 pub use errors::RollErrorCode;
 pub use ids::{InteractionId, JsonRpcId, RequestId};
+pub use methods::{MethodKind, MethodParams, MethodResult, RollMethod, request};
 pub use version::{
     Capabilities, Feature, LATEST_VERSION, Method, ProtocolVersion, SUPPORTED_VERSIONS,
     ServerRequestMethod,

@@ -5,9 +5,8 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::approval::{
-    ApprovalDecision, ApprovalRequestParams, ApprovalRespondParams, LegacyApprovalRequestParams,
-};
+use crate::approval::{ApprovalDecision, ApprovalRequestParams, LegacyApprovalRequestParams};
+pub use crate::methods::{MethodParams, MethodResult};
 use crate::schema::{self, SchemaIssue};
 use crate::types::*;
 use crate::user_input::{
@@ -79,7 +78,7 @@ pub fn definition_stem(method: &str) -> String {
     out
 }
 
-fn checked<T: DeserializeOwned>(
+pub(crate) fn checked<T: DeserializeOwned>(
     version: ProtocolVersion,
     definition: &str,
     value: &Value,
@@ -89,56 +88,22 @@ fn checked<T: DeserializeOwned>(
     serde_json::from_value(value.clone()).map_err(|e| ParseError::Decode(e.to_string()))
 }
 
-/// Typed params of a client request.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(missing_docs)]
-pub enum MethodParams {
-    Initialize(InitializeParams),
-    ClientCapabilitiesSet(ClientCapabilitiesSetParams),
-    ThreadList(ThreadListParams),
-    ThreadCreate(ThreadCreateParams),
-    ThreadOpen(ThreadIdParams),
-    ThreadSnapshot(ThreadSnapshotParams),
-    ThreadRename(ThreadRenameParams),
-    ThreadDelete(ThreadMutationParams),
-    ThreadDetach(ThreadMutationParams),
-    ThreadCapabilities(ThreadIdParams),
-    RuntimeEventsResume(RuntimeEventsResumeParams),
-    TurnStart(TurnStartParams),
-    TurnCancel(TurnCancelParams),
-    ApprovalRespond(ApprovalRespondParams),
-    OperationGet(OperationParams),
-    OperationResultGet(OperationParams),
-    AttachmentStage(AttachmentStageParams),
-    AttachmentChunk(AttachmentChunkParams),
-    AttachmentCommit(AttachmentParams),
-    AttachmentRelease(AttachmentParams),
+/// Parses the params of client request `method` under `version`.
+pub fn parse_method_params(
+    version: ProtocolVersion,
+    method: &str,
+    params: &Value,
+) -> Result<MethodParams, ParseError> {
+    method_in(version, method)?.parse_params(version, params)
 }
 
-/// Typed result of a client request.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(missing_docs)]
-pub enum MethodResult {
-    Initialize(InitializeResult),
-    ClientCapabilitiesSet(ClientCapabilitiesSetResult),
-    ThreadList(ThreadListResult),
-    ThreadCreate(ThreadResult),
-    ThreadOpen(Box<ThreadSnapshot>),
-    ThreadSnapshot(Box<ThreadSnapshot>),
-    ThreadRename(ThreadResult),
-    ThreadDelete(ThreadDeleteResult),
-    ThreadDetach(ThreadDetachResult),
-    ThreadCapabilities(ThreadCapabilitiesResult),
-    RuntimeEventsResume(RuntimeEventsResumeResult),
-    TurnStart(TurnStartResult),
-    TurnCancel(TurnCancelResult),
-    ApprovalRespond(ApprovalRespondResult),
-    OperationGet(OperationGetResult),
-    OperationResultGet(OperationResultGetResult),
-    AttachmentStage(AttachmentStageResult),
-    AttachmentChunk(AttachmentChunkResult),
-    AttachmentCommit(AttachmentCommitResult),
-    AttachmentRelease(AttachmentReleaseResult),
+/// Parses the result of client request `method` under `version`.
+pub fn parse_method_result(
+    version: ProtocolVersion,
+    method: &str,
+    result: &Value,
+) -> Result<MethodResult, ParseError> {
+    method_in(version, method)?.parse_result(version, result)
 }
 
 fn method_in(version: ProtocolVersion, method: &str) -> Result<Method, ParseError> {
@@ -148,78 +113,6 @@ fn method_in(version: ProtocolVersion, method: &str) -> Result<Method, ParseErro
             method: method.to_owned(),
             version,
         })
-}
-
-/// Parses the params of client request `method` under `version`.
-pub fn parse_method_params(
-    version: ProtocolVersion,
-    method: &str,
-    params: &Value,
-) -> Result<MethodParams, ParseError> {
-    let found = method_in(version, method)?;
-    let definition = format!("{}Params", definition_stem(method));
-    let v = version;
-    let d = definition.as_str();
-    Ok(match found {
-        Method::Initialize => MethodParams::Initialize(checked(v, d, params)?),
-        Method::ClientCapabilitiesSet => {
-            MethodParams::ClientCapabilitiesSet(checked(v, d, params)?)
-        }
-        Method::ThreadList => MethodParams::ThreadList(checked(v, d, params)?),
-        Method::ThreadCreate => MethodParams::ThreadCreate(checked(v, d, params)?),
-        Method::ThreadOpen => MethodParams::ThreadOpen(checked(v, d, params)?),
-        Method::ThreadSnapshot => MethodParams::ThreadSnapshot(checked(v, d, params)?),
-        Method::ThreadRename => MethodParams::ThreadRename(checked(v, d, params)?),
-        Method::ThreadDelete => MethodParams::ThreadDelete(checked(v, d, params)?),
-        Method::ThreadDetach => MethodParams::ThreadDetach(checked(v, d, params)?),
-        Method::ThreadCapabilities => MethodParams::ThreadCapabilities(checked(v, d, params)?),
-        Method::RuntimeEventsResume => MethodParams::RuntimeEventsResume(checked(v, d, params)?),
-        Method::TurnStart => MethodParams::TurnStart(checked(v, d, params)?),
-        Method::TurnCancel => MethodParams::TurnCancel(checked(v, d, params)?),
-        Method::ApprovalRespond => MethodParams::ApprovalRespond(checked(v, d, params)?),
-        Method::OperationGet => MethodParams::OperationGet(checked(v, d, params)?),
-        Method::OperationResultGet => MethodParams::OperationResultGet(checked(v, d, params)?),
-        Method::AttachmentStage => MethodParams::AttachmentStage(checked(v, d, params)?),
-        Method::AttachmentChunk => MethodParams::AttachmentChunk(checked(v, d, params)?),
-        Method::AttachmentCommit => MethodParams::AttachmentCommit(checked(v, d, params)?),
-        Method::AttachmentRelease => MethodParams::AttachmentRelease(checked(v, d, params)?),
-    })
-}
-
-/// Parses the result of client request `method` under `version`.
-pub fn parse_method_result(
-    version: ProtocolVersion,
-    method: &str,
-    result: &Value,
-) -> Result<MethodResult, ParseError> {
-    let found = method_in(version, method)?;
-    let definition = format!("{}Result", definition_stem(method));
-    let v = version;
-    let d = definition.as_str();
-    Ok(match found {
-        Method::Initialize => MethodResult::Initialize(checked(v, d, result)?),
-        Method::ClientCapabilitiesSet => {
-            MethodResult::ClientCapabilitiesSet(checked(v, d, result)?)
-        }
-        Method::ThreadList => MethodResult::ThreadList(checked(v, d, result)?),
-        Method::ThreadCreate => MethodResult::ThreadCreate(checked(v, d, result)?),
-        Method::ThreadOpen => MethodResult::ThreadOpen(Box::new(checked(v, d, result)?)),
-        Method::ThreadSnapshot => MethodResult::ThreadSnapshot(Box::new(checked(v, d, result)?)),
-        Method::ThreadRename => MethodResult::ThreadRename(checked(v, d, result)?),
-        Method::ThreadDelete => MethodResult::ThreadDelete(checked(v, d, result)?),
-        Method::ThreadDetach => MethodResult::ThreadDetach(checked(v, d, result)?),
-        Method::ThreadCapabilities => MethodResult::ThreadCapabilities(checked(v, d, result)?),
-        Method::RuntimeEventsResume => MethodResult::RuntimeEventsResume(checked(v, d, result)?),
-        Method::TurnStart => MethodResult::TurnStart(checked(v, d, result)?),
-        Method::TurnCancel => MethodResult::TurnCancel(checked(v, d, result)?),
-        Method::ApprovalRespond => MethodResult::ApprovalRespond(checked(v, d, result)?),
-        Method::OperationGet => MethodResult::OperationGet(checked(v, d, result)?),
-        Method::OperationResultGet => MethodResult::OperationResultGet(checked(v, d, result)?),
-        Method::AttachmentStage => MethodResult::AttachmentStage(checked(v, d, result)?),
-        Method::AttachmentChunk => MethodResult::AttachmentChunk(checked(v, d, result)?),
-        Method::AttachmentCommit => MethodResult::AttachmentCommit(checked(v, d, result)?),
-        Method::AttachmentRelease => MethodResult::AttachmentRelease(checked(v, d, result)?),
-    })
 }
 
 /// Typed params of a server request.

@@ -5,6 +5,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::errors::RollErrorCode;
+pub use crate::methods::Method;
+use crate::registry::wire_enum;
 
 /// One wire version of the Roll runtime protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -165,143 +167,27 @@ pub struct Capabilities {
     pub app_output: bool,
 }
 
-macro_rules! wire_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident = $wire:literal since $since:ident),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum $name { $($variant),+ }
-
-        impl $name {
-            /// Every value, in registry order.
-            pub const ALL: [$name; [$($wire),+].len()] = [$($name::$variant),+];
-
-            /// The wire name.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $wire),+ }
-            }
-
-            /// The first version that has it.
-            pub fn since(self) -> ProtocolVersion {
-                match self { $($name::$variant => ProtocolVersion::$since),+ }
-            }
-
-            /// Looks a wire name up (in any version).
-            pub fn from_wire(name: &str) -> Option<$name> {
-                $name::ALL.into_iter().find(|m| m.as_str() == name)
-            }
-
-            /// Whether `version` has it.
-            pub fn is_available(self, version: ProtocolVersion) -> bool {
-                self.since() <= version
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-wire_enum! {
-    /// A client-to-runtime method.
-    Method {
-        Initialize = "initialize" since V1_0,
-        ClientCapabilitiesSet = "client.capabilities.set" since V1_2,
-        ThreadList = "thread.list" since V1_0,
-        ThreadCreate = "thread.create" since V1_0,
-        ThreadOpen = "thread.open" since V1_0,
-        ThreadSnapshot = "thread.snapshot" since V1_0,
-        ThreadRename = "thread.rename" since V1_0,
-        ThreadDelete = "thread.delete" since V1_0,
-        ThreadDetach = "thread.detach" since V1_0,
-        ThreadCapabilities = "thread.capabilities" since V1_0,
-        RuntimeEventsResume = "runtime.events.resume" since V1_3,
-        TurnStart = "turn.start" since V1_0,
-        TurnCancel = "turn.cancel" since V1_0,
-        ApprovalRespond = "approval.respond" since V1_0,
-        OperationGet = "operation.get" since V1_0,
-        OperationResultGet = "operation.result.get" since V1_5,
-        AttachmentStage = "attachment.stage" since V1_4,
-        AttachmentChunk = "attachment.chunk" since V1_4,
-        AttachmentCommit = "attachment.commit" since V1_4,
-        AttachmentRelease = "attachment.release" since V1_4,
-    }
-}
-
-impl Method {
-    /// Whether the method carries a `requestId` and is de-duplicated by it.
-    pub fn is_idempotent_mutation(self) -> bool {
-        matches!(
-            self,
-            Method::ThreadCreate
-                | Method::ThreadRename
-                | Method::ThreadDelete
-                | Method::ThreadDetach
-                | Method::TurnStart
-                | Method::TurnCancel
-                | Method::ApprovalRespond
-                | Method::AttachmentStage
-                | Method::AttachmentChunk
-                | Method::AttachmentCommit
-                | Method::AttachmentRelease
-        )
-    }
-
-    /// Reads the official client retries once when the error is `retryable`.
-    pub fn is_retryable_read(self) -> bool {
-        matches!(
-            self,
-            Method::ThreadList
-                | Method::ThreadSnapshot
-                | Method::ThreadCapabilities
-                | Method::OperationGet
-        )
-    }
-
-    /// Whether a runtime of `version` serves the method (present in the registry and not
-    /// answered `CAPABILITY_UNAVAILABLE`, as `approval.respond` is from 1.1 on).
-    pub fn is_served(self, version: ProtocolVersion) -> bool {
-        let answered_unavailable =
-            self == Method::ApprovalRespond && !version.capabilities().client_approval_responses;
-        self.is_available(version) && !answered_unavailable
-    }
-
-    /// The feature a runtime must announce before the method may be called.
-    pub fn required_feature(self) -> Option<Feature> {
-        match self {
-            Method::AttachmentStage
-            | Method::AttachmentChunk
-            | Method::AttachmentCommit
-            | Method::AttachmentRelease => Some(Feature::Attachments),
-            Method::OperationResultGet => Some(Feature::AppOutput),
-            _ => None,
-        }
-    }
-}
-
 wire_enum! {
     /// A runtime-to-client server request.
     ServerRequestMethod {
-        ApprovalRequest = "approval.request" since V1_1,
-        UserInputRequest = "userInput.request" since V1_2,
+        ApprovalRequest = "approval.request", since V1_1,
+        UserInputRequest = "userInput.request", since V1_2,
     }
 }
 
 wire_enum! {
     /// A runtime feature announced in the `initialize` result.
     Feature {
-        ThreadManagement = "thread-management" since V1_0,
-        Snapshots = "snapshots" since V1_0,
-        Turns = "turns" since V1_0,
-        Approvals = "approvals" since V1_0,
-        ToolStreaming = "tool-streaming" since V1_0,
-        ReasoningSummary = "reasoning-summary" since V1_0,
-        OperationProjection = "operation-projection" since V1_0,
-        ProcessLocalSequence = "process-local-sequence" since V1_0,
-        Attachments = "attachments" since V1_4,
-        AppOutput = "app-output" since V1_5,
+        ThreadManagement = "thread-management", since V1_0,
+        Snapshots = "snapshots", since V1_0,
+        Turns = "turns", since V1_0,
+        Approvals = "approvals", since V1_0,
+        ToolStreaming = "tool-streaming", since V1_0,
+        ReasoningSummary = "reasoning-summary", since V1_0,
+        OperationProjection = "operation-projection", since V1_0,
+        ProcessLocalSequence = "process-local-sequence", since V1_0,
+        Attachments = "attachments", since V1_4,
+        AppOutput = "app-output", since V1_5,
     }
 }
 
