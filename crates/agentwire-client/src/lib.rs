@@ -1,0 +1,32 @@
+//! Host-side clients of agent runtimes. [`recovery`]: the Roll recovery manager, which turns
+//! what a runtime sends across reconnects, replays and restarts into one gap-free,
+//! duplicate-free stream of durable events per thread.
+//!
+//! ```
+//! use agentwire_client::{Action, Delivery, RecoveryConfig, StagedEvent, ThreadRecovery};
+//! use agentwire_roll::cursor::EventCursor;
+//!
+//! let log = [7u8; 16];
+//! let at = |seq: u64| EventCursor::new(log, seq, [seq as u8; 16]);
+//! let mut thread: ThreadRecovery<String> =
+//!     ThreadRecovery::new(RecoveryConfig::default(), Some(at(4)), Some("instance-a".into()));
+//! assert_eq!(thread.connected("instance-a"), Action::Resume { after_cursor: Some(at(4)) });
+//! // The replay of 5 and a live 6 arrive in either order, then the barrier.
+//! thread.event(StagedEvent { cursor: at(6), bytes: 120, event: "live".into() });
+//! thread.event(StagedEvent { cursor: at(5), bytes: 120, event: "replayed".into() });
+//! thread.resumed(Some(&at(5)), 1).unwrap();
+//! let shown: Vec<String> = thread
+//!     .take_deliveries()
+//!     .filter_map(|d| match d {
+//!         Delivery::Event(e) => Some(e.event),
+//!         Delivery::Reset { .. } => None,
+//!     })
+//!     .collect();
+//! assert_eq!(shown, ["replayed", "live"]);
+//! ```
+
+pub mod recovery;
+
+pub use recovery::{
+    Action, Delivery, FallbackReason, RecoveryConfig, RecoveryError, StagedEvent, ThreadRecovery,
+};
