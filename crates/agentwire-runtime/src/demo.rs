@@ -1,0 +1,154 @@
+//! The scripted demo agent's commands: what a turn's input text asks it to do, parsed without a
+//! clock or randomness so every run says the same thing. docs/agent.md lists them.
+
+use serde_json::Value;
+
+use crate::event::FailStage;
+
+/// Most deltas `/slow` streams.
+pub const MAX_SLOW_DELTAS: u64 = 1_000;
+/// Most operations `/burst` runs.
+pub const MAX_BURST_OPERATIONS: u64 = 100_000;
+/// Largest message `/big` writes: the durable record limit less room for the envelope.
+pub const MAX_BIG_BYTES: u64 = 16 * 1024 * 1024 - 64 * 1024;
+/// Longest approval explanation the protocol allows.
+pub const MAX_EXPLANATION_CHARS: usize = 100;
+
+/// What one turn's input asks the demo agent to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DemoCommand {
+    /// Plain text: stream `echo: <text>` in several deltas, then the completed message.
+    Echo { text: String },
+    /// `/tool NAME JSON`: one tool operation with that input.
+    Tool { name: String, input: Value },
+    /// `/approve COMMAND`: ask approval to run a shell command, then run it or not.
+    Approve { command: String },
+    /// `/edit PATH`: ask approval with a file-change diff preview, then apply it or not.
+    Edit { path: String },
+    /// `/ask QUESTION`: a form with a text and a choice control.
+    Ask { question: String },
+    /// `/fail STAGE`: the turn fails at that stage.
+    Fail { stage: FailStage },
+    /// `/slow N`: N deltas, 50 ms apart.
+    Slow { deltas: u64 },
+    /// `/burst N`: N small tool operations as fast as possible.
+    Burst { operations: u64 },
+    /// `/big BYTES`: one completed message of that many bytes.
+    Big { bytes: u64 },
+    /// `/app`: a tool completed with an app-output descriptor.
+    App,
+    /// A command it does not understand: it answers with the usage, and the turn completes.
+    Usage { problem: String },
+}
+
+impl DemoCommand {
+    /// Reads a turn's input text.
+    pub fn parse(text: &str) -> DemoCommand {
+        let trimmed = text.trim();
+        let Some(rest) = trimmed.strip_prefix('/') else {
+            return DemoCommand::Echo {
+                text: text.to_owned(),
+            };
+        };
+        let (name, args) = match rest.split_once(char::is_whitespace) {
+            Some((name, args)) => (name, args.trim()),
+            None => (rest, ""),
+        };
+        match name {
+            "tool" => tool(args),
+            "approve" if !args.is_empty() => DemoCommand::Approve {
+                command: args.to_owned(),
+            },
+            "edit" if !args.is_empty() => DemoCommand::Edit {
+                path: args.to_owned(),
+            },
+            "ask" if !args.is_empty() => DemoCommand::Ask {
+                question: args.to_owned(),
+            },
+            "fail" => match FailStage::parse(args) {
+                Some(stage) => DemoCommand::Fail { stage },
+                None => usage(format!(
+                    "/fail takes bootstrap, plan or execute, not {args:?}"
+                )),
+            },
+            "slow" => count(args, MAX_SLOW_DELTAS, "/slow N")
+                .map_or_else(usage, |deltas| DemoCommand::Slow { deltas }),
+            "burst" => count(args, MAX_BURST_OPERATIONS, "/burst N")
+                .map_or_else(usage, |operations| DemoCommand::Burst { operations }),
+            "big" => count(args, MAX_BIG_BYTES, "/big BYTES")
+                .map_or_else(usage, |bytes| DemoCommand::Big { bytes }),
+            "app" if args.is_empty() => DemoCommand::App,
+            "approve" | "edit" | "ask" => usage(format!("/{name} needs an argument")),
+            "app" => usage("/app takes no argument".into()),
+            other => usage(format!("unknown command /{other}")),
+        }
+    }
+
+    /// The deltas a reply is streamed in: word by word (each keeping its trailing space), so a
+    /// host sees several and their concatenation is the whole text.
+    pub fn deltas(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (i, c) in text.char_indices() {
+            if c == ' ' {
+                out.push(&text[start..=i]);
+                start = i + 1;
+            }
+        }
+        if start < text.len() {
+            out.push(&text[start..]);
+        }
+        out
+    }
+
+    /// The reply of `Echo`.
+    pub fn echo_reply(text: &str) -> String {
+        format!("echo: {text}")
+    }
+
+    /// The explanation shown with an approval of `command`: at most 100 characters.
+    pub fn explanation(command: &str) -> String {
+        let text = format!("Runs `{command}` in the workspace shell.");
+        if text.chars().count() <= MAX_EXPLANATION_CHARS {
+            return text;
+        }
+        let mut short: String = text.chars().take(MAX_EXPLANATION_CHARS - 1).collect();
+        short.push('…');
+        short
+    }
+}
+
+fn tool(args: &str) -> DemoCommand {
+    let (name, json) = match args.split_once(char::is_whitespace) {
+        Some((name, json)) => (name, json.trim()),
+        None => (args, ""),
+    };
+    if name.is_empty() {
+        return usage("/tool NAME JSON needs a tool name".into());
+    }
+    let input = if json.is_empty() {
+        Value::Object(Default::default())
+    } else {
+        match serde_json::from_str::<Value>(json) {
+            Ok(value) => value,
+            Err(error) => return usage(format!("/tool {name}: the input is not JSON: {error}")),
+        }
+    };
+    DemoCommand::Tool {
+        name: name.to_owned(),
+        input,
+    }
+}
+
+fn count(args: &str, max: u64, form: &str) -> Result<u64, String> {
+    match args.parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{form} takes a whole number from 1 to {max}, not {args:?}"
+        )),
+    }
+}
+
+fn usage(problem: String) -> DemoCommand {
+    DemoCommand::Usage { problem }
+}

@@ -1,0 +1,356 @@
+//! The durable events of a thread, as the runtime stores them (one JSON object per event, the
+//! `type` tag naming it) and the records they carry. Ephemeral happenings (message deltas, tool
+//! output, reasoning summaries) are not here: they are never stored.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One durable event and the time the runtime stamped it (milliseconds since the Unix epoch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StampedEvent {
+    /// When the runtime produced the event.
+    pub at_ms: u64,
+    /// The event.
+    pub event: ThreadEvent,
+}
+
+/// What happened to a thread. Each variant is one durable record of its log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all_fields = "camelCase", deny_unknown_fields)]
+pub enum ThreadEvent {
+    /// The thread exists; always its first event.
+    #[serde(rename = "thread.created")]
+    ThreadCreated {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    /// The thread's title changed.
+    #[serde(rename = "thread.renamed")]
+    ThreadRenamed { title: String },
+    /// The thread was deleted; nothing may follow.
+    #[serde(rename = "thread.deleted")]
+    ThreadDeleted,
+    /// A turn began with the user's input (which becomes the thread's next user message).
+    #[serde(rename = "turn.started")]
+    TurnStarted { turn_id: String, input: TurnInput },
+    /// The active turn's status changed (waiting for the user, running again, cancelling).
+    #[serde(rename = "turn.status")]
+    TurnStatusChanged { turn_id: String, status: TurnStatus },
+    /// The agent finished a message.
+    #[serde(rename = "message.completed")]
+    MessageCompleted {
+        turn_id: String,
+        stream_id: String,
+        text: String,
+    },
+    /// A tool operation ended.
+    #[serde(rename = "operation.completed")]
+    OperationCompleted {
+        turn_id: String,
+        operation: Operation,
+    },
+    /// An approval or a user-input form awaits the host.
+    #[serde(rename = "interaction.opened")]
+    InteractionOpened { interaction: Interaction },
+    /// A pending interaction ended: decided, submitted, cancelled or expired.
+    #[serde(rename = "interaction.resolved")]
+    InteractionResolved {
+        interaction_id: String,
+        resolution: Resolution,
+    },
+    /// The turn ended normally.
+    #[serde(rename = "turn.completed")]
+    TurnCompleted { turn_id: String },
+    /// The turn was cancelled.
+    #[serde(rename = "turn.cancelled")]
+    TurnCancelled {
+        turn_id: String,
+        reason: String,
+        message: String,
+    },
+    /// The turn failed at a stage.
+    #[serde(rename = "turn.failed")]
+    TurnFailed {
+        turn_id: String,
+        stage: FailStage,
+        message: String,
+    },
+    /// What the thread's agent offers changed.
+    #[serde(rename = "capabilities.changed")]
+    CapabilitiesChanged,
+}
+
+impl ThreadEvent {
+    /// The turn the event belongs to, if any.
+    pub fn turn_id(&self) -> Option<&str> {
+        match self {
+            ThreadEvent::TurnStarted { turn_id, .. }
+            | ThreadEvent::TurnStatusChanged { turn_id, .. }
+            | ThreadEvent::MessageCompleted { turn_id, .. }
+            | ThreadEvent::OperationCompleted { turn_id, .. }
+            | ThreadEvent::TurnCompleted { turn_id }
+            | ThreadEvent::TurnCancelled { turn_id, .. }
+            | ThreadEvent::TurnFailed { turn_id, .. } => Some(turn_id),
+            ThreadEvent::InteractionOpened { interaction } => Some(&interaction.turn_id),
+            ThreadEvent::ThreadCreated { .. }
+            | ThreadEvent::ThreadRenamed { .. }
+            | ThreadEvent::ThreadDeleted
+            | ThreadEvent::InteractionResolved { .. }
+            | ThreadEvent::CapabilitiesChanged => None,
+        }
+    }
+
+    /// The `type` tag, as stored.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ThreadEvent::ThreadCreated { .. } => "thread.created",
+            ThreadEvent::ThreadRenamed { .. } => "thread.renamed",
+            ThreadEvent::ThreadDeleted => "thread.deleted",
+            ThreadEvent::TurnStarted { .. } => "turn.started",
+            ThreadEvent::TurnStatusChanged { .. } => "turn.status",
+            ThreadEvent::MessageCompleted { .. } => "message.completed",
+            ThreadEvent::OperationCompleted { .. } => "operation.completed",
+            ThreadEvent::InteractionOpened { .. } => "interaction.opened",
+            ThreadEvent::InteractionResolved { .. } => "interaction.resolved",
+            ThreadEvent::TurnCompleted { .. } => "turn.completed",
+            ThreadEvent::TurnCancelled { .. } => "turn.cancelled",
+            ThreadEvent::TurnFailed { .. } => "turn.failed",
+            ThreadEvent::CapabilitiesChanged => "capabilities.changed",
+        }
+    }
+}
+
+/// What the user sent to start a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TurnInput {
+    /// The text (may be empty when attachments are present).
+    pub text: String,
+    /// Committed attachments, as message parts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentPart>,
+}
+
+/// An attachment as it appears in a message: never a path or the content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttachmentPart {
+    /// The attachment's id.
+    pub attachment_id: String,
+    /// Its media type.
+    pub media_type: String,
+    /// Its size.
+    pub bytes: u64,
+    /// The sanitised name shown to people.
+    pub display_name: String,
+}
+
+/// Status of the active turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnStatus {
+    /// The agent is working.
+    Running,
+    /// An interaction awaits the user.
+    WaitingForUser,
+    /// A cancel was asked for and is in progress.
+    Cancelling,
+}
+
+/// The stage a turn failed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailStage {
+    /// Before the agent started.
+    Bootstrap,
+    /// While planning.
+    Plan,
+    /// While executing (also: the runtime stopped during the turn).
+    Execute,
+}
+
+impl FailStage {
+    /// Parses the wire name.
+    pub fn parse(text: &str) -> Option<FailStage> {
+        match text {
+            "bootstrap" => Some(FailStage::Bootstrap),
+            "plan" => Some(FailStage::Plan),
+            "execute" => Some(FailStage::Execute),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailStage::Bootstrap => "bootstrap",
+            FailStage::Plan => "plan",
+            FailStage::Execute => "execute",
+        }
+    }
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The host's user (turn input).
+    User,
+    /// The agent.
+    Assistant,
+}
+
+/// A part of a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum MessagePart {
+    /// Text.
+    Text { text: String },
+    /// An attachment.
+    Attachment(AttachmentPart),
+}
+
+/// A message of the transcript, in the order the fold saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Position among the thread's messages, from 0.
+    pub sequence: u64,
+    /// Who wrote it.
+    pub role: Role,
+    /// The turn it belongs to.
+    pub turn_id: String,
+    /// When it was recorded.
+    pub created_at_ms: u64,
+    /// Its parts.
+    pub parts: Vec<MessagePart>,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// It ran and succeeded.
+    Success,
+    /// The user rejected its approval (or let it expire).
+    UserRejected,
+    /// A policy refused it.
+    PolicyDenied,
+    /// Its input was invalid.
+    InvalidInput,
+    /// The turn was cancelled while it ran.
+    Cancelled,
+    /// It ran and failed.
+    ToolFailed,
+}
+
+/// A tool call's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolOutcome {
+    /// The kind.
+    pub kind: OutcomeKind,
+    /// Why, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A completed tool operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Operation {
+    /// The operation's id.
+    pub id: String,
+    /// The agent's id of the tool call.
+    pub tool_call_id: String,
+    /// The agent that called it.
+    pub agent_name: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The input the tool got.
+    pub input: Value,
+    /// How it ended.
+    pub outcome: ToolOutcome,
+    /// What to show (text, or the file-change `{text, diff}` shape).
+    pub display: Value,
+    /// An app-output descriptor and its stored result, when the tool produced one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_output: Option<Value>,
+}
+
+/// What a pending interaction asks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum InteractionKind {
+    /// Approve or reject a tool call.
+    Approval {
+        /// The domain id of the approval.
+        approval_id: String,
+        /// The agent asking.
+        agent_name: String,
+        /// The tool it wants to run.
+        tool_name: String,
+        /// What the user decides on (command, explanation, diff preview).
+        preview: Value,
+        /// Why approval is needed, when a classifier said so.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Fill in a form.
+    UserInput {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// The controls, as the form rules define them.
+        controls: Value,
+    },
+}
+
+/// An approval or user-input request with its absolute deadline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Interaction {
+    /// The interaction's id (stable across re-deliveries).
+    pub id: String,
+    /// The turn it belongs to.
+    pub turn_id: String,
+    /// When it expires.
+    pub expires_at_ms: u64,
+    /// What it asks.
+    pub ask: InteractionKind,
+}
+
+/// How an interaction ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "status",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Resolution {
+    /// The user approved.
+    Approved,
+    /// The user rejected.
+    Rejected {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The user submitted the form (values normalised against it).
+    Submitted { values: Value },
+    /// It was cancelled (by the user, the turn, a revoked handler, or a restart).
+    Cancelled { reason: String },
+    /// Its deadline passed.
+    Expired,
+}

@@ -1,0 +1,364 @@
+//! A thread's state as a fold of its durable events: the thread's metadata, the transcript, the
+//! completed operations, the active turn and the pending interactions. The same fold serves a
+//! live runtime (apply each event after it commits) and a restart (replay the log), so a
+//! snapshot after a restart equals the one before it.
+
+use std::collections::BTreeMap;
+
+use crate::event::{
+    FailStage, Interaction, Message, MessagePart, Operation, Resolution, Role, StampedEvent,
+    ThreadEvent, TurnStatus,
+};
+
+/// Why an event does not fit the state its log built so far: the log is not one this runtime
+/// wrote (or was edited), and the thread is not served rather than guessed at.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FoldError {
+    /// The first event is not `thread.created`, or a second one came.
+    #[error("event {position}: {kind} where thread.created must come first and only once")]
+    Creation {
+        /// The event's position in the log.
+        position: u64,
+        /// Its type.
+        kind: &'static str,
+    },
+    /// An event after `thread.deleted`.
+    #[error("event {position}: {kind} after thread.deleted")]
+    AfterDeletion {
+        /// The event's position in the log.
+        position: u64,
+        /// Its type.
+        kind: &'static str,
+    },
+    /// `turn.started` while another turn was active.
+    #[error("event {position}: turn {turn_id} started while turn {active} was active")]
+    TurnAlreadyActive {
+        /// The event's position in the log.
+        position: u64,
+        /// The new turn.
+        turn_id: String,
+        /// The turn that was active.
+        active: String,
+    },
+    /// An event of a turn that is not the active one.
+    #[error("event {position}: {kind} for turn {turn_id}, which is not active")]
+    TurnNotActive {
+        /// The event's position in the log.
+        position: u64,
+        /// Its type.
+        kind: &'static str,
+        /// The turn it names.
+        turn_id: String,
+    },
+    /// An interaction opened twice, or resolved while not pending.
+    #[error("event {position}: {kind} for interaction {interaction_id}, which is {state}")]
+    Interaction {
+        /// The event's position in the log.
+        position: u64,
+        /// Its type.
+        kind: &'static str,
+        /// The interaction.
+        interaction_id: String,
+        /// `"pending"` or `"not pending"`.
+        state: &'static str,
+    },
+    /// Events must be applied at consecutive positions.
+    #[error("event at position {position} where {expected} was next")]
+    Position {
+        /// The position given.
+        position: u64,
+        /// The position expected.
+        expected: u64,
+    },
+}
+
+impl FoldError {
+    /// Stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            FoldError::Creation { .. } => "runtime.fold.creation",
+            FoldError::AfterDeletion { .. } => "runtime.fold.after_deletion",
+            FoldError::TurnAlreadyActive { .. } => "runtime.fold.turn_already_active",
+            FoldError::TurnNotActive { .. } => "runtime.fold.turn_not_active",
+            FoldError::Interaction { .. } => "runtime.fold.interaction",
+            FoldError::Position { .. } => "runtime.fold.position",
+        }
+    }
+}
+
+/// The active turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveTurn {
+    /// Its id.
+    pub id: String,
+    /// Its status.
+    pub status: TurnStatus,
+    /// When it started.
+    pub started_at_ms: u64,
+}
+
+/// One page of a list, oldest first, and where the page before it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<'a, T> {
+    /// The items, oldest first.
+    pub items: Vec<&'a T>,
+    /// Pass back as `before` for the previous page; `None` when this page reaches the start.
+    pub next_before: Option<u64>,
+}
+
+/// The fold of one thread's durable events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadState {
+    /// Whether `thread.created` was applied.
+    pub created: bool,
+    /// Whether the thread was deleted.
+    pub deleted: bool,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its model.
+    pub model: Option<String>,
+    /// When it was created.
+    pub created_at_ms: u64,
+    /// When its last event was stamped.
+    pub updated_at_ms: u64,
+    /// The transcript: user inputs and completed agent messages.
+    pub messages: Vec<Message>,
+    /// Completed tool operations, with their sequence as the index.
+    pub operations: Vec<Operation>,
+    /// The turn in progress.
+    pub active_turn: Option<ActiveTurn>,
+    /// Interactions awaiting the host, by id (ordered for deterministic snapshots).
+    pub pending: BTreeMap<String, Interaction>,
+    /// Position of the next event (the count applied so far).
+    pub next_position: u64,
+}
+
+impl ThreadState {
+    /// Folds a whole log from position 0.
+    pub fn replay<'a>(
+        events: impl IntoIterator<Item = &'a StampedEvent>,
+    ) -> Result<ThreadState, FoldError> {
+        let mut state = ThreadState::default();
+        for event in events {
+            state.apply(state.next_position, event)?;
+        }
+        Ok(state)
+    }
+
+    /// Applies the event at `position` of the log; on an error the state is unchanged.
+    pub fn apply(&mut self, position: u64, stamped: &StampedEvent) -> Result<(), FoldError> {
+        if position != self.next_position {
+            return Err(FoldError::Position {
+                position,
+                expected: self.next_position,
+            });
+        }
+        let event = &stamped.event;
+        let kind = event.kind();
+        if self.deleted {
+            return Err(FoldError::AfterDeletion { position, kind });
+        }
+        let is_creation = matches!(event, ThreadEvent::ThreadCreated { .. });
+        if is_creation == self.created {
+            return Err(FoldError::Creation { position, kind });
+        }
+        self.check(position, event)?;
+        self.fold(stamped);
+        self.updated_at_ms = stamped.at_ms;
+        self.next_position += 1;
+        Ok(())
+    }
+
+    /// The checks of [`apply`](Self::apply), before anything changes.
+    fn check(&self, position: u64, event: &ThreadEvent) -> Result<(), FoldError> {
+        let kind = event.kind();
+        match event {
+            ThreadEvent::TurnStarted { turn_id, .. } => {
+                if let Some(active) = &self.active_turn {
+                    return Err(FoldError::TurnAlreadyActive {
+                        position,
+                        turn_id: turn_id.clone(),
+                        active: active.id.clone(),
+                    });
+                }
+            }
+            ThreadEvent::InteractionOpened { interaction } => {
+                self.check_active(position, kind, &interaction.turn_id)?;
+                if self.pending.contains_key(&interaction.id) {
+                    return Err(FoldError::Interaction {
+                        position,
+                        kind,
+                        interaction_id: interaction.id.clone(),
+                        state: "pending",
+                    });
+                }
+            }
+            ThreadEvent::InteractionResolved { interaction_id, .. } => {
+                if !self.pending.contains_key(interaction_id) {
+                    return Err(FoldError::Interaction {
+                        position,
+                        kind,
+                        interaction_id: interaction_id.clone(),
+                        state: "not pending",
+                    });
+                }
+            }
+            other => {
+                if let Some(turn_id) = other.turn_id() {
+                    self.check_active(position, kind, turn_id)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_active(
+        &self,
+        position: u64,
+        kind: &'static str,
+        turn_id: &str,
+    ) -> Result<(), FoldError> {
+        match &self.active_turn {
+            Some(active) if active.id == turn_id => Ok(()),
+            _ => Err(FoldError::TurnNotActive {
+                position,
+                kind,
+                turn_id: turn_id.to_owned(),
+            }),
+        }
+    }
+
+    fn fold(&mut self, stamped: &StampedEvent) {
+        let at = stamped.at_ms;
+        match &stamped.event {
+            ThreadEvent::ThreadCreated { title, model } => {
+                self.created = true;
+                self.title = title.clone();
+                self.model = model.clone();
+                self.created_at_ms = at;
+            }
+            ThreadEvent::ThreadRenamed { title } => self.title = Some(title.clone()),
+            ThreadEvent::ThreadDeleted => {
+                self.deleted = true;
+                self.pending.clear();
+                self.active_turn = None;
+            }
+            ThreadEvent::TurnStarted { turn_id, input } => {
+                self.active_turn = Some(ActiveTurn {
+                    id: turn_id.clone(),
+                    status: TurnStatus::Running,
+                    started_at_ms: at,
+                });
+                let mut parts = Vec::new();
+                if !input.text.is_empty() {
+                    parts.push(MessagePart::Text {
+                        text: input.text.clone(),
+                    });
+                }
+                parts.extend(
+                    input
+                        .attachments
+                        .iter()
+                        .cloned()
+                        .map(MessagePart::Attachment),
+                );
+                self.push_message(Role::User, turn_id, at, parts);
+            }
+            ThreadEvent::TurnStatusChanged { status, .. } => {
+                if let Some(turn) = &mut self.active_turn {
+                    turn.status = *status;
+                }
+            }
+            ThreadEvent::MessageCompleted { turn_id, text, .. } => {
+                let parts = vec![MessagePart::Text { text: text.clone() }];
+                self.push_message(Role::Assistant, turn_id, at, parts);
+            }
+            ThreadEvent::OperationCompleted { operation, .. } => {
+                self.operations.push(operation.clone());
+            }
+            ThreadEvent::InteractionOpened { interaction } => {
+                self.pending
+                    .insert(interaction.id.clone(), interaction.clone());
+            }
+            ThreadEvent::InteractionResolved { interaction_id, .. } => {
+                self.pending.remove(interaction_id);
+            }
+            ThreadEvent::TurnCompleted { .. }
+            | ThreadEvent::TurnCancelled { .. }
+            | ThreadEvent::TurnFailed { .. } => {
+                self.active_turn = None;
+                // A turn's interactions end with it; the runtime resolves them before the
+                // terminal event, and the fold holds no orphan if a log lacks that.
+                self.pending.clear();
+            }
+            ThreadEvent::CapabilitiesChanged => {}
+        }
+    }
+
+    fn push_message(&mut self, role: Role, turn_id: &str, at: u64, parts: Vec<MessagePart>) {
+        self.messages.push(Message {
+            sequence: self.messages.len() as u64,
+            role,
+            turn_id: turn_id.to_owned(),
+            created_at_ms: at,
+            parts,
+        });
+    }
+
+    /// The events a runtime appends for this thread when it starts again after a stop: every
+    /// pending interaction cancelled, then the active turn failed at `execute`.
+    pub fn repairs_after_restart(&self) -> Vec<ThreadEvent> {
+        let mut out: Vec<ThreadEvent> = self
+            .pending
+            .keys()
+            .map(|id| ThreadEvent::InteractionResolved {
+                interaction_id: id.clone(),
+                resolution: Resolution::Cancelled {
+                    reason: "the runtime stopped while the interaction was pending".into(),
+                },
+            })
+            .collect();
+        if let Some(turn) = &self.active_turn {
+            out.push(ThreadEvent::TurnFailed {
+                turn_id: turn.id.clone(),
+                stage: FailStage::Execute,
+                message: "the runtime stopped while the turn was running".into(),
+            });
+        }
+        out
+    }
+
+    /// Pending interactions whose deadline is at or before `now_ms`, oldest deadline first.
+    pub fn expired_interactions(&self, now_ms: u64) -> Vec<&Interaction> {
+        let mut expired: Vec<&Interaction> = self
+            .pending
+            .values()
+            .filter(|i| i.expires_at_ms <= now_ms)
+            .collect();
+        expired.sort_by(|a, b| a.expires_at_ms.cmp(&b.expires_at_ms).then(a.id.cmp(&b.id)));
+        expired
+    }
+
+    /// A page of the transcript: the `limit` messages before sequence `before` (the newest when
+    /// `None`), oldest first.
+    pub fn messages_page(&self, before: Option<u64>, limit: usize) -> Page<'_, Message> {
+        page(&self.messages, before, limit)
+    }
+
+    /// A page of the completed operations, like [`messages_page`](Self::messages_page); an
+    /// operation's sequence is its index.
+    pub fn operations_page(&self, before: Option<u64>, limit: usize) -> Page<'_, Operation> {
+        page(&self.operations, before, limit)
+    }
+}
+
+fn page<T>(items: &[T], before: Option<u64>, limit: usize) -> Page<'_, T> {
+    let end = before.map_or(items.len(), |b| {
+        usize::try_from(b).unwrap_or(usize::MAX).min(items.len())
+    });
+    let start = end.saturating_sub(limit);
+    Page {
+        items: items[start..end].iter().collect(),
+        next_before: (start > 0).then_some(start as u64),
+    }
+}
