@@ -1,6 +1,8 @@
 //! The conformance suite: every case runs against SQLite and against a real PostgreSQL server,
 //! through the `EventLog` trait only.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::collections::{BTreeMap, HashSet};

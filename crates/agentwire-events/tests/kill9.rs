@@ -7,6 +7,8 @@
 //!
 //! It has its own `main` (no libtest harness) so that the child mode is not a test of its own.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -28,6 +30,9 @@ const MAX_RUN_SQLITE: Duration = Duration::from_millis(80);
 /// migrates before its first append, so it needs longer to get going).
 const MAX_RUN_POSTGRES: Duration = Duration::from_millis(400);
 
+/// One case: runs its rounds and returns a summary, or why it failed.
+type Case = fn() -> Result<String, String>;
+
 fn main() -> ExitCode {
     if let Ok(url) = std::env::var(CHILD_URL_ENV) {
         let round: u32 = std::env::var(CHILD_ROUND_ENV)
@@ -39,7 +44,7 @@ fn main() -> ExitCode {
     }
     let mut passed = 0;
     let mut failed = 0;
-    let cases: [(&str, fn() -> Result<String, String>); 2] = [
+    let cases: [(&str, Case); 2] = [
         ("kill9::sqlite_survives_sigkill", || {
             let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
             let url = format!("sqlite:{}", dir.path().join("events.db").display());

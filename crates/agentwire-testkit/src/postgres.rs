@@ -139,17 +139,17 @@ fn start() -> Result<PostgresServer, String> {
         ));
     }
     let port = free_port()?;
-    let script = format!(
-        "\"$1\" -D \"$2\" -p \"$3\" -k \"$4\" -c listen_addresses=127.0.0.1 -c max_connections=200 \
-         >\"$4/server.log\" 2>&1 & pg=$!; cat >/dev/null; kill -INT $pg; wait $pg; rm -rf \"$4\""
+    let script = concat!(
+        "\"$1\" -D \"$2\" -p \"$3\" -k \"$4\" -c listen_addresses=127.0.0.1 -c max_connections=200 ",
+        ">\"$4/server.log\" 2>&1 & pg=$!; cat >/dev/null; kill -INT $pg; wait $pg; rm -rf \"$4\""
     );
     let mut child = if as_postgres {
         let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--", "sh", "-c", &script, "sh"]);
+        c.args(["-u", "postgres", "--", "sh", "-c", script, "sh"]);
         c
     } else {
         let mut c = Command::new("sh");
-        c.args(["-c", &script, "sh"]);
+        c.args(["-c", script, "sh"]);
         c
     }
     .arg(bindir.join("postgres"))

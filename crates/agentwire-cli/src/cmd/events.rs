@@ -108,10 +108,9 @@ async fn open(store: &StoreArgs) -> anyhow::Result<Arc<dyn EventLog>> {
     // An operator naming a file that is not there made a typo: never create an empty log.
     if let agentwire_events::StoreUrl::Sqlite(path) =
         agentwire_events::StoreUrl::parse(&store.store)?
+        && !path.exists()
     {
-        if !path.exists() {
-            anyhow::bail!("no event log at {}", path.display());
-        }
+        anyhow::bail!("no event log at {}", path.display());
     }
     agentwire_events::open(&store.store)
         .await

@@ -334,10 +334,10 @@ impl Readers {
             };
             let result = f(&conn);
             // A connection left inside a transaction by a failed statement is not reused.
-            if conn.is_autocommit() {
-                if let Ok(mut idle) = pool.idle.lock() {
-                    idle.push(conn);
-                }
+            if conn.is_autocommit()
+                && let Ok(mut idle) = pool.idle.lock()
+            {
+                idle.push(conn);
             }
             result
         })

@@ -215,14 +215,14 @@ fn append(
             0
         }
     };
-    if let Expected::Next(expected) = request.expected {
-        if expected != next {
-            return Err(Error::Conflict {
-                thread: thread.to_string(),
-                expected,
-                actual: next,
-            });
-        }
+    if let Expected::Next(expected) = request.expected
+        && expected != next
+    {
+        return Err(Error::Conflict {
+            thread: thread.to_string(),
+            expected,
+            actual: next,
+        });
     }
     {
         let mut insert = conn.prepare_cached(
