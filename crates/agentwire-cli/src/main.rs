@@ -35,6 +35,9 @@ enum Command {
     Compat(cmd::compat::Args),
     /// Print the protocol digest (`sha256:` of canonical text + "\n") of a schema document.
     Digest(cmd::digest::Args),
+    /// The durable event log: `events inspect|tail|trim --store sqlite:PATH|postgres://…`.
+    #[command(subcommand_required = true)]
+    Events(cmd::events::Args),
     /// Rewrite a JSON document in canonical text (JSON.stringify(value, null, 2)).
     Fmt(cmd::fmt::Args),
     /// Project NDJSON messages of one wire version down to an older one (docs/versions.md).
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Baseline(args) => cmd::baseline::run(args, cli.format),
         Command::Compat(args) => cmd::compat::run(args, cli.format),
         Command::Digest(args) => cmd::digest::run(args, cli.format),
+        Command::Events(args) => cmd::events::run(args, cli.format),
         Command::Fmt(args) => cmd::fmt::run(args, cli.format),
         Command::Project(args) => cmd::project::run(args, cli.format),
         Command::Gen(args) => cmd::r#gen::run(args, cli.format),

@@ -55,6 +55,7 @@ fn error_code(err: &anyhow::Error) -> &'static str {
             agentwire_schema::VersionError,
             agentwire_schema::ProjectError,
             agentwire_codegen::CodegenError,
+            agentwire_events::Error,
         );
         if let Some(e) = cause.downcast_ref::<agentwire_schema::JsonError>() {
             return e.kind.code();

@@ -17,10 +17,12 @@
 //!   [`chainlesschain_published_digest`]
 //! - cross-validators: [`ajv_verdicts`], [`py_jsonschema_verdicts`], [`cc_sdk_verdicts`], all
 //!   returning one [`Verdict`] per instance, many instances per process start
+//! - servers: [`postgres_server`], a private PostgreSQL cluster per test binary
 //! - helpers: [`run_ok`], [`read_json`], [`write_temp_json`]
 
 mod artifacts;
 mod paths;
+mod postgres;
 mod process;
 mod tools;
 mod verdicts;
@@ -30,6 +32,7 @@ pub use artifacts::{
     chainlesschain_published_digest, chainlesschain_schema_path, openclaw_schema_path, sha256_hex,
 };
 pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools_dir};
+pub use postgres::{POSTGRES_BINDIR, PostgresServer, postgres_server};
 pub use process::{read_json, run_ok, write_temp_json};
 pub use tools::{
     CHROMIUM_HEADLESS_FLAGS, chromium_headless, node_script, python_script, require_chromium,

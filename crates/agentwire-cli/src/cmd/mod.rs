@@ -3,6 +3,7 @@
 pub(crate) mod baseline;
 pub(crate) mod compat;
 pub(crate) mod digest;
+pub(crate) mod events;
 pub(crate) mod fmt;
 pub(crate) mod r#gen;
 pub(crate) mod lint;

@@ -1,0 +1,112 @@
+//! The durable event log: per-thread ordered appends acknowledged only after commit, reads
+//! strictly after a position, live tail, retention with an exact low-watermark, thread deletion.
+//!
+//! One contract, [`EventLog`], and two engines behind it: SQLite, the embedded default
+//! (`sqlite:PATH`), and PostgreSQL for several runtime instances on several machines
+//! (`postgres://…`). [`open`] picks the engine from a store URL and returns an
+//! `Arc<dyn EventLog>`. The log is protocol-agnostic: an event is a kind, an id and opaque payload
+//! bytes; faces encode their cursors from [`Position`]s. Ephemeral events never reach it.
+//!
+//! The contract, its error codes and the storage layout are documented in `docs/events.md`.
+
+mod error;
+mod limits;
+mod postgres;
+mod retention;
+mod settings;
+mod sqlite;
+mod tail;
+mod types;
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+
+pub use error::{Error, Result};
+pub use limits::{
+    DEFAULT_FOREIGN_COMMIT_POLL, DEFAULT_JOURNAL_SIZE_LIMIT, DEFAULT_MAX_BATCH_APPENDS,
+    DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS, DEFAULT_RETAINED_AGE,
+    DEFAULT_RETAINED_BYTES, DEFAULT_RETAINED_RECORDS, DEFAULT_WAL_AUTOCHECKPOINT_PAGES,
+    MAX_APPEND_BYTES, MAX_APPEND_EVENTS, MAX_KIND_BYTES, MAX_PAGE_BYTES, MAX_PAGE_EVENTS,
+    MAX_RECORD_BYTES, MAX_THREAD_ID_BYTES, SQLITE_BUSY_TIMEOUT,
+};
+pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresLog};
+pub use settings::{Settings, StoreUrl, Synchronous};
+pub use sqlite::{SQLITE_SCHEMA_VERSION, SqliteLog};
+pub use tail::Tail;
+pub use types::{
+    After, Appended, Backend, Expected, LogId, NewEvent, Page, Position, Retention, StoredEvent,
+    ThreadId, ThreadInfo, Trimmed,
+};
+
+/// A durable, per-thread ordered event log.
+///
+/// Every method is safe to call from many tasks at once; implementations are `Send + Sync` and
+/// meant to be shared as `Arc<dyn EventLog>`.
+#[async_trait]
+pub trait EventLog: Send + Sync + std::fmt::Debug {
+    /// The log's identity; it changes only when the store is recreated.
+    fn log_id(&self) -> LogId;
+
+    /// Which engine holds the log.
+    fn backend(&self) -> Backend;
+
+    /// Appends `events` to `thread` in one commit, after checking `expected`. Returns only after
+    /// the commit is durable; on any error nothing of this append was written (except
+    /// [`Error::CommitOutcomeUnknown`], which says so).
+    async fn append(
+        &self,
+        thread: &ThreadId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended>;
+
+    /// Reads up to `limit` (1..=[`MAX_PAGE_EVENTS`]) events of `thread` strictly after `after`,
+    /// in sequence order. A start before the low-watermark is [`Error::Expired`]; a start
+    /// beyond the head is [`Error::PositionAhead`]; a thread never written reads as empty.
+    async fn read(&self, thread: &ThreadId, after: After, limit: usize) -> Result<Page>;
+
+    /// A receiver whose value changes after every commit that may have added events (of this
+    /// process, and of other processes or machines sharing the store). A tail waits on it
+    /// instead of polling; see [`Tail`].
+    fn commits(&self) -> tokio::sync::watch::Receiver<u64>;
+
+    /// One thread's bounds and size, or `None` if it was never written.
+    async fn thread(&self, thread: &ThreadId) -> Result<Option<ThreadInfo>>;
+
+    /// Threads in id order, strictly after `after`, at most `limit` (1..=[`MAX_PAGE_EVENTS`]).
+    async fn threads(&self, after: Option<&ThreadId>, limit: usize) -> Result<Vec<ThreadInfo>>;
+
+    /// Trims the oldest contiguous prefix of `thread` beyond any bound of `retention` (ages
+    /// measured from `now`) and moves its low-watermark exactly past the last removed event.
+    async fn trim(
+        &self,
+        thread: &ThreadId,
+        retention: &Retention,
+        now: SystemTime,
+    ) -> Result<Trimmed>;
+
+    /// Deletes a thread's events. The thread stays known as deleted: appends and reads of it
+    /// fail with [`Error::ThreadDeleted`]. Returns false if it was never written.
+    async fn delete_thread(&self, thread: &ThreadId) -> Result<bool>;
+
+    /// Finishes the appends already queued and stops the writer; later calls fail with
+    /// [`Error::Closed`].
+    async fn close(&self) -> Result<()>;
+}
+
+/// Opens the log a store URL names, with default [`Settings`]: `sqlite:PATH` (created when
+/// missing) or `postgres://…` (its tables are created when missing).
+pub async fn open(url: &str) -> Result<Arc<dyn EventLog>> {
+    open_with(url, Settings::default()).await
+}
+
+/// Opens the log a store URL names with these settings.
+pub async fn open_with(url: &str, settings: Settings) -> Result<Arc<dyn EventLog>> {
+    settings.check()?;
+    match StoreUrl::parse(url)? {
+        StoreUrl::Sqlite(path) => Ok(Arc::new(SqliteLog::open(&path, settings).await?)),
+        StoreUrl::Postgres(url) => Ok(Arc::new(PostgresLog::connect(&url, settings).await?)),
+    }
+}

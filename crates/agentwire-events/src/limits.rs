@@ -1,0 +1,42 @@
+//! Every limit of the log and every default setting, as named constants.
+
+use std::time::Duration;
+
+/// The largest durable record: payload plus kind, 16 MiB (the Roll runtime's limit).
+pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+/// The most events one append may carry.
+pub const MAX_APPEND_EVENTS: usize = 10_000;
+/// The most bytes (payloads plus kinds) one append may carry.
+pub const MAX_APPEND_BYTES: usize = 64 * 1024 * 1024;
+/// The longest thread id, in bytes.
+pub const MAX_THREAD_ID_BYTES: usize = 256;
+/// The longest event kind, in bytes.
+pub const MAX_KIND_BYTES: usize = 128;
+/// The most events one read returns.
+pub const MAX_PAGE_EVENTS: usize = 1_000;
+/// A page stops growing once it holds this many bytes (it always holds at least one event).
+pub const MAX_PAGE_BYTES: usize = 32 * 1024 * 1024;
+
+/// Default retention: records kept per thread.
+pub const DEFAULT_RETAINED_RECORDS: u64 = 10_000;
+/// Default retention: bytes kept per thread (16 MiB).
+pub const DEFAULT_RETAINED_BYTES: u64 = 16 * 1024 * 1024;
+/// Default retention: age of the oldest kept event (30 days).
+pub const DEFAULT_RETAINED_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Default capacity of the append queue; a full queue makes `append` wait (backpressure).
+pub const DEFAULT_QUEUE_CAPACITY: usize = 1_024;
+/// Default most appends committed in one group commit.
+pub const DEFAULT_MAX_BATCH_APPENDS: usize = 512;
+/// Default most bytes committed in one group commit (the first append is always taken whole).
+pub const DEFAULT_MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// Default number of reader connections (SQLite read-only connections, PostgreSQL read pool).
+pub const DEFAULT_READERS: usize = 4;
+/// Default WAL pages after which SQLite checkpoints (passively, at commit).
+pub const DEFAULT_WAL_AUTOCHECKPOINT_PAGES: u32 = 1_000;
+/// Default size the SQLite WAL file is truncated to after a checkpoint.
+pub const DEFAULT_JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
+/// Default interval at which a SQLite log notices commits made by another process.
+pub const DEFAULT_FOREIGN_COMMIT_POLL: Duration = Duration::from_millis(200);
+/// How long SQLite waits for a lock held by another connection before failing.
+pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -1,0 +1,34 @@
+//! Retention arithmetic shared by the engines: from each bound's cut to the new low-watermark.
+
+use std::time::SystemTime;
+
+use crate::types::{Retention, unix_ms};
+
+/// The commit time before which events are past `retention.max_age` at `now`.
+pub(crate) fn age_cutoff_ms(retention: &Retention, now: SystemTime) -> i64 {
+    let age = i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX);
+    unix_ms(now).saturating_sub(age)
+}
+
+/// The cut each bound asks for, combined: every event below the returned sequence goes.
+///
+/// - `bytes_cut`: one past the newest event whose suffix (it and everything after it) is over
+///   the byte budget, or `None` when the whole thread fits;
+/// - `first_young`: the first event (in sequence order) committed at or after the age cutoff,
+///   or `None` when every kept event is past it. Only the prefix before it is trimmed, even if a
+///   later event carries an older time.
+pub(crate) fn new_low_watermark(
+    retention: &Retention,
+    low_watermark: u64,
+    next_seq: u64,
+    bytes_cut: Option<u64>,
+    first_young: Option<u64>,
+) -> u64 {
+    let count_cut = next_seq.saturating_sub(retention.max_records);
+    let age_cut = first_young.unwrap_or(next_seq);
+    low_watermark
+        .max(count_cut)
+        .max(bytes_cut.unwrap_or(0))
+        .max(age_cut)
+        .min(next_seq)
+}

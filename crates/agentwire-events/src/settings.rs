@@ -1,0 +1,124 @@
+//! The settings a log is opened with, and the parsing of store URLs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::limits::{
+    DEFAULT_FOREIGN_COMMIT_POLL, DEFAULT_JOURNAL_SIZE_LIMIT, DEFAULT_MAX_BATCH_APPENDS,
+    DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS,
+    DEFAULT_WAL_AUTOCHECKPOINT_PAGES, MAX_RECORD_BYTES,
+};
+
+/// SQLite's `synchronous` setting for the writer connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// `FULL`: the WAL is synced at every commit, so an acknowledged append survives power loss.
+    #[default]
+    Full,
+    /// `NORMAL`: survives a crash of the process but an acknowledged append may be lost on
+    /// power loss (the WAL is synced only at checkpoints).
+    Normal,
+}
+
+/// How a log is run. [`Settings::default`] is what [`open`](crate::open) uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// SQLite durability (PostgreSQL always runs with `synchronous_commit = on`).
+    pub synchronous: Synchronous,
+    /// Appends waiting for the writer; a full queue makes `append` wait.
+    pub queue_capacity: usize,
+    /// Most appends in one group commit.
+    pub max_batch_appends: usize,
+    /// Most bytes in one group commit (the first append is always taken whole).
+    pub max_batch_bytes: usize,
+    /// The record limit; at most [`MAX_RECORD_BYTES`].
+    pub max_record_bytes: usize,
+    /// Reader connections (SQLite) or the read pool's size (PostgreSQL).
+    pub readers: usize,
+    /// SQLite: WAL pages after which a commit checkpoints passively.
+    pub wal_autocheckpoint_pages: u32,
+    /// SQLite: the WAL file is truncated to this size after a checkpoint.
+    pub journal_size_limit: u64,
+    /// SQLite: how often a live tail checks for commits made by another process (commits of
+    /// this process wake tails at once). `None` turns the check off.
+    pub foreign_commit_poll: Option<Duration>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            synchronous: Synchronous::Full,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            max_batch_appends: DEFAULT_MAX_BATCH_APPENDS,
+            max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
+            max_record_bytes: MAX_RECORD_BYTES,
+            readers: DEFAULT_READERS,
+            wal_autocheckpoint_pages: DEFAULT_WAL_AUTOCHECKPOINT_PAGES,
+            journal_size_limit: DEFAULT_JOURNAL_SIZE_LIMIT,
+            foreign_commit_poll: Some(DEFAULT_FOREIGN_COMMIT_POLL),
+        }
+    }
+}
+
+impl Settings {
+    pub(crate) fn check(&self) -> Result<()> {
+        let positive = |name: &'static str, v: usize| {
+            if v == 0 {
+                Err(Error::InvalidSetting {
+                    name,
+                    reason: "must be at least 1".into(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        positive("queue_capacity", self.queue_capacity)?;
+        positive("max_batch_appends", self.max_batch_appends)?;
+        positive("max_batch_bytes", self.max_batch_bytes)?;
+        positive("readers", self.readers)?;
+        positive("max_record_bytes", self.max_record_bytes)?;
+        if self.max_record_bytes > MAX_RECORD_BYTES {
+            return Err(Error::InvalidSetting {
+                name: "max_record_bytes",
+                reason: format!(
+                    "{} is over the limit of {MAX_RECORD_BYTES}",
+                    self.max_record_bytes
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A parsed store URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// `sqlite:PATH` (or `sqlite://PATH`): a file, created when missing.
+    Sqlite(PathBuf),
+    /// `postgres://…` or `postgresql://…`, as libpq and tokio-postgres read it.
+    Postgres(String),
+}
+
+impl StoreUrl {
+    /// Parses `sqlite:PATH`, `sqlite://PATH`, `postgres://…` or `postgresql://…`.
+    pub fn parse(url: &str) -> Result<Self> {
+        let invalid = |reason: &str| Error::InvalidUrl {
+            url: url.to_string(),
+            reason: reason.to_string(),
+        };
+        if let Some(rest) = url.strip_prefix("sqlite:") {
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            if path.is_empty() {
+                return Err(invalid("no file path after sqlite:"));
+            }
+            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            url.parse::<tokio_postgres::Config>()
+                .map_err(|e| invalid(&e.to_string()))?;
+            return Ok(StoreUrl::Postgres(url.to_string()));
+        }
+        Err(invalid("expected sqlite:PATH or postgres://…"))
+    }
+}

@@ -1,0 +1,388 @@
+//! The SQLite engine, the embedded default: one writer thread that group-commits appends from a
+//! bounded queue, read-only connections for readers, WAL with bounded checkpoints.
+
+mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use uuid::Uuid;
+
+use crate::EventLog;
+use crate::error::{Error, Result};
+use crate::limits::{MAX_PAGE_BYTES, MAX_PAGE_EVENTS};
+use crate::settings::Settings;
+use crate::types::{
+    After, Appended, Backend, Expected, LogId, NewEvent, Page, Retention, StoredEvent, ThreadId,
+    ThreadInfo, Trimmed, check_append, check_read_bounds, first_wanted,
+};
+
+pub use schema::SQLITE_SCHEMA_VERSION;
+use writer::{AppendRequest, Command};
+
+/// A log in one SQLite file.
+#[derive(Debug)]
+pub struct SqliteLog {
+    log_id: LogId,
+    settings: Settings,
+    queue: RwLock<Option<mpsc::Sender<Command>>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    readers: Arc<Readers>,
+    commits: watch::Sender<u64>,
+    // Dropping it stops the foreign-commit watcher.
+    _watcher_stop: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl SqliteLog {
+    /// Opens (creating when missing) the log in the file at `path`, migrating its schema, and
+    /// starts its writer thread. Opening recovers a WAL left by a crashed process.
+    pub async fn open(path: &Path, settings: Settings) -> Result<Self> {
+        settings.check()?;
+        let path = path.to_path_buf();
+        let opened = {
+            let settings = settings.clone();
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || -> Result<(Connection, LogId)> {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let mut conn = Connection::open(&path)?;
+                schema::configure_writer(&conn, &settings)?;
+                let log_id = schema::migrate(&mut conn)?;
+                Ok((conn, log_id))
+            })
+            .await
+            .map_err(|_| Error::Closed)??
+        };
+        let (conn, log_id) = opened;
+        let (commits, _) = watch::channel(0u64);
+        let (tx, rx) = mpsc::channel(settings.queue_capacity);
+        let writer = writer::spawn(conn, rx, log_id, settings.clone(), commits.clone())?;
+        let readers = Arc::new(Readers {
+            path: path.clone(),
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(settings.readers),
+        });
+        let watcher_stop = match settings.foreign_commit_poll {
+            Some(interval) => Some(spawn_watcher(path, interval, commits.clone())?),
+            None => None,
+        };
+        tracing::debug!(%log_id, "sqlite event log open");
+        Ok(Self {
+            log_id,
+            settings,
+            queue: RwLock::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+            readers,
+            commits,
+            _watcher_stop: watcher_stop,
+        })
+    }
+
+    fn sender(&self) -> Result<mpsc::Sender<Command>> {
+        self.queue
+            .read()
+            .map_err(|_| Error::Closed)?
+            .clone()
+            .ok_or(Error::Closed)
+    }
+
+    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
+        let (reply, answer) = oneshot::channel();
+        self.sender()?
+            .send(make(reply))
+            .await
+            .map_err(|_| Error::Closed)?;
+        answer.await.map_err(|_| Error::Closed)?
+    }
+}
+
+#[async_trait]
+impl EventLog for SqliteLog {
+    fn log_id(&self) -> LogId {
+        self.log_id
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    async fn append(
+        &self,
+        thread: &ThreadId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended> {
+        let bytes = check_append(&events, self.settings.max_record_bytes)?;
+        let ids = events
+            .iter()
+            .map(|e| e.event_id.unwrap_or_else(Uuid::new_v4))
+            .collect();
+        let thread = thread.clone();
+        self.call(|reply| {
+            Command::Append(AppendRequest {
+                thread,
+                expected,
+                events,
+                ids,
+                bytes,
+                reply,
+            })
+        })
+        .await
+    }
+
+    async fn read(&self, thread: &ThreadId, after: After, limit: usize) -> Result<Page> {
+        check_limit(limit)?;
+        let first = first_wanted(self.log_id, after)?;
+        let thread = thread.clone();
+        self.readers
+            .with(move |conn| read_page(conn, &thread, first, limit))
+            .await
+    }
+
+    fn commits(&self) -> watch::Receiver<u64> {
+        self.commits.subscribe()
+    }
+
+    async fn thread(&self, thread: &ThreadId) -> Result<Option<ThreadInfo>> {
+        let thread = thread.clone();
+        self.readers
+            .with(move |conn| {
+                conn.query_row(
+                    "SELECT thread, low_seq, next_seq, bytes, deleted FROM aw_threads WHERE thread = ?1",
+                    [thread.as_str()],
+                    thread_info_row,
+                )
+                .optional()?
+                .transpose()
+            })
+            .await
+    }
+
+    async fn threads(&self, after: Option<&ThreadId>, limit: usize) -> Result<Vec<ThreadInfo>> {
+        check_limit(limit)?;
+        let after = after.map(|t| t.as_str().to_string());
+        self.readers
+            .with(move |conn| {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT thread, low_seq, next_seq, bytes, deleted FROM aw_threads
+                     WHERE ?1 IS NULL OR thread > ?1 ORDER BY thread LIMIT ?2",
+                )?;
+                let rows = stmt.query_map(params![after, limit as i64], thread_info_row)?;
+                let mut out = Vec::new();
+                for row in rows {
+                    out.push(row??);
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    async fn trim(
+        &self,
+        thread: &ThreadId,
+        retention: &Retention,
+        now: SystemTime,
+    ) -> Result<Trimmed> {
+        let thread = thread.clone();
+        let retention = *retention;
+        self.call(|reply| Command::Trim {
+            thread,
+            retention,
+            now,
+            reply,
+        })
+        .await
+    }
+
+    async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
+        let thread = thread.clone();
+        self.call(|reply| Command::Delete { thread, reply }).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        let sender = self.queue.write().map_err(|_| Error::Closed)?.take();
+        drop(sender);
+        let handle = self.writer.lock().map_err(|_| Error::Closed)?.take();
+        if let Some(handle) = handle {
+            tokio::task::spawn_blocking(move || handle.join())
+                .await
+                .map_err(|_| Error::Closed)?
+                .map_err(|_| Error::Closed)?;
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn check_limit(limit: usize) -> Result<()> {
+    if limit == 0 || limit > MAX_PAGE_EVENTS {
+        return Err(Error::InvalidLimit {
+            limit,
+            max: MAX_PAGE_EVENTS,
+        });
+    }
+    Ok(())
+}
+
+fn thread_info_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ThreadInfo>> {
+    let thread: String = row.get(0)?;
+    let low: i64 = row.get(1)?;
+    let next: i64 = row.get(2)?;
+    let bytes: i64 = row.get(3)?;
+    let deleted: i64 = row.get(4)?;
+    Ok(ThreadId::new(thread).map(|thread| ThreadInfo {
+        thread,
+        low_watermark: low as u64,
+        next_seq: next as u64,
+        records: (next - low).max(0) as u64,
+        bytes: bytes.max(0) as u64,
+        deleted: deleted != 0,
+    }))
+}
+
+/// One page in one short read transaction, so the bounds and the events agree.
+fn read_page(conn: &Connection, thread: &ThreadId, first: u64, limit: usize) -> Result<Page> {
+    conn.execute_batch("BEGIN")?;
+    let result = read_page_in_tx(conn, thread, first, limit);
+    // A read transaction has nothing to keep; ending it lets checkpoints move past it.
+    conn.execute_batch("COMMIT")?;
+    result
+}
+
+fn read_page_in_tx(conn: &Connection, thread: &ThreadId, first: u64, limit: usize) -> Result<Page> {
+    let bounds: Option<(i64, i64, i64)> = conn
+        .prepare_cached("SELECT low_seq, next_seq, deleted FROM aw_threads WHERE thread = ?1")?
+        .query_row([thread.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let (low, next) = match bounds {
+        None => (0, 0),
+        Some((_, _, deleted)) if deleted != 0 => {
+            return Err(Error::ThreadDeleted {
+                thread: thread.to_string(),
+            });
+        }
+        Some((low, next, _)) => (low as u64, next as u64),
+    };
+    check_read_bounds(thread, first, low, next)?;
+    let mut events = Vec::new();
+    if first < next {
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, event_id, kind, committed_at, payload FROM aw_events
+             WHERE thread = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
+        )?;
+        let mut rows = stmt.query(params![thread.as_str(), first as i64, limit as i64])?;
+        let mut bytes = 0usize;
+        let mut expect = first;
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
+            let id: Vec<u8> = row.get(1)?;
+            let event = StoredEvent {
+                seq: seq as u64,
+                event_id: Uuid::from_slice(&id).map_err(|e| Error::Corrupt {
+                    reason: format!("event id of {thread}/{seq}: {e}"),
+                })?,
+                kind: row.get(2)?,
+                committed_at_ms: row.get(3)?,
+                payload: row.get(4)?,
+            };
+            if event.seq != expect {
+                return Err(Error::Corrupt {
+                    reason: format!("thread {thread} has a gap at sequence {expect}"),
+                });
+            }
+            expect += 1;
+            bytes += event.record_size();
+            events.push(event);
+            if bytes >= MAX_PAGE_BYTES {
+                break;
+            }
+        }
+    }
+    Ok(Page {
+        events,
+        next_seq: next,
+        low_watermark: low,
+    })
+}
+
+/// Read-only connections, opened on demand up to the `readers` setting and kept for reuse.
+#[derive(Debug)]
+struct Readers {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    permits: Semaphore,
+}
+
+impl Readers {
+    async fn with<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let _permit = self.permits.acquire().await.map_err(|_| Error::Closed)?;
+        let pool = Arc::clone(self);
+        let result = tokio::task::spawn_blocking(move || {
+            let conn = pool.idle.lock().ok().and_then(|mut idle| idle.pop());
+            let conn = match conn {
+                Some(conn) => conn,
+                None => open_reader(&pool.path)?,
+            };
+            let result = f(&conn);
+            // A connection left inside a transaction by a failed statement is not reused.
+            if conn.is_autocommit()
+                && let Ok(mut idle) = pool.idle.lock()
+            {
+                idle.push(conn);
+            }
+            result
+        })
+        .await;
+        result.map_err(|_| Error::Closed)?
+    }
+}
+
+fn open_reader(path: &Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    schema::configure_reader(&conn)?;
+    Ok(conn)
+}
+
+/// Wakes tails when another process commits to the same file: SQLite's `data_version` changes
+/// on every commit made through another connection.
+fn spawn_watcher(
+    path: PathBuf,
+    interval: std::time::Duration,
+    commits: watch::Sender<u64>,
+) -> Result<std::sync::mpsc::Sender<()>> {
+    let conn = open_reader(&path)?;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("agentwire-events-sqlite-watch".into())
+        .spawn(move || {
+            let version = |conn: &Connection| -> Option<i64> {
+                conn.query_row("PRAGMA data_version", [], |r| r.get(0)).ok()
+            };
+            let mut last = version(&conn);
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(interval)
+            {
+                if commits.receiver_count() == 0 {
+                    continue;
+                }
+                let now = version(&conn);
+                if now != last {
+                    last = now;
+                    commits.send_modify(|n| *n = n.wrapping_add(1));
+                }
+            }
+        })?;
+    Ok(stop)
+}
