@@ -1,14 +1,23 @@
-//! The reference runtime core, without wire encoding and without I/O: what a thread is (its
-//! messages, operations, active turn and pending interactions) as a fold of its durable events
-//! ([`state`]), the events themselves ([`event`]), the bounded idempotency cache of mutations
-//! ([`idempotency`]), and the commands of the scripted demo agent ([`demo`]). Faces translate
-//! this into their wire protocols; the event log stores the events as opaque payloads.
+//! The reference runtime core, without wire encoding: what a thread is (its messages,
+//! operations, active turn and pending interactions) as a fold of its durable events
+//! ([`state`]), the events themselves ([`event`]), the running core that serves threads from the
+//! event log and drives turns on an agent ([`core`]), the bounded idempotency cache of mutations
+//! ([`idempotency`]), and the scripted demo agent ([`demo`] its commands, [`agent`] the agent).
+//! Faces translate this into their wire protocols; the event log stores the events as opaque
+//! payloads.
 
+pub mod agent;
+pub mod core;
 pub mod demo;
 pub mod event;
 pub mod idempotency;
 pub mod state;
 
+pub use agent::DemoAgent;
+pub use core::{
+    Agent, Clock, LiveEvent, Published, Runtime, RuntimeConfig, RuntimeError, SystemClock,
+    TurnContext, TurnEnd,
+};
 pub use demo::DemoCommand;
 pub use event::{
     AttachmentPart, FailStage, Interaction, InteractionKind, Message, MessagePart, Operation,

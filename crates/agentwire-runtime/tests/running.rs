@@ -1,0 +1,505 @@
+//! The running core over a real SQLite event log: turns of each demo command, approvals approved,
+//! rejected, expired and cancelled, user input, cancellation, a crashing agent, publication only
+//! after commit, and a restart that ends what the stop interrupted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentwire_events::{After, EventLog, ThreadId};
+use agentwire_runtime::*;
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::sync::broadcast;
+
+/// A bound on how long a test waits for an event, so a bug fails instead of hanging.
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn open_log(dir: &tempfile::TempDir) -> Arc<dyn EventLog> {
+    let path = dir.path().join("events.db");
+    agentwire_events::open(&format!("sqlite:{}", path.display()))
+        .await
+        .unwrap()
+}
+
+async fn runtime_with(log: Arc<dyn EventLog>, agent: Arc<dyn Agent>, ttl: Duration) -> Runtime {
+    let config = RuntimeConfig {
+        interaction_ttl: ttl,
+        ..RuntimeConfig::default()
+    };
+    Runtime::start(log, agent, Arc::new(SystemClock), config)
+        .await
+        .unwrap()
+}
+
+async fn demo_runtime(dir: &tempfile::TempDir) -> Runtime {
+    runtime_with(
+        open_log(dir).await,
+        Arc::new(DemoAgent {
+            slow_interval: Duration::from_millis(5),
+        }),
+        Duration::from_secs(300),
+    )
+    .await
+}
+
+fn input(text: &str) -> TurnInput {
+    TurnInput {
+        text: text.into(),
+        attachments: vec![],
+    }
+}
+
+/// Collects what is published until a durable event matches `done`.
+async fn until(
+    rx: &mut broadcast::Receiver<Published>,
+    done: impl Fn(&ThreadEvent) -> bool,
+) -> Vec<Published> {
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let published = rx.recv().await.unwrap();
+            let finished =
+                matches!(&published, Published::Durable { event, .. } if done(&event.event));
+            seen.push(published);
+            if finished {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the awaited event was published");
+    seen
+}
+
+fn is_turn_end(event: &ThreadEvent) -> bool {
+    matches!(
+        event,
+        ThreadEvent::TurnCompleted { .. }
+            | ThreadEvent::TurnFailed { .. }
+            | ThreadEvent::TurnCancelled { .. }
+    )
+}
+
+fn durable_kinds(seen: &[Published]) -> Vec<&'static str> {
+    seen.iter()
+        .filter_map(|p| match p {
+            Published::Durable { event, .. } => Some(event.event.kind()),
+            Published::Live { .. } => None,
+        })
+        .collect()
+}
+
+fn durable(seen: &[Published]) -> Vec<&ThreadEvent> {
+    seen.iter()
+        .filter_map(|p| match p {
+            Published::Durable { event, .. } => Some(&event.event),
+            Published::Live { .. } => None,
+        })
+        .collect()
+}
+
+fn opened_interaction(seen: &[Published]) -> Interaction {
+    durable(seen)
+        .into_iter()
+        .find_map(|e| match e {
+            ThreadEvent::InteractionOpened { interaction } => Some(interaction.clone()),
+            _ => None,
+        })
+        .expect("an interaction was opened")
+}
+
+#[tokio::test]
+async fn an_echo_turn_streams_deltas_then_records_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = demo_runtime(&dir).await;
+    let thread = runtime
+        .create_thread(Some("demo".into()), None)
+        .await
+        .unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("hello world"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, is_turn_end).await;
+    assert_eq!(
+        durable_kinds(&seen),
+        ["turn.started", "message.completed", "turn.completed"]
+    );
+    let deltas: Vec<String> = seen
+        .iter()
+        .filter_map(|p| match p {
+            Published::Live {
+                event: LiveEvent::MessageDelta { delta, .. },
+                ..
+            } => Some(delta.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, ["echo: ", "hello ", "world"]);
+    let state = runtime.snapshot(&thread).await.unwrap();
+    let texts: Vec<&MessagePart> = state.messages.iter().flat_map(|m| &m.parts).collect();
+    assert_eq!(
+        texts,
+        [
+            &MessagePart::Text {
+                text: "hello world".into()
+            },
+            &MessagePart::Text {
+                text: "echo: hello world".into()
+            }
+        ]
+    );
+    assert!(state.active_turn.is_none());
+}
+
+#[tokio::test]
+async fn every_durable_event_is_in_the_log_when_it_is_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = demo_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("/burst 20"))
+        .await
+        .unwrap();
+    let log = Arc::clone(runtime.log());
+    let id = ThreadId::new(thread.clone()).unwrap();
+    let mut durable = 0;
+    tokio::time::timeout(WAIT, async {
+        loop {
+            if let Published::Durable {
+                seq,
+                event_id,
+                event,
+                ..
+            } = rx.recv().await.unwrap()
+            {
+                // Read at the moment of publication: the commit came first.
+                let after = match seq.checked_sub(1) {
+                    None => After::Start,
+                    Some(prev) => After::Position(agentwire_events::Position {
+                        log_id: log.log_id(),
+                        seq: prev,
+                    }),
+                };
+                let page = log.read(&id, after, 1).await.unwrap();
+                assert_eq!(page.events[0].seq, seq);
+                assert_eq!(page.events[0].event_id, event_id);
+                durable += 1;
+                if is_turn_end(&event.event) {
+                    break;
+                }
+            }
+        }
+    })
+    .await
+    .unwrap();
+    // turn.started, 20 operations, the reply, turn.completed.
+    assert_eq!(durable, 23);
+    assert_eq!(
+        runtime.snapshot(&thread).await.unwrap().operations.len(),
+        20
+    );
+}
+
+#[tokio::test]
+async fn approvals_approved_rejected_and_expired_decide_the_tool_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = demo_runtime(&dir).await;
+    for (n, (resolution, outcome)) in [
+        (Some(Resolution::Approved), OutcomeKind::Success),
+        (
+            Some(Resolution::Rejected {
+                reason: Some("no".into()),
+            }),
+            OutcomeKind::UserRejected,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let thread = runtime.create_thread(None, None).await.unwrap();
+        let mut rx = runtime.subscribe();
+        let turn = format!("t{n}");
+        runtime
+            .start_turn(&thread, &turn, input("/approve ls -la"))
+            .await
+            .unwrap();
+        let opened = until(&mut rx, |e| {
+            matches!(
+                e,
+                ThreadEvent::TurnStatusChanged {
+                    status: TurnStatus::WaitingForUser,
+                    ..
+                }
+            )
+        })
+        .await;
+        let interaction = opened_interaction(&opened);
+        match &interaction.ask {
+            InteractionKind::Approval {
+                preview, tool_name, ..
+            } => {
+                assert_eq!(tool_name, "shell");
+                assert_eq!(preview["command"], "ls -la");
+                assert_eq!(
+                    preview["explanation"],
+                    "Runs `ls -la` in the workspace shell."
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let waiting = runtime.snapshot(&thread).await.unwrap();
+        assert_eq!(
+            waiting.active_turn.unwrap().status,
+            TurnStatus::WaitingForUser
+        );
+        assert!(waiting.pending.contains_key(&interaction.id));
+        runtime
+            .resolve(&thread, &interaction.id, resolution.unwrap())
+            .await
+            .unwrap();
+        // A second answer to the same interaction is refused: exactly once.
+        let again = runtime
+            .resolve(&thread, &interaction.id, Resolution::Approved)
+            .await;
+        assert_eq!(again.unwrap_err().code(), "runtime.interaction_not_found");
+        until(&mut rx, is_turn_end).await;
+        let state = runtime.snapshot(&thread).await.unwrap();
+        assert_eq!(state.operations[0].outcome.kind, outcome);
+        assert!(state.pending.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn an_unanswered_approval_expires_and_the_turn_goes_on_without_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime_with(
+        open_log(&dir).await,
+        Arc::new(DemoAgent::default()),
+        Duration::from_millis(200),
+    )
+    .await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("/approve rm -rf /"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, is_turn_end).await;
+    let resolved = durable(&seen).into_iter().find_map(|e| match e {
+        ThreadEvent::InteractionResolved { resolution, .. } => Some(resolution.clone()),
+        _ => None,
+    });
+    assert_eq!(resolved, Some(Resolution::Expired));
+    assert_eq!(durable_kinds(&seen).last(), Some(&"turn.completed"));
+    let state = runtime.snapshot(&thread).await.unwrap();
+    assert_eq!(
+        state.operations[0].outcome,
+        ToolOutcome {
+            kind: OutcomeKind::UserRejected,
+            reason: Some("the approval expired".into())
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_submitted_form_is_quoted_and_a_cancelled_turn_ends_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = demo_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("/ask Which color?"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, |e| {
+        matches!(
+            e,
+            ThreadEvent::TurnStatusChanged {
+                status: TurnStatus::WaitingForUser,
+                ..
+            }
+        )
+    })
+    .await;
+    let form = opened_interaction(&seen);
+    let values = json!([{"id": "answer", "value": "blue"}, {"id": "confidence", "value": "sure"}]);
+    runtime
+        .resolve(&thread, &form.id, Resolution::Submitted { values })
+        .await
+        .unwrap();
+    until(&mut rx, is_turn_end).await;
+    let state = runtime.snapshot(&thread).await.unwrap();
+    assert_eq!(
+        state.messages.last().unwrap().parts,
+        vec![MessagePart::Text {
+            text: "You answered: answer=\"blue\", confidence=\"sure\"".into()
+        }]
+    );
+
+    runtime
+        .start_turn(&thread, "t2", input("/ask Still there?"))
+        .await
+        .unwrap();
+    until(&mut rx, |e| {
+        matches!(
+            e,
+            ThreadEvent::TurnStatusChanged {
+                status: TurnStatus::WaitingForUser,
+                ..
+            }
+        )
+    })
+    .await;
+    assert!(runtime.cancel_turn(&thread, "t2").await.unwrap());
+    let seen = until(&mut rx, is_turn_end).await;
+    assert_eq!(durable_kinds(&seen).last(), Some(&"turn.cancelled"));
+    let state = runtime.snapshot(&thread).await.unwrap();
+    assert!(state.active_turn.is_none() && state.pending.is_empty());
+    assert_eq!(
+        runtime.cancel_turn(&thread, "t2").await.unwrap_err().code(),
+        "runtime.turn_not_found"
+    );
+}
+
+#[tokio::test]
+async fn one_active_turn_per_thread_and_failures_at_the_asked_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = demo_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("/slow 50"))
+        .await
+        .unwrap();
+    let busy = runtime
+        .start_turn(&thread, "t2", input("hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), "runtime.turn_already_active");
+    until(&mut rx, is_turn_end).await;
+    runtime
+        .start_turn(&thread, "t3", input("/fail plan"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, is_turn_end).await;
+    assert!(durable(&seen).into_iter().any(|e| matches!(
+        e,
+        ThreadEvent::TurnFailed {
+            stage: FailStage::Plan,
+            ..
+        }
+    )));
+    assert_eq!(
+        runtime
+            .start_turn("nope", "t", input("x"))
+            .await
+            .unwrap_err()
+            .code(),
+        "runtime.thread_not_found"
+    );
+}
+
+#[derive(Debug)]
+struct PanickingAgent;
+
+#[async_trait]
+impl Agent for PanickingAgent {
+    async fn run_turn(&self, _turn: TurnContext) -> TurnEnd {
+        panic!("the agent broke");
+    }
+}
+
+#[tokio::test]
+async fn an_agent_that_panics_fails_only_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime_with(
+        open_log(&dir).await,
+        Arc::new(PanickingAgent),
+        Duration::from_secs(1),
+    )
+    .await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime.start_turn(&thread, "t1", input("x")).await.unwrap();
+    let seen = until(&mut rx, is_turn_end).await;
+    assert!(durable(&seen).into_iter().any(|e| matches!(e, ThreadEvent::TurnFailed { stage: FailStage::Execute, message, .. } if message == "the agent stopped unexpectedly")));
+    runtime
+        .start_turn(&thread, "t2", input("again"))
+        .await
+        .unwrap();
+    until(&mut rx, is_turn_end).await;
+}
+
+#[tokio::test]
+async fn a_restart_brings_threads_back_and_ends_what_the_stop_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (thread, deleted, first_instance, before) = {
+        let runtime = demo_runtime(&dir).await;
+        let thread = runtime
+            .create_thread(Some("kept".into()), None)
+            .await
+            .unwrap();
+        let deleted = runtime.create_thread(None, None).await.unwrap();
+        runtime.delete_thread(&deleted).await.unwrap();
+        let mut rx = runtime.subscribe();
+        runtime
+            .start_turn(&thread, "t1", input("/approve make"))
+            .await
+            .unwrap();
+        until(&mut rx, |e| {
+            matches!(
+                e,
+                ThreadEvent::TurnStatusChanged {
+                    status: TurnStatus::WaitingForUser,
+                    ..
+                }
+            )
+        })
+        .await;
+        let before = runtime.snapshot(&thread).await.unwrap();
+        runtime.log().close().await.unwrap();
+        (thread, deleted, runtime.instance_id().to_owned(), before)
+    };
+    assert_eq!(before.pending.len(), 1);
+    let runtime = demo_runtime(&dir).await;
+    assert_ne!(runtime.instance_id(), first_instance);
+    assert_eq!(runtime.thread_ids(), std::slice::from_ref(&thread));
+    assert_eq!(
+        runtime.snapshot(&deleted).await.unwrap_err().code(),
+        "runtime.thread_not_found"
+    );
+    let state = runtime.snapshot(&thread).await.unwrap();
+    assert_eq!(state.title.as_deref(), Some("kept"));
+    assert!(state.active_turn.is_none() && state.pending.is_empty());
+    assert_eq!(state.messages, before.messages);
+    let log = runtime.log();
+    let page = log
+        .read(&ThreadId::new(thread.clone()).unwrap(), After::Start, 100)
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = page.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["interaction.resolved", "turn.failed"]
+    );
+    let last: StampedEvent = serde_json::from_slice(&page.events.last().unwrap().payload).unwrap();
+    assert!(matches!(
+        last.event,
+        ThreadEvent::TurnFailed {
+            stage: FailStage::Execute,
+            ..
+        }
+    ));
+    // The thread serves turns again.
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t2", input("back"))
+        .await
+        .unwrap();
+    until(&mut rx, is_turn_end).await;
+}
