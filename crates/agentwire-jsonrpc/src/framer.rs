@@ -210,6 +210,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         let cap = self.max_frame.saturating_add(2 + MIN_READ_CHUNK);
         if self.buf.len() - self.end < MIN_READ_CHUNK && self.buf.len() < cap {
             let new_len = (self.buf.len() * 2).max(MIN_READ_CHUNK).min(cap);
+            self.buf.reserve_exact(new_len - self.buf.len());
             self.buf.resize(new_len, 0);
         }
         let read = self.inner.read(&mut self.buf[self.end..]).await?;
