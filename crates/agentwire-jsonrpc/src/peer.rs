@@ -513,7 +513,7 @@ impl Inner {
         self.event(Event::Closed {
             reason: reason.to_owned(),
         });
-        let _ = self.closed_tx.send(true);
+        self.closed_tx.send_replace(true);
         true
     }
 

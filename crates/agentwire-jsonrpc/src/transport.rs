@@ -122,7 +122,7 @@ impl ChildProcess {
     ///
     /// # Errors
     /// Errors of waiting for or killing the process.
-    pub async fn shutdown(mut self, grace: Duration) -> io::Result<ExitStatus> {
+    pub async fn shutdown(&mut self, grace: Duration) -> io::Result<ExitStatus> {
         let status = match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(status) => status?,
             Err(_) => {

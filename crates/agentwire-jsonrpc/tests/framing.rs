@@ -1,6 +1,8 @@
 //! The framer, the decoder and the outbound encoding on their own: chunking independence,
 //! oversize lines, bounded memory, cancel safety, the validity rules and id types.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
