@@ -134,7 +134,6 @@ impl PeerBuilder {
             counters: Counters::default(),
             events: self.events,
             tasks: Mutex::new(Vec::new()),
-            notify_tx,
             handlers: self.handlers,
             max_frame: self.profile.max_inbound_frame,
             profile: self.profile,
@@ -146,7 +145,8 @@ impl PeerBuilder {
         );
         let notify_task = tokio::spawn(run_notifications(notify_rx).instrument(span.clone()));
         let frames = FrameReader::new(reader, inner.max_frame);
-        let reader_task = tokio::spawn(run_reader(Arc::clone(&inner), frames).instrument(span));
+        let reader_task =
+            tokio::spawn(run_reader(Arc::clone(&inner), frames, notify_tx).instrument(span));
         lock(&inner.tasks).extend([
             reader_task.abort_handle(),
             notify_task.abort_handle(),
@@ -409,7 +409,6 @@ struct Inner {
     counters: Counters,
     events: broadcast::Sender<Event>,
     tasks: Mutex<Vec<AbortHandle>>,
-    notify_tx: mpsc::Sender<NotifyJob>,
     connection: u64,
     span: tracing::Span,
 }
@@ -505,9 +504,10 @@ impl Inner {
                 abort.abort();
             }
         }
-        // The reader and the notification task stop; the writer drains what is queued first.
-        for task in lock(&self.tasks).iter().take(2) {
-            task.abort();
+        // The reader stops; the notification task finishes the notifications already read
+        // (its queue closes with the reader) and the writer drains what is queued.
+        if let Some(reader) = lock(&self.tasks).first() {
+            reader.abort();
         }
         tracing::info!(parent: &self.span, reason, failed_calls = failed, cancelled_handlers = cancelled, "connection closed");
         self.event(Event::Closed {
@@ -524,15 +524,20 @@ impl Inner {
         }
     }
 
-    async fn dispatch(self: &Arc<Self>, value: Value) {
+    async fn dispatch(self: &Arc<Self>, value: Value, notify: &mpsc::Sender<NotifyJob>) {
         match decode(value, self.profile.structured_params) {
-            Decoded::Message(message) => self.handle_message(message, &Sink::Direct).await,
+            Decoded::Message(message) => self.handle_message(message, &Sink::Direct, notify).await,
             Decoded::Invalid(invalid) => self.handle_invalid(invalid, &Sink::Direct).await,
-            Decoded::Batch(items) => self.handle_batch(items).await,
+            Decoded::Batch(items) => self.handle_batch(items, notify).await,
         }
     }
 
-    async fn handle_message(self: &Arc<Self>, message: Incoming, sink: &Sink) {
+    async fn handle_message(
+        self: &Arc<Self>,
+        message: Incoming,
+        sink: &Sink,
+        notify: &mpsc::Sender<NotifyJob>,
+    ) {
         match message {
             Incoming::Request { id, method, params } => {
                 bump(&self.counters.requests_received, 1);
@@ -540,7 +545,7 @@ impl Inner {
             }
             Incoming::Notification { method, params } => {
                 bump(&self.counters.notifications_received, 1);
-                self.handle_notification(method, params).await;
+                self.handle_notification(method, params, notify).await;
             }
             Incoming::Response { id, outcome } => {
                 bump(&self.counters.responses_received, 1);
@@ -564,7 +569,12 @@ impl Inner {
         }
     }
 
-    async fn handle_notification(self: &Arc<Self>, method: String, params: Option<Value>) {
+    async fn handle_notification(
+        self: &Arc<Self>,
+        method: String,
+        params: Option<Value>,
+        notify: &mpsc::Sender<NotifyJob>,
+    ) {
         if let Some(cancel) = &self.profile.cancel_notification
             && cancel.method == method
         {
@@ -597,7 +607,7 @@ impl Inner {
             params,
         };
         // A full queue stops the reader: backpressure on the other side's output.
-        let _ = self.notify_tx.send(job).await;
+        let _ = notify.send(job).await;
     }
 
     async fn handle_invalid(&self, invalid: Invalid, sink: &Sink) {
@@ -615,7 +625,7 @@ impl Inner {
         });
     }
 
-    async fn handle_batch(self: &Arc<Self>, items: Vec<Value>) {
+    async fn handle_batch(self: &Arc<Self>, items: Vec<Value>, notify: &mpsc::Sender<NotifyJob>) {
         if self.profile.batch == BatchPolicy::Reject || items.is_empty() {
             bump(&self.counters.invalid_messages, 1);
             let replied = self.profile.null_id_replies;
@@ -649,7 +659,7 @@ impl Inner {
         let sink = Sink::Batch(Arc::clone(&collector));
         for item in items {
             match decode(item, self.profile.structured_params) {
-                Decoded::Message(message) => self.handle_message(message, &sink).await,
+                Decoded::Message(message) => self.handle_message(message, &sink, notify).await,
                 Decoded::Invalid(invalid) => self.handle_invalid(invalid, &sink).await,
                 Decoded::Batch(_) => {
                     let invalid = Invalid {
@@ -960,7 +970,11 @@ impl<T> Future for CatchUnwind<T> {
     }
 }
 
-async fn run_reader<R: AsyncRead + Unpin>(inner: Arc<Inner>, mut frames: FrameReader<R>) {
+async fn run_reader<R: AsyncRead + Unpin>(
+    inner: Arc<Inner>,
+    mut frames: FrameReader<R>,
+    notify: mpsc::Sender<NotifyJob>,
+) {
     let reason = loop {
         let value = match frames.next_frame().await {
             Ok(None) => break "end of input".to_owned(),
@@ -997,8 +1011,9 @@ async fn run_reader<R: AsyncRead + Unpin>(inner: Arc<Inner>, mut frames: FrameRe
                 }
             }
         };
-        inner.dispatch(value).await;
+        inner.dispatch(value, &notify).await;
     };
+    drop(notify);
     inner.begin_close(&reason);
     inner.close_writer().await;
 }

@@ -794,3 +794,32 @@ async fn child_stderr_tail_keeps_the_last_bytes() {
     );
     assert!(!tail.contains("line-0\n"));
 }
+
+#[tokio::test]
+async fn notifications_read_before_end_of_input_are_all_handled() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let handlers = Handlers::new().on_notification("runtime.event", move |_ctx, params| {
+        let tx = tx.clone();
+        async move {
+            tokio::task::yield_now().await;
+            let _ = tx.send(params);
+        }
+    });
+    let (peer, mut raw) = serve(Profile::roll(), handlers);
+    let mut stream = Vec::new();
+    for i in 0..500 {
+        stream.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"method\":\"runtime.event\",\"params\":{{\"sequence\":{i}}}}}\n")
+                .as_bytes(),
+        );
+    }
+    raw.send(&stream).await;
+    drop(raw);
+    peer.closed().await;
+    for i in 0..500 {
+        assert_eq!(
+            rx.recv().await.expect("notification"),
+            Some(json!({"sequence": i}))
+        );
+    }
+}
