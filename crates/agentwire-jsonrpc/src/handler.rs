@@ -1,0 +1,193 @@
+//! The handler registry: closures that answer incoming requests and take incoming
+//! notifications, plain (`Value` in, `Value` out) or typed through serde.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::ErrorObject;
+use crate::message::Id;
+use crate::peer::Peer;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+pub(crate) type RequestFn = Arc<
+    dyn Fn(RequestContext, Option<Value>) -> BoxFuture<Result<Value, ErrorObject>> + Send + Sync,
+>;
+pub(crate) type NotificationFn =
+    Arc<dyn Fn(NotificationContext, Option<Value>) -> BoxFuture<()> + Send + Sync>;
+
+/// What a request handler knows about its request; [`RequestContext::peer`] sends requests and
+/// notifications back to the other side while the handler runs.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    pub(crate) peer: Peer,
+    pub(crate) id: Id,
+    pub(crate) method: Arc<str>,
+}
+
+impl RequestContext {
+    /// The connection the request came on.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The request's id.
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+
+    /// The request's method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+}
+
+/// What a notification handler knows about its notification.
+#[derive(Debug, Clone)]
+pub struct NotificationContext {
+    pub(crate) peer: Peer,
+    pub(crate) method: Arc<str>,
+}
+
+impl NotificationContext {
+    /// The connection the notification came on. Notification handlers run one at a time in
+    /// arrival order: to await a request to the other side, spawn a task for it.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The notification's method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+}
+
+/// The handlers of one connection, looked up by method name.
+///
+/// An incoming request without a handler is answered `-32601`; a notification without one is
+/// dropped (logged at debug level).
+#[derive(Clone, Default)]
+pub struct Handlers {
+    pub(crate) requests: HashMap<String, RequestFn>,
+    pub(crate) notifications: HashMap<String, NotificationFn>,
+    pub(crate) fallback_request: Option<RequestFn>,
+    pub(crate) fallback_notification: Option<NotificationFn>,
+}
+
+impl std::fmt::Debug for Handlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut requests: Vec<&String> = self.requests.keys().collect();
+        requests.sort();
+        let mut notifications: Vec<&String> = self.notifications.keys().collect();
+        notifications.sort();
+        f.debug_struct("Handlers")
+            .field("requests", &requests)
+            .field("notifications", &notifications)
+            .field("fallback_request", &self.fallback_request.is_some())
+            .field(
+                "fallback_notification",
+                &self.fallback_notification.is_some(),
+            )
+            .finish()
+    }
+}
+
+impl Handlers {
+    /// No handlers: every request is answered `-32601`.
+    pub fn new() -> Self {
+        Handlers::default()
+    }
+
+    /// Answers `method` with `handler(context, params)`.
+    #[must_use]
+    pub fn on_request<F, Fut>(mut self, method: &str, handler: F) -> Self
+    where
+        F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+    {
+        self.requests.insert(
+            method.to_owned(),
+            Arc::new(move |ctx, params| Box::pin(handler(ctx, params))),
+        );
+        self
+    }
+
+    /// Answers `method` with a typed handler: params that do not deserialise into `P` are
+    /// answered `-32602` without calling it (absent params read as `null`).
+    #[must_use]
+    pub fn on_typed_request<P, R, F, Fut>(self, method: &str, handler: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(RequestContext, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.on_request(method, move |ctx, params| {
+            let handler = Arc::clone(&handler);
+            async move {
+                let params: P = serde_json::from_value(params.unwrap_or(Value::Null))
+                    .map_err(ErrorObject::invalid_params)?;
+                let result = handler(ctx, params).await?;
+                serde_json::to_value(result).map_err(|error| {
+                    tracing::error!(%error, "a handler's result cannot be serialised");
+                    ErrorObject::internal()
+                })
+            }
+        })
+    }
+
+    /// Answers every request that has no handler of its own (instead of `-32601`).
+    #[must_use]
+    pub fn on_any_request<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+    {
+        self.fallback_request = Some(Arc::new(move |ctx, params| Box::pin(handler(ctx, params))));
+        self
+    }
+
+    /// Takes notifications of `method`.
+    #[must_use]
+    pub fn on_notification<F, Fut>(mut self, method: &str, handler: F) -> Self
+    where
+        F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.notifications.insert(
+            method.to_owned(),
+            Arc::new(move |ctx, params| Box::pin(handler(ctx, params))),
+        );
+        self
+    }
+
+    /// Takes every notification that has no handler of its own.
+    #[must_use]
+    pub fn on_any_notification<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.fallback_notification =
+            Some(Arc::new(move |ctx, params| Box::pin(handler(ctx, params))));
+        self
+    }
+
+    pub(crate) fn request(&self, method: &str) -> Option<&RequestFn> {
+        self.requests.get(method).or(self.fallback_request.as_ref())
+    }
+
+    pub(crate) fn notification(&self, method: &str) -> Option<&NotificationFn> {
+        self.notifications
+            .get(method)
+            .or(self.fallback_notification.as_ref())
+    }
+}

@@ -1,0 +1,178 @@
+//! Byte transports a [`crate::Peer`] runs over: the current process's stdio, a spawned child
+//! process (stderr drained into a bounded tail and the log), TCP, Unix sockets and an in-memory
+//! pair for tests.
+
+use std::collections::VecDeque;
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, DuplexStream, ReadHalf, WriteHalf};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+
+use crate::framer::{Frame, FrameReader};
+
+/// Bytes of a child's stderr kept for [`ChildProcess::stderr_tail`].
+pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
+/// Longest stderr line logged whole; longer ones are logged by length only.
+pub const STDERR_LOG_LINE_BYTES: usize = 4 * 1024;
+/// Buffer of each direction of [`memory_pair`].
+pub const MEMORY_PIPE_BYTES: usize = 64 * 1024;
+
+/// The current process's stdin and stdout. Logs must go to stderr: stdout carries the protocol.
+pub fn stdio() -> (tokio::io::Stdin, tokio::io::Stdout) {
+    (tokio::io::stdin(), tokio::io::stdout())
+}
+
+/// The read and write halves of a TCP connection.
+pub fn tcp(
+    stream: tokio::net::TcpStream,
+) -> (
+    tokio::net::tcp::OwnedReadHalf,
+    tokio::net::tcp::OwnedWriteHalf,
+) {
+    stream.into_split()
+}
+
+/// The read and write halves of a Unix socket connection.
+#[cfg(unix)]
+pub fn unix(
+    stream: tokio::net::UnixStream,
+) -> (
+    tokio::net::unix::OwnedReadHalf,
+    tokio::net::unix::OwnedWriteHalf,
+) {
+    stream.into_split()
+}
+
+/// One end of an in-memory connection: what it reads and what it writes.
+pub type MemoryEnd = (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>);
+
+/// Two connected in-memory ends, each direction buffering [`MEMORY_PIPE_BYTES`].
+pub fn memory_pair() -> (MemoryEnd, MemoryEnd) {
+    let (a, b) = tokio::io::duplex(MEMORY_PIPE_BYTES);
+    (tokio::io::split(a), tokio::io::split(b))
+}
+
+/// A child process speaking NDJSON on its stdin and stdout.
+///
+/// Its stderr is read continuously (an undrained pipe would block the child once full): each
+/// line goes to the log (target `agentwire_jsonrpc::child`) and the last
+/// [`STDERR_TAIL_BYTES`] bytes are kept for [`ChildProcess::stderr_tail`]. The child is killed
+/// when this value is dropped; [`ChildProcess::shutdown`] ends it gracefully.
+#[derive(Debug)]
+pub struct ChildProcess {
+    child: Child,
+    tail: Arc<Mutex<VecDeque<u8>>>,
+    drain: Option<JoinHandle<()>>,
+}
+
+impl ChildProcess {
+    /// Spawns `command` with stdin, stdout and stderr piped, and returns it with the pipes to
+    /// hand to [`crate::Peer::spawn`] (stdout is what the peer reads, stdin what it writes).
+    ///
+    /// # Errors
+    /// The spawn error.
+    pub fn spawn(mut command: Command) -> io::Result<(ChildProcess, ChildStdout, ChildStdin)> {
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn()?;
+        let missing = |what: &str| io::Error::other(format!("child {what} was not piped"));
+        let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+        let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+        let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
+        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_BYTES)));
+        let pid = child.id();
+        let drain = tokio::spawn(drain_stderr(stderr, Arc::clone(&tail), pid));
+        Ok((
+            ChildProcess {
+                child,
+                tail,
+                drain: Some(drain),
+            },
+            stdout,
+            stdin,
+        ))
+    }
+
+    /// The process id, while the child runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The last bytes the child wrote to stderr (at most [`STDERR_TAIL_BYTES`]), lossily
+    /// decoded.
+    pub fn stderr_tail(&self) -> String {
+        let tail = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
+        let (a, b) = tail.as_slices();
+        let mut bytes = Vec::with_capacity(a.len() + b.len());
+        bytes.extend_from_slice(a);
+        bytes.extend_from_slice(b);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Waits up to `grace` for the child to exit (close its stdin first, e.g. with
+    /// [`crate::Peer::close`]), then kills it. Returns its exit status, once stderr has been
+    /// read to the end.
+    ///
+    /// # Errors
+    /// Errors of waiting for or killing the process.
+    pub async fn shutdown(&mut self, grace: Duration) -> io::Result<ExitStatus> {
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(status) => status?,
+            Err(_) => {
+                tracing::warn!(
+                    pid = self.child.id(),
+                    "child did not exit in time; killing it"
+                );
+                self.child.kill().await?;
+                self.child.wait().await?
+            }
+        };
+        if let Some(drain) = self.drain.take() {
+            let _ = drain.await;
+        }
+        Ok(status)
+    }
+}
+
+async fn drain_stderr(
+    stderr: impl AsyncRead + Unpin,
+    tail: Arc<Mutex<VecDeque<u8>>>,
+    pid: Option<u32>,
+) {
+    let mut lines = FrameReader::new(stderr, STDERR_LOG_LINE_BYTES);
+    loop {
+        match lines.next_frame().await {
+            Ok(Some(Frame::Line(line))) => {
+                tracing::info!(target: "agentwire_jsonrpc::child", pid, line = %String::from_utf8_lossy(line), "child stderr");
+                push_tail(&tail, line);
+            }
+            Ok(Some(Frame::Oversize { length })) => {
+                tracing::info!(target: "agentwire_jsonrpc::child", pid, length, "child stderr line too long to log");
+                push_tail(&tail, format!("[stderr line of {length} bytes]").as_bytes());
+            }
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(target: "agentwire_jsonrpc::child", pid, %error, "reading child stderr failed");
+                return;
+            }
+        }
+    }
+}
+
+fn push_tail(tail: &Mutex<VecDeque<u8>>, line: &[u8]) {
+    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+    let keep = line.len().min(STDERR_TAIL_BYTES - 1);
+    let line = &line[line.len() - keep..];
+    while tail.len() + line.len() + 1 > STDERR_TAIL_BYTES {
+        tail.pop_front();
+    }
+    tail.extend(line);
+    tail.push_back(b'\n');
+}
