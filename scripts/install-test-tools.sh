@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every external tool and real artifact the test suite uses, into ignored folders:
 #   Debian packages  kotlin (kotlinc), chromium                 (system, via apt-get)
+#                    postgresql-15 (the tests start their own cluster; no main cluster is made)
 #   .tools/node      npm ci of tools/node/package-lock.json     (ajv, ajv-formats, typescript, ws,
 #                                                                 playwright-core,
 #                                                                 @openclaw/gateway-protocol)
@@ -18,7 +19,8 @@ readonly OPENCLAW_PACKAGE="@openclaw/gateway-protocol"
 readonly OPENCLAW_SCHEMA_SHA256="971f2c0d2f0e267a062213b21a398518849c019d2cff1c1d54ff6ee1af7cddf1"
 readonly CC_SCHEMA_DIGEST="sha256:ff1860d17b798060c95cce217ff27bef2f99e209dcb369cf2d70514a4d6f08d7"
 readonly MIN_NODE_MAJOR=18
-readonly APT_PACKAGES=(kotlin chromium)
+readonly APT_PACKAGES=(kotlin chromium postgresql-15)
+readonly PG_INITDB=/usr/lib/postgresql/15/bin/initdb
 
 say() { printf 'install-test-tools: %s\n' "$*"; }
 die() {
@@ -47,6 +49,7 @@ install_debian_packages() {
   local missing=()
   command -v kotlinc >/dev/null 2>&1 || missing+=(kotlin)
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  [[ -x "$PG_INITDB" ]] || missing+=(postgresql-15)
   if ((${#missing[@]} == 0)); then
     say "Debian packages present: ${APT_PACKAGES[*]}"
     return
@@ -57,13 +60,27 @@ install_debian_packages() {
     sudo=(sudo -n)
   fi
   command -v apt-get >/dev/null 2>&1 || die "Debian packages ${missing[*]} are missing and apt-get is not available"
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]]; then
+    # The tests run private clusters on free ports: the package must not create (and start) a
+    # main cluster that would hold port 5432. Its postinst reads this one file (dpkg keeps it:
+    # --force-confold below).
+    local conf=/etc/postgresql-common/createcluster.conf
+    "${sudo[@]}" mkdir -p /etc/postgresql-common
+    if [[ -f "$conf" ]]; then
+      "${sudo[@]}" sed -i 's/^#\?\s*create_main_cluster.*/create_main_cluster = false/' "$conf"
+    else
+      printf 'create_main_cluster = false\n' | "${sudo[@]}" tee "$conf" >/dev/null
+    fi
+  fi
   say "installing Debian packages: ${missing[*]} (apt-get)"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
     || die "apt-get update failed"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -o Dpkg::Options::=--force-confold \
     "${missing[@]}" </dev/null || die "apt-get install ${missing[*]} failed"
   command -v kotlinc >/dev/null 2>&1 || die "package kotlin installed but kotlinc is not on PATH"
   command -v chromium >/dev/null 2>&1 || die "package chromium installed but chromium is not on PATH"
+  [[ -x "$PG_INITDB" ]] || die "package postgresql-15 installed but $PG_INITDB is missing"
 }
 
 # --- Node.js packages ----------------------------------------------------------------------------
@@ -122,6 +139,7 @@ install_python_packages() {
       say "installing Debian package python3-venv (apt-get)"
       env DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
       env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -o Dpkg::Options::=--force-confold \
         python3-venv </dev/null || die "apt-get install python3-venv failed"
     fi
     python="$(find_python)" || die "no python3 (3.9+ with the venv and ensurepip modules) on PATH"

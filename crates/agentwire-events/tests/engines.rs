@@ -1,0 +1,253 @@
+//! What each engine does beyond the shared contract: versioned migrations, SQLite's WAL bounds,
+//! durability setting and append queue, PostgreSQL's concurrent first open.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use agentwire_events::{
+    After, Expected, NewEvent, POSTGRES_SCHEMA_VERSION, SQLITE_SCHEMA_VERSION, Settings, StoreUrl,
+    Synchronous, ThreadId, open, open_with,
+};
+
+fn thread(name: &str) -> ThreadId {
+    ThreadId::new(name).unwrap()
+}
+
+fn sqlite_url(dir: &tempfile::TempDir) -> (std::path::PathBuf, String) {
+    let path = dir.path().join("events.db");
+    let url = format!("sqlite:{}", path.display());
+    (path, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_is_created_at_the_current_schema_version_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    log.close().await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SQLITE_SCHEMA_VERSION);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let stored_id: String = conn
+        .query_row("SELECT value FROM aw_meta WHERE key = 'log_id'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(stored_id, log.log_id().to_string());
+    // Reopening migrates nothing and keeps the id.
+    drop(conn);
+    let again = open(&url).await.unwrap();
+    assert_eq!(again.log_id(), log.log_id());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_from_a_newer_build_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    open(&url).await.unwrap().close().await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(&format!(
+        "PRAGMA user_version = {}",
+        SQLITE_SCHEMA_VERSION + 1
+    ))
+    .unwrap();
+    drop(conn);
+    let err = open(&url).await.unwrap_err();
+    assert_eq!(err.code(), "EVENTS_SCHEMA_TOO_NEW");
+    assert!(
+        err.to_string()
+            .contains(&format!("version {}", SQLITE_SCHEMA_VERSION + 1))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_wal_stays_bounded_by_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let limit = 1024 * 1024;
+    let settings = Settings {
+        wal_autocheckpoint_pages: 100,
+        journal_size_limit: limit,
+        synchronous: Synchronous::Normal,
+        ..Settings::default()
+    };
+    let log = open_with(&url, settings).await.unwrap();
+    let t = thread("big-writer");
+    // 24 MiB through the log, 64 KiB per event.
+    for _ in 0..96 {
+        let events = (0..4)
+            .map(|_| NewEvent::new("b", vec![1u8; 64 * 1024]))
+            .collect();
+        log.append(&t, Expected::Any, events).await.unwrap();
+    }
+    let wal = std::fs::metadata(path.with_extension("db-wal"))
+        .unwrap()
+        .len();
+    // Without checkpoints the WAL would hold all 24 MiB; with them it holds about one
+    // checkpoint interval plus the last commit.
+    assert!(wal <= 4 * limit, "WAL is {wal} bytes");
+    let info = log.thread(&t).await.unwrap().unwrap();
+    assert_eq!(info.records, 384);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_full_queue_makes_appends_wait_not_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, url) = sqlite_url(&dir);
+    let settings = Settings {
+        queue_capacity: 1,
+        max_batch_appends: 2,
+        ..Settings::default()
+    };
+    let log = open_with(&url, settings).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let log = Arc::clone(&log);
+        tasks.push(tokio::spawn(async move {
+            log.append(
+                &thread("queued"),
+                Expected::Any,
+                vec![NewEvent::new("q", format!("{i}"))],
+            )
+            .await
+        }));
+    }
+    let mut firsts = Vec::new();
+    for task in tasks {
+        firsts.push(task.await.unwrap().unwrap().first_seq);
+    }
+    firsts.sort_unstable();
+    assert_eq!(firsts, (0..32).collect::<Vec<_>>());
+    let page = log
+        .read(&thread("queued"), After::Start, 100)
+        .await
+        .unwrap();
+    assert_eq!(page.events.len(), 32);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_and_urls_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, url) = sqlite_url(&dir);
+    for bad in [
+        Settings {
+            queue_capacity: 0,
+            ..Settings::default()
+        },
+        Settings {
+            max_record_bytes: agentwire_events::MAX_RECORD_BYTES + 1,
+            ..Settings::default()
+        },
+        Settings {
+            readers: 0,
+            ..Settings::default()
+        },
+    ] {
+        let err = open_with(&url, bad).await.unwrap_err();
+        assert_eq!(err.code(), "EVENTS_INVALID_SETTING");
+    }
+    for bad in [
+        "",
+        "sqlite:",
+        "mysql://x/y",
+        "postgres://host:notaport/db",
+        "events.db",
+    ] {
+        let err = StoreUrl::parse(bad).unwrap_err();
+        assert_eq!(err.code(), "EVENTS_INVALID_URL", "{bad:?}");
+    }
+    assert_eq!(
+        StoreUrl::parse("sqlite://var/e.db").unwrap(),
+        StoreUrl::Sqlite("var/e.db".into())
+    );
+    assert_eq!(
+        StoreUrl::parse("postgresql://u@h:5/d").unwrap(),
+        StoreUrl::Postgres("postgresql://u@h:5/d".into())
+    );
+    // A smaller record limit is honoured.
+    let small = Settings {
+        max_record_bytes: 10,
+        ..Settings::default()
+    };
+    let log = open_with(&url, small).await.unwrap();
+    let err = log
+        .append(
+            &thread("t"),
+            Expected::Any,
+            vec![NewEvent::new("k", vec![0u8; 10])],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "EVENTS_RECORD_TOO_LARGE");
+    for bad in [
+        "",
+        &"x".repeat(agentwire_events::MAX_THREAD_ID_BYTES + 1),
+        "a\nb",
+    ] {
+        assert_eq!(
+            ThreadId::new(bad).unwrap_err().code(),
+            "EVENTS_INVALID_THREAD_ID"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_instances_opening_a_new_database_together_share_one_log() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let opens: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { open(&url).await })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    let mut logs = Vec::new();
+    for o in opens {
+        let log = o.await.unwrap().unwrap();
+        ids.push(log.log_id());
+        logs.push(log);
+    }
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
+    // Appends from every instance land in one order.
+    let t = thread("shared");
+    for (i, log) in logs.iter().enumerate() {
+        let ack = log
+            .append(
+                &t,
+                Expected::Next(i as u64),
+                vec![NewEvent::new("i", format!("{i}"))],
+            )
+            .await
+            .unwrap();
+        assert_eq!(ack.first_seq, i as u64);
+    }
+    let page = logs[0].read(&t, After::Start, 10).await.unwrap();
+    assert_eq!(page.events.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_from_a_newer_build_is_refused() {
+    let server = agentwire_testkit::postgres_server();
+    let url = server.fresh_database("engines");
+    open(&url).await.unwrap().close().await.unwrap();
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .execute(
+            "UPDATE aw_meta SET value = $1 WHERE key = 'schema_version'",
+            &[&(POSTGRES_SCHEMA_VERSION + 1).to_string()],
+        )
+        .await
+        .unwrap();
+    let err = open(&url).await.unwrap_err();
+    assert_eq!(err.code(), "EVENTS_SCHEMA_TOO_NEW");
+}
