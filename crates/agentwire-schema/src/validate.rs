@@ -30,6 +30,7 @@
 mod dispatch;
 mod format;
 pub mod message;
+pub(crate) mod number;
 mod pattern;
 
 use std::fmt;
@@ -334,6 +335,7 @@ impl ValidatorCompiler {
             .should_validate_formats(true)
             .with_format("uuid", format::is_uuid)
             .with_keyword("pattern", pattern::factory)
+            .with_keyword("multipleOf", number::factory)
             .with_registry(&self.registry)
             .build(&wrapper)
             .map_err(|e| build_error(&ptr, &e))?;
@@ -545,6 +547,26 @@ impl Reporter<'_> {
         });
     }
 
+    /// A count keyword's limit as the schema writes it (`1e40`, not the engine's clamped
+    /// integer).
+    fn limit_text(&self, err: &ValidationError<'_>, limit: u64) -> String {
+        match pointer::resolve(&self.validator.document, err.schema_path().as_str()) {
+            // serde_json prints `1e40` as `1e+40`; a schema author writes the former.
+            Some(Value::Number(n)) => n.to_string().replacen("e+", "e", 1),
+            _ => limit.to_string(),
+        }
+    }
+
+    /// [`Reporter::limit_text`] with its unit.
+    fn limit(&self, err: &ValidationError<'_>, limit: u64, one: &str, many: &str) -> String {
+        let text = self.limit_text(err, limit);
+        if text == "1" {
+            format!("1 {one}")
+        } else {
+            format!("{text} {many}")
+        }
+    }
+
     fn report(&mut self, err: &ValidationError<'_>, depth: usize) {
         let instance = err.instance();
         let value: &Value = instance.as_ref();
@@ -689,20 +711,23 @@ impl Reporter<'_> {
             ValidationErrorKind::Custom { keyword, message } if keyword == "pattern" => {
                 self.push(IssueCode::Pattern, "pattern", err, message.clone());
             }
+            ValidationErrorKind::Custom { keyword, message } if keyword == "multipleOf" => {
+                self.push(IssueCode::MultipleOf, "multipleOf", err, message.clone());
+            }
             ValidationErrorKind::Custom { message, .. } => {
                 self.push(IssueCode::Other, "", err, message.clone());
             }
             ValidationErrorKind::MinLength { limit } => {
                 let message = format!(
                     "{shown} is shorter than {}",
-                    message::plural(*limit, "character", "characters")
+                    self.limit(err, *limit, "character", "characters")
                 );
                 self.push(IssueCode::MinLength, "minLength", err, message);
             }
             ValidationErrorKind::MaxLength { limit } => {
                 let message = format!(
                     "{shown} is longer than {}",
-                    message::plural(*limit, "character", "characters")
+                    self.limit(err, *limit, "character", "characters")
                 );
                 self.push(IssueCode::MaxLength, "maxLength", err, message);
             }
@@ -746,29 +771,33 @@ impl Reporter<'_> {
             }
             ValidationErrorKind::MinItems { limit } => {
                 let message = format!(
-                    "{} items, fewer than the minimum of {limit}",
-                    count_of(value)
+                    "{} items, fewer than the minimum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MinItems, "minItems", err, message);
             }
             ValidationErrorKind::MaxItems { limit } => {
                 let message = format!(
-                    "{} items, more than the maximum of {limit}",
-                    count_of(value)
+                    "{} items, more than the maximum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MaxItems, "maxItems", err, message);
             }
             ValidationErrorKind::MinProperties { limit } => {
                 let message = format!(
-                    "{} properties, fewer than the minimum of {limit}",
-                    count_of(value)
+                    "{} properties, fewer than the minimum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MinProperties, "minProperties", err, message);
             }
             ValidationErrorKind::MaxProperties { limit } => {
                 let message = format!(
-                    "{} properties, more than the maximum of {limit}",
-                    count_of(value)
+                    "{} properties, more than the maximum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MaxProperties, "maxProperties", err, message);
             }

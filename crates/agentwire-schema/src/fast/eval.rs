@@ -10,6 +10,7 @@ use crate::fast::plan::{
     StrChecks, T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union, key_print,
 };
 use crate::pointer;
+use crate::validate::number::is_multiple_of;
 
 /// Nesting of schema evaluation (references and applicators included) beyond which an instance
 /// is reported invalid rather than risking the stack. Instances are at most
@@ -381,10 +382,7 @@ fn num_ok(c: &NumChecks, f: f64) -> bool {
         && c.minimum.is_none_or(|m| f >= m)
         && c.exclusive_maximum.is_none_or(|m| f < m)
         && c.exclusive_minimum.is_none_or(|m| f > m)
-        && c.multiple_of.is_none_or(|m| {
-            let q = f / m;
-            q.is_finite() && q.fract() == 0.0
-        })
+        && c.multiple_of.is_none_or(|m| is_multiple_of(f, m))
 }
 
 /// Code points in `s`, counted only as far as a bound needs.

@@ -1,0 +1,149 @@
+//! The hostile inputs of the schema crate: each test rebuilds one input that used to crash,
+//! hang, blow up or answer wrongly, and checks the answer it gets now (the verdict, the issue
+//! codes and sentences, the error and its code).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use agentwire_schema::{SchemaDocument, SchemaErrorKind, Validator, parse_json};
+use serde_json::{Value, json};
+
+fn doc(v: Value) -> SchemaDocument {
+    SchemaDocument::from_value(v).unwrap()
+}
+
+/// `(instance pointer, schema pointer, code, message)` of every issue, after checking that the
+/// verdict agrees with the report.
+fn issues(validator: &Validator, instance: &Value) -> Vec<(String, String, &'static str, String)> {
+    let found = validator.validate(instance);
+    assert_eq!(
+        validator.is_valid(instance),
+        found.is_empty(),
+        "is_valid disagrees with validate for {instance}: {found:?}"
+    );
+    found
+        .into_iter()
+        .map(|i| {
+            (
+                i.instance_pointer,
+                i.schema_pointer,
+                i.code.code(),
+                i.message,
+            )
+        })
+        .collect()
+}
+
+fn one(p: &str, s: &str, code: &'static str, m: &str) -> (String, String, &'static str, String) {
+    (p.to_owned(), s.to_owned(), code, m.to_owned())
+}
+
+#[test]
+fn multiple_of_is_decided_by_the_quotient_on_both_passes() {
+    let v = doc(json!({"multipleOf": 0.1})).validator().unwrap();
+    for x in [0.3, 0.7] {
+        assert_eq!(
+            issues(&v, &json!(x)),
+            [one(
+                "",
+                "/multipleOf",
+                "validate.multiple-of",
+                &format!("{x} is not a multiple of 0.1")
+            )]
+        );
+    }
+    for x in [0.2, 3.3000000000000003, 0.0, 5.0] {
+        assert!(issues(&v, &json!(x)).is_empty(), "{x}");
+    }
+}
+
+#[test]
+fn multiple_of_under_not_gives_one_verdict_whatever_else_the_schema_has() {
+    for schema in [
+        json!({"not": {"multipleOf": 0.1}}),
+        json!({"not": {"multipleOf": 0.1}, "title": "x", "minimum": -100}),
+        json!({"allOf": [{"not": {"multipleOf": 0.1}}], "type": "number"}),
+    ] {
+        let v = doc(schema.clone()).validator().unwrap();
+        for x in [0.3, 0.7] {
+            assert!(issues(&v, &json!(x)).is_empty(), "{schema} {x}");
+        }
+        for x in [0.2, 3.3000000000000003] {
+            let found = issues(&v, &json!(x));
+            assert_eq!(found.len(), 1, "{schema} {x}");
+            assert_eq!(found[0].2, "validate.not");
+        }
+    }
+}
+
+#[test]
+fn multiple_of_zero_or_negative_is_a_schema_error() {
+    for bad in [json!(0), json!(-0.1), json!(-3)] {
+        let err = SchemaDocument::from_value(json!({"multipleOf": bad})).unwrap_err();
+        assert_eq!(err.kind, SchemaErrorKind::InvalidSchema);
+        assert_eq!(err.code(), "schema.invalid");
+        assert_eq!(err.pointer, "/multipleOf");
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_reported_as_one() {
+    let v = doc(json!({"type": "object"})).validator().unwrap();
+    let found = v.validate_bytes(b"\xef\xbb\xbf{}");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code.code(), "json.byte-order-mark");
+    assert!(found[0].message.contains("byte order mark"), "{}", found[0]);
+    let err = SchemaDocument::from_slice(b"\xef\xbb\xbf{}").unwrap_err();
+    assert!(err.message.contains("byte order mark (U+FEFF)"), "{err}");
+}
+
+#[test]
+fn a_lone_surrogate_is_reported_as_one() {
+    let v = doc(json!({"type": "string"})).validator().unwrap();
+    let found = v.validate_bytes(br#""\ud800""#);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code.code(), "json.lone-surrogate");
+    assert_eq!(
+        found[0].message,
+        "lone surrogate \"\\ud800\" in a string: a \\uD800-\\uDBFF escape must be followed by a \\uDC00-\\uDFFF one at line 1 column 2"
+    );
+    assert_eq!(
+        parse_json(br#"{"a": "\udc00"}"#).unwrap_err().kind.code(),
+        "json.lone-surrogate"
+    );
+}
+
+#[test]
+fn a_cycle_through_the_root_is_named_with_hash() {
+    let err = SchemaDocument::from_slice(br##"{"$ref":"#"}"##).unwrap_err();
+    assert_eq!(err.kind, SchemaErrorKind::RefCycle);
+    assert_eq!(
+        err.message,
+        "reference cycle: # leads back to # without descending into the instance"
+    );
+}
+
+#[test]
+fn huge_count_limits_are_reported_as_written() {
+    let v = doc(json!({"minLength": 1e40, "maxLength": 1e40}))
+        .validator()
+        .unwrap();
+    assert_eq!(
+        issues(&v, &json!("abc")),
+        [one(
+            "",
+            "/minLength",
+            "validate.min-length",
+            "\"abc\" is shorter than 1e40 characters"
+        )]
+    );
+    let v = doc(json!({"minItems": 1e20})).validator().unwrap();
+    assert_eq!(
+        issues(&v, &json!([1])),
+        [one(
+            "",
+            "/minItems",
+            "validate.min-items",
+            "the array has 1 items, fewer than the minimum of 1e20"
+        )]
+    );
+}
