@@ -100,8 +100,13 @@ pub enum IssueCode {
     FalseSchema,
     /// `format`.
     Format,
-    /// `pattern` (or a pattern that could not be evaluated).
+    /// `pattern`.
     Pattern,
+    /// A `pattern`, `patternProperties` or `propertyNames` pattern that needs backtracking
+    /// (backreferences, lookaround) gave up after
+    /// [`PATTERN_BACKTRACK_LIMIT`](crate::fast::PATTERN_BACKTRACK_LIMIT) steps: the value is
+    /// invalid, since whether it matches is unknown.
+    PatternBudget,
     /// `minLength`.
     MinLength,
     /// `maxLength`.
@@ -158,6 +163,7 @@ impl IssueCode {
             IssueCode::FalseSchema => "validate.false-schema",
             IssueCode::Format => "validate.format",
             IssueCode::Pattern => "validate.pattern",
+            IssueCode::PatternBudget => "validate.pattern-budget",
             IssueCode::MinLength => "validate.min-length",
             IssueCode::MaxLength => "validate.max-length",
             IssueCode::Minimum => "validate.minimum",
@@ -336,6 +342,10 @@ impl ValidatorCompiler {
             .with_format("uuid", format::is_uuid)
             .with_keyword("pattern", pattern::factory)
             .with_keyword("multipleOf", number::factory)
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex()
+                    .backtrack_limit(crate::fast::PATTERN_BACKTRACK_LIMIT),
+            )
             .with_registry(&self.registry)
             .build(&wrapper)
             .map_err(|e| build_error(&ptr, &e))?;
@@ -635,7 +645,11 @@ impl Reporter<'_> {
                     "property name {} is not allowed: {why}",
                     message::preview(&json!(name))
                 );
-                self.push(IssueCode::PropertyNames, "propertyNames", err, message);
+                let code = match inner.out.first() {
+                    Some(i) if i.code == IssueCode::PatternBudget => IssueCode::PatternBudget,
+                    _ => IssueCode::PropertyNames,
+                };
+                self.push(code, "propertyNames", err, message);
             }
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
@@ -702,14 +716,19 @@ impl Reporter<'_> {
             }
             ValidationErrorKind::BacktrackLimitExceeded { error } => {
                 let message = format!("the pattern could not be evaluated on {shown}: {error}");
-                self.push(IssueCode::Pattern, "pattern", err, message);
+                self.push(IssueCode::PatternBudget, "pattern", err, message);
             }
             ValidationErrorKind::RegexEngineFailure { message } => {
                 let message = format!("the pattern could not be evaluated on {shown}: {message}");
                 self.push(IssueCode::Pattern, "pattern", err, message);
             }
             ValidationErrorKind::Custom { keyword, message } if keyword == "pattern" => {
-                self.push(IssueCode::Pattern, "pattern", err, message.clone());
+                let code = if message.starts_with(pattern::BUDGET_MESSAGE_START) {
+                    IssueCode::PatternBudget
+                } else {
+                    IssueCode::Pattern
+                };
+                self.push(code, "pattern", err, message.clone());
             }
             ValidationErrorKind::Custom { keyword, message } if keyword == "multipleOf" => {
                 self.push(IssueCode::MultipleOf, "multipleOf", err, message.clone());

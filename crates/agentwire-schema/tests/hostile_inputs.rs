@@ -147,3 +147,70 @@ fn huge_count_limits_are_reported_as_written() {
         )]
     );
 }
+
+/// `^(a+)+$` against `aaa…a!` doubles its time per character on a backtracking engine.
+#[test]
+fn nested_quantifiers_run_in_linear_time() {
+    let evil = format!("{}!", "a".repeat(100_000));
+    let v = doc(json!({"pattern": "^(a+)+$"})).validator().unwrap();
+    let found = v.validate(&json!(evil));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code.code(), "validate.pattern");
+    assert!(!v.is_valid(&json!(evil)));
+    assert!(v.is_valid(&json!("a".repeat(100_000))));
+
+    let v = doc(json!({"propertyNames": {"pattern": "^(a+)+$"}}))
+        .validator()
+        .unwrap();
+    let found = issues(&v, &json!({evil.clone(): 1}));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, "validate.property-names");
+
+    let v = doc(json!({"patternProperties": {"^(a+)+$": false}}))
+        .validator()
+        .unwrap();
+    assert!(issues(&v, &json!({evil.clone(): 1})).is_empty());
+}
+
+/// Backreferences and lookbehind need backtracking: a budget ends the search with its own code.
+#[test]
+fn backtracking_patterns_give_up_with_their_own_code() {
+    let evil = format!("{}!", "a".repeat(30));
+    for pattern in ["^(a|a)+\\1$", "^(a|aa)+(?<=b)$"] {
+        let v = doc(json!({"pattern": pattern})).validator().unwrap();
+        assert_eq!(
+            issues(&v, &json!(evil)),
+            [one(
+                "",
+                "/pattern",
+                "validate.pattern-budget",
+                &format!(
+                    "the pattern gave up after 1000000 backtracking steps on \"{evil}\" without deciding whether it matches {pattern}"
+                )
+            )]
+        );
+        // The same pattern decides short inputs.
+        assert!(issues(&v, &json!("aa")).is_empty() != pattern.contains("<=b"));
+    }
+    let v = doc(json!({"patternProperties": {"^(a|a)+\\1$": false}}))
+        .validator()
+        .unwrap();
+    let found = issues(&v, &json!({evil.clone(): 1}));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, "validate.pattern-budget");
+}
+
+#[test]
+fn lint_checks_required_names_against_patterns_in_linear_time() {
+    let evil = format!("{}!", "a".repeat(100_000));
+    let schema = json!({
+        "type": "object",
+        "properties": {},
+        "required": [evil],
+        "patternProperties": {"^(a+)+$": {}},
+        "additionalProperties": false
+    });
+    let findings = agentwire_schema::lint_value(&schema);
+    let codes: Vec<_> = findings.iter().map(|f| f.code.code()).collect();
+    assert_eq!(codes, ["AW032"], "{findings:?}");
+}

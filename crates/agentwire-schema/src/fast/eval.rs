@@ -470,11 +470,16 @@ fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bo
         }
         let mut matched = false;
         for (p, s) in o.pattern_props.iter() {
-            if plan.patterns[*p as usize].is_match(key.text()) == Some(true) {
-                matched = true;
-                if !valid(plan, *s, value, depth + 1) {
-                    return false;
+            match plan.patterns[*p as usize].is_match(key.text()) {
+                Some(true) => {
+                    matched = true;
+                    if !valid(plan, *s, value, depth + 1) {
+                        return false;
+                    }
                 }
+                Some(false) => {}
+                // Whether the schema applies is unknown: invalid, as the report says.
+                None => return false,
             }
         }
         if !declared && !matched {
@@ -745,10 +750,14 @@ fn obj_error<'a, I: Instance<'a>>(
         let declared = o
             .index_of(key)
             .is_some_and(|k| o.props[k as usize].is_some());
-        let matched = o
-            .pattern_props
-            .iter()
-            .any(|(p, _)| plan.patterns[*p as usize].is_match(key) == Some(true));
+        let mut matched = false;
+        for (p, _) in o.pattern_props.iter() {
+            match plan.patterns[*p as usize].is_match(key) {
+                Some(true) => matched = true,
+                Some(false) => {}
+                None => return Some(pointer::push(path, key)),
+            }
+        }
         if !declared && !matched {
             match o.additional {
                 Rest::Any => {}

@@ -6,7 +6,7 @@
 //! A schema that uses something the plan does not implement is refused with a [`FastError`]
 //! instead of being validated differently.
 
-mod ecma;
+pub(crate) mod ecma;
 mod eval;
 mod plan;
 pub mod sample;
@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::document::SchemaDocument;
 use crate::json::{self, JsonError};
 use crate::pointer;
+pub use ecma::PATTERN_BACKTRACK_LIMIT;
 pub use tape::{Tape, string_special};
 
 use eval::Instance;
