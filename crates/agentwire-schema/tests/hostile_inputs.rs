@@ -214,3 +214,117 @@ fn lint_checks_required_names_against_patterns_in_linear_time() {
     let codes: Vec<_> = findings.iter().map(|f| f.code.code()).collect();
     assert_eq!(codes, ["AW032"], "{findings:?}");
 }
+
+/// `d0 → d1 → … → dN`, each link made by `link(next)`, the last a string.
+fn chain(n: usize, link: impl Fn(String) -> Value) -> SchemaDocument {
+    let mut defs = serde_json::Map::new();
+    for i in 0..n {
+        defs.insert(format!("d{i}"), link(format!("#/$defs/d{}", i + 1)));
+    }
+    defs.insert(format!("d{n}"), json!({"type": "string"}));
+    doc(json!({"$defs": defs, "$ref": "#/$defs/d0"}))
+}
+
+#[test]
+fn a_50000_long_ref_chain_validates_and_reports() {
+    let d = chain(
+        50_000,
+        |next| json!({"$ref": next, "description": "a link"}),
+    );
+    let compiler = agentwire_schema::ValidatorCompiler::new(&d).unwrap();
+    for v in [compiler.root().unwrap(), compiler.definition("d0").unwrap()] {
+        assert!(issues(&v, &json!("x")).is_empty());
+        assert_eq!(
+            issues(&v, &json!(5)),
+            [one(
+                "",
+                "/$defs/d50000/type",
+                "validate.type",
+                "5 is an integer, expected string"
+            )]
+        );
+    }
+}
+
+#[test]
+fn a_chain_of_applicators_deeper_than_the_limit_is_refused_with_its_code() {
+    let v = chain(3_000, |next| json!({"allOf": [{"$ref": next}]}))
+        .validator()
+        .unwrap();
+    for instance in [json!("x"), json!(5)] {
+        let found = issues(&v, &instance);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].2, "validate.depth-limit");
+        assert_eq!(
+            found[0].3,
+            "the schema nests deeper than 1024 levels of applicators on this value; it is not accepted"
+        );
+    }
+    // Under the limit the same chain decides.
+    let v = chain(500, |next| json!({"allOf": [{"$ref": next}]}))
+        .validator()
+        .unwrap();
+    assert!(issues(&v, &json!("x")).is_empty());
+    assert_eq!(issues(&v, &json!(5))[0].1, "/$defs/d500/type");
+}
+
+/// `L_i = {allOf: [{$ref: L_{i+1}}, {$ref: L_{i+1}}]}`: 2^depth paths to the last level.
+fn fan_out(depth: usize) -> Validator {
+    chain(
+        depth,
+        |next| json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+    )
+    .validator()
+    .unwrap()
+}
+
+#[test]
+fn allof_fan_out_reports_each_issue_once() {
+    let v = fan_out(12);
+    assert!(issues(&v, &json!("x")).is_empty());
+    assert_eq!(
+        issues(&v, &json!(5)),
+        [one(
+            "",
+            "/$defs/d12/type",
+            "validate.type",
+            "5 is an integer, expected string"
+        )]
+    );
+}
+
+#[test]
+fn allof_fan_out_past_the_walk_budget_stops_with_its_code() {
+    for depth in [22, 40] {
+        let v = fan_out(depth);
+        for instance in [json!("x"), json!(5)] {
+            let found = issues(&v, &instance);
+            assert_eq!(found.len(), 1, "{depth} {instance}");
+            assert_eq!(found[0].2, "validate.walk-budget");
+            assert_eq!(
+                found[0].3,
+                "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted"
+            );
+        }
+    }
+}
+
+/// The budget grows with the instance: a large array of values that each take a few steps
+/// is decided, not stopped.
+#[test]
+fn the_walk_budget_grows_with_the_instance() {
+    let v = doc(json!({
+        "$defs": {"Item": {"allOf": [{"type": "integer"}, {"minimum": 0}]}},
+        "type": "array",
+        "items": {"$ref": "#/$defs/Item"}
+    }))
+    .validator()
+    .unwrap();
+    let mut items: Vec<Value> = (0..400_000).map(|i| json!(i)).collect();
+    assert!(issues(&v, &Value::Array(items.clone())).is_empty());
+    items[399_999] = json!(-1);
+    let found = issues(&v, &Value::Array(items));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, "/399999");
+    assert_eq!(found[0].2, "validate.minimum");
+}
