@@ -356,6 +356,16 @@ impl SchemaDocument {
                 }
                 _ => {}
             }
+            if bad.is_none()
+                && let Some(m) = map.get("multipleOf")
+                && !m.as_f64().is_some_and(|m| m > 0.0)
+            {
+                bad = Some(SchemaError::new(
+                    SchemaErrorKind::InvalidSchema,
+                    pointer::push(at, "multipleOf"),
+                    format!("multipleOf must be a number greater than 0, not {m}"),
+                ));
+            }
             if let Some(name) = anchor_name(schema) {
                 anchors.insert(name.to_owned(), at.to_owned());
             }
@@ -422,13 +432,10 @@ impl SchemaDocument {
                     match state.get(&next) {
                         Some(1) => {
                             let via = node.clone();
-                            return Err(SchemaError::new(
-                                SchemaErrorKind::RefCycle,
-                                via.clone(),
-                                format!(
-                                    "reference cycle: {via} leads back to {next} without descending into the instance"
-                                ),
-                            ));
+                            let message = format!(
+                                "reference cycle: #{via} leads back to #{next} without descending into the instance"
+                            );
+                            return Err(SchemaError::new(SchemaErrorKind::RefCycle, via, message));
                         }
                         Some(_) => {}
                         None => {
@@ -636,6 +643,35 @@ mod tests {
             .unwrap();
         let err = load(json!({"$defs": {"Self": {"$ref": "#/$defs/Self"}}})).unwrap_err();
         assert_eq!(err.kind, SchemaErrorKind::RefCycle);
+    }
+
+    #[test]
+    fn a_cycle_at_the_root_names_it_as_a_fragment() {
+        let err = load(json!({"$ref": "#"})).unwrap_err();
+        assert_eq!(err.kind, SchemaErrorKind::RefCycle);
+        assert_eq!(
+            err.to_string(),
+            "schema.ref-cycle: reference cycle: # leads back to # without descending into the instance"
+        );
+        let err = load(json!({"$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}]}}})).unwrap_err();
+        assert_eq!(
+            err.message,
+            "reference cycle: #/$defs/A/allOf/0 leads back to #/$defs/A without descending into the instance"
+        );
+    }
+
+    #[test]
+    fn multiple_of_must_be_positive() {
+        for bad in [json!(0), json!(-2), json!(-0.5), json!("1")] {
+            let err = load(json!({"properties": {"n": {"multipleOf": bad}}})).unwrap_err();
+            assert_eq!(err.kind, SchemaErrorKind::InvalidSchema, "{bad}");
+            assert_eq!(err.pointer, "/properties/n/multipleOf");
+            assert_eq!(
+                err.message,
+                format!("multipleOf must be a number greater than 0, not {bad}")
+            );
+        }
+        load(json!({"multipleOf": 0.01})).unwrap();
     }
 
     #[test]

@@ -31,6 +31,12 @@ pub enum JsonErrorKind {
     TooDeep,
     /// A number outside the range of an IEEE 754 double.
     NumberOutOfRange,
+    /// The text starts with a byte order mark (U+FEFF), which JSON text must not have
+    /// (RFC 8259 §8.1).
+    ByteOrderMark,
+    /// A `\u` escape of a UTF-16 surrogate that is not a high surrogate followed by a low one:
+    /// it stands for no character.
+    LoneSurrogate,
 }
 
 impl JsonErrorKind {
@@ -44,6 +50,8 @@ impl JsonErrorKind {
             JsonErrorKind::DuplicateKey => "json.duplicate-key",
             JsonErrorKind::TooDeep => "json.too-deep",
             JsonErrorKind::NumberOutOfRange => "json.number-out-of-range",
+            JsonErrorKind::ByteOrderMark => "json.byte-order-mark",
+            JsonErrorKind::LoneSurrogate => "json.lone-surrogate",
         }
     }
 }
@@ -98,19 +106,77 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, JsonError> {
 
 /// Parses one JSON document from text, with the rules of [`parse_json`].
 pub fn parse_json_str(text: &str) -> Result<Value, JsonError> {
+    if text.starts_with('\u{feff}') {
+        return Err(byte_order_mark());
+    }
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = StrictValue.deserialize(&mut de).map_err(convert)?;
-    de.end().map_err(convert)?;
+    let value = StrictValue
+        .deserialize(&mut de)
+        .map_err(|e| convert(text, e))?;
+    de.end().map_err(|e| convert(text, e))?;
     Ok(value)
 }
 
-fn convert(err: serde_json::Error) -> JsonError {
+/// The error of a document that starts with a byte order mark.
+pub(crate) fn byte_order_mark() -> JsonError {
+    JsonError {
+        kind: JsonErrorKind::ByteOrderMark,
+        line: 1,
+        column: 1,
+        byte_offset: None,
+        message: "the text starts with a byte order mark (U+FEFF), which JSON text must not have"
+            .to_owned(),
+    }
+}
+
+/// The last `\u` escape of a surrogate that starts before 1-based `line` and `column` of
+/// `text`: its line, column and the four hex digits as written. serde_json reports a lone
+/// surrogate as the end of a hex escape; this finds the escape it stopped at.
+fn lone_surrogate_before(text: &str, line: usize, column: usize) -> Option<(usize, usize, &str)> {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    let end = (line_start + column).min(text.len());
+    let bytes = text.as_bytes();
+    (end.saturating_sub(16).max(line_start)..end)
+        .rev()
+        .find_map(|at| {
+            if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
+                return None;
+            }
+            let digits = text.get(at + 2..at + 6)?;
+            let code = u16::from_str_radix(digits, 16).ok()?;
+            (0xD800..=0xDFFF)
+                .contains(&code)
+                .then_some((line.max(1), at - line_start + 1, digits))
+        })
+}
+
+fn convert(input: &str, err: serde_json::Error) -> JsonError {
     let text = err.to_string();
     // serde_json appends " at line L column C"; keep only the sentence.
     let message = match text.rfind(" at line ") {
         Some(idx) => text[..idx].to_owned(),
         None => text.clone(),
     };
+    if matches!(
+        message.as_str(),
+        "unexpected end of hex escape" | "lone leading surrogate in hex escape"
+    ) && let Some((line, column, digits)) =
+        lone_surrogate_before(input, err.line(), err.column())
+    {
+        return JsonError {
+            kind: JsonErrorKind::LoneSurrogate,
+            line,
+            column,
+            byte_offset: None,
+            message: format!(
+                "lone surrogate \"\\u{digits}\" in a string: a \\uD800-\\uDBFF escape must be followed by a \\uDC00-\\uDFFF one"
+            ),
+        };
+    }
     let kind = if message.starts_with("recursion limit exceeded") {
         JsonErrorKind::TooDeep
     } else if message.starts_with("duplicate key") {
@@ -268,9 +334,42 @@ mod tests {
             JsonErrorKind::NumberOutOfRange
         );
         assert_eq!(parse_json(b"NaN").unwrap_err().kind, JsonErrorKind::Syntax);
+        assert_eq!(parse_json(b"[1,2] ").unwrap(), json!([1, 2]));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let err = parse_json(b"\xef\xbb\xbf{}").unwrap_err();
+        assert_eq!(err.kind, JsonErrorKind::ByteOrderMark);
+        assert_eq!(err.kind.code(), "json.byte-order-mark");
         assert_eq!(
-            parse_json(b"\xef\xbb\xbf{}").unwrap_err().kind,
-            JsonErrorKind::Syntax
+            err.to_string(),
+            "the text starts with a byte order mark (U+FEFF), which JSON text must not have at line 1 column 1"
+        );
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_named() {
+        for (text, column, digits) in [
+            (r#""\ud800""#, 2, "ud800"),
+            (r#""\udc00""#, 2, "udc00"),
+            (r#""\ud800\u0041""#, 2, "ud800"),
+            ("[\"a\",\n \"x\\uDBFFy\"]", 4, "uDBFF"),
+        ] {
+            let err = parse_json(text.as_bytes()).unwrap_err();
+            assert_eq!(err.kind, JsonErrorKind::LoneSurrogate, "{text}");
+            assert_eq!(err.column, column, "{text}");
+            assert_eq!(
+                err.message,
+                format!(
+                    "lone surrogate \"\\{digits}\" in a string: a \\uD800-\\uDBFF escape must be followed by a \\uDC00-\\uDFFF one"
+                ),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            parse_json(r#""\ud83d\ude00""#.as_bytes()).unwrap(),
+            json!("\u{1F600}")
         );
         assert_eq!(parse_json(b"[1,2] ").unwrap(), json!([1, 2]));
     }

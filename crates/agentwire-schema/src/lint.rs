@@ -870,11 +870,12 @@ impl<'v> Linter<'v> {
             // Any extra property may carry the name.
             return;
         }
-        // `None` stands for a pattern that does not compile (AW022), which may match anything.
-        let patterns: Vec<Option<regress::Regex>> = match map.get("patternProperties") {
+        // `None` stands for a pattern that does not compile (AW022) or that only a backtracking
+        // engine without a budget could run, either of which may match anything.
+        let patterns: Vec<Option<crate::fast::ecma::Pattern>> = match map.get("patternProperties") {
             Some(Value::Object(entries)) => entries
                 .keys()
-                .map(|p| regress::Regex::with_flags(p, PATTERN_FLAGS).ok())
+                .map(|p| crate::fast::ecma::Pattern::new(p).ok())
                 .collect(),
             _ => Vec::new(),
         };
@@ -885,7 +886,7 @@ impl<'v> Linter<'v> {
             if properties.contains_key(name)
                 || patterns
                     .iter()
-                    .any(|p| p.as_ref().is_none_or(|re| re.find(name).is_some()))
+                    .any(|p| p.as_ref().is_none_or(|re| re.is_match(name) != Some(false)))
             {
                 continue;
             }

@@ -30,6 +30,7 @@
 mod dispatch;
 mod format;
 pub mod message;
+pub(crate) mod number;
 mod pattern;
 
 use std::fmt;
@@ -40,7 +41,7 @@ use jsonschema::{Registry, ValidationError};
 use serde_json::{Value, json};
 
 use crate::document::{Draft, SchemaDocument, SchemaError, SchemaErrorKind};
-use crate::fast::{FastSchema, Target};
+use crate::fast::{EvalLimit, FastSchema, MAX_EVAL_DEPTH, Target};
 use crate::json::{self, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
 use crate::pointer;
 
@@ -99,8 +100,13 @@ pub enum IssueCode {
     FalseSchema,
     /// `format`.
     Format,
-    /// `pattern` (or a pattern that could not be evaluated).
+    /// `pattern`.
     Pattern,
+    /// A `pattern`, `patternProperties` or `propertyNames` pattern that needs backtracking
+    /// (backreferences, lookaround) gave up after
+    /// [`PATTERN_BACKTRACK_LIMIT`](crate::fast::PATTERN_BACKTRACK_LIMIT) steps: the value is
+    /// invalid, since whether it matches is unknown.
+    PatternBudget,
     /// `minLength`.
     MinLength,
     /// `maxLength`.
@@ -131,6 +137,14 @@ pub enum IssueCode {
     PropertyNames,
     /// `contentEncoding` / `contentMediaType`.
     Content,
+    /// Evaluation nested deeper than [`MAX_EVAL_DEPTH`](crate::fast::MAX_EVAL_DEPTH) levels of
+    /// applicators and descents: the value is not accepted.
+    DepthLimit,
+    /// Evaluation took more steps than its budget
+    /// ([`WALK_STEPS_BASE`](crate::fast::WALK_STEPS_BASE) plus
+    /// [`WALK_STEPS_PER_VALUE`](crate::fast::WALK_STEPS_PER_VALUE) per value): the value is
+    /// not accepted.
+    WalkBudget,
     /// Anything else the engine reports.
     Other,
 }
@@ -157,6 +171,7 @@ impl IssueCode {
             IssueCode::FalseSchema => "validate.false-schema",
             IssueCode::Format => "validate.format",
             IssueCode::Pattern => "validate.pattern",
+            IssueCode::PatternBudget => "validate.pattern-budget",
             IssueCode::MinLength => "validate.min-length",
             IssueCode::MaxLength => "validate.max-length",
             IssueCode::Minimum => "validate.minimum",
@@ -172,6 +187,8 @@ impl IssueCode {
             IssueCode::MaxProperties => "validate.max-properties",
             IssueCode::PropertyNames => "validate.property-names",
             IssueCode::Content => "validate.content",
+            IssueCode::DepthLimit => "validate.depth-limit",
+            IssueCode::WalkBudget => "validate.walk-budget",
             IssueCode::Other => "validate.other",
         }
     }
@@ -270,7 +287,7 @@ impl ValidatorCompiler {
         let registry = Registry::new()
             .draft(draft)
             .retrieve_known_draft_meta_schemas(false)
-            .add(&base, Arc::clone(&document))
+            .add(&base, Arc::new(collapse_ref_chains(doc)))
             .and_then(|builder| builder.prepare())
             .map_err(|e| SchemaError::new(SchemaErrorKind::InvalidSchema, "", e.to_string()))?;
         Ok(ValidatorCompiler {
@@ -334,6 +351,11 @@ impl ValidatorCompiler {
             .should_validate_formats(true)
             .with_format("uuid", format::is_uuid)
             .with_keyword("pattern", pattern::factory)
+            .with_keyword("multipleOf", number::factory)
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex()
+                    .backtrack_limit(crate::fast::PATTERN_BACKTRACK_LIMIT),
+            )
             .with_registry(&self.registry)
             .build(&wrapper)
             .map_err(|e| build_error(&ptr, &e))?;
@@ -349,6 +371,87 @@ impl ValidatorCompiler {
             pointer: ptr,
         })
     }
+}
+
+/// Keywords beside a `$ref` that assert nothing, so that the schema means what its target
+/// means.
+const ANNOTATION_KEYWORDS: &[&str] = &[
+    "$comment",
+    "$anchor",
+    "$defs",
+    "definitions",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// The document the engine compiles: every `$ref` that lands on a chain of schemas that are a
+/// `$ref` alone points at the chain's end instead, so that a chain of any length is one
+/// reference to compile and to follow (the engine recurses per reference, and compiles a long
+/// chain in quadratic time). Where a subschema has its own `$id` (which changes how its
+/// references resolve), the document is left as it is.
+fn collapse_ref_chains(doc: &SchemaDocument) -> Value {
+    let mut value = doc.value().clone();
+    let mut nested_id = false;
+    crate::walk::for_each_subschema(doc.value(), |at, schema| {
+        if !at.is_empty()
+            && let Some(Value::String(id)) = schema.get("$id")
+            && !id.starts_with('#')
+        {
+            nested_id = true;
+        }
+    });
+    if nested_id {
+        return value;
+    }
+    let is_alias = |at: &str| {
+        matches!(
+            pointer::resolve(doc.value(), at),
+            Some(Value::Object(map)) if map.keys().all(|k| {
+                k == "$ref" || ANNOTATION_KEYWORDS.contains(&k.as_str()) || k.starts_with("x-")
+            })
+        )
+    };
+    let next: std::collections::HashMap<&str, &str> = doc
+        .refs()
+        .iter()
+        .filter(|r| is_alias(&r.at))
+        .map(|r| (r.at.as_str(), r.target.as_str()))
+        .collect();
+    let mut ends: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for site in doc.refs() {
+        let mut path = Vec::new();
+        let mut at = site.target.as_str();
+        let end = loop {
+            if let Some(end) = ends.get(at) {
+                break *end;
+            }
+            match next.get(at) {
+                // The loader rejects cycles; the bound keeps this finite anyway.
+                Some(target) if path.len() <= next.len() => {
+                    path.push(at);
+                    at = target;
+                }
+                _ => break at,
+            }
+        };
+        for visited in path {
+            ends.insert(visited, end);
+        }
+        if end != site.target
+            && let Some(Value::Object(map)) = value.pointer_mut(&site.at)
+        {
+            map.insert(
+                "$ref".to_owned(),
+                Value::String(format!("#{}", fragment_escape(end))),
+            );
+        }
+    }
+    value
 }
 
 fn build_error(ptr: &str, err: &ValidationError<'_>) -> SchemaError {
@@ -462,8 +565,21 @@ impl Validator {
     /// levels (the strict parser guarantees it).
     fn validate_shallow(&self, instance: &Value) -> Vec<Issue> {
         // Collecting errors costs more than deciding; most messages are valid.
-        if self.verdict(instance) {
-            return Vec::new();
+        match &self.fast {
+            Some((plan, target)) => {
+                // The engine collects every error of its walk at once: a walk over budget is
+                // answered by the limit, not by millions of issues.
+                let walked = match plan.verdict(*target, instance) {
+                    Ok(true) => return Vec::new(),
+                    Ok(false) => plan.report_within_budget(*target, instance),
+                    Err(limit) => Err(limit),
+                };
+                if let Err(limit) = walked {
+                    return vec![self.limit_issue(limit)];
+                }
+            }
+            None if self.inner.is_valid(instance) => return Vec::new(),
+            None => {}
         }
         let mut reporter = Reporter {
             validator: self,
@@ -473,7 +589,30 @@ impl Validator {
         for err in self.inner.iter_errors(instance) {
             reporter.report(&err, 0);
         }
-        reporter.out
+        dedup(reporter.out)
+    }
+
+    /// The one issue of a validation stopped by a limit.
+    fn limit_issue(&self, limit: EvalLimit) -> Issue {
+        let (code, message) = match limit {
+            EvalLimit::Depth => (
+                IssueCode::DepthLimit,
+                format!(
+                    "the schema nests deeper than {MAX_EVAL_DEPTH} levels of applicators on this value; it is not accepted"
+                ),
+            ),
+            _ => (
+                IssueCode::WalkBudget,
+                "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted".to_owned(),
+            ),
+        };
+        Issue {
+            code,
+            instance_pointer: String::new(),
+            schema_pointer: self.pointer.clone(),
+            keyword: "",
+            message,
+        }
     }
 
     /// Parses a message with the strict parser ([`json::parse_json`]) and validates it. Input
@@ -545,6 +684,26 @@ impl Reporter<'_> {
         });
     }
 
+    /// A count keyword's limit as the schema writes it (`1e40`, not the engine's clamped
+    /// integer).
+    fn limit_text(&self, err: &ValidationError<'_>, limit: u64) -> String {
+        match pointer::resolve(&self.validator.document, err.schema_path().as_str()) {
+            // serde_json prints `1e40` as `1e+40`; a schema author writes the former.
+            Some(Value::Number(n)) => n.to_string().replacen("e+", "e", 1),
+            _ => limit.to_string(),
+        }
+    }
+
+    /// [`Reporter::limit_text`] with its unit.
+    fn limit(&self, err: &ValidationError<'_>, limit: u64, one: &str, many: &str) -> String {
+        let text = self.limit_text(err, limit);
+        if text == "1" {
+            format!("1 {one}")
+        } else {
+            format!("{text} {many}")
+        }
+    }
+
     fn report(&mut self, err: &ValidationError<'_>, depth: usize) {
         let instance = err.instance();
         let value: &Value = instance.as_ref();
@@ -613,7 +772,11 @@ impl Reporter<'_> {
                     "property name {} is not allowed: {why}",
                     message::preview(&json!(name))
                 );
-                self.push(IssueCode::PropertyNames, "propertyNames", err, message);
+                let code = match inner.out.first() {
+                    Some(i) if i.code == IssueCode::PatternBudget => IssueCode::PatternBudget,
+                    _ => IssueCode::PropertyNames,
+                };
+                self.push(code, "propertyNames", err, message);
             }
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
@@ -680,14 +843,22 @@ impl Reporter<'_> {
             }
             ValidationErrorKind::BacktrackLimitExceeded { error } => {
                 let message = format!("the pattern could not be evaluated on {shown}: {error}");
-                self.push(IssueCode::Pattern, "pattern", err, message);
+                self.push(IssueCode::PatternBudget, "pattern", err, message);
             }
             ValidationErrorKind::RegexEngineFailure { message } => {
                 let message = format!("the pattern could not be evaluated on {shown}: {message}");
                 self.push(IssueCode::Pattern, "pattern", err, message);
             }
             ValidationErrorKind::Custom { keyword, message } if keyword == "pattern" => {
-                self.push(IssueCode::Pattern, "pattern", err, message.clone());
+                let code = if message.starts_with(pattern::BUDGET_MESSAGE_START) {
+                    IssueCode::PatternBudget
+                } else {
+                    IssueCode::Pattern
+                };
+                self.push(code, "pattern", err, message.clone());
+            }
+            ValidationErrorKind::Custom { keyword, message } if keyword == "multipleOf" => {
+                self.push(IssueCode::MultipleOf, "multipleOf", err, message.clone());
             }
             ValidationErrorKind::Custom { message, .. } => {
                 self.push(IssueCode::Other, "", err, message.clone());
@@ -695,14 +866,14 @@ impl Reporter<'_> {
             ValidationErrorKind::MinLength { limit } => {
                 let message = format!(
                     "{shown} is shorter than {}",
-                    message::plural(*limit, "character", "characters")
+                    self.limit(err, *limit, "character", "characters")
                 );
                 self.push(IssueCode::MinLength, "minLength", err, message);
             }
             ValidationErrorKind::MaxLength { limit } => {
                 let message = format!(
                     "{shown} is longer than {}",
-                    message::plural(*limit, "character", "characters")
+                    self.limit(err, *limit, "character", "characters")
                 );
                 self.push(IssueCode::MaxLength, "maxLength", err, message);
             }
@@ -746,29 +917,33 @@ impl Reporter<'_> {
             }
             ValidationErrorKind::MinItems { limit } => {
                 let message = format!(
-                    "{} items, fewer than the minimum of {limit}",
-                    count_of(value)
+                    "{} items, fewer than the minimum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MinItems, "minItems", err, message);
             }
             ValidationErrorKind::MaxItems { limit } => {
                 let message = format!(
-                    "{} items, more than the maximum of {limit}",
-                    count_of(value)
+                    "{} items, more than the maximum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MaxItems, "maxItems", err, message);
             }
             ValidationErrorKind::MinProperties { limit } => {
                 let message = format!(
-                    "{} properties, fewer than the minimum of {limit}",
-                    count_of(value)
+                    "{} properties, fewer than the minimum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MinProperties, "minProperties", err, message);
             }
             ValidationErrorKind::MaxProperties { limit } => {
                 let message = format!(
-                    "{} properties, more than the maximum of {limit}",
-                    count_of(value)
+                    "{} properties, more than the maximum of {}",
+                    count_of(value),
+                    self.limit_text(err, *limit)
                 );
                 self.push(IssueCode::MaxProperties, "maxProperties", err, message);
             }
@@ -972,6 +1147,23 @@ impl Reporter<'_> {
         }
         self.push(code, keyword, err, message);
     }
+}
+
+/// The issues without repeats, in first-seen order: a schema that reaches one keyword by many
+/// paths (an `allOf` of two references to the same definition) reports it once.
+fn dedup(issues: Vec<Issue>) -> Vec<Issue> {
+    let mut seen = std::collections::HashSet::with_capacity(issues.len());
+    issues
+        .into_iter()
+        .filter(|i| {
+            seen.insert((
+                i.code.code(),
+                i.instance_pointer.clone(),
+                i.schema_pointer.clone(),
+                i.message.clone(),
+            ))
+        })
+        .collect()
 }
 
 fn article(type_name: &str) -> &'static str {

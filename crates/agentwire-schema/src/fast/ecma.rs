@@ -28,9 +28,11 @@ impl fmt::Debug for Pattern {
 /// compilation eat memory.
 const REGEX_SIZE_LIMIT: usize = 8 << 20;
 
-/// Backtracking steps fancy-regex may take per match before giving up (a give-up counts as a
-/// non-match would be wrong, so it is reported by [`Pattern::is_match`] as `None`).
-const FANCY_BACKTRACK_LIMIT: usize = 1_000_000;
+/// Backtracking steps a pattern that needs a backtracking engine (backreferences, lookaround)
+/// may take per match before giving up. A give-up is neither a match nor a non-match:
+/// [`Pattern::is_match`] answers `None`, and the value is invalid with its own issue code
+/// (`validate.pattern-budget`). Every other pattern runs on the linear-time `regex` engine.
+pub const PATTERN_BACKTRACK_LIMIT: usize = 1_000_000;
 
 impl Pattern {
     pub(crate) fn new(source: &str) -> Result<Pattern, String> {
@@ -41,7 +43,7 @@ impl Pattern {
         {
             Ok(r) => Ok(Pattern::Plain(r)),
             Err(_) => fancy_regex::RegexBuilder::new(&translated)
-                .backtrack_limit(FANCY_BACKTRACK_LIMIT)
+                .backtrack_limit(PATTERN_BACKTRACK_LIMIT)
                 .delegate_size_limit(REGEX_SIZE_LIMIT)
                 .build()
                 .map(Pattern::Fancy)
@@ -57,6 +59,9 @@ impl Pattern {
         }
     }
 }
+
+/// A Rust class that matches no character.
+const NOTHING: &str = r"[^\x{0}-\x{10FFFF}]";
 
 fn is_surrogate(c: u32) -> bool {
     (0xD800..=0xDFFF).contains(&c)
@@ -74,12 +79,10 @@ pub(crate) fn translate(source: &str) -> Result<String, String> {
                 let (piece, used) = escape(&chars, i, false)?;
                 match piece {
                     Escaped::Text(t) => out.push_str(&t),
-                    Escaped::Code(cp) => {
-                        if is_surrogate(cp) {
-                            return Err("a lone surrogate cannot match a Rust string".to_owned());
-                        }
-                        out.push_str(&format!("\\x{{{cp:X}}}"));
-                    }
+                    // A lone surrogate matches only a lone surrogate code unit, which no
+                    // string of a strictly parsed document has: it matches nothing.
+                    Escaped::Code(cp) if is_surrogate(cp) => out.push_str(NOTHING),
+                    Escaped::Code(cp) => out.push_str(&format!("\\x{{{cp:X}}}")),
                 }
                 i += used;
             }
@@ -141,14 +144,18 @@ fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), 
                 Ok((Escaped::Text(format!("[{JS_SPACE}]")), 2))
             }
         }
-        'D' | 'W' | 'S' if in_class => {
-            Err(format!("\\{e} inside a character class is not supported"))
-        }
+        // Rust classes nest: `[a[^0-9]]` is `a` or a non-digit.
+        'D' if in_class => text("[^0-9]"),
+        'W' if in_class => text("[^A-Za-z0-9_]"),
+        'S' if in_class => Ok((Escaped::Text(format!("[^{JS_SPACE}]")), 2)),
         'D' => text("[^0-9]"),
         'W' => text("[^A-Za-z0-9_]"),
         'S' => Ok((Escaped::Text(format!("[^{JS_SPACE}]")), 2)),
         'b' if in_class => Ok((Escaped::Code(8), 2)),
-        'b' | 'B' => Err("word boundaries differ between ECMA-262 and Rust regex".to_owned()),
+        // Without the `i` flag ECMA-262 word characters are `[A-Za-z0-9_]`: Rust's ASCII
+        // boundaries.
+        'b' => text(r"(?-u:\b)"),
+        'B' => text(r"(?-u:\B)"),
         'n' => Ok((Escaped::Code(10), 2)),
         'r' => Ok((Escaped::Code(13), 2)),
         't' => Ok((Escaped::Code(9), 2)),
@@ -196,7 +203,17 @@ fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), 
             let digits: String = chars[i + 1..i + n].iter().collect();
             Ok((Escaped::Text(format!("\\{digits}")), n))
         }
-        'k' => Err("named backreferences are not supported".to_owned()),
+        'k' => {
+            if chars.get(i + 2) != Some(&'<') {
+                return Err("bad \\k escape".to_owned());
+            }
+            let end = chars[i + 3..]
+                .iter()
+                .position(|c| *c == '>')
+                .ok_or("bad \\k escape")?;
+            let body: String = chars[i..i + end + 4].iter().collect();
+            Ok((Escaped::Text(body), end + 4))
+        }
         'p' | 'P' => {
             // \p{...}: Unicode property escapes; Rust accepts the common names.
             if chars.get(i + 2) != Some(&'{') {
@@ -302,7 +319,7 @@ fn class(chars: &[char], start: usize) -> Result<(String, usize), String> {
     }
     let out = match (negated, body.is_empty()) {
         // Matches nothing / anything.
-        (false, true) => r"[^\x{0}-\x{10FFFF}]".to_owned(),
+        (false, true) => NOTHING.to_owned(),
         (true, true) => r"[\x{0}-\x{10FFFF}]".to_owned(),
         (false, false) => format!("[{body}]"),
         (true, false) => format!("[^{body}]"),

@@ -2,6 +2,8 @@
 //! only, the instance path of the first error in AJV's evaluation order ([`first_error`]).
 //! Both are generic over [`Instance`], so parsed values and the parse tape share one evaluator.
 
+use std::cell::Cell;
+
 use serde_json::Value;
 
 use crate::fast::ecma::format_is_valid;
@@ -10,12 +12,94 @@ use crate::fast::plan::{
     StrChecks, T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union, key_print,
 };
 use crate::pointer;
+use crate::validate::number::is_multiple_of;
 
-/// Nesting of schema evaluation (references and applicators included) beyond which an instance
-/// is reported invalid rather than risking the stack. Instances are at most
-/// [`crate::MAX_JSON_DEPTH`] deep and the document has no reference cycle that does not descend,
-/// so valid evaluations stay far below it.
-pub(crate) const MAX_EVAL_DEPTH: u32 = 1024;
+/// Nesting of schema evaluation (applicators and descents into the instance; a `$ref` alone
+/// takes no level) beyond which a validation stops with [`EvalLimit::Depth`] rather than risk
+/// the stack.
+pub const MAX_EVAL_DEPTH: u32 = 1024;
+
+/// Schema evaluation steps (one per subschema applied to a value) every validation may take,
+/// whatever its size; with [`WALK_STEPS_PER_VALUE`] per value of the instance on top. A schema
+/// whose applicators fan out (an `allOf` of two references to the next level, 40 levels deep,
+/// is 2^40 steps on one value) stops with [`EvalLimit::Steps`] instead of running for hours.
+pub const WALK_STEPS_BASE: u64 = 1_000_000;
+
+/// Evaluation steps allowed per value of the instance, beyond [`WALK_STEPS_BASE`].
+pub const WALK_STEPS_PER_VALUE: u64 = 1_000;
+
+/// A bound a validation ran into before it could decide: the instance is then invalid (a value
+/// that cannot be checked is not accepted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EvalLimit {
+    /// Evaluation nested deeper than [`MAX_EVAL_DEPTH`].
+    Depth,
+    /// Evaluation took more steps than its budget ([`WALK_STEPS_BASE`],
+    /// [`WALK_STEPS_PER_VALUE`]).
+    Steps,
+}
+
+impl EvalLimit {
+    /// Stable code of the limit, as an issue code.
+    pub fn code(self) -> &'static str {
+        match self {
+            EvalLimit::Depth => "validate.depth-limit",
+            EvalLimit::Steps => "validate.walk-budget",
+        }
+    }
+}
+
+thread_local! {
+    /// Steps left to the validation running on this thread.
+    static STEPS_LEFT: Cell<u64> = const { Cell::new(u64::MAX) };
+    /// The first limit the validation running on this thread ran into.
+    static LIMIT_HIT: Cell<Option<EvalLimit>> = const { Cell::new(None) };
+}
+
+/// The step budget of a validation of an instance of `values` values.
+pub(crate) fn budget(values: usize) -> u64 {
+    WALK_STEPS_BASE.saturating_add(WALK_STEPS_PER_VALUE.saturating_mul(values as u64))
+}
+
+#[cold]
+#[inline(never)]
+fn hit(limit: EvalLimit) -> bool {
+    if LIMIT_HIT.get().is_none() {
+        LIMIT_HIT.set(Some(limit));
+    }
+    STEPS_LEFT.set(0);
+    false
+}
+
+/// Takes one step of the running validation; `false` once a limit was hit.
+#[inline(always)]
+fn step(depth: u32) -> bool {
+    let left = STEPS_LEFT.get();
+    if left == 0 {
+        return hit(EvalLimit::Steps);
+    }
+    if depth > MAX_EVAL_DEPTH {
+        return hit(EvalLimit::Depth);
+    }
+    STEPS_LEFT.set(left - 1);
+    true
+}
+
+/// Runs `f` as one validation with a budget of `steps`: its answer, or the limit it hit. A
+/// limit hit anywhere decides (even under a `not`, whose answer it would otherwise flip).
+pub(crate) fn bounded<T>(steps: u64, f: impl FnOnce() -> T) -> Result<T, EvalLimit> {
+    let outer = (STEPS_LEFT.get(), LIMIT_HIT.get());
+    STEPS_LEFT.set(steps);
+    LIMIT_HIT.set(None);
+    let answer = f();
+    let limit = LIMIT_HIT.get();
+    (STEPS_LEFT.set(outer.0), LIMIT_HIT.set(outer.1));
+    match limit {
+        Some(limit) => Err(limit),
+        None => Ok(answer),
+    }
+}
 
 /// The kinds of JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,11 +322,10 @@ impl Seen {
 
 /// The verdict of `node` on `i`, stopping at the first failure.
 pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) -> bool {
-    // A node that is a `$ref` alone is its target one level deeper: go there directly (each
-    // level's depth check passes when the last one does).
-    let (node, hops) = plan.alias[node as usize];
-    let depth = depth + hops;
-    if depth > MAX_EVAL_DEPTH {
+    // A node that is a `$ref` alone is its target: go there directly. The hops take no stack,
+    // so they take no depth either.
+    let node = plan.alias[node as usize];
+    if !step(depth) {
         return false;
     }
     let n = &plan.nodes[node as usize];
@@ -281,6 +364,93 @@ pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth:
         }
     }
     true
+}
+
+/// Visits what a full report of `node` on `i` visits: every check and every branch, without
+/// stopping at a failure, one step each. Run under [`bounded`] before the report pass, whose
+/// engine collects every error of such a walk: a walk over budget is not reported in full.
+pub(crate) fn walk_all<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) {
+    let node = plan.alias[node as usize];
+    if !step(depth) {
+        return;
+    }
+    let d = depth + 1;
+    for check in &plan.nodes[node as usize].checks {
+        if STEPS_LEFT.get() == 0 {
+            return;
+        }
+        match check {
+            Check::Ref(s) | Check::Not(s) => walk_all(plan, *s, i, d),
+            Check::AnyOf(u) | Check::OneOf(u) => {
+                u.branches.iter().for_each(|b| walk_all(plan, *b, i, d));
+            }
+            Check::AllOf(all) => all.iter().for_each(|s| walk_all(plan, *s, i, d)),
+            Check::AllOfTagged(t) => t.all.iter().for_each(|s| walk_all(plan, *s, i, d)),
+            Check::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                walk_all(plan, *cond, i, d);
+                then.iter()
+                    .chain(otherwise)
+                    .for_each(|s| walk_all(plan, *s, i, d));
+            }
+            Check::Arr(a) if i.kind() == Kind::Array => {
+                for (k, item) in i.items().enumerate() {
+                    match (a.prefix.get(k), &a.rest) {
+                        (Some(s), _) | (None, Rest::Schema(s)) => walk_all(plan, *s, item, d),
+                        _ => {}
+                    }
+                    if let Some(c) = a.contains {
+                        walk_all(plan, c, item, d);
+                    }
+                }
+            }
+            Check::Obj(o) if i.kind() == Kind::Object => {
+                for (key, value) in i.entries() {
+                    let declared = o.index_of(key).and_then(|k| o.props[k as usize]);
+                    if let Some(s) = declared {
+                        walk_all(plan, s, value, d);
+                    }
+                    let mut matched = false;
+                    for (p, s) in o.pattern_props.iter() {
+                        if plan.patterns[*p as usize].is_match(key) != Some(false) {
+                            matched = true;
+                            walk_all(plan, *s, value, d);
+                        }
+                    }
+                    if let (None, false, Rest::Schema(s)) = (declared, matched, &o.additional) {
+                        walk_all(plan, *s, value, d);
+                    }
+                    if let Some(pn) = o.property_names {
+                        walk_all(plan, pn, KeyInstance(key), d);
+                    }
+                }
+                for (k, s) in o.dependent_schemas.iter() {
+                    if i.get(&o.names[*k as usize]).is_some() {
+                        walk_all(plan, *s, i, d);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Number of values in `value` (itself included), counted without recursion.
+pub(crate) fn count_values(value: &Value) -> usize {
+    let mut count = 0;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        count += 1;
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    count
 }
 
 /// Branch indexes of a union worth trying on `i`, narrowed by the tag table when it applies.
@@ -358,16 +528,11 @@ fn all_of_tagged<'a, I: Instance<'a>>(plan: &Plan, t: &CondTable, i: I, depth: u
 /// [`valid`] of a guarded member (at `depth`) on an object instance: its `if` read as lookups
 /// when it allows, with the depths `valid` would use, so the verdict is the same.
 fn guard_holds<'a, I: Instance<'a>>(plan: &Plan, g: &Guard, i: I, depth: u32) -> bool {
-    let Some(cond) = g
-        .cond
-        .as_ref()
-        .filter(|c| depth + c.hops + 2 <= MAX_EVAL_DEPTH)
-    else {
+    let Some(cond) = g.cond.as_ref().filter(|_| depth + 2 <= MAX_EVAL_DEPTH) else {
         return valid(plan, g.member, i, depth);
     };
-    // The member's `if`/`then` node is `hops` references deeper; from there, `if` at depth + 1,
-    // its properties at depth + 2, `then` at depth + 1.
-    let depth = depth + cond.hops;
+    // The member's `if`/`then` node is the member itself once `$ref`s are followed; from there,
+    // `if` at depth + 1, its properties at depth + 2, `then` at depth + 1.
     let holds = cond.props.iter().all(|p| match i.get(&p.name) {
         Some(v) => p.schema.is_none_or(|s| valid(plan, s, v, depth + 2)),
         None => !p.required,
@@ -381,10 +546,7 @@ fn num_ok(c: &NumChecks, f: f64) -> bool {
         && c.minimum.is_none_or(|m| f >= m)
         && c.exclusive_maximum.is_none_or(|m| f < m)
         && c.exclusive_minimum.is_none_or(|m| f > m)
-        && c.multiple_of.is_none_or(|m| {
-            let q = f / m;
-            q.is_finite() && q.fract() == 0.0
-        })
+        && c.multiple_of.is_none_or(|m| is_multiple_of(f, m))
 }
 
 /// Code points in `s`, counted only as far as a bound needs.
@@ -472,11 +634,16 @@ fn obj_ok<'a, I: Instance<'a>>(plan: &Plan, o: &ObjPlan, i: I, depth: u32) -> bo
         }
         let mut matched = false;
         for (p, s) in o.pattern_props.iter() {
-            if plan.patterns[*p as usize].is_match(key.text()) == Some(true) {
-                matched = true;
-                if !valid(plan, *s, value, depth + 1) {
-                    return false;
+            match plan.patterns[*p as usize].is_match(key.text()) {
+                Some(true) => {
+                    matched = true;
+                    if !valid(plan, *s, value, depth + 1) {
+                        return false;
+                    }
                 }
+                Some(false) => {}
+                // Whether the schema applies is unknown: invalid, as the report says.
+                None => return false,
             }
         }
         if !declared && !matched {
@@ -567,7 +734,8 @@ pub(crate) fn first_error<'a, I: Instance<'a>>(
     path: &str,
     depth: u32,
 ) -> Option<String> {
-    if depth > MAX_EVAL_DEPTH {
+    let node = plan.alias[node as usize];
+    if !step(depth) {
         return Some(path.to_owned());
     }
     let n = &plan.nodes[node as usize];
@@ -747,10 +915,14 @@ fn obj_error<'a, I: Instance<'a>>(
         let declared = o
             .index_of(key)
             .is_some_and(|k| o.props[k as usize].is_some());
-        let matched = o
-            .pattern_props
-            .iter()
-            .any(|(p, _)| plan.patterns[*p as usize].is_match(key) == Some(true));
+        let mut matched = false;
+        for (p, _) in o.pattern_props.iter() {
+            match plan.patterns[*p as usize].is_match(key) {
+                Some(true) => matched = true,
+                Some(false) => {}
+                None => return Some(pointer::push(path, key)),
+            }
+        }
         if !declared && !matched {
             match o.additional {
                 Rest::Any => {}

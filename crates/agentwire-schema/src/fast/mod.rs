@@ -6,7 +6,7 @@
 //! A schema that uses something the plan does not implement is refused with a [`FastError`]
 //! instead of being validated differently.
 
-mod ecma;
+pub(crate) mod ecma;
 mod eval;
 mod plan;
 pub mod sample;
@@ -20,9 +20,11 @@ use serde_json::Value;
 use crate::document::SchemaDocument;
 use crate::json::{self, JsonError};
 use crate::pointer;
+pub use ecma::PATTERN_BACKTRACK_LIMIT;
 pub use tape::{Tape, string_special};
 
-use eval::Instance;
+pub use eval::{EvalLimit, MAX_EVAL_DEPTH, WALK_STEPS_BASE, WALK_STEPS_PER_VALUE};
+use eval::{Instance, bounded, budget, count_values};
 use plan::{Compiler, NodeId, Plan};
 
 /// Why a schema cannot be compiled into a fast plan.
@@ -161,18 +163,45 @@ impl FastSchema {
         self.plan.nodes.len()
     }
 
-    /// Whether `value` is valid against `target`.
+    /// Whether `value` is valid against `target` (a value that runs into an [`EvalLimit`] is
+    /// not).
     pub fn is_valid(&self, target: Target, value: &Value) -> bool {
-        eval::valid(&self.plan, target.0, value, 0)
+        self.verdict(target, value) == Ok(true)
+    }
+
+    /// Whether `value` is valid against `target`, or the limit that stopped the validation.
+    pub fn verdict(&self, target: Target, value: &Value) -> Result<bool, EvalLimit> {
+        let run = |steps| bounded(steps, || eval::valid(&self.plan, target.0, value, 0));
+        // Counting the values costs a walk of its own: only an instance that needs more than
+        // the base budget pays for it.
+        match run(WALK_STEPS_BASE) {
+            Err(EvalLimit::Steps) => run(budget(count_values(value))),
+            other => other,
+        }
+    }
+
+    /// Whether a full report of `value` against `target` (every check of every branch, which
+    /// the report pass visits) stays within the step budget.
+    pub fn report_within_budget(&self, target: Target, value: &Value) -> Result<(), EvalLimit> {
+        bounded(budget(count_values(value)), || {
+            eval::walk_all(&self.plan, target.0, value, 0)
+        })
     }
 
     /// The instance path of the first error, in the order AJV (`allErrors: false`) reports
-    /// errors, or `None` when `value` is valid.
+    /// errors, or `None` when `value` is valid. A validation stopped by a limit reports the
+    /// root.
     pub fn first_error_path(&self, target: Target, value: &Value) -> Option<String> {
-        if self.is_valid(target, value) {
-            return None;
+        match self.verdict(target, value) {
+            Ok(true) => return None,
+            Ok(false) => {}
+            Err(_) => return Some(String::new()),
         }
-        Some(eval::first_error(&self.plan, target.0, value, "", 0).unwrap_or_default())
+        let steps = budget(count_values(value));
+        bounded(steps, || {
+            eval::first_error(&self.plan, target.0, value, "", 0)
+        })
+        .map_or(Some(String::new()), |e| Some(e.unwrap_or_default()))
     }
 
     /// Parses `bytes` (with the rules of [`crate::parse_json`]) and validates the document
@@ -224,15 +253,23 @@ impl Parsed<'_> {
     /// Whether the value at JSON Pointer `ptr` inside the document is valid against `target`;
     /// `None` when nothing is there.
     pub fn is_valid_at(&self, schema: &FastSchema, target: Target, ptr: &str) -> Option<bool> {
+        self.verdict_at(schema, target, ptr).map(|v| v == Ok(true))
+    }
+
+    /// [`Parsed::is_valid_at`], with the limit that stopped the validation if one did.
+    pub fn verdict_at(
+        &self,
+        schema: &FastSchema,
+        target: Target,
+        ptr: &str,
+    ) -> Option<Result<bool, EvalLimit>> {
         match &self.inner {
             Inner::Tape { tape, text } => {
                 let v = tape.root(text).pointer(ptr)?;
-                Some(eval::valid(&schema.plan, target.0, v, 0))
+                let steps = budget(tape.toks.len());
+                Some(bounded(steps, || eval::valid(&schema.plan, target.0, v, 0)))
             }
-            Inner::Value(value) => {
-                let v = pointer::resolve(value, ptr)?;
-                Some(eval::valid(&schema.plan, target.0, v, 0))
-            }
+            Inner::Value(value) => Some(schema.verdict(target, pointer::resolve(value, ptr)?)),
         }
     }
 

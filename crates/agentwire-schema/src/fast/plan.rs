@@ -28,9 +28,6 @@ pub(crate) const T_ARR: u8 = 32;
 pub(crate) const T_OBJ: u8 = 64;
 pub(crate) const T_ANY: u8 = 127;
 
-/// Hops of `$ref`-alone nodes resolved ahead of evaluation.
-const ALIAS_MAX_HOPS: u32 = 64;
-
 /// Property names of one object schema beyond which the presence bitset lives on the heap.
 pub(crate) const INLINE_NAME_BITS: usize = 256;
 
@@ -52,9 +49,10 @@ const UNSUPPORTED_KEYWORDS: &[&str] = &[
 #[derive(Debug)]
 pub(crate) struct Plan {
     pub(crate) nodes: Vec<Node>,
-    /// Per node: where its chain of nodes that are a `$ref` alone ends, and how many references
-    /// that takes (the node itself and no hop for any other node).
-    pub(crate) alias: Vec<(NodeId, u32)>,
+    /// Per node: where its chain of nodes that are a `$ref` alone ends (the node itself for
+    /// any other node). Evaluation jumps there directly, so a chain of any length costs one
+    /// step and no stack.
+    pub(crate) alias: Vec<NodeId>,
     pub(crate) patterns: Vec<Pattern>,
     /// Schema pointer → node, for every schema compiled.
     pub(crate) by_pointer: HashMap<String, NodeId>,
@@ -157,8 +155,6 @@ pub(crate) struct Guard {
 pub(crate) struct FastCond {
     pub(crate) props: Box<[CondProp]>,
     pub(crate) then: NodeId,
-    /// `$ref` hops from the member to its `if`/`then` (each counts a level of depth).
-    pub(crate) hops: u32,
 }
 
 /// A property an [`FastCond`] looks up.
@@ -337,28 +333,49 @@ impl<'d> Compiler<'d> {
 
     pub(crate) fn finish(mut self) -> Result<Plan, FastError> {
         self.drain()?;
+        self.plan.alias = self.chain_ends();
         self.add_tag_tables();
-        self.plan.alias = (0..self.plan.nodes.len() as NodeId)
-            .map(|id| self.chain_end(id))
-            .collect();
         Ok(self.plan)
     }
 
-    /// Where `id`'s chain of `$ref`-alone nodes ends and how many hops it takes (at most
-    /// [`ALIAS_MAX_HOPS`]: a longer chain, or a cycle, goes on from there when evaluated).
-    fn chain_end(&self, mut id: NodeId) -> (NodeId, u32) {
-        let mut hops = 0;
-        while hops < ALIAS_MAX_HOPS {
-            let n = &self.plan.nodes[id as usize];
-            match n.checks.as_slice() {
-                [Check::Ref(next)] if n.types == T_ANY => {
-                    id = *next;
-                    hops += 1;
+    /// Where each node's chain of `$ref`-alone nodes ends, in time linear in the plan: a chain
+    /// is walked once and every node on it gets its end. A chain that comes back to itself
+    /// (the loader rejects those) ends where it closes, and evaluation follows it from there.
+    fn chain_ends(&self) -> Vec<NodeId> {
+        const UNKNOWN: NodeId = NodeId::MAX;
+        let nodes = &self.plan.nodes;
+        let mut ends = vec![UNKNOWN; nodes.len()];
+        let mut on_path = vec![false; nodes.len()];
+        let mut path = Vec::new();
+        for start in 0..nodes.len() as NodeId {
+            let mut id = start;
+            let end = loop {
+                let known = ends[id as usize];
+                if known != UNKNOWN {
+                    break known;
                 }
-                _ => break,
+                if on_path[id as usize] {
+                    break id;
+                }
+                let n = &nodes[id as usize];
+                match n.checks.as_slice() {
+                    [Check::Ref(next)] if n.types == T_ANY => {
+                        on_path[id as usize] = true;
+                        path.push(id);
+                        id = *next;
+                    }
+                    _ => break id,
+                }
+            };
+            if ends[id as usize] == UNKNOWN {
+                ends[id as usize] = end;
+            }
+            for visited in path.drain(..) {
+                ends[visited as usize] = end;
+                on_path[visited as usize] = false;
             }
         }
-        (id, hops)
+        ends
     }
 
     fn drain(&mut self) -> Result<(), FastError> {
@@ -830,15 +847,8 @@ impl<'d> Compiler<'d> {
     }
 
     /// The node after following bare `$ref` chains.
-    fn target(&self, mut id: NodeId) -> NodeId {
-        for _ in 0..64 {
-            let n = &self.plan.nodes[id as usize];
-            match n.checks.as_slice() {
-                [Check::Ref(next)] if n.types == T_ANY => id = *next,
-                _ => break,
-            }
-        }
-        id
+    fn target(&self, id: NodeId) -> NodeId {
+        self.plan.alias[id as usize]
     }
 
     fn effective_types(&self, id: NodeId) -> u8 {
@@ -871,10 +881,10 @@ impl<'d> Compiler<'d> {
         Some(enum_set(all.into_iter().map(|s| Value::String(s.into()))))
     }
 
-    /// The `if` and `then` of a member that is an `if`/`then` alone (no `else`, no type), and
-    /// the `$ref` hops from the member to it.
-    fn conditional(&self, member: NodeId) -> Option<(NodeId, NodeId, u32)> {
-        let (id, hops) = self.chain_end(member);
+    /// The `if` and `then` of a member that is an `if`/`then` alone (no `else`, no type),
+    /// through `$ref`s.
+    fn conditional(&self, member: NodeId) -> Option<(NodeId, NodeId)> {
+        let id = self.target(member);
         let n = &self.plan.nodes[id as usize];
         match n.checks.as_slice() {
             [
@@ -883,7 +893,7 @@ impl<'d> Compiler<'d> {
                     then: Some(then),
                     otherwise: None,
                 },
-            ] if n.types == T_ANY => Some((*cond, *then, hops)),
+            ] if n.types == T_ANY => Some((*cond, *then)),
             _ => None,
         }
     }
@@ -891,7 +901,7 @@ impl<'d> Compiler<'d> {
     /// The tag property and values a conditional member's `if` demands, when its `if`
     /// requires one literal string property and it has no `else`.
     fn guarded(&self, member: NodeId) -> Option<Guarded> {
-        let (cond, _, _) = self.conditional(member)?;
+        let (cond, _) = self.conditional(member)?;
         let c = &self.plan.nodes[self.target(cond) as usize];
         let o = c.checks.iter().find_map(|c| {
             if let Check::Obj(o) = c {
@@ -915,7 +925,7 @@ impl<'d> Compiler<'d> {
     /// tag `property` is left out: the dispatch found its value among the literals the `if`
     /// accepts for it.
     fn fast_cond(&self, member: NodeId, property: &str) -> Option<FastCond> {
-        let (cond, then, hops) = self.conditional(member)?;
+        let (cond, then) = self.conditional(member)?;
         let c = &self.plan.nodes[self.target(cond) as usize];
         let [Check::Obj(o)] = c.checks.as_slice() else {
             return None;
@@ -942,7 +952,7 @@ impl<'d> Compiler<'d> {
                 required: o.required.contains(&(k as u32)),
             })
             .collect();
-        Some(FastCond { props, then, hops })
+        Some(FastCond { props, then })
     }
 
     fn cond_table(&self, members: &[NodeId]) -> Option<CondTable> {

@@ -10,47 +10,81 @@ use jsonschema::{Keyword, ValidationError};
 use serde_json::{Map, Value};
 
 use super::message;
+use crate::fast::ecma::{PATTERN_BACKTRACK_LIMIT, Pattern};
 
 /// Flags every `pattern` is compiled with: Unicode mode, as AJV compiles them.
 const PATTERN_FLAGS: &str = "u";
 
+/// How a budget give-up's message starts, so that the report tells it from a non-match.
+pub(super) const BUDGET_MESSAGE_START: &str = "the pattern gave up after";
+
 /// A compiled `pattern`.
 pub(super) struct EcmaPattern {
     source: String,
-    regex: regress::Regex,
+    engine: Engine,
+}
+
+enum Engine {
+    /// Translated to Rust syntax: linear time, or a backtracking budget where the pattern
+    /// needs backreferences or lookaround.
+    Translated(Pattern),
+    /// What the translator cannot carry over, run by an ECMA-262 backtracking engine.
+    Ecma(regress::Regex),
 }
 
 impl EcmaPattern {
     pub(super) fn compile(source: &str) -> Result<Self, String> {
-        regress::Regex::with_flags(source, PATTERN_FLAGS)
-            .map(|regex| EcmaPattern {
-                source: source.to_owned(),
-                regex,
-            })
-            .map_err(|e| e.to_string())
+        let ecma = regress::Regex::with_flags(source, PATTERN_FLAGS).map_err(|e| e.to_string())?;
+        let engine = match Pattern::new(source) {
+            Ok(p) => Engine::Translated(p),
+            Err(_) => Engine::Ecma(ecma),
+        };
+        Ok(EcmaPattern {
+            source: source.to_owned(),
+            engine,
+        })
     }
 
-    /// Unanchored search, like `RegExp.prototype.test`.
-    pub(super) fn is_match(&self, text: &str) -> bool {
-        self.regex.find(text).is_some()
+    /// Unanchored search, like `RegExp.prototype.test`; `None` when the backtracking budget
+    /// ([`PATTERN_BACKTRACK_LIMIT`]) ran out first.
+    pub(super) fn is_match(&self, text: &str) -> Option<bool> {
+        match &self.engine {
+            Engine::Translated(p) => p.is_match(text),
+            Engine::Ecma(r) => Some(r.find(text).is_some()),
+        }
     }
+}
+
+/// The sentence of a pattern that gave up on `instance`.
+pub(super) fn budget_message(instance: &Value, source: &str) -> String {
+    format!(
+        "{BUDGET_MESSAGE_START} {PATTERN_BACKTRACK_LIMIT} backtracking steps on {} without deciding whether it matches {source}",
+        message::preview(instance)
+    )
 }
 
 impl<'i> Keyword<'i> for EcmaPattern {
     fn validate(&self, instance: &'i Value) -> Result<(), ValidationError<'i>> {
-        match instance {
-            Value::String(text) if !self.is_match(text) => Err(ValidationError::custom(format!(
+        let Value::String(text) = instance else {
+            return Ok(());
+        };
+        match self.is_match(text) {
+            Some(true) => Ok(()),
+            Some(false) => Err(ValidationError::custom(format!(
                 "{} does not match the pattern {}",
                 message::preview(instance),
                 self.source
             ))),
-            _ => Ok(()),
+            None => Err(ValidationError::custom(budget_message(
+                instance,
+                &self.source,
+            ))),
         }
     }
 
     fn is_valid(&self, instance: &'i Value) -> bool {
         match instance {
-            Value::String(text) => self.is_match(text),
+            Value::String(text) => self.is_match(text) == Some(true),
             _ => true,
         }
     }
@@ -88,19 +122,46 @@ mod tests {
             r"^(?!\.{1,2}$)(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])+$",
         )
         .unwrap();
-        assert!(p.is_match("abc"));
-        assert!(p.is_match("a😀b"));
-        assert!(!p.is_match(".."));
-        assert!(!p.is_match(""));
+        assert_eq!(p.is_match("abc"), Some(true));
+        assert_eq!(p.is_match("a😀b"), Some(true));
+        assert_eq!(p.is_match(".."), Some(false));
+        assert_eq!(p.is_match(""), Some(false));
         // `$` does not match before a final line feed (Python's `re` does).
         let p = EcmaPattern::compile("^[a-z]+$").unwrap();
-        assert!(!p.is_match("abc\n"));
+        assert_eq!(p.is_match("abc\n"), Some(false));
         // `\s` is ECMA-262 white space: it includes U+FEFF.
         let p = EcmaPattern::compile(r"\S").unwrap();
-        assert!(!p.is_match("\u{feff} "));
+        assert_eq!(p.is_match("\u{feff} "), Some(false));
         // `\d` is ASCII only.
         let p = EcmaPattern::compile(r"^\d$").unwrap();
-        assert!(!p.is_match("٣"));
+        assert_eq!(p.is_match("٣"), Some(false));
         assert!(EcmaPattern::compile("(").is_err());
+    }
+
+    #[test]
+    fn translated_forms_keep_their_ecma_meaning() {
+        let cases: &[(&str, &str, bool)] = &[
+            (r"\bab\b", "x ab y", true),
+            (r"\bab\b", "xaby", false),
+            (r"a\B", "ab", true),
+            (r"^[\D]+$", "ab", true),
+            (r"^[\D]+$", "a1", false),
+            (r"^[x\S]$", " ", false),
+            (r"^[^\W]$", "é", false),
+            (r"^(?<q>a)\k<q>$", "aa", true),
+            (r"^(?<q>a)\k<q>$", "ab", false),
+            (r"\uD800", "\u{10000}", false),
+        ];
+        for (source, text, expected) in cases {
+            let p = EcmaPattern::compile(source).unwrap();
+            assert!(matches!(p.engine, Engine::Translated(_)), "{source}");
+            let ecma = regress::Regex::with_flags(source, PATTERN_FLAGS).unwrap();
+            assert_eq!(
+                ecma.find(text).is_some(),
+                *expected,
+                "regress {source} {text}"
+            );
+            assert_eq!(p.is_match(text), Some(*expected), "{source} {text}");
+        }
     }
 }

@@ -1,0 +1,330 @@
+//! The hostile inputs of the schema crate: each test rebuilds one input that used to crash,
+//! hang, blow up or answer wrongly, and checks the answer it gets now (the verdict, the issue
+//! codes and sentences, the error and its code).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use agentwire_schema::{SchemaDocument, SchemaErrorKind, Validator, parse_json};
+use serde_json::{Value, json};
+
+fn doc(v: Value) -> SchemaDocument {
+    SchemaDocument::from_value(v).unwrap()
+}
+
+/// `(instance pointer, schema pointer, code, message)` of every issue, after checking that the
+/// verdict agrees with the report.
+fn issues(validator: &Validator, instance: &Value) -> Vec<(String, String, &'static str, String)> {
+    let found = validator.validate(instance);
+    assert_eq!(
+        validator.is_valid(instance),
+        found.is_empty(),
+        "is_valid disagrees with validate for {instance}: {found:?}"
+    );
+    found
+        .into_iter()
+        .map(|i| {
+            (
+                i.instance_pointer,
+                i.schema_pointer,
+                i.code.code(),
+                i.message,
+            )
+        })
+        .collect()
+}
+
+fn one(p: &str, s: &str, code: &'static str, m: &str) -> (String, String, &'static str, String) {
+    (p.to_owned(), s.to_owned(), code, m.to_owned())
+}
+
+#[test]
+fn multiple_of_is_decided_by_the_quotient_on_both_passes() {
+    let v = doc(json!({"multipleOf": 0.1})).validator().unwrap();
+    for x in [0.3, 0.7] {
+        assert_eq!(
+            issues(&v, &json!(x)),
+            [one(
+                "",
+                "/multipleOf",
+                "validate.multiple-of",
+                &format!("{x} is not a multiple of 0.1")
+            )]
+        );
+    }
+    for x in [0.2, 3.3000000000000003, 0.0, 5.0] {
+        assert!(issues(&v, &json!(x)).is_empty(), "{x}");
+    }
+}
+
+#[test]
+fn multiple_of_under_not_gives_one_verdict_whatever_else_the_schema_has() {
+    for schema in [
+        json!({"not": {"multipleOf": 0.1}}),
+        json!({"not": {"multipleOf": 0.1}, "title": "x", "minimum": -100}),
+        json!({"allOf": [{"not": {"multipleOf": 0.1}}], "type": "number"}),
+    ] {
+        let v = doc(schema.clone()).validator().unwrap();
+        for x in [0.3, 0.7] {
+            assert!(issues(&v, &json!(x)).is_empty(), "{schema} {x}");
+        }
+        for x in [0.2, 3.3000000000000003] {
+            let found = issues(&v, &json!(x));
+            assert_eq!(found.len(), 1, "{schema} {x}");
+            assert_eq!(found[0].2, "validate.not");
+        }
+    }
+}
+
+#[test]
+fn multiple_of_zero_or_negative_is_a_schema_error() {
+    for bad in [json!(0), json!(-0.1), json!(-3)] {
+        let err = SchemaDocument::from_value(json!({"multipleOf": bad})).unwrap_err();
+        assert_eq!(err.kind, SchemaErrorKind::InvalidSchema);
+        assert_eq!(err.code(), "schema.invalid");
+        assert_eq!(err.pointer, "/multipleOf");
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_reported_as_one() {
+    let v = doc(json!({"type": "object"})).validator().unwrap();
+    let found = v.validate_bytes(b"\xef\xbb\xbf{}");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code.code(), "json.byte-order-mark");
+    assert!(found[0].message.contains("byte order mark"), "{}", found[0]);
+    let err = SchemaDocument::from_slice(b"\xef\xbb\xbf{}").unwrap_err();
+    assert!(err.message.contains("byte order mark (U+FEFF)"), "{err}");
+}
+
+#[test]
+fn a_lone_surrogate_is_reported_as_one() {
+    let v = doc(json!({"type": "string"})).validator().unwrap();
+    let found = v.validate_bytes(br#""\ud800""#);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code.code(), "json.lone-surrogate");
+    assert_eq!(
+        found[0].message,
+        "lone surrogate \"\\ud800\" in a string: a \\uD800-\\uDBFF escape must be followed by a \\uDC00-\\uDFFF one at line 1 column 2"
+    );
+    assert_eq!(
+        parse_json(br#"{"a": "\udc00"}"#).unwrap_err().kind.code(),
+        "json.lone-surrogate"
+    );
+}
+
+#[test]
+fn a_cycle_through_the_root_is_named_with_hash() {
+    let err = SchemaDocument::from_slice(br##"{"$ref":"#"}"##).unwrap_err();
+    assert_eq!(err.kind, SchemaErrorKind::RefCycle);
+    assert_eq!(
+        err.message,
+        "reference cycle: # leads back to # without descending into the instance"
+    );
+}
+
+#[test]
+fn huge_count_limits_are_reported_as_written() {
+    let v = doc(json!({"minLength": 1e40, "maxLength": 1e40}))
+        .validator()
+        .unwrap();
+    assert_eq!(
+        issues(&v, &json!("abc")),
+        [one(
+            "",
+            "/minLength",
+            "validate.min-length",
+            "\"abc\" is shorter than 1e40 characters"
+        )]
+    );
+    let v = doc(json!({"minItems": 1e20})).validator().unwrap();
+    assert_eq!(
+        issues(&v, &json!([1])),
+        [one(
+            "",
+            "/minItems",
+            "validate.min-items",
+            "the array has 1 items, fewer than the minimum of 1e20"
+        )]
+    );
+}
+
+/// `^(a+)+$` against `aaa…a!` doubles its time per character on a backtracking engine.
+#[test]
+fn nested_quantifiers_run_in_linear_time() {
+    let evil = format!("{}!", "a".repeat(100_000));
+    let v = doc(json!({"pattern": "^(a+)+$"})).validator().unwrap();
+    let found = v.validate(&json!(evil));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code.code(), "validate.pattern");
+    assert!(!v.is_valid(&json!(evil)));
+    assert!(v.is_valid(&json!("a".repeat(100_000))));
+
+    let v = doc(json!({"propertyNames": {"pattern": "^(a+)+$"}}))
+        .validator()
+        .unwrap();
+    let found = issues(&v, &json!({evil.clone(): 1}));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, "validate.property-names");
+
+    let v = doc(json!({"patternProperties": {"^(a+)+$": false}}))
+        .validator()
+        .unwrap();
+    assert!(issues(&v, &json!({evil.clone(): 1})).is_empty());
+}
+
+/// Backreferences and lookbehind need backtracking: a budget ends the search with its own code.
+#[test]
+fn backtracking_patterns_give_up_with_their_own_code() {
+    let evil = format!("{}!", "a".repeat(30));
+    for pattern in ["^(a|a)+\\1$", "^(a|aa)+(?<=b)$"] {
+        let v = doc(json!({"pattern": pattern})).validator().unwrap();
+        assert_eq!(
+            issues(&v, &json!(evil)),
+            [one(
+                "",
+                "/pattern",
+                "validate.pattern-budget",
+                &format!(
+                    "the pattern gave up after 1000000 backtracking steps on \"{evil}\" without deciding whether it matches {pattern}"
+                )
+            )]
+        );
+        // The same pattern decides short inputs.
+        assert!(issues(&v, &json!("aa")).is_empty() != pattern.contains("<=b"));
+    }
+    let v = doc(json!({"patternProperties": {"^(a|a)+\\1$": false}}))
+        .validator()
+        .unwrap();
+    let found = issues(&v, &json!({evil.clone(): 1}));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, "validate.pattern-budget");
+}
+
+#[test]
+fn lint_checks_required_names_against_patterns_in_linear_time() {
+    let evil = format!("{}!", "a".repeat(100_000));
+    let schema = json!({
+        "type": "object",
+        "properties": {},
+        "required": [evil],
+        "patternProperties": {"^(a+)+$": {}},
+        "additionalProperties": false
+    });
+    let findings = agentwire_schema::lint_value(&schema);
+    let codes: Vec<_> = findings.iter().map(|f| f.code.code()).collect();
+    assert_eq!(codes, ["AW032"], "{findings:?}");
+}
+
+/// `d0 → d1 → … → dN`, each link made by `link(next)`, the last a string.
+fn chain(n: usize, link: impl Fn(String) -> Value) -> SchemaDocument {
+    let mut defs = serde_json::Map::new();
+    for i in 0..n {
+        defs.insert(format!("d{i}"), link(format!("#/$defs/d{}", i + 1)));
+    }
+    defs.insert(format!("d{n}"), json!({"type": "string"}));
+    doc(json!({"$defs": defs, "$ref": "#/$defs/d0"}))
+}
+
+#[test]
+fn a_50000_long_ref_chain_validates_and_reports() {
+    let d = chain(
+        50_000,
+        |next| json!({"$ref": next, "description": "a link"}),
+    );
+    let compiler = agentwire_schema::ValidatorCompiler::new(&d).unwrap();
+    for v in [compiler.root().unwrap(), compiler.definition("d0").unwrap()] {
+        assert!(issues(&v, &json!("x")).is_empty());
+        assert_eq!(
+            issues(&v, &json!(5)),
+            [one(
+                "",
+                "/$defs/d50000/type",
+                "validate.type",
+                "5 is an integer, expected string"
+            )]
+        );
+    }
+}
+
+#[test]
+fn a_chain_of_applicators_deeper_than_the_limit_is_refused_with_its_code() {
+    let v = chain(3_000, |next| json!({"allOf": [{"$ref": next}]}))
+        .validator()
+        .unwrap();
+    for instance in [json!("x"), json!(5)] {
+        let found = issues(&v, &instance);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].2, "validate.depth-limit");
+        assert_eq!(
+            found[0].3,
+            "the schema nests deeper than 1024 levels of applicators on this value; it is not accepted"
+        );
+    }
+    // Under the limit the same chain decides.
+    let v = chain(500, |next| json!({"allOf": [{"$ref": next}]}))
+        .validator()
+        .unwrap();
+    assert!(issues(&v, &json!("x")).is_empty());
+    assert_eq!(issues(&v, &json!(5))[0].1, "/$defs/d500/type");
+}
+
+/// `L_i = {allOf: [{$ref: L_{i+1}}, {$ref: L_{i+1}}]}`: 2^depth paths to the last level.
+fn fan_out(depth: usize) -> Validator {
+    chain(
+        depth,
+        |next| json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+    )
+    .validator()
+    .unwrap()
+}
+
+#[test]
+fn allof_fan_out_reports_each_issue_once() {
+    let v = fan_out(12);
+    assert!(issues(&v, &json!("x")).is_empty());
+    assert_eq!(
+        issues(&v, &json!(5)),
+        [one(
+            "",
+            "/$defs/d12/type",
+            "validate.type",
+            "5 is an integer, expected string"
+        )]
+    );
+}
+
+#[test]
+fn allof_fan_out_past_the_walk_budget_stops_with_its_code() {
+    for depth in [22, 40] {
+        let v = fan_out(depth);
+        for instance in [json!("x"), json!(5)] {
+            let found = issues(&v, &instance);
+            assert_eq!(found.len(), 1, "{depth} {instance}");
+            assert_eq!(found[0].2, "validate.walk-budget");
+            assert_eq!(
+                found[0].3,
+                "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted"
+            );
+        }
+    }
+}
+
+/// The budget grows with the instance: a large array of values that each take a few steps
+/// is decided, not stopped.
+#[test]
+fn the_walk_budget_grows_with_the_instance() {
+    let v = doc(json!({
+        "$defs": {"Item": {"allOf": [{"type": "integer"}, {"minimum": 0}]}},
+        "type": "array",
+        "items": {"$ref": "#/$defs/Item"}
+    }))
+    .validator()
+    .unwrap();
+    let mut items: Vec<Value> = (0..400_000).map(|i| json!(i)).collect();
+    assert!(issues(&v, &Value::Array(items.clone())).is_empty());
+    items[399_999] = json!(-1);
+    let found = issues(&v, &Value::Array(items));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, "/399999");
+    assert_eq!(found[0].2, "validate.minimum");
+}
