@@ -51,7 +51,10 @@ pub use validate::{
     is_valid_run_event, payload_fields_valid, split_events, validate_envelope, validate_event,
     validate_payload, validate_payload_fields,
 };
-pub use view::{render_html, render_text, summary_line};
+pub use view::{
+    IssueGroup, IssueList, MAX_GROUP_RANGES, TextOptions, group_issues, render_html, render_text,
+    summary_line, terminal_safe, write_issues, write_text,
+};
 
 /// The canonical schema document of run events (canonical text).
 pub const SCHEMA_TEXT: &str = include_str!("../../../protocols/tasklens/run-events.schema.json");
