@@ -23,6 +23,10 @@ use crate::state::{
 };
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
+#[path = "by_line.rs"]
+mod by_line;
+pub use by_line::{ByLine, LineItem, LinePlan, MetaCount, plan_by_line};
+
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
 /// derivation folds it as an unknown event.
 pub const MALFORMED_EVENT_TYPE: &str = "malformed";
@@ -243,10 +247,11 @@ struct Row {
 #[derive(Debug)]
 enum Candidate {
     /// Envelope complete; payload still to check. `raw` is the input value when the envelope
-    /// pass changed it.
+    /// pass changed it, as compact text: most lines become valid events, and their raw value is
+    /// needed only by a line that is degraded (the text is a fraction of the tree's memory).
     Ready {
         event: RunEvent,
-        raw: Option<Value>,
+        raw: Option<Json>,
         fixes: Vec<Issue>,
     },
     /// Cannot become an event.
@@ -465,23 +470,27 @@ fn ndjson_rows_from(bytes: &[u8], first_line: usize) -> Vec<Row> {
         if line_bytes.is_empty() {
             continue;
         }
-        let body = match parse_event_fast(line_bytes) {
-            Some(event) => Body::Event(event),
-            None => match agentwire_schema::parse_json(line_bytes) {
-                Ok(Value::Object(map)) => Body::Object(map),
-                Ok(other) => Body::Other(other),
-                Err(err) => Body::Unparsable(
-                    String::from_utf8_lossy(line_bytes).into_owned(),
-                    format!("{} ({})", err, err.kind.code()),
-                ),
-            },
-        };
         rows.push(Row {
             line: first_line + i + 1,
-            body,
+            body: parse_body(line_bytes),
         });
     }
     rows
+}
+
+/// One trimmed, non-blank NDJSON line, parsed.
+fn parse_body(line_bytes: &[u8]) -> Body {
+    match parse_event_fast(line_bytes) {
+        Some(event) => Body::Event(event),
+        None => match agentwire_schema::parse_json(line_bytes) {
+            Ok(Value::Object(map)) => Body::Object(map),
+            Ok(other) => Body::Other(other),
+            Err(err) => Body::Unparsable(
+                String::from_utf8_lossy(line_bytes).into_owned(),
+                format!("{} ({})", err, err.kind.code()),
+            ),
+        },
+    }
 }
 
 /// Splits a type name into lower-case words at separators and at lower-to-upper case changes.
@@ -683,11 +692,13 @@ impl Coercer {
         });
     }
 
+    /// The next `e_N` that no input line uses. Generated ids count up, so they never meet
+    /// each other and need not be remembered.
     fn fresh_id(&mut self) -> String {
         loop {
             self.next_fresh += 1;
             let id = format!("e_{}", self.next_fresh);
-            if self.used_ids.insert(id.clone()) {
+            if !self.used_ids.contains(&id) {
                 return id;
             }
         }
@@ -896,6 +907,8 @@ fn coerce_rows(
         }
         candidates.push(candidate);
     }
+    // Every body has moved into its candidate.
+    drop(rows);
 
     // Pass 3: a run:start for each run that has none.
     let mut synthesized: Vec<(usize, RunEvent)> = Vec::new();
@@ -1048,7 +1061,7 @@ fn coerce_rows(
                 candidates[i] = Candidate::Valid(event);
             }
             Err(degrade) => {
-                let raw = raw.unwrap_or_else(|| event.to_value());
+                let raw = raw.map_or_else(|| event.to_value(), |raw| raw.to_value());
                 for fix in fixes {
                     // Envelope fixes are visible in the wrapper; payload fixes did not happen.
                     if !is_envelope_code(fix.code) {
@@ -1242,21 +1255,20 @@ fn envelope(
             if event.schema_version == SCHEMA_VERSION
                 && let Some(fix) = normalize_type(&mut event.event_type, line)
             {
-                {
-                    raw = Some(event.to_value());
-                    // The value as it came: with the original type.
-                    if let Some(Value::Object(m)) = raw.as_mut() {
-                        m.insert("type".into(), Value::String(fix.1.clone()));
-                    }
-                    fixes.push(fix.0);
+                let mut value = event.to_value();
+                // The value as it came: with the original type.
+                if let Value::Object(m) = &mut value {
+                    m.insert("type".into(), Value::String(fix.1.clone()));
                 }
+                raw = Some(Json::from_value(&value));
+                fixes.push(fix.0);
             }
             match id_action {
                 IdAction::Keep => {}
                 IdAction::Duplicate(first) => fixes.push(duplicate_issue(line, &event.id, first)),
                 IdAction::Reassign(first) => {
                     if raw.is_none() {
-                        raw = Some(event.to_value());
+                        raw = Some(Json::from_value(&event.to_value()));
                     }
                     let new = co.fresh_id();
                     fixes.push(reassign_issue(line, &event.id, &new, first));
@@ -1295,7 +1307,7 @@ fn envelope(
             return Candidate::Dropped(text);
         }
     };
-    let raw = Value::Object(map.clone());
+    let raw = Json::from_map(&map);
     let mut degrade: Vec<(&'static str, String)> = Vec::new();
 
     // id: a mechanical key; a missing or unusable one is replaced.
@@ -1473,6 +1485,7 @@ fn envelope(
     if event.seq == u64::MAX {
         event.seq = prev_seq;
     }
+    let raw = raw.to_value();
     let wrapper = wrap(&event, line, &codes, raw.clone());
     Candidate::Degraded { wrapper, raw }
 }

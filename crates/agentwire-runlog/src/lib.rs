@@ -20,6 +20,7 @@ pub mod stream;
 pub mod validate;
 pub mod view;
 
+pub use coerce::{ByLine, LineItem, LinePlan, MetaCount, plan_by_line};
 pub use coerce::{
     CoerceMeta, CoerceOptions, CoerceResult, DEFAULT_RUN_ID, InputShape, Issue, IssueLevel,
     MALFORMED_EVENT_TYPE, MalformedLine, PIPELINE_MIN_BYTES, coerce_and_derive_ndjson,
