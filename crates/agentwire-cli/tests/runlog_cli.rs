@@ -504,3 +504,20 @@ fn container_keys_are_used_or_reported() {
     assert_eq!(state["runId"], "R9");
     assert_eq!(state["goal"], "G");
 }
+
+/// NDJSON written pass by pass (`coerce`, `view --format json`) is exactly the library's
+/// result of the whole text.
+#[test]
+fn ndjson_output_is_the_library_result() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/deploy-run.ndjson");
+    let bytes = std::fs::read(&example).expect("example");
+    let text = std::str::from_utf8(&bytes).expect("utf-8");
+    let lib = agentwire_runlog_result(text);
+    let o = agentwire(&["--format", "json", "runlog", "coerce", "-"], Some(&bytes));
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v, lib);
+    let o = agentwire(&["--format", "json", "runlog", "view", "-"], Some(&bytes));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["coerce"], lib);
+}

@@ -23,6 +23,7 @@ use super::{
     payload, wrap,
 };
 use crate::event::{EventKind, RunEvent, SCHEMA_VERSION};
+use crate::state::{Deriver, RunState};
 
 /// One entry of the coercer's output, in output order.
 #[derive(Debug, Clone, PartialEq)]
@@ -291,6 +292,18 @@ impl LinePlan<'_> {
             seq: 0,
             pending,
         }
+    }
+
+    /// The state of the valid events in output order (what `derive_run_state_owned` of the
+    /// result's events gives), folded as they come.
+    pub fn derive(&self) -> RunState {
+        let mut deriver = Deriver::new();
+        for (item, _) in self.items() {
+            if let Some(event) = item.as_ref().and_then(LineItem::event) {
+                deriver.push(event);
+            }
+        }
+        deriver.into_state()
     }
 
     /// The whole result, as [`super::to_run_events_from_slice`] gives it (for tests and for
@@ -588,5 +601,85 @@ impl Coercer {
                 return id;
             }
         }
+    }
+}
+
+/// Serialized as the [`CoerceResult`] it stands for, field by field, each list written from a
+/// pass over the log (so the output is never held whole).
+impl serde::Serialize for LinePlan<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        use std::cell::RefCell;
+
+        /// One list of the result, written from its own pass; the events' pass counts `meta`.
+        struct Pass<'a, 'p> {
+            plan: &'a LinePlan<'p>,
+            list: List,
+            meta: &'a RefCell<Option<CoerceMeta>>,
+        }
+        #[derive(Clone, Copy)]
+        enum List {
+            Events,
+            Renderable,
+            Malformed,
+            Issues,
+        }
+        impl serde::Serialize for Pass<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeSeq;
+                let mut seq = s.serialize_seq(None)?;
+                let mut meta = MetaCount::new(self.plan);
+                for (item, issues) in self.plan.items() {
+                    match self.list {
+                        List::Events => {
+                            meta.count(item.as_ref(), &issues);
+                            if let Some(e) = item.as_ref().and_then(LineItem::event) {
+                                seq.serialize_element(e)?;
+                            }
+                        }
+                        List::Renderable => {
+                            if let Some(e) = item.as_ref().and_then(LineItem::renderable) {
+                                seq.serialize_element(e)?;
+                            }
+                        }
+                        List::Malformed => {
+                            if let Some(m) = item.as_ref().and_then(LineItem::malformed) {
+                                seq.serialize_element(&m)?;
+                            }
+                        }
+                        List::Issues => {
+                            for issue in &issues {
+                                seq.serialize_element(issue)?;
+                            }
+                        }
+                    }
+                }
+                if matches!(self.list, List::Events) {
+                    *self.meta.borrow_mut() = Some(meta.finish());
+                }
+                seq.end()
+            }
+        }
+
+        let meta = RefCell::new(None);
+        let pass = |list| Pass {
+            plan: self,
+            list,
+            meta: &meta,
+        };
+        let mut s = serializer.serialize_struct("CoerceResult", 5)?;
+        s.serialize_field("events", &pass(List::Events))?;
+        s.serialize_field("renderable", &pass(List::Renderable))?;
+        s.serialize_field("malformed", &pass(List::Malformed))?;
+        s.serialize_field("issues", &pass(List::Issues))?;
+        let meta = meta.take().unwrap_or_else(|| {
+            let mut count = MetaCount::new(self);
+            for (item, issues) in self.items() {
+                count.count(item.as_ref(), &issues);
+            }
+            count.finish()
+        });
+        s.serialize_field("meta", &meta)?;
+        s.end()
     }
 }

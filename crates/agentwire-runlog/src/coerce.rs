@@ -1804,9 +1804,13 @@ pub fn stream_coerce_and_derive(bytes: &[u8], options: &CoerceOptions) -> Option
 /// collision, a second run, an object that is not a complete envelope, a degraded payload) or a
 /// run without `run:start` sends the input through the full coercer instead.
 pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunState {
-    streamed_state(bytes, options).unwrap_or_else(|| {
-        derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events())
-    })
+    if let Some(state) = streamed_state(bytes, options) {
+        return state;
+    }
+    match plan_by_line(bytes, options) {
+        Some(plan) => plan.derive(),
+        None => derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events()),
+    }
 }
 
 /// The run state of any input text, coerced and normalized: what `agentwire runlog state`
@@ -1814,12 +1818,24 @@ pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunSta
 /// [`to_run_events_from_slice`]; NDJSON that the streamed path takes (one run, `seq` never
 /// going back, unique ids) needs no normalizing, so it is coerced and folded line by line like
 /// [`coerce_and_derive_ndjson`], in memory that follows the run state.
+///
+/// Other NDJSON of one run that the line-by-line coercer takes ([`plan_by_line`]: `seq` never
+/// going back, or missing somewhere so the log is renumbered; no id used twice) is coerced a
+/// line at a time and folded as it goes, in memory that follows the run state too.
 pub fn derive_run_state_from_slice(bytes: &[u8], options: &CoerceOptions) -> RunState {
-    streamed_state(bytes, options).unwrap_or_else(|| {
-        let mut events = to_run_events_from_slice(bytes, options).into_events();
-        crate::stream::normalize_in_place(&mut events);
-        derive_run_state_owned(events)
-    })
+    if let Some(state) = streamed_state(bytes, options) {
+        return state;
+    }
+    // One run's events come out of the line-by-line coercer in seq order with unique ids:
+    // normalized already.
+    if let Some(plan) = plan_by_line(bytes, options)
+        && plan.run_ids().len() <= 1
+    {
+        return plan.derive();
+    }
+    let mut events = to_run_events_from_slice(bytes, options).into_events();
+    crate::stream::normalize_in_place(&mut events);
+    derive_run_state_owned(events)
 }
 
 /// Inputs at least this large are streamed with their lines scanned on all cores (rayon's pool),

@@ -53,8 +53,9 @@ pub use validate::{
     validate_payload, validate_payload_fields,
 };
 pub use view::{
-    IssueGroup, IssueList, MAX_GROUP_RANGES, TextOptions, group_issues, render_html, render_text,
-    summary_line, terminal_safe, write_issues, write_text,
+    IssueGroup, IssueGroups, IssueList, MAX_GROUP_RANGES, TextOptions, group_issues, render_html,
+    render_text, summary_line, terminal_safe, write_issue_summary, write_issues, write_text,
+    write_text_by_line,
 };
 
 /// The canonical schema document of run events (canonical text).

@@ -8,10 +8,11 @@ use std::io;
 
 use serde_json::Value;
 
-use crate::coerce::{CoerceResult, Issue, IssueLevel};
+use crate::coerce::{CoerceResult, Issue, IssueLevel, LineItem, LinePlan};
+use crate::event::RunEvent;
 use crate::state::{
-    ApprovalState, ApprovalStatus, RunState, RunStatus, StepState, StepStatus, ToolCallState,
-    ToolCallStatus,
+    ApprovalState, ApprovalStatus, Deriver, RunState, RunStatus, StepState, StepStatus,
+    ToolCallState, ToolCallStatus,
 };
 
 /// Longest raw JSON shown inline in the terminal view; longer text is cut with an ellipsis.
@@ -203,7 +204,7 @@ pub const MAX_GROUP_RANGES: usize = 8;
 
 /// The issues of one code: how many, and which lines they touched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IssueGroup<'a> {
+pub struct IssueGroup {
     /// The level of the code's issues (a code has one level).
     pub level: IssueLevel,
     /// The code.
@@ -215,38 +216,47 @@ pub struct IssueGroup<'a> {
     /// The first [`MAX_GROUP_RANGES`] runs of consecutive lines, `(first, last)`.
     pub ranges: Vec<(usize, usize)>,
     /// The message of the first issue of the code.
-    pub example: &'a str,
+    pub example: String,
 }
 
-/// The issues grouped by code, in the order each code first appears (issues are sorted by
-/// line). Memory is bounded by the number of codes, whatever the number of issues.
-pub fn group_issues<'a>(issues: impl IntoIterator<Item = &'a Issue>) -> Vec<IssueGroup<'a>> {
-    let mut groups: Vec<(IssueGroup<'a>, usize)> = Vec::new();
-    for issue in issues {
-        let at = match groups
+/// Groups issues by code as they pass by, in the order each code first appears (issues come
+/// sorted by line). Memory is bounded by the number of codes, whatever the number of issues.
+#[derive(Debug, Default)]
+pub struct IssueGroups {
+    groups: Vec<(IssueGroup, usize)>,
+    /// Issues per level, in [`LEVELS`] order.
+    counts: [usize; 4],
+}
+
+impl IssueGroups {
+    /// Counts one issue.
+    pub fn push(&mut self, issue: &Issue) {
+        self.counts[level_index(issue.level)] += 1;
+        let at = match self
+            .groups
             .iter()
             .position(|(g, _)| g.code == issue.code && g.level == issue.level)
         {
             Some(at) => at,
             None => {
-                groups.push((
+                self.groups.push((
                     IssueGroup {
                         level: issue.level,
                         code: issue.code,
                         count: 0,
                         lines: 0,
                         ranges: Vec::new(),
-                        example: &issue.message,
+                        example: issue.message.clone(),
                     },
                     usize::MAX,
                 ));
-                groups.len() - 1
+                self.groups.len() - 1
             }
         };
-        let (group, last) = &mut groups[at];
+        let (group, last) = &mut self.groups[at];
         group.count += 1;
         if *last == issue.line {
-            continue;
+            return;
         }
         group.lines += 1;
         let room = group.ranges.len() < MAX_GROUP_RANGES;
@@ -257,10 +267,37 @@ pub fn group_issues<'a>(issues: impl IntoIterator<Item = &'a Issue>) -> Vec<Issu
         }
         *last = issue.line;
     }
-    groups.into_iter().map(|(g, _)| g).collect()
+
+    /// Issues of `level` counted so far.
+    pub fn count(&self, level: IssueLevel) -> usize {
+        self.counts[level_index(level)]
+    }
+
+    /// The groups.
+    pub fn groups(&self) -> impl Iterator<Item = &IssueGroup> {
+        self.groups.iter().map(|(g, _)| g)
+    }
 }
 
-fn format_ranges(group: &IssueGroup<'_>) -> String {
+fn level_index(level: IssueLevel) -> usize {
+    match level {
+        IssueLevel::Fixed => 0,
+        IssueLevel::Degraded => 1,
+        IssueLevel::Dropped => 2,
+        IssueLevel::Info => 3,
+    }
+}
+
+/// The issues grouped by code (see [`IssueGroups`]).
+pub fn group_issues<'a>(issues: impl IntoIterator<Item = &'a Issue>) -> Vec<IssueGroup> {
+    let mut groups = IssueGroups::default();
+    for issue in issues {
+        groups.push(issue);
+    }
+    groups.groups.into_iter().map(|(g, _)| g).collect()
+}
+
+fn format_ranges(group: &IssueGroup) -> String {
     let listed: usize = group.ranges.iter().map(|(a, b)| b - a + 1).sum();
     let mut out = String::from(if group.lines == 1 { "line " } else { "lines " });
     for (i, (a, b)) in group.ranges.iter().enumerate() {
@@ -323,22 +360,35 @@ pub fn write_issues(
     list: IssueList,
     color: bool,
 ) -> io::Result<()> {
+    let mut groups = IssueGroups::default();
+    for issue in issues {
+        groups.push(issue);
+    }
+    write_issue_summary(out, &groups, list, color, || issues.iter().cloned())
+}
+
+/// [`write_issues`] from issues grouped as they passed by; with [`IssueList::All`], `all`
+/// gives them again, in order.
+pub fn write_issue_summary<I: IntoIterator<Item = Issue>>(
+    out: &mut impl io::Write,
+    groups: &IssueGroups,
+    list: IssueList,
+    color: bool,
+    all: impl FnOnce() -> I,
+) -> io::Result<()> {
     let p = Paint { color };
     let counts: Vec<String> = LEVELS
         .iter()
-        .map(|l| {
-            let n = issues.iter().filter(|i| i.level == *l).count();
-            format!("{n} {}", l.as_str())
-        })
+        .map(|l| format!("{} {}", groups.count(*l), l.as_str()))
         .collect();
     writeln!(out, "{} ({})", p.bold("Issues"), counts.join(", "))?;
-    if issues.is_empty() {
+    if groups.groups.is_empty() {
         writeln!(out, "  none: the log was valid as written")?;
         return Ok(());
     }
     match list {
         IssueList::All => {
-            for issue in issues {
+            for issue in all() {
                 writeln!(
                     out,
                     "  {} line {:<4} {:<24} {}",
@@ -350,18 +400,18 @@ pub fn write_issues(
             }
         }
         IssueList::Grouped => {
-            for group in group_issues(issues) {
+            for group in groups.groups() {
                 write!(
                     out,
                     "  {} {:<24} {:>6}×  {}",
                     p.level(group.level),
                     group.code,
                     group.count,
-                    format_ranges(&group)
+                    format_ranges(group)
                 )?;
                 // What could not be repaired is worth reading; a fix says what it did by its code.
                 if matches!(group.level, IssueLevel::Degraded | IssueLevel::Dropped) {
-                    write!(out, ": {}", safe_cut(group.example, MAX_INLINE_JSON_CHARS))?;
+                    write!(out, ": {}", safe_cut(&group.example, MAX_INLINE_JSON_CHARS))?;
                 }
                 writeln!(out)?;
             }
@@ -396,79 +446,146 @@ pub fn write_text(
     let p = Paint {
         color: options.color,
     };
-    let run = terminal_safe(state.run_id.as_deref().unwrap_or("(no run)"));
-    writeln!(out, "{} {}", p.bold("Run"), p.bold(&run))?;
-    if let Some(goal) = &state.goal {
-        writeln!(out, "goal    {}", terminal_safe(goal))?;
-    }
-    writeln!(out, "{}", terminal_safe(&summary_line(state)))?;
-    writeln!(out)?;
+    write_head(out, state, &p)?;
     write_issues(out, &result.issues, options.issues, options.color)?;
     write_steps(out, state, &p)?;
-
     writeln!(out, "\n{}", p.bold("Timeline"))?;
     for (i, event) in result.renderable.iter().enumerate() {
-        let folded = !result.is_valid_entry(i) || event.kind().is_none();
-        let mut line = format!(
-            "  #{:<5} {:<18}",
-            event.seq,
-            terminal_safe(&event.event_type)
-        );
-        if folded {
-            let what = if result.is_valid_entry(i) {
-                "unknown event, folded"
-            } else {
-                "bad line, folded"
-            };
-            let _ = write!(
-                line,
-                " ({what}) {}",
-                safe_cut(
-                    &compact(&Value::Object(event.payload.clone())),
-                    MAX_INLINE_JSON_CHARS
-                )
-            );
-            writeln!(out, "{}", p.dim(&line))?;
-        } else {
-            let mut fields = event.payload.clone();
-            fields.shift_remove("args");
-            fields.shift_remove("result");
-            fields.shift_remove("preview");
-            if !fields.is_empty() {
-                let _ = write!(
-                    line,
-                    " {}",
-                    safe_cut(&compact(&Value::Object(fields)), MAX_INLINE_JSON_CHARS)
-                );
-            }
-            writeln!(out, "{line}")?;
-        }
+        write_entry(out, event, result.is_valid_entry(i), &p)?;
     }
-
     let mut dropped = result
         .malformed
         .iter()
         .filter(|m| m.text.is_some())
         .peekable();
     if dropped.peek().is_some() {
-        writeln!(
-            out,
-            "\n{}",
-            p.bold("Lines that are not JSON (kept, not shown above)")
-        )?;
+        write_not_json_head(out, &p)?;
         for m in dropped {
-            writeln!(
-                out,
-                "  line {:<4} {}",
-                m.line,
-                p.dim(&safe_cut(
-                    m.text.as_deref().unwrap_or(""),
-                    MAX_INLINE_JSON_CHARS
-                ))
-            )?;
+            write_not_json(out, m.line, m.text.as_deref().unwrap_or(""), &p)?;
         }
     }
     Ok(())
+}
+
+/// [`write_text`] of a log coerced line by line: the same text, written from passes over the
+/// log (the state and the issue counts first, then the list of issues if asked, the timeline
+/// and the lines that are not JSON), so only the state is held. Returns the state.
+pub fn write_text_by_line(
+    out: &mut impl io::Write,
+    plan: &LinePlan<'_>,
+    options: &TextOptions,
+) -> io::Result<RunState> {
+    let p = Paint {
+        color: options.color,
+    };
+    let mut deriver = Deriver::new();
+    let mut groups = IssueGroups::default();
+    let mut dropped = 0usize;
+    for (item, issues) in plan.items() {
+        for issue in &issues {
+            groups.push(issue);
+        }
+        match &item {
+            Some(LineItem::Event(e) | LineItem::Synthesized(e)) => {
+                deriver.push(e);
+            }
+            Some(LineItem::Dropped { .. }) => dropped += 1,
+            _ => {}
+        }
+    }
+    let state = deriver.into_state();
+    write_head(out, &state, &p)?;
+    write_issue_summary(out, &groups, options.issues, options.color, || {
+        plan.items().flat_map(|(_, issues)| issues)
+    })?;
+    write_steps(out, &state, &p)?;
+    writeln!(out, "\n{}", p.bold("Timeline"))?;
+    for (item, _) in plan.items() {
+        if let Some(event) = item.as_ref().and_then(LineItem::renderable) {
+            let valid = !matches!(item, Some(LineItem::Degraded { .. }));
+            write_entry(out, event, valid, &p)?;
+        }
+    }
+    if dropped > 0 {
+        write_not_json_head(out, &p)?;
+        for (item, _) in plan.items() {
+            if let Some(LineItem::Dropped { line, text }) = &item {
+                write_not_json(out, *line, text, &p)?;
+            }
+        }
+    }
+    Ok(state)
+}
+
+fn write_head(out: &mut impl io::Write, state: &RunState, p: &Paint) -> io::Result<()> {
+    let run = terminal_safe(state.run_id.as_deref().unwrap_or("(no run)"));
+    writeln!(out, "{} {}", p.bold("Run"), p.bold(&run))?;
+    if let Some(goal) = &state.goal {
+        writeln!(out, "goal    {}", terminal_safe(goal))?;
+    }
+    writeln!(out, "{}", terminal_safe(&summary_line(state)))?;
+    writeln!(out)
+}
+
+/// One entry of the timeline; `valid` is false for a wrapper of a line that was not repaired.
+fn write_entry(
+    out: &mut impl io::Write,
+    event: &RunEvent,
+    valid: bool,
+    p: &Paint,
+) -> io::Result<()> {
+    let folded = !valid || event.kind().is_none();
+    let mut line = format!(
+        "  #{:<5} {:<18}",
+        event.seq,
+        terminal_safe(&event.event_type)
+    );
+    if folded {
+        let what = if valid {
+            "unknown event, folded"
+        } else {
+            "bad line, folded"
+        };
+        let _ = write!(
+            line,
+            " ({what}) {}",
+            safe_cut(
+                &compact(&Value::Object(event.payload.clone())),
+                MAX_INLINE_JSON_CHARS
+            )
+        );
+        writeln!(out, "{}", p.dim(&line))
+    } else {
+        let mut fields = event.payload.clone();
+        fields.shift_remove("args");
+        fields.shift_remove("result");
+        fields.shift_remove("preview");
+        if !fields.is_empty() {
+            let _ = write!(
+                line,
+                " {}",
+                safe_cut(&compact(&Value::Object(fields)), MAX_INLINE_JSON_CHARS)
+            );
+        }
+        writeln!(out, "{line}")
+    }
+}
+
+fn write_not_json_head(out: &mut impl io::Write, p: &Paint) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n{}",
+        p.bold("Lines that are not JSON (kept, not shown above)")
+    )
+}
+
+fn write_not_json(out: &mut impl io::Write, line: usize, text: &str, p: &Paint) -> io::Result<()> {
+    writeln!(
+        out,
+        "  line {:<4} {}",
+        line,
+        p.dim(&safe_cut(text, MAX_INLINE_JSON_CHARS))
+    )
 }
 
 fn write_steps(out: &mut impl io::Write, state: &RunState, p: &Paint) -> io::Result<()> {

@@ -1,7 +1,11 @@
 //! The line-by-line coercer gives exactly the full coercer's result, item by item.
 #![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
-use agentwire_runlog::{CoerceOptions, LineItem, plan_by_line, to_run_events_from_slice};
+use agentwire_runlog::{
+    CoerceOptions, IssueList, LineItem, TextOptions, derive_run_state_from_slice,
+    derive_run_state_owned, normalize_in_place, plan_by_line, to_run_events_from_slice, write_text,
+    write_text_by_line,
+};
 use proptest::prelude::*;
 
 /// Lines of every kind the coercer meets: complete envelopes, envelope-less lines, lines to
@@ -87,7 +91,28 @@ proptest! {
         let options = CoerceOptions { synthesize_run_start: synthesize, ..CoerceOptions::default() };
         let want = serde_json::to_value(to_run_events_from_slice(&bytes, &options)).expect("json");
         if let Some(got) = by_line(&bytes, &options) {
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+            // Serialized pass by pass, it is the same document.
+            let plan = plan_by_line(&bytes, &options).expect("plan");
+            prop_assert_eq!(serde_json::to_value(&plan).expect("json"), want);
+            // And its state is the normalized derivation.
+            let mut events = to_run_events_from_slice(&bytes, &options).into_events();
+            normalize_in_place(&mut events);
+            let normalized = derive_run_state_owned(events);
+            if plan.run_ids().len() <= 1 {
+                prop_assert_eq!(&plan.derive(), &normalized);
+                // The terminal view written from passes is the view of the whole result.
+                let result = to_run_events_from_slice(&bytes, &options);
+                for issues in [IssueList::Grouped, IssueList::All] {
+                    let text = TextOptions { color: false, issues };
+                    let (mut passes, mut whole) = (Vec::new(), Vec::new());
+                    let state = write_text_by_line(&mut passes, &plan, &text).expect("write");
+                    write_text(&mut whole, &result, &normalized, &text).expect("write");
+                    prop_assert_eq!(&state, &normalized);
+                    prop_assert_eq!(String::from_utf8_lossy(&passes), String::from_utf8_lossy(&whole));
+                }
+            }
+            prop_assert_eq!(derive_run_state_from_slice(&bytes, &options), normalized);
         } else {
             // Declined only for a document, or a log whose payload pass is not in input order.
             let text = String::from_utf8_lossy(&bytes);

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use agentwire_runlog::mock::MAX_MOCK_STEPS;
 use agentwire_runlog::{
-    ApprovalOutcome, CoerceOptions, CoerceResult, IssueLevel, IssueList, MockRunOptions, RunEvent,
-    RunState, TextOptions, create_mock_run, derive_run_state, derive_run_state_from_slice,
-    derive_run_state_owned, normalize_in_place, render_html, scenarios, summary_line,
-    terminal_safe, to_run_events_from_slice, write_issues, write_text,
+    ApprovalOutcome, CoerceMeta, CoerceOptions, CoerceResult, Issue, IssueGroups, IssueLevel,
+    IssueList, MetaCount, MockRunOptions, RunEvent, RunState, TextOptions, create_mock_run,
+    derive_run_state, derive_run_state_from_slice, derive_run_state_owned, normalize_in_place,
+    plan_by_line, render_html, scenarios, summary_line, terminal_safe, to_run_events_from_slice,
+    write_issue_summary, write_text, write_text_by_line,
 };
 use anyhow::{Context, bail};
 use serde_json::json;
@@ -160,11 +161,6 @@ fn coerce_options(input: &InputArgs) -> CoerceOptions {
     }
 }
 
-fn load(input: &InputArgs) -> anyhow::Result<CoerceResult> {
-    let bytes = output::read_input(&input.file)?;
-    Ok(to_run_events_from_slice(&bytes, &coerce_options(input)))
-}
-
 /// The state of the normalized events. Events already in `seq` order with unique ids are what
 /// `normalize` returns unchanged, so they are derived where they are instead of copied.
 fn derive(result: &CoerceResult) -> RunState {
@@ -190,13 +186,44 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> std::io::R
 }
 
 fn coerce(args: CoerceArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
-    let result = load(&args.input)?;
-    match format {
-        Format::Json => write_json(out, &result),
-        Format::Human => write_coerce_human(out, &result, args.issues.list()),
-    }
-    .context(WRITE_ERROR)?;
-    let changed = result.issues.iter().any(|i| i.level != IssueLevel::Info);
+    let bytes = output::read_input(&args.input.file)?;
+    let options = coerce_options(&args.input);
+    // NDJSON the line-by-line coercer takes is written from passes over it, never held whole.
+    let changed = if let Some(plan) = plan_by_line(&bytes, &options) {
+        let mut meta = MetaCount::new(&plan);
+        let mut groups = IssueGroups::default();
+        for (item, issues) in plan.items() {
+            meta.count(item.as_ref(), &issues);
+            issues.iter().for_each(|i| groups.push(i));
+        }
+        match format {
+            Format::Json => write_json(out, &plan),
+            Format::Human => {
+                write_coerce_human(out, &meta.finish(), &groups, args.issues.list(), || {
+                    plan.items().flat_map(|(_, issues)| issues)
+                })
+            }
+        }
+        .context(WRITE_ERROR)?;
+        [IssueLevel::Fixed, IssueLevel::Degraded, IssueLevel::Dropped]
+            .iter()
+            .any(|l| groups.count(*l) > 0)
+    } else {
+        let result = to_run_events_from_slice(&bytes, &options);
+        drop(bytes);
+        match format {
+            Format::Json => write_json(out, &result),
+            Format::Human => {
+                let mut groups = IssueGroups::default();
+                result.issues.iter().for_each(|i| groups.push(i));
+                write_coerce_human(out, &result.meta, &groups, args.issues.list(), || {
+                    result.issues.iter().cloned()
+                })
+            }
+        }
+        .context(WRITE_ERROR)?;
+        result.issues.iter().any(|i| i.level != IssueLevel::Info)
+    };
     Ok(if changed {
         output::EXIT_FOUND
     } else {
@@ -204,12 +231,13 @@ fn coerce(args: CoerceArgs, format: Format, out: &mut impl Write) -> anyhow::Res
     })
 }
 
-fn write_coerce_human(
+fn write_coerce_human<I: IntoIterator<Item = Issue>>(
     out: &mut impl Write,
-    result: &CoerceResult,
+    m: &CoerceMeta,
+    groups: &IssueGroups,
     list: IssueList,
+    all: impl FnOnce() -> I,
 ) -> std::io::Result<()> {
-    let m = &result.meta;
     write!(
         out,
         "{} lines: {} events, {} degraded, {} dropped; {} lines fixed",
@@ -222,7 +250,7 @@ fn write_coerce_human(
     if let Some(goal) = &m.goal {
         writeln!(out, "goal: {}", terminal_safe(goal))?;
     }
-    write_issues(out, &result.issues, list, false)
+    write_issue_summary(out, groups, list, false, all)
 }
 
 fn state(args: InputArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
@@ -276,13 +304,48 @@ fn write_state_human(out: &mut impl Write, state: &RunState) -> std::io::Result<
 
 /// `runlog view --format json`: the coerce result and the state, serialized where they are.
 #[derive(serde::Serialize)]
-struct ViewJson<'a> {
-    coerce: &'a CoerceResult,
+struct ViewJson<'a, C> {
+    coerce: &'a C,
     state: &'a RunState,
 }
 
 fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
-    let result = load(&args.input)?;
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::io::stdout().is_terminal(),
+    };
+    let options = TextOptions {
+        color,
+        issues: args.issues.list(),
+    };
+    let bytes = output::read_input(&args.input.file)?;
+    let coerce_options = coerce_options(&args.input);
+    if args.html.is_none() {
+        // A log of one run taken line by line is already normalized: written from passes over
+        // it, holding only the state.
+        if let Some(plan) = plan_by_line(&bytes, &coerce_options)
+            && plan.run_ids().len() <= 1
+        {
+            match format {
+                Format::Json => {
+                    let state = plan.derive();
+                    write_json(
+                        out,
+                        &ViewJson {
+                            coerce: &plan,
+                            state: &state,
+                        },
+                    )
+                }
+                Format::Human => write_text_by_line(out, &plan, &options).map(drop),
+            }
+            .context(WRITE_ERROR)?;
+            return Ok(output::EXIT_OK);
+        }
+    }
+    let result = to_run_events_from_slice(&bytes, &coerce_options);
+    drop(bytes);
     let state = derive(&result);
     if let Some(path) = &args.html {
         let page = render_html(&result, &state);
@@ -313,18 +376,7 @@ fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<
                 state: &state,
             },
         ),
-        Format::Human => {
-            let color = match args.color {
-                ColorChoice::Always => true,
-                ColorChoice::Never => false,
-                ColorChoice::Auto => std::io::stdout().is_terminal(),
-            };
-            let options = TextOptions {
-                color,
-                issues: args.issues.list(),
-            };
-            write_text(out, &result, &state, &options)
-        }
+        Format::Human => write_text(out, &result, &state, &options),
     }
     .context(WRITE_ERROR)?;
     Ok(output::EXIT_OK)
