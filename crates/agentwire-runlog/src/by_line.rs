@@ -173,13 +173,13 @@ fn gather(bytes: &[u8]) -> Option<Facts> {
             Body::Other(_) => fresh_ids += 1,
             Body::Unparsable(..) => {}
         }
-        if let Some(run) = body_run_id(&body) {
-            if last_run.as_deref() != Some(run) {
-                if !run_ids.iter().any(|r| r == run) {
-                    run_ids.push(run.to_owned());
-                }
-                last_run = Some(run.to_owned());
+        if let Some(run) = body_run_id(&body)
+            && last_run.as_deref() != Some(run)
+        {
+            if !run_ids.iter().any(|r| r == run) {
+                run_ids.push(run.to_owned());
             }
+            last_run = Some(run.to_owned());
         }
         if body_kind(&body) == Some(EventKind::RunStart) {
             match body_run_id(&body) {
@@ -190,11 +190,8 @@ fn gather(bytes: &[u8]) -> Option<Facts> {
             }
         }
         match body_id(&body) {
-            Some(id) => {
-                if !used_ids.insert(id.to_owned()) {
-                    return None;
-                }
-            }
+            Some(id) if !used_ids.insert(id.to_owned()) => return None,
+            Some(_) => {}
             None if matches!(body, Body::Object(_)) => fresh_ids += 1,
             None => {}
         }
