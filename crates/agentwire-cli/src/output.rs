@@ -1,6 +1,6 @@
 //! Output conventions shared by every command: formats, exit codes, fatal errors, reading inputs.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
@@ -29,7 +29,9 @@ pub(crate) fn print_fatal(err: &anyhow::Error, format: Format) {
     match format {
         Format::Human => eprintln!("error: {err:#}"),
         Format::Json => {
-            println!(
+            // Standard output may be the closed pipe that caused the error.
+            let _ = writeln!(
+                std::io::stdout(),
                 "{}",
                 json!({"error": {"code": code, "message": format!("{err:#}")}})
             );

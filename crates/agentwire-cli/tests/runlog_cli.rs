@@ -76,9 +76,67 @@ fn coerce_of_a_valid_mock_run_exits_0() {
 }
 
 #[test]
-fn coerce_human_lists_every_issue() {
-    let o = agentwire(&["runlog", "coerce", "-"], Some(HANDWRITTEN.as_bytes()));
+fn coerce_human_lists_every_issue_with_issues_all() {
+    let o = agentwire(
+        &["runlog", "coerce", "--issues", "all", "-"],
+        Some(HANDWRITTEN.as_bytes()),
+    );
     insta::assert_snapshot!("runlog_coerce_seed_example_human", stdout(&o));
+}
+
+#[test]
+fn coerce_human_groups_issues_by_code() {
+    let o = agentwire(&["runlog", "coerce", "-"], Some(HANDWRITTEN.as_bytes()));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stdout(&o),
+        "6 lines: 6 events, 0 degraded, 0 dropped; 6 lines fixed
+goal: 给 20 位未激活用户发激活邮件
+Issues (32 fixed, 0 degraded, 0 dropped, 0 info)
+  fixed    id-filled                     6×  lines 1-6
+  fixed    run-id-filled                 6×  lines 1-6
+  fixed    at-filled                     6×  lines 1-6
+  fixed    schema-version-filled         6×  lines 1-6
+  fixed    seq-renumbered                6×  lines 1-6
+  fixed    plan-steps-from-strings       1×  line 2
+  fixed    call-id-paired                1×  line 5
+  (one line per code; --issues all lists every issue)
+"
+    );
+}
+
+/// The example log of the repository: 16 lines, 88 fixed issues, shown as one line per code
+/// before the steps; `--format json` still has all 90 issues.
+#[test]
+fn view_of_the_example_groups_its_issues_and_json_keeps_them_all() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/deploy-run.ndjson");
+    let example = example.to_str().expect("path");
+    let o = agentwire(&["runlog", "view", "--color", "never", example], None);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    let issues: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Issues ("))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(issues.len(), 17, "{text}");
+    assert!(issues[0].starts_with("  fixed    id-filled                    15×  lines 1-15"));
+    assert!(issues.iter().all(|l| l.len() < 200), "{issues:?}");
+    let all = agentwire(
+        &[
+            "runlog", "view", "--color", "never", "--issues", "all", example,
+        ],
+        None,
+    );
+    let listed = stdout(&all)
+        .lines()
+        .filter(|l| l.starts_with("  fixed    line "))
+        .count();
+    assert_eq!(listed, 88);
+    let json = agentwire(&["--format", "json", "runlog", "view", example], None);
+    let v: Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(v["coerce"]["issues"].as_array().map(Vec::len), Some(90));
 }
 
 #[test]
@@ -219,4 +277,247 @@ fn state_is_the_normalized_derivation_in_order_or_not() {
         serde_json::to_value(plain).expect("state"),
         expected(&shuffled)
     );
+}
+
+/// Text from the log never reaches the terminal raw: ESC sequences, line breaks, C1 controls
+/// and bidi overrides in goals, titles, ids, types and unparsable text are escaped, so a log
+/// can neither clear the screen nor forge an issue line. JSON output is unchanged.
+#[test]
+fn human_output_escapes_control_characters() {
+    let log = concat!(
+        r#"{"type":"run:start","goal":"G\u001b[2J\r\nfixed    line 9 forged","runId":"r\u001b]0;x\u0007"}"#,
+        "\n",
+        r#"{"type":"step:start","stepId":"s\u009b1m","title":"t\u202egnp.exe"}"#,
+        "\n",
+        r#"{"type":"odd\u001b[31m","stepId":"s"}"#,
+        "\n",
+        "not json \u{1b}[2J\r here\n",
+    );
+    for args in [
+        &["runlog", "view", "--color", "never", "-"][..],
+        &["runlog", "view", "--color", "never", "--issues", "all", "-"],
+        &["runlog", "coerce", "-"],
+        &["runlog", "coerce", "--issues", "all", "-"],
+        &["runlog", "state", "-"],
+    ] {
+        let o = agentwire(args, Some(log.as_bytes()));
+        let text = stdout(&o);
+        for c in text.chars() {
+            assert!(
+                c == '\n' || !(c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+                "{args:?} printed {c:?}: {text}"
+            );
+        }
+        assert!(
+            !text.lines().any(|l| l.starts_with("fixed    line 9")),
+            "{args:?}: {text}"
+        );
+    }
+    let view = stdout(&agentwire(
+        &["runlog", "view", "--color", "never", "-"],
+        Some(log.as_bytes()),
+    ));
+    assert!(
+        view.contains(r"goal    G\u{1b}[2J\r\nfixed    line 9 forged"),
+        "{view}"
+    );
+    assert!(view.contains(r"s\u{9b}1m t\u{202e}gnp.exe"), "{view}");
+    assert!(view.contains(r"not json \u{1b}[2J\r here"), "{view}");
+    // JSON keeps the text as it is.
+    let json = agentwire(
+        &["--format", "json", "runlog", "state", "-"],
+        Some(log.as_bytes()),
+    );
+    let state: Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(state["goal"], "G\u{1b}[2J\r\nfixed    line 9 forged");
+}
+
+/// A log large enough that its output overflows a pipe's buffer.
+fn big_log() -> Vec<u8> {
+    let mut log = String::from("{\"type\":\"run:start\",\"goal\":\"g\"}\n");
+    for i in 0..20_000 {
+        log.push_str(&format!(
+            "{{\"type\":\"step:start\",\"stepId\":\"s{i}\",\"title\":\"step {i}\"}}\n"
+        ));
+    }
+    log.into_bytes()
+}
+
+/// Reads one byte of the command's output, closes the pipe and waits.
+fn read_one_byte_then_close(args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::{Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut input = child.stdin.take().expect("stdin");
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        // The command may stop reading early; a failed write is not the test's concern.
+        let _ = input.write_all(&bytes);
+    });
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut one = [0u8; 1];
+    stdout.read_exact(&mut one).expect("first byte");
+    drop(stdout);
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    out
+}
+
+#[test]
+fn a_closed_pipe_ends_every_runlog_command_without_a_panic() {
+    let log = big_log();
+    for args in [
+        &["runlog", "view", "--color", "never", "-"][..],
+        &["runlog", "view", "--issues", "all", "-"],
+        &["--format", "json", "runlog", "view", "-"],
+        &["runlog", "state", "-"],
+        &["--format", "json", "runlog", "state", "-"],
+        &["runlog", "coerce", "--issues", "all", "-"],
+        &["--format", "json", "runlog", "coerce", "-"],
+        &["runlog", "mock", "--steps", "100000"],
+    ] {
+        let o = read_one_byte_then_close(args, &log);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        // Ended by its own exit (with a code), not by a signal or an abort.
+        assert!(o.status.code().is_some(), "{args:?}: {:?}", o.status);
+        assert_ne!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: the lost output went unnoticed"
+        );
+    }
+}
+
+#[test]
+fn mock_flags_out_of_range_are_usage_errors() {
+    for (args, says) in [
+        (&["runlog", "mock", "--run-id", ""][..], "--run-id"),
+        (&["runlog", "mock", "--steps", "0"], "1..=100000"),
+        (&["runlog", "mock", "--steps", "100001"], "1..=100000"),
+        (
+            &["runlog", "mock", "--steps", "99999999999999999999"],
+            "--steps",
+        ),
+        (
+            &["runlog", "mock", "--scenario", "happy-path", "--steps", "2"],
+            "cannot be used",
+        ),
+    ] {
+        let o = agentwire(args, None);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let o = agentwire(&["runlog", "mock", "--steps", "100000"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let last = stdout(&o)
+        .lines()
+        .last()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(last.contains(r#""summary":"100000 steps done""#), "{last}");
+}
+
+/// A byte order mark on line 1 is reported and removed; the line's goal is kept, and the count
+/// of fixed lines agrees with the listed fixes.
+#[test]
+fn a_bom_on_line_1_is_stripped_and_reported() {
+    let log = b"\xEF\xBB\xBF{\"type\":\"run:start\",\"goal\":\"G\"}\n{\"type\":\"step:start\",\"stepId\":\"s\"}\n";
+    let o = agentwire(&["--format", "json", "runlog", "coerce", "-"], Some(log));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["meta"]["goal"], "G");
+    assert_eq!(v["meta"]["synthesized"], 0);
+    assert_eq!(v["meta"]["fixed"], 2);
+    assert_eq!(v["issues"][0]["code"], "bom-stripped");
+    assert_eq!(v["issues"][0]["line"], 1);
+    let o = agentwire(&["--format", "json", "runlog", "state", "-"], Some(log));
+    let state: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(state["goal"], "G");
+    let o = agentwire(&["runlog", "coerce", "-"], Some(log));
+    assert!(
+        stdout(&o).starts_with("2 lines: 2 events, 0 degraded, 0 dropped; 2 lines fixed\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Degraded lines whose envelope was filled count as lines with a fix.
+#[test]
+fn lines_fixed_counts_every_line_with_a_fixed_issue() {
+    let log = b"{\"type\":\"tool:call\",\"stepId\":\"s\"}\n{\"type\":\"step:done\"}\n";
+    let o = agentwire(&["--format", "json", "runlog", "coerce", "-"], Some(log));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    let mut fixed_lines: Vec<u64> = v["issues"]
+        .as_array()
+        .expect("issues")
+        .iter()
+        .filter(|i| i["level"] == "fixed")
+        .filter_map(|i| i["line"].as_u64())
+        .collect();
+    fixed_lines.dedup();
+    assert_eq!(fixed_lines, [1, 2]);
+    assert_eq!(v["meta"]["fixed"], 2);
+}
+
+/// A container's run id and goal reach the run; any other key is kept with an issue.
+#[test]
+fn container_keys_are_used_or_reported() {
+    let doc = br#"{"runId":"R9","goal":"G","events":[{"type":"step:start","stepId":"s"}],"events2":[{"type":"step:done","stepId":"s"}]}"#;
+    let o = agentwire(&["--format", "json", "runlog", "coerce", "-"], Some(doc));
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["meta"]["runIds"], json!(["R9"]));
+    assert_eq!(v["meta"]["goal"], "G");
+    assert!(
+        v["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .all(|e| e["runId"] == "R9")
+    );
+    assert_eq!(
+        v["malformed"],
+        json!([{"line": 0, "raw": {"events2": [{"type": "step:done", "stepId": "s"}]}}])
+    );
+    let kept: Vec<&Value> = v["issues"]
+        .as_array()
+        .expect("issues")
+        .iter()
+        .filter(|i| i["code"] == "container-keys-kept")
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["level"], "degraded");
+    assert!(
+        kept[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("events2"))
+    );
+    let state = agentwire(&["--format", "json", "runlog", "state", "-"], Some(doc));
+    let state: Value = serde_json::from_slice(&state.stdout).expect("json");
+    assert_eq!(state["runId"], "R9");
+    assert_eq!(state["goal"], "G");
+}
+
+/// NDJSON written pass by pass (`coerce`, `view --format json`) is exactly the library's
+/// result of the whole text.
+#[test]
+fn ndjson_output_is_the_library_result() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/deploy-run.ndjson");
+    let bytes = std::fs::read(&example).expect("example");
+    let text = std::str::from_utf8(&bytes).expect("utf-8");
+    let lib = agentwire_runlog_result(text);
+    let o = agentwire(&["--format", "json", "runlog", "coerce", "-"], Some(&bytes));
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v, lib);
+    let o = agentwire(&["--format", "json", "runlog", "view", "-"], Some(&bytes));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["coerce"], lib);
 }

@@ -23,6 +23,10 @@ use crate::state::{
 };
 use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_fields};
 
+#[path = "by_line.rs"]
+mod by_line;
+pub use by_line::{ByLine, LineItem, LinePlan, MetaCount, plan_by_line};
+
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
 /// derivation folds it as an unknown event.
 pub const MALFORMED_EVENT_TYPE: &str = "malformed";
@@ -243,10 +247,11 @@ struct Row {
 #[derive(Debug)]
 enum Candidate {
     /// Envelope complete; payload still to check. `raw` is the input value when the envelope
-    /// pass changed it.
+    /// pass changed it, as compact text: most lines become valid events, and their raw value is
+    /// needed only by a line that is degraded (the text is a fraction of the tree's memory).
     Ready {
         event: RunEvent,
-        raw: Option<Value>,
+        raw: Option<Json>,
         fixes: Vec<Issue>,
     },
     /// Cannot become an event.
@@ -258,17 +263,69 @@ enum Candidate {
 }
 
 /// Coerces any JSON value: an array of events, `{events: [...]}`, or a single event.
+///
+/// A container `{events: [...]}` may name its run (`runId`, for events that have none) and its
+/// goal (`goal`, for the run's `run:start` when that has none, or the one synthesized); every
+/// other key, and a `runId` or `goal` that could not be used, is kept in `malformed` (line 0)
+/// with a `container-keys-kept` issue.
 pub fn to_run_events(input: Value, options: &CoerceOptions) -> CoerceResult {
-    let (rows, shape) = match input {
-        Value::Array(items) => (rows_of(items), InputShape::Array),
-        Value::Object(mut map) if is_events_wrapper(&map) => match map.shift_remove("events") {
-            Some(Value::Array(items)) => (rows_of(items), InputShape::Events),
-            _ => (Vec::new(), InputShape::Events),
-        },
-        other => (rows_of(vec![other]), InputShape::Object),
+    let (rows, shape, container) = match input {
+        Value::Array(items) => (rows_of(items), InputShape::Array, Container::default()),
+        Value::Object(mut map) if is_events_wrapper(&map) => {
+            let rows = match map.shift_remove("events") {
+                Some(Value::Array(items)) => rows_of(items),
+                _ => Vec::new(),
+            };
+            (rows, InputShape::Events, Container::of(map))
+        }
+        other => (
+            rows_of(vec![other]),
+            InputShape::Object,
+            Container::default(),
+        ),
     };
-    coerce_rows(rows, shape, options)
+    coerce_rows(rows, shape, options, container)
 }
+
+/// What an `{events: [...]}` container says besides its events.
+#[derive(Debug, Default)]
+struct Container {
+    /// Its `runId`, when a non-empty string.
+    run_id: Option<String>,
+    /// Its `goal`, when a string.
+    goal: Option<String>,
+    /// Every other key (and `runId`/`goal` when unusable), in input order.
+    rest: Map<String, Value>,
+}
+
+impl Container {
+    fn of(mut map: Map<String, Value>) -> Container {
+        let run_id = match map.shift_remove("runId") {
+            Some(Value::String(r)) if !r.is_empty() => Some(r),
+            Some(other) => {
+                map.insert("runId".into(), other);
+                None
+            }
+            None => None,
+        };
+        let goal = match map.shift_remove("goal") {
+            Some(Value::String(g)) => Some(g),
+            Some(other) => {
+                map.insert("goal".into(), other);
+                None
+            }
+            None => None,
+        };
+        Container {
+            run_id,
+            goal,
+            rest: map,
+        }
+    }
+}
+
+/// The byte order mark some editors put at the start of UTF-8 text.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn rows_of(items: Vec<Value>) -> Vec<Row> {
     items
@@ -287,10 +344,47 @@ fn rows_of(items: Vec<Value>) -> Vec<Row> {
 /// Coerces text: one JSON document (array, `{events: [...]}`, single object) or NDJSON lines.
 /// A line that cannot be parsed is dropped from the stream with a `dropped` issue, its text kept
 /// in `malformed`.
+///
+/// A UTF-8 byte order mark at the start is removed and reported (`bom-stripped`, line 1).
 pub fn to_run_events_from_slice(bytes: &[u8], options: &CoerceOptions) -> CoerceResult {
+    match bytes.strip_prefix(UTF8_BOM) {
+        Some(rest) => {
+            let mut result = coerce_text(rest, options);
+            result.issues.insert(
+                0,
+                Issue {
+                    level: IssueLevel::Fixed,
+                    line: 1,
+                    code: "bom-stripped",
+                    message: "the text starts with a UTF-8 byte order mark (EF BB BF); removed"
+                        .into(),
+                },
+            );
+            result.issues.sort_by_key(|i| i.line);
+            result.meta.fixed = fixed_lines(&result.issues);
+            result
+        }
+        None => coerce_text(bytes, options),
+    }
+}
+
+/// Lines with at least one `fixed` issue (issues sorted by line).
+fn fixed_lines(issues: &[Issue]) -> usize {
+    let mut last = None;
+    let mut n = 0;
+    for issue in issues.iter().filter(|i| i.level == IssueLevel::Fixed) {
+        if last != Some(issue.line) {
+            n += 1;
+            last = Some(issue.line);
+        }
+    }
+    n
+}
+
+fn coerce_text(bytes: &[u8], options: &CoerceOptions) -> CoerceResult {
     let trimmed = bytes.trim_ascii();
     if trimmed.is_empty() {
-        let mut result = coerce_rows(Vec::new(), InputShape::Empty, options);
+        let mut result = coerce_rows(Vec::new(), InputShape::Empty, options, Container::default());
         result.issues.push(Issue {
             level: IssueLevel::Info,
             line: 0,
@@ -306,7 +400,7 @@ pub fn to_run_events_from_slice(bytes: &[u8], options: &CoerceOptions) -> Coerce
         return to_run_events(value, options);
     }
     let rows = ndjson_rows(bytes);
-    coerce_rows(rows, InputShape::Ndjson, options)
+    coerce_rows(rows, InputShape::Ndjson, options, Container::default())
 }
 
 fn has_second_line(bytes: &[u8]) -> bool {
@@ -376,23 +470,27 @@ fn ndjson_rows_from(bytes: &[u8], first_line: usize) -> Vec<Row> {
         if line_bytes.is_empty() {
             continue;
         }
-        let body = match parse_event_fast(line_bytes) {
-            Some(event) => Body::Event(event),
-            None => match agentwire_schema::parse_json(line_bytes) {
-                Ok(Value::Object(map)) => Body::Object(map),
-                Ok(other) => Body::Other(other),
-                Err(err) => Body::Unparsable(
-                    String::from_utf8_lossy(line_bytes).into_owned(),
-                    format!("{} ({})", err, err.kind.code()),
-                ),
-            },
-        };
         rows.push(Row {
             line: first_line + i + 1,
-            body,
+            body: parse_body(line_bytes),
         });
     }
     rows
+}
+
+/// One trimmed, non-blank NDJSON line, parsed.
+fn parse_body(line_bytes: &[u8]) -> Body {
+    match parse_event_fast(line_bytes) {
+        Some(event) => Body::Event(event),
+        None => match agentwire_schema::parse_json(line_bytes) {
+            Ok(Value::Object(map)) => Body::Object(map),
+            Ok(other) => Body::Other(other),
+            Err(err) => Body::Unparsable(
+                String::from_utf8_lossy(line_bytes).into_owned(),
+                format!("{} ({})", err, err.kind.code()),
+            ),
+        },
+    }
 }
 
 /// Splits a type name into lower-case words at separators and at lower-to-upper case changes.
@@ -580,6 +678,8 @@ struct Coercer {
     next_fresh: u64,
     /// Whether any line has a valid `at`.
     any_at: bool,
+    /// Whether a missing `runId` is filled from the container's.
+    run_from_container: bool,
 }
 
 impl Coercer {
@@ -592,11 +692,13 @@ impl Coercer {
         });
     }
 
+    /// The next `e_N` that no input line uses. Generated ids count up, so they never meet
+    /// each other and need not be remembered.
     fn fresh_id(&mut self) -> String {
         loop {
             self.next_fresh += 1;
             let id = format!("e_{}", self.next_fresh);
-            if self.used_ids.insert(id.clone()) {
+            if !self.used_ids.contains(&id) {
                 return id;
             }
         }
@@ -691,12 +793,18 @@ fn body_kind(body: &Body) -> Option<EventKind> {
     }
 }
 
-fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -> CoerceResult {
+fn coerce_rows(
+    mut rows: Vec<Row>,
+    shape: InputShape,
+    options: &CoerceOptions,
+    mut container: Container,
+) -> CoerceResult {
     let mut co = Coercer {
         issues: Vec::new(),
         used_ids: HashSet::new(),
         next_fresh: 0,
         any_at: false,
+        run_from_container: container.run_id.is_some(),
     };
 
     // Pass 1: facts about the whole log, before anything changes.
@@ -706,9 +814,12 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
     let mut id_actions = vec![IdAction::Keep; rows.len()];
     let mut runs_with_start: HashSet<String> = HashSet::new();
     let mut any_start_without_run = false;
+    if let Some(run) = &container.run_id {
+        run_ids.push(run.clone());
+    }
     {
         let mut first_by_id: HashMap<&str, usize> = HashMap::with_capacity(rows.len());
-        let mut last_run: Option<&str> = None;
+        let mut last_run: Option<&str> = container.run_id.as_deref();
         for (i, row) in rows.iter().enumerate() {
             if matches!(row.body, Body::Event(_) | Body::Object(_)) {
                 all_have_seq &= body_seq(&row.body).is_some();
@@ -760,10 +871,12 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
             .map(str::to_owned)
             .collect();
     }
-    let lone_run = match run_ids.as_slice() {
-        [] => Some(DEFAULT_RUN_ID.to_owned()),
-        [one] => Some(one.clone()),
-        _ => None,
+    // The container names the run of its events that name none.
+    let lone_run = match (&container.run_id, run_ids.as_slice()) {
+        (Some(run), _) => Some(run.clone()),
+        (None, []) => Some(DEFAULT_RUN_ID.to_owned()),
+        (None, [one]) => Some(one.clone()),
+        (None, _) => None,
     };
     if run_ids.is_empty() && rows.iter().any(|r| matches!(r.body, Body::Object(_))) {
         run_ids.push(DEFAULT_RUN_ID.to_owned());
@@ -794,6 +907,8 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
         }
         candidates.push(candidate);
     }
+    // Every body has moved into its candidate.
+    drop(rows);
 
     // Pass 3: a run:start for each run that has none.
     let mut synthesized: Vec<(usize, RunEvent)> = Vec::new();
@@ -814,6 +929,12 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
                 continue;
             }
             done.insert(event.run_id.clone());
+            let mut payload = Map::new();
+            if container.run_id.as_deref() == Some(event.run_id.as_str())
+                && let Some(goal) = container.goal.take()
+            {
+                payload.insert("goal".into(), Value::String(goal));
+            }
             synthesized.push((
                 pos,
                 RunEvent {
@@ -825,20 +946,25 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
                     at: event.at,
                     schema_version: SCHEMA_VERSION,
                     event_type: EventKind::RunStart.wire_name().to_owned(),
-                    payload: Map::new(),
+                    payload,
                 },
             ));
         }
         for (pos, event) in &mut synthesized {
             event.id = co.fresh_id();
             let line = lines[*pos];
+            let goal = if event.payload.contains_key("goal") {
+                "with the container's goal"
+            } else {
+                "no goal: none was given"
+            };
             co.issue(
                 IssueLevel::Fixed,
                 line,
                 "run-start-synthesized",
                 format!(
                     "run {} has no run:start; inserted {} before line {line} so the run has a header \
-                     (no goal: none was given)",
+                     ({goal})",
                     event.run_id, event.id
                 ),
             );
@@ -897,7 +1023,6 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
     });
     let mut tracks: Vec<(String, RunTrack)> = Vec::new();
     let mut last_track = usize::MAX;
-    let mut fixed_lines = 0usize;
     for i in order {
         let Candidate::Ready { .. } = &candidates[i] else {
             continue;
@@ -932,14 +1057,11 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
                 if let Some(kind) = kind {
                     track.record(kind, &event);
                 }
-                if fixes.iter().any(|f| f.level == IssueLevel::Fixed) {
-                    fixed_lines += 1;
-                }
                 co.issues.extend(fixes);
                 candidates[i] = Candidate::Valid(event);
             }
             Err(degrade) => {
-                let raw = raw.unwrap_or_else(|| event.to_value());
+                let raw = raw.map_or_else(|| event.to_value(), |raw| raw.to_value());
                 for fix in fixes {
                     // Envelope fixes are visible in the wrapper; payload fixes did not happen.
                     if !is_envelope_code(fix.code) {
@@ -957,6 +1079,38 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
         }
     }
 
+    // The container's goal goes to its run's first run:start when that has none.
+    if let (Some(run), Some(goal)) = (&container.run_id, container.goal.take()) {
+        let start = candidates
+            .iter_mut()
+            .enumerate()
+            .find_map(|(pos, c)| match c {
+                Candidate::Valid(e)
+                    if e.run_id == *run && e.kind() == Some(EventKind::RunStart) =>
+                {
+                    Some((pos, e))
+                }
+                _ => None,
+            });
+        match start {
+            Some((pos, e)) if !e.payload.contains_key("goal") => {
+                e.payload.insert("goal".into(), Value::String(goal));
+                co.issue(
+                    IssueLevel::Fixed,
+                    lines[pos],
+                    "goal-from-container",
+                    format!("run:start of run {run} has no goal; took the container's goal"),
+                );
+            }
+            Some((_, e)) if e.str_field("goal") == Some(goal.as_str()) => {}
+            _ => {
+                container.rest.insert("goal".into(), Value::String(goal));
+            }
+        }
+    } else if let Some(goal) = container.goal.take() {
+        container.rest.insert("goal".into(), Value::String(goal));
+    }
+
     // Output, in input order.
     let mut renderable = Vec::with_capacity(candidates.len() + synthesized.len());
     let mut valid = Vec::with_capacity(candidates.len() + synthesized.len());
@@ -967,7 +1121,7 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
         events: 0,
         renderable: 0,
         malformed: 0,
-        fixed: fixed_lines,
+        fixed: 0,
         degraded: 0,
         dropped: 0,
         synthesized: synthesized.len(),
@@ -977,6 +1131,9 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
     let mut synth = synthesized.into_iter().peekable();
     for (pos, c) in candidates.into_iter().enumerate() {
         while let Some((_, event)) = synth.next_if(|(p, _)| *p == pos) {
+            if meta.goal.is_none() {
+                meta.goal = event.str_field("goal").map(str::to_owned);
+            }
             renderable.push(event);
             valid.push(true);
         }
@@ -1009,11 +1166,34 @@ fn coerce_rows(mut rows: Vec<Row>, shape: InputShape, options: &CoerceOptions) -
             Candidate::Ready { .. } => {}
         }
     }
+    if !container.rest.is_empty() {
+        let keys: Vec<&str> = container.rest.keys().map(String::as_str).collect();
+        co.issue(
+            IssueLevel::Degraded,
+            0,
+            "container-keys-kept",
+            format!(
+                "the container's {} {} {} not read as events or run facts: kept in malformed (line 0)",
+                if keys.len() == 1 { "key" } else { "keys" },
+                keys.join(", "),
+                if keys.len() == 1 { "is" } else { "are" }
+            ),
+        );
+        malformed.insert(
+            0,
+            MalformedLine {
+                line: 0,
+                raw: Some(Value::Object(container.rest)),
+                text: None,
+            },
+        );
+    }
     meta.events = valid.iter().filter(|v| **v).count();
     meta.renderable = renderable.len();
     meta.malformed = malformed.len();
     let mut issues = co.issues;
     issues.sort_by_key(|i| i.line);
+    meta.fixed = fixed_lines(&issues);
     CoerceResult {
         renderable,
         valid,
@@ -1075,21 +1255,20 @@ fn envelope(
             if event.schema_version == SCHEMA_VERSION
                 && let Some(fix) = normalize_type(&mut event.event_type, line)
             {
-                {
-                    raw = Some(event.to_value());
-                    // The value as it came: with the original type.
-                    if let Some(Value::Object(m)) = raw.as_mut() {
-                        m.insert("type".into(), Value::String(fix.1.clone()));
-                    }
-                    fixes.push(fix.0);
+                let mut value = event.to_value();
+                // The value as it came: with the original type.
+                if let Value::Object(m) = &mut value {
+                    m.insert("type".into(), Value::String(fix.1.clone()));
                 }
+                raw = Some(Json::from_value(&value));
+                fixes.push(fix.0);
             }
             match id_action {
                 IdAction::Keep => {}
                 IdAction::Duplicate(first) => fixes.push(duplicate_issue(line, &event.id, first)),
                 IdAction::Reassign(first) => {
                     if raw.is_none() {
-                        raw = Some(event.to_value());
+                        raw = Some(Json::from_value(&event.to_value()));
                     }
                     let new = co.fresh_id();
                     fixes.push(reassign_issue(line, &event.id, &new, first));
@@ -1128,7 +1307,7 @@ fn envelope(
             return Candidate::Dropped(text);
         }
     };
-    let raw = Value::Object(map.clone());
+    let raw = Json::from_map(&map);
     let mut degrade: Vec<(&'static str, String)> = Vec::new();
 
     // id: a mechanical key; a missing or unusable one is replaced.
@@ -1168,7 +1347,11 @@ fn envelope(
                     level: IssueLevel::Fixed,
                     line,
                     code: "run-id-filled",
-                    message: format!("runId missing; the log has one run: {run}"),
+                    message: if co.run_from_container {
+                        format!("runId missing; the container names the run: {run}")
+                    } else {
+                        format!("runId missing; the log has one run: {run}")
+                    },
                 });
                 run.to_owned()
             }
@@ -1302,6 +1485,7 @@ fn envelope(
     if event.seq == u64::MAX {
         event.seq = prev_seq;
     }
+    let raw = raw.to_value();
     let wrapper = wrap(&event, line, &codes, raw.clone());
     Candidate::Degraded { wrapper, raw }
 }
@@ -1620,9 +1804,13 @@ pub fn stream_coerce_and_derive(bytes: &[u8], options: &CoerceOptions) -> Option
 /// collision, a second run, an object that is not a complete envelope, a degraded payload) or a
 /// run without `run:start` sends the input through the full coercer instead.
 pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunState {
-    streamed_state(bytes, options).unwrap_or_else(|| {
-        derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events())
-    })
+    if let Some(state) = streamed_state(bytes, options) {
+        return state;
+    }
+    match plan_by_line(bytes, options) {
+        Some(plan) => plan.derive(),
+        None => derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events()),
+    }
 }
 
 /// The run state of any input text, coerced and normalized: what `agentwire runlog state`
@@ -1630,12 +1818,24 @@ pub fn coerce_and_derive_ndjson(bytes: &[u8], options: &CoerceOptions) -> RunSta
 /// [`to_run_events_from_slice`]; NDJSON that the streamed path takes (one run, `seq` never
 /// going back, unique ids) needs no normalizing, so it is coerced and folded line by line like
 /// [`coerce_and_derive_ndjson`], in memory that follows the run state.
+///
+/// Other NDJSON of one run that the line-by-line coercer takes ([`plan_by_line`]: `seq` never
+/// going back, or missing somewhere so the log is renumbered; no id used twice) is coerced a
+/// line at a time and folded as it goes, in memory that follows the run state too.
 pub fn derive_run_state_from_slice(bytes: &[u8], options: &CoerceOptions) -> RunState {
-    streamed_state(bytes, options).unwrap_or_else(|| {
-        let mut events = to_run_events_from_slice(bytes, options).into_events();
-        crate::stream::normalize_in_place(&mut events);
-        derive_run_state_owned(events)
-    })
+    if let Some(state) = streamed_state(bytes, options) {
+        return state;
+    }
+    // One run's events come out of the line-by-line coercer in seq order with unique ids:
+    // normalized already.
+    if let Some(plan) = plan_by_line(bytes, options)
+        && plan.run_ids().len() <= 1
+    {
+        return plan.derive();
+    }
+    let mut events = to_run_events_from_slice(bytes, options).into_events();
+    crate::stream::normalize_in_place(&mut events);
+    derive_run_state_owned(events)
 }
 
 /// Inputs at least this large are streamed with their lines scanned on all cores (rayon's pool),
@@ -1933,6 +2133,7 @@ impl<'o> StreamFold<'o> {
                 used_ids: HashSet::new(),
                 next_fresh: 0,
                 any_at: true,
+                run_from_container: false,
             },
             deriver: Deriver::new(),
             track: RunTrack::default(),

@@ -20,6 +20,7 @@ pub mod stream;
 pub mod validate;
 pub mod view;
 
+pub use coerce::{ByLine, LineItem, LinePlan, MetaCount, plan_by_line};
 pub use coerce::{
     CoerceMeta, CoerceOptions, CoerceResult, DEFAULT_RUN_ID, InputShape, Issue, IssueLevel,
     MALFORMED_EVENT_TYPE, MalformedLine, PIPELINE_MIN_BYTES, coerce_and_derive_ndjson,
@@ -51,7 +52,11 @@ pub use validate::{
     is_valid_run_event, payload_fields_valid, split_events, validate_envelope, validate_event,
     validate_payload, validate_payload_fields,
 };
-pub use view::{render_html, render_text, summary_line};
+pub use view::{
+    IssueGroup, IssueGroups, IssueList, MAX_GROUP_RANGES, TextOptions, group_issues, render_html,
+    render_text, summary_line, terminal_safe, write_issue_summary, write_issues, write_text,
+    write_text_by_line,
+};
 
 /// The canonical schema document of run events (canonical text).
 pub const SCHEMA_TEXT: &str = include_str!("../../../protocols/tasklens/run-events.schema.json");

@@ -18,6 +18,16 @@ pub struct Json(Box<str>);
 impl Json {
     /// The canonical text of a value.
     pub fn from_value(value: &Value) -> Json {
+        Json::from_serialize(value)
+    }
+
+    /// The canonical text of an object's members (what [`Json::from_value`] writes for the
+    /// object), without building the object.
+    pub(crate) fn from_map(map: &serde_json::Map<String, Value>) -> Json {
+        Json::from_serialize(map)
+    }
+
+    fn from_serialize(value: &impl Serialize) -> Json {
         thread_local! {
             /// Written into, then copied out at its exact length (one allocation per value).
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };

@@ -2,14 +2,17 @@
 //! CSS and script, no network). Both show the issues first, then the steps with their tool calls
 //! and approvals, then the timeline with unknown events and bad lines folded.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::io;
 
 use serde_json::Value;
 
-use crate::coerce::{CoerceResult, IssueLevel};
+use crate::coerce::{CoerceResult, Issue, IssueLevel, LineItem, LinePlan};
+use crate::event::RunEvent;
 use crate::state::{
-    ApprovalState, ApprovalStatus, RunState, RunStatus, StepState, StepStatus, ToolCallState,
-    ToolCallStatus,
+    ApprovalState, ApprovalStatus, Deriver, RunState, RunStatus, StepState, StepStatus,
+    ToolCallState, ToolCallStatus,
 };
 
 /// Longest raw JSON shown inline in the terminal view; longer text is cut with an ellipsis.
@@ -145,7 +148,6 @@ fn step_mark(step: &StepState) -> &'static str {
     }
 }
 
-/// The terminal timeline. `color` adds ANSI colors (for a terminal only).
 /// The calls and approvals a step lists by key, indexed once per render (a scan per key would
 /// make a long run's view quadratic).
 struct Lookup<'s> {
@@ -178,38 +180,418 @@ impl<'s> Lookup<'s> {
     }
 }
 
-pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> String {
-    let p = Paint { color };
-    let mut out = String::new();
-    let run = state.run_id.as_deref().unwrap_or("(no run)");
-    let _ = writeln!(out, "{} {}", p.bold("Run"), p.bold(run));
-    if let Some(goal) = &state.goal {
-        let _ = writeln!(out, "goal    {goal}");
-    }
-    let _ = writeln!(out, "{}", summary_line(state));
+/// How the terminal views list issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IssueList {
+    /// One line per code: its level, count and the lines it touched.
+    #[default]
+    Grouped,
+    /// Every issue on its own line.
+    All,
+}
 
+/// How [`write_text`] renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextOptions {
+    /// ANSI colors (for a terminal only).
+    pub color: bool,
+    /// How issues are listed.
+    pub issues: IssueList,
+}
+
+/// Most line ranges a grouped issue line lists; the rest is counted.
+pub const MAX_GROUP_RANGES: usize = 8;
+
+/// The issues of one code: how many, and which lines they touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueGroup {
+    /// The level of the code's issues (a code has one level).
+    pub level: IssueLevel,
+    /// The code.
+    pub code: &'static str,
+    /// Issues of the code.
+    pub count: usize,
+    /// Distinct lines they touched.
+    pub lines: usize,
+    /// The first [`MAX_GROUP_RANGES`] runs of consecutive lines, `(first, last)`.
+    pub ranges: Vec<(usize, usize)>,
+    /// The message of the first issue of the code.
+    pub example: String,
+}
+
+/// Groups issues by code as they pass by, in the order each code first appears (issues come
+/// sorted by line). Memory is bounded by the number of codes, whatever the number of issues.
+#[derive(Debug, Default)]
+pub struct IssueGroups {
+    groups: Vec<(IssueGroup, usize)>,
+    /// Issues per level, in [`LEVELS`] order.
+    counts: [usize; 4],
+}
+
+impl IssueGroups {
+    /// Counts one issue.
+    pub fn push(&mut self, issue: &Issue) {
+        self.counts[level_index(issue.level)] += 1;
+        let at = match self
+            .groups
+            .iter()
+            .position(|(g, _)| g.code == issue.code && g.level == issue.level)
+        {
+            Some(at) => at,
+            None => {
+                self.groups.push((
+                    IssueGroup {
+                        level: issue.level,
+                        code: issue.code,
+                        count: 0,
+                        lines: 0,
+                        ranges: Vec::new(),
+                        example: issue.message.clone(),
+                    },
+                    usize::MAX,
+                ));
+                self.groups.len() - 1
+            }
+        };
+        let (group, last) = &mut self.groups[at];
+        group.count += 1;
+        if *last == issue.line {
+            return;
+        }
+        group.lines += 1;
+        let room = group.ranges.len() < MAX_GROUP_RANGES;
+        match group.ranges.last_mut() {
+            Some(range) if *last == range.1 && range.1 + 1 == issue.line => range.1 = issue.line,
+            _ if room => group.ranges.push((issue.line, issue.line)),
+            _ => {}
+        }
+        *last = issue.line;
+    }
+
+    /// Issues of `level` counted so far.
+    pub fn count(&self, level: IssueLevel) -> usize {
+        self.counts[level_index(level)]
+    }
+
+    /// The groups.
+    pub fn groups(&self) -> impl Iterator<Item = &IssueGroup> {
+        self.groups.iter().map(|(g, _)| g)
+    }
+}
+
+fn level_index(level: IssueLevel) -> usize {
+    match level {
+        IssueLevel::Fixed => 0,
+        IssueLevel::Degraded => 1,
+        IssueLevel::Dropped => 2,
+        IssueLevel::Info => 3,
+    }
+}
+
+/// The issues grouped by code (see [`IssueGroups`]).
+pub fn group_issues<'a>(issues: impl IntoIterator<Item = &'a Issue>) -> Vec<IssueGroup> {
+    let mut groups = IssueGroups::default();
+    for issue in issues {
+        groups.push(issue);
+    }
+    groups.groups.into_iter().map(|(g, _)| g).collect()
+}
+
+fn format_ranges(group: &IssueGroup) -> String {
+    let listed: usize = group.ranges.iter().map(|(a, b)| b - a + 1).sum();
+    let mut out = String::from(if group.lines == 1 { "line " } else { "lines " });
+    for (i, (a, b)) in group.ranges.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        if a == b {
+            let _ = write!(out, "{a}");
+        } else {
+            let _ = write!(out, "{a}-{b}");
+        }
+    }
+    if group.lines > listed {
+        let _ = write!(out, " and {} more", group.lines - listed);
+    }
+    out
+}
+
+/// Text made safe to print on a terminal: control characters (C0 including line breaks and
+/// ESC, DEL, C1), bidirectional overrides and isolates, and line or paragraph separators are
+/// written as escapes (`\n`, `\r`, `\t`, `\u{1b}`), so a log can neither move the cursor, clear
+/// the screen, reorder what is shown nor start a line of its own. Other text is unchanged.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}'
+            )
+    }
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`terminal_safe`], then [`cut`] to `max` characters.
+fn safe_cut(text: &str, max: usize) -> String {
+    cut(&terminal_safe(text), max)
+}
+
+/// Writes the issues for people: a count per level, then one line per code
+/// ([`IssueList::Grouped`]) or per issue ([`IssueList::All`]).
+pub fn write_issues(
+    out: &mut impl io::Write,
+    issues: &[Issue],
+    list: IssueList,
+    color: bool,
+) -> io::Result<()> {
+    let mut groups = IssueGroups::default();
+    for issue in issues {
+        groups.push(issue);
+    }
+    write_issue_summary(out, &groups, list, color, || issues.iter().cloned())
+}
+
+/// [`write_issues`] from issues grouped as they passed by; with [`IssueList::All`], `all`
+/// gives them again, in order.
+pub fn write_issue_summary<I: IntoIterator<Item = Issue>>(
+    out: &mut impl io::Write,
+    groups: &IssueGroups,
+    list: IssueList,
+    color: bool,
+    all: impl FnOnce() -> I,
+) -> io::Result<()> {
+    let p = Paint { color };
     let counts: Vec<String> = LEVELS
         .iter()
-        .map(|l| format!("{} {}", result.issues_at(*l).count(), l.as_str()))
+        .map(|l| format!("{} {}", groups.count(*l), l.as_str()))
         .collect();
-    let _ = writeln!(out, "\n{} ({})", p.bold("Issues"), counts.join(", "));
-    if result.issues.is_empty() {
-        let _ = writeln!(out, "  none: the log was valid as written");
+    writeln!(out, "{} ({})", p.bold("Issues"), counts.join(", "))?;
+    if groups.groups.is_empty() {
+        writeln!(out, "  none: the log was valid as written")?;
+        return Ok(());
     }
-    for issue in &result.issues {
-        let _ = writeln!(
-            out,
-            "  {} line {:<4} {:<24} {}",
-            p.level(issue.level),
-            issue.line,
-            issue.code,
-            issue.message
-        );
+    match list {
+        IssueList::All => {
+            for issue in all() {
+                writeln!(
+                    out,
+                    "  {} line {:<4} {:<24} {}",
+                    p.level(issue.level),
+                    issue.line,
+                    issue.code,
+                    terminal_safe(&issue.message)
+                )?;
+            }
+        }
+        IssueList::Grouped => {
+            for group in groups.groups() {
+                write!(
+                    out,
+                    "  {} {:<24} {:>6}×  {}",
+                    p.level(group.level),
+                    group.code,
+                    group.count,
+                    format_ranges(group)
+                )?;
+                // What could not be repaired is worth reading; a fix says what it did by its code.
+                if matches!(group.level, IssueLevel::Degraded | IssueLevel::Dropped) {
+                    write!(out, ": {}", safe_cut(&group.example, MAX_INLINE_JSON_CHARS))?;
+                }
+                writeln!(out)?;
+            }
+            writeln!(out, "  (one line per code; --issues all lists every issue)")?;
+        }
     }
+    Ok(())
+}
 
-    let _ = writeln!(out, "\n{}", p.bold("Steps"));
+/// The terminal timeline as a string, issues grouped by code. `color` adds ANSI colors (for a
+/// terminal only).
+pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> String {
+    let mut out = Vec::new();
+    let options = TextOptions {
+        color,
+        issues: IssueList::Grouped,
+    };
+    // Writing into memory cannot fail.
+    let _ = write_text(&mut out, result, state, &options);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the terminal timeline: the run, the issues, the steps with their tool calls and
+/// approvals, the timeline (unknown events and bad lines folded) and the lines that are not
+/// JSON. Text from the log passes through [`terminal_safe`].
+pub fn write_text(
+    out: &mut impl io::Write,
+    result: &CoerceResult,
+    state: &RunState,
+    options: &TextOptions,
+) -> io::Result<()> {
+    let p = Paint {
+        color: options.color,
+    };
+    write_head(out, state, &p)?;
+    write_issues(out, &result.issues, options.issues, options.color)?;
+    write_steps(out, state, &p)?;
+    writeln!(out, "\n{}", p.bold("Timeline"))?;
+    for (i, event) in result.renderable.iter().enumerate() {
+        write_entry(out, event, result.is_valid_entry(i), &p)?;
+    }
+    let mut dropped = result
+        .malformed
+        .iter()
+        .filter(|m| m.text.is_some())
+        .peekable();
+    if dropped.peek().is_some() {
+        write_not_json_head(out, &p)?;
+        for m in dropped {
+            write_not_json(out, m.line, m.text.as_deref().unwrap_or(""), &p)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`write_text`] of a log coerced line by line: the same text, written from passes over the
+/// log (the state and the issue counts first, then the list of issues if asked, the timeline
+/// and the lines that are not JSON), so only the state is held. Returns the state.
+pub fn write_text_by_line(
+    out: &mut impl io::Write,
+    plan: &LinePlan<'_>,
+    options: &TextOptions,
+) -> io::Result<RunState> {
+    let p = Paint {
+        color: options.color,
+    };
+    let mut deriver = Deriver::new();
+    let mut groups = IssueGroups::default();
+    let mut dropped = 0usize;
+    for (item, issues) in plan.items() {
+        for issue in &issues {
+            groups.push(issue);
+        }
+        match &item {
+            Some(LineItem::Event(e) | LineItem::Synthesized(e)) => {
+                deriver.push(e);
+            }
+            Some(LineItem::Dropped { .. }) => dropped += 1,
+            _ => {}
+        }
+    }
+    let state = deriver.into_state();
+    write_head(out, &state, &p)?;
+    write_issue_summary(out, &groups, options.issues, options.color, || {
+        plan.items().flat_map(|(_, issues)| issues)
+    })?;
+    write_steps(out, &state, &p)?;
+    writeln!(out, "\n{}", p.bold("Timeline"))?;
+    for (item, _) in plan.items() {
+        if let Some(event) = item.as_ref().and_then(LineItem::renderable) {
+            let valid = !matches!(item, Some(LineItem::Degraded { .. }));
+            write_entry(out, event, valid, &p)?;
+        }
+    }
+    if dropped > 0 {
+        write_not_json_head(out, &p)?;
+        for (item, _) in plan.items() {
+            if let Some(LineItem::Dropped { line, text }) = &item {
+                write_not_json(out, *line, text, &p)?;
+            }
+        }
+    }
+    Ok(state)
+}
+
+fn write_head(out: &mut impl io::Write, state: &RunState, p: &Paint) -> io::Result<()> {
+    let run = terminal_safe(state.run_id.as_deref().unwrap_or("(no run)"));
+    writeln!(out, "{} {}", p.bold("Run"), p.bold(&run))?;
+    if let Some(goal) = &state.goal {
+        writeln!(out, "goal    {}", terminal_safe(goal))?;
+    }
+    writeln!(out, "{}", terminal_safe(&summary_line(state)))?;
+    writeln!(out)
+}
+
+/// One entry of the timeline; `valid` is false for a wrapper of a line that was not repaired.
+fn write_entry(
+    out: &mut impl io::Write,
+    event: &RunEvent,
+    valid: bool,
+    p: &Paint,
+) -> io::Result<()> {
+    let folded = !valid || event.kind().is_none();
+    let mut line = format!(
+        "  #{:<5} {:<18}",
+        event.seq,
+        terminal_safe(&event.event_type)
+    );
+    if folded {
+        let what = if valid {
+            "unknown event, folded"
+        } else {
+            "bad line, folded"
+        };
+        let _ = write!(
+            line,
+            " ({what}) {}",
+            safe_cut(
+                &compact(&Value::Object(event.payload.clone())),
+                MAX_INLINE_JSON_CHARS
+            )
+        );
+        writeln!(out, "{}", p.dim(&line))
+    } else {
+        let mut fields = event.payload.clone();
+        fields.shift_remove("args");
+        fields.shift_remove("result");
+        fields.shift_remove("preview");
+        if !fields.is_empty() {
+            let _ = write!(
+                line,
+                " {}",
+                safe_cut(&compact(&Value::Object(fields)), MAX_INLINE_JSON_CHARS)
+            );
+        }
+        writeln!(out, "{line}")
+    }
+}
+
+fn write_not_json_head(out: &mut impl io::Write, p: &Paint) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n{}",
+        p.bold("Lines that are not JSON (kept, not shown above)")
+    )
+}
+
+fn write_not_json(out: &mut impl io::Write, line: usize, text: &str, p: &Paint) -> io::Result<()> {
+    writeln!(
+        out,
+        "  line {:<4} {}",
+        line,
+        p.dim(&safe_cut(text, MAX_INLINE_JSON_CHARS))
+    )
+}
+
+fn write_steps(out: &mut impl io::Write, state: &RunState, p: &Paint) -> io::Result<()> {
+    writeln!(out, "\n{}", p.bold("Steps"))?;
     if state.steps.is_empty() {
-        let _ = writeln!(out, "  (no steps)");
+        writeln!(out, "  (no steps)")?;
     }
     let lookup = Lookup::new(state);
     for step in &state.steps {
@@ -219,24 +601,24 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
             StepStatus::Running => p.yellow(step_mark(step)),
             StepStatus::Pending => p.dim(step_mark(step)),
         };
-        let _ = write!(
+        write!(
             out,
             "  {mark} {} {} [{}]",
-            step.id,
-            step.title.as_deref().unwrap_or(""),
+            terminal_safe(&step.id),
+            terminal_safe(step.title.as_deref().unwrap_or("")),
             step_status_name(step.status)
-        );
+        )?;
         if step.retries > 0 {
-            let _ = write!(out, " retried {}×", step.retries);
+            write!(out, " retried {}×", step.retries)?;
         }
-        out.push('\n');
+        writeln!(out)?;
         if let Some(err) = &step.error {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "      {} {}",
                 p.red("error"),
-                cut(err.as_str(), MAX_INLINE_JSON_CHARS)
-            );
+                safe_cut(err.as_str(), MAX_INLINE_JSON_CHARS)
+            )?;
         }
         for key in &step.tool_calls {
             if let Some(call) = lookup.call(key) {
@@ -245,21 +627,25 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
                     ToolCallStatus::Ok => p.green("ok"),
                     ToolCallStatus::Error => p.red("error"),
                 };
-                let _ = write!(
+                write!(
                     out,
                     "      tool {} {status}",
-                    call.name.as_deref().unwrap_or("(unknown tool)")
-                );
+                    terminal_safe(call.name.as_deref().unwrap_or("(unknown tool)"))
+                )?;
                 if let Some(ms) = &call.ms {
-                    let _ = write!(out, " {ms} ms");
+                    write!(out, " {ms} ms")?;
                 }
                 if let Some(t) = call.tokens {
-                    let _ = write!(out, " {t} tokens");
+                    write!(out, " {t} tokens")?;
                 }
                 if let Some(args) = &call.args {
-                    let _ = write!(out, " args {}", cut(args.as_str(), MAX_INLINE_JSON_CHARS));
+                    write!(
+                        out,
+                        " args {}",
+                        safe_cut(args.as_str(), MAX_INLINE_JSON_CHARS)
+                    )?;
                 }
-                out.push('\n');
+                writeln!(out)?;
             }
         }
         for key in &step.approvals {
@@ -270,73 +656,17 @@ pub fn render_text(result: &CoerceResult, state: &RunState, color: bool) -> Stri
                 } else {
                     status.to_owned()
                 };
-                let _ = writeln!(
+                writeln!(
                     out,
                     "      approval {} [{}] {status}: {}",
-                    a.approval_id,
+                    terminal_safe(&a.approval_id),
                     a.risk.map_or("?", |r| r.as_str()),
-                    a.summary.as_deref().unwrap_or("")
-                );
+                    terminal_safe(a.summary.as_deref().unwrap_or(""))
+                )?;
             }
         }
     }
-
-    let _ = writeln!(out, "\n{}", p.bold("Timeline"));
-    for (i, event) in result.renderable.iter().enumerate() {
-        let folded = !result.is_valid_entry(i) || event.kind().is_none();
-        let mut line = format!("  #{:<5} {:<18}", event.seq, event.event_type);
-        if folded {
-            let what = if result.is_valid_entry(i) {
-                "unknown event, folded"
-            } else {
-                "bad line, folded"
-            };
-            let _ = write!(
-                line,
-                " ({what}) {}",
-                cut(
-                    &compact(&Value::Object(event.payload.clone())),
-                    MAX_INLINE_JSON_CHARS
-                )
-            );
-            let _ = writeln!(out, "{}", p.dim(&line));
-        } else {
-            let mut fields = event.payload.clone();
-            fields.shift_remove("args");
-            fields.shift_remove("result");
-            fields.shift_remove("preview");
-            if !fields.is_empty() {
-                let _ = write!(
-                    line,
-                    " {}",
-                    cut(&compact(&Value::Object(fields)), MAX_INLINE_JSON_CHARS)
-                );
-            }
-            let _ = writeln!(out, "{line}");
-        }
-    }
-
-    let dropped: Vec<_> = result
-        .malformed
-        .iter()
-        .filter(|m| m.text.is_some())
-        .collect();
-    if !dropped.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            p.bold("Lines that are not JSON (kept, not shown above)")
-        );
-        for m in dropped {
-            let _ = writeln!(
-                out,
-                "  line {:<4} {}",
-                m.line,
-                p.dim(&cut(m.text.as_deref().unwrap_or(""), MAX_INLINE_JSON_CHARS))
-            );
-        }
-    }
-    out
+    Ok(())
 }
 
 fn esc(text: &str) -> String {

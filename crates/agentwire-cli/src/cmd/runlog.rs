@@ -4,11 +4,13 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use agentwire_runlog::mock::MAX_MOCK_STEPS;
 use agentwire_runlog::{
-    ApprovalOutcome, CoerceOptions, CoerceResult, IssueLevel, MockRunOptions, RunEvent, RunState,
-    create_mock_run, derive_run_state, derive_run_state_from_slice, derive_run_state_owned,
-    normalize_in_place, render_html, render_text, scenarios, summary_line,
-    to_run_events_from_slice,
+    ApprovalOutcome, CoerceMeta, CoerceOptions, CoerceResult, Issue, IssueGroups, IssueLevel,
+    IssueList, MetaCount, MockRunOptions, RunEvent, RunState, TextOptions, create_mock_run,
+    derive_run_state, derive_run_state_from_slice, derive_run_state_owned, normalize_in_place,
+    plan_by_line, render_html, scenarios, summary_line, terminal_safe, to_run_events_from_slice,
+    write_issue_summary, write_text, write_text_by_line,
 };
 use anyhow::{Context, bail};
 use serde_json::json;
@@ -43,10 +45,30 @@ struct InputArgs {
     no_synthesize_run_start: bool,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum IssuesChoice {
+    /// One line per code: level, count and the lines it touched.
+    Grouped,
+    /// Every issue on its own line.
+    All,
+}
+
+impl IssuesChoice {
+    fn list(self) -> IssueList {
+        match self {
+            IssuesChoice::Grouped => IssueList::Grouped,
+            IssuesChoice::All => IssueList::All,
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 struct CoerceArgs {
     #[command(flatten)]
     input: InputArgs,
+    /// How human output lists the issues (`--format json` always has every issue).
+    #[arg(long, value_enum, default_value_t = IssuesChoice::Grouped)]
+    issues: IssuesChoice,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,6 +91,9 @@ struct ViewArgs {
     /// Terminal colors.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
+    /// How the terminal view lists the issues (`--format json` always has every issue).
+    #[arg(long, value_enum, default_value_t = IssuesChoice::Grouped)]
+    issues: IssuesChoice,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -81,8 +106,9 @@ enum Outcome {
 
 #[derive(Debug, clap::Args)]
 struct MockArgs {
-    /// A named scenario (see --list-scenarios); the other options are ignored.
-    #[arg(long)]
+    /// A named scenario (see --list-scenarios); it cannot be combined with the options that
+    /// build a run.
+    #[arg(long, conflicts_with_all = ["goal", "run_id", "steps", "approval", "failure", "unknown_event"])]
     scenario: Option<String>,
     /// List the scenarios and exit.
     #[arg(long)]
@@ -90,12 +116,12 @@ struct MockArgs {
     /// Goal of the run.
     #[arg(long)]
     goal: Option<String>,
-    /// Run id.
-    #[arg(long)]
+    /// Run id (a non-empty string).
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     run_id: Option<String>,
-    /// Number of steps.
-    #[arg(long, default_value_t = 3)]
-    steps: usize,
+    /// Number of steps, from 1 to 100000.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=MAX_MOCK_STEPS as u64))]
+    steps: u64,
     /// The last step asks for an approval that ends this way.
     #[arg(long, value_enum)]
     approval: Option<Outcome>,
@@ -107,25 +133,32 @@ struct MockArgs {
     unknown_event: bool,
 }
 
+/// Every command writes through one buffered handle on the locked standard output; a write
+/// error (a closed pipe included) ends the command as an error, never a panic.
 pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let code = run_to(args, format, &mut out)?;
+    out.flush().context(WRITE_ERROR)?;
+    Ok(code)
+}
+
+/// [`run`] writing to `out` (the caller flushes it).
+pub(crate) fn run_to(args: Args, format: Format, mut out: &mut dyn Write) -> anyhow::Result<u8> {
     match args.command {
-        Command::Coerce(a) => coerce(a, format),
-        Command::State(a) => state(a, format),
-        Command::View(a) => view(a, format),
-        Command::Mock(a) => mock(a, format),
+        Command::Coerce(a) => coerce(a, format, &mut out),
+        Command::State(a) => state(a, format, &mut out),
+        Command::View(a) => view(a, format, &mut out),
+        Command::Mock(a) => mock(a, format, &mut out),
     }
 }
+
+const WRITE_ERROR: &str = "cannot write the output";
 
 fn coerce_options(input: &InputArgs) -> CoerceOptions {
     CoerceOptions {
         synthesize_run_start: !input.no_synthesize_run_start,
         ..CoerceOptions::default()
     }
-}
-
-fn load(input: &InputArgs) -> anyhow::Result<CoerceResult> {
-    let bytes = output::read_input(&input.file)?;
-    Ok(to_run_events_from_slice(&bytes, &coerce_options(input)))
 }
 
 /// The state of the normalized events. Events already in `seq` order with unique ids are what
@@ -147,49 +180,50 @@ fn derive(result: &CoerceResult) -> RunState {
     derive_run_state_owned(events)
 }
 
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    // Standard output is line-buffered: a large state would cost a write per line.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    serde_json::to_writer_pretty(&mut out, value).context("cannot write the output")?;
-    writeln!(out).context("cannot write the output")?;
-    out.flush().context("cannot write the output")?;
-    Ok(())
+fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)
 }
 
-fn coerce(args: CoerceArgs, format: Format) -> anyhow::Result<u8> {
-    let result = load(&args.input)?;
-    match format {
-        Format::Json => print_json(&result)?,
-        Format::Human => {
-            let m = &result.meta;
-            println!(
-                "{} lines: {} events, {} degraded, {} dropped; {} lines fixed{}",
-                m.lines,
-                m.events,
-                m.degraded,
-                m.dropped,
-                m.fixed,
-                if m.synthesized > 0 {
-                    format!(", {} run:start synthesized", m.synthesized)
-                } else {
-                    String::new()
-                }
-            );
-            if let Some(goal) = &m.goal {
-                println!("goal: {goal}");
-            }
-            for issue in &result.issues {
-                println!(
-                    "{:<8} line {:<4} {:<24} {}",
-                    issue.level.as_str(),
-                    issue.line,
-                    issue.code,
-                    issue.message
-                );
+fn coerce(args: CoerceArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
+    let bytes = output::read_input(&args.input.file)?;
+    let options = coerce_options(&args.input);
+    // NDJSON the line-by-line coercer takes is written from passes over it, never held whole.
+    let changed = if let Some(plan) = plan_by_line(&bytes, &options) {
+        let mut meta = MetaCount::new(&plan);
+        let mut groups = IssueGroups::default();
+        for (item, issues) in plan.items() {
+            meta.count(item.as_ref(), &issues);
+            issues.iter().for_each(|i| groups.push(i));
+        }
+        match format {
+            Format::Json => write_json(out, &plan),
+            Format::Human => {
+                write_coerce_human(out, &meta.finish(), &groups, args.issues.list(), || {
+                    plan.items().flat_map(|(_, issues)| issues)
+                })
             }
         }
-    }
-    let changed = result.issues.iter().any(|i| i.level != IssueLevel::Info);
+        .context(WRITE_ERROR)?;
+        [IssueLevel::Fixed, IssueLevel::Degraded, IssueLevel::Dropped]
+            .iter()
+            .any(|l| groups.count(*l) > 0)
+    } else {
+        let result = to_run_events_from_slice(&bytes, &options);
+        drop(bytes);
+        match format {
+            Format::Json => write_json(out, &result),
+            Format::Human => {
+                let mut groups = IssueGroups::default();
+                result.issues.iter().for_each(|i| groups.push(i));
+                write_coerce_human(out, &result.meta, &groups, args.issues.list(), || {
+                    result.issues.iter().cloned()
+                })
+            }
+        }
+        .context(WRITE_ERROR)?;
+        result.issues.iter().any(|i| i.level != IssueLevel::Info)
+    };
     Ok(if changed {
         output::EXIT_FOUND
     } else {
@@ -197,91 +231,172 @@ fn coerce(args: CoerceArgs, format: Format) -> anyhow::Result<u8> {
     })
 }
 
-fn state(args: InputArgs, format: Format) -> anyhow::Result<u8> {
+fn write_coerce_human<I: IntoIterator<Item = Issue>>(
+    out: &mut impl Write,
+    m: &CoerceMeta,
+    groups: &IssueGroups,
+    list: IssueList,
+    all: impl FnOnce() -> I,
+) -> std::io::Result<()> {
+    write!(
+        out,
+        "{} lines: {} events, {} degraded, {} dropped; {} lines fixed",
+        m.lines, m.events, m.degraded, m.dropped, m.fixed
+    )?;
+    if m.synthesized > 0 {
+        write!(out, ", {} run:start synthesized", m.synthesized)?;
+    }
+    writeln!(out)?;
+    if let Some(goal) = &m.goal {
+        writeln!(out, "goal: {}", terminal_safe(goal))?;
+    }
+    write_issue_summary(out, groups, list, false, all)
+}
+
+fn state(args: InputArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
     let bytes = output::read_input(&args.file)?;
     let state = derive_run_state_from_slice(&bytes, &coerce_options(&args));
+    drop(bytes);
     match format {
-        Format::Json => print_json(&state)?,
-        Format::Human => {
-            println!("run {}", state.run_id.as_deref().unwrap_or("(none)"));
-            if let Some(goal) = &state.goal {
-                println!("goal {goal}");
-            }
-            println!("{}", summary_line(&state));
-            for step in &state.steps {
-                println!(
-                    "step {} {:?} {}",
-                    step.id,
-                    step.status,
-                    step.title.as_deref().unwrap_or("")
-                );
-            }
-            for a in state.approvals.iter().filter(|a| a.decision.is_none()) {
-                println!(
-                    "pending approval {} [{}] {}",
-                    a.approval_id,
-                    a.risk.map_or("?", |r| r.as_str()),
-                    a.summary.as_deref().unwrap_or("")
-                );
-            }
-            for e in &state.errors {
-                println!("error ({:?}) at seq {}: {}", e.source, e.seq, e.message);
-            }
-        }
+        Format::Json => write_json(out, &state),
+        Format::Human => write_state_human(out, &state),
     }
+    .context(WRITE_ERROR)?;
     Ok(output::EXIT_OK)
 }
 
-fn view(args: ViewArgs, format: Format) -> anyhow::Result<u8> {
-    let result = load(&args.input)?;
+fn write_state_human(out: &mut impl Write, state: &RunState) -> std::io::Result<()> {
+    let run = state.run_id.as_deref().unwrap_or("(none)");
+    writeln!(out, "run {}", terminal_safe(run))?;
+    if let Some(goal) = &state.goal {
+        writeln!(out, "goal {}", terminal_safe(goal))?;
+    }
+    writeln!(out, "{}", terminal_safe(&summary_line(state)))?;
+    for step in &state.steps {
+        writeln!(
+            out,
+            "step {} {:?} {}",
+            terminal_safe(&step.id),
+            step.status,
+            terminal_safe(step.title.as_deref().unwrap_or(""))
+        )?;
+    }
+    for a in state.approvals.iter().filter(|a| a.decision.is_none()) {
+        writeln!(
+            out,
+            "pending approval {} [{}] {}",
+            terminal_safe(&a.approval_id),
+            a.risk.map_or("?", |r| r.as_str()),
+            terminal_safe(a.summary.as_deref().unwrap_or(""))
+        )?;
+    }
+    for e in &state.errors {
+        writeln!(
+            out,
+            "error ({:?}) at seq {}: {}",
+            e.source,
+            e.seq,
+            terminal_safe(&e.message)
+        )?;
+    }
+    Ok(())
+}
+
+/// `runlog view --format json`: the coerce result and the state, serialized where they are.
+#[derive(serde::Serialize)]
+struct ViewJson<'a, C> {
+    coerce: &'a C,
+    state: &'a RunState,
+}
+
+fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::io::stdout().is_terminal(),
+    };
+    let options = TextOptions {
+        color,
+        issues: args.issues.list(),
+    };
+    let bytes = output::read_input(&args.input.file)?;
+    let coerce_options = coerce_options(&args.input);
+    if args.html.is_none() {
+        // A log of one run taken line by line is already normalized: written from passes over
+        // it, holding only the state.
+        if let Some(plan) = plan_by_line(&bytes, &coerce_options)
+            && plan.run_ids().len() <= 1
+        {
+            match format {
+                Format::Json => {
+                    let state = plan.derive();
+                    write_json(
+                        out,
+                        &ViewJson {
+                            coerce: &plan,
+                            state: &state,
+                        },
+                    )
+                }
+                Format::Human => write_text_by_line(out, &plan, &options).map(drop),
+            }
+            .context(WRITE_ERROR)?;
+            return Ok(output::EXIT_OK);
+        }
+    }
+    let result = to_run_events_from_slice(&bytes, &coerce_options);
+    drop(bytes);
     let state = derive(&result);
     if let Some(path) = &args.html {
         let page = render_html(&result, &state);
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
         match format {
-            Format::Json => println!(
+            Format::Json => writeln!(
+                out,
                 "{}",
                 json!({"html": path.display().to_string(), "events": result.meta.events,
                        "issues": result.issues.len()})
             ),
-            Format::Human => println!(
+            Format::Human => writeln!(
+                out,
                 "wrote {} ({} events, {} issues)",
-                path.display(),
+                terminal_safe(&path.display().to_string()),
                 result.meta.events,
                 result.issues.len()
             ),
         }
+        .context(WRITE_ERROR)?;
         return Ok(output::EXIT_OK);
     }
     match format {
-        Format::Json => print_json(&json!({"coerce": result, "state": state}))?,
-        Format::Human => {
-            let color = match args.color {
-                ColorChoice::Always => true,
-                ColorChoice::Never => false,
-                ColorChoice::Auto => std::io::stdout().is_terminal(),
-            };
-            print!("{}", render_text(&result, &state, color));
-        }
+        Format::Json => write_json(
+            out,
+            &ViewJson {
+                coerce: &result,
+                state: &state,
+            },
+        ),
+        Format::Human => write_text(out, &result, &state, &options),
     }
+    .context(WRITE_ERROR)?;
     Ok(output::EXIT_OK)
 }
 
-fn mock(args: MockArgs, format: Format) -> anyhow::Result<u8> {
+fn mock(args: MockArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
     if args.list_scenarios {
         let all = scenarios();
         match format {
-            Format::Json => print_json(
+            Format::Json => write_json(
+                out,
                 &all.iter()
                     .map(|s| json!({"name": s.name, "description": s.description}))
                     .collect::<Vec<_>>(),
-            )?,
-            Format::Human => {
-                for s in all {
-                    println!("{:<20} {}", s.name, s.description);
-                }
-            }
+            ),
+            Format::Human => all
+                .iter()
+                .try_for_each(|s| writeln!(out, "{:<20} {}", s.name, s.description)),
         }
+        .context(WRITE_ERROR)?;
         return Ok(output::EXIT_OK);
     }
     let options = match &args.scenario {
@@ -294,7 +409,8 @@ fn mock(args: MockArgs, format: Format) -> anyhow::Result<u8> {
             MockRunOptions {
                 run_id: args.run_id.clone().unwrap_or(defaults.run_id),
                 goal: args.goal.clone().unwrap_or(defaults.goal),
-                step_count: args.steps,
+                // The parser bounds it to 1..=MAX_MOCK_STEPS.
+                step_count: usize::try_from(args.steps).unwrap_or(MAX_MOCK_STEPS),
                 with_approval: args.approval.is_some(),
                 approval_outcome: match args.approval {
                     Some(Outcome::Edit) => ApprovalOutcome::Edit,
@@ -308,11 +424,13 @@ fn mock(args: MockArgs, format: Format) -> anyhow::Result<u8> {
             }
         }
     };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for event in create_mock_run(&options) {
-        serde_json::to_writer(&mut out, &event).context("cannot write the output")?;
-        writeln!(out).context("cannot write the output")?;
-    }
-    out.flush().context("cannot write the output")?;
+    let events = create_mock_run(&options);
+    events
+        .iter()
+        .try_for_each(|event| {
+            serde_json::to_writer(&mut *out, event)?;
+            writeln!(out)
+        })
+        .context(WRITE_ERROR)?;
     Ok(output::EXIT_OK)
 }
