@@ -34,9 +34,10 @@ const STDOUT_BUFFER_BYTES: usize = 64 << 10;
 
 /// Standard output as commands write it: buffered, and failing when the descriptor is closed.
 ///
-/// The standard library's `Stdout` reports success for writes to a closed descriptor (EBADF), so
-/// `agentwire fmt - >&-` would exit 0 with its output lost; writing through a duplicate of the
-/// descriptor reports the error instead.
+/// A descriptor closed when the process started is replaced by `/dev/null` before `main`, and
+/// the standard library's `Stdout` reports success for writes to a descriptor closed later
+/// (EBADF), so `agentwire fmt - >&-` would exit 0 with its output lost; both are detected and
+/// every write fails instead.
 pub(crate) fn stdout() -> io::BufWriter<Box<dyn Write>> {
     io::BufWriter::with_capacity(STDOUT_BUFFER_BYTES, raw_stdout())
 }
@@ -44,10 +45,39 @@ pub(crate) fn stdout() -> io::BufWriter<Box<dyn Write>> {
 #[cfg(unix)]
 fn raw_stdout() -> Box<dyn Write> {
     use std::os::fd::AsFd;
+    if opened_by_the_runtime_for_a_closed_descriptor() {
+        return Box::new(ClosedStdout(io::ErrorKind::Other));
+    }
     match io::stdout().as_fd().try_clone_to_owned() {
         Ok(fd) => Box::new(std::fs::File::from(fd)),
         Err(err) => Box::new(ClosedStdout(err.kind())),
     }
+}
+
+/// Whether standard output is the `/dev/null` the Rust runtime opens (read-write) in place of a
+/// descriptor that was closed when the process started (`agentwire fmt - >&-`). A shell's
+/// `>/dev/null` opens it write-only, and stays an ordinary destination.
+#[cfg(target_os = "linux")]
+fn opened_by_the_runtime_for_a_closed_descriptor() -> bool {
+    /// `O_ACCMODE` and `O_RDWR` of Linux.
+    const ACCESS_MODE: u32 = 0o3;
+    const READ_WRITE: u32 = 0o2;
+    let is_null = std::fs::read_link("/proc/self/fd/1").is_ok_and(|p| p == Path::new("/dev/null"));
+    if !is_null {
+        return false;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/self/fdinfo/1") else {
+        return false;
+    };
+    info.lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .and_then(|flags| u32::from_str_radix(flags.trim(), 8).ok())
+        .is_some_and(|flags| flags & ACCESS_MODE == READ_WRITE)
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn opened_by_the_runtime_for_a_closed_descriptor() -> bool {
+    false
 }
 
 #[cfg(not(unix))]

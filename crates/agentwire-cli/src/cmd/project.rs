@@ -478,3 +478,35 @@ impl Run<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_sites_follow_refs_unions_and_properties_but_not_items() {
+        let doc = json!({
+            "oneOf": [{"$ref": "#/$defs/Event"}, {"$ref": "#/$defs/Re%73ult"}],
+            "$defs": {
+                "Event": {"properties": {"params": {"$ref": "#/$defs/Envelope"}}},
+                "Envelope": {"properties": {
+                    "protocolVersion": {"type": "string", "x-agentwire-version-const": true},
+                    "history": {"items": {"$ref": "#/$defs/Envelope"}}
+                }},
+                "Result": {"allOf": [{"properties": {"result": {"properties": {
+                    "version": {"x-agentwire-version-const": true}
+                }}}}]},
+                "Loop": {"$ref": "#/$defs/Loop"}
+            }
+        });
+        assert_eq!(
+            version_sites(&doc, ""),
+            vec!["/params/protocolVersion", "/result/version"]
+        );
+        let message = json!({"params": {"protocolVersion": "1.2"}});
+        let sites = version_sites(&doc, "");
+        assert_eq!(stated_version(&message, &sites), Some("1.2"));
+        assert_eq!(stated_version(&json!({"params": {}}), &sites), None);
+        assert_eq!(version_sites(&doc, "/$defs/Loop"), Vec::<String>::new());
+    }
+}
