@@ -31,7 +31,7 @@ pub(crate) enum InputError {
         source: io::Error,
     },
     /// A whole-document input over [`MAX_DOCUMENT_BYTES`].
-    #[error("{name} is larger than the limit of {limit} MiB for one document", limit = MAX_DOCUMENT_BYTES >> 20)]
+    #[error("{name} is larger than the limit of {limit} MiB for one document (a stream of messages can be read as NDJSON)", limit = MAX_DOCUMENT_BYTES >> 20)]
     TooLarge { name: String },
     /// Standard input (`-`) named more than once: it can be read only once.
     #[error(

@@ -352,3 +352,15 @@ fn an_upward_projection_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(fatal_code(&out), "usage.upward-projection");
 }
+
+#[test]
+fn a_document_over_the_limit_is_refused_with_its_code() {
+    const LIMIT: usize = 256 << 20;
+    let mut input = vec![b' '; LIMIT];
+    input.extend_from_slice(b"{}");
+    for command in ["digest", "fmt"] {
+        let out = run(&["--format", "json", command, "-"], &input);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        assert_eq!(fatal_code(&out), "input.too-large", "{command}");
+    }
+}

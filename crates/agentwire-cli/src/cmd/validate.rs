@@ -10,7 +10,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
-use crate::input::{self, Line, LineReader, MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, READ_BUFFER_BYTES};
+use crate::input::{self, Line, LineReader, MAX_LINE_BYTES, READ_BUFFER_BYTES};
 use crate::output::{self, Format};
 
 /// Inputs at least this large show a progress bar when standard error is a terminal.
@@ -146,13 +146,7 @@ fn validate_document(
     tape: &mut Tape,
     report: &mut Report<'_>,
 ) -> anyhow::Result<()> {
-    let bytes = input::read_document(input).map_err(|err| match err {
-        input::InputError::TooLarge { name } => anyhow::anyhow!(
-            "{name} is larger than {} MiB; use --ndjson for a stream of messages",
-            MAX_DOCUMENT_BYTES >> 20
-        ),
-        other => other.into(),
-    })?;
+    let bytes = input::read_document(input)?;
     let issues = validator.validate_bytes_in(&bytes, tape);
     report.message(name, None, &issues).map_err(WriteError)?;
     Ok(())
@@ -339,12 +333,10 @@ impl Report<'_> {
         self.counts.errors += 1;
         match self.format {
             Format::Json => {
-                let code = if err.downcast_ref::<io::Error>().is_some()
-                    || err.downcast_ref::<input::InputError>().is_some()
-                {
-                    "io"
-                } else {
-                    "input"
+                let code = match err.downcast_ref::<input::InputError>() {
+                    Some(e) => e.code(),
+                    None if err.downcast_ref::<io::Error>().is_some() => "io",
+                    None => "input",
                 };
                 let record =
                     json!({"input": input, "error": {"code": code, "message": format!("{err:#}")}});
