@@ -4,9 +4,18 @@
 # docs/PERFORMANCE.md). Needs the test tools: scripts/install-test-tools.sh.
 #
 # usage: scripts/bench.sh [--quick] [--only NAME]
-#   --quick      shorter timing rounds (0.2 s instead of 1 s)
+#        scripts/bench.sh --cli [--quick] [--only NAME]
+#   --quick      shorter timing rounds (0.2 s instead of 1 s; one run per side for --cli)
 #   --only NAME  only workloads whose name contains NAME (e.g. openclaw, small, huge)
+#   --cli        only the command-line benchmark: `agentwire validate --ndjson` through the
+#                release binary against the same job in node with AJV (marginal rate over
+#                4,000 -> 20,000 messages), which otherwise runs after the library benchmark
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
-exec cargo bench -p agentwire-schema --bench validate -- "$@"
+if [[ "${1:-}" == "--cli" ]]; then
+  shift
+  exec cargo bench -p agentwire-cli --bench cli_validate -- "$@"
+fi
+cargo bench -p agentwire-schema --bench validate -- "$@"
+cargo bench -p agentwire-cli --bench cli_validate -- "$@"

@@ -3,14 +3,17 @@
 //!
 //! Exit codes: 0 success (everything valid, nothing to report); 1 the command ran and found
 //! something (an invalid message, a lint error, a stale file, a breaking change); 2 usage, I/O or
-//! schema errors that stopped the command.
+//! schema errors that stopped the command; 141 standard output closed by its reader.
 
 mod cmd;
+mod input;
 mod output;
 mod protocols;
 
+use std::io::Write;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use crate::output::Format;
@@ -71,24 +74,36 @@ fn main() -> ExitCode {
             };
         }
     };
-    let result = match cli.command {
-        Command::Baseline(args) => cmd::baseline::run(args, cli.format),
-        Command::Compat(args) => cmd::compat::run(args, cli.format),
-        Command::Digest(args) => cmd::digest::run(args, cli.format),
-        Command::Events(args) => cmd::events::run(args, cli.format),
-        Command::Fmt(args) => cmd::fmt::run(args, cli.format),
-        Command::Project(args) => cmd::project::run(args, cli.format),
-        Command::Gen(args) => cmd::r#gen::run(args, cli.format),
-        Command::Lint(args) => cmd::lint::run(args, cli.format),
-        Command::Runlog(args) => cmd::runlog::run(args, cli.format),
-        Command::Schema(args) => cmd::schema::run(args, cli.format),
-        Command::Validate(args) => cmd::validate::run(args, cli.format),
-    };
+    let format = cli.format;
+    let mut out = output::stdout();
+    let result = run(cli, &mut out).and_then(|code| {
+        out.flush().context("cannot write standard output")?;
+        Ok(code)
+    });
     match result {
         Ok(code) => ExitCode::from(code),
+        // The reader went away: nothing more can be said to it, and nothing is wrong to report.
+        Err(err) if output::is_broken_pipe(&err) => ExitCode::from(output::EXIT_BROKEN_PIPE),
         Err(err) => {
-            output::print_fatal(&err, cli.format);
+            output::print_fatal(&err, format, &mut out);
             ExitCode::from(output::EXIT_ERROR)
         }
+    }
+}
+
+fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let format = cli.format;
+    match cli.command {
+        Command::Baseline(args) => cmd::baseline::run(args, format, out),
+        Command::Compat(args) => cmd::compat::run(args, format, out),
+        Command::Digest(args) => cmd::digest::run(args, format, out),
+        Command::Events(args) => cmd::events::run(args, format),
+        Command::Fmt(args) => cmd::fmt::run(args, format, out),
+        Command::Project(args) => cmd::project::run(args, format, out),
+        Command::Gen(args) => cmd::r#gen::run(args, format, out),
+        Command::Lint(args) => cmd::lint::run(args, format, out),
+        Command::Runlog(args) => cmd::runlog::run(args, format),
+        Command::Schema(args) => cmd::schema::run(args, format, out),
+        Command::Validate(args) => cmd::validate::run(args, format, out),
     }
 }

@@ -1,10 +1,13 @@
-//! Output conventions shared by every command: formats, exit codes, fatal errors, reading inputs.
+//! Output conventions shared by every command: formats, exit codes, the standard output handle,
+//! fatal errors, loading schemas.
 
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
 use serde_json::json;
+
+use crate::input;
 
 /// Exit code: the command ran and found nothing wrong.
 pub(crate) const EXIT_OK: u8 = 0;
@@ -12,6 +15,10 @@ pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_FOUND: u8 = 1;
 /// Exit code: usage, I/O or schema error.
 pub(crate) const EXIT_ERROR: u8 = 2;
+/// Exit code: standard output was closed by its reader (`| head`) before the output was
+/// complete. 128 + SIGPIPE, what a shell reports for a tool the signal ended, so that pipelines
+/// with `set -o pipefail` read every tool's early end alike.
+pub(crate) const EXIT_BROKEN_PIPE: u8 = 141;
 
 /// Who reads the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -22,20 +29,104 @@ pub(crate) enum Format {
     Json,
 }
 
+/// Size of the standard output buffer.
+const STDOUT_BUFFER_BYTES: usize = 64 << 10;
+
+/// Standard output as commands write it: buffered, and failing when the descriptor is closed.
+///
+/// A descriptor closed when the process started is replaced by `/dev/null` before `main`, and
+/// the standard library's `Stdout` reports success for writes to a descriptor closed later
+/// (EBADF), so `agentwire fmt - >&-` would exit 0 with its output lost; both are detected and
+/// every write fails instead.
+pub(crate) fn stdout() -> io::BufWriter<Box<dyn Write>> {
+    io::BufWriter::with_capacity(STDOUT_BUFFER_BYTES, raw_stdout())
+}
+
+#[cfg(unix)]
+fn raw_stdout() -> Box<dyn Write> {
+    use std::os::fd::AsFd;
+    if opened_by_the_runtime_for_a_closed_descriptor() {
+        return Box::new(ClosedStdout(io::ErrorKind::Other));
+    }
+    match io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(err) => Box::new(ClosedStdout(err.kind())),
+    }
+}
+
+/// Whether standard output is the `/dev/null` the Rust runtime opens (read-write) in place of a
+/// descriptor that was closed when the process started (`agentwire fmt - >&-`). A shell's
+/// `>/dev/null` opens it write-only, and stays an ordinary destination.
+#[cfg(target_os = "linux")]
+fn opened_by_the_runtime_for_a_closed_descriptor() -> bool {
+    /// `O_ACCMODE` and `O_RDWR` of Linux.
+    const ACCESS_MODE: u32 = 0o3;
+    const READ_WRITE: u32 = 0o2;
+    let is_null = std::fs::read_link("/proc/self/fd/1").is_ok_and(|p| p == Path::new("/dev/null"));
+    if !is_null {
+        return false;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/self/fdinfo/1") else {
+        return false;
+    };
+    info.lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .and_then(|flags| u32::from_str_radix(flags.trim(), 8).ok())
+        .is_some_and(|flags| flags & ACCESS_MODE == READ_WRITE)
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn opened_by_the_runtime_for_a_closed_descriptor() -> bool {
+    false
+}
+
+#[cfg(not(unix))]
+fn raw_stdout() -> Box<dyn Write> {
+    Box::new(io::stdout())
+}
+
+/// Standard output whose descriptor is not open: every write fails.
+#[cfg(unix)]
+#[derive(Debug)]
+struct ClosedStdout(io::ErrorKind);
+
+#[cfg(unix)]
+impl Write for ClosedStdout {
+    fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+        Err(io::Error::new(self.0, "standard output is closed"))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether the error, or anything that caused it, is a write to a reader that went away.
+pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Prints an error that stopped the command: on stderr for people, as
 /// `{"error": {"code", "message"}}` on stdout for programs.
-pub(crate) fn print_fatal(err: &anyhow::Error, format: Format) {
+pub(crate) fn print_fatal(err: &anyhow::Error, format: Format, out: &mut dyn Write) {
     let code = error_code(err);
-    match format {
-        Format::Human => eprintln!("error: {err:#}"),
-        Format::Json => {
-            // Standard output may be the closed pipe that caused the error.
-            let _ = writeln!(
-                std::io::stdout(),
-                "{}",
-                json!({"error": {"code": code, "message": format!("{err:#}")}})
-            );
-        }
+    let printed = match format {
+        Format::Human => Err(()),
+        Format::Json => writeln!(
+            out,
+            "{}",
+            json!({"error": {"code": code, "message": format!("{err:#}")}})
+        )
+        .and_then(|()| out.flush())
+        .map_err(|_| ()),
+    };
+    // For people, and for programs whose standard output is unusable, standard error says it.
+    if printed.is_err() {
+        let _ = writeln!(io::stderr(), "error: {err:#}");
     }
 }
 
@@ -51,6 +142,8 @@ fn error_code(err: &anyhow::Error) -> &'static str {
     for cause in err.chain() {
         coded!(
             cause,
+            input::InputError,
+            crate::cmd::Usage,
             agentwire_schema::SchemaError,
             agentwire_schema::IdentityError,
             agentwire_schema::ExportError,
@@ -62,7 +155,7 @@ fn error_code(err: &anyhow::Error) -> &'static str {
         if let Some(e) = cause.downcast_ref::<agentwire_schema::JsonError>() {
             return e.kind.code();
         }
-        if cause.downcast_ref::<std::io::Error>().is_some() {
+        if cause.downcast_ref::<io::Error>().is_some() {
             return "io";
         }
     }
@@ -71,15 +164,7 @@ fn error_code(err: &anyhow::Error) -> &'static str {
 
 /// Reads a whole input: a file path, or standard input for `-`.
 pub(crate) fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("cannot read standard input")?;
-        Ok(bytes)
-    } else {
-        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
-    }
+    Ok(input::read_document(path)?)
 }
 
 /// Loads a schema document from a path (or `-`).

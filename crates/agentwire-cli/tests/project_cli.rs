@@ -181,3 +181,94 @@ fn a_live_stream_gets_each_projection_before_its_input_ends() {
     drop(stdin);
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+/// `project --protocol roll-runtime` with `args`, one input, JSON output; the exit code and the
+/// output lines.
+fn roll_project(args: &[&str], input: &str) -> (Option<i32>, Vec<serde_json::Value>) {
+    let mut all = vec!["--format", "json", "project", "--protocol", "roll-runtime"];
+    all.extend_from_slice(args);
+    let out = project(&all, input);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let values = if stdout.trim_start().starts_with('{') && !stdout.contains("\n{") {
+        vec![serde_json::from_str(&stdout).unwrap()]
+    } else {
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    (out.status.code(), values)
+}
+
+/// A Roll event says its version in its envelope: it is read at that version without `--from`
+/// (at the default 1.5 it is not valid at all), and projects exactly as with `--from`.
+#[test]
+fn a_message_that_says_its_version_is_read_at_it() {
+    let path = agentwire_testkit::peer_fixture(
+        "roll-agent/fixtures/v1.3/valid-runtime-durable-event-notification.json",
+    );
+    let message = agentwire_testkit::read_json(&path);
+    assert_eq!(message["params"]["protocolVersion"], "1.3");
+    let line = serde_json::to_string(&message).unwrap() + "\n";
+    let (code, stated) = roll_project(&["--to", "1.2"], &line);
+    assert_eq!(code, Some(0), "{stated:?}");
+    let (code, explicit) = roll_project(&["--from", "1.3", "--to", "1.2"], &line);
+    assert_eq!(code, Some(0));
+    assert_eq!(stated, explicit);
+    assert_eq!(stated[0]["params"]["protocolVersion"], "1.2");
+    // The message's own word wins over --from.
+    let (code, overridden) = roll_project(&["--from", "1.5", "--to", "1.2"], &line);
+    assert_eq!(code, Some(0));
+    assert_eq!(overridden, explicit);
+
+    // A stated version that is older than the target cannot go up: that message is refused.
+    let (code, out) = roll_project(&["--to", "1.4"], &line);
+    assert_eq!(code, Some(1));
+    assert_eq!(out[0]["error"]["code"], "roll.project.upward");
+
+    // An initialize request naming the one version it speaks.
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersions":["9.9"],"client":{"name":"c","version":"1"}}}"#;
+    let (code, out) = roll_project(&["--to", "1.0"], &format!("{init}\n"));
+    assert_eq!(code, Some(1));
+    assert_eq!(out[0]["error"]["code"], "roll.project.unknown_version");
+    assert_eq!(out[0]["error"]["pointer"], "/params/protocolVersions/0");
+}
+
+/// A pretty-printed document is one message, projected and written in canonical text; the same
+/// message on one line is projected to the same value.
+#[test]
+fn a_json_document_is_projected_like_a_line() {
+    let path = agentwire_testkit::peer_fixture(
+        "roll-agent/fixtures/v1.3/valid-runtime-durable-event-notification.json",
+    );
+    let pretty = std::fs::read_to_string(&path).unwrap();
+    assert!(pretty.lines().count() > 3, "the fixture is pretty-printed");
+    let (code, document) = roll_project(&["--to", "1.2"], &format!("\n\n{pretty}"));
+    assert_eq!(code, Some(0));
+    let message = agentwire_testkit::read_json(&path);
+    let (_, line) = roll_project(
+        &["--to", "1.2"],
+        &(serde_json::to_string(&message).unwrap()),
+    );
+    assert_eq!(document, line);
+
+    let out = project(
+        &["project", "--protocol", "roll-runtime", "--to", "1.2", "-"],
+        &pretty,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        agentwire_schema::canonical_text(&line[0], true),
+        "canonical text"
+    );
+
+    // A broken document is one error, with the line of the document where it breaks.
+    let broken = pretty.replacen("\"params\"", "\"params\" \"x\"", 1);
+    let (code, out) = roll_project(&["--to", "1.2"], &broken);
+    assert_eq!(code, Some(1));
+    assert_eq!(out[0]["error"]["line"], serde_json::Value::Null);
+    assert_eq!(out[0]["error"]["code"], "json.syntax");
+}

@@ -124,25 +124,40 @@ fn ndjson_reports_lines_and_continues_past_bad_ones() {
         Some(input),
     );
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stdout),
-        "line 1: valid\n\
-         line 3: invalid\n  \
+    let invalid = "line 3: invalid\n  \
          /type: \"evnt\" is not a known \"type\"; expected \"req\" or \"event\" [validate.discriminator at /discriminator]\n\
          line 4: invalid\n  \
          expected ident at line 1 column 2 [json.syntax]\n\
          line 5: invalid\n  \
-         /seq: -1 is less than the minimum 0 [validate.minimum at /definitions/Event/properties/seq/minimum]\n\
-         4 messages: 1 valid, 3 invalid\n"
+         /seq: -1 is less than the minimum 0 [validate.minimum at /definitions/Event/properties/seq/minimum]\n";
+    let summary = "4 messages: 1 valid, 3 invalid\n";
+    // By default a stream's report lists what is wrong, then the summary.
+    assert_eq!(text(&out.stdout), format!("{invalid}{summary}"));
+    // --verbose lists every message.
+    let out = run(
+        dir.path(),
+        &[
+            "validate",
+            "--verbose",
+            "--schema",
+            "schema.json",
+            "--ndjson",
+        ],
+        Some(input),
     );
-    // --quiet keeps only what is wrong.
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        format!("line 1: valid\n{invalid}{summary}")
+    );
+    // --quiet keeps only the summary.
     let out = run(
         dir.path(),
         &["validate", "-q", "--schema", "schema.json", "--ndjson"],
         Some(input),
     );
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stdout).starts_with("line 3: invalid\n"));
+    assert_eq!(text(&out.stdout), summary);
 }
 
 #[test]
@@ -154,35 +169,29 @@ fn json_format_has_one_object_per_message_and_a_summary() {
             b"{\"type\":\"event\",\"event\":\"tick\"}\n{\"type\":\"req\"}\n",
         ),
     ]);
-    let out = run(
-        dir.path(),
-        &[
-            "--format",
-            "json",
-            "validate",
-            "--schema",
-            "schema.json",
-            "--ndjson",
-            "m.ndjson",
-        ],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let records: Vec<Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = |extra: &[&str]| -> Vec<Value> {
+        let mut args = vec!["--format", "json", "validate"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--schema", "schema.json", "--ndjson", "m.ndjson"]);
+        let out = run(dir.path(), &args, None);
+        assert_eq!(out.status.code(), Some(1));
+        text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let valid = json!({"input": "m.ndjson", "line": 1, "valid": true, "issues": []});
+    let invalid = json!({"input": "m.ndjson", "line": 2, "valid": false, "issues": [
+        {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"id\""},
+        {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"method\""}
+    ]});
+    let summary = json!({"summary": {"messages": 2, "valid": 1, "invalid": 1, "errors": 0}});
     assert_eq!(
-        records,
-        vec![
-            json!({"input": "m.ndjson", "line": 1, "valid": true, "issues": []}),
-            json!({"input": "m.ndjson", "line": 2, "valid": false, "issues": [
-                {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"id\""},
-                {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"method\""}
-            ]}),
-            json!({"summary": {"messages": 2, "valid": 1, "invalid": 1, "errors": 0}}),
-        ]
+        records(&["--verbose"]),
+        vec![valid, invalid.clone(), summary.clone()]
     );
+    assert_eq!(records(&[]), vec![invalid, summary.clone()]);
+    assert_eq!(records(&["--quiet"]), vec![summary]);
 }
 
 #[test]

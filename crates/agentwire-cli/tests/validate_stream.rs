@@ -85,7 +85,6 @@ fn one_gibibyte_of_ndjson_streams_in_bounded_memory() {
             "--format",
             "json",
             "validate",
-            "--quiet",
             "--schema",
             "schema.json",
             "--ndjson",

@@ -41,7 +41,7 @@ use jsonschema::{Registry, ValidationError};
 use serde_json::{Value, json};
 
 use crate::document::{Draft, SchemaDocument, SchemaError, SchemaErrorKind};
-use crate::fast::{EvalLimit, FastSchema, MAX_EVAL_DEPTH, Target};
+use crate::fast::{EvalLimit, FastSchema, MAX_EVAL_DEPTH, Tape, Target};
 use crate::json::{self, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
 use crate::pointer;
 
@@ -620,6 +620,21 @@ impl Validator {
     pub fn validate_bytes(&self, bytes: &[u8]) -> Vec<Issue> {
         match json::parse_json(bytes) {
             Ok(value) => self.validate_shallow(&value),
+            Err(err) => vec![Issue::from_json_error(&err)],
+        }
+    }
+
+    /// [`validate_bytes`](Validator::validate_bytes) with the verdict decided on the compiled
+    /// plan over `tape` (reused from message to message): a valid message is never turned into
+    /// a value, and only an invalid one is parsed again to collect its issues. Without a plan
+    /// (a document the fast path does not implement) it is `validate_bytes`.
+    pub fn validate_bytes_in(&self, bytes: &[u8], tape: &mut Tape) -> Vec<Issue> {
+        let Some((plan, target)) = &self.fast else {
+            return self.validate_bytes(bytes);
+        };
+        match crate::fast::parse(bytes, tape) {
+            Ok(parsed) if parsed.is_valid(plan, *target) => Vec::new(),
+            Ok(_) => self.validate_bytes(bytes),
             Err(err) => vec![Issue::from_json_error(&err)],
         }
     }

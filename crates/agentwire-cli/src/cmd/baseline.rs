@@ -1,6 +1,7 @@
 //! `agentwire baseline freeze SCHEMA --out FILE`: writes the schema's canonical text as the frozen
 //! compatibility baseline, refusing to replace a baseline unless the wire version was bumped.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use agentwire_schema::SchemaDocument;
@@ -34,13 +35,13 @@ struct FreezeArgs {
     additive: bool,
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     match args.command {
-        Command::Freeze(args) => freeze(args, format),
+        Command::Freeze(args) => freeze(args, format, out),
     }
 }
 
-fn freeze(args: FreezeArgs, format: Format) -> anyhow::Result<u8> {
+fn freeze(args: FreezeArgs, format: Format, stdout: &mut dyn Write) -> anyhow::Result<u8> {
     let schema = output::load_schema(&args.schema)?;
     let existing =
         if args.out.exists() {
@@ -63,16 +64,18 @@ fn freeze(args: FreezeArgs, format: Format) -> anyhow::Result<u8> {
             if let Some(report) = decision.report()
                 && !report.changes.is_empty()
             {
-                print!("{}", super::compat::human_report(report));
+                write!(stdout, "{}", super::compat::human_report(report))?;
             }
             let line = format!("{out}: {}", decision.describe());
             if decision.allows_write() {
-                println!("{line}")
+                writeln!(stdout, "{line}")?;
             } else {
-                eprintln!("{line}")
+                stdout.flush()?;
+                let _ = writeln!(std::io::stderr(), "{line}");
             }
         }
-        Format::Json => println!(
+        Format::Json => writeln!(
+            stdout,
             "{}",
             json!({
                 "out": out,
@@ -82,7 +85,7 @@ fn freeze(args: FreezeArgs, format: Format) -> anyhow::Result<u8> {
                 "digest": schema.digest().as_str(),
                 "report": decision.report().map(|r| r.to_json()),
             })
-        ),
+        )?,
     }
     Ok(if decision.allows_write() {
         output::EXIT_OK

@@ -1,6 +1,7 @@
 //! `agentwire compat OLD NEW`: the changes between two schema documents, each breaking or
 //! additive; exit 1 when any is breaking.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use agentwire_schema::compat::{self, ChangeClass, CompatOptions, CompatReport, Direction};
@@ -26,7 +27,9 @@ pub(crate) fn parse_direction(text: &str) -> Result<Direction, String> {
     })
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
+    // Two `-` would read standard input twice: the second document would always be empty.
+    crate::input::stdin_at_most_once([&args.old, &args.new])?;
     let old = output::load_schema(&args.old)?;
     let new = output::load_schema(&args.new)?;
     let report = compat::compat_with(
@@ -37,8 +40,8 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
         },
     );
     match format {
-        Format::Human => print!("{}", human_report(&report)),
-        Format::Json => println!("{}", report.to_json()),
+        Format::Human => write!(out, "{}", human_report(&report))?,
+        Format::Json => writeln!(out, "{}", report.to_json())?,
     }
     Ok(if report.is_compatible() {
         output::EXIT_OK

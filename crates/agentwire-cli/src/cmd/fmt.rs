@@ -1,5 +1,6 @@
 //! `agentwire fmt FILE [--check] [--newline]`: rewrite a JSON document in canonical text.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -19,7 +20,7 @@ pub(crate) struct Args {
     newline: bool,
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let bytes = output::read_input(&args.file)?;
     let value = agentwire_schema::parse_json(&bytes)
         .with_context(|| format!("cannot parse {}", args.file.display()))?;
@@ -28,12 +29,13 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
     let name = args.file.display().to_string();
     if args.check {
         match format {
-            Format::Human if canonical => println!("{name}: canonical"),
-            Format::Human => println!(
+            Format::Human if canonical => writeln!(out, "{name}: canonical")?,
+            Format::Human => writeln!(
+                out,
                 "{name}: not canonical (run `agentwire fmt{} {name}`)",
                 if args.newline { " --newline" } else { "" }
-            ),
-            Format::Json => println!("{}", json!({"file": name, "canonical": canonical})),
+            )?,
+            Format::Json => writeln!(out, "{}", json!({"file": name, "canonical": canonical}))?,
         }
         return Ok(if canonical {
             output::EXIT_OK
@@ -42,7 +44,8 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
         });
     }
     if args.file.as_os_str() == "-" {
-        print!("{text}");
+        out.write_all(text.as_bytes())
+            .context("cannot write standard output")?;
         return Ok(output::EXIT_OK);
     }
     if !canonical {
@@ -50,11 +53,12 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
             .with_context(|| format!("cannot write {name}"))?;
     }
     match format {
-        Format::Human => println!(
+        Format::Human => writeln!(
+            out,
             "{name}: {}",
             if canonical { "unchanged" } else { "rewritten" }
-        ),
-        Format::Json => println!("{}", json!({"file": name, "changed": !canonical})),
+        )?,
+        Format::Json => writeln!(out, "{}", json!({"file": name, "changed": !canonical}))?,
     }
     Ok(output::EXIT_OK)
 }

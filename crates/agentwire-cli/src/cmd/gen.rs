@@ -1,6 +1,7 @@
 //! `agentwire gen`: typed bindings from a schema document, and `--check` for stale ones.
 
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
 
 use agentwire_codegen::{Language, Options, Staleness};
 use anyhow::Context;
@@ -19,8 +20,9 @@ pub(crate) struct Args {
     /// Compare instead of writing: exit 1 listing every stale or missing file.
     #[arg(long)]
     check: bool,
-    /// File stem of the outputs (default: from the schema file name).
-    #[arg(long)]
+    /// File stem of the outputs (default: from the schema file name): letters, digits, `_`, `-`
+    /// and `.`, starting with a letter, a digit or `_`.
+    #[arg(long, value_parser = parse_stem)]
     name: Option<String>,
     /// Kotlin package (default: agentwire.generated.<name>).
     #[arg(long)]
@@ -30,6 +32,43 @@ pub(crate) struct Args {
     root_name: Option<String>,
     /// Schema document.
     schema: PathBuf,
+}
+
+/// Checks that `--name` is a plain file stem, so that every output stays inside `--out`.
+fn parse_stem(text: &str) -> Result<String, String> {
+    let mut chars = text.chars();
+    let Some(first) = chars.next() else {
+        return Err("a file stem cannot be empty".to_owned());
+    };
+    if !(first.is_alphanumeric() || first == '_') {
+        return Err(format!(
+            "{text:?} is not a plain file stem: it must start with a letter, a digit or `_`"
+        ));
+    }
+    if let Some(bad) = text
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || "_-.".contains(*c)))
+    {
+        return Err(format!(
+            "{text:?} is not a plain file stem: {bad:?} is not allowed (letters, digits, `_`, `-` and `.` are; no path separators)"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// Refuses a generated path that would leave the output folder.
+fn inside_out(path: &Path) -> anyhow::Result<()> {
+    if path.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Ok(());
+    }
+    Err(crate::cmd::Usage::new(
+        "usage.path-escapes-out",
+        format!(
+            "the generated path {} would leave the output folder",
+            path.display()
+        ),
+    )
+    .into())
 }
 
 /// The command that regenerates exactly what `args` checks.
@@ -72,7 +111,7 @@ fn shell_word(path: &Path) -> String {
     }
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let languages = Language::parse_list(&args.lang)?;
     if languages.is_empty() {
         anyhow::bail!("--lang names no language; expected some of rust, ts, py, kt, swift");
@@ -100,6 +139,9 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
     options.root_name = args.root_name.clone();
     let files = agentwire_codegen::generate_from_document(&doc, &schema_name, &languages, &options)
         .with_context(|| format!("cannot generate bindings for {}", args.schema.display()))?;
+    for file in &files {
+        inside_out(Path::new(&file.path))?;
+    }
     let command = fix_command(&args, &languages);
     if args.check {
         let stale = agentwire_codegen::check(&args.out, &files);
@@ -110,20 +152,22 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
                         Staleness::Missing => "missing",
                         Staleness::Differs => "stale",
                     };
-                    println!("{why}: {}", args.out.join(path).display());
+                    writeln!(out, "{why}: {}", args.out.join(path).display())?;
                 }
                 if stale.is_empty() {
-                    println!(
+                    writeln!(
+                        out,
                         "up to date: {} file(s) in {}",
                         files.len(),
                         args.out.display()
-                    );
+                    )?;
                 } else {
-                    println!(
+                    writeln!(
+                        out,
                         "{} of {} generated file(s) out of date; run: {command}",
                         stale.len(),
                         files.len()
-                    );
+                    )?;
                 }
             }
             Format::Json => {
@@ -138,10 +182,11 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
                         json!({"path": args.out.join(&f.path).display().to_string(), "status": status})
                     })
                     .collect();
-                println!(
+                writeln!(
+                    out,
                     "{}",
                     json!({"out": args.out.display().to_string(), "up_to_date": stale.is_empty(), "files": report, "command": command})
-                );
+                )?;
             }
         }
         return Ok(if stale.is_empty() {
@@ -159,11 +204,12 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
                 } else {
                     "unchanged"
                 };
-                println!(
+                writeln!(
+                    out,
                     "{status}: {} ({} lines)",
                     args.out.join(&f.path).display(),
                     f.contents.lines().count()
-                );
+                )?;
             }
         }
         Format::Json => {
@@ -178,10 +224,11 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
                     })
                 })
                 .collect();
-            println!(
+            writeln!(
+                out,
                 "{}",
                 json!({"out": args.out.display().to_string(), "files": report, "command": command})
-            );
+            )?;
         }
     }
     Ok(output::EXIT_OK)

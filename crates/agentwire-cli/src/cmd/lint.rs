@@ -2,7 +2,7 @@
 //! (docs/lint.md). The document does not have to load: every unresolved reference is reported.
 
 use std::fmt::Write as _;
-use std::io::{self, Write as _};
+use std::io::Write;
 use std::path::PathBuf;
 
 use agentwire_schema::lint::{DefinitionRoots, LintOptions, lint_value_with};
@@ -29,7 +29,7 @@ enum Definitions {
     Registry,
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let name = args.file.display().to_string();
     let bytes = output::read_input(&args.file)?;
     let value = parse_json(&bytes).with_context(|| format!("cannot parse {name}"))?;
@@ -66,24 +66,13 @@ pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
             let _ = writeln!(text, "{report}");
         }
     }
-    if let Err(err) = output_text(&text) {
-        // A reader that went away (`| head`) is not worth a panic.
-        if err.kind() == io::ErrorKind::BrokenPipe {
-            return Ok(output::EXIT_ERROR);
-        }
-        return Err(err).context("cannot write standard output");
-    }
+    out.write_all(text.as_bytes())
+        .context("cannot write standard output")?;
     Ok(if summary.errors > 0 {
         output::EXIT_FOUND
     } else {
         output::EXIT_OK
     })
-}
-
-fn output_text(text: &str) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
 }
 
 fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {

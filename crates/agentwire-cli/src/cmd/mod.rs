@@ -11,3 +11,25 @@ pub(crate) mod project;
 pub(crate) mod runlog;
 pub(crate) mod schema;
 pub(crate) mod validate;
+
+/// Arguments that cannot be used together or as given: exit 2 with a stable `usage.*` code.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct Usage {
+    code: &'static str,
+    message: String,
+}
+
+impl Usage {
+    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Usage {
+        Usage {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Stable code of the error.
+    pub(crate) fn code(&self) -> &'static str {
+        self.code
+    }
+}

@@ -1,19 +1,25 @@
-//! `agentwire project --schema S --to V [--from V] [--def NAME] [INPUT|-]`: projects NDJSON
-//! messages of one wire version down to an older one. `--protocol roll-runtime` uses the
-//! protocol's own projection rules (agentwire-roll) instead of the generic annotation engine.
+//! `agentwire project --schema S --to V [--from V] [--def NAME] [INPUT|-]`: projects messages (an
+//! NDJSON stream or one JSON document) of one wire version down to an older one. `--protocol
+//! roll-runtime` uses the protocol's own projection rules (agentwire-roll) instead of the generic
+//! annotation engine. A message that says its own version is read at that version.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
-use agentwire_schema::{ProjectTarget, Projector, parse_json};
+use agentwire_roll::ProtocolVersion;
+use agentwire_schema::{
+    JsonErrorKind, ProjectError, ProjectTarget, Projector, SchemaDocument, parse_json, pointer,
+};
 use anyhow::Context;
-use serde_json::json;
+use serde_json::{Value, json};
 
+use crate::cmd::Usage;
+use crate::input::{self, Line, LineReader, MAX_LINE_BYTES, READ_BUFFER_BYTES};
 use crate::output::{self, Format};
 
-/// Longest input line accepted; a longer one is reported and skipped.
-pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Deepest schema nesting searched for the places where a message says its version.
+const MAX_VERSION_SITE_DEPTH: usize = 64;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -30,189 +36,477 @@ pub(crate) struct Args {
     /// The wire version to project to.
     #[arg(long)]
     to: String,
-    /// The wire version of the input messages (default: the document's newest).
+    /// The wire version of messages that do not say theirs (default: the document's newest).
     #[arg(long)]
     from: Option<String>,
     /// Project instances of this definition instead of the document's root schema.
     #[arg(long = "def")]
     definition: Option<String>,
-    /// NDJSON input, one message per line (`-` or nothing for standard input).
+    /// Messages: NDJSON (one per line) or one JSON document (`-` or nothing for standard input).
     #[arg(default_value = "-")]
     input: PathBuf,
+}
+
+/// Why one message cannot be projected.
+struct Failure {
+    code: String,
+    pointer: String,
+    message: String,
+}
+
+impl From<ProjectError> for Failure {
+    fn from(e: ProjectError) -> Self {
+        Failure {
+            code: e.code().to_owned(),
+            pointer: e.pointer.clone(),
+            message: e.message,
+        }
+    }
 }
 
 /// What projects one message: the generic engine over an annotated document, or a built-in
 /// protocol's own rules.
 enum Engine {
-    Generic(Box<Projector>),
+    Generic {
+        doc: Box<SchemaDocument>,
+        definition: Option<String>,
+        from: String,
+        to: String,
+        /// Projectors by source version, built on first use; only versions the document has
+        /// get one, so the map stays as small as the document's list of versions.
+        projectors: HashMap<String, Projector>,
+        sites: Vec<String>,
+    },
     Roll {
-        from: agentwire_roll::ProtocolVersion,
-        to: agentwire_roll::ProtocolVersion,
+        from: ProtocolVersion,
+        to: ProtocolVersion,
+        sites: Vec<String>,
     },
 }
 
 impl Engine {
-    /// The projected message, or (code, pointer, message) of why it cannot be projected.
-    fn project(
-        &self,
-        message: &serde_json::Value,
-    ) -> Result<serde_json::Value, (String, String, String)> {
-        match self {
-            Engine::Generic(projector) => projector
-                .project(message)
-                .map_err(|e| (e.code().to_owned(), e.pointer.clone(), e.message.clone())),
-            Engine::Roll { from, to } => {
-                agentwire_roll::project::project_message(message, *from, *to)
-                    .map_err(|e| (e.code().to_owned(), String::new(), e.to_string()))
+    fn new(args: &Args) -> anyhow::Result<Engine> {
+        if let Some(name) = &args.protocol {
+            let from = crate::protocols::Builtin::find(name, args.from.as_deref())?.version;
+            let to = crate::protocols::Builtin::find(name, Some(&args.to))?.version;
+            if to > from {
+                return Err(upward(from.as_str(), to.as_str()));
             }
+            let canonical = parse_json(agentwire_roll::schema::CANONICAL_SCHEMA.as_bytes())
+                .context("the built-in roll-runtime schema")?;
+            return Ok(Engine::Roll {
+                from,
+                to,
+                sites: version_sites(&canonical, ""),
+            });
         }
+        let Some(path) = &args.schema else {
+            anyhow::bail!("--schema FILE or --protocol NAME is required")
+        };
+        let doc = output::load_schema(path)?;
+        let from = match &args.from {
+            Some(v) => v.clone(),
+            None => doc
+                .identity()?
+                .version
+                .map(|v| v.as_str().to_owned())
+                .context("the schema declares no wire version; pass --from")?,
+        };
+        let target = match &args.definition {
+            Some(name) => ProjectTarget::Definition(name),
+            None => ProjectTarget::Root,
+        };
+        let projector = Projector::new(&doc, &from, &args.to, target).map_err(|e| {
+            if e.kind == agentwire_schema::ProjectErrorKind::NotDownward {
+                upward(&from, &args.to)
+            } else {
+                anyhow::Error::from(e)
+            }
+        })?;
+        let root = match &args.definition {
+            Some(name) => doc.definition_pointer(name)?,
+            None => String::new(),
+        };
+        let sites = version_sites(doc.value(), &root);
+        Ok(Engine::Generic {
+            doc: Box::new(doc),
+            definition: args.definition.clone(),
+            from: from.clone(),
+            to: args.to.clone(),
+            projectors: HashMap::from([(from, projector)]),
+            sites,
+        })
     }
-}
 
-fn engine(args: &Args) -> anyhow::Result<Engine> {
-    if let Some(name) = &args.protocol {
-        let from = crate::protocols::Builtin::find(name, args.from.as_deref())?.version;
-        let to = crate::protocols::Builtin::find(name, Some(&args.to))?.version;
-        return Ok(Engine::Roll { from, to });
-    }
-    let Some(path) = &args.schema else {
-        anyhow::bail!("--schema FILE or --protocol NAME is required")
-    };
-    let doc = output::load_schema(path)?;
-    let from = match &args.from {
-        Some(v) => v.clone(),
-        None => doc
-            .identity()?
-            .version
-            .map(|v| v.as_str().to_owned())
-            .context("the schema declares no wire version; pass --from")?,
-    };
-    let target = match &args.definition {
-        Some(name) => ProjectTarget::Definition(name),
-        None => ProjectTarget::Root,
-    };
-    Ok(Engine::Generic(Box::new(Projector::new(
-        &doc, &from, &args.to, target,
-    )?)))
-}
-
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
-    let projector = engine(&args)?;
-    let reader: Box<dyn Read> = if args.input.as_os_str() == "-" {
-        Box::new(std::io::stdin())
-    } else {
-        Box::new(
-            File::open(&args.input)
-                .with_context(|| format!("cannot read {}", args.input.display()))?,
-        )
-    };
-    let mut reader = BufReader::new(reader);
-    // Output is buffered, and flushed whenever the input has nothing more buffered: a file is
-    // written in large blocks, and a live stream's projections leave before the next read waits.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut failed = 0usize;
-    let mut line_no = 0usize;
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        if reader.buffer().is_empty() {
-            out.flush()?;
-        }
-        let read = (&mut reader)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .context("cannot read the input")?;
-        if read == 0 {
-            break;
-        }
-        line_no += 1;
-        let too_long = buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n');
-        if too_long {
-            // Skip the rest of the oversized line.
-            loop {
-                let mut rest = Vec::new();
-                let n = (&mut reader)
-                    .take(MAX_LINE_BYTES as u64)
-                    .read_until(b'\n', &mut rest)?;
-                if n == 0 || rest.last() == Some(&b'\n') {
-                    break;
+    /// The projected message, or why it cannot be projected.
+    fn project(&mut self, message: &Value) -> Result<Value, Failure> {
+        match self {
+            Engine::Generic {
+                doc,
+                definition,
+                from,
+                to,
+                projectors,
+                sites,
+            } => {
+                let source = stated_version(message, sites).unwrap_or(from.as_str());
+                if !projectors.contains_key(source) {
+                    let target = match definition {
+                        Some(name) => ProjectTarget::Definition(name),
+                        None => ProjectTarget::Root,
+                    };
+                    let projector = Projector::new(doc, source, to, target)?;
+                    projectors.insert(source.to_owned(), projector);
+                }
+                match projectors.get(source) {
+                    Some(projector) => Ok(projector.project(message)?),
+                    None => Err(Failure {
+                        code: "project.version".to_owned(),
+                        pointer: String::new(),
+                        message: format!("no projector for version {source}"),
+                    }),
                 }
             }
-            failed += 1;
-            report(
-                &mut out,
-                format,
-                line_no,
-                "project.line-too-long",
-                "",
-                &format!("the line is longer than {MAX_LINE_BYTES} bytes"),
-            )?;
-            continue;
-        }
-        let line = trim_line(&buf);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let message = match parse_json(line) {
-            Ok(m) => m,
-            Err(e) => {
-                failed += 1;
-                report(&mut out, format, line_no, e.kind.code(), "", &e.to_string())?;
-                continue;
-            }
-        };
-        match projector.project(&message) {
-            Ok(projected) => writeln!(
-                out,
-                "{}",
-                agentwire_schema::canonical::compact_text(&projected)
-            )?,
-            Err((code, pointer, message)) => {
-                failed += 1;
-                report(&mut out, format, line_no, &code, &pointer, &message)?;
+            Engine::Roll { from, to, sites } => {
+                let source = match roll_stated_version(message, sites) {
+                    Some((text, at)) => ProtocolVersion::parse(text).ok_or_else(|| Failure {
+                        code: "roll.project.unknown_version".to_owned(),
+                        pointer: at,
+                        message: format!(
+                            "the message says it is version {text:?}, which roll-runtime does not have"
+                        ),
+                    })?,
+                    None => *from,
+                };
+                agentwire_roll::project::project_message(message, source, *to).map_err(|e| {
+                    Failure {
+                        code: e.code().to_owned(),
+                        pointer: String::new(),
+                        message: e.to_string(),
+                    }
+                })
             }
         }
     }
-    out.flush()?;
-    Ok(if failed == 0 {
-        output::EXIT_OK
-    } else {
-        output::EXIT_FOUND
+}
+
+fn upward(from: &str, to: &str) -> anyhow::Error {
+    Usage::new(
+        "usage.upward-projection",
+        format!("projection goes down only: --to {to} is newer than --from {from}"),
+    )
+    .into()
+}
+
+/// JSON Pointers into a message where it says its own wire version: the properties the schema
+/// marks `x-agentwire-version-const`, reached from `root` through `$ref`, unions, `allOf`,
+/// conditionals and `properties` (not through array items or maps, whose members do not speak
+/// for the message).
+fn version_sites(doc: &Value, root: &str) -> Vec<String> {
+    let mut sites = Vec::new();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut stack = vec![(root.to_owned(), String::new(), 0usize)];
+    while let Some((at, instance, depth)) = stack.pop() {
+        if depth > MAX_VERSION_SITE_DEPTH || !seen.insert((at.clone(), instance.clone())) {
+            continue;
+        }
+        let Some(Value::Object(node)) = pointer::resolve(doc, &at) else {
+            continue;
+        };
+        if node.get("x-agentwire-version-const") == Some(&Value::Bool(true))
+            && !sites.contains(&instance)
+        {
+            sites.push(instance.clone());
+        }
+        if let Some(Value::String(reference)) = node.get("$ref")
+            && let Some(target) = reference.strip_prefix('#')
+            && let Some(target) = percent_decode(target)
+        {
+            stack.push((target, instance.clone(), depth + 1));
+        }
+        for keyword in ["oneOf", "anyOf", "allOf"] {
+            if let Some(Value::Array(branches)) = node.get(keyword) {
+                for i in 0..branches.len() {
+                    let branch = format!("{at}/{keyword}/{i}");
+                    stack.push((branch, instance.clone(), depth + 1));
+                }
+            }
+        }
+        for keyword in ["then", "else"] {
+            if node.contains_key(keyword) {
+                stack.push((format!("{at}/{keyword}"), instance.clone(), depth + 1));
+            }
+        }
+        if let Some(Value::Object(properties)) = node.get("properties") {
+            for name in properties.keys() {
+                let property = pointer::push(&format!("{at}/properties"), name);
+                stack.push((property, pointer::push(&instance, name), depth + 1));
+            }
+        }
+    }
+    sites.sort();
+    sites
+}
+
+/// Decodes the percent escapes of a URI fragment; `None` when they are malformed.
+fn percent_decode(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_owned());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The version a message states at one of `sites`.
+fn stated_version<'m>(message: &'m Value, sites: &[String]) -> Option<&'m str> {
+    sites
+        .iter()
+        .find_map(|site| pointer::resolve(message, site).and_then(Value::as_str))
+}
+
+/// The version a Roll message states, and where: an annotated site, or an `initialize`
+/// request's `params.protocolVersion` (or a `params.protocolVersions` naming exactly one).
+fn roll_stated_version<'m>(message: &'m Value, sites: &[String]) -> Option<(&'m str, String)> {
+    if message.get("method").and_then(Value::as_str) == Some("initialize") {
+        let params = message.get("params");
+        if let Some(v) = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+        {
+            return Some((v, "/params/protocolVersion".to_owned()));
+        }
+        if let Some([Value::String(v)]) = params
+            .and_then(|p| p.get("protocolVersions"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+        {
+            return Some((v, "/params/protocolVersions/0".to_owned()));
+        }
+    }
+    sites.iter().find_map(|site| {
+        pointer::resolve(message, site)
+            .and_then(Value::as_str)
+            .map(|v| (v, site.clone()))
     })
 }
 
-fn trim_line(buf: &[u8]) -> &[u8] {
-    let mut end = buf.len();
-    while end > 0 && (buf[end - 1] == b'\n' || buf[end - 1] == b'\r') {
-        end -= 1;
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let mut engine = Engine::new(&args)?;
+    let (reader, _) = input::open(&args.input)?;
+    let name = input::display_name(&args.input);
+    let mut lines = LineReader::new(
+        BufReader::with_capacity(READ_BUFFER_BYTES, reader),
+        MAX_LINE_BYTES,
+    );
+    let mut run = Run {
+        out,
+        format,
+        failed: 0,
+    };
+    // The first message decides the shape of the input: a line that is a whole JSON value starts
+    // an NDJSON stream; a line that ends inside a value starts one (pretty-printed) document.
+    let Some(first) = lines
+        .next_line()
+        .with_context(|| format!("cannot read {name}"))?
+    else {
+        return Ok(output::EXIT_OK);
+    };
+    if let Line::Text(text) = first.line {
+        match parse_json(text) {
+            Err(e) if e.kind == JsonErrorKind::UnexpectedEnd => {
+                let mut document = vec![b'\n'; first.number as usize - 1];
+                document.extend_from_slice(text);
+                document.push(b'\n');
+                let rest = input::read_all(lines.into_inner(), &args.input)?;
+                document.extend_from_slice(&rest);
+                run.document(&mut engine, &document)?;
+                return Ok(run.exit_code());
+            }
+            parsed => run.line(&mut engine, first.number, parsed)?,
+        }
+    } else {
+        run.too_long(first.number, first.line)?;
     }
-    &buf[..end]
-}
-
-/// A message that cannot be projected: a JSON error line in its place on standard output for
-/// programs, a line on standard error for people.
-fn report(
-    out: &mut impl Write,
-    format: Format,
-    line: usize,
-    code: &str,
-    pointer: &str,
-    message: &str,
-) -> anyhow::Result<()> {
-    match format {
-        Format::Json => writeln!(
-            out,
-            "{}",
-            json!({"error": {"line": line, "code": code, "pointer": pointer, "message": message}})
-        )?,
-        Format::Human => {
-            let at = if pointer.is_empty() {
-                String::new()
-            } else {
-                format!(" at {pointer}")
-            };
-            eprintln!("line {line}: {code}{at}: {message}");
+    loop {
+        // Output is buffered, and flushed whenever the input has nothing more buffered: a file
+        // is written in large blocks, and a live stream's projections leave before the next
+        // read waits.
+        if lines.buffered().is_empty() {
+            run.out.flush()?;
+        }
+        let Some(line) = lines
+            .next_line()
+            .with_context(|| format!("cannot read {name}"))?
+        else {
+            break;
+        };
+        match line.line {
+            Line::Text(text) => run.line(&mut engine, line.number, parse_json(text))?,
+            other => run.too_long(line.number, other)?,
         }
     }
-    Ok(())
+    Ok(run.exit_code())
+}
+
+/// The output of one run and its count of failures.
+struct Run<'o> {
+    out: &'o mut dyn Write,
+    format: Format,
+    failed: usize,
+}
+
+impl Run<'_> {
+    fn exit_code(&self) -> u8 {
+        if self.failed == 0 {
+            output::EXIT_OK
+        } else {
+            output::EXIT_FOUND
+        }
+    }
+
+    fn line(
+        &mut self,
+        engine: &mut Engine,
+        number: u64,
+        parsed: Result<Value, agentwire_schema::JsonError>,
+    ) -> anyhow::Result<()> {
+        let message = match parsed {
+            Ok(m) => m,
+            Err(e) => {
+                return self.report(
+                    Some(number),
+                    &Failure {
+                        code: e.kind.code().to_owned(),
+                        pointer: String::new(),
+                        message: e.to_string(),
+                    },
+                );
+            }
+        };
+        match engine.project(&message) {
+            Ok(projected) => writeln!(
+                self.out,
+                "{}",
+                agentwire_schema::canonical::compact_text(&projected)
+            )?,
+            Err(failure) => self.report(Some(number), &failure)?,
+        }
+        Ok(())
+    }
+
+    fn too_long(&mut self, number: u64, line: Line<'_>) -> anyhow::Result<()> {
+        let length = match line {
+            Line::TooLong(length) => length,
+            Line::Text(text) => text.len() as u64,
+        };
+        self.report(
+            Some(number),
+            &Failure {
+                code: input::LINE_TOO_LONG.to_owned(),
+                pointer: String::new(),
+                message: input::line_too_long_message(length),
+            },
+        )
+    }
+
+    /// One pretty-printed document: projected and written in canonical text.
+    fn document(&mut self, engine: &mut Engine, bytes: &[u8]) -> anyhow::Result<()> {
+        let message = match parse_json(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                return self.report(
+                    None,
+                    &Failure {
+                        code: e.kind.code().to_owned(),
+                        pointer: String::new(),
+                        message: e.to_string(),
+                    },
+                );
+            }
+        };
+        match engine.project(&message) {
+            Ok(projected) => self
+                .out
+                .write_all(agentwire_schema::canonical_text(&projected, true).as_bytes())?,
+            Err(failure) => self.report(None, &failure)?,
+        }
+        Ok(())
+    }
+
+    /// A message that cannot be projected: a JSON error line in its place on standard output
+    /// for programs, a line on standard error for people.
+    fn report(&mut self, line: Option<u64>, failure: &Failure) -> anyhow::Result<()> {
+        self.failed += 1;
+        let Failure {
+            code,
+            pointer,
+            message,
+        } = failure;
+        match self.format {
+            Format::Json => writeln!(
+                self.out,
+                "{}",
+                json!({"error": {"line": line, "code": code, "pointer": pointer, "message": message}})
+            )?,
+            Format::Human => {
+                let at = if pointer.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {pointer}")
+                };
+                let place = match line {
+                    Some(n) => format!("line {n}"),
+                    None => "document".to_owned(),
+                };
+                // Standard output keeps only projections; what it holds goes first.
+                self.out.flush()?;
+                let _ = writeln!(std::io::stderr(), "{place}: {code}{at}: {message}");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_sites_follow_refs_unions_and_properties_but_not_items() {
+        let doc = json!({
+            "oneOf": [{"$ref": "#/$defs/Event"}, {"$ref": "#/$defs/Re%73ult"}],
+            "$defs": {
+                "Event": {"properties": {"params": {"$ref": "#/$defs/Envelope"}}},
+                "Envelope": {"properties": {
+                    "protocolVersion": {"type": "string", "x-agentwire-version-const": true},
+                    "history": {"items": {"$ref": "#/$defs/Envelope"}}
+                }},
+                "Result": {"allOf": [{"properties": {"result": {"properties": {
+                    "version": {"x-agentwire-version-const": true}
+                }}}}]},
+                "Loop": {"$ref": "#/$defs/Loop"}
+            }
+        });
+        assert_eq!(
+            version_sites(&doc, ""),
+            vec!["/params/protocolVersion", "/result/version"]
+        );
+        let message = json!({"params": {"protocolVersion": "1.2"}});
+        let sites = version_sites(&doc, "");
+        assert_eq!(stated_version(&message, &sites), Some("1.2"));
+        assert_eq!(stated_version(&json!({"params": {}}), &sites), None);
+        assert_eq!(version_sites(&doc, "/$defs/Loop"), Vec::<String>::new());
+    }
 }

@@ -1,7 +1,7 @@
 //! `agentwire schema …`: operations on a schema document as a whole. `schema export` converts a
 //! document to draft-07 or 2020-12 and writes it in canonical text.
 
-use std::io::{self, Write as _};
+use std::io::Write;
 use std::path::PathBuf;
 
 use agentwire_schema::{Draft, SchemaDocument, canonical_text};
@@ -50,9 +50,9 @@ fn parse_draft(text: &str) -> Result<Draft, String> {
     Draft::from_name(text).ok_or_else(|| format!("unknown draft {text:?}; expected 07 or 2020-12"))
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     match args.command {
-        Command::Export(args) => export(args, format),
+        Command::Export(args) => export(args, format, out),
     }
 }
 
@@ -75,7 +75,7 @@ fn source(args: &ExportArgs) -> anyhow::Result<(SchemaDocument, String)> {
     Ok((SchemaDocument::from_value(view)?, name))
 }
 
-fn export(args: ExportArgs, format: Format) -> anyhow::Result<u8> {
+fn export(args: ExportArgs, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let (doc, name) = source(&args)?;
     let draft = args.draft.unwrap_or(doc.draft());
     let value = match agentwire_schema::export(&doc, draft) {
@@ -83,39 +83,41 @@ fn export(args: ExportArgs, format: Format) -> anyhow::Result<u8> {
         Err(err) => {
             // Printed here rather than as a generic fatal error, to keep its code and pointer.
             match format {
-                Format::Human => eprintln!("error: cannot export {name} to {draft}: {err}"),
-                Format::Json => println!(
+                Format::Human => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "error: cannot export {name} to {draft}: {err}"
+                    );
+                }
+                Format::Json => writeln!(
+                    out,
                     "{}",
                     json!({"error": {"code": err.code(), "pointer": err.pointer, "message": err.message}})
-                ),
+                )?,
             }
             return Ok(output::EXIT_ERROR);
         }
     };
     let text = canonical_text(&value, true);
-    let Some(out) = &args.out else {
-        return match write_stdout(&text) {
-            Ok(()) => Ok(output::EXIT_OK),
-            // A reader that went away (`| head`) is not worth a panic.
-            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(output::EXIT_ERROR),
-            Err(err) => Err(err).context("cannot write standard output"),
-        };
+    let Some(file) = &args.out else {
+        out.write_all(text.as_bytes())
+            .context("cannot write standard output")?;
+        return Ok(output::EXIT_OK);
     };
-    std::fs::write(out, text.as_bytes())
-        .with_context(|| format!("cannot write {}", out.display()))?;
+    std::fs::write(file, text.as_bytes())
+        .with_context(|| format!("cannot write {}", file.display()))?;
     let digest = agentwire_schema::digest(&value);
     match format {
-        Format::Human => println!("{name} -> {} (draft {draft}, {digest})", out.display()),
-        Format::Json => println!(
+        Format::Human => writeln!(
+            out,
+            "{name} -> {} (draft {draft}, {digest})",
+            file.display()
+        )?,
+        Format::Json => writeln!(
+            out,
             "{}",
-            json!({"file": name, "out": out.display().to_string(), "draft": draft.name(), "digest": digest.as_str()})
-        ),
+            json!({"file": name, "out": file.display().to_string(), "draft": draft.name(), "digest": digest.as_str()})
+        )?,
     }
     Ok(output::EXIT_OK)
-}
-
-fn write_stdout(text: &str) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
 }

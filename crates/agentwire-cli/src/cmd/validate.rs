@@ -1,29 +1,20 @@
 //! `agentwire validate --schema FILE [--def NAME] [--ndjson] [INPUT…|-]`: one report per message,
 //! continuing past bad ones; NDJSON inputs are streamed line by line in bounded memory.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use agentwire_schema::fast::Tape;
 use agentwire_schema::{Issue, IssueCode, Validator};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
+use crate::input::{self, Line, LineReader, MAX_LINE_BYTES, READ_BUFFER_BYTES};
 use crate::output::{self, Format};
-
-/// Longest NDJSON line read. A longer line is reported as one `input.line-too-long` issue and
-/// skipped without being held in memory.
-pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
-
-/// Largest input read as one document (without `--ndjson`).
-pub(crate) const MAX_DOCUMENT_BYTES: u64 = 256 << 20;
 
 /// Inputs at least this large show a progress bar when standard error is a terminal.
 const PROGRESS_MIN_BYTES: u64 = 16 << 20;
-
-/// Size of the reads from an input.
-const READ_BUFFER_BYTES: usize = 256 << 10;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -38,8 +29,13 @@ pub(crate) struct Args {
     /// Validate against a built-in protocol instead of a schema file (`roll-runtime`).
     #[arg(long, value_name = "NAME")]
     protocol: Option<String>,
-    /// Wire version of the built-in protocol (default: its newest).
-    #[arg(long, value_name = "V", requires = "protocol")]
+    /// Wire version of the built-in protocol (default: its newest); only with `--protocol`.
+    #[arg(
+        long,
+        value_name = "V",
+        requires = "protocol",
+        conflicts_with = "schema"
+    )]
     version: Option<String>,
     /// Validate against this definition (`$defs/NAME` or `definitions/NAME`) instead of the root.
     #[arg(long, value_name = "NAME")]
@@ -47,42 +43,65 @@ pub(crate) struct Args {
     /// Each input holds one message per line (NDJSON); blank lines are skipped.
     #[arg(long)]
     ndjson: bool,
-    /// Report only invalid messages and the summary.
-    #[arg(long, short)]
+    /// Report only the summary (and inputs that cannot be read).
+    #[arg(long, short, conflicts_with = "verbose")]
     quiet: bool,
+    /// Report every message of a stream, valid ones too (by default a stream's human report
+    /// lists only invalid messages).
+    #[arg(long, short)]
+    verbose: bool,
     /// Messages to validate: files, or `-` for standard input (the default).
     #[arg(value_name = "INPUT")]
     inputs: Vec<PathBuf>,
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+/// How much of the per-message report is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// The summary alone.
+    Summary,
+    /// Invalid messages of streams, and every whole document.
+    Default,
+    /// Every message.
+    Every,
+}
+
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let validator = compile(&args)?;
     let inputs = if args.inputs.is_empty() {
         vec![PathBuf::from("-")]
     } else {
         args.inputs.clone()
     };
-    let stdout = io::stdout();
+    input::stdin_at_most_once(&inputs)?;
+    let detail = if args.quiet {
+        Detail::Summary
+    } else if args.verbose {
+        Detail::Every
+    } else {
+        Detail::Default
+    };
     let mut report = Report {
-        out: BufWriter::new(stdout.lock()),
+        out,
         format,
-        quiet: args.quiet,
+        detail,
         name_lines: inputs.len() > 1,
         counts: Counts::default(),
+        valid_record: (String::new(), String::new()),
     };
+    let mut tape = Tape::new();
     for input in &inputs {
-        let name = display_name(input);
+        let name = input::display_name(input);
+        report.start_input(&name);
         let result = if args.ndjson {
-            validate_stream(&validator, input, &name, &mut report)
+            validate_stream(&validator, input, &mut tape, &mut report)
         } else {
-            validate_document(&validator, input, &name, &mut report)
+            validate_document(&validator, input, &name, &mut tape, &mut report)
         };
         if let Err(err) = result {
-            if err
-                .downcast_ref::<io::Error>()
-                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-            {
-                return Ok(output::EXIT_ERROR);
+            // A report that cannot be written stops the command; an unreadable input does not.
+            if err.downcast_ref::<WriteError>().is_some() {
+                return Err(err);
             }
             report.input_error(&name, &err)?;
         }
@@ -115,69 +134,53 @@ fn compile(args: &Args) -> anyhow::Result<Validator> {
     validator.with_context(|| format!("cannot compile schema {label}"))
 }
 
-fn display_name(input: &Path) -> String {
-    if input.as_os_str() == "-" {
-        "<stdin>".to_owned()
-    } else {
-        input.display().to_string()
-    }
-}
-
-fn open(input: &Path) -> anyhow::Result<(Box<dyn Read>, Option<u64>)> {
-    if input.as_os_str() == "-" {
-        return Ok((Box::new(io::stdin().lock()), None));
-    }
-    let file = File::open(input).with_context(|| format!("cannot read {}", input.display()))?;
-    let len = file
-        .metadata()
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| m.len());
-    Ok((Box::new(file), len))
-}
+/// A failure to write the report, kept apart from failures to read an input.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write standard output")]
+struct WriteError(#[source] io::Error);
 
 fn validate_document(
     validator: &Validator,
     input: &Path,
     name: &str,
+    tape: &mut Tape,
     report: &mut Report<'_>,
 ) -> anyhow::Result<()> {
-    let (reader, _) = open(input)?;
-    let mut bytes = Vec::new();
-    reader
-        .take(MAX_DOCUMENT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", input.display()))?;
-    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
-        anyhow::bail!(
-            "{} is larger than {} MiB; use --ndjson for a stream of messages",
-            input.display(),
-            MAX_DOCUMENT_BYTES >> 20
-        );
-    }
-    let issues = validator.validate_bytes(&bytes);
-    report.message(name, None, &issues)?;
+    let bytes = input::read_document(input)?;
+    let issues = validator.validate_bytes_in(&bytes, tape);
+    report.message(name, None, &issues).map_err(WriteError)?;
     Ok(())
 }
 
 fn validate_stream(
     validator: &Validator,
     input: &Path,
-    name: &str,
+    tape: &mut Tape,
     report: &mut Report<'_>,
 ) -> anyhow::Result<()> {
-    let (reader, len) = open(input)?;
+    let (reader, len) = input::open(input)?;
     let progress = Progress::new(len);
-    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
-    for_each_line(reader, MAX_LINE_BYTES, |number, line, consumed| {
-        progress.advance(consumed);
-        let issues = match line {
-            Line::Text(bytes) => validator.validate_bytes(bytes),
-            Line::TooLong(length) => vec![line_too_long(length)],
-        };
-        report.message(name, Some(number), &issues)
-    })
-    .with_context(|| format!("cannot read {}", input.display()))?;
+    let mut lines = LineReader::new(
+        BufReader::with_capacity(READ_BUFFER_BYTES, reader),
+        MAX_LINE_BYTES,
+    );
+    let name = input::display_name(input);
+    while let Some(line) = lines
+        .next_line()
+        .with_context(|| format!("cannot read {name}"))?
+    {
+        progress.advance(line.consumed);
+        match line.line {
+            Line::Text(bytes) => {
+                let issues = validator.validate_bytes_in(bytes, tape);
+                report.message(&name, Some(line.number), &issues)
+            }
+            Line::TooLong(length) => {
+                report.message(&name, Some(line.number), &[line_too_long(length)])
+            }
+        }
+        .map_err(WriteError)?;
+    }
     progress.finish();
     Ok(())
 }
@@ -188,85 +191,7 @@ fn line_too_long(length: u64) -> Issue {
         instance_pointer: String::new(),
         schema_pointer: String::new(),
         keyword: "",
-        message: format!(
-            "line of {length} bytes is longer than the limit of {MAX_LINE_BYTES} bytes; skipped"
-        ),
-    }
-}
-
-/// One NDJSON line as handed to the caller.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line<'a> {
-    /// The line's bytes, without the line feed and a carriage return before it.
-    Text(&'a [u8]),
-    /// The line was longer than the limit; only its length in bytes was kept.
-    TooLong(u64),
-}
-
-/// Calls `visit(line_number, line, bytes_consumed)` for every non-blank line. Holds at most
-/// `max_line` bytes of one line in memory; a longer line is drained and reported as
-/// [`Line::TooLong`].
-pub(crate) fn for_each_line<R: BufRead>(
-    mut reader: R,
-    max_line: usize,
-    mut visit: impl FnMut(u64, Line<'_>, u64) -> io::Result<()>,
-) -> io::Result<()> {
-    let mut line: Vec<u8> = Vec::new();
-    let mut length: u64 = 0;
-    let mut too_long = false;
-    let mut number: u64 = 0;
-    let mut emit = |line: &mut Vec<u8>,
-                    length: &mut u64,
-                    too_long: &mut bool,
-                    number: &mut u64,
-                    ended: bool| {
-        *number += 1;
-        let consumed = *length + u64::from(ended);
-        let result = if *too_long {
-            visit(*number, Line::TooLong(*length), consumed)
-        } else {
-            let text = line.strip_suffix(b"\r").unwrap_or(line);
-            if text.iter().all(u8::is_ascii_whitespace) {
-                Ok(())
-            } else {
-                visit(*number, Line::Text(text), consumed)
-            }
-        };
-        line.clear();
-        *length = 0;
-        *too_long = false;
-        result
-    };
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(chunk) => chunk,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            if length > 0 || too_long {
-                emit(&mut line, &mut length, &mut too_long, &mut number, false)?;
-            }
-            return Ok(());
-        }
-        let (piece, ends_line) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (&chunk[..i], true),
-            None => (chunk, false),
-        };
-        length += piece.len() as u64;
-        if !too_long {
-            if line.len() + piece.len() > max_line {
-                too_long = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(piece);
-            }
-        }
-        let used = piece.len() + usize::from(ends_line);
-        reader.consume(used);
-        if ends_line {
-            emit(&mut line, &mut length, &mut too_long, &mut number, true)?;
-        }
+        message: input::line_too_long_message(length),
     }
 }
 
@@ -329,14 +254,25 @@ struct Counts {
 
 /// Writes the per-message reports and the summary.
 struct Report<'o> {
-    out: BufWriter<io::StdoutLock<'o>>,
+    out: &'o mut dyn Write,
     format: Format,
-    quiet: bool,
+    detail: Detail,
     name_lines: bool,
     counts: Counts,
+    /// The JSON record of a valid message of the current input, before and after its line
+    /// number: most messages are valid, and their record needs no serializer.
+    valid_record: (String, String),
 }
 
 impl Report<'_> {
+    fn start_input(&mut self, input: &str) {
+        let name = serde_json::Value::from(input).to_string();
+        self.valid_record = (
+            format!("{{\"input\":{name},\"line\":"),
+            ",\"valid\":true,\"issues\":[]}\n".to_owned(),
+        );
+    }
+
     fn message(&mut self, input: &str, line: Option<u64>, issues: &[Issue]) -> io::Result<()> {
         let valid = issues.is_empty();
         self.counts.messages += 1;
@@ -345,11 +281,21 @@ impl Report<'_> {
         } else {
             self.counts.invalid += 1;
         }
-        if valid && self.quiet {
+        let shown = match self.detail {
+            Detail::Summary => false,
+            Detail::Every => true,
+            // A stream's valid lines are what nobody needs to read; a document is one verdict.
+            Detail::Default => !valid || line.is_none(),
+        };
+        if !shown {
             return Ok(());
         }
         match self.format {
             Format::Json => {
+                if valid && let Some(n) = line {
+                    let (before, after) = &self.valid_record;
+                    return write!(self.out, "{before}{n}{after}");
+                }
                 let issues: Vec<_> = issues
                     .iter()
                     .map(|i| {
@@ -387,10 +333,10 @@ impl Report<'_> {
         self.counts.errors += 1;
         match self.format {
             Format::Json => {
-                let code = if err.downcast_ref::<io::Error>().is_some() {
-                    "io"
-                } else {
-                    "input"
+                let code = match err.downcast_ref::<input::InputError>() {
+                    Some(e) => e.code(),
+                    None if err.downcast_ref::<io::Error>().is_some() => "io",
+                    None => "input",
                 };
                 let record =
                     json!({"input": input, "error": {"code": code, "message": format!("{err:#}")}});
@@ -398,7 +344,7 @@ impl Report<'_> {
             }
             Format::Human => {
                 self.out.flush()?;
-                eprintln!("error: {err:#}");
+                let _ = writeln!(io::stderr(), "error: {err:#}");
                 Ok(())
             }
         }
@@ -430,54 +376,5 @@ impl Report<'_> {
             }
         }
         self.out.flush()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lines(input: &[u8], max: usize) -> Vec<(u64, String, u64)> {
-        let mut seen = Vec::new();
-        // A tiny buffer makes lines span several reads.
-        let reader = BufReader::with_capacity(3, input);
-        for_each_line(reader, max, |n, line, consumed| {
-            let text = match line {
-                Line::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                Line::TooLong(len) => format!("<too long: {len}>"),
-            };
-            seen.push((n, text, consumed));
-            Ok(())
-        })
-        .unwrap();
-        seen
-    }
-
-    #[test]
-    fn splits_lines_and_skips_blank_ones() {
-        assert_eq!(
-            lines(b"{\"a\":1}\r\n\n  \n[2]\nlast", 100),
-            vec![
-                (1, "{\"a\":1}".to_owned(), 9),
-                (4, "[2]".to_owned(), 4),
-                (5, "last".to_owned(), 4)
-            ]
-        );
-    }
-
-    #[test]
-    fn over_long_lines_are_reported_not_buffered() {
-        assert_eq!(
-            lines(b"12345\n123456789\n1\n", 5),
-            vec![
-                (1, "12345".to_owned(), 6),
-                (2, "<too long: 9>".to_owned(), 10),
-                (3, "1".to_owned(), 2)
-            ]
-        );
-        assert_eq!(
-            lines(b"123456789", 5),
-            vec![(1, "<too long: 9>".to_owned(), 9)]
-        );
     }
 }

@@ -1,0 +1,257 @@
+//! `agentwire validate --ndjson` through the binary, as a user runs it, against the same job
+//! done with AJV 8 in node (`tools/node/validate-ndjson-ajv.mjs`): the same schema (OpenClaw's
+//! published `protocol.schema.json`), the same NDJSON files, 10% of their messages invalid, the
+//! report of the invalid ones printed. `scripts/bench.sh` runs it.
+//!
+//! Each side is timed on a file of 4,000 and one of 20,000 messages; the marginal rate,
+//! 16,000 / (t(20,000) − t(4,000)), leaves out start-up (process, schema load and compile) on
+//! both sides. Runs of the two sides alternate and the fastest of each is kept, so load from
+//! other processes hits both alike; only the ratio of one run counts.
+
+// Benchmark helpers fail loudly on broken setup, like the tests they serve.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentwire_schema::SchemaDocument;
+use agentwire_schema::fast::sample::{Generator, Rng, Size, mutate};
+use agentwire_schema::fast::{FastSchema, Target};
+use agentwire_testkit::{node_script, openclaw_schema_path, repo_root};
+use serde_json::{Value, json};
+
+/// Messages in the small and the large file.
+const SIZES: [usize; 2] = [4_000, 20_000];
+/// One message in this many is invalid.
+const INVALID_EVERY: usize = 10;
+/// Runs per side and size; the fastest counts.
+const RUNS: usize = 3;
+/// Target: the CLI's marginal rate at least this many times AJV's.
+const TARGET: f64 = 3.0;
+
+/// One benchmark: a validation target and how its messages are made.
+struct Workload {
+    name: &'static str,
+    /// `--def` of the command; `None` validates against the root.
+    definition: Option<&'static str>,
+    /// Builds one valid message.
+    make: fn(&Generator<'_>, &SchemaDocument, &mut Rng) -> Value,
+}
+
+fn frame(generator: &Generator<'_>, doc: &SchemaDocument, rng: &mut Rng) -> Value {
+    let part =
+        |name: &str, rng: &mut Rng| generator.instance(&doc.definition_pointer(name).unwrap(), rng);
+    let id = format!("r{}", rng.below(1 << 20));
+    match rng.below(8) {
+        0 => {
+            json!({"type": "req", "id": id, "method": "connect", "params": part("ConnectParams", rng)})
+        }
+        1 => {
+            json!({"type": "req", "id": id, "method": "chat.send", "params": part("ChatSendParams", rng)})
+        }
+        2 => json!({"type": "req", "id": id, "method": "health"}),
+        3 => json!({"type": "res", "id": id, "ok": true, "payload": part("HelloOk", rng)}),
+        4 => {
+            json!({"type": "event", "event": "tick", "payload": part("TickEvent", rng), "seq": rng.below(1 << 20)})
+        }
+        5 => {
+            json!({"type": "event", "event": "agent", "payload": part("AgentEvent", rng), "seq": rng.below(1 << 20)})
+        }
+        _ => {
+            json!({"type": "event", "event": "chat", "payload": part("ChatEvent", rng), "seq": rng.below(1 << 20)})
+        }
+    }
+}
+
+fn chat_event(generator: &Generator<'_>, doc: &SchemaDocument, rng: &mut Rng) -> Value {
+    generator.instance(&doc.definition_pointer("ChatEvent").unwrap(), rng)
+}
+
+const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "openclaw-frames",
+        definition: None,
+        make: frame,
+    },
+    Workload {
+        name: "openclaw-chat-event",
+        definition: Some("ChatEvent"),
+        make: chat_event,
+    },
+];
+
+/// Byte range of a generated message: the frames of a live session, not bulk transfers.
+const MESSAGE_BYTES: (usize, usize) = (60, 4_000);
+
+/// The lines of the largest file, with how many are invalid; the smaller file is its start.
+fn messages(w: &Workload, doc: &SchemaDocument, fast: &FastSchema) -> Vec<String> {
+    let generator = Generator::new(doc, Size::Small);
+    let target: Target = match w.definition {
+        Some(name) => fast.definition(name).unwrap(),
+        None => fast.root(),
+    };
+    let mut rng = Rng::new(0x5eed_0c11);
+    let mut lines = Vec::with_capacity(SIZES[1]);
+    while lines.len() < SIZES[1] {
+        let message = (w.make)(&generator, doc, &mut rng);
+        let text = serde_json::to_string(&message).unwrap();
+        if text.len() < MESSAGE_BYTES.0 || text.len() > MESSAGE_BYTES.1 {
+            continue;
+        }
+        if !fast.is_valid(target, &message) {
+            continue;
+        }
+        if (lines.len() + 1) % INVALID_EVERY != 0 {
+            lines.push(text);
+            continue;
+        }
+        // Every fifth invalid message is cut short, as by a writer that died; the others are
+        // broken in one place by the sampler until the schema rejects them.
+        if (lines.len() + 1) % (INVALID_EVERY * 5) == 0 {
+            lines.push(text[..text.len() / 2].to_owned());
+            continue;
+        }
+        let broken = loop {
+            let candidate = mutate(&message, &mut rng);
+            if !fast.is_valid(target, &candidate) {
+                break candidate;
+            }
+        };
+        lines.push(serde_json::to_string(&broken).unwrap());
+    }
+    lines
+}
+
+fn scratch() -> PathBuf {
+    let dir = repo_root().join("target/bench-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Seconds one run takes, and the summary line it printed.
+fn time(mut command: Command, expect_lines: usize) -> (f64, String) {
+    let out_path = scratch().join("report.txt");
+    let out = std::fs::File::create(&out_path).unwrap();
+    command.stdout(out).stderr(Stdio::inherit());
+    let start = Instant::now();
+    let status = command.status().unwrap();
+    let elapsed = start.elapsed();
+    assert_eq!(status.code(), Some(1), "{command:?}");
+    let report = std::fs::read_to_string(&out_path).unwrap();
+    let summary = report.lines().last().unwrap_or_default().to_owned();
+    assert!(
+        summary.starts_with(&format!("{expect_lines} messages: ")),
+        "{command:?}: {summary}"
+    );
+    (elapsed.as_secs_f64(), summary)
+}
+
+fn agentwire(schema: &Path, w: &Workload, file: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentwire"));
+    command.arg("validate").arg("--schema").arg(schema);
+    if let Some(def) = w.definition {
+        command.args(["--def", def]);
+    }
+    command.arg("--ndjson").arg(file);
+    command
+}
+
+fn ajv(schema: &Path, w: &Workload, file: &Path) -> Command {
+    let mut command = node_script("validate-ndjson-ajv.mjs");
+    command
+        .arg(schema)
+        .arg(w.definition.unwrap_or("-"))
+        .arg(file);
+    command
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runs = if args.iter().any(|a| a == "--quick") {
+        1
+    } else {
+        RUNS
+    };
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    let schema = openclaw_schema_path();
+    let doc = SchemaDocument::open(&schema).unwrap();
+    let fast = FastSchema::compile(&doc).unwrap();
+    println!("agentwire validate --ndjson against AJV 8 (node), OpenClaw protocol.schema.json");
+    println!(
+        "{:<22} {:>9} {:>12} {:>12} {:>12} {:>12} {:>8}",
+        "workload", "bytes/msg", "cli 4k s", "cli 20k s", "cli msg/s", "ajv msg/s", "ratio"
+    );
+    let mut missed = false;
+    for w in WORKLOADS {
+        if only.is_some_and(|o| !w.name.contains(o.as_str())) {
+            continue;
+        }
+        let lines = messages(w, &doc, &fast);
+        let mean = lines.iter().map(String::len).sum::<usize>() / lines.len();
+        let files: Vec<PathBuf> = SIZES
+            .iter()
+            .map(|&n| {
+                let path = scratch().join(format!("{}-{n}.ndjson", w.name));
+                std::fs::write(&path, lines[..n].join("\n") + "\n").unwrap();
+                path
+            })
+            .collect();
+        let mut best = [[f64::INFINITY; 2]; 2];
+        let mut summaries = [String::new(), String::new()];
+        for _ in 0..runs {
+            for (size, file) in files.iter().enumerate() {
+                let (t, s) = time(agentwire(&schema, w, file), SIZES[size]);
+                best[0][size] = best[0][size].min(t);
+                if size == 1 {
+                    summaries[0] = s;
+                }
+                let (t, s) = time(ajv(&schema, w, file), SIZES[size]);
+                best[1][size] = best[1][size].min(t);
+                if size == 1 {
+                    summaries[1] = s;
+                }
+            }
+        }
+        let marginal = |side: usize| {
+            let dt = (best[side][1] - best[side][0]).max(Duration::from_micros(1).as_secs_f64());
+            (SIZES[1] - SIZES[0]) as f64 / dt
+        };
+        let (cli, node) = (marginal(0), marginal(1));
+        let ratio = cli / node;
+        missed |= ratio < TARGET;
+        println!(
+            "{:<22} {:>9} {:>12.3} {:>12.3} {:>12.0} {:>12.0} {:>7.2}× {}",
+            w.name,
+            mean,
+            best[0][0],
+            best[0][1],
+            cli,
+            node,
+            ratio,
+            if ratio >= TARGET { "met" } else { "MISSED" }
+        );
+        println!("    agentwire: {}", summaries[0]);
+        println!(
+            "    ajv:       {} ({})",
+            summaries[1],
+            if summaries[0] == summaries[1] {
+                "same verdicts"
+            } else {
+                "verdict counts DIFFER"
+            }
+        );
+        println!(
+            "    start-up (4k time − 4k at the marginal rate): agentwire {:.3} s, ajv {:.3} s",
+            best[0][0] - SIZES[0] as f64 / cli,
+            best[1][0] - SIZES[0] as f64 / node
+        );
+    }
+    println!(
+        "target: marginal rate ≥ {TARGET}× AJV: {}",
+        if missed { "MISSED" } else { "met" }
+    );
+}
