@@ -33,6 +33,9 @@ pub const MAX_DISTRIBUTED_VARIANTS: usize = 256;
 /// Most reference/`allOf` views one lowering computes: `allOf` parts that share references
 /// fan out, and a document built to fan out exponentially stops here instead of running away.
 pub const MAX_VIEW_STEPS: usize = 250_000;
+/// Fewest types in a reference cycle (through any containment) that Rust output cuts with a
+/// wrapper ending the compiler's drop check: a longer chain overflows its recursion limit.
+pub const LONG_CYCLE: usize = 24;
 /// Deepest nesting of schema nodes the lowering follows (the JSON parser already stops at 127).
 pub const MAX_LOWERING_DEPTH: usize = 256;
 
@@ -78,8 +81,17 @@ pub struct Ir {
     pub types: Vec<TypeDef>,
     /// The type of a whole message, when the document root is a schema of its own.
     pub root: Option<String>,
+    /// The whole document as compact JSON text: the generated validators walk it.
+    pub schema_text: String,
+    /// `$defs` or `definitions`.
+    pub definitions_keyword: String,
+    /// Whether the document is draft-07 (a `$ref` hides its siblings, `items` may be a tuple).
+    pub draft_07: bool,
+    /// Every definition: its key in the document and its type's name, in document order.
+    pub definitions: Vec<(String, String)>,
     index: BTreeMap<String, usize>,
     cyclic: BTreeMap<String, usize>,
+    long_cycles: BTreeMap<String, usize>,
 }
 
 /// One named type.
@@ -183,10 +195,64 @@ pub struct UnionType {
 pub struct Variant {
     /// Case name (PascalCase, unique in the union).
     pub name: String,
-    /// Tag values that select this variant (tagged unions only).
-    pub tags: Vec<String>,
+    /// The tag value that selects this variant (tagged unions only: exactly one).
+    pub tags: Vec<TagValue>,
     /// The variant's type.
     pub ty: Ty,
+}
+
+/// A value of a union's tag property: a string, boolean or number constant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TagValue {
+    /// A string constant.
+    Text(String),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number constant.
+    Number(serde_json::Number),
+}
+
+impl TagValue {
+    fn from_json(value: &Value) -> Option<TagValue> {
+        match value {
+            Value::String(s) => Some(TagValue::Text(s.clone())),
+            Value::Bool(b) => Some(TagValue::Bool(*b)),
+            Value::Number(n) => Some(TagValue::Number(n.clone())),
+            _ => None,
+        }
+    }
+
+    /// The value as JSON.
+    pub fn to_json(&self) -> Value {
+        match self {
+            TagValue::Text(s) => Value::String(s.clone()),
+            TagValue::Bool(b) => Value::Bool(*b),
+            TagValue::Number(n) => Value::Number(n.clone()),
+        }
+    }
+
+    /// The string, for a string tag.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            TagValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value as a JSON literal (`"req"`, `true`, `1`), which is also a TypeScript, Kotlin
+    /// and Swift literal of it.
+    pub fn literal(&self) -> String {
+        canonical::compact_text(&self.to_json())
+    }
+
+    /// The case name of the variant it selects: a string in PascalCase (`acceptOnce` →
+    /// `AcceptOnce`); a boolean or number after the tag and the value (`ok: true` → `OkTrue`).
+    pub fn label(&self, tag: &str) -> String {
+        match self {
+            TagValue::Text(s) => names::pascal(s),
+            other => names::pascal(&format!("{tag}_{}", other.literal())),
+        }
+    }
 }
 
 /// The type of a value.
@@ -281,18 +347,57 @@ impl Ir {
         }
     }
 
+    /// Whether a value of type `target` (a reference, however deeply inside arrays, maps or
+    /// `null`) held by `owner` is an edge of a long reference cycle ([`LONG_CYCLE`] or more
+    /// types, through any containment): Rust's drop check walks such a chain one type at a time
+    /// and overflows its recursion limit (E0320) unless the chain is cut by a wrapper with its
+    /// own destructor.
+    pub fn in_long_cycle(&self, owner: &str, target: &str) -> bool {
+        match (self.long_cycles.get(owner), self.long_cycles.get(target)) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether any type is part of a long reference cycle (see [`Ir::in_long_cycle`]).
+    pub fn has_long_cycles(&self) -> bool {
+        !self.long_cycles.is_empty()
+    }
+
     fn compute_cycles(&mut self) {
-        // Tarjan's algorithm over direct containment, iteratively.
-        let n = self.types.len();
-        let succ: Vec<Vec<usize>> = self
-            .types
+        let direct = self.successors(false);
+        for (id, members) in strongly_connected(&direct).into_iter().enumerate() {
+            for m in members {
+                self.cyclic.insert(self.types[m].name.clone(), id);
+            }
+        }
+        let any = self.successors(true);
+        for (id, members) in strongly_connected(&any)
+            .into_iter()
+            .filter(|m| m.len() >= LONG_CYCLE)
+            .enumerate()
+        {
+            for m in members {
+                self.long_cycles.insert(self.types[m].name.clone(), id);
+            }
+        }
+    }
+
+    /// The types each type refers to: directly (through `null` only), or with `through_all`
+    /// also through arrays, maps and typed extra properties.
+    fn successors(&self, through_all: bool) -> Vec<Vec<usize>> {
+        self.types
             .iter()
             .map(|t| {
                 let mut out = BTreeSet::new();
                 let mut add = |ty: &Ty| {
                     let mut ty = ty;
-                    while let Ty::Nullable(inner) = ty {
-                        ty = inner;
+                    loop {
+                        match ty {
+                            Ty::Nullable(inner) => ty = inner,
+                            Ty::Array(inner) | Ty::Map(inner) if through_all => ty = inner,
+                            _ => break,
+                        }
                     }
                     if let Ty::Ref(name) = ty
                         && let Some(&i) = self.index.get(name)
@@ -303,6 +408,9 @@ impl Ir {
                 match &t.kind {
                     TypeKind::Object(o) => {
                         o.fields.iter().for_each(|f| add(&f.ty));
+                        if let (Extra::Typed(ty), true) = (&o.extra, through_all) {
+                            add(ty);
+                        }
                     }
                     TypeKind::Union(u) => u.variants.iter().for_each(|v| add(&v.ty)),
                     TypeKind::Alias(ty) => add(ty),
@@ -310,63 +418,67 @@ impl Ir {
                 }
                 out.into_iter().collect()
             })
-            .collect();
-        let mut index = vec![usize::MAX; n];
-        let mut low = vec![0usize; n];
-        let mut on_stack = vec![false; n];
-        let mut stack = Vec::new();
-        let mut counter = 0usize;
-        let mut scc_id = 0usize;
-        for start in 0..n {
-            if index[start] != usize::MAX {
-                continue;
-            }
-            let mut work: Vec<(usize, usize)> = vec![(start, 0)];
-            index[start] = counter;
-            low[start] = counter;
-            counter += 1;
-            stack.push(start);
-            on_stack[start] = true;
-            while let Some(&mut (v, ref mut next)) = work.last_mut() {
-                if *next < succ[v].len() {
-                    let w = succ[v][*next];
-                    *next += 1;
-                    if index[w] == usize::MAX {
-                        index[w] = counter;
-                        low[w] = counter;
-                        counter += 1;
-                        stack.push(w);
-                        on_stack[w] = true;
-                        work.push((w, 0));
-                    } else if on_stack[w] {
-                        low[v] = low[v].min(index[w]);
-                    }
-                } else {
-                    work.pop();
-                    if let Some(&(parent, _)) = work.last() {
-                        low[parent] = low[parent].min(low[v]);
-                    }
-                    if low[v] == index[v] {
-                        let mut members = Vec::new();
-                        while let Some(w) = stack.pop() {
-                            on_stack[w] = false;
-                            members.push(w);
-                            if w == v {
-                                break;
-                            }
+            .collect()
+    }
+}
+
+/// The cyclic strongly connected components of a graph (Tarjan's algorithm, iteratively, so a
+/// long chain cannot overflow the stack): each has several members or a self-edge.
+fn strongly_connected(succ: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let n = succ.len();
+    let mut out = Vec::new();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut counter = 0usize;
+    for start in 0..n {
+        if index[start] != usize::MAX {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(start, 0)];
+        index[start] = counter;
+        low[start] = counter;
+        counter += 1;
+        stack.push(start);
+        on_stack[start] = true;
+        while let Some(&mut (v, ref mut next)) = work.last_mut() {
+            if *next < succ[v].len() {
+                let w = succ[v][*next];
+                *next += 1;
+                if index[w] == usize::MAX {
+                    index[w] = counter;
+                    low[w] = counter;
+                    counter += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(parent, _)) = work.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut members = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        members.push(w);
+                        if w == v {
+                            break;
                         }
-                        let cyclic = members.len() > 1 || succ[v].contains(&v);
-                        if cyclic {
-                            for m in members {
-                                self.cyclic.insert(self.types[m].name.clone(), scc_id);
-                            }
-                            scc_id += 1;
-                        }
+                    }
+                    if members.len() > 1 || succ[v].contains(&v) {
+                        members.sort_unstable();
+                        out.push(members);
                     }
                 }
             }
         }
     }
+    out
 }
 
 struct Lowerer<'d> {
@@ -455,6 +567,11 @@ impl<'d> Lowerer<'d> {
         } else {
             None
         };
+        let definition_names: Vec<(String, String)> = doc
+            .definitions()
+            .map(|(key, _)| key.to_owned())
+            .zip(def_names.iter().map(|(t, _, _)| t.clone()))
+            .collect();
         for (type_name, ptr, node) in def_names {
             self.lower_forced(node, &type_name, &ptr, 0)?;
         }
@@ -478,8 +595,13 @@ impl<'d> Lowerer<'d> {
             events,
             types,
             root: root_name,
+            schema_text: canonical::compact_text(doc.value()),
+            definitions_keyword: defs_kw.to_owned(),
+            draft_07: doc.draft() == agentwire_schema::document::Draft::Draft07,
+            definitions: definition_names,
             index,
             cyclic: BTreeMap::new(),
+            long_cycles: BTreeMap::new(),
         };
         ir.compute_cycles();
         Ok(ir)
@@ -929,45 +1051,73 @@ impl<'d> Lowerer<'d> {
                     Some(t) => view
                         .get("properties")
                         .and_then(|p| p.get(t))
-                        .and_then(string_values)
+                        .and_then(tag_values)
                         .unwrap_or_default(),
                     None => Vec::new(),
                 };
-                let label = match tags.as_slice() {
-                    [] => None,
-                    [one] => Some(names::pascal(one)),
-                    few if few.len() <= 3 => Some(
-                        few.iter()
-                            .map(|t| names::pascal(t))
-                            .collect::<Vec<_>>()
-                            .join("Or"),
-                    ),
-                    _ => None,
-                };
-                let suggested = match &label {
-                    Some(l) => format!("{type_name}{l}"),
-                    None => format!("{type_name}Variant{}", pos + 1),
-                };
-                let target = if branch.get("$ref").is_some()
-                    && branch.as_object().is_some_and(|m| m.len() == 1)
-                {
-                    branch
-                } else {
-                    view
-                };
-                let ty = this.lower(target, &suggested, &branch_ptr, depth + 1)?;
                 // Decided from the schema, not from lowered types: a referenced definition may
                 // not be lowered yet.
                 if view.get("properties").is_some() && !is_closed_object(view) {
                     any_open = true;
                 }
-                let case = case_scope.claim(&match (&label, &ty) {
-                    (Some(l), _) => l.clone(),
+                let is_ref = branch.get("$ref").is_some()
+                    && branch.as_object().is_some_and(|m| m.len() == 1);
+                if let (Some(t), false) = (&tag, tags.is_empty()) {
+                    // One variant per tag value: an inline branch whose tag is an enum of several
+                    // values becomes one type per value (its tag pinned to that value); a
+                    // referenced definition is shared by its values' variants.
+                    let ref_ty = if is_ref {
+                        Some(this.lower(branch, type_name, &branch_ptr, depth + 1)?)
+                    } else {
+                        None
+                    };
+                    for value in &tags {
+                        let label = value.label(t);
+                        let ty = match &ref_ty {
+                            Some(ty) => ty.clone(),
+                            None => {
+                                let mut pinned = view.clone();
+                                if tags.len() > 1
+                                    && let Some(Value::Object(props)) = pinned.get_mut("properties")
+                                {
+                                    props.insert(
+                                        t.clone(),
+                                        Value::Object(Map::from_iter([(
+                                            "const".to_owned(),
+                                            value.to_json(),
+                                        )])),
+                                    );
+                                }
+                                this.lower(
+                                    &pinned,
+                                    &format!("{type_name}{label}"),
+                                    &branch_ptr,
+                                    depth + 1,
+                                )?
+                            }
+                        };
+                        variants.push(Variant {
+                            name: case_scope.claim(&label),
+                            tags: vec![value.clone()],
+                            ty,
+                        });
+                    }
+                    continue;
+                }
+                let title = view.get("title").and_then(Value::as_str).map(names::pascal);
+                let suggested = match &title {
+                    Some(t) => format!("{type_name}{t}"),
+                    None => format!("{type_name}Variant{}", pos + 1),
+                };
+                let target = if is_ref { branch } else { view };
+                let ty = this.lower(target, &suggested, &branch_ptr, depth + 1)?;
+                let case = case_scope.claim(&match (&title, &ty) {
+                    (Some(t), _) => t.clone(),
                     (None, ty) => case_label(ty),
                 });
                 variants.push(Variant {
                     name: case,
-                    tags,
+                    tags: Vec::new(),
                     ty,
                 });
             }
@@ -1111,9 +1261,14 @@ fn merge_object(base: &mut Value, part: &Value) {
                     .or_insert_with(|| Value::Object(Map::new()));
                 if let Value::Object(props) = entry {
                     for (name, schema) in incoming {
-                        let refines = schema.get("const").is_some() || schema.get("enum").is_some();
+                        // `allOf` intersects: a constant, an enum or a reference is narrower
+                        // than what an earlier part declared, and anything is narrower than a
+                        // bare `{type: X}`.
+                        let refines = ["const", "enum", "$ref"]
+                            .iter()
+                            .any(|k| schema.get(*k).is_some());
                         match props.get(name) {
-                            Some(_) if !refines => {}
+                            Some(existing) if !refines && !is_generic(existing) => {}
                             _ => {
                                 props.insert(name.clone(), schema.clone());
                             }
@@ -1146,6 +1301,18 @@ fn merge_object(base: &mut Value, part: &Value) {
                 base.entry(key.clone()).or_insert_with(|| value.clone());
             }
         }
+    }
+}
+
+/// Whether a property schema says no more than a JSON type (`{}`, `{"type": "object"}`), so a
+/// later `allOf` part's schema for the same property is at least as specific.
+fn is_generic(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(true) => true,
+        Value::Object(map) => map
+            .keys()
+            .all(|k| matches!(k.as_str(), "type" | "title" | "description")),
+        _ => false,
     }
 }
 
@@ -1217,6 +1384,29 @@ fn string_values(schema: &Value) -> Option<Vec<String>> {
     None
 }
 
+/// The values a tag property allows: a string, boolean or number constant, an enum of those, or
+/// a union of such.
+fn tag_values(schema: &Value) -> Option<Vec<TagValue>> {
+    if let Some(c) = schema.get("const") {
+        return TagValue::from_json(c).map(|t| vec![t]);
+    }
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        let tags: Vec<TagValue> = values.iter().filter_map(TagValue::from_json).collect();
+        if !tags.is_empty() && tags.len() == values.len() {
+            return Some(tags);
+        }
+        return None;
+    }
+    if let Some(Value::Array(branches)) = schema.get("anyOf").or_else(|| schema.get("oneOf")) {
+        let mut out = Vec::new();
+        for b in branches {
+            out.extend(tag_values(b)?);
+        }
+        return Some(out);
+    }
+    None
+}
+
 fn covers_every_json_kind<'a>(branches: impl Iterator<Item = &'a Value>) -> bool {
     let mut kinds = BTreeSet::new();
     for b in branches {
@@ -1275,7 +1465,7 @@ fn detect_tag<'a>(
             let Some(values) = b
                 .get("properties")
                 .and_then(|p| p.get(&candidate))
-                .and_then(string_values)
+                .and_then(tag_values)
             else {
                 continue 'candidates;
             };
@@ -1283,7 +1473,7 @@ fn detect_tag<'a>(
                 continue 'candidates;
             }
             for v in values {
-                if !seen.insert(v) {
+                if !seen.insert(v.literal()) {
                     continue 'candidates;
                 }
             }
@@ -1465,8 +1655,9 @@ mod tests {
         };
         assert_eq!(u.tag.as_deref(), Some("kind"));
         assert!(!u.open);
-        assert_eq!(u.variants[1].tags, ["b", "c"]);
-        assert_eq!(u.variants[1].name, "BOrC");
+        let names: Vec<_> = u.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["A", "B", "C"]);
+        assert_eq!(u.variants[2].tags, [TagValue::Text("c".into())]);
     }
 
     #[test]

@@ -3,12 +3,20 @@
 
 use std::collections::BTreeSet;
 
-/// Splits a wire name into words: on every character that is not ASCII alphanumeric, and at
-/// lower-to-upper and letter-to-digit boundaries (`acceptOnce` → `accept`, `Once`;
-/// `HTTPServer` → `HTTP`, `Server`).
+/// Whether `c` may appear inside a generated identifier: a Unicode identifier character
+/// (`XID_Continue`) other than `_`, which separates words. Every target language (Rust,
+/// TypeScript, Python 3, Kotlin, Swift) accepts these, so letters such as `İ`, `é` or `日` are
+/// kept rather than dropped or transliterated.
+fn is_word_char(c: char) -> bool {
+    c != '_' && unicode_ident::is_xid_continue(c)
+}
+
+/// Splits a wire name into words: on every character that cannot be part of an identifier
+/// (see [`is_word_char`]), and at lower-to-upper and letter-to-digit boundaries
+/// (`acceptOnce` → `accept`, `Once`; `HTTPServer` → `HTTP`, `Server`; `İstanbul` stays whole).
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for chunk in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+    for chunk in text.split(|c: char| !is_word_char(c)) {
         if chunk.is_empty() {
             continue;
         }
@@ -18,12 +26,12 @@ pub fn words(text: &str) -> Vec<String> {
             if i > 0 {
                 let prev = chars[i - 1];
                 let next = chars.get(i + 1).copied();
-                let boundary = (prev.is_ascii_lowercase() && c.is_ascii_uppercase())
-                    || (prev.is_ascii_digit() && c.is_ascii_alphabetic())
-                    || (prev.is_ascii_alphabetic() && c.is_ascii_digit())
-                    || (prev.is_ascii_uppercase()
-                        && c.is_ascii_uppercase()
-                        && next.is_some_and(|n| n.is_ascii_lowercase()));
+                let boundary = (prev.is_lowercase() && c.is_uppercase())
+                    || (prev.is_numeric() && c.is_alphabetic())
+                    || (prev.is_alphabetic() && c.is_numeric())
+                    || (prev.is_uppercase()
+                        && c.is_uppercase()
+                        && next.is_some_and(char::is_lowercase));
                 if boundary && !current.is_empty() {
                     out.push(std::mem::take(&mut current));
                 }
@@ -40,14 +48,13 @@ pub fn words(text: &str) -> Vec<String> {
 fn capitalize(word: &str) -> String {
     let mut chars = word.chars();
     match chars.next() {
-        Some(first) => {
-            first.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
-        }
+        Some(first) => first.to_uppercase().collect::<String>() + &chars.as_str().to_lowercase(),
         None => String::new(),
     }
 }
 
-/// `PascalCase`; an empty or digit-led result gets a `T` / `V` prefix so it stays an identifier.
+/// `PascalCase`; an empty result, or one that does not start with an identifier-start
+/// character (a digit, a combining mark), gets a `T` prefix so it stays an identifier.
 pub fn pascal(text: &str) -> String {
     let joined: String = words(text).iter().map(|w| capitalize(w)).collect();
     fix_start(joined, "T")
@@ -59,7 +66,7 @@ pub fn camel(text: &str) -> String {
     let mut out = String::new();
     for (i, w) in parts.iter().enumerate() {
         if i == 0 {
-            out.push_str(&w.to_ascii_lowercase());
+            out.push_str(&w.to_lowercase());
         } else {
             out.push_str(&capitalize(w));
         }
@@ -71,7 +78,7 @@ pub fn camel(text: &str) -> String {
 pub fn snake(text: &str) -> String {
     let joined = words(text)
         .iter()
-        .map(|w| w.to_ascii_lowercase())
+        .map(|w| w.to_lowercase())
         .collect::<Vec<_>>()
         .join("_");
     fix_start(joined, "v")
@@ -81,7 +88,7 @@ pub fn snake(text: &str) -> String {
 pub fn screaming(text: &str) -> String {
     let joined = words(text)
         .iter()
-        .map(|w| w.to_ascii_uppercase())
+        .map(|w| w.to_uppercase())
         .collect::<Vec<_>>()
         .join("_");
     fix_start(joined, "V")
@@ -90,7 +97,7 @@ pub fn screaming(text: &str) -> String {
 fn fix_start(name: String, prefix: &str) -> String {
     match name.chars().next() {
         None => format!("{prefix}Empty"),
-        Some(c) if c.is_ascii_digit() => format!("{prefix}{name}"),
+        Some(c) if !unicode_ident::is_xid_start(c) => format!("{prefix}{name}"),
         Some(_) => name,
     }
 }
@@ -166,6 +173,18 @@ mod tests {
         assert_eq!(screaming("context.plan.created"), "CONTEXT_PLAN_CREATED");
         assert_eq!(pascal("2fa"), "T2Fa");
         assert_eq!(camel(""), "vEmpty");
+    }
+
+    #[test]
+    fn unicode_letters_are_kept() {
+        assert_eq!(pascal("İstanbul"), "İstanbul");
+        assert_eq!(pascal("café-au-lait"), "CaféAuLait");
+        assert_eq!(snake("größeWert"), "größe_wert");
+        assert_eq!(screaming("straße"), "STRASSE");
+        assert_eq!(pascal("日本語"), "日本語");
+        assert_eq!(words("x-🙂-y"), ["x", "y"]);
+        // A combining mark cannot start an identifier.
+        assert_eq!(pascal("\u{301}a"), "T\u{301}a");
     }
 
     #[test]

@@ -388,7 +388,12 @@ impl Gen<'_> {
         ));
         s.push_str("    return when (tag) {\n");
         for v in &u.variants {
-            let tags = v.tags.iter().map(|t| q(t)).collect::<Vec<_>>().join(", ");
+            let tags = v
+                .tags
+                .iter()
+                .map(|t| t.as_text().map(q).unwrap_or_else(|| t.literal()))
+                .collect::<Vec<_>>()
+                .join(", ");
             match self.ir.object_of(&v.ty) {
                 Some(o) => {
                     let required: Vec<String> = o

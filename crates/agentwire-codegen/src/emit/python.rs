@@ -3,7 +3,7 @@
 //! aliases, the protocol constants, and a fail-closed `parse_*` function per tagged union.
 
 use crate::emit::{Quote, TypeNames, header_text, push_doc, quote};
-use crate::ir::{Extra, Ir, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::ir::{Ir, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names;
 
 const RESERVED: &[&str] = &[
@@ -25,7 +25,15 @@ const RESERVED: &[&str] = &[
     "Tuple",
     "Type",
     "cast",
+    "NamedTuple",
+    "ValidationError",
+    "ValidationResult",
+    "ProtocolValidationError",
 ];
+
+/// The schema walker every Python file carries (standard library only): JSON Schema draft-07
+/// and 2020-12 keywords over the embedded document.
+const VALIDATOR: &str = include_str!("runtime/validator.py");
 
 fn q(s: &str) -> String {
     quote(s, Quote::Json { dollar: false })
@@ -49,6 +57,7 @@ pub(crate) fn generate(ir: &Ir) -> String {
     for t in &ir.types {
         g.type_def(t);
     }
+    g.definition_validators();
     g.out
 }
 
@@ -65,7 +74,9 @@ impl Gen<'_> {
             q(&format!("Protocol types of {}.", ir.schema_name))
         ));
         o.push_str("from __future__ import annotations\n\n");
-        o.push_str("from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, Optional, Tuple, TypedDict, Union, cast\n\n");
+        o.push_str("import json\nimport re\n");
+        o.push_str("from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union, cast\n");
+        o.push_str("from urllib.parse import unquote\n\n");
         o.push_str("if TYPE_CHECKING:\n    from typing_extensions import TypeAlias\n\n");
         o.push_str(&format!("SCHEMA_DIGEST = {}\n", q(&ir.digest)));
         if let Some(id) = &ir.schema_id {
@@ -112,13 +123,18 @@ impl Gen<'_> {
         ));
         o.push_str("Json: TypeAlias = Union[None, bool, int, float, str, List[\"Json\"], Dict[str, \"Json\"]]\n\n\n");
         o.push_str(
-            "def _check_keys(value: object, what: str, required: Tuple[str, ...], allowed: Optional[Tuple[str, ...]]) -> Mapping[str, object]:\n    \
-             if not isinstance(value, dict):\n        raise ValueError(what + \": expected an object\")\n    \
-             for key in required:\n        if key not in value:\n            raise ValueError(what + \": missing key \" + repr(key))\n    \
-             if allowed is not None:\n        for key in value:\n            if key not in allowed:\n                \
-             raise ValueError(what + \": unexpected key \" + repr(key))\n    \
-             return cast(Mapping[str, object], value)\n",
+            "# The schema document these types come from, walked by the validators below.\n",
         );
+        o.push_str(&format!(
+            "_SCHEMA: object = json.loads({})\n",
+            q(&ir.schema_text)
+        ));
+        o.push_str(&format!(
+            "_DRAFT_07 = {}\n_DEFINITIONS_KEY = {}\n_MISSING = object()\n\n\n",
+            if ir.draft_07 { "True" } else { "False" },
+            q(&ir.definitions_keyword)
+        ));
+        o.push_str(VALIDATOR);
         self.out.push_str(&o);
     }
 
@@ -201,75 +217,94 @@ impl Gen<'_> {
                         .collect::<String>()
                 ));
                 if let Some(tag) = &u.tag {
-                    self.parser(&mut s, &name, tag, u);
+                    self.parser(&mut s, t, &name, tag, u);
                 }
             }
         }
         self.out.push_str(&s);
     }
 
-    fn parser(&self, s: &mut String, name: &str, tag: &str, u: &UnionType) {
+    fn parser(&self, s: &mut String, t: &TypeDef, name: &str, tag: &str, u: &UnionType) {
         let func = format!("parse_{}", names::snake(name));
-        let ret = if u.open {
-            format!("Union[{name}, Mapping[str, object]]")
-        } else {
-            name.to_owned()
-        };
-        s.push_str(&format!("\n\ndef {func}(value: object) -> {ret}:\n"));
-        s.push_str(&format!(
-            "    {}\n",
-            q(&format!("Checks the tag and keys of a {name}; raises ValueError for a missing key or an extra key on a closed variant{}.", if u.open { " (an unknown tag is returned as it is)" } else { ", and for an unknown tag" }))
-        ));
-        s.push_str(&format!(
-            "    record = _check_keys(value, {}, ({},), None)\n",
-            q(name),
-            q(tag)
-        ));
-        s.push_str(&format!("    tag = record[{}]\n", q(tag)));
-        for v in &u.variants {
-            let tags = v.tags.iter().map(|t| q(t)).collect::<Vec<_>>().join(", ");
-            s.push_str(&format!("    if tag in ({tags},):\n"));
-            match self.ir.object_of(&v.ty) {
-                Some(o) => {
-                    let required: Vec<String> = o
-                        .fields
-                        .iter()
-                        .filter(|f| f.required)
-                        .map(|f| q(&f.wire))
-                        .collect();
-                    let allowed = if o.extra == Extra::Closed {
-                        format!(
-                            "({},)",
-                            o.fields
-                                .iter()
-                                .map(|f| q(&f.wire))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    } else {
-                        "None".to_owned()
-                    };
-                    let required = if required.is_empty() {
-                        "()".to_owned()
-                    } else {
-                        format!("({},)", required.join(", "))
-                    };
-                    s.push_str(&format!(
-                        "        _check_keys(record, {}, {required}, {allowed})\n",
-                        q(name)
-                    ));
-                    s.push_str(&format!("        return cast({name}, record)\n"));
-                }
-                None => s.push_str(&format!("        return cast({name}, record)\n")),
-            }
-        }
+        let ptr = q(&t.pointer);
         if u.open {
-            s.push_str("    return record\n");
-        } else {
+            let envelope = crate::emit::rust::common_required(self.ir, u, tag);
+            let known: Vec<String> = u
+                .variants
+                .iter()
+                .flat_map(|v| {
+                    v.tags
+                        .iter()
+                        .map(|t| t.as_text().map(q).unwrap_or_else(|| python_literal(t)))
+                })
+                .collect();
             s.push_str(&format!(
-                "    raise ValueError({} + repr(tag))\n",
-                q(&format!("{name}: unknown {tag} "))
+                "\n\nclass Unknown{name}(NamedTuple):\n    {}\n\n    tag: str\n    raw: Dict[str, Json]\n",
+                q(&format!("A {name} variant this version does not know: its tag and the whole object, kept as they are."))
+            ));
+            s.push_str(&format!(
+                "\n\ndef {func}(value: object) -> Union[{name}, Unknown{name}]:\n    {}\n",
+                q(&format!("Decodes a {name}: a valid known variant is returned as it is; an object whose {tag} is not a known one (and that has every key all variants require) is an Unknown{name}; anything else raises ProtocolValidationError (a ValueError)."))
+            ));
+            s.push_str(&format!(
+                "    result = validate_at({ptr}, value)\n    if result.ok:\n        return cast({name}, value)\n"
+            ));
+            s.push_str(&format!(
+                "    if isinstance(value, dict):\n        tag = value.get({})\n        envelope: Tuple[str, ...] = ({})\n        if isinstance(tag, str) and tag not in ({},) and all(key in value for key in envelope):\n            return Unknown{name}(tag, cast(Dict[str, Json], value))\n    raise ProtocolValidationError(result.errors)\n",
+                q(tag),
+                envelope
+                    .iter()
+                    .map(|k| format!("{}, ", q(k)))
+                    .collect::<String>(),
+                known.join(", ")
+            ));
+        } else {
+            s.push_str(&format!("\n\ndef {func}(value: object) -> {name}:\n"));
+            s.push_str(&format!(
+                "    {}\n",
+                q(&format!("Decodes a {name}, failing closed: an unknown {tag}, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."))
+            ));
+            s.push_str(&format!(
+                "    _assert_valid(validate_at({ptr}, value))\n    return cast({name}, value)\n"
             ));
         }
+    }
+
+    /// `validate_<definition>` and `assert_<definition>` for every definition.
+    fn definition_validators(&mut self) {
+        let mut scope = names::NameScope::with_reserved(&[
+            "validate_at",
+            "validate_protocol_message",
+            "validate_definition",
+        ]);
+        let mut s = String::new();
+        for (key, ir_name) in &self.ir.definitions {
+            let name = self.name(ir_name);
+            let snake = names::snake(&name);
+            let validate = scope.claim(&format!("validate_{snake}"));
+            let assert = scope.claim(&format!("assert_{snake}"));
+            s.push_str(&format!(
+                "\n\ndef {validate}(value: object) -> ValidationResult:\n    {}\n    return validate_definition({}, value)\n",
+                q(&format!("Validates value against the definition {key}.")),
+                q(key)
+            ));
+            s.push_str(&format!(
+                "\n\ndef {assert}(value: object) -> {}:\n    {}\n    _assert_valid(validate_definition({}, value))\n    return cast({}, value)\n",
+                q(&name),
+                q(&format!("Returns value typed as {name}, or raises ProtocolValidationError.")),
+                q(key),
+                q(&name)
+            ));
+        }
+        self.out.push_str(&s);
+    }
+}
+
+/// A Python literal of a non-string tag value (`True`, `False`, a number).
+fn python_literal(t: &crate::ir::TagValue) -> String {
+    match t {
+        crate::ir::TagValue::Bool(true) => "True".to_owned(),
+        crate::ir::TagValue::Bool(false) => "False".to_owned(),
+        other => other.literal(),
     }
 }

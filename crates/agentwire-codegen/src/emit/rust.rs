@@ -8,7 +8,7 @@
 //! in `Unknown` for open ones.
 
 use crate::emit::{Quote, TypeNames, header_text, push_doc, quote};
-use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::ir::{Extra, Ir, ObjectType, TagValue, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
 const KEYWORDS: &[&str] = &[
@@ -59,6 +59,79 @@ const RESERVED_TYPES: &[&str] = &[
     "Hash",
 ];
 
+/// The wrapper that cuts a long reference cycle for the drop check: its own destructor ends the
+/// compiler's walk (a `Box` chain of many types overflows it, E0320), and the value it owns sits
+/// in a `ManuallyDrop` that the destructor takes back, so no `unsafe` is needed.
+const INDIRECT: &str = r#"
+    /// A boxed value inside a long reference cycle of types; it dereferences to the value and
+    /// (de)serializes as the value itself.
+    pub struct Indirect<T>(::std::mem::ManuallyDrop<::std::option::Option<::std::boxed::Box<T>>>);
+
+    impl<T> Indirect<T> {
+        /// Wraps a value.
+        pub fn new(value: T) -> Self {
+            Indirect(::std::mem::ManuallyDrop::new(::std::option::Option::Some(::std::boxed::Box::new(value))))
+        }
+    }
+
+    impl<T> ::std::ops::Deref for Indirect<T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            match &*self.0 {
+                ::std::option::Option::Some(value) => value,
+                // Only the destructor empties the slot.
+                ::std::option::Option::None => ::std::unreachable!("Indirect is empty only while it is dropped"),
+            }
+        }
+    }
+
+    impl<T> ::std::ops::DerefMut for Indirect<T> {
+        fn deref_mut(&mut self) -> &mut T {
+            match &mut *self.0 {
+                ::std::option::Option::Some(value) => value,
+                ::std::option::Option::None => ::std::unreachable!("Indirect is empty only while it is dropped"),
+            }
+        }
+    }
+
+    impl<T> ::std::ops::Drop for Indirect<T> {
+        fn drop(&mut self) {
+            let slot = ::std::mem::replace(&mut self.0, ::std::mem::ManuallyDrop::new(::std::option::Option::None));
+            ::std::mem::drop(::std::mem::ManuallyDrop::into_inner(slot));
+        }
+    }
+
+    impl<T: ::std::clone::Clone> ::std::clone::Clone for Indirect<T> {
+        fn clone(&self) -> Self {
+            Indirect::new((**self).clone())
+        }
+    }
+
+    impl<T: ::std::fmt::Debug> ::std::fmt::Debug for Indirect<T> {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            (**self).fmt(f)
+        }
+    }
+
+    impl<T: ::std::cmp::PartialEq> ::std::cmp::PartialEq for Indirect<T> {
+        fn eq(&self, other: &Self) -> bool {
+            **self == **other
+        }
+    }
+
+    impl<T: serde::Serialize> serde::Serialize for Indirect<T> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+            (**self).serialize(serializer)
+        }
+    }
+
+    impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Indirect<T> {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+            T::deserialize(deserializer).map(Indirect::new)
+        }
+    }
+"#;
+
 fn field_ident(wire: &str) -> String {
     let s = names::snake(wire);
     if NON_RAW.contains(&s.as_str()) {
@@ -104,7 +177,7 @@ impl Gen<'_> {
             "//! Protocol types of `{}`.\n",
             ir.schema_name.replace('`', "'")
         ));
-        o.push_str("#![allow(clippy::all, dead_code, non_camel_case_types, unused_imports, rustdoc::all)]\n\n");
+        o.push_str("#![allow(clippy::all, dead_code, non_camel_case_types, unused_imports, rustdoc::all, uncommon_codepoints, mixed_script_confusables, confusable_idents)]\n\n");
         o.push_str("use serde::{Deserialize, Serialize};\n\n");
         o.push_str(&format!("/// Protocol digest of the schema these types come from.\npub const SCHEMA_DIGEST: &str = {};\n", q(&ir.digest)));
         if let Some(id) = &ir.schema_id {
@@ -158,36 +231,51 @@ impl Gen<'_> {
              /// (`None`, from `default`) and an explicit `null` stay apart.\n    \
              pub(super) fn present<'de, D, T>(deserializer: D) -> ::std::result::Result<::std::option::Option<T>, D::Error>\n    \
              where\n        D: serde::Deserializer<'de>,\n        T: serde::Deserialize<'de>,\n    {\n        \
-             T::deserialize(deserializer).map(::std::option::Option::Some)\n    }\n}\n",
+             T::deserialize(deserializer).map(::std::option::Option::Some)\n    }\n",
         );
+        if ir.has_long_cycles() {
+            o.push_str(INDIRECT);
+        }
+        o.push_str("}\n");
         self.out.push_str(&o);
     }
 
     fn ty(&self, owner: &str, ty: &Ty) -> String {
+        self.ty_at(owner, ty, true)
+    }
+
+    /// The Rust type of `ty` held by `owner`; `direct` when not inside an array or map (only a
+    /// direct cycle needs a `Box`; a long cycle needs `Indirect` wherever it passes).
+    fn ty_at(&self, owner: &str, ty: &Ty, direct: bool) -> String {
         match ty {
             Ty::Any => "::serde_json::Value".to_owned(),
             Ty::Bool => "bool".to_owned(),
             Ty::Int => "i64".to_owned(),
             Ty::Number => "::serde_json::Number".to_owned(),
             Ty::String => "::std::string::String".to_owned(),
-            Ty::Array(inner) => format!("::std::vec::Vec<{}>", self.ty("", inner)),
+            Ty::Array(inner) => format!("::std::vec::Vec<{}>", self.ty_at(owner, inner, false)),
             Ty::Map(inner) if **inner == Ty::Any => {
                 "::serde_json::Map<::std::string::String, ::serde_json::Value>".to_owned()
             }
             Ty::Map(inner) => {
                 format!(
                     "::std::collections::BTreeMap<::std::string::String, {}>",
-                    self.ty("", inner)
+                    self.ty_at(owner, inner, false)
                 )
             }
             Ty::Ref(name) => {
-                if self.ir.needs_indirection(owner, ty) {
+                if self.ir.in_long_cycle(owner, name) {
+                    format!("support::Indirect<{}>", self.name(name))
+                } else if direct && self.ir.needs_indirection(owner, ty) {
                     format!("::std::boxed::Box<{}>", self.name(name))
                 } else {
                     self.name(name)
                 }
             }
-            Ty::Nullable(inner) => format!("::std::option::Option<{}>", self.ty(owner, inner)),
+            Ty::Nullable(inner) => format!(
+                "::std::option::Option<{}>",
+                self.ty_at(owner, inner, direct)
+            ),
         }
     }
 
@@ -263,7 +351,7 @@ impl Gen<'_> {
                 s.push_str("    /// Properties the schema does not name, kept as they are.\n    #[serde(flatten)]\n");
                 s.push_str(&format!(
                     "    pub {ident}: ::std::collections::BTreeMap<::std::string::String, {}>,\n",
-                    self.ty("", ty)
+                    self.ty_at(ir_name, ty, false)
                 ));
             }
         }
@@ -314,98 +402,223 @@ impl Gen<'_> {
         self.out.push_str(&s);
     }
 
+    /// How a variant's value is decoded strictly (known variants only, at every level of
+    /// nested unions): a union type's own `decode_known`, anything else through serde.
+    fn strict_decode(&self, ir_name: &str, ty: &Ty) -> String {
+        let rust_ty = self.ty(ir_name, ty);
+        let union_name = match ty {
+            Ty::Ref(name) => match self.ir.get(name).map(|t| &t.kind) {
+                Some(TypeKind::Union(_)) => Some(self.name(name)),
+                _ => None,
+            },
+            _ => None,
+        };
+        match union_name {
+            Some(inner) if rust_ty.starts_with("::std::boxed::Box<") => {
+                format!("{inner}::decode_known(value).map(::std::boxed::Box::new)")
+            }
+            Some(inner) if rust_ty.starts_with("support::Indirect<") => {
+                format!("{inner}::decode_known(value).map(support::Indirect::new)")
+            }
+            Some(inner) => format!("{inner}::decode_known(value)"),
+            None => format!(
+                "::serde_json::from_value::<{rust_ty}>(value.clone()).map_err(|e| e.to_string())"
+            ),
+        }
+    }
+
     fn union(&mut self, ir_name: &str, name: &str, u: &UnionType) {
         let mut s = String::new();
         let unknown = unknown_case(u);
+        let derive = "#[derive(Debug, Clone, PartialEq)]\n";
+        s.push_str(derive);
+        s.push_str(&format!("pub enum {name} {{\n"));
+        for v in &u.variants {
+            if let Some(tag) = &u.tag {
+                let tags = v
+                    .tags
+                    .iter()
+                    .map(|t| format!("`{}`", t.literal().replace('`', "'")))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                s.push_str(&format!(
+                    "    /// {}: {}\n",
+                    tag.replace('`', "'"),
+                    crate::emit::doc_safe(&tags)
+                ));
+            }
+            s.push_str(&format!("    {}({}),\n", v.name, self.ty(ir_name, &v.ty)));
+        }
+        let open = u.open && u.tag.is_some();
+        if open {
+            s.push_str("    /// A variant this version does not know (its tag has another value), kept as raw JSON.\n");
+            s.push_str(&format!("    {unknown}(::serde_json::Value),\n"));
+        }
+        s.push_str("}\n\n");
+        s.push_str(&format!("impl Serialize for {name} {{\n"));
+        s.push_str("    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {\n        match self {\n");
+        for v in &u.variants {
+            s.push_str(&format!(
+                "            {name}::{}(value) => value.serialize(serializer),\n",
+                v.name
+            ));
+        }
+        if open {
+            s.push_str(&format!(
+                "            {name}::{unknown}(value) => value.serialize(serializer),\n"
+            ));
+        }
+        s.push_str("        }\n    }\n}\n\n");
+        let err = |text: &str| quote(&format!("{name}: {text}"), Quote::Braced);
+        s.push_str(&format!("impl {name} {{\n"));
+        s.push_str("    /// Decodes a known variant only: an unknown one is an error here, at every level of\n    /// nested unions, so that an enclosing union can try its other variants first.\n");
+        s.push_str("    pub fn decode_known(value: &::serde_json::Value) -> ::std::result::Result<Self, ::std::string::String> {\n");
         match &u.tag {
             None => {
-                s.push_str("#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n#[serde(untagged)]\n");
-                s.push_str(&format!("pub enum {name} {{\n"));
                 for v in &u.variants {
-                    s.push_str(&format!("    {}({}),\n", v.name, self.ty(ir_name, &v.ty)));
+                    s.push_str(&format!(
+                        "        if let ::std::result::Result::Ok(v) = {} {{\n            return ::std::result::Result::Ok({name}::{}(v));\n        }}\n",
+                        self.strict_decode(ir_name, &v.ty),
+                        v.name
+                    ));
                 }
-                s.push_str("}\n");
+                s.push_str(&format!(
+                    "        ::std::result::Result::Err(::std::string::String::from({}))\n",
+                    err("the value matches no variant")
+                ));
             }
             Some(tag) => {
-                s.push_str("#[derive(Debug, Clone, PartialEq)]\n");
-                s.push_str(&format!("pub enum {name} {{\n"));
-                for v in &u.variants {
-                    let tags = v
-                        .tags
-                        .iter()
-                        .map(|t| format!("`{}`", t.replace('`', "'")))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    s.push_str(&format!(
-                        "    /// {}: {}\n",
-                        tag.replace('`', "'"),
-                        crate::emit::doc_safe(&tags)
-                    ));
-                    s.push_str(&format!("    {}({}),\n", v.name, self.ty(ir_name, &v.ty)));
-                }
-                if u.open {
-                    s.push_str("    /// A variant this version does not know, kept as raw JSON.\n");
-                    s.push_str(&format!("    {unknown}(::serde_json::Value),\n"));
-                }
-                s.push_str("}\n\n");
-                s.push_str(&format!("impl Serialize for {name} {{\n"));
-                s.push_str("    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {\n        match self {\n");
-                for v in &u.variants {
-                    s.push_str(&format!(
-                        "            {name}::{}(value) => value.serialize(serializer),\n",
-                        v.name
-                    ));
-                }
-                if u.open {
-                    s.push_str(&format!(
-                        "            {name}::{unknown}(value) => value.serialize(serializer),\n"
-                    ));
-                }
-                s.push_str("        }\n    }\n}\n\n");
-                s.push_str(&format!("impl<'de> Deserialize<'de> for {name} {{\n"));
-                s.push_str("    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {\n");
-                s.push_str(
-                    "        let value = ::serde_json::Value::deserialize(deserializer)?;\n",
-                );
                 s.push_str(&format!(
-                    "        let tag = match value.get({}) {{\n            ::std::option::Option::Some(::serde_json::Value::String(tag)) => tag.clone(),\n",
+                    "        match value.get({}) {{\n",
                     quote(tag, Quote::Braced)
                 ));
-                if u.open {
-                    s.push_str(&format!("            _ if value.is_object() => return ::std::result::Result::Ok({name}::{unknown}(value)),\n"));
+                for v in &u.variants {
+                    for t in &v.tags {
+                        s.push_str(&format!(
+                            "            ::std::option::Option::Some({}) => {}.map({name}::{}),\n",
+                            tag_pattern(t),
+                            self.strict_decode(ir_name, &v.ty),
+                            v.name
+                        ));
+                    }
                 }
                 s.push_str(&format!(
-                    "            _ => return ::std::result::Result::Err(serde::de::Error::custom({})),\n        }};\n",
-                    quote(&format!("{name}: expected an object with a string `{tag}`"), Quote::Braced)
+                    "            ::std::option::Option::Some(other) => ::std::result::Result::Err(::std::format!({}, other)),\n",
+                    err(&format!(
+                        "unknown {} {{}}",
+                        tag.replace('{', "{{").replace('}', "}}")
+                    ))
                 ));
-                s.push_str("        match tag.as_str() {\n");
+                s.push_str(&format!(
+                    "            ::std::option::Option::None => ::std::result::Result::Err(::std::string::String::from({})),\n        }}\n",
+                    err(&format!("expected an object with `{tag}`"))
+                ));
+            }
+        }
+        s.push_str("    }\n}\n\n");
+        s.push_str(&format!("impl<'de> Deserialize<'de> for {name} {{\n"));
+        s.push_str("    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {\n");
+        s.push_str("        let value = ::serde_json::Value::deserialize(deserializer)?;\n");
+        s.push_str("        let known = Self::decode_known(&value);\n");
+        match &u.tag {
+            None => {
+                // A variant that is an open union may keep an unknown value, but only when no
+                // variant knows it.
+                s.push_str("        if known.is_ok() {\n            return known.map_err(serde::de::Error::custom);\n        }\n");
                 for v in &u.variants {
-                    let pats = v
-                        .tags
-                        .iter()
-                        .map(|t| quote(t, Quote::Braced))
-                        .collect::<Vec<_>>()
-                        .join(" | ");
+                    let rust_ty = self.ty(ir_name, &v.ty);
                     s.push_str(&format!(
-                        "            {pats} => ::serde_json::from_value(value).map({name}::{}).map_err(serde::de::Error::custom),\n",
+                        "        if let ::std::result::Result::Ok(v) = ::serde_json::from_value::<{rust_ty}>(value.clone()) {{\n            return ::std::result::Result::Ok({name}::{}(v));\n        }}\n",
                         v.name
                     ));
                 }
-                if u.open {
-                    s.push_str(&format!(
-                        "            _ => ::std::result::Result::Ok({name}::{unknown}(value)),\n"
-                    ));
+                s.push_str("        known.map_err(serde::de::Error::custom)\n");
+            }
+            Some(tag) if open => {
+                let known_tags: Vec<String> = u
+                    .variants
+                    .iter()
+                    .flat_map(|v| v.tags.iter().map(tag_pattern))
+                    .collect();
+                let required = common_required(self.ir, u, tag);
+                let string_tags = u
+                    .variants
+                    .iter()
+                    .all(|v| v.tags.iter().all(|t| t.as_text().is_some()));
+                let tag_kind = if string_tags {
+                    "::std::option::Option::Some(::serde_json::Value::String(_))"
                 } else {
-                    s.push_str(&format!(
-                        "            other => ::std::result::Result::Err(serde::de::Error::custom(::std::format!({}, other))),\n",
-                        quote(&format!("{name}: unknown {tag} {{:?}}"), Quote::Braced)
-                    ));
-                }
-                s.push_str("        }\n    }\n}\n");
+                    "::std::option::Option::Some(_)"
+                };
+                s.push_str(&format!(
+                    "        let tag = value.get({});\n",
+                    quote(tag, Quote::Braced)
+                ));
+                s.push_str(&format!(
+                    "        let known_tag = match tag {{\n{}            _ => false,\n        }};\n",
+                    known_tags
+                        .iter()
+                        .map(|p| format!("            ::std::option::Option::Some({p}) => true,\n"))
+                        .collect::<String>()
+                ));
+                s.push_str(&format!(
+                    "        // An unknown tag keeps the value raw, when it has every key all variants require.\n        let envelope = [{}].iter().all(|key| value.get(*key).is_some());\n",
+                    required
+                        .iter()
+                        .map(|k| quote(k, Quote::Braced))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                s.push_str(&format!(
+                    "        match known {{\n            ::std::result::Result::Ok(v) => ::std::result::Result::Ok(v),\n            ::std::result::Result::Err(_) if !known_tag && envelope && ::std::matches!(tag, {tag_kind}) => ::std::result::Result::Ok({name}::{unknown}(value)),\n            ::std::result::Result::Err(e) => ::std::result::Result::Err(serde::de::Error::custom(e)),\n        }}\n"
+                ));
+            }
+            Some(_) => {
+                s.push_str("        known.map_err(serde::de::Error::custom)\n");
             }
         }
+        s.push_str("    }\n}\n");
         self.out.push_str(&s);
     }
+}
+
+/// A Rust pattern matching one tag value inside `Option<&Value>`'s `Some(...)`.
+fn tag_pattern(t: &TagValue) -> String {
+    match t {
+        TagValue::Text(text) => format!(
+            "::serde_json::Value::String(t) if t == {}",
+            quote(text, Quote::Braced)
+        ),
+        TagValue::Bool(b) => format!("::serde_json::Value::Bool({b})"),
+        TagValue::Number(n) => match n.as_f64() {
+            Some(f) => format!(
+                "::serde_json::Value::Number(n) if n.as_f64() == ::std::option::Option::Some({f:?})"
+            ),
+            None => "::serde_json::Value::Number(_)".to_owned(),
+        },
+    }
+}
+
+/// The keys every variant of a tagged union requires besides the tag (the union's envelope):
+/// an unknown variant must still have them.
+pub(crate) fn common_required(ir: &Ir, u: &UnionType, tag: &str) -> Vec<String> {
+    let mut common: Option<Vec<String>> = None;
+    for v in &u.variants {
+        let keys: Vec<String> = match ir.object_of(&v.ty) {
+            Some(o) => o
+                .fields
+                .iter()
+                .filter(|f| f.required && f.wire != tag)
+                .map(|f| f.wire.clone())
+                .collect(),
+            None => return Vec::new(),
+        };
+        common = Some(match common {
+            None => keys,
+            Some(prev) => prev.into_iter().filter(|k| keys.contains(k)).collect(),
+        });
+    }
+    common.unwrap_or_default()
 }
 
 /// The name of the catch-all case of an open union, clear of the variants' names.

@@ -28,7 +28,15 @@ const RESERVED: &[&str] = &[
     "Pick",
     "Omit",
     "BigInt",
+    "ValidationError",
+    "ValidationResult",
+    "ProtocolValidationError",
+    "DefinitionName",
 ];
+
+/// The schema walker every TypeScript file carries (no runtime dependency): JSON Schema
+/// draft-07 and 2020-12 keywords over the embedded document.
+const VALIDATOR: &str = include_str!("runtime/validator.ts");
 
 fn q(s: &str) -> String {
     quote(s, Quote::Json { dollar: false })
@@ -60,6 +68,7 @@ pub(crate) fn generate(ir: &Ir) -> String {
     for t in &ir.types {
         g.type_def(t);
     }
+    g.definition_validators();
     g.out
 }
 
@@ -121,12 +130,33 @@ impl Gen<'_> {
         o.push_str("/** Any JSON value. */\nexport type Json = null | boolean | number | string | Json[] | { [key: string]: Json };\n\n");
         o.push_str(
             "function isRecord(value: unknown): value is Record<string, unknown> {\n  \
-             return typeof value === \"object\" && value !== null && !Array.isArray(value);\n}\n\n\
-             function hasKeys(value: Record<string, unknown>, required: readonly string[], allowed: readonly string[] | null): boolean {\n  \
-             for (const key of required) {\n    if (!Object.prototype.hasOwnProperty.call(value, key)) return false;\n  }\n  \
-             if (allowed !== null) {\n    for (const key of Object.keys(value)) {\n      if (allowed.indexOf(key) < 0) return false;\n    }\n  }\n  \
-             return true;\n}\n",
+             return typeof value === \"object\" && value !== null && !Array.isArray(value);\n}\n\n",
         );
+        o.push_str(
+            "/** The schema document these types come from, walked by the validators below. */\n",
+        );
+        o.push_str(&format!(
+            "const SCHEMA: any = JSON.parse({});\n",
+            q(&ir.schema_text)
+        ));
+        o.push_str(&format!(
+            "const DRAFT_07 = {};\nconst DEFINITIONS_KEY = {};\n",
+            ir.draft_07,
+            q(&ir.definitions_keyword)
+        ));
+        if ir.definitions.is_empty() {
+            o.push_str("/** The name of a definition of the schema. */\nexport type DefinitionName = never;\n\n");
+        } else {
+            o.push_str(&format!(
+                "/** The name of a definition of the schema. */\nexport type DefinitionName =\n  | {};\n\n",
+                ir.definitions
+                    .iter()
+                    .map(|(k, _)| q(k))
+                    .collect::<Vec<_>>()
+                    .join("\n  | ")
+            ));
+        }
+        o.push_str(VALIDATOR);
         self.out.push_str(&o);
     }
 
@@ -183,51 +213,77 @@ impl Gen<'_> {
                     parts.join("\n  | ")
                 ));
                 if let Some(tag) = &u.tag {
-                    self.guard(&mut s, &name, tag, u);
+                    self.guard(&mut s, t, &name, tag, u);
                 }
             }
         }
         self.out.push_str(&s);
     }
 
-    fn guard(&self, s: &mut String, name: &str, tag: &str, u: &UnionType) {
+    fn guard(&self, s: &mut String, t: &TypeDef, name: &str, tag: &str, u: &UnionType) {
+        let ptr = q(&t.pointer);
         s.push_str(&format!(
-            "\n/** Whether `value` is a known `{name}` variant with its required keys and, for a closed variant, no other key. */\n"
+            "\n/** Whether `value` is a valid `{name}`: every level checked against the schema. */\n"
         ));
-        s.push_str(&format!("export function is{name}(value: unknown): value is {name} {{\n  if (!isRecord(value)) return false;\n"));
-        s.push_str(&format!("  switch (value[{}]) {{\n", q(tag)));
-        for v in &u.variants {
-            for t in &v.tags {
-                s.push_str(&format!("    case {}:\n", q(t)));
-            }
-            match self.ir.object_of(&v.ty) {
-                Some(o) => {
-                    let required: Vec<String> = o
-                        .fields
-                        .iter()
-                        .filter(|f| f.required)
-                        .map(|f| q(&f.wire))
-                        .collect();
-                    let allowed = if o.extra == Extra::Closed {
-                        format!(
-                            "[{}]",
-                            o.fields
-                                .iter()
-                                .map(|f| q(&f.wire))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    } else {
-                        "null".to_owned()
-                    };
-                    s.push_str(&format!(
-                        "      return hasKeys(value, [{}], {allowed});\n",
-                        required.join(", ")
-                    ));
-                }
-                None => s.push_str("      return true;\n"),
-            }
+        s.push_str(&format!(
+            "export function is{name}(value: unknown): value is {name} {{\n  return validateAt({ptr}, value).ok;\n}}\n"
+        ));
+        let known: Vec<String> = u
+            .variants
+            .iter()
+            .flat_map(|v| {
+                v.tags
+                    .iter()
+                    .map(|t| t.as_text().map(q).unwrap_or_else(|| t.literal()))
+            })
+            .collect();
+        if u.open {
+            let envelope = crate::emit::rust::common_required(self.ir, u, tag);
+            s.push_str(&format!(
+                "\n/** A `{name}` variant this version does not know: its tag and the whole object, kept as they are. */\nexport interface Unknown{name} {{\n  readonly unknown: true;\n  readonly tag: string;\n  readonly raw: {{ [key: string]: Json }};\n}}\n"
+            ));
+            s.push_str(&format!(
+                "\n/**\n * Decodes a `{name}`: a valid known variant is returned as it is; an object whose {tag} is not\n * a known one (and that has every key all variants require) is an `Unknown{name}`; anything\n * else throws `ProtocolValidationError`.\n */\n"
+            ));
+            s.push_str(&format!(
+                "export function decode{name}(value: unknown): {name} | Unknown{name} {{\n  const result = validateAt({ptr}, value);\n  if (result.ok) return value as {name};\n  if (isRecord(value)) {{\n    const tag = value[{}];\n    const known: readonly unknown[] = [{}];\n    const envelope = [{}].every((key) => Object.prototype.hasOwnProperty.call(value, key));\n    if (typeof tag === \"string\" && known.indexOf(tag) < 0 && envelope) return {{ unknown: true, tag, raw: value as {{ [key: string]: Json }} }};\n  }}\n  throw new ProtocolValidationError(result.errors);\n}}\n",
+                q(tag),
+                known.join(", "),
+                envelope.iter().map(|k| q(k)).collect::<Vec<_>>().join(", ")
+            ));
+        } else {
+            s.push_str(&format!(
+                "\n/** Decodes a `{name}`, failing closed: an unknown {tag}, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */\n"
+            ));
+            s.push_str(&format!(
+                "export function decode{name}(value: unknown): {name} {{\n  assertValid(validateAt({ptr}, value));\n  return value as {name};\n}}\n"
+            ));
         }
-        s.push_str("    default:\n      return false;\n  }\n}\n");
+    }
+
+    /// `validate<Definition>` and `assert<Definition>` for every definition.
+    fn definition_validators(&mut self) {
+        let mut scope = crate::names::NameScope::with_reserved(&[
+            "validateAt",
+            "validateProtocolMessage",
+            "validateDefinition",
+            "assertValid",
+        ]);
+        let mut s = String::new();
+        for (key, ir_name) in &self.ir.definitions {
+            let name = self.name(ir_name);
+            let validate = scope.claim(&format!("validate{name}"));
+            let assert = scope.claim(&format!("assert{name}"));
+            s.push_str(&format!(
+                "\n/** Validates `value` against the definition `{}`. */\nexport function {validate}(value: unknown): ValidationResult {{\n  return validateDefinition({}, value);\n}}\n",
+                key.replace("*/", "*\\/"),
+                q(key)
+            ));
+            s.push_str(&format!(
+                "/** Throws `ProtocolValidationError` unless `value` is a valid `{name}`. */\nexport function {assert}(value: unknown): asserts value is {name} {{\n  assertValid(validateDefinition({}, value));\n}}\n",
+                q(key)
+            ));
+        }
+        self.out.push_str(&s);
     }
 }

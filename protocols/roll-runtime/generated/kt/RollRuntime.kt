@@ -413,7 +413,11 @@ data class SharedMessagePage(
  */
 sealed class SharedAppOutputDescriptor {
     data class Available(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable) : SharedAppOutputDescriptor()
-    data class SharedAppOutputDescriptorVariant2(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorVariant2) : SharedAppOutputDescriptor()
+    data class NotProvided(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided) : SharedAppOutputDescriptor()
+    data class Invalid(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid) : SharedAppOutputDescriptor()
+    data class TooLarge(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge) : SharedAppOutputDescriptor()
+    data class Expired(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired) : SharedAppOutputDescriptor()
+    data class Denied(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied) : SharedAppOutputDescriptor()
     data class Rejected(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected) : SharedAppOutputDescriptor()
 }
 
@@ -424,7 +428,11 @@ fun checkSharedAppOutputDescriptor(raw: Any?): Map<String, Any?> {
     require(tag is String) { "SharedAppOutputDescriptor: status must be a string" }
     return when (tag) {
         "available" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status", "schemaId", "schemaVersion"), listOf("status", "schemaId", "schemaVersion"))
-        "not_provided", "invalid", "too_large", "expired", "denied" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
+        "not_provided" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
+        "invalid" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
+        "too_large" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
+        "expired" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
+        "denied" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
         "rejected" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status", "reason"), listOf("status", "reason", "field"))
         else -> throw IllegalArgumentException("SharedAppOutputDescriptor: unknown status " + tag)
     }
@@ -456,21 +464,73 @@ enum class SharedAppOutputDescriptorAvailableStatus(val wireValue: String) {
     }
 }
 
-data class SharedAppOutputDescriptorVariant2(
+data class SharedAppOutputDescriptorNotProvided(
     /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorVariant2Status
+    val status: SharedAppOutputDescriptorNotProvidedStatus
 )
 
-enum class SharedAppOutputDescriptorVariant2Status(val wireValue: String) {
-    NOT_PROVIDED("not_provided"),
-    INVALID("invalid"),
-    TOO_LARGE("too_large"),
-    EXPIRED("expired"),
+enum class SharedAppOutputDescriptorNotProvidedStatus(val wireValue: String) {
+    NOT_PROVIDED("not_provided");
+
+    companion object {
+        /** The entry with this wire value, or null for a value this version does not know. */
+        fun fromWireValue(value: String): SharedAppOutputDescriptorNotProvidedStatus? = values().firstOrNull { it.wireValue == value }
+    }
+}
+
+data class SharedAppOutputDescriptorInvalid(
+    /** Wire name: `status`. */
+    val status: SharedAppOutputDescriptorInvalidStatus
+)
+
+enum class SharedAppOutputDescriptorInvalidStatus(val wireValue: String) {
+    INVALID("invalid");
+
+    companion object {
+        /** The entry with this wire value, or null for a value this version does not know. */
+        fun fromWireValue(value: String): SharedAppOutputDescriptorInvalidStatus? = values().firstOrNull { it.wireValue == value }
+    }
+}
+
+data class SharedAppOutputDescriptorTooLarge(
+    /** Wire name: `status`. */
+    val status: SharedAppOutputDescriptorTooLargeStatus
+)
+
+enum class SharedAppOutputDescriptorTooLargeStatus(val wireValue: String) {
+    TOO_LARGE("too_large");
+
+    companion object {
+        /** The entry with this wire value, or null for a value this version does not know. */
+        fun fromWireValue(value: String): SharedAppOutputDescriptorTooLargeStatus? = values().firstOrNull { it.wireValue == value }
+    }
+}
+
+data class SharedAppOutputDescriptorExpired(
+    /** Wire name: `status`. */
+    val status: SharedAppOutputDescriptorExpiredStatus
+)
+
+enum class SharedAppOutputDescriptorExpiredStatus(val wireValue: String) {
+    EXPIRED("expired");
+
+    companion object {
+        /** The entry with this wire value, or null for a value this version does not know. */
+        fun fromWireValue(value: String): SharedAppOutputDescriptorExpiredStatus? = values().firstOrNull { it.wireValue == value }
+    }
+}
+
+data class SharedAppOutputDescriptorDenied(
+    /** Wire name: `status`. */
+    val status: SharedAppOutputDescriptorDeniedStatus
+)
+
+enum class SharedAppOutputDescriptorDeniedStatus(val wireValue: String) {
     DENIED("denied");
 
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAppOutputDescriptorVariant2Status? = values().firstOrNull { it.wireValue == value }
+        fun fromWireValue(value: String): SharedAppOutputDescriptorDeniedStatus? = values().firstOrNull { it.wireValue == value }
     }
 }
 
@@ -512,7 +572,11 @@ enum class SharedAppOutputDescriptorRejectedReason(val wireValue: String) {
 /** Constraints: since: 1.5 */
 sealed class SharedAppOutput {
     data class Available(val value: agentwire.generated.roll_runtime.SharedAppOutputAvailable) : SharedAppOutput()
-    data class SharedAppOutputDescriptorVariant2(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorVariant2) : SharedAppOutput()
+    data class NotProvided(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided) : SharedAppOutput()
+    data class Invalid(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid) : SharedAppOutput()
+    data class TooLarge(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge) : SharedAppOutput()
+    data class Expired(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired) : SharedAppOutput()
+    data class Denied(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied) : SharedAppOutput()
     data class Rejected(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected) : SharedAppOutput()
 }
 
@@ -523,7 +587,11 @@ fun checkSharedAppOutput(raw: Any?): Map<String, Any?> {
     require(tag is String) { "SharedAppOutput: status must be a string" }
     return when (tag) {
         "available" -> checkKeys(record, "SharedAppOutput", listOf("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText"), listOf("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText"))
-        "not_provided", "invalid", "too_large", "expired", "denied" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
+        "not_provided" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
+        "invalid" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
+        "too_large" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
+        "expired" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
+        "denied" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
         "rejected" -> checkKeys(record, "SharedAppOutput", listOf("status", "reason"), listOf("status", "reason", "field"))
         else -> throw IllegalArgumentException("SharedAppOutput: unknown status " + tag)
     }
@@ -2373,7 +2441,7 @@ data class EventApprovalResolvedResolutionVariant3(
 
 data class EventApprovalResolvedResolutionVariant4(
     /** Wire name: `status`. */
-    val status: EventApprovalResolvedResolutionVariant4Status,
+    val status: SharedAppOutputDescriptorExpiredStatus,
     /**
      * Constraints: minLength: 1
      * Wire name: `reason`.
@@ -2382,15 +2450,6 @@ data class EventApprovalResolvedResolutionVariant4(
 ) {
     init {
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "EventApprovalResolvedResolutionVariant4.reason: minLength 1" }
-    }
-}
-
-enum class EventApprovalResolvedResolutionVariant4Status(val wireValue: String) {
-    EXPIRED("expired");
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventApprovalResolvedResolutionVariant4Status? = values().firstOrNull { it.wireValue == value }
     }
 }
 

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, Optional, Tuple, TypedDict, Union, cast
+import json
+import re
+from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union, cast
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from typing_extensions import TypeAlias
@@ -56,17 +59,333 @@ EVENTS: Tuple[str, ...] = ()
 Json: TypeAlias = Union[None, bool, int, float, str, List["Json"], Dict[str, "Json"]]
 
 
-def _check_keys(value: object, what: str, required: Tuple[str, ...], allowed: Optional[Tuple[str, ...]]) -> Mapping[str, object]:
-    if not isinstance(value, dict):
-        raise ValueError(what + ": expected an object")
-    for key in required:
-        if key not in value:
-            raise ValueError(what + ": missing key " + repr(key))
-    if allowed is not None:
-        for key in value:
-            if key not in allowed:
-                raise ValueError(what + ": unexpected key " + repr(key))
-    return cast(Mapping[str, object], value)
+# The schema document these types come from, walked by the validators below.
+_SCHEMA: object = json.loads("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"urn:agentwire:protocol:roll-runtime\",\"title\":\"Roll Runtime Protocol v1\",\"description\":\"JSON-RPC 2.0 messages of the Roll runtime protocol, one per NDJSON line, wire versions 1.0 to 1.5.\",\"x-agentwire\":{\"name\":\"roll-runtime\",\"version\":\"1.5\",\"minimumCompatibleVersion\":\"1.0\",\"versions\":[\"1.0\",\"1.1\",\"1.2\",\"1.3\",\"1.4\",\"1.5\"],\"features\":[\"thread-management\",\"snapshots\",\"turns\",\"approvals\",\"tool-streaming\",\"reasoning-summary\",\"operation-projection\",\"process-local-sequence\",\"attachments\",\"app-output\"]},\"oneOf\":[{\"$ref\":\"#/$defs/clientRequest\"},{\"$ref\":\"#/$defs/serverRequest\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/runtimeEventNotification\"},{\"$ref\":\"#/$defs/serverRequestCancelNotification\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/successResponse\"},{\"$ref\":\"#/$defs/errorResponse\"}],\"$defs\":{\"sharedJsonRpcVersion\":{\"description\":\"The JSON-RPC version marker.\",\"const\":\"2.0\"},\"sharedJsonRpcId\":{\"description\":\"A JSON-RPC request id: a string or a number; never an interaction or mutation id.\",\"type\":[\"string\",\"number\"]},\"sharedUuid\":{\"description\":\"A UUID: version nibble 1-8 and variant nibble 8, 9, a or b (either case), or the nil UUID.\",\"type\":\"string\",\"format\":\"uuid\",\"pattern\":\"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000)$\"},\"sharedTimestamp\":{\"description\":\"An ISO-8601 date-time with Z or a +-HH:MM offset; seconds and fraction are optional.\",\"type\":\"string\",\"format\":\"date-time\",\"pattern\":\"^(?:(?:\\\\d\\\\d[2468][048]|\\\\d\\\\d[13579][26]|\\\\d\\\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\\\d|30)|02-(?:0[1-9]|1\\\\d|2[0-8])))T(?:[01]\\\\d|2[0-3]):[0-5]\\\\d(?::[0-5]\\\\d(?:\\\\.\\\\d+)?)?(?:Z|[+-](?:[01]\\\\d|2[0-3]):[0-5]\\\\d)$\"},\"sharedJsonValue\":{\"description\":\"Any JSON value, null included; the key itself must be present where required.\"},\"sharedNonEmptyString\":{\"type\":\"string\",\"minLength\":1},\"sharedNonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"sharedPositiveInteger\":{\"type\":\"integer\",\"minimum\":1},\"sharedInfoString\":{\"description\":\"A client or server info string: 1..100 characters after trimming.\",\"type\":\"string\",\"minLength\":1,\"maxLength\":100,\"pattern\":\"\\\\S\"},\"sharedThreadTitle\":{\"description\":\"A thread title: 1..200 characters after trimming.\",\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"pattern\":\"\\\\S\"},\"sharedPageLimit\":{\"description\":\"A page size: 1..500 (default 100; also at most limits.maxPageSize).\",\"type\":\"integer\",\"minimum\":1,\"maximum\":500},\"sharedDigitCursor\":{\"description\":\"A thread.list page cursor: decimal digits.\",\"type\":\"string\",\"pattern\":\"^\\\\d+$\"},\"sharedEventCursor\":{\"description\":\"An opaque durable-event cursor of the rte1 family; compare only through the cursor helpers.\",\"type\":\"string\",\"maxLength\":128,\"pattern\":\"^rte1:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:(?:0|[1-9][0-9]*):[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$\",\"x-agentwire-since\":\"1.3\"},\"sharedEventCursorOrNull\":{\"description\":\"A durable-event cursor, or null for the start of the log.\",\"anyOf\":[{\"$ref\":\"#/$defs/sharedEventCursor\"},{\"type\":\"null\"}],\"x-agentwire-since\":\"1.3\"},\"sharedSha256\":{\"description\":\"A SHA-256 digest: 64 lower-case hex characters.\",\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"},\"sharedNullableSequence\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},{\"type\":\"null\"}]},\"sharedInteractionSensitivity\":{\"enum\":[\"normal\"]},\"sharedFeature\":{\"enum\":[\"thread-management\",\"snapshots\",\"turns\",\"approvals\",\"tool-streaming\",\"reasoning-summary\",\"operation-projection\",\"process-local-sequence\",\"attachments\",\"app-output\"],\"x-agentwire-enum-since\":{\"attachments\":\"1.4\",\"app-output\":\"1.5\"}},\"sharedRollErrorCode\":{\"enum\":[\"PROTOCOL_VERSION_UNSUPPORTED\",\"INITIALIZE_REQUIRED\",\"INVALID_PARAMS\",\"THREAD_NOT_FOUND\",\"THREAD_BUSY\",\"TURN_NOT_FOUND\",\"TURN_ALREADY_ACTIVE\",\"APPROVAL_NOT_FOUND\",\"CAPABILITY_UNAVAILABLE\",\"RUNTIME_CLOSING\",\"OUTCOME_UNKNOWN\",\"INTERNAL_ERROR\",\"CAPABILITY_REVISION_CONFLICT\",\"EVENT_CURSOR_EXPIRED\",\"EVENT_CURSOR_GAP\",\"ATTACHMENT_NOT_FOUND\",\"ATTACHMENT_NOT_COMMITTED\",\"ATTACHMENT_TOO_LARGE\",\"ATTACHMENT_TYPE_UNSUPPORTED\",\"ATTACHMENT_HASH_MISMATCH\",\"ATTACHMENT_QUOTA_EXCEEDED\",\"ATTACHMENT_UPLOAD_INCOMPLETE\",\"ATTACHMENT_PATH_REJECTED\"],\"x-agentwire-enum-since\":{\"CAPABILITY_REVISION_CONFLICT\":\"1.2\",\"EVENT_CURSOR_EXPIRED\":\"1.3\",\"EVENT_CURSOR_GAP\":\"1.3\",\"ATTACHMENT_NOT_FOUND\":\"1.4\",\"ATTACHMENT_NOT_COMMITTED\":\"1.4\",\"ATTACHMENT_TOO_LARGE\":\"1.4\",\"ATTACHMENT_TYPE_UNSUPPORTED\":\"1.4\",\"ATTACHMENT_HASH_MISMATCH\":\"1.4\",\"ATTACHMENT_QUOTA_EXCEEDED\":\"1.4\",\"ATTACHMENT_UPLOAD_INCOMPLETE\":\"1.4\",\"ATTACHMENT_PATH_REJECTED\":\"1.4\"}},\"sharedAttachmentMediaType\":{\"enum\":[\"image/png\",\"image/jpeg\",\"image/gif\",\"image/webp\",\"application/pdf\",\"text/plain\",\"text/markdown\"],\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentSource\":{\"enum\":[\"local-path\",\"chunks\"],\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentFileName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentBytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,\"x-agentwire-since\":\"1.4\"},\"sharedToolOutcome\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"kind\"],\"properties\":{\"kind\":{\"enum\":[\"success\",\"user_rejected\",\"policy_denied\",\"invalid_input\",\"cancelled\",\"tool_failed\"]},\"reason\":{\"type\":\"string\"}}},\"sharedThreadSummary\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"createdAt\",\"updatedAt\",\"messageCount\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"type\":\"string\"},\"model\":{\"type\":\"string\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"updatedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"messageCount\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"sharedPendingApproval\":{\"description\":\"An approval waiting for a decision; preview is free-form JSON (explanation, diff).\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"turnId\",\"agentName\",\"toolName\",\"preview\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"preview\":{\"$ref\":\"#/$defs/sharedJsonValue\"},\"reason\":{\"type\":\"string\"}}},\"sharedActiveTurnStatus\":{\"enum\":[\"running\",\"cancelling\",\"waiting-for-user\"],\"x-agentwire-enum-since\":{\"waiting-for-user\":\"1.2\"},\"x-agentwire-map-down\":[{\"below\":\"1.2\",\"map\":{\"waiting-for-user\":\"running\"}}]},\"sharedActiveTurn\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"status\",\"startedAt\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"status\":{\"$ref\":\"#/$defs/sharedActiveTurnStatus\"},\"startedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"}}},\"sharedTextPart\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"text\"],\"properties\":{\"type\":{\"const\":\"text\"},\"text\":{\"type\":\"string\"}}},\"sharedAttachmentPart\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"mediaType\",\"bytes\"],\"properties\":{\"type\":{\"const\":\"attachment\"},\"mediaType\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"bytes\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"displayName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255}},\"x-agentwire-since\":\"1.4\"},\"sharedUiMessage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sequence\",\"role\",\"createdAt\",\"parts\"],\"properties\":{\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"role\":{\"enum\":[\"user\",\"assistant\"]},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"parts\":{\"type\":\"array\",\"items\":{\"oneOf\":[{\"$ref\":\"#/$defs/sharedTextPart\"},{\"$ref\":\"#/$defs/sharedAttachmentPart\",\"x-agentwire-since\":\"1.4\"}]}}}},\"sharedMessagePage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedUiMessage\"}},\"nextBeforeSequence\":{\"$ref\":\"#/$defs/sharedNullableSequence\"}}},\"sharedAppOutputDescriptor\":{\"description\":\"What became of a tool's structured app output; never carries the data.\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"schemaId\",\"schemaVersion\"],\"properties\":{\"status\":{\"const\":\"available\"},\"schemaId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256},\"schemaVersion\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"enum\":[\"not_provided\",\"invalid\",\"too_large\",\"expired\",\"denied\"]}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"rejected\"},\"reason\":{\"enum\":[\"credential_field\",\"credential_value\"]},\"field\":{\"type\":\"string\",\"maxLength\":64}}}],\"x-agentwire-since\":\"1.5\"},\"sharedAppOutput\":{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"schemaId\",\"schemaVersion\",\"remoteReadable\",\"data\",\"fallbackText\"],\"properties\":{\"status\":{\"const\":\"available\"},\"schemaId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256},\"schemaVersion\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"remoteReadable\":{\"type\":\"boolean\"},\"data\":{\"type\":\"object\"},\"fallbackText\":{\"type\":\"string\",\"maxLength\":4096}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"enum\":[\"not_provided\",\"invalid\",\"too_large\",\"expired\",\"denied\"]}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"rejected\"},\"reason\":{\"enum\":[\"credential_field\",\"credential_value\"]},\"field\":{\"type\":\"string\",\"maxLength\":64}}}],\"x-agentwire-since\":\"1.5\"},\"sharedOperationView\":{\"description\":\"A tool operation as shown in snapshots and operation.get; raw input and evidence never cross the wire.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"sequence\",\"toolCallId\",\"agentName\",\"toolName\",\"createdAt\",\"outcome\",\"display\",\"appOutput\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"outcome\":{\"$ref\":\"#/$defs/sharedToolOutcome\"},\"display\":{\"$ref\":\"#/$defs/sharedJsonValue\"},\"appOutput\":{\"$ref\":\"#/$defs/sharedAppOutputDescriptor\",\"x-agentwire-since\":\"1.5\"}}},\"sharedOperationPage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedOperationView\"}},\"nextBeforeSequence\":{\"$ref\":\"#/$defs/sharedNullableSequence\"}}},\"sharedOperationResultView\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\",\"agentName\",\"toolName\",\"createdAt\",\"output\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"output\":{\"$ref\":\"#/$defs/sharedAppOutput\"}},\"x-agentwire-since\":\"1.5\"},\"sharedAttachmentDescriptor\":{\"description\":\"A staged or committed attachment; never carries a path or content.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"attachmentId\",\"fileName\",\"displayName\",\"mediaType\",\"bytes\",\"sha256\",\"source\",\"createdAt\"],\"properties\":{\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"fileName\":{\"$ref\":\"#/$defs/sharedAttachmentFileName\"},\"displayName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255},\"mediaType\":{\"$ref\":\"#/$defs/sharedAttachmentMediaType\"},\"bytes\":{\"$ref\":\"#/$defs/sharedAttachmentBytes\"},\"sha256\":{\"$ref\":\"#/$defs/sharedSha256\"},\"source\":{\"$ref\":\"#/$defs/sharedAttachmentSource\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"}},\"x-agentwire-since\":\"1.4\"},\"sharedControlId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"pattern\":\"\\\\S\"},\"sharedControlLabel\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"pattern\":\"\\\\S\"},\"sharedControlDescription\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500},\"sharedTextLengthBound\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000},\"userInputTextControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"text\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"minLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"},\"maxLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"}},\"x-agentwire-since\":\"1.2\"},\"userInputMultilineControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"multiline\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"minLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"},\"maxLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"}},\"x-agentwire-since\":\"1.2\"},\"userInputNumberControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"number\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"min\":{\"type\":\"number\"},\"max\":{\"type\":\"number\"},\"integer\":{\"type\":\"boolean\"}},\"x-agentwire-since\":\"1.2\"},\"userInputBooleanControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"boolean\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"}},\"x-agentwire-since\":\"1.2\"},\"userInputChoiceOption\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"label\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"}},\"x-agentwire-since\":\"1.2\"},\"userInputChoiceControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\",\"multiple\",\"options\"],\"properties\":{\"type\":{\"const\":\"choice\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"multiple\":{\"type\":\"boolean\"},\"options\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":50,\"items\":{\"$ref\":\"#/$defs/userInputChoiceOption\"}},\"minSelections\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":50},\"maxSelections\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}},\"x-agentwire-since\":\"1.2\"},\"userInputControl\":{\"description\":\"One form control; there is deliberately no secret, password, token or file kind.\",\"oneOf\":[{\"$ref\":\"#/$defs/userInputTextControl\"},{\"$ref\":\"#/$defs/userInputMultilineControl\"},{\"$ref\":\"#/$defs/userInputNumberControl\"},{\"$ref\":\"#/$defs/userInputBooleanControl\"},{\"$ref\":\"#/$defs/userInputChoiceControl\"}],\"x-agentwire-since\":\"1.2\"},\"userInputControls\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":16,\"items\":{\"$ref\":\"#/$defs/userInputControl\"},\"x-agentwire-since\":\"1.2\"},\"userInputValue\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":10000},{\"type\":\"number\"},{\"type\":\"boolean\"},{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\",\"maxLength\":64}}],\"x-agentwire-since\":\"1.2\"},\"pendingApprovalInteraction\":{\"description\":\"The safe projection of a pending approval interaction: metadata only.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"method\",\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"approvalId\"],\"properties\":{\"method\":{\"const\":\"approval.request\"},\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"}},\"x-agentwire-since\":\"1.2\"},\"pendingUserInputInteraction\":{\"description\":\"The safe projection of a pending user-input interaction: metadata and the form, never submitted values.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"method\",\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"controls\"],\"properties\":{\"method\":{\"const\":\"userInput.request\"},\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"title\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"controls\":{\"$ref\":\"#/$defs/userInputControls\"}},\"x-agentwire-since\":\"1.2\"},\"sharedPendingInteraction\":{\"oneOf\":[{\"$ref\":\"#/$defs/pendingApprovalInteraction\"},{\"$ref\":\"#/$defs/pendingUserInputInteraction\"}],\"x-agentwire-since\":\"1.2\"},\"sharedThreadSnapshotFull\":{\"description\":\"A thread snapshot: the newest page of messages and operations plus live state.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\",\"messages\",\"operations\",\"pendingApprovals\",\"pendingInteractions\",\"transcriptCompleteness\",\"eventCursor\"],\"properties\":{\"thread\":{\"$ref\":\"#/$defs/sharedThreadSummary\"},\"messages\":{\"$ref\":\"#/$defs/sharedMessagePage\"},\"operations\":{\"$ref\":\"#/$defs/sharedOperationPage\"},\"activeTurn\":{\"$ref\":\"#/$defs/sharedActiveTurn\"},\"pendingApprovals\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedPendingApproval\"}},\"pendingInteractions\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedPendingInteraction\"},\"x-agentwire-since\":\"1.2\"},\"transcriptCompleteness\":{\"enum\":[\"complete\",\"legacy_snapshot\"]},\"eventCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\",\"x-agentwire-since\":\"1.3\"}}},\"sharedThreadRecoverySnapshot\":{\"description\":\"A bounded recovery snapshot: thread, checkpoint and active-turn metadata only, so it always fits one frame.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\",\"messages\",\"operations\",\"pendingApprovals\",\"pendingInteractions\",\"transcriptCompleteness\",\"eventCursor\",\"recoveryProjection\"],\"properties\":{\"thread\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"createdAt\",\"updatedAt\",\"messageCount\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"type\":\"string\",\"maxLength\":1024},\"model\":{\"type\":\"string\",\"maxLength\":1024},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\",\"maxLength\":64},\"updatedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\",\"maxLength\":64},\"messageCount\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"messages\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"maxItems\":0},\"nextBeforeSequence\":{\"type\":\"null\"}}},\"operations\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"maxItems\":0},\"nextBeforeSequence\":{\"type\":\"null\"}}},\"activeTurn\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"status\",\"startedAt\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"status\":{\"$ref\":\"#/$defs/sharedActiveTurnStatus\"},\"startedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\",\"maxLength\":64}}},\"pendingApprovals\":{\"type\":\"array\",\"maxItems\":0},\"pendingInteractions\":{\"type\":\"array\",\"maxItems\":0},\"transcriptCompleteness\":{\"enum\":[\"complete\",\"legacy_snapshot\"]},\"eventCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\"},\"recoveryProjection\":{\"const\":true}},\"x-agentwire-since\":\"1.3\"},\"sharedThreadSnapshot\":{\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"$ref\":\"#/$defs/sharedThreadSnapshotFull\"},{\"$ref\":\"#/$defs/sharedThreadRecoverySnapshot\",\"x-agentwire-since\":\"1.3\"}]},\"initializeParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersions\",\"client\"],\"properties\":{\"protocolVersions\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"}},\"client\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"version\"],\"properties\":{\"name\":{\"$ref\":\"#/$defs/sharedInfoString\"},\"version\":{\"$ref\":\"#/$defs/sharedInfoString\"}}}}},\"initializeResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"server\",\"features\",\"limits\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"server\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"version\",\"runtimeVersion\"],\"properties\":{\"name\":{\"$ref\":\"#/$defs/sharedInfoString\"},\"version\":{\"$ref\":\"#/$defs/sharedInfoString\"},\"runtimeVersion\":{\"$ref\":\"#/$defs/sharedInfoString\"}}},\"features\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedFeature\"}},\"limits\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"maxFrameBytes\",\"maxPageSize\",\"eventReplay\",\"idempotencyCacheEntries\",\"maxAttachmentBytes\",\"maxAttachmentChunkBytes\",\"maxTurnAttachments\",\"maxStagedAttachments\"],\"properties\":{\"maxFrameBytes\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"maxPageSize\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"eventReplay\":{\"type\":\"boolean\",\"const\":true,\"x-agentwire-versions\":[{\"since\":\"1.0\",\"until\":\"1.3\",\"schema\":{\"const\":false}}]},\"idempotencyCacheEntries\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"maxAttachmentBytes\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxAttachmentChunkBytes\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxTurnAttachments\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxStagedAttachments\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"}}}}},\"clientCapabilitiesSetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"revision\",\"serverRequestMethods\"],\"properties\":{\"revision\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"serverRequestMethods\":{\"type\":\"array\",\"maxItems\":64,\"uniqueItems\":true,\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":100}}}},\"clientCapabilitiesSetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"revision\",\"acceptedServerRequestMethods\"],\"properties\":{\"revision\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"acceptedServerRequestMethods\":{\"type\":\"array\",\"maxItems\":64,\"uniqueItems\":true,\"items\":{\"enum\":[\"approval.request\",\"userInput.request\"]}}}},\"threadListParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[],\"properties\":{\"cursor\":{\"$ref\":\"#/$defs/sharedDigitCursor\"},\"limit\":{\"$ref\":\"#/$defs/sharedPageLimit\"}}},\"threadListResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextCursor\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedThreadSummary\"}},\"nextCursor\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedDigitCursor\"},{\"type\":\"null\"}]}}},\"threadCreateParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"$ref\":\"#/$defs/sharedThreadTitle\"}}},\"threadCreateResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\"],\"properties\":{\"thread\":{\"$ref\":\"#/$defs/sharedThreadSummary\"}}},\"threadOpenParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadOpenResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"$ref\":\"#/$defs/sharedThreadSnapshot\"},\"threadSnapshotParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"messageBeforeSequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"operationBeforeSequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"limit\":{\"$ref\":\"#/$defs/sharedPageLimit\"},\"recovery\":{\"const\":true,\"x-agentwire-since\":\"1.3\"}}},\"threadSnapshotResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"$ref\":\"#/$defs/sharedThreadSnapshot\"},\"threadRenameParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"title\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"$ref\":\"#/$defs/sharedThreadTitle\"}}},\"threadRenameResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\"],\"properties\":{\"thread\":{\"$ref\":\"#/$defs/sharedThreadSummary\"}}},\"threadDeleteParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadDeleteResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"deleted\"],\"properties\":{\"deleted\":{\"const\":true}}},\"threadDetachParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadDetachResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"detached\"],\"properties\":{\"detached\":{\"type\":\"boolean\"}}},\"threadCapabilitiesParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadCapabilitiesResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"manifest\"],\"properties\":{\"manifest\":{\"$ref\":\"#/$defs/sharedJsonValue\"}}},\"runtimeEventsResumeParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"afterCursor\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"afterCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\"}}},\"runtimeEventsResumeResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"throughCursor\",\"replayedCount\"],\"properties\":{\"throughCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\"},\"replayedCount\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"turnStartInput\":{\"description\":\"Turn input: text, and from 1.4 up to 8 committed attachments (text may then be empty).\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"text\"],\"properties\":{\"text\":{\"type\":\"string\",\"minLength\":1}},\"x-agentwire-versions\":[{\"since\":\"1.4\",\"schema\":{\"properties\":{\"text\":{\"type\":\"string\"},\"attachments\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":8,\"items\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"anyOf\":[{\"properties\":{\"text\":{\"minLength\":1}}},{\"required\":[\"attachments\"]}]}}]},\"turnStartParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\",\"input\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"input\":{\"$ref\":\"#/$defs/turnStartInput\"}}},\"turnStartResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"accepted\",\"turnId\"],\"properties\":{\"accepted\":{\"const\":true},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"turnCancelParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"turnCancelResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"cancelling\"],\"properties\":{\"cancelling\":{\"type\":\"boolean\"}}},\"approvalRespondParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\",\"approvalId\",\"decision\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"decision\":{\"enum\":[\"approve\",\"reject\"]},\"reason\":{\"type\":\"string\",\"minLength\":1}}},\"approvalRespondResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"resolved\"],\"properties\":{\"resolved\":{\"const\":true}}},\"operationGetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"operationGetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"operation\"],\"properties\":{\"operation\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedOperationView\"},{\"type\":\"null\"}]}}},\"operationResultGetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"operationResultGetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"result\"],\"properties\":{\"result\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedOperationResultView\"},{\"type\":\"null\"}]}}},\"attachmentStageParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"fileName\",\"mediaType\",\"bytes\",\"sha256\",\"source\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"fileName\":{\"$ref\":\"#/$defs/sharedAttachmentFileName\"},\"mediaType\":{\"$ref\":\"#/$defs/sharedAttachmentMediaType\"},\"bytes\":{\"$ref\":\"#/$defs/sharedAttachmentBytes\"},\"sha256\":{\"$ref\":\"#/$defs/sharedSha256\"},\"source\":{\"$ref\":\"#/$defs/sharedAttachmentSource\"},\"sourcePath\":{\"type\":\"string\",\"minLength\":1}},\"oneOf\":[{\"properties\":{\"source\":{\"const\":\"local-path\"}},\"required\":[\"sourcePath\"]},{\"properties\":{\"source\":{\"const\":\"chunks\"}},\"not\":{\"required\":[\"sourcePath\"]}}]},\"attachmentStageResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"attachmentId\",\"state\"],\"properties\":{\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"state\":{\"enum\":[\"staged\",\"committed\"]},\"descriptor\":{\"$ref\":\"#/$defs/sharedAttachmentDescriptor\"}}},\"attachmentChunkParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\",\"sequence\",\"dataBase64\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"dataBase64\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":2796208,\"pattern\":\"^[A-Za-z0-9+/]+={0,2}$\"}}},\"attachmentChunkResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"receivedBytes\",\"nextSequence\"],\"properties\":{\"receivedBytes\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"nextSequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"attachmentCommitParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"attachmentCommitResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"descriptor\"],\"properties\":{\"descriptor\":{\"$ref\":\"#/$defs/sharedAttachmentDescriptor\"}}},\"attachmentReleaseParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"attachmentReleaseResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"released\"],\"properties\":{\"released\":{\"type\":\"boolean\"}}},\"initializeRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"initialize\"},\"params\":{\"$ref\":\"#/$defs/initializeParams\"}}},\"clientCapabilitiesSetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"client.capabilities.set\"},\"params\":{\"$ref\":\"#/$defs/clientCapabilitiesSetParams\"}}},\"threadListRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.list\"},\"params\":{\"$ref\":\"#/$defs/threadListParams\"}}},\"threadCreateRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.create\"},\"params\":{\"$ref\":\"#/$defs/threadCreateParams\"}}},\"threadOpenRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.open\"},\"params\":{\"$ref\":\"#/$defs/threadOpenParams\"}}},\"threadSnapshotRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.snapshot\"},\"params\":{\"$ref\":\"#/$defs/threadSnapshotParams\"}}},\"threadRenameRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.rename\"},\"params\":{\"$ref\":\"#/$defs/threadRenameParams\"}}},\"threadDeleteRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.delete\"},\"params\":{\"$ref\":\"#/$defs/threadDeleteParams\"}}},\"threadDetachRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.detach\"},\"params\":{\"$ref\":\"#/$defs/threadDetachParams\"}}},\"threadCapabilitiesRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.capabilities\"},\"params\":{\"$ref\":\"#/$defs/threadCapabilitiesParams\"}}},\"runtimeEventsResumeRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"runtime.events.resume\"},\"params\":{\"$ref\":\"#/$defs/runtimeEventsResumeParams\"}}},\"turnStartRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"turn.start\"},\"params\":{\"$ref\":\"#/$defs/turnStartParams\"}}},\"turnCancelRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"turn.cancel\"},\"params\":{\"$ref\":\"#/$defs/turnCancelParams\"}}},\"approvalRespondRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"approval.respond\"},\"params\":{\"$ref\":\"#/$defs/approvalRespondParams\"}}},\"operationGetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"operation.get\"},\"params\":{\"$ref\":\"#/$defs/operationGetParams\"}}},\"operationResultGetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"operation.result.get\"},\"params\":{\"$ref\":\"#/$defs/operationResultGetParams\"}}},\"attachmentStageRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.stage\"},\"params\":{\"$ref\":\"#/$defs/attachmentStageParams\"}}},\"attachmentChunkRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.chunk\"},\"params\":{\"$ref\":\"#/$defs/attachmentChunkParams\"}}},\"attachmentCommitRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.commit\"},\"params\":{\"$ref\":\"#/$defs/attachmentCommitParams\"}}},\"attachmentReleaseRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.release\"},\"params\":{\"$ref\":\"#/$defs/attachmentReleaseParams\"}}},\"approvalRequestParams\":{\"description\":\"1.1: the legacy {threadId, approval, expiresAt?}; 1.2+: interaction-shaped with a required absolute deadline.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"approval\"],\"properties\":{\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"approval\":{\"$ref\":\"#/$defs/sharedPendingApproval\"}},\"x-agentwire-versions\":[{\"since\":\"1.1\",\"until\":\"1.2\",\"schema\":{\"required\":[\"threadId\",\"approval\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"approval\":{\"$ref\":\"#/$defs/sharedPendingApproval\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"}}}}]},\"approvalRequestResult\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.1\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"decision\"],\"properties\":{\"decision\":{\"const\":\"approve\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"decision\"],\"properties\":{\"decision\":{\"const\":\"reject\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}]},\"userInputRequestParams\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"controls\"],\"properties\":{\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"title\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"controls\":{\"$ref\":\"#/$defs/userInputControls\"}}},\"userInputRequestResult\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"values\"],\"properties\":{\"status\":{\"const\":\"submitted\"},\"values\":{\"type\":\"array\",\"maxItems\":16,\"items\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"value\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"value\":{\"$ref\":\"#/$defs/userInputValue\"}}}}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"const\":\"cancelled\"},\"reason\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500}}}]},\"approvalRequestServerRequest\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"approval.request\"},\"params\":{\"$ref\":\"#/$defs/approvalRequestParams\"}}},\"userInputRequestServerRequest\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"userInput.request\"},\"params\":{\"$ref\":\"#/$defs/userInputRequestParams\"}}},\"eventTurnStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"turn.started\"}}},\"eventMessageStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\"],\"properties\":{\"type\":{\"const\":\"message.started\"},\"streamId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"eventMessageDelta\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\",\"delta\"],\"properties\":{\"type\":{\"const\":\"message.delta\"},\"streamId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"delta\":{\"type\":\"string\"}}},\"eventMessageCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\",\"text\"],\"properties\":{\"type\":{\"const\":\"message.completed\"},\"streamId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"text\":{\"type\":\"string\"}}},\"eventReasoningSummaryDelta\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"reasoningId\",\"delta\"],\"properties\":{\"type\":{\"const\":\"reasoning.summary.delta\"},\"reasoningId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"delta\":{\"type\":\"string\"}}},\"eventToolStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"input\"],\"properties\":{\"type\":{\"const\":\"tool.started\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"input\":{\"$ref\":\"#/$defs/sharedJsonValue\"}}},\"eventToolOutput\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"stream\",\"delta\"],\"properties\":{\"type\":{\"const\":\"tool.output\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"stream\":{\"enum\":[\"stdout\",\"stderr\"]},\"delta\":{\"type\":\"string\"}}},\"eventToolCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"display\"],\"properties\":{\"type\":{\"const\":\"tool.completed\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"outcome\":{\"$ref\":\"#/$defs/sharedToolOutcome\"},\"display\":{\"$ref\":\"#/$defs/sharedJsonValue\"},\"appOutput\":{\"$ref\":\"#/$defs/sharedAppOutputDescriptor\",\"x-agentwire-since\":\"1.5\"}}},\"eventApprovalRequired\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"approval\"],\"properties\":{\"type\":{\"const\":\"approval.required\"},\"approval\":{\"$ref\":\"#/$defs/sharedPendingApproval\"}}},\"eventApprovalResolved\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"approvalId\",\"resolution\"],\"properties\":{\"type\":{\"const\":\"approval.resolved\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"resolution\":{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"decision\"],\"properties\":{\"status\":{\"const\":\"resolved\"},\"decision\":{\"const\":\"approve\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"decision\"],\"properties\":{\"status\":{\"const\":\"resolved\"},\"decision\":{\"const\":\"reject\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"cancelled\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"const\":\"expired\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}]}}},\"eventTurnCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"turn.completed\"}}},\"eventTurnCancelled\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"reason\",\"message\"],\"properties\":{\"type\":{\"const\":\"turn.cancelled\"},\"reason\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}},\"eventTurnFailed\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"stage\",\"message\"],\"properties\":{\"type\":{\"const\":\"turn.failed\"},\"stage\":{\"enum\":[\"bootstrap\",\"plan\",\"execute\"]},\"message\":{\"type\":\"string\"}}},\"eventCapabilitiesChanged\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"capabilities.changed\"}}},\"runtimeEvent\":{\"description\":\"Every runtime event payload (1.0 has no approval.resolved).\",\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"$ref\":\"#/$defs/eventTurnStarted\"},{\"$ref\":\"#/$defs/eventMessageStarted\"},{\"$ref\":\"#/$defs/eventMessageDelta\"},{\"$ref\":\"#/$defs/eventMessageCompleted\"},{\"$ref\":\"#/$defs/eventReasoningSummaryDelta\"},{\"$ref\":\"#/$defs/eventToolStarted\"},{\"$ref\":\"#/$defs/eventToolOutput\"},{\"$ref\":\"#/$defs/eventToolCompleted\"},{\"$ref\":\"#/$defs/eventApprovalRequired\"},{\"$ref\":\"#/$defs/eventApprovalResolved\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/eventTurnCompleted\"},{\"$ref\":\"#/$defs/eventTurnCancelled\"},{\"$ref\":\"#/$defs/eventTurnFailed\"},{\"$ref\":\"#/$defs/eventCapabilitiesChanged\"}]},\"runtimeDurableEvent\":{\"description\":\"Events committed to the thread's log before they are published, and replayed on resume.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"oneOf\":[{\"$ref\":\"#/$defs/eventTurnStarted\"},{\"$ref\":\"#/$defs/eventMessageCompleted\"},{\"$ref\":\"#/$defs/eventToolCompleted\"},{\"$ref\":\"#/$defs/eventApprovalRequired\"},{\"$ref\":\"#/$defs/eventApprovalResolved\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/eventTurnCompleted\"},{\"$ref\":\"#/$defs/eventTurnCancelled\"},{\"$ref\":\"#/$defs/eventTurnFailed\"},{\"$ref\":\"#/$defs/eventCapabilitiesChanged\"}]},\"runtimeEphemeralEvent\":{\"description\":\"Live-only events: never stored, never replayed.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"oneOf\":[{\"$ref\":\"#/$defs/eventMessageStarted\"},{\"$ref\":\"#/$defs/eventMessageDelta\"},{\"$ref\":\"#/$defs/eventReasoningSummaryDelta\"},{\"$ref\":\"#/$defs/eventToolStarted\"},{\"$ref\":\"#/$defs/eventToolOutput\"}]},\"runtimeEventEnvelopeLegacy\":{\"description\":\"The 1.0-1.2 envelope: process-local sequence only.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-until\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"event\":{\"$ref\":\"#/$defs/runtimeEvent\"}}},\"runtimeEventEnvelopeDurable\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"durability\",\"eventId\",\"cursor\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"durability\":{\"const\":\"durable\"},\"eventId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"cursor\":{\"$ref\":\"#/$defs/sharedEventCursor\"},\"event\":{\"$ref\":\"#/$defs/runtimeDurableEvent\"}},\"x-agentwire-map-down\":[{\"below\":\"1.3\",\"as\":\"#/$defs/runtimeEventEnvelopeLegacy\"}]},\"runtimeEventEnvelopeEphemeral\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"durability\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"durability\":{\"const\":\"ephemeral\"},\"event\":{\"$ref\":\"#/$defs/runtimeEphemeralEvent\"}},\"x-agentwire-map-down\":[{\"below\":\"1.3\",\"as\":\"#/$defs/runtimeEventEnvelopeLegacy\"}]},\"runtimeEventEnvelope\":{\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"$ref\":\"#/$defs/runtimeEventEnvelopeLegacy\",\"x-agentwire-until\":\"1.3\"},{\"$ref\":\"#/$defs/runtimeEventEnvelopeDurable\",\"x-agentwire-since\":\"1.3\"},{\"$ref\":\"#/$defs/runtimeEventEnvelopeEphemeral\",\"x-agentwire-since\":\"1.3\"}]},\"runtimeEventNotification\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"method\":{\"const\":\"runtime.event\"},\"params\":{\"$ref\":\"#/$defs/runtimeEventEnvelope\"}}},\"serverRequestCancelParams\":{\"description\":\"1.1 names the JSON-RPC id of the request; 1.2+ names the interaction.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"reason\"],\"properties\":{\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"reason\":{\"type\":\"string\",\"minLength\":1}},\"x-agentwire-versions\":[{\"since\":\"1.1\",\"until\":\"1.2\",\"schema\":{\"required\":[\"serverRequestId\",\"reason\"],\"properties\":{\"serverRequestId\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}}]},\"serverRequestCancelNotification\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"method\":{\"const\":\"runtime.serverRequest.cancel\"},\"params\":{\"$ref\":\"#/$defs/serverRequestCancelParams\"}}},\"clientRequest\":{\"description\":\"A request from the host to the runtime.\",\"x-agentwire-direction\":\"host-to-runtime\",\"oneOf\":[{\"$ref\":\"#/$defs/initializeRequest\"},{\"$ref\":\"#/$defs/clientCapabilitiesSetRequest\",\"x-agentwire-since\":\"1.2\"},{\"$ref\":\"#/$defs/threadListRequest\"},{\"$ref\":\"#/$defs/threadCreateRequest\"},{\"$ref\":\"#/$defs/threadOpenRequest\"},{\"$ref\":\"#/$defs/threadSnapshotRequest\"},{\"$ref\":\"#/$defs/threadRenameRequest\"},{\"$ref\":\"#/$defs/threadDeleteRequest\"},{\"$ref\":\"#/$defs/threadDetachRequest\"},{\"$ref\":\"#/$defs/threadCapabilitiesRequest\"},{\"$ref\":\"#/$defs/runtimeEventsResumeRequest\",\"x-agentwire-since\":\"1.3\"},{\"$ref\":\"#/$defs/turnStartRequest\"},{\"$ref\":\"#/$defs/turnCancelRequest\"},{\"$ref\":\"#/$defs/approvalRespondRequest\"},{\"$ref\":\"#/$defs/operationGetRequest\"},{\"$ref\":\"#/$defs/operationResultGetRequest\",\"x-agentwire-since\":\"1.5\"},{\"$ref\":\"#/$defs/attachmentStageRequest\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentChunkRequest\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentCommitRequest\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentReleaseRequest\",\"x-agentwire-since\":\"1.4\"}]},\"serverRequest\":{\"description\":\"A request from the runtime to the host.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"oneOf\":[{\"$ref\":\"#/$defs/approvalRequestServerRequest\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/userInputRequestServerRequest\",\"x-agentwire-since\":\"1.2\"}]},\"successResponse\":{\"description\":\"A success response; result is any result of the version, not bound to the request's method.\",\"x-agentwire-direction\":\"both\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"result\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"result\":{\"anyOf\":[{\"$ref\":\"#/$defs/initializeResult\"},{\"$ref\":\"#/$defs/clientCapabilitiesSetResult\",\"x-agentwire-since\":\"1.2\"},{\"$ref\":\"#/$defs/threadListResult\"},{\"$ref\":\"#/$defs/threadCreateResult\"},{\"$ref\":\"#/$defs/threadOpenResult\"},{\"$ref\":\"#/$defs/threadSnapshotResult\"},{\"$ref\":\"#/$defs/threadRenameResult\"},{\"$ref\":\"#/$defs/threadDeleteResult\"},{\"$ref\":\"#/$defs/threadDetachResult\"},{\"$ref\":\"#/$defs/threadCapabilitiesResult\"},{\"$ref\":\"#/$defs/runtimeEventsResumeResult\",\"x-agentwire-since\":\"1.3\"},{\"$ref\":\"#/$defs/turnStartResult\"},{\"$ref\":\"#/$defs/turnCancelResult\"},{\"$ref\":\"#/$defs/approvalRespondResult\"},{\"$ref\":\"#/$defs/operationGetResult\"},{\"$ref\":\"#/$defs/operationResultGetResult\",\"x-agentwire-since\":\"1.5\"},{\"$ref\":\"#/$defs/attachmentStageResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentChunkResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentCommitResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentReleaseResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/approvalRequestResult\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/userInputRequestResult\",\"x-agentwire-since\":\"1.2\"}]}}},\"errorResponse\":{\"x-agentwire-direction\":\"both\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"error\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedJsonRpcId\"},{\"type\":\"null\"}]},\"error\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\",\"message\"],\"properties\":{\"code\":{\"type\":\"integer\"},\"message\":{\"type\":\"string\"},\"data\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"rollCode\",\"retryable\"],\"properties\":{\"rollCode\":{\"$ref\":\"#/$defs/sharedRollErrorCode\"},\"retryable\":{\"type\":\"boolean\"},\"details\":{\"$ref\":\"#/$defs/sharedJsonValue\"}}}}}}}}}")
+_DRAFT_07 = False
+_DEFINITIONS_KEY = "$defs"
+_MISSING = object()
+
+
+class ValidationError(NamedTuple):
+    """One reason a value does not match the schema."""
+
+    instance_path: str
+    """JSON Pointer of the offending value ("" for the value itself); a missing property is reported at its object."""
+    keyword: str
+    """The schema keyword that failed (type, required, oneOf, ...)."""
+    message: str
+    """A sentence saying what is wrong."""
+
+
+class ValidationResult(NamedTuple):
+    """The verdict of a validator: ok when errors is empty."""
+
+    ok: bool
+    errors: Tuple[ValidationError, ...]
+
+
+class ProtocolValidationError(ValueError):
+    """Raised by the assert_* and parse_* functions; carries every error."""
+
+    def __init__(self, errors: Tuple[ValidationError, ...]) -> None:
+        super().__init__("; ".join((e.instance_path or "/") + ": " + e.message for e in errors))
+        self.errors = errors
+
+
+MAX_VALIDATION_DEPTH = 256
+"""Deepest nesting of schema nodes and values one validation follows; deeper input fails with keyword maxDepth."""
+
+_PATTERNS: Dict[str, "re.Pattern[str]"] = {}
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_DATE_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}(?::?\d{2})?)\Z")
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\Z")
+_UUID = re.compile(r"^(?:urn:uuid:)?[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
+
+
+def _schema_at(pointer: str) -> object:
+    node: object = _SCHEMA
+    if pointer == "":
+        return node
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or token not in node:
+            return _MISSING
+        node = node[token]
+    return node
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _has_type(value: object, expected: object) -> bool:
+    if expected == "null":
+        return value is None
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
+    if expected == "number":
+        return _is_number(value)
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "array":
+        return isinstance(value, list)
+    if expected == "object":
+        return isinstance(value, dict)
+    return False
+
+
+def _json_equal(a: object, b: object) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_number(a) and _is_number(b):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return len(a) == len(b) and all(k in b and _json_equal(v, b[k]) for k, v in a.items())
+    return type(a) is type(b) and a == b
+
+
+def _is_date(y: int, m: int, d: int) -> bool:
+    if m < 1 or m > 12 or d < 1 or d > _DAYS[m - 1]:
+        return False
+    return not (m == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)))
+
+
+def _check_format(fmt: str, text: str) -> bool:
+    if fmt == "date-time":
+        m = _DATE_TIME.match(text)
+        return m is not None and _is_date(int(m.group(1)), int(m.group(2)), int(m.group(3))) and int(m.group(4)) <= 23 and int(m.group(5)) <= 59 and int(m.group(6)) <= 60
+    if fmt == "date":
+        m = _DATE.match(text)
+        return m is not None and _is_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if fmt == "uuid":
+        return _UUID.match(text) is not None
+    # Formats this validator does not know are annotations.
+    return True
+
+
+def _matches(pattern: str, text: str) -> bool:
+    compiled = _PATTERNS.get(pattern)
+    if compiled is None:
+        compiled = re.compile(pattern)
+        _PATTERNS[pattern] = compiled
+    return compiled.search(text) is not None
+
+
+def _walk(value: object, node: object, path: str, errors: List[ValidationError], depth: int) -> None:
+    if node is True or node is _MISSING:
+        return
+    if node is False:
+        errors.append(ValidationError(path, "false", "no value is allowed here"))
+        return
+    if not isinstance(node, dict):
+        return
+    if depth > MAX_VALIDATION_DEPTH:
+        errors.append(ValidationError(path, "maxDepth", "nesting is deeper than " + str(MAX_VALIDATION_DEPTH)))
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        target = _schema_at(unquote(ref[1:])) if ref.startswith("#") else _MISSING
+        if target is _MISSING:
+            errors.append(ValidationError(path, "$ref", "unresolved schema reference " + ref))
+        else:
+            _walk(value, target, path, errors, depth + 1)
+        if _DRAFT_07:
+            return
+    if "const" in node and not _json_equal(value, node["const"]):
+        errors.append(ValidationError(path, "const", "must equal " + json.dumps(node["const"])))
+    enum = node.get("enum")
+    if isinstance(enum, list) and not any(_json_equal(value, v) for v in enum):
+        errors.append(ValidationError(path, "enum", "must be one of the allowed values"))
+    all_of = node.get("allOf")
+    if isinstance(all_of, list):
+        for part in all_of:
+            _walk(value, part, path, errors, depth + 1)
+    for keyword in ("oneOf", "anyOf"):
+        branches = node.get(keyword)
+        if not isinstance(branches, list):
+            continue
+        matches = 0
+        for branch in branches:
+            sub: List[ValidationError] = []
+            _walk(value, branch, path, sub, depth + 1)
+            if not sub:
+                matches += 1
+        if keyword == "oneOf" and matches != 1:
+            errors.append(ValidationError(path, "oneOf", "must match exactly one branch (" + str(matches) + " match)"))
+        if keyword == "anyOf" and matches == 0:
+            errors.append(ValidationError(path, "anyOf", "must match at least one branch"))
+    if "not" in node:
+        sub = []
+        _walk(value, node["not"], path, sub, depth + 1)
+        if not sub:
+            errors.append(ValidationError(path, "not", "must not match the schema under not"))
+    if "if" in node:
+        sub = []
+        _walk(value, node["if"], path, sub, depth + 1)
+        branch_node = node.get("then" if not sub else "else", _MISSING)
+        _walk(value, branch_node, path, errors, depth + 1)
+    raw_types = node.get("type")
+    types = raw_types if isinstance(raw_types, list) else [raw_types] if isinstance(raw_types, str) else []
+    if types and not any(_has_type(value, t) for t in types):
+        errors.append(ValidationError(path, "type", "must be " + " or ".join(str(t) for t in types)))
+        return
+    if isinstance(value, str):
+        length = len(value)
+        min_length = node.get("minLength")
+        if _is_number(min_length) and length < cast(float, min_length):
+            errors.append(ValidationError(path, "minLength", "must have at least " + str(min_length) + " characters"))
+        max_length = node.get("maxLength")
+        if _is_number(max_length) and length > cast(float, max_length):
+            errors.append(ValidationError(path, "maxLength", "must have at most " + str(max_length) + " characters"))
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and not _matches(pattern, value):
+            errors.append(ValidationError(path, "pattern", "must match the pattern " + pattern))
+        fmt = node.get("format")
+        if isinstance(fmt, str) and not _check_format(fmt, value):
+            errors.append(ValidationError(path, "format", "must be a " + fmt))
+    if _is_number(value):
+        number = cast(float, value)
+        for keyword, text in (("minimum", ">= "), ("maximum", "<= "), ("exclusiveMinimum", "> "), ("exclusiveMaximum", "< ")):
+            bound = node.get(keyword)
+            if not _is_number(bound):
+                continue
+            limit = cast(float, bound)
+            if (
+                (keyword == "minimum" and number < limit)
+                or (keyword == "maximum" and number > limit)
+                or (keyword == "exclusiveMinimum" and number <= limit)
+                or (keyword == "exclusiveMaximum" and number >= limit)
+            ):
+                errors.append(ValidationError(path, keyword, "must be " + text + str(bound)))
+        step = node.get("multipleOf")
+        if _is_number(step) and cast(float, step) > 0:
+            quotient = number / cast(float, step)
+            if quotient != quotient or quotient in (float("inf"), float("-inf")) or quotient != round(quotient):
+                errors.append(ValidationError(path, "multipleOf", "must be a multiple of " + str(step)))
+    if isinstance(value, list):
+        min_items = node.get("minItems")
+        if _is_number(min_items) and len(value) < cast(float, min_items):
+            errors.append(ValidationError(path, "minItems", "must have at least " + str(min_items) + " items"))
+        max_items = node.get("maxItems")
+        if _is_number(max_items) and len(value) > cast(float, max_items):
+            errors.append(ValidationError(path, "maxItems", "must have at most " + str(max_items) + " items"))
+        if node.get("uniqueItems") is True:
+            done = False
+            for i in range(len(value)):
+                for j in range(i + 1, len(value)):
+                    if _json_equal(value[i], value[j]):
+                        errors.append(ValidationError(path, "uniqueItems", "items " + str(i) + " and " + str(j) + " are equal"))
+                        done = True
+                        break
+                if done:
+                    break
+        prefix = node.get("prefixItems")
+        items = node.get("items", _MISSING)
+        if isinstance(prefix, list):
+            tuple_schemas: Optional[List[object]] = prefix
+            rest = items
+        elif isinstance(items, list):
+            tuple_schemas = items
+            rest = node.get("additionalItems", _MISSING)
+        else:
+            tuple_schemas = None
+            rest = items
+        for i, item in enumerate(value):
+            schema = tuple_schemas[i] if tuple_schemas is not None and i < len(tuple_schemas) else rest
+            _walk(item, schema, path + "/" + str(i), errors, depth + 1)
+        if "contains" in node:
+            count = 0
+            for item in value:
+                sub = []
+                _walk(item, node["contains"], path, sub, depth + 1)
+                if not sub:
+                    count += 1
+            min_contains = node.get("minContains", 1)
+            if _is_number(min_contains) and count < cast(float, min_contains):
+                errors.append(ValidationError(path, "contains", "must contain at least " + str(min_contains) + " matching items"))
+            max_contains = node.get("maxContains")
+            if _is_number(max_contains) and count > cast(float, max_contains):
+                errors.append(ValidationError(path, "maxContains", "must contain at most " + str(max_contains) + " matching items"))
+    if isinstance(value, dict):
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            properties = {}
+        required = node.get("required")
+        if isinstance(required, list):
+            for name in required:
+                if name not in value:
+                    errors.append(ValidationError(path, "required", "the property " + json.dumps(name) + " is required"))
+        for name, schema in properties.items():
+            if name in value:
+                _walk(value[name], schema, path + "/" + _escape(name), errors, depth + 1)
+        patterns = node.get("patternProperties")
+        pattern_items = list(patterns.items()) if isinstance(patterns, dict) else []
+        additional = node.get("additionalProperties", _MISSING)
+        for key, child in value.items():
+            at = path + "/" + _escape(key)
+            matched = key in properties
+            for pattern_text, schema in pattern_items:
+                if _matches(pattern_text, key):
+                    matched = True
+                    _walk(child, schema, at, errors, depth + 1)
+            if matched or additional is _MISSING:
+                continue
+            if additional is False:
+                errors.append(ValidationError(at, "additionalProperties", "the property " + json.dumps(key) + " is not allowed"))
+            else:
+                _walk(child, additional, at, errors, depth + 1)
+        if "propertyNames" in node:
+            for key in value:
+                _walk(key, node["propertyNames"], path + "/" + _escape(key), errors, depth + 1)
+        min_props = node.get("minProperties")
+        if _is_number(min_props) and len(value) < cast(float, min_props):
+            errors.append(ValidationError(path, "minProperties", "must have at least " + str(min_props) + " properties"))
+        max_props = node.get("maxProperties")
+        if _is_number(max_props) and len(value) > cast(float, max_props):
+            errors.append(ValidationError(path, "maxProperties", "must have at most " + str(max_props) + " properties"))
+        dependent = node.get("dependentRequired")
+        if isinstance(dependent, dict):
+            for key, names in dependent.items():
+                if key in value and isinstance(names, list):
+                    for name in names:
+                        if name not in value:
+                            errors.append(ValidationError(path, "dependentRequired", "the property " + json.dumps(name) + " is required when " + json.dumps(key) + " is present"))
+
+
+def validate_at(pointer: str, value: object) -> ValidationResult:
+    """Validates value against the schema node at pointer (a JSON Pointer into the embedded schema)."""
+    node = _schema_at(pointer)
+    if node is _MISSING:
+        return ValidationResult(False, (ValidationError("", "$ref", "the schema has no node at " + pointer),))
+    errors: List[ValidationError] = []
+    _walk(value, node, "", errors, 0)
+    return ValidationResult(not errors, tuple(errors))
+
+
+def validate_protocol_message(value: object) -> ValidationResult:
+    """Validates a whole message against the document root."""
+    return validate_at("", value)
+
+
+def validate_definition(name: str, value: object) -> ValidationResult:
+    """Validates value against the definition name."""
+    definitions = cast(Dict[str, object], _SCHEMA).get(_DEFINITIONS_KEY)
+    if not isinstance(definitions, dict) or name not in definitions:
+        return ValidationResult(False, (ValidationError("", "$ref", "unknown definition " + json.dumps(name)),))
+    return validate_at("/" + _DEFINITIONS_KEY + "/" + _escape(name), value)
+
+
+def _assert_valid(result: ValidationResult) -> None:
+    if not result.ok:
+        raise ProtocolValidationError(result.errors)
 
 # The JSON-RPC version marker.
 SharedJsonRpcVersion: TypeAlias = Literal["2.0"]
@@ -279,16 +598,9 @@ SharedUiMessagePartsItem: TypeAlias = Union[
 
 
 def parse_shared_ui_message_parts_item(value: object) -> SharedUiMessagePartsItem:
-    "Checks the tag and keys of a SharedUiMessagePartsItem; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "SharedUiMessagePartsItem", ("type",), None)
-    tag = record["type"]
-    if tag in ("text",):
-        _check_keys(record, "SharedUiMessagePartsItem", ("type", "text",), ("type", "text",))
-        return cast(SharedUiMessagePartsItem, record)
-    if tag in ("attachment",):
-        _check_keys(record, "SharedUiMessagePartsItem", ("type", "mediaType", "bytes",), ("type", "mediaType", "bytes", "displayName",))
-        return cast(SharedUiMessagePartsItem, record)
-    raise ValueError("SharedUiMessagePartsItem: unknown type " + repr(tag))
+    "Decodes a SharedUiMessagePartsItem, failing closed: an unknown type, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/sharedUiMessage/properties/parts/items", value))
+    return cast(SharedUiMessagePartsItem, value)
 
 SharedMessagePage = TypedDict(
     "SharedMessagePage",
@@ -303,25 +615,19 @@ SharedMessagePage = TypedDict(
 # Constraints: since: 1.5
 SharedAppOutputDescriptor: TypeAlias = Union[
     "SharedAppOutputDescriptorAvailable",
-    "SharedAppOutputDescriptorVariant2",
+    "SharedAppOutputDescriptorNotProvided",
+    "SharedAppOutputDescriptorInvalid",
+    "SharedAppOutputDescriptorTooLarge",
+    "SharedAppOutputDescriptorExpired",
+    "SharedAppOutputDescriptorDenied",
     "SharedAppOutputDescriptorRejected",
 ]
 
 
 def parse_shared_app_output_descriptor(value: object) -> SharedAppOutputDescriptor:
-    "Checks the tag and keys of a SharedAppOutputDescriptor; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "SharedAppOutputDescriptor", ("status",), None)
-    tag = record["status"]
-    if tag in ("available",):
-        _check_keys(record, "SharedAppOutputDescriptor", ("status", "schemaId", "schemaVersion",), ("status", "schemaId", "schemaVersion",))
-        return cast(SharedAppOutputDescriptor, record)
-    if tag in ("not_provided", "invalid", "too_large", "expired", "denied",):
-        _check_keys(record, "SharedAppOutputDescriptor", ("status",), ("status",))
-        return cast(SharedAppOutputDescriptor, record)
-    if tag in ("rejected",):
-        _check_keys(record, "SharedAppOutputDescriptor", ("status", "reason",), ("status", "reason", "field",))
-        return cast(SharedAppOutputDescriptor, record)
-    raise ValueError("SharedAppOutputDescriptor: unknown status " + repr(tag))
+    "Decodes a SharedAppOutputDescriptor, failing closed: an unknown status, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/sharedAppOutputDescriptor", value))
+    return cast(SharedAppOutputDescriptor, value)
 
 SharedAppOutputDescriptorAvailable = TypedDict(
     "SharedAppOutputDescriptorAvailable",
@@ -335,15 +641,55 @@ SharedAppOutputDescriptorAvailable = TypedDict(
 
 SharedAppOutputDescriptorAvailableStatus: TypeAlias = Literal["available"]
 
-SharedAppOutputDescriptorVariant2 = TypedDict(
-    "SharedAppOutputDescriptorVariant2",
+SharedAppOutputDescriptorNotProvided = TypedDict(
+    "SharedAppOutputDescriptorNotProvided",
     {
-        "status": "SharedAppOutputDescriptorVariant2Status",
+        "status": Literal["not_provided"],
     },
     total=True,
 )
 
-SharedAppOutputDescriptorVariant2Status: TypeAlias = Literal["not_provided", "invalid", "too_large", "expired", "denied"]
+SharedAppOutputDescriptorNotProvidedStatus: TypeAlias = Literal["not_provided"]
+
+SharedAppOutputDescriptorInvalid = TypedDict(
+    "SharedAppOutputDescriptorInvalid",
+    {
+        "status": Literal["invalid"],
+    },
+    total=True,
+)
+
+SharedAppOutputDescriptorInvalidStatus: TypeAlias = Literal["invalid"]
+
+SharedAppOutputDescriptorTooLarge = TypedDict(
+    "SharedAppOutputDescriptorTooLarge",
+    {
+        "status": Literal["too_large"],
+    },
+    total=True,
+)
+
+SharedAppOutputDescriptorTooLargeStatus: TypeAlias = Literal["too_large"]
+
+SharedAppOutputDescriptorExpired = TypedDict(
+    "SharedAppOutputDescriptorExpired",
+    {
+        "status": Literal["expired"],
+    },
+    total=True,
+)
+
+SharedAppOutputDescriptorExpiredStatus: TypeAlias = Literal["expired"]
+
+SharedAppOutputDescriptorDenied = TypedDict(
+    "SharedAppOutputDescriptorDenied",
+    {
+        "status": Literal["denied"],
+    },
+    total=True,
+)
+
+SharedAppOutputDescriptorDeniedStatus: TypeAlias = Literal["denied"]
 
 _SharedAppOutputDescriptorRejectedRequired = TypedDict(
     "_SharedAppOutputDescriptorRejectedRequired",
@@ -372,25 +718,19 @@ SharedAppOutputDescriptorRejectedReason: TypeAlias = Literal["credential_field",
 # Constraints: since: 1.5
 SharedAppOutput: TypeAlias = Union[
     "SharedAppOutputAvailable",
-    "SharedAppOutputDescriptorVariant2",
+    "SharedAppOutputDescriptorNotProvided",
+    "SharedAppOutputDescriptorInvalid",
+    "SharedAppOutputDescriptorTooLarge",
+    "SharedAppOutputDescriptorExpired",
+    "SharedAppOutputDescriptorDenied",
     "SharedAppOutputDescriptorRejected",
 ]
 
 
 def parse_shared_app_output(value: object) -> SharedAppOutput:
-    "Checks the tag and keys of a SharedAppOutput; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "SharedAppOutput", ("status",), None)
-    tag = record["status"]
-    if tag in ("available",):
-        _check_keys(record, "SharedAppOutput", ("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText",), ("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText",))
-        return cast(SharedAppOutput, record)
-    if tag in ("not_provided", "invalid", "too_large", "expired", "denied",):
-        _check_keys(record, "SharedAppOutput", ("status",), ("status",))
-        return cast(SharedAppOutput, record)
-    if tag in ("rejected",):
-        _check_keys(record, "SharedAppOutput", ("status", "reason",), ("status", "reason", "field",))
-        return cast(SharedAppOutput, record)
-    raise ValueError("SharedAppOutput: unknown status " + repr(tag))
+    "Decodes a SharedAppOutput, failing closed: an unknown status, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/sharedAppOutput", value))
+    return cast(SharedAppOutput, value)
 
 SharedAppOutputAvailable = TypedDict(
     "SharedAppOutputAvailable",
@@ -641,25 +981,9 @@ UserInputControl: TypeAlias = Union[
 
 
 def parse_user_input_control(value: object) -> UserInputControl:
-    "Checks the tag and keys of a UserInputControl; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "UserInputControl", ("type",), None)
-    tag = record["type"]
-    if tag in ("text",):
-        _check_keys(record, "UserInputControl", ("type", "id", "label", "required",), ("type", "id", "label", "description", "required", "minLength", "maxLength",))
-        return cast(UserInputControl, record)
-    if tag in ("multiline",):
-        _check_keys(record, "UserInputControl", ("type", "id", "label", "required",), ("type", "id", "label", "description", "required", "minLength", "maxLength",))
-        return cast(UserInputControl, record)
-    if tag in ("number",):
-        _check_keys(record, "UserInputControl", ("type", "id", "label", "required",), ("type", "id", "label", "description", "required", "min", "max", "integer",))
-        return cast(UserInputControl, record)
-    if tag in ("boolean",):
-        _check_keys(record, "UserInputControl", ("type", "id", "label", "required",), ("type", "id", "label", "description", "required",))
-        return cast(UserInputControl, record)
-    if tag in ("choice",):
-        _check_keys(record, "UserInputControl", ("type", "id", "label", "required", "multiple", "options",), ("type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections",))
-        return cast(UserInputControl, record)
-    raise ValueError("UserInputControl: unknown type " + repr(tag))
+    "Decodes a UserInputControl, failing closed: an unknown type, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/userInputControl", value))
+    return cast(UserInputControl, value)
 
 # Constraints: minItems: 1, maxItems: 16, since: 1.2
 UserInputControls: TypeAlias = List["UserInputControl"]
@@ -728,16 +1052,9 @@ SharedPendingInteraction: TypeAlias = Union[
 
 
 def parse_shared_pending_interaction(value: object) -> SharedPendingInteraction:
-    "Checks the tag and keys of a SharedPendingInteraction; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "SharedPendingInteraction", ("method",), None)
-    tag = record["method"]
-    if tag in ("approval.request",):
-        _check_keys(record, "SharedPendingInteraction", ("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId",), ("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId",))
-        return cast(SharedPendingInteraction, record)
-    if tag in ("userInput.request",):
-        _check_keys(record, "SharedPendingInteraction", ("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "controls",), ("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "title", "description", "controls",))
-        return cast(SharedPendingInteraction, record)
-    raise ValueError("SharedPendingInteraction: unknown method " + repr(tag))
+    "Decodes a SharedPendingInteraction, failing closed: an unknown method, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/sharedPendingInteraction", value))
+    return cast(SharedPendingInteraction, value)
 
 # A thread snapshot: the newest page of messages and operations plus live state.
 _SharedThreadSnapshotFullRequired = TypedDict(
@@ -1604,16 +1921,9 @@ ApprovalRequestResult: TypeAlias = Union[
 
 
 def parse_approval_request_result(value: object) -> ApprovalRequestResult:
-    "Checks the tag and keys of a ApprovalRequestResult; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "ApprovalRequestResult", ("decision",), None)
-    tag = record["decision"]
-    if tag in ("approve",):
-        _check_keys(record, "ApprovalRequestResult", ("decision",), ("decision",))
-        return cast(ApprovalRequestResult, record)
-    if tag in ("reject",):
-        _check_keys(record, "ApprovalRequestResult", ("decision",), ("decision", "reason",))
-        return cast(ApprovalRequestResult, record)
-    raise ValueError("ApprovalRequestResult: unknown decision " + repr(tag))
+    "Decodes a ApprovalRequestResult, failing closed: an unknown decision, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/approvalRequestResult", value))
+    return cast(ApprovalRequestResult, value)
 
 ApprovalRequestResultApprove = TypedDict(
     "ApprovalRequestResultApprove",
@@ -1680,16 +1990,9 @@ UserInputRequestResult: TypeAlias = Union[
 
 
 def parse_user_input_request_result(value: object) -> UserInputRequestResult:
-    "Checks the tag and keys of a UserInputRequestResult; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "UserInputRequestResult", ("status",), None)
-    tag = record["status"]
-    if tag in ("submitted",):
-        _check_keys(record, "UserInputRequestResult", ("status", "values",), ("status", "values",))
-        return cast(UserInputRequestResult, record)
-    if tag in ("cancelled",):
-        _check_keys(record, "UserInputRequestResult", ("status",), ("status", "reason",))
-        return cast(UserInputRequestResult, record)
-    raise ValueError("UserInputRequestResult: unknown status " + repr(tag))
+    "Decodes a UserInputRequestResult, failing closed: an unknown status, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/userInputRequestResult", value))
+    return cast(UserInputRequestResult, value)
 
 UserInputRequestResultSubmitted = TypedDict(
     "UserInputRequestResultSubmitted",
@@ -1961,8 +2264,6 @@ _EventApprovalResolvedResolutionVariant4Optional = TypedDict(
 class EventApprovalResolvedResolutionVariant4(_EventApprovalResolvedResolutionVariant4Required, _EventApprovalResolvedResolutionVariant4Optional):
     pass
 
-EventApprovalResolvedResolutionVariant4Status: TypeAlias = Literal["expired"]
-
 EventTurnCompleted = TypedDict(
     "EventTurnCompleted",
     {
@@ -2029,52 +2330,9 @@ RuntimeEvent: TypeAlias = Union[
 
 
 def parse_runtime_event(value: object) -> RuntimeEvent:
-    "Checks the tag and keys of a RuntimeEvent; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "RuntimeEvent", ("type",), None)
-    tag = record["type"]
-    if tag in ("turn.started",):
-        _check_keys(record, "RuntimeEvent", ("type",), ("type",))
-        return cast(RuntimeEvent, record)
-    if tag in ("message.started",):
-        _check_keys(record, "RuntimeEvent", ("type", "streamId",), ("type", "streamId",))
-        return cast(RuntimeEvent, record)
-    if tag in ("message.delta",):
-        _check_keys(record, "RuntimeEvent", ("type", "streamId", "delta",), ("type", "streamId", "delta",))
-        return cast(RuntimeEvent, record)
-    if tag in ("message.completed",):
-        _check_keys(record, "RuntimeEvent", ("type", "streamId", "text",), ("type", "streamId", "text",))
-        return cast(RuntimeEvent, record)
-    if tag in ("reasoning.summary.delta",):
-        _check_keys(record, "RuntimeEvent", ("type", "reasoningId", "delta",), ("type", "reasoningId", "delta",))
-        return cast(RuntimeEvent, record)
-    if tag in ("tool.started",):
-        _check_keys(record, "RuntimeEvent", ("type", "toolCallId", "agentName", "toolName", "input",), ("type", "toolCallId", "agentName", "toolName", "input",))
-        return cast(RuntimeEvent, record)
-    if tag in ("tool.output",):
-        _check_keys(record, "RuntimeEvent", ("type", "toolCallId", "agentName", "toolName", "stream", "delta",), ("type", "toolCallId", "agentName", "toolName", "stream", "delta",))
-        return cast(RuntimeEvent, record)
-    if tag in ("tool.completed",):
-        _check_keys(record, "RuntimeEvent", ("type", "toolCallId", "agentName", "toolName", "display",), ("type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput",))
-        return cast(RuntimeEvent, record)
-    if tag in ("approval.required",):
-        _check_keys(record, "RuntimeEvent", ("type", "approval",), ("type", "approval",))
-        return cast(RuntimeEvent, record)
-    if tag in ("approval.resolved",):
-        _check_keys(record, "RuntimeEvent", ("type", "approvalId", "resolution",), ("type", "approvalId", "resolution",))
-        return cast(RuntimeEvent, record)
-    if tag in ("turn.completed",):
-        _check_keys(record, "RuntimeEvent", ("type",), ("type",))
-        return cast(RuntimeEvent, record)
-    if tag in ("turn.cancelled",):
-        _check_keys(record, "RuntimeEvent", ("type", "reason", "message",), ("type", "reason", "message",))
-        return cast(RuntimeEvent, record)
-    if tag in ("turn.failed",):
-        _check_keys(record, "RuntimeEvent", ("type", "stage", "message",), ("type", "stage", "message",))
-        return cast(RuntimeEvent, record)
-    if tag in ("capabilities.changed",):
-        _check_keys(record, "RuntimeEvent", ("type",), ("type",))
-        return cast(RuntimeEvent, record)
-    raise ValueError("RuntimeEvent: unknown type " + repr(tag))
+    "Decodes a RuntimeEvent, failing closed: an unknown type, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/runtimeEvent", value))
+    return cast(RuntimeEvent, value)
 
 # Events committed to the thread's log before they are published, and replayed on resume.
 # Constraints: since: 1.3
@@ -2092,37 +2350,9 @@ RuntimeDurableEvent: TypeAlias = Union[
 
 
 def parse_runtime_durable_event(value: object) -> RuntimeDurableEvent:
-    "Checks the tag and keys of a RuntimeDurableEvent; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "RuntimeDurableEvent", ("type",), None)
-    tag = record["type"]
-    if tag in ("turn.started",):
-        _check_keys(record, "RuntimeDurableEvent", ("type",), ("type",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("message.completed",):
-        _check_keys(record, "RuntimeDurableEvent", ("type", "streamId", "text",), ("type", "streamId", "text",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("tool.completed",):
-        _check_keys(record, "RuntimeDurableEvent", ("type", "toolCallId", "agentName", "toolName", "display",), ("type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("approval.required",):
-        _check_keys(record, "RuntimeDurableEvent", ("type", "approval",), ("type", "approval",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("approval.resolved",):
-        _check_keys(record, "RuntimeDurableEvent", ("type", "approvalId", "resolution",), ("type", "approvalId", "resolution",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("turn.completed",):
-        _check_keys(record, "RuntimeDurableEvent", ("type",), ("type",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("turn.cancelled",):
-        _check_keys(record, "RuntimeDurableEvent", ("type", "reason", "message",), ("type", "reason", "message",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("turn.failed",):
-        _check_keys(record, "RuntimeDurableEvent", ("type", "stage", "message",), ("type", "stage", "message",))
-        return cast(RuntimeDurableEvent, record)
-    if tag in ("capabilities.changed",):
-        _check_keys(record, "RuntimeDurableEvent", ("type",), ("type",))
-        return cast(RuntimeDurableEvent, record)
-    raise ValueError("RuntimeDurableEvent: unknown type " + repr(tag))
+    "Decodes a RuntimeDurableEvent, failing closed: an unknown type, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/runtimeDurableEvent", value))
+    return cast(RuntimeDurableEvent, value)
 
 # Live-only events: never stored, never replayed.
 # Constraints: since: 1.3
@@ -2136,25 +2366,9 @@ RuntimeEphemeralEvent: TypeAlias = Union[
 
 
 def parse_runtime_ephemeral_event(value: object) -> RuntimeEphemeralEvent:
-    "Checks the tag and keys of a RuntimeEphemeralEvent; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "RuntimeEphemeralEvent", ("type",), None)
-    tag = record["type"]
-    if tag in ("message.started",):
-        _check_keys(record, "RuntimeEphemeralEvent", ("type", "streamId",), ("type", "streamId",))
-        return cast(RuntimeEphemeralEvent, record)
-    if tag in ("message.delta",):
-        _check_keys(record, "RuntimeEphemeralEvent", ("type", "streamId", "delta",), ("type", "streamId", "delta",))
-        return cast(RuntimeEphemeralEvent, record)
-    if tag in ("reasoning.summary.delta",):
-        _check_keys(record, "RuntimeEphemeralEvent", ("type", "reasoningId", "delta",), ("type", "reasoningId", "delta",))
-        return cast(RuntimeEphemeralEvent, record)
-    if tag in ("tool.started",):
-        _check_keys(record, "RuntimeEphemeralEvent", ("type", "toolCallId", "agentName", "toolName", "input",), ("type", "toolCallId", "agentName", "toolName", "input",))
-        return cast(RuntimeEphemeralEvent, record)
-    if tag in ("tool.output",):
-        _check_keys(record, "RuntimeEphemeralEvent", ("type", "toolCallId", "agentName", "toolName", "stream", "delta",), ("type", "toolCallId", "agentName", "toolName", "stream", "delta",))
-        return cast(RuntimeEphemeralEvent, record)
-    raise ValueError("RuntimeEphemeralEvent: unknown type " + repr(tag))
+    "Decodes a RuntimeEphemeralEvent, failing closed: an unknown type, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/runtimeEphemeralEvent", value))
+    return cast(RuntimeEphemeralEvent, value)
 
 # The 1.0-1.2 envelope: process-local sequence only.
 _RuntimeEventEnvelopeLegacyRequired = TypedDict(
@@ -2307,70 +2521,9 @@ ClientRequest: TypeAlias = Union[
 
 
 def parse_client_request(value: object) -> ClientRequest:
-    "Checks the tag and keys of a ClientRequest; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "ClientRequest", ("method",), None)
-    tag = record["method"]
-    if tag in ("initialize",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("client.capabilities.set",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.list",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.create",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.open",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.snapshot",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.rename",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.delete",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.detach",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("thread.capabilities",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("runtime.events.resume",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("turn.start",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("turn.cancel",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("approval.respond",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("operation.get",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("operation.result.get",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("attachment.stage",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("attachment.chunk",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("attachment.commit",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    if tag in ("attachment.release",):
-        _check_keys(record, "ClientRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ClientRequest, record)
-    raise ValueError("ClientRequest: unknown method " + repr(tag))
+    "Decodes a ClientRequest, failing closed: an unknown method, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/clientRequest", value))
+    return cast(ClientRequest, value)
 
 # A request from the runtime to the host.
 # Constraints: since: 1.1
@@ -2381,16 +2534,9 @@ ServerRequest: TypeAlias = Union[
 
 
 def parse_server_request(value: object) -> ServerRequest:
-    "Checks the tag and keys of a ServerRequest; raises ValueError for a missing key or an extra key on a closed variant, and for an unknown tag."
-    record = _check_keys(value, "ServerRequest", ("method",), None)
-    tag = record["method"]
-    if tag in ("approval.request",):
-        _check_keys(record, "ServerRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ServerRequest, record)
-    if tag in ("userInput.request",):
-        _check_keys(record, "ServerRequest", ("jsonrpc", "id", "method", "params",), ("jsonrpc", "id", "method", "params",))
-        return cast(ServerRequest, record)
-    raise ValueError("ServerRequest: unknown method " + repr(tag))
+    "Decodes a ServerRequest, failing closed: an unknown method, a missing or extra key, or any invalid level raises ProtocolValidationError (a ValueError)."
+    _assert_valid(validate_at("/$defs/serverRequest", value))
+    return cast(ServerRequest, value)
 
 # A success response; result is any result of the version, not bound to the request's method.
 SuccessResponse = TypedDict(
@@ -2488,3 +2634,1675 @@ RollRuntimeMessage: TypeAlias = Union[
     "SuccessResponse",
     "ErrorResponse",
 ]
+
+
+def validate_shared_json_rpc_version(value: object) -> ValidationResult:
+    "Validates value against the definition sharedJsonRpcVersion."
+    return validate_definition("sharedJsonRpcVersion", value)
+
+
+def assert_shared_json_rpc_version(value: object) -> "SharedJsonRpcVersion":
+    "Returns value typed as SharedJsonRpcVersion, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedJsonRpcVersion", value))
+    return cast("SharedJsonRpcVersion", value)
+
+
+def validate_shared_json_rpc_id(value: object) -> ValidationResult:
+    "Validates value against the definition sharedJsonRpcId."
+    return validate_definition("sharedJsonRpcId", value)
+
+
+def assert_shared_json_rpc_id(value: object) -> "SharedJsonRpcId":
+    "Returns value typed as SharedJsonRpcId, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedJsonRpcId", value))
+    return cast("SharedJsonRpcId", value)
+
+
+def validate_shared_uuid(value: object) -> ValidationResult:
+    "Validates value against the definition sharedUuid."
+    return validate_definition("sharedUuid", value)
+
+
+def assert_shared_uuid(value: object) -> "SharedUuid":
+    "Returns value typed as SharedUuid, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedUuid", value))
+    return cast("SharedUuid", value)
+
+
+def validate_shared_timestamp(value: object) -> ValidationResult:
+    "Validates value against the definition sharedTimestamp."
+    return validate_definition("sharedTimestamp", value)
+
+
+def assert_shared_timestamp(value: object) -> "SharedTimestamp":
+    "Returns value typed as SharedTimestamp, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedTimestamp", value))
+    return cast("SharedTimestamp", value)
+
+
+def validate_shared_json_value(value: object) -> ValidationResult:
+    "Validates value against the definition sharedJsonValue."
+    return validate_definition("sharedJsonValue", value)
+
+
+def assert_shared_json_value(value: object) -> "SharedJsonValue":
+    "Returns value typed as SharedJsonValue, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedJsonValue", value))
+    return cast("SharedJsonValue", value)
+
+
+def validate_shared_non_empty_string(value: object) -> ValidationResult:
+    "Validates value against the definition sharedNonEmptyString."
+    return validate_definition("sharedNonEmptyString", value)
+
+
+def assert_shared_non_empty_string(value: object) -> "SharedNonEmptyString":
+    "Returns value typed as SharedNonEmptyString, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedNonEmptyString", value))
+    return cast("SharedNonEmptyString", value)
+
+
+def validate_shared_non_negative_integer(value: object) -> ValidationResult:
+    "Validates value against the definition sharedNonNegativeInteger."
+    return validate_definition("sharedNonNegativeInteger", value)
+
+
+def assert_shared_non_negative_integer(value: object) -> "SharedNonNegativeInteger":
+    "Returns value typed as SharedNonNegativeInteger, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedNonNegativeInteger", value))
+    return cast("SharedNonNegativeInteger", value)
+
+
+def validate_shared_positive_integer(value: object) -> ValidationResult:
+    "Validates value against the definition sharedPositiveInteger."
+    return validate_definition("sharedPositiveInteger", value)
+
+
+def assert_shared_positive_integer(value: object) -> "SharedPositiveInteger":
+    "Returns value typed as SharedPositiveInteger, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedPositiveInteger", value))
+    return cast("SharedPositiveInteger", value)
+
+
+def validate_shared_info_string(value: object) -> ValidationResult:
+    "Validates value against the definition sharedInfoString."
+    return validate_definition("sharedInfoString", value)
+
+
+def assert_shared_info_string(value: object) -> "SharedInfoString":
+    "Returns value typed as SharedInfoString, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedInfoString", value))
+    return cast("SharedInfoString", value)
+
+
+def validate_shared_thread_title(value: object) -> ValidationResult:
+    "Validates value against the definition sharedThreadTitle."
+    return validate_definition("sharedThreadTitle", value)
+
+
+def assert_shared_thread_title(value: object) -> "SharedThreadTitle":
+    "Returns value typed as SharedThreadTitle, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedThreadTitle", value))
+    return cast("SharedThreadTitle", value)
+
+
+def validate_shared_page_limit(value: object) -> ValidationResult:
+    "Validates value against the definition sharedPageLimit."
+    return validate_definition("sharedPageLimit", value)
+
+
+def assert_shared_page_limit(value: object) -> "SharedPageLimit":
+    "Returns value typed as SharedPageLimit, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedPageLimit", value))
+    return cast("SharedPageLimit", value)
+
+
+def validate_shared_digit_cursor(value: object) -> ValidationResult:
+    "Validates value against the definition sharedDigitCursor."
+    return validate_definition("sharedDigitCursor", value)
+
+
+def assert_shared_digit_cursor(value: object) -> "SharedDigitCursor":
+    "Returns value typed as SharedDigitCursor, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedDigitCursor", value))
+    return cast("SharedDigitCursor", value)
+
+
+def validate_shared_event_cursor(value: object) -> ValidationResult:
+    "Validates value against the definition sharedEventCursor."
+    return validate_definition("sharedEventCursor", value)
+
+
+def assert_shared_event_cursor(value: object) -> "SharedEventCursor":
+    "Returns value typed as SharedEventCursor, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedEventCursor", value))
+    return cast("SharedEventCursor", value)
+
+
+def validate_shared_event_cursor_or_null(value: object) -> ValidationResult:
+    "Validates value against the definition sharedEventCursorOrNull."
+    return validate_definition("sharedEventCursorOrNull", value)
+
+
+def assert_shared_event_cursor_or_null(value: object) -> "SharedEventCursorOrNull":
+    "Returns value typed as SharedEventCursorOrNull, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedEventCursorOrNull", value))
+    return cast("SharedEventCursorOrNull", value)
+
+
+def validate_shared_sha_256(value: object) -> ValidationResult:
+    "Validates value against the definition sharedSha256."
+    return validate_definition("sharedSha256", value)
+
+
+def assert_shared_sha_256(value: object) -> "SharedSha256":
+    "Returns value typed as SharedSha256, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedSha256", value))
+    return cast("SharedSha256", value)
+
+
+def validate_shared_nullable_sequence(value: object) -> ValidationResult:
+    "Validates value against the definition sharedNullableSequence."
+    return validate_definition("sharedNullableSequence", value)
+
+
+def assert_shared_nullable_sequence(value: object) -> "SharedNullableSequence":
+    "Returns value typed as SharedNullableSequence, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedNullableSequence", value))
+    return cast("SharedNullableSequence", value)
+
+
+def validate_shared_interaction_sensitivity(value: object) -> ValidationResult:
+    "Validates value against the definition sharedInteractionSensitivity."
+    return validate_definition("sharedInteractionSensitivity", value)
+
+
+def assert_shared_interaction_sensitivity(value: object) -> "SharedInteractionSensitivity":
+    "Returns value typed as SharedInteractionSensitivity, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedInteractionSensitivity", value))
+    return cast("SharedInteractionSensitivity", value)
+
+
+def validate_shared_feature(value: object) -> ValidationResult:
+    "Validates value against the definition sharedFeature."
+    return validate_definition("sharedFeature", value)
+
+
+def assert_shared_feature(value: object) -> "SharedFeature":
+    "Returns value typed as SharedFeature, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedFeature", value))
+    return cast("SharedFeature", value)
+
+
+def validate_shared_roll_error_code(value: object) -> ValidationResult:
+    "Validates value against the definition sharedRollErrorCode."
+    return validate_definition("sharedRollErrorCode", value)
+
+
+def assert_shared_roll_error_code(value: object) -> "SharedRollErrorCode":
+    "Returns value typed as SharedRollErrorCode, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedRollErrorCode", value))
+    return cast("SharedRollErrorCode", value)
+
+
+def validate_shared_attachment_media_type(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAttachmentMediaType."
+    return validate_definition("sharedAttachmentMediaType", value)
+
+
+def assert_shared_attachment_media_type(value: object) -> "SharedAttachmentMediaType":
+    "Returns value typed as SharedAttachmentMediaType, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAttachmentMediaType", value))
+    return cast("SharedAttachmentMediaType", value)
+
+
+def validate_shared_attachment_source(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAttachmentSource."
+    return validate_definition("sharedAttachmentSource", value)
+
+
+def assert_shared_attachment_source(value: object) -> "SharedAttachmentSource":
+    "Returns value typed as SharedAttachmentSource, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAttachmentSource", value))
+    return cast("SharedAttachmentSource", value)
+
+
+def validate_shared_attachment_file_name(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAttachmentFileName."
+    return validate_definition("sharedAttachmentFileName", value)
+
+
+def assert_shared_attachment_file_name(value: object) -> "SharedAttachmentFileName":
+    "Returns value typed as SharedAttachmentFileName, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAttachmentFileName", value))
+    return cast("SharedAttachmentFileName", value)
+
+
+def validate_shared_attachment_bytes(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAttachmentBytes."
+    return validate_definition("sharedAttachmentBytes", value)
+
+
+def assert_shared_attachment_bytes(value: object) -> "SharedAttachmentBytes":
+    "Returns value typed as SharedAttachmentBytes, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAttachmentBytes", value))
+    return cast("SharedAttachmentBytes", value)
+
+
+def validate_shared_tool_outcome(value: object) -> ValidationResult:
+    "Validates value against the definition sharedToolOutcome."
+    return validate_definition("sharedToolOutcome", value)
+
+
+def assert_shared_tool_outcome(value: object) -> "SharedToolOutcome":
+    "Returns value typed as SharedToolOutcome, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedToolOutcome", value))
+    return cast("SharedToolOutcome", value)
+
+
+def validate_shared_thread_summary(value: object) -> ValidationResult:
+    "Validates value against the definition sharedThreadSummary."
+    return validate_definition("sharedThreadSummary", value)
+
+
+def assert_shared_thread_summary(value: object) -> "SharedThreadSummary":
+    "Returns value typed as SharedThreadSummary, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedThreadSummary", value))
+    return cast("SharedThreadSummary", value)
+
+
+def validate_shared_pending_approval(value: object) -> ValidationResult:
+    "Validates value against the definition sharedPendingApproval."
+    return validate_definition("sharedPendingApproval", value)
+
+
+def assert_shared_pending_approval(value: object) -> "SharedPendingApproval":
+    "Returns value typed as SharedPendingApproval, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedPendingApproval", value))
+    return cast("SharedPendingApproval", value)
+
+
+def validate_shared_active_turn_status(value: object) -> ValidationResult:
+    "Validates value against the definition sharedActiveTurnStatus."
+    return validate_definition("sharedActiveTurnStatus", value)
+
+
+def assert_shared_active_turn_status(value: object) -> "SharedActiveTurnStatus":
+    "Returns value typed as SharedActiveTurnStatus, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedActiveTurnStatus", value))
+    return cast("SharedActiveTurnStatus", value)
+
+
+def validate_shared_active_turn(value: object) -> ValidationResult:
+    "Validates value against the definition sharedActiveTurn."
+    return validate_definition("sharedActiveTurn", value)
+
+
+def assert_shared_active_turn(value: object) -> "SharedActiveTurn":
+    "Returns value typed as SharedActiveTurn, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedActiveTurn", value))
+    return cast("SharedActiveTurn", value)
+
+
+def validate_shared_text_part(value: object) -> ValidationResult:
+    "Validates value against the definition sharedTextPart."
+    return validate_definition("sharedTextPart", value)
+
+
+def assert_shared_text_part(value: object) -> "SharedTextPart":
+    "Returns value typed as SharedTextPart, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedTextPart", value))
+    return cast("SharedTextPart", value)
+
+
+def validate_shared_attachment_part(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAttachmentPart."
+    return validate_definition("sharedAttachmentPart", value)
+
+
+def assert_shared_attachment_part(value: object) -> "SharedAttachmentPart":
+    "Returns value typed as SharedAttachmentPart, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAttachmentPart", value))
+    return cast("SharedAttachmentPart", value)
+
+
+def validate_shared_ui_message(value: object) -> ValidationResult:
+    "Validates value against the definition sharedUiMessage."
+    return validate_definition("sharedUiMessage", value)
+
+
+def assert_shared_ui_message(value: object) -> "SharedUiMessage":
+    "Returns value typed as SharedUiMessage, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedUiMessage", value))
+    return cast("SharedUiMessage", value)
+
+
+def validate_shared_message_page(value: object) -> ValidationResult:
+    "Validates value against the definition sharedMessagePage."
+    return validate_definition("sharedMessagePage", value)
+
+
+def assert_shared_message_page(value: object) -> "SharedMessagePage":
+    "Returns value typed as SharedMessagePage, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedMessagePage", value))
+    return cast("SharedMessagePage", value)
+
+
+def validate_shared_app_output_descriptor(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAppOutputDescriptor."
+    return validate_definition("sharedAppOutputDescriptor", value)
+
+
+def assert_shared_app_output_descriptor(value: object) -> "SharedAppOutputDescriptor":
+    "Returns value typed as SharedAppOutputDescriptor, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAppOutputDescriptor", value))
+    return cast("SharedAppOutputDescriptor", value)
+
+
+def validate_shared_app_output(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAppOutput."
+    return validate_definition("sharedAppOutput", value)
+
+
+def assert_shared_app_output(value: object) -> "SharedAppOutput":
+    "Returns value typed as SharedAppOutput, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAppOutput", value))
+    return cast("SharedAppOutput", value)
+
+
+def validate_shared_operation_view(value: object) -> ValidationResult:
+    "Validates value against the definition sharedOperationView."
+    return validate_definition("sharedOperationView", value)
+
+
+def assert_shared_operation_view(value: object) -> "SharedOperationView":
+    "Returns value typed as SharedOperationView, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedOperationView", value))
+    return cast("SharedOperationView", value)
+
+
+def validate_shared_operation_page(value: object) -> ValidationResult:
+    "Validates value against the definition sharedOperationPage."
+    return validate_definition("sharedOperationPage", value)
+
+
+def assert_shared_operation_page(value: object) -> "SharedOperationPage":
+    "Returns value typed as SharedOperationPage, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedOperationPage", value))
+    return cast("SharedOperationPage", value)
+
+
+def validate_shared_operation_result_view(value: object) -> ValidationResult:
+    "Validates value against the definition sharedOperationResultView."
+    return validate_definition("sharedOperationResultView", value)
+
+
+def assert_shared_operation_result_view(value: object) -> "SharedOperationResultView":
+    "Returns value typed as SharedOperationResultView, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedOperationResultView", value))
+    return cast("SharedOperationResultView", value)
+
+
+def validate_shared_attachment_descriptor(value: object) -> ValidationResult:
+    "Validates value against the definition sharedAttachmentDescriptor."
+    return validate_definition("sharedAttachmentDescriptor", value)
+
+
+def assert_shared_attachment_descriptor(value: object) -> "SharedAttachmentDescriptor":
+    "Returns value typed as SharedAttachmentDescriptor, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedAttachmentDescriptor", value))
+    return cast("SharedAttachmentDescriptor", value)
+
+
+def validate_shared_control_id(value: object) -> ValidationResult:
+    "Validates value against the definition sharedControlId."
+    return validate_definition("sharedControlId", value)
+
+
+def assert_shared_control_id(value: object) -> "SharedControlId":
+    "Returns value typed as SharedControlId, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedControlId", value))
+    return cast("SharedControlId", value)
+
+
+def validate_shared_control_label(value: object) -> ValidationResult:
+    "Validates value against the definition sharedControlLabel."
+    return validate_definition("sharedControlLabel", value)
+
+
+def assert_shared_control_label(value: object) -> "SharedControlLabel":
+    "Returns value typed as SharedControlLabel, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedControlLabel", value))
+    return cast("SharedControlLabel", value)
+
+
+def validate_shared_control_description(value: object) -> ValidationResult:
+    "Validates value against the definition sharedControlDescription."
+    return validate_definition("sharedControlDescription", value)
+
+
+def assert_shared_control_description(value: object) -> "SharedControlDescription":
+    "Returns value typed as SharedControlDescription, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedControlDescription", value))
+    return cast("SharedControlDescription", value)
+
+
+def validate_shared_text_length_bound(value: object) -> ValidationResult:
+    "Validates value against the definition sharedTextLengthBound."
+    return validate_definition("sharedTextLengthBound", value)
+
+
+def assert_shared_text_length_bound(value: object) -> "SharedTextLengthBound":
+    "Returns value typed as SharedTextLengthBound, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedTextLengthBound", value))
+    return cast("SharedTextLengthBound", value)
+
+
+def validate_user_input_text_control(value: object) -> ValidationResult:
+    "Validates value against the definition userInputTextControl."
+    return validate_definition("userInputTextControl", value)
+
+
+def assert_user_input_text_control(value: object) -> "UserInputTextControl":
+    "Returns value typed as UserInputTextControl, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputTextControl", value))
+    return cast("UserInputTextControl", value)
+
+
+def validate_user_input_multiline_control(value: object) -> ValidationResult:
+    "Validates value against the definition userInputMultilineControl."
+    return validate_definition("userInputMultilineControl", value)
+
+
+def assert_user_input_multiline_control(value: object) -> "UserInputMultilineControl":
+    "Returns value typed as UserInputMultilineControl, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputMultilineControl", value))
+    return cast("UserInputMultilineControl", value)
+
+
+def validate_user_input_number_control(value: object) -> ValidationResult:
+    "Validates value against the definition userInputNumberControl."
+    return validate_definition("userInputNumberControl", value)
+
+
+def assert_user_input_number_control(value: object) -> "UserInputNumberControl":
+    "Returns value typed as UserInputNumberControl, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputNumberControl", value))
+    return cast("UserInputNumberControl", value)
+
+
+def validate_user_input_boolean_control(value: object) -> ValidationResult:
+    "Validates value against the definition userInputBooleanControl."
+    return validate_definition("userInputBooleanControl", value)
+
+
+def assert_user_input_boolean_control(value: object) -> "UserInputBooleanControl":
+    "Returns value typed as UserInputBooleanControl, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputBooleanControl", value))
+    return cast("UserInputBooleanControl", value)
+
+
+def validate_user_input_choice_option(value: object) -> ValidationResult:
+    "Validates value against the definition userInputChoiceOption."
+    return validate_definition("userInputChoiceOption", value)
+
+
+def assert_user_input_choice_option(value: object) -> "UserInputChoiceOption":
+    "Returns value typed as UserInputChoiceOption, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputChoiceOption", value))
+    return cast("UserInputChoiceOption", value)
+
+
+def validate_user_input_choice_control(value: object) -> ValidationResult:
+    "Validates value against the definition userInputChoiceControl."
+    return validate_definition("userInputChoiceControl", value)
+
+
+def assert_user_input_choice_control(value: object) -> "UserInputChoiceControl":
+    "Returns value typed as UserInputChoiceControl, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputChoiceControl", value))
+    return cast("UserInputChoiceControl", value)
+
+
+def validate_user_input_control(value: object) -> ValidationResult:
+    "Validates value against the definition userInputControl."
+    return validate_definition("userInputControl", value)
+
+
+def assert_user_input_control(value: object) -> "UserInputControl":
+    "Returns value typed as UserInputControl, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputControl", value))
+    return cast("UserInputControl", value)
+
+
+def validate_user_input_controls(value: object) -> ValidationResult:
+    "Validates value against the definition userInputControls."
+    return validate_definition("userInputControls", value)
+
+
+def assert_user_input_controls(value: object) -> "UserInputControls":
+    "Returns value typed as UserInputControls, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputControls", value))
+    return cast("UserInputControls", value)
+
+
+def validate_user_input_value(value: object) -> ValidationResult:
+    "Validates value against the definition userInputValue."
+    return validate_definition("userInputValue", value)
+
+
+def assert_user_input_value(value: object) -> "UserInputValue":
+    "Returns value typed as UserInputValue, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputValue", value))
+    return cast("UserInputValue", value)
+
+
+def validate_pending_approval_interaction(value: object) -> ValidationResult:
+    "Validates value against the definition pendingApprovalInteraction."
+    return validate_definition("pendingApprovalInteraction", value)
+
+
+def assert_pending_approval_interaction(value: object) -> "PendingApprovalInteraction":
+    "Returns value typed as PendingApprovalInteraction, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("pendingApprovalInteraction", value))
+    return cast("PendingApprovalInteraction", value)
+
+
+def validate_pending_user_input_interaction(value: object) -> ValidationResult:
+    "Validates value against the definition pendingUserInputInteraction."
+    return validate_definition("pendingUserInputInteraction", value)
+
+
+def assert_pending_user_input_interaction(value: object) -> "PendingUserInputInteraction":
+    "Returns value typed as PendingUserInputInteraction, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("pendingUserInputInteraction", value))
+    return cast("PendingUserInputInteraction", value)
+
+
+def validate_shared_pending_interaction(value: object) -> ValidationResult:
+    "Validates value against the definition sharedPendingInteraction."
+    return validate_definition("sharedPendingInteraction", value)
+
+
+def assert_shared_pending_interaction(value: object) -> "SharedPendingInteraction":
+    "Returns value typed as SharedPendingInteraction, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedPendingInteraction", value))
+    return cast("SharedPendingInteraction", value)
+
+
+def validate_shared_thread_snapshot_full(value: object) -> ValidationResult:
+    "Validates value against the definition sharedThreadSnapshotFull."
+    return validate_definition("sharedThreadSnapshotFull", value)
+
+
+def assert_shared_thread_snapshot_full(value: object) -> "SharedThreadSnapshotFull":
+    "Returns value typed as SharedThreadSnapshotFull, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedThreadSnapshotFull", value))
+    return cast("SharedThreadSnapshotFull", value)
+
+
+def validate_shared_thread_recovery_snapshot(value: object) -> ValidationResult:
+    "Validates value against the definition sharedThreadRecoverySnapshot."
+    return validate_definition("sharedThreadRecoverySnapshot", value)
+
+
+def assert_shared_thread_recovery_snapshot(value: object) -> "SharedThreadRecoverySnapshot":
+    "Returns value typed as SharedThreadRecoverySnapshot, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedThreadRecoverySnapshot", value))
+    return cast("SharedThreadRecoverySnapshot", value)
+
+
+def validate_shared_thread_snapshot(value: object) -> ValidationResult:
+    "Validates value against the definition sharedThreadSnapshot."
+    return validate_definition("sharedThreadSnapshot", value)
+
+
+def assert_shared_thread_snapshot(value: object) -> "SharedThreadSnapshot":
+    "Returns value typed as SharedThreadSnapshot, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("sharedThreadSnapshot", value))
+    return cast("SharedThreadSnapshot", value)
+
+
+def validate_initialize_params(value: object) -> ValidationResult:
+    "Validates value against the definition initializeParams."
+    return validate_definition("initializeParams", value)
+
+
+def assert_initialize_params(value: object) -> "InitializeParams":
+    "Returns value typed as InitializeParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("initializeParams", value))
+    return cast("InitializeParams", value)
+
+
+def validate_initialize_result(value: object) -> ValidationResult:
+    "Validates value against the definition initializeResult."
+    return validate_definition("initializeResult", value)
+
+
+def assert_initialize_result(value: object) -> "InitializeResult":
+    "Returns value typed as InitializeResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("initializeResult", value))
+    return cast("InitializeResult", value)
+
+
+def validate_client_capabilities_set_params(value: object) -> ValidationResult:
+    "Validates value against the definition clientCapabilitiesSetParams."
+    return validate_definition("clientCapabilitiesSetParams", value)
+
+
+def assert_client_capabilities_set_params(value: object) -> "ClientCapabilitiesSetParams":
+    "Returns value typed as ClientCapabilitiesSetParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("clientCapabilitiesSetParams", value))
+    return cast("ClientCapabilitiesSetParams", value)
+
+
+def validate_client_capabilities_set_result(value: object) -> ValidationResult:
+    "Validates value against the definition clientCapabilitiesSetResult."
+    return validate_definition("clientCapabilitiesSetResult", value)
+
+
+def assert_client_capabilities_set_result(value: object) -> "ClientCapabilitiesSetResult":
+    "Returns value typed as ClientCapabilitiesSetResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("clientCapabilitiesSetResult", value))
+    return cast("ClientCapabilitiesSetResult", value)
+
+
+def validate_thread_list_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadListParams."
+    return validate_definition("threadListParams", value)
+
+
+def assert_thread_list_params(value: object) -> "ThreadListParams":
+    "Returns value typed as ThreadListParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadListParams", value))
+    return cast("ThreadListParams", value)
+
+
+def validate_thread_list_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadListResult."
+    return validate_definition("threadListResult", value)
+
+
+def assert_thread_list_result(value: object) -> "ThreadListResult":
+    "Returns value typed as ThreadListResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadListResult", value))
+    return cast("ThreadListResult", value)
+
+
+def validate_thread_create_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadCreateParams."
+    return validate_definition("threadCreateParams", value)
+
+
+def assert_thread_create_params(value: object) -> "ThreadCreateParams":
+    "Returns value typed as ThreadCreateParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadCreateParams", value))
+    return cast("ThreadCreateParams", value)
+
+
+def validate_thread_create_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadCreateResult."
+    return validate_definition("threadCreateResult", value)
+
+
+def assert_thread_create_result(value: object) -> "ThreadCreateResult":
+    "Returns value typed as ThreadCreateResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadCreateResult", value))
+    return cast("ThreadCreateResult", value)
+
+
+def validate_thread_open_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadOpenParams."
+    return validate_definition("threadOpenParams", value)
+
+
+def assert_thread_open_params(value: object) -> "ThreadOpenParams":
+    "Returns value typed as ThreadOpenParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadOpenParams", value))
+    return cast("ThreadOpenParams", value)
+
+
+def validate_thread_open_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadOpenResult."
+    return validate_definition("threadOpenResult", value)
+
+
+def assert_thread_open_result(value: object) -> "ThreadOpenResult":
+    "Returns value typed as ThreadOpenResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadOpenResult", value))
+    return cast("ThreadOpenResult", value)
+
+
+def validate_thread_snapshot_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadSnapshotParams."
+    return validate_definition("threadSnapshotParams", value)
+
+
+def assert_thread_snapshot_params(value: object) -> "ThreadSnapshotParams":
+    "Returns value typed as ThreadSnapshotParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadSnapshotParams", value))
+    return cast("ThreadSnapshotParams", value)
+
+
+def validate_thread_snapshot_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadSnapshotResult."
+    return validate_definition("threadSnapshotResult", value)
+
+
+def assert_thread_snapshot_result(value: object) -> "ThreadSnapshotResult":
+    "Returns value typed as ThreadSnapshotResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadSnapshotResult", value))
+    return cast("ThreadSnapshotResult", value)
+
+
+def validate_thread_rename_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadRenameParams."
+    return validate_definition("threadRenameParams", value)
+
+
+def assert_thread_rename_params(value: object) -> "ThreadRenameParams":
+    "Returns value typed as ThreadRenameParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadRenameParams", value))
+    return cast("ThreadRenameParams", value)
+
+
+def validate_thread_rename_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadRenameResult."
+    return validate_definition("threadRenameResult", value)
+
+
+def assert_thread_rename_result(value: object) -> "ThreadRenameResult":
+    "Returns value typed as ThreadRenameResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadRenameResult", value))
+    return cast("ThreadRenameResult", value)
+
+
+def validate_thread_delete_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadDeleteParams."
+    return validate_definition("threadDeleteParams", value)
+
+
+def assert_thread_delete_params(value: object) -> "ThreadDeleteParams":
+    "Returns value typed as ThreadDeleteParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadDeleteParams", value))
+    return cast("ThreadDeleteParams", value)
+
+
+def validate_thread_delete_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadDeleteResult."
+    return validate_definition("threadDeleteResult", value)
+
+
+def assert_thread_delete_result(value: object) -> "ThreadDeleteResult":
+    "Returns value typed as ThreadDeleteResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadDeleteResult", value))
+    return cast("ThreadDeleteResult", value)
+
+
+def validate_thread_detach_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadDetachParams."
+    return validate_definition("threadDetachParams", value)
+
+
+def assert_thread_detach_params(value: object) -> "ThreadDetachParams":
+    "Returns value typed as ThreadDetachParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadDetachParams", value))
+    return cast("ThreadDetachParams", value)
+
+
+def validate_thread_detach_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadDetachResult."
+    return validate_definition("threadDetachResult", value)
+
+
+def assert_thread_detach_result(value: object) -> "ThreadDetachResult":
+    "Returns value typed as ThreadDetachResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadDetachResult", value))
+    return cast("ThreadDetachResult", value)
+
+
+def validate_thread_capabilities_params(value: object) -> ValidationResult:
+    "Validates value against the definition threadCapabilitiesParams."
+    return validate_definition("threadCapabilitiesParams", value)
+
+
+def assert_thread_capabilities_params(value: object) -> "ThreadCapabilitiesParams":
+    "Returns value typed as ThreadCapabilitiesParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadCapabilitiesParams", value))
+    return cast("ThreadCapabilitiesParams", value)
+
+
+def validate_thread_capabilities_result(value: object) -> ValidationResult:
+    "Validates value against the definition threadCapabilitiesResult."
+    return validate_definition("threadCapabilitiesResult", value)
+
+
+def assert_thread_capabilities_result(value: object) -> "ThreadCapabilitiesResult":
+    "Returns value typed as ThreadCapabilitiesResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadCapabilitiesResult", value))
+    return cast("ThreadCapabilitiesResult", value)
+
+
+def validate_runtime_events_resume_params(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventsResumeParams."
+    return validate_definition("runtimeEventsResumeParams", value)
+
+
+def assert_runtime_events_resume_params(value: object) -> "RuntimeEventsResumeParams":
+    "Returns value typed as RuntimeEventsResumeParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventsResumeParams", value))
+    return cast("RuntimeEventsResumeParams", value)
+
+
+def validate_runtime_events_resume_result(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventsResumeResult."
+    return validate_definition("runtimeEventsResumeResult", value)
+
+
+def assert_runtime_events_resume_result(value: object) -> "RuntimeEventsResumeResult":
+    "Returns value typed as RuntimeEventsResumeResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventsResumeResult", value))
+    return cast("RuntimeEventsResumeResult", value)
+
+
+def validate_turn_start_input(value: object) -> ValidationResult:
+    "Validates value against the definition turnStartInput."
+    return validate_definition("turnStartInput", value)
+
+
+def assert_turn_start_input(value: object) -> "TurnStartInput":
+    "Returns value typed as TurnStartInput, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("turnStartInput", value))
+    return cast("TurnStartInput", value)
+
+
+def validate_turn_start_params(value: object) -> ValidationResult:
+    "Validates value against the definition turnStartParams."
+    return validate_definition("turnStartParams", value)
+
+
+def assert_turn_start_params(value: object) -> "TurnStartParams":
+    "Returns value typed as TurnStartParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("turnStartParams", value))
+    return cast("TurnStartParams", value)
+
+
+def validate_turn_start_result(value: object) -> ValidationResult:
+    "Validates value against the definition turnStartResult."
+    return validate_definition("turnStartResult", value)
+
+
+def assert_turn_start_result(value: object) -> "TurnStartResult":
+    "Returns value typed as TurnStartResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("turnStartResult", value))
+    return cast("TurnStartResult", value)
+
+
+def validate_turn_cancel_params(value: object) -> ValidationResult:
+    "Validates value against the definition turnCancelParams."
+    return validate_definition("turnCancelParams", value)
+
+
+def assert_turn_cancel_params(value: object) -> "TurnCancelParams":
+    "Returns value typed as TurnCancelParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("turnCancelParams", value))
+    return cast("TurnCancelParams", value)
+
+
+def validate_turn_cancel_result(value: object) -> ValidationResult:
+    "Validates value against the definition turnCancelResult."
+    return validate_definition("turnCancelResult", value)
+
+
+def assert_turn_cancel_result(value: object) -> "TurnCancelResult":
+    "Returns value typed as TurnCancelResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("turnCancelResult", value))
+    return cast("TurnCancelResult", value)
+
+
+def validate_approval_respond_params(value: object) -> ValidationResult:
+    "Validates value against the definition approvalRespondParams."
+    return validate_definition("approvalRespondParams", value)
+
+
+def assert_approval_respond_params(value: object) -> "ApprovalRespondParams":
+    "Returns value typed as ApprovalRespondParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("approvalRespondParams", value))
+    return cast("ApprovalRespondParams", value)
+
+
+def validate_approval_respond_result(value: object) -> ValidationResult:
+    "Validates value against the definition approvalRespondResult."
+    return validate_definition("approvalRespondResult", value)
+
+
+def assert_approval_respond_result(value: object) -> "ApprovalRespondResult":
+    "Returns value typed as ApprovalRespondResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("approvalRespondResult", value))
+    return cast("ApprovalRespondResult", value)
+
+
+def validate_operation_get_params(value: object) -> ValidationResult:
+    "Validates value against the definition operationGetParams."
+    return validate_definition("operationGetParams", value)
+
+
+def assert_operation_get_params(value: object) -> "OperationGetParams":
+    "Returns value typed as OperationGetParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("operationGetParams", value))
+    return cast("OperationGetParams", value)
+
+
+def validate_operation_get_result(value: object) -> ValidationResult:
+    "Validates value against the definition operationGetResult."
+    return validate_definition("operationGetResult", value)
+
+
+def assert_operation_get_result(value: object) -> "OperationGetResult":
+    "Returns value typed as OperationGetResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("operationGetResult", value))
+    return cast("OperationGetResult", value)
+
+
+def validate_operation_result_get_params(value: object) -> ValidationResult:
+    "Validates value against the definition operationResultGetParams."
+    return validate_definition("operationResultGetParams", value)
+
+
+def assert_operation_result_get_params(value: object) -> "OperationResultGetParams":
+    "Returns value typed as OperationResultGetParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("operationResultGetParams", value))
+    return cast("OperationResultGetParams", value)
+
+
+def validate_operation_result_get_result(value: object) -> ValidationResult:
+    "Validates value against the definition operationResultGetResult."
+    return validate_definition("operationResultGetResult", value)
+
+
+def assert_operation_result_get_result(value: object) -> "OperationResultGetResult":
+    "Returns value typed as OperationResultGetResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("operationResultGetResult", value))
+    return cast("OperationResultGetResult", value)
+
+
+def validate_attachment_stage_params(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentStageParams."
+    return validate_definition("attachmentStageParams", value)
+
+
+def assert_attachment_stage_params(value: object) -> "AttachmentStageParams":
+    "Returns value typed as AttachmentStageParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentStageParams", value))
+    return cast("AttachmentStageParams", value)
+
+
+def validate_attachment_stage_result(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentStageResult."
+    return validate_definition("attachmentStageResult", value)
+
+
+def assert_attachment_stage_result(value: object) -> "AttachmentStageResult":
+    "Returns value typed as AttachmentStageResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentStageResult", value))
+    return cast("AttachmentStageResult", value)
+
+
+def validate_attachment_chunk_params(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentChunkParams."
+    return validate_definition("attachmentChunkParams", value)
+
+
+def assert_attachment_chunk_params(value: object) -> "AttachmentChunkParams":
+    "Returns value typed as AttachmentChunkParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentChunkParams", value))
+    return cast("AttachmentChunkParams", value)
+
+
+def validate_attachment_chunk_result(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentChunkResult."
+    return validate_definition("attachmentChunkResult", value)
+
+
+def assert_attachment_chunk_result(value: object) -> "AttachmentChunkResult":
+    "Returns value typed as AttachmentChunkResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentChunkResult", value))
+    return cast("AttachmentChunkResult", value)
+
+
+def validate_attachment_commit_params(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentCommitParams."
+    return validate_definition("attachmentCommitParams", value)
+
+
+def assert_attachment_commit_params(value: object) -> "AttachmentCommitParams":
+    "Returns value typed as AttachmentCommitParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentCommitParams", value))
+    return cast("AttachmentCommitParams", value)
+
+
+def validate_attachment_commit_result(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentCommitResult."
+    return validate_definition("attachmentCommitResult", value)
+
+
+def assert_attachment_commit_result(value: object) -> "AttachmentCommitResult":
+    "Returns value typed as AttachmentCommitResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentCommitResult", value))
+    return cast("AttachmentCommitResult", value)
+
+
+def validate_attachment_release_params(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentReleaseParams."
+    return validate_definition("attachmentReleaseParams", value)
+
+
+def assert_attachment_release_params(value: object) -> "AttachmentReleaseParams":
+    "Returns value typed as AttachmentReleaseParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentReleaseParams", value))
+    return cast("AttachmentReleaseParams", value)
+
+
+def validate_attachment_release_result(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentReleaseResult."
+    return validate_definition("attachmentReleaseResult", value)
+
+
+def assert_attachment_release_result(value: object) -> "AttachmentReleaseResult":
+    "Returns value typed as AttachmentReleaseResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentReleaseResult", value))
+    return cast("AttachmentReleaseResult", value)
+
+
+def validate_initialize_request(value: object) -> ValidationResult:
+    "Validates value against the definition initializeRequest."
+    return validate_definition("initializeRequest", value)
+
+
+def assert_initialize_request(value: object) -> "InitializeRequest":
+    "Returns value typed as InitializeRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("initializeRequest", value))
+    return cast("InitializeRequest", value)
+
+
+def validate_client_capabilities_set_request(value: object) -> ValidationResult:
+    "Validates value against the definition clientCapabilitiesSetRequest."
+    return validate_definition("clientCapabilitiesSetRequest", value)
+
+
+def assert_client_capabilities_set_request(value: object) -> "ClientCapabilitiesSetRequest":
+    "Returns value typed as ClientCapabilitiesSetRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("clientCapabilitiesSetRequest", value))
+    return cast("ClientCapabilitiesSetRequest", value)
+
+
+def validate_thread_list_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadListRequest."
+    return validate_definition("threadListRequest", value)
+
+
+def assert_thread_list_request(value: object) -> "ThreadListRequest":
+    "Returns value typed as ThreadListRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadListRequest", value))
+    return cast("ThreadListRequest", value)
+
+
+def validate_thread_create_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadCreateRequest."
+    return validate_definition("threadCreateRequest", value)
+
+
+def assert_thread_create_request(value: object) -> "ThreadCreateRequest":
+    "Returns value typed as ThreadCreateRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadCreateRequest", value))
+    return cast("ThreadCreateRequest", value)
+
+
+def validate_thread_open_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadOpenRequest."
+    return validate_definition("threadOpenRequest", value)
+
+
+def assert_thread_open_request(value: object) -> "ThreadOpenRequest":
+    "Returns value typed as ThreadOpenRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadOpenRequest", value))
+    return cast("ThreadOpenRequest", value)
+
+
+def validate_thread_snapshot_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadSnapshotRequest."
+    return validate_definition("threadSnapshotRequest", value)
+
+
+def assert_thread_snapshot_request(value: object) -> "ThreadSnapshotRequest":
+    "Returns value typed as ThreadSnapshotRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadSnapshotRequest", value))
+    return cast("ThreadSnapshotRequest", value)
+
+
+def validate_thread_rename_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadRenameRequest."
+    return validate_definition("threadRenameRequest", value)
+
+
+def assert_thread_rename_request(value: object) -> "ThreadRenameRequest":
+    "Returns value typed as ThreadRenameRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadRenameRequest", value))
+    return cast("ThreadRenameRequest", value)
+
+
+def validate_thread_delete_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadDeleteRequest."
+    return validate_definition("threadDeleteRequest", value)
+
+
+def assert_thread_delete_request(value: object) -> "ThreadDeleteRequest":
+    "Returns value typed as ThreadDeleteRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadDeleteRequest", value))
+    return cast("ThreadDeleteRequest", value)
+
+
+def validate_thread_detach_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadDetachRequest."
+    return validate_definition("threadDetachRequest", value)
+
+
+def assert_thread_detach_request(value: object) -> "ThreadDetachRequest":
+    "Returns value typed as ThreadDetachRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadDetachRequest", value))
+    return cast("ThreadDetachRequest", value)
+
+
+def validate_thread_capabilities_request(value: object) -> ValidationResult:
+    "Validates value against the definition threadCapabilitiesRequest."
+    return validate_definition("threadCapabilitiesRequest", value)
+
+
+def assert_thread_capabilities_request(value: object) -> "ThreadCapabilitiesRequest":
+    "Returns value typed as ThreadCapabilitiesRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("threadCapabilitiesRequest", value))
+    return cast("ThreadCapabilitiesRequest", value)
+
+
+def validate_runtime_events_resume_request(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventsResumeRequest."
+    return validate_definition("runtimeEventsResumeRequest", value)
+
+
+def assert_runtime_events_resume_request(value: object) -> "RuntimeEventsResumeRequest":
+    "Returns value typed as RuntimeEventsResumeRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventsResumeRequest", value))
+    return cast("RuntimeEventsResumeRequest", value)
+
+
+def validate_turn_start_request(value: object) -> ValidationResult:
+    "Validates value against the definition turnStartRequest."
+    return validate_definition("turnStartRequest", value)
+
+
+def assert_turn_start_request(value: object) -> "TurnStartRequest":
+    "Returns value typed as TurnStartRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("turnStartRequest", value))
+    return cast("TurnStartRequest", value)
+
+
+def validate_turn_cancel_request(value: object) -> ValidationResult:
+    "Validates value against the definition turnCancelRequest."
+    return validate_definition("turnCancelRequest", value)
+
+
+def assert_turn_cancel_request(value: object) -> "TurnCancelRequest":
+    "Returns value typed as TurnCancelRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("turnCancelRequest", value))
+    return cast("TurnCancelRequest", value)
+
+
+def validate_approval_respond_request(value: object) -> ValidationResult:
+    "Validates value against the definition approvalRespondRequest."
+    return validate_definition("approvalRespondRequest", value)
+
+
+def assert_approval_respond_request(value: object) -> "ApprovalRespondRequest":
+    "Returns value typed as ApprovalRespondRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("approvalRespondRequest", value))
+    return cast("ApprovalRespondRequest", value)
+
+
+def validate_operation_get_request(value: object) -> ValidationResult:
+    "Validates value against the definition operationGetRequest."
+    return validate_definition("operationGetRequest", value)
+
+
+def assert_operation_get_request(value: object) -> "OperationGetRequest":
+    "Returns value typed as OperationGetRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("operationGetRequest", value))
+    return cast("OperationGetRequest", value)
+
+
+def validate_operation_result_get_request(value: object) -> ValidationResult:
+    "Validates value against the definition operationResultGetRequest."
+    return validate_definition("operationResultGetRequest", value)
+
+
+def assert_operation_result_get_request(value: object) -> "OperationResultGetRequest":
+    "Returns value typed as OperationResultGetRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("operationResultGetRequest", value))
+    return cast("OperationResultGetRequest", value)
+
+
+def validate_attachment_stage_request(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentStageRequest."
+    return validate_definition("attachmentStageRequest", value)
+
+
+def assert_attachment_stage_request(value: object) -> "AttachmentStageRequest":
+    "Returns value typed as AttachmentStageRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentStageRequest", value))
+    return cast("AttachmentStageRequest", value)
+
+
+def validate_attachment_chunk_request(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentChunkRequest."
+    return validate_definition("attachmentChunkRequest", value)
+
+
+def assert_attachment_chunk_request(value: object) -> "AttachmentChunkRequest":
+    "Returns value typed as AttachmentChunkRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentChunkRequest", value))
+    return cast("AttachmentChunkRequest", value)
+
+
+def validate_attachment_commit_request(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentCommitRequest."
+    return validate_definition("attachmentCommitRequest", value)
+
+
+def assert_attachment_commit_request(value: object) -> "AttachmentCommitRequest":
+    "Returns value typed as AttachmentCommitRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentCommitRequest", value))
+    return cast("AttachmentCommitRequest", value)
+
+
+def validate_attachment_release_request(value: object) -> ValidationResult:
+    "Validates value against the definition attachmentReleaseRequest."
+    return validate_definition("attachmentReleaseRequest", value)
+
+
+def assert_attachment_release_request(value: object) -> "AttachmentReleaseRequest":
+    "Returns value typed as AttachmentReleaseRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("attachmentReleaseRequest", value))
+    return cast("AttachmentReleaseRequest", value)
+
+
+def validate_approval_request_params(value: object) -> ValidationResult:
+    "Validates value against the definition approvalRequestParams."
+    return validate_definition("approvalRequestParams", value)
+
+
+def assert_approval_request_params(value: object) -> "ApprovalRequestParams":
+    "Returns value typed as ApprovalRequestParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("approvalRequestParams", value))
+    return cast("ApprovalRequestParams", value)
+
+
+def validate_approval_request_result(value: object) -> ValidationResult:
+    "Validates value against the definition approvalRequestResult."
+    return validate_definition("approvalRequestResult", value)
+
+
+def assert_approval_request_result(value: object) -> "ApprovalRequestResult":
+    "Returns value typed as ApprovalRequestResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("approvalRequestResult", value))
+    return cast("ApprovalRequestResult", value)
+
+
+def validate_user_input_request_params(value: object) -> ValidationResult:
+    "Validates value against the definition userInputRequestParams."
+    return validate_definition("userInputRequestParams", value)
+
+
+def assert_user_input_request_params(value: object) -> "UserInputRequestParams":
+    "Returns value typed as UserInputRequestParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputRequestParams", value))
+    return cast("UserInputRequestParams", value)
+
+
+def validate_user_input_request_result(value: object) -> ValidationResult:
+    "Validates value against the definition userInputRequestResult."
+    return validate_definition("userInputRequestResult", value)
+
+
+def assert_user_input_request_result(value: object) -> "UserInputRequestResult":
+    "Returns value typed as UserInputRequestResult, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputRequestResult", value))
+    return cast("UserInputRequestResult", value)
+
+
+def validate_approval_request_server_request(value: object) -> ValidationResult:
+    "Validates value against the definition approvalRequestServerRequest."
+    return validate_definition("approvalRequestServerRequest", value)
+
+
+def assert_approval_request_server_request(value: object) -> "ApprovalRequestServerRequest":
+    "Returns value typed as ApprovalRequestServerRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("approvalRequestServerRequest", value))
+    return cast("ApprovalRequestServerRequest", value)
+
+
+def validate_user_input_request_server_request(value: object) -> ValidationResult:
+    "Validates value against the definition userInputRequestServerRequest."
+    return validate_definition("userInputRequestServerRequest", value)
+
+
+def assert_user_input_request_server_request(value: object) -> "UserInputRequestServerRequest":
+    "Returns value typed as UserInputRequestServerRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("userInputRequestServerRequest", value))
+    return cast("UserInputRequestServerRequest", value)
+
+
+def validate_event_turn_started(value: object) -> ValidationResult:
+    "Validates value against the definition eventTurnStarted."
+    return validate_definition("eventTurnStarted", value)
+
+
+def assert_event_turn_started(value: object) -> "EventTurnStarted":
+    "Returns value typed as EventTurnStarted, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventTurnStarted", value))
+    return cast("EventTurnStarted", value)
+
+
+def validate_event_message_started(value: object) -> ValidationResult:
+    "Validates value against the definition eventMessageStarted."
+    return validate_definition("eventMessageStarted", value)
+
+
+def assert_event_message_started(value: object) -> "EventMessageStarted":
+    "Returns value typed as EventMessageStarted, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventMessageStarted", value))
+    return cast("EventMessageStarted", value)
+
+
+def validate_event_message_delta(value: object) -> ValidationResult:
+    "Validates value against the definition eventMessageDelta."
+    return validate_definition("eventMessageDelta", value)
+
+
+def assert_event_message_delta(value: object) -> "EventMessageDelta":
+    "Returns value typed as EventMessageDelta, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventMessageDelta", value))
+    return cast("EventMessageDelta", value)
+
+
+def validate_event_message_completed(value: object) -> ValidationResult:
+    "Validates value against the definition eventMessageCompleted."
+    return validate_definition("eventMessageCompleted", value)
+
+
+def assert_event_message_completed(value: object) -> "EventMessageCompleted":
+    "Returns value typed as EventMessageCompleted, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventMessageCompleted", value))
+    return cast("EventMessageCompleted", value)
+
+
+def validate_event_reasoning_summary_delta(value: object) -> ValidationResult:
+    "Validates value against the definition eventReasoningSummaryDelta."
+    return validate_definition("eventReasoningSummaryDelta", value)
+
+
+def assert_event_reasoning_summary_delta(value: object) -> "EventReasoningSummaryDelta":
+    "Returns value typed as EventReasoningSummaryDelta, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventReasoningSummaryDelta", value))
+    return cast("EventReasoningSummaryDelta", value)
+
+
+def validate_event_tool_started(value: object) -> ValidationResult:
+    "Validates value against the definition eventToolStarted."
+    return validate_definition("eventToolStarted", value)
+
+
+def assert_event_tool_started(value: object) -> "EventToolStarted":
+    "Returns value typed as EventToolStarted, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventToolStarted", value))
+    return cast("EventToolStarted", value)
+
+
+def validate_event_tool_output(value: object) -> ValidationResult:
+    "Validates value against the definition eventToolOutput."
+    return validate_definition("eventToolOutput", value)
+
+
+def assert_event_tool_output(value: object) -> "EventToolOutput":
+    "Returns value typed as EventToolOutput, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventToolOutput", value))
+    return cast("EventToolOutput", value)
+
+
+def validate_event_tool_completed(value: object) -> ValidationResult:
+    "Validates value against the definition eventToolCompleted."
+    return validate_definition("eventToolCompleted", value)
+
+
+def assert_event_tool_completed(value: object) -> "EventToolCompleted":
+    "Returns value typed as EventToolCompleted, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventToolCompleted", value))
+    return cast("EventToolCompleted", value)
+
+
+def validate_event_approval_required(value: object) -> ValidationResult:
+    "Validates value against the definition eventApprovalRequired."
+    return validate_definition("eventApprovalRequired", value)
+
+
+def assert_event_approval_required(value: object) -> "EventApprovalRequired":
+    "Returns value typed as EventApprovalRequired, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventApprovalRequired", value))
+    return cast("EventApprovalRequired", value)
+
+
+def validate_event_approval_resolved(value: object) -> ValidationResult:
+    "Validates value against the definition eventApprovalResolved."
+    return validate_definition("eventApprovalResolved", value)
+
+
+def assert_event_approval_resolved(value: object) -> "EventApprovalResolved":
+    "Returns value typed as EventApprovalResolved, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventApprovalResolved", value))
+    return cast("EventApprovalResolved", value)
+
+
+def validate_event_turn_completed(value: object) -> ValidationResult:
+    "Validates value against the definition eventTurnCompleted."
+    return validate_definition("eventTurnCompleted", value)
+
+
+def assert_event_turn_completed(value: object) -> "EventTurnCompleted":
+    "Returns value typed as EventTurnCompleted, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventTurnCompleted", value))
+    return cast("EventTurnCompleted", value)
+
+
+def validate_event_turn_cancelled(value: object) -> ValidationResult:
+    "Validates value against the definition eventTurnCancelled."
+    return validate_definition("eventTurnCancelled", value)
+
+
+def assert_event_turn_cancelled(value: object) -> "EventTurnCancelled":
+    "Returns value typed as EventTurnCancelled, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventTurnCancelled", value))
+    return cast("EventTurnCancelled", value)
+
+
+def validate_event_turn_failed(value: object) -> ValidationResult:
+    "Validates value against the definition eventTurnFailed."
+    return validate_definition("eventTurnFailed", value)
+
+
+def assert_event_turn_failed(value: object) -> "EventTurnFailed":
+    "Returns value typed as EventTurnFailed, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventTurnFailed", value))
+    return cast("EventTurnFailed", value)
+
+
+def validate_event_capabilities_changed(value: object) -> ValidationResult:
+    "Validates value against the definition eventCapabilitiesChanged."
+    return validate_definition("eventCapabilitiesChanged", value)
+
+
+def assert_event_capabilities_changed(value: object) -> "EventCapabilitiesChanged":
+    "Returns value typed as EventCapabilitiesChanged, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("eventCapabilitiesChanged", value))
+    return cast("EventCapabilitiesChanged", value)
+
+
+def validate_runtime_event(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEvent."
+    return validate_definition("runtimeEvent", value)
+
+
+def assert_runtime_event(value: object) -> "RuntimeEvent":
+    "Returns value typed as RuntimeEvent, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEvent", value))
+    return cast("RuntimeEvent", value)
+
+
+def validate_runtime_durable_event(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeDurableEvent."
+    return validate_definition("runtimeDurableEvent", value)
+
+
+def assert_runtime_durable_event(value: object) -> "RuntimeDurableEvent":
+    "Returns value typed as RuntimeDurableEvent, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeDurableEvent", value))
+    return cast("RuntimeDurableEvent", value)
+
+
+def validate_runtime_ephemeral_event(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEphemeralEvent."
+    return validate_definition("runtimeEphemeralEvent", value)
+
+
+def assert_runtime_ephemeral_event(value: object) -> "RuntimeEphemeralEvent":
+    "Returns value typed as RuntimeEphemeralEvent, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEphemeralEvent", value))
+    return cast("RuntimeEphemeralEvent", value)
+
+
+def validate_runtime_event_envelope_legacy(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventEnvelopeLegacy."
+    return validate_definition("runtimeEventEnvelopeLegacy", value)
+
+
+def assert_runtime_event_envelope_legacy(value: object) -> "RuntimeEventEnvelopeLegacy":
+    "Returns value typed as RuntimeEventEnvelopeLegacy, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventEnvelopeLegacy", value))
+    return cast("RuntimeEventEnvelopeLegacy", value)
+
+
+def validate_runtime_event_envelope_durable(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventEnvelopeDurable."
+    return validate_definition("runtimeEventEnvelopeDurable", value)
+
+
+def assert_runtime_event_envelope_durable(value: object) -> "RuntimeEventEnvelopeDurable":
+    "Returns value typed as RuntimeEventEnvelopeDurable, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventEnvelopeDurable", value))
+    return cast("RuntimeEventEnvelopeDurable", value)
+
+
+def validate_runtime_event_envelope_ephemeral(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventEnvelopeEphemeral."
+    return validate_definition("runtimeEventEnvelopeEphemeral", value)
+
+
+def assert_runtime_event_envelope_ephemeral(value: object) -> "RuntimeEventEnvelopeEphemeral":
+    "Returns value typed as RuntimeEventEnvelopeEphemeral, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventEnvelopeEphemeral", value))
+    return cast("RuntimeEventEnvelopeEphemeral", value)
+
+
+def validate_runtime_event_envelope(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventEnvelope."
+    return validate_definition("runtimeEventEnvelope", value)
+
+
+def assert_runtime_event_envelope(value: object) -> "RuntimeEventEnvelope":
+    "Returns value typed as RuntimeEventEnvelope, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventEnvelope", value))
+    return cast("RuntimeEventEnvelope", value)
+
+
+def validate_runtime_event_notification(value: object) -> ValidationResult:
+    "Validates value against the definition runtimeEventNotification."
+    return validate_definition("runtimeEventNotification", value)
+
+
+def assert_runtime_event_notification(value: object) -> "RuntimeEventNotification":
+    "Returns value typed as RuntimeEventNotification, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("runtimeEventNotification", value))
+    return cast("RuntimeEventNotification", value)
+
+
+def validate_server_request_cancel_params(value: object) -> ValidationResult:
+    "Validates value against the definition serverRequestCancelParams."
+    return validate_definition("serverRequestCancelParams", value)
+
+
+def assert_server_request_cancel_params(value: object) -> "ServerRequestCancelParams":
+    "Returns value typed as ServerRequestCancelParams, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("serverRequestCancelParams", value))
+    return cast("ServerRequestCancelParams", value)
+
+
+def validate_server_request_cancel_notification(value: object) -> ValidationResult:
+    "Validates value against the definition serverRequestCancelNotification."
+    return validate_definition("serverRequestCancelNotification", value)
+
+
+def assert_server_request_cancel_notification(value: object) -> "ServerRequestCancelNotification":
+    "Returns value typed as ServerRequestCancelNotification, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("serverRequestCancelNotification", value))
+    return cast("ServerRequestCancelNotification", value)
+
+
+def validate_client_request(value: object) -> ValidationResult:
+    "Validates value against the definition clientRequest."
+    return validate_definition("clientRequest", value)
+
+
+def assert_client_request(value: object) -> "ClientRequest":
+    "Returns value typed as ClientRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("clientRequest", value))
+    return cast("ClientRequest", value)
+
+
+def validate_server_request(value: object) -> ValidationResult:
+    "Validates value against the definition serverRequest."
+    return validate_definition("serverRequest", value)
+
+
+def assert_server_request(value: object) -> "ServerRequest":
+    "Returns value typed as ServerRequest, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("serverRequest", value))
+    return cast("ServerRequest", value)
+
+
+def validate_success_response(value: object) -> ValidationResult:
+    "Validates value against the definition successResponse."
+    return validate_definition("successResponse", value)
+
+
+def assert_success_response(value: object) -> "SuccessResponse":
+    "Returns value typed as SuccessResponse, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("successResponse", value))
+    return cast("SuccessResponse", value)
+
+
+def validate_error_response(value: object) -> ValidationResult:
+    "Validates value against the definition errorResponse."
+    return validate_definition("errorResponse", value)
+
+
+def assert_error_response(value: object) -> "ErrorResponse":
+    "Returns value typed as ErrorResponse, or raises ProtocolValidationError."
+    _assert_valid(validate_definition("errorResponse", value))
+    return cast("ErrorResponse", value)

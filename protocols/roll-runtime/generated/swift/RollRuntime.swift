@@ -630,7 +630,11 @@ public struct SharedMessagePage: Codable, Sendable, Equatable {
 /// Constraints: since: 1.5
 public indirect enum SharedAppOutputDescriptor: Codable, Sendable, Equatable {
     case available(SharedAppOutputDescriptorAvailable)
-    case sharedAppOutputDescriptorVariant2(SharedAppOutputDescriptorVariant2)
+    case notProvided(SharedAppOutputDescriptorNotProvided)
+    case invalid(SharedAppOutputDescriptorInvalid)
+    case tooLarge(SharedAppOutputDescriptorTooLarge)
+    case expired(SharedAppOutputDescriptorExpired)
+    case denied(SharedAppOutputDescriptorDenied)
     case rejected(SharedAppOutputDescriptorRejected)
 
     public init(from decoder: Decoder) throws {
@@ -640,8 +644,16 @@ public indirect enum SharedAppOutputDescriptor: Codable, Sendable, Equatable {
         switch tag {
         case "available":
             self = .available(try SharedAppOutputDescriptorAvailable(from: decoder))
-        case "not_provided", "invalid", "too_large", "expired", "denied":
-            self = .sharedAppOutputDescriptorVariant2(try SharedAppOutputDescriptorVariant2(from: decoder))
+        case "not_provided":
+            self = .notProvided(try SharedAppOutputDescriptorNotProvided(from: decoder))
+        case "invalid":
+            self = .invalid(try SharedAppOutputDescriptorInvalid(from: decoder))
+        case "too_large":
+            self = .tooLarge(try SharedAppOutputDescriptorTooLarge(from: decoder))
+        case "expired":
+            self = .expired(try SharedAppOutputDescriptorExpired(from: decoder))
+        case "denied":
+            self = .denied(try SharedAppOutputDescriptorDenied(from: decoder))
         case "rejected":
             self = .rejected(try SharedAppOutputDescriptorRejected(from: decoder))
         default:
@@ -652,7 +664,11 @@ public indirect enum SharedAppOutputDescriptor: Codable, Sendable, Equatable {
     public func encode(to encoder: Encoder) throws {
         switch self {
         case .available(let value): try value.encode(to: encoder)
-        case .sharedAppOutputDescriptorVariant2(let value): try value.encode(to: encoder)
+        case .notProvided(let value): try value.encode(to: encoder)
+        case .invalid(let value): try value.encode(to: encoder)
+        case .tooLarge(let value): try value.encode(to: encoder)
+        case .expired(let value): try value.encode(to: encoder)
+        case .denied(let value): try value.encode(to: encoder)
         case .rejected(let value): try value.encode(to: encoder)
         }
     }
@@ -702,10 +718,10 @@ public enum SharedAppOutputDescriptorAvailableStatus: String, Codable, Sendable,
     case available = "available"
 }
 
-public struct SharedAppOutputDescriptorVariant2: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorVariant2Status
+public struct SharedAppOutputDescriptorNotProvided: Codable, Sendable, Equatable {
+    public let status: SharedAppOutputDescriptorNotProvidedStatus
 
-    public init(status: SharedAppOutputDescriptorVariant2Status) {
+    public init(status: SharedAppOutputDescriptorNotProvidedStatus) {
         self.status = status
     }
 
@@ -714,9 +730,9 @@ public struct SharedAppOutputDescriptorVariant2: Codable, Sendable, Equatable {
     }
 
     public init(from decoder: Decoder) throws {
-        try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorVariant2")
+        try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorNotProvided")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorVariant2Status.self, forKey: .status)
+        self.status = try container.decode(SharedAppOutputDescriptorNotProvidedStatus.self, forKey: .status)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -725,11 +741,115 @@ public struct SharedAppOutputDescriptorVariant2: Codable, Sendable, Equatable {
     }
 }
 
-public enum SharedAppOutputDescriptorVariant2Status: String, Codable, Sendable, CaseIterable {
+public enum SharedAppOutputDescriptorNotProvidedStatus: String, Codable, Sendable, CaseIterable {
     case notProvided = "not_provided"
+}
+
+public struct SharedAppOutputDescriptorInvalid: Codable, Sendable, Equatable {
+    public let status: SharedAppOutputDescriptorInvalidStatus
+
+    public init(status: SharedAppOutputDescriptorInvalidStatus) {
+        self.status = status
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case status
+    }
+
+    public init(from decoder: Decoder) throws {
+        try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorInvalid")
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.status = try container.decode(SharedAppOutputDescriptorInvalidStatus.self, forKey: .status)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.status, forKey: .status)
+    }
+}
+
+public enum SharedAppOutputDescriptorInvalidStatus: String, Codable, Sendable, CaseIterable {
     case invalid = "invalid"
+}
+
+public struct SharedAppOutputDescriptorTooLarge: Codable, Sendable, Equatable {
+    public let status: SharedAppOutputDescriptorTooLargeStatus
+
+    public init(status: SharedAppOutputDescriptorTooLargeStatus) {
+        self.status = status
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case status
+    }
+
+    public init(from decoder: Decoder) throws {
+        try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorTooLarge")
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.status = try container.decode(SharedAppOutputDescriptorTooLargeStatus.self, forKey: .status)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.status, forKey: .status)
+    }
+}
+
+public enum SharedAppOutputDescriptorTooLargeStatus: String, Codable, Sendable, CaseIterable {
     case tooLarge = "too_large"
+}
+
+public struct SharedAppOutputDescriptorExpired: Codable, Sendable, Equatable {
+    public let status: SharedAppOutputDescriptorExpiredStatus
+
+    public init(status: SharedAppOutputDescriptorExpiredStatus) {
+        self.status = status
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case status
+    }
+
+    public init(from decoder: Decoder) throws {
+        try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorExpired")
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.status = try container.decode(SharedAppOutputDescriptorExpiredStatus.self, forKey: .status)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.status, forKey: .status)
+    }
+}
+
+public enum SharedAppOutputDescriptorExpiredStatus: String, Codable, Sendable, CaseIterable {
     case expired = "expired"
+}
+
+public struct SharedAppOutputDescriptorDenied: Codable, Sendable, Equatable {
+    public let status: SharedAppOutputDescriptorDeniedStatus
+
+    public init(status: SharedAppOutputDescriptorDeniedStatus) {
+        self.status = status
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case status
+    }
+
+    public init(from decoder: Decoder) throws {
+        try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorDenied")
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.status = try container.decode(SharedAppOutputDescriptorDeniedStatus.self, forKey: .status)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.status, forKey: .status)
+    }
+}
+
+public enum SharedAppOutputDescriptorDeniedStatus: String, Codable, Sendable, CaseIterable {
     case denied = "denied"
 }
 
@@ -782,7 +902,11 @@ public enum SharedAppOutputDescriptorRejectedReason: String, Codable, Sendable, 
 /// Constraints: since: 1.5
 public indirect enum SharedAppOutput: Codable, Sendable, Equatable {
     case available(SharedAppOutputAvailable)
-    case sharedAppOutputDescriptorVariant2(SharedAppOutputDescriptorVariant2)
+    case notProvided(SharedAppOutputDescriptorNotProvided)
+    case invalid(SharedAppOutputDescriptorInvalid)
+    case tooLarge(SharedAppOutputDescriptorTooLarge)
+    case expired(SharedAppOutputDescriptorExpired)
+    case denied(SharedAppOutputDescriptorDenied)
     case rejected(SharedAppOutputDescriptorRejected)
 
     public init(from decoder: Decoder) throws {
@@ -792,8 +916,16 @@ public indirect enum SharedAppOutput: Codable, Sendable, Equatable {
         switch tag {
         case "available":
             self = .available(try SharedAppOutputAvailable(from: decoder))
-        case "not_provided", "invalid", "too_large", "expired", "denied":
-            self = .sharedAppOutputDescriptorVariant2(try SharedAppOutputDescriptorVariant2(from: decoder))
+        case "not_provided":
+            self = .notProvided(try SharedAppOutputDescriptorNotProvided(from: decoder))
+        case "invalid":
+            self = .invalid(try SharedAppOutputDescriptorInvalid(from: decoder))
+        case "too_large":
+            self = .tooLarge(try SharedAppOutputDescriptorTooLarge(from: decoder))
+        case "expired":
+            self = .expired(try SharedAppOutputDescriptorExpired(from: decoder))
+        case "denied":
+            self = .denied(try SharedAppOutputDescriptorDenied(from: decoder))
         case "rejected":
             self = .rejected(try SharedAppOutputDescriptorRejected(from: decoder))
         default:
@@ -804,7 +936,11 @@ public indirect enum SharedAppOutput: Codable, Sendable, Equatable {
     public func encode(to encoder: Encoder) throws {
         switch self {
         case .available(let value): try value.encode(to: encoder)
-        case .sharedAppOutputDescriptorVariant2(let value): try value.encode(to: encoder)
+        case .notProvided(let value): try value.encode(to: encoder)
+        case .invalid(let value): try value.encode(to: encoder)
+        case .tooLarge(let value): try value.encode(to: encoder)
+        case .expired(let value): try value.encode(to: encoder)
+        case .denied(let value): try value.encode(to: encoder)
         case .rejected(let value): try value.encode(to: encoder)
         }
     }
@@ -5121,11 +5257,11 @@ public struct EventApprovalResolvedResolutionVariant3: Codable, Sendable, Equata
 }
 
 public struct EventApprovalResolvedResolutionVariant4: Codable, Sendable, Equatable {
-    public let status: EventApprovalResolvedResolutionVariant4Status
+    public let status: SharedAppOutputDescriptorExpiredStatus
     /// Constraints: minLength: 1
     public let reason: String?
 
-    public init(status: EventApprovalResolvedResolutionVariant4Status, reason: String? = nil) {
+    public init(status: SharedAppOutputDescriptorExpiredStatus, reason: String? = nil) {
         self.status = status
         self.reason = reason
     }
@@ -5138,7 +5274,7 @@ public struct EventApprovalResolvedResolutionVariant4: Codable, Sendable, Equata
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status", "reason"], in: "EventApprovalResolvedResolutionVariant4")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(EventApprovalResolvedResolutionVariant4Status.self, forKey: .status)
+        self.status = try container.decode(SharedAppOutputDescriptorExpiredStatus.self, forKey: .status)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
         if let value = self.reason, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "EventApprovalResolvedResolutionVariant4.reason: minLength 1")
@@ -5150,10 +5286,6 @@ public struct EventApprovalResolvedResolutionVariant4: Codable, Sendable, Equata
         try container.encode(self.status, forKey: .status)
         try container.encodeIfPresent(self.reason, forKey: .reason)
     }
-}
-
-public enum EventApprovalResolvedResolutionVariant4Status: String, Codable, Sendable, CaseIterable {
-    case expired = "expired"
 }
 
 public struct EventTurnCompleted: Codable, Sendable, Equatable {

@@ -66,16 +66,463 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function hasKeys(value: Record<string, unknown>, required: readonly string[], allowed: readonly string[] | null): boolean {
-  for (const key of required) {
-    if (!Object.prototype.hasOwnProperty.call(value, key)) return false;
+/** The schema document these types come from, walked by the validators below. */
+const SCHEMA: any = JSON.parse("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"urn:agentwire:protocol:roll-runtime\",\"title\":\"Roll Runtime Protocol v1\",\"description\":\"JSON-RPC 2.0 messages of the Roll runtime protocol, one per NDJSON line, wire versions 1.0 to 1.5.\",\"x-agentwire\":{\"name\":\"roll-runtime\",\"version\":\"1.5\",\"minimumCompatibleVersion\":\"1.0\",\"versions\":[\"1.0\",\"1.1\",\"1.2\",\"1.3\",\"1.4\",\"1.5\"],\"features\":[\"thread-management\",\"snapshots\",\"turns\",\"approvals\",\"tool-streaming\",\"reasoning-summary\",\"operation-projection\",\"process-local-sequence\",\"attachments\",\"app-output\"]},\"oneOf\":[{\"$ref\":\"#/$defs/clientRequest\"},{\"$ref\":\"#/$defs/serverRequest\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/runtimeEventNotification\"},{\"$ref\":\"#/$defs/serverRequestCancelNotification\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/successResponse\"},{\"$ref\":\"#/$defs/errorResponse\"}],\"$defs\":{\"sharedJsonRpcVersion\":{\"description\":\"The JSON-RPC version marker.\",\"const\":\"2.0\"},\"sharedJsonRpcId\":{\"description\":\"A JSON-RPC request id: a string or a number; never an interaction or mutation id.\",\"type\":[\"string\",\"number\"]},\"sharedUuid\":{\"description\":\"A UUID: version nibble 1-8 and variant nibble 8, 9, a or b (either case), or the nil UUID.\",\"type\":\"string\",\"format\":\"uuid\",\"pattern\":\"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000)$\"},\"sharedTimestamp\":{\"description\":\"An ISO-8601 date-time with Z or a +-HH:MM offset; seconds and fraction are optional.\",\"type\":\"string\",\"format\":\"date-time\",\"pattern\":\"^(?:(?:\\\\d\\\\d[2468][048]|\\\\d\\\\d[13579][26]|\\\\d\\\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\\\d|30)|02-(?:0[1-9]|1\\\\d|2[0-8])))T(?:[01]\\\\d|2[0-3]):[0-5]\\\\d(?::[0-5]\\\\d(?:\\\\.\\\\d+)?)?(?:Z|[+-](?:[01]\\\\d|2[0-3]):[0-5]\\\\d)$\"},\"sharedJsonValue\":{\"description\":\"Any JSON value, null included; the key itself must be present where required.\"},\"sharedNonEmptyString\":{\"type\":\"string\",\"minLength\":1},\"sharedNonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"sharedPositiveInteger\":{\"type\":\"integer\",\"minimum\":1},\"sharedInfoString\":{\"description\":\"A client or server info string: 1..100 characters after trimming.\",\"type\":\"string\",\"minLength\":1,\"maxLength\":100,\"pattern\":\"\\\\S\"},\"sharedThreadTitle\":{\"description\":\"A thread title: 1..200 characters after trimming.\",\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"pattern\":\"\\\\S\"},\"sharedPageLimit\":{\"description\":\"A page size: 1..500 (default 100; also at most limits.maxPageSize).\",\"type\":\"integer\",\"minimum\":1,\"maximum\":500},\"sharedDigitCursor\":{\"description\":\"A thread.list page cursor: decimal digits.\",\"type\":\"string\",\"pattern\":\"^\\\\d+$\"},\"sharedEventCursor\":{\"description\":\"An opaque durable-event cursor of the rte1 family; compare only through the cursor helpers.\",\"type\":\"string\",\"maxLength\":128,\"pattern\":\"^rte1:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:(?:0|[1-9][0-9]*):[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$\",\"x-agentwire-since\":\"1.3\"},\"sharedEventCursorOrNull\":{\"description\":\"A durable-event cursor, or null for the start of the log.\",\"anyOf\":[{\"$ref\":\"#/$defs/sharedEventCursor\"},{\"type\":\"null\"}],\"x-agentwire-since\":\"1.3\"},\"sharedSha256\":{\"description\":\"A SHA-256 digest: 64 lower-case hex characters.\",\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"},\"sharedNullableSequence\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},{\"type\":\"null\"}]},\"sharedInteractionSensitivity\":{\"enum\":[\"normal\"]},\"sharedFeature\":{\"enum\":[\"thread-management\",\"snapshots\",\"turns\",\"approvals\",\"tool-streaming\",\"reasoning-summary\",\"operation-projection\",\"process-local-sequence\",\"attachments\",\"app-output\"],\"x-agentwire-enum-since\":{\"attachments\":\"1.4\",\"app-output\":\"1.5\"}},\"sharedRollErrorCode\":{\"enum\":[\"PROTOCOL_VERSION_UNSUPPORTED\",\"INITIALIZE_REQUIRED\",\"INVALID_PARAMS\",\"THREAD_NOT_FOUND\",\"THREAD_BUSY\",\"TURN_NOT_FOUND\",\"TURN_ALREADY_ACTIVE\",\"APPROVAL_NOT_FOUND\",\"CAPABILITY_UNAVAILABLE\",\"RUNTIME_CLOSING\",\"OUTCOME_UNKNOWN\",\"INTERNAL_ERROR\",\"CAPABILITY_REVISION_CONFLICT\",\"EVENT_CURSOR_EXPIRED\",\"EVENT_CURSOR_GAP\",\"ATTACHMENT_NOT_FOUND\",\"ATTACHMENT_NOT_COMMITTED\",\"ATTACHMENT_TOO_LARGE\",\"ATTACHMENT_TYPE_UNSUPPORTED\",\"ATTACHMENT_HASH_MISMATCH\",\"ATTACHMENT_QUOTA_EXCEEDED\",\"ATTACHMENT_UPLOAD_INCOMPLETE\",\"ATTACHMENT_PATH_REJECTED\"],\"x-agentwire-enum-since\":{\"CAPABILITY_REVISION_CONFLICT\":\"1.2\",\"EVENT_CURSOR_EXPIRED\":\"1.3\",\"EVENT_CURSOR_GAP\":\"1.3\",\"ATTACHMENT_NOT_FOUND\":\"1.4\",\"ATTACHMENT_NOT_COMMITTED\":\"1.4\",\"ATTACHMENT_TOO_LARGE\":\"1.4\",\"ATTACHMENT_TYPE_UNSUPPORTED\":\"1.4\",\"ATTACHMENT_HASH_MISMATCH\":\"1.4\",\"ATTACHMENT_QUOTA_EXCEEDED\":\"1.4\",\"ATTACHMENT_UPLOAD_INCOMPLETE\":\"1.4\",\"ATTACHMENT_PATH_REJECTED\":\"1.4\"}},\"sharedAttachmentMediaType\":{\"enum\":[\"image/png\",\"image/jpeg\",\"image/gif\",\"image/webp\",\"application/pdf\",\"text/plain\",\"text/markdown\"],\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentSource\":{\"enum\":[\"local-path\",\"chunks\"],\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentFileName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentBytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,\"x-agentwire-since\":\"1.4\"},\"sharedToolOutcome\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"kind\"],\"properties\":{\"kind\":{\"enum\":[\"success\",\"user_rejected\",\"policy_denied\",\"invalid_input\",\"cancelled\",\"tool_failed\"]},\"reason\":{\"type\":\"string\"}}},\"sharedThreadSummary\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"createdAt\",\"updatedAt\",\"messageCount\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"type\":\"string\"},\"model\":{\"type\":\"string\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"updatedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"messageCount\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"sharedPendingApproval\":{\"description\":\"An approval waiting for a decision; preview is free-form JSON (explanation, diff).\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"turnId\",\"agentName\",\"toolName\",\"preview\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"preview\":{\"$ref\":\"#/$defs/sharedJsonValue\"},\"reason\":{\"type\":\"string\"}}},\"sharedActiveTurnStatus\":{\"enum\":[\"running\",\"cancelling\",\"waiting-for-user\"],\"x-agentwire-enum-since\":{\"waiting-for-user\":\"1.2\"},\"x-agentwire-map-down\":[{\"below\":\"1.2\",\"map\":{\"waiting-for-user\":\"running\"}}]},\"sharedActiveTurn\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"status\",\"startedAt\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"status\":{\"$ref\":\"#/$defs/sharedActiveTurnStatus\"},\"startedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"}}},\"sharedTextPart\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"text\"],\"properties\":{\"type\":{\"const\":\"text\"},\"text\":{\"type\":\"string\"}}},\"sharedAttachmentPart\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"mediaType\",\"bytes\"],\"properties\":{\"type\":{\"const\":\"attachment\"},\"mediaType\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"bytes\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"displayName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255}},\"x-agentwire-since\":\"1.4\"},\"sharedUiMessage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sequence\",\"role\",\"createdAt\",\"parts\"],\"properties\":{\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"role\":{\"enum\":[\"user\",\"assistant\"]},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"parts\":{\"type\":\"array\",\"items\":{\"oneOf\":[{\"$ref\":\"#/$defs/sharedTextPart\"},{\"$ref\":\"#/$defs/sharedAttachmentPart\",\"x-agentwire-since\":\"1.4\"}]}}}},\"sharedMessagePage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedUiMessage\"}},\"nextBeforeSequence\":{\"$ref\":\"#/$defs/sharedNullableSequence\"}}},\"sharedAppOutputDescriptor\":{\"description\":\"What became of a tool's structured app output; never carries the data.\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"schemaId\",\"schemaVersion\"],\"properties\":{\"status\":{\"const\":\"available\"},\"schemaId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256},\"schemaVersion\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"enum\":[\"not_provided\",\"invalid\",\"too_large\",\"expired\",\"denied\"]}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"rejected\"},\"reason\":{\"enum\":[\"credential_field\",\"credential_value\"]},\"field\":{\"type\":\"string\",\"maxLength\":64}}}],\"x-agentwire-since\":\"1.5\"},\"sharedAppOutput\":{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"schemaId\",\"schemaVersion\",\"remoteReadable\",\"data\",\"fallbackText\"],\"properties\":{\"status\":{\"const\":\"available\"},\"schemaId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256},\"schemaVersion\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"remoteReadable\":{\"type\":\"boolean\"},\"data\":{\"type\":\"object\"},\"fallbackText\":{\"type\":\"string\",\"maxLength\":4096}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"enum\":[\"not_provided\",\"invalid\",\"too_large\",\"expired\",\"denied\"]}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"rejected\"},\"reason\":{\"enum\":[\"credential_field\",\"credential_value\"]},\"field\":{\"type\":\"string\",\"maxLength\":64}}}],\"x-agentwire-since\":\"1.5\"},\"sharedOperationView\":{\"description\":\"A tool operation as shown in snapshots and operation.get; raw input and evidence never cross the wire.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"sequence\",\"toolCallId\",\"agentName\",\"toolName\",\"createdAt\",\"outcome\",\"display\",\"appOutput\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"outcome\":{\"$ref\":\"#/$defs/sharedToolOutcome\"},\"display\":{\"$ref\":\"#/$defs/sharedJsonValue\"},\"appOutput\":{\"$ref\":\"#/$defs/sharedAppOutputDescriptor\",\"x-agentwire-since\":\"1.5\"}}},\"sharedOperationPage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedOperationView\"}},\"nextBeforeSequence\":{\"$ref\":\"#/$defs/sharedNullableSequence\"}}},\"sharedOperationResultView\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\",\"agentName\",\"toolName\",\"createdAt\",\"output\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"output\":{\"$ref\":\"#/$defs/sharedAppOutput\"}},\"x-agentwire-since\":\"1.5\"},\"sharedAttachmentDescriptor\":{\"description\":\"A staged or committed attachment; never carries a path or content.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"attachmentId\",\"fileName\",\"displayName\",\"mediaType\",\"bytes\",\"sha256\",\"source\",\"createdAt\"],\"properties\":{\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"fileName\":{\"$ref\":\"#/$defs/sharedAttachmentFileName\"},\"displayName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255},\"mediaType\":{\"$ref\":\"#/$defs/sharedAttachmentMediaType\"},\"bytes\":{\"$ref\":\"#/$defs/sharedAttachmentBytes\"},\"sha256\":{\"$ref\":\"#/$defs/sharedSha256\"},\"source\":{\"$ref\":\"#/$defs/sharedAttachmentSource\"},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"}},\"x-agentwire-since\":\"1.4\"},\"sharedControlId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"pattern\":\"\\\\S\"},\"sharedControlLabel\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"pattern\":\"\\\\S\"},\"sharedControlDescription\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500},\"sharedTextLengthBound\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000},\"userInputTextControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"text\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"minLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"},\"maxLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"}},\"x-agentwire-since\":\"1.2\"},\"userInputMultilineControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"multiline\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"minLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"},\"maxLength\":{\"$ref\":\"#/$defs/sharedTextLengthBound\"}},\"x-agentwire-since\":\"1.2\"},\"userInputNumberControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"number\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"min\":{\"type\":\"number\"},\"max\":{\"type\":\"number\"},\"integer\":{\"type\":\"boolean\"}},\"x-agentwire-since\":\"1.2\"},\"userInputBooleanControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"boolean\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"}},\"x-agentwire-since\":\"1.2\"},\"userInputChoiceOption\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"label\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"}},\"x-agentwire-since\":\"1.2\"},\"userInputChoiceControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\",\"multiple\",\"options\"],\"properties\":{\"type\":{\"const\":\"choice\"},\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"label\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"multiple\":{\"type\":\"boolean\"},\"options\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":50,\"items\":{\"$ref\":\"#/$defs/userInputChoiceOption\"}},\"minSelections\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":50},\"maxSelections\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}},\"x-agentwire-since\":\"1.2\"},\"userInputControl\":{\"description\":\"One form control; there is deliberately no secret, password, token or file kind.\",\"oneOf\":[{\"$ref\":\"#/$defs/userInputTextControl\"},{\"$ref\":\"#/$defs/userInputMultilineControl\"},{\"$ref\":\"#/$defs/userInputNumberControl\"},{\"$ref\":\"#/$defs/userInputBooleanControl\"},{\"$ref\":\"#/$defs/userInputChoiceControl\"}],\"x-agentwire-since\":\"1.2\"},\"userInputControls\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":16,\"items\":{\"$ref\":\"#/$defs/userInputControl\"},\"x-agentwire-since\":\"1.2\"},\"userInputValue\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":10000},{\"type\":\"number\"},{\"type\":\"boolean\"},{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\",\"maxLength\":64}}],\"x-agentwire-since\":\"1.2\"},\"pendingApprovalInteraction\":{\"description\":\"The safe projection of a pending approval interaction: metadata only.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"method\",\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"approvalId\"],\"properties\":{\"method\":{\"const\":\"approval.request\"},\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"}},\"x-agentwire-since\":\"1.2\"},\"pendingUserInputInteraction\":{\"description\":\"The safe projection of a pending user-input interaction: metadata and the form, never submitted values.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"method\",\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"controls\"],\"properties\":{\"method\":{\"const\":\"userInput.request\"},\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"title\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"controls\":{\"$ref\":\"#/$defs/userInputControls\"}},\"x-agentwire-since\":\"1.2\"},\"sharedPendingInteraction\":{\"oneOf\":[{\"$ref\":\"#/$defs/pendingApprovalInteraction\"},{\"$ref\":\"#/$defs/pendingUserInputInteraction\"}],\"x-agentwire-since\":\"1.2\"},\"sharedThreadSnapshotFull\":{\"description\":\"A thread snapshot: the newest page of messages and operations plus live state.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\",\"messages\",\"operations\",\"pendingApprovals\",\"pendingInteractions\",\"transcriptCompleteness\",\"eventCursor\"],\"properties\":{\"thread\":{\"$ref\":\"#/$defs/sharedThreadSummary\"},\"messages\":{\"$ref\":\"#/$defs/sharedMessagePage\"},\"operations\":{\"$ref\":\"#/$defs/sharedOperationPage\"},\"activeTurn\":{\"$ref\":\"#/$defs/sharedActiveTurn\"},\"pendingApprovals\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedPendingApproval\"}},\"pendingInteractions\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedPendingInteraction\"},\"x-agentwire-since\":\"1.2\"},\"transcriptCompleteness\":{\"enum\":[\"complete\",\"legacy_snapshot\"]},\"eventCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\",\"x-agentwire-since\":\"1.3\"}}},\"sharedThreadRecoverySnapshot\":{\"description\":\"A bounded recovery snapshot: thread, checkpoint and active-turn metadata only, so it always fits one frame.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\",\"messages\",\"operations\",\"pendingApprovals\",\"pendingInteractions\",\"transcriptCompleteness\",\"eventCursor\",\"recoveryProjection\"],\"properties\":{\"thread\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"createdAt\",\"updatedAt\",\"messageCount\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"type\":\"string\",\"maxLength\":1024},\"model\":{\"type\":\"string\",\"maxLength\":1024},\"createdAt\":{\"$ref\":\"#/$defs/sharedTimestamp\",\"maxLength\":64},\"updatedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\",\"maxLength\":64},\"messageCount\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"messages\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"maxItems\":0},\"nextBeforeSequence\":{\"type\":\"null\"}}},\"operations\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"maxItems\":0},\"nextBeforeSequence\":{\"type\":\"null\"}}},\"activeTurn\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"status\",\"startedAt\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedUuid\"},\"status\":{\"$ref\":\"#/$defs/sharedActiveTurnStatus\"},\"startedAt\":{\"$ref\":\"#/$defs/sharedTimestamp\",\"maxLength\":64}}},\"pendingApprovals\":{\"type\":\"array\",\"maxItems\":0},\"pendingInteractions\":{\"type\":\"array\",\"maxItems\":0},\"transcriptCompleteness\":{\"enum\":[\"complete\",\"legacy_snapshot\"]},\"eventCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\"},\"recoveryProjection\":{\"const\":true}},\"x-agentwire-since\":\"1.3\"},\"sharedThreadSnapshot\":{\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"$ref\":\"#/$defs/sharedThreadSnapshotFull\"},{\"$ref\":\"#/$defs/sharedThreadRecoverySnapshot\",\"x-agentwire-since\":\"1.3\"}]},\"initializeParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersions\",\"client\"],\"properties\":{\"protocolVersions\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"}},\"client\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"version\"],\"properties\":{\"name\":{\"$ref\":\"#/$defs/sharedInfoString\"},\"version\":{\"$ref\":\"#/$defs/sharedInfoString\"}}}}},\"initializeResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"server\",\"features\",\"limits\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"server\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"version\",\"runtimeVersion\"],\"properties\":{\"name\":{\"$ref\":\"#/$defs/sharedInfoString\"},\"version\":{\"$ref\":\"#/$defs/sharedInfoString\"},\"runtimeVersion\":{\"$ref\":\"#/$defs/sharedInfoString\"}}},\"features\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedFeature\"}},\"limits\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"maxFrameBytes\",\"maxPageSize\",\"eventReplay\",\"idempotencyCacheEntries\",\"maxAttachmentBytes\",\"maxAttachmentChunkBytes\",\"maxTurnAttachments\",\"maxStagedAttachments\"],\"properties\":{\"maxFrameBytes\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"maxPageSize\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"eventReplay\":{\"type\":\"boolean\",\"const\":true,\"x-agentwire-versions\":[{\"since\":\"1.0\",\"until\":\"1.3\",\"schema\":{\"const\":false}}]},\"idempotencyCacheEntries\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"maxAttachmentBytes\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxAttachmentChunkBytes\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxTurnAttachments\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxStagedAttachments\":{\"$ref\":\"#/$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"}}}}},\"clientCapabilitiesSetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"revision\",\"serverRequestMethods\"],\"properties\":{\"revision\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"serverRequestMethods\":{\"type\":\"array\",\"maxItems\":64,\"uniqueItems\":true,\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":100}}}},\"clientCapabilitiesSetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"revision\",\"acceptedServerRequestMethods\"],\"properties\":{\"revision\":{\"$ref\":\"#/$defs/sharedPositiveInteger\"},\"acceptedServerRequestMethods\":{\"type\":\"array\",\"maxItems\":64,\"uniqueItems\":true,\"items\":{\"enum\":[\"approval.request\",\"userInput.request\"]}}}},\"threadListParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[],\"properties\":{\"cursor\":{\"$ref\":\"#/$defs/sharedDigitCursor\"},\"limit\":{\"$ref\":\"#/$defs/sharedPageLimit\"}}},\"threadListResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextCursor\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/sharedThreadSummary\"}},\"nextCursor\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedDigitCursor\"},{\"type\":\"null\"}]}}},\"threadCreateParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"$ref\":\"#/$defs/sharedThreadTitle\"}}},\"threadCreateResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\"],\"properties\":{\"thread\":{\"$ref\":\"#/$defs/sharedThreadSummary\"}}},\"threadOpenParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadOpenResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"$ref\":\"#/$defs/sharedThreadSnapshot\"},\"threadSnapshotParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"messageBeforeSequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"operationBeforeSequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"limit\":{\"$ref\":\"#/$defs/sharedPageLimit\"},\"recovery\":{\"const\":true,\"x-agentwire-since\":\"1.3\"}}},\"threadSnapshotResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"$ref\":\"#/$defs/sharedThreadSnapshot\"},\"threadRenameParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"title\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"title\":{\"$ref\":\"#/$defs/sharedThreadTitle\"}}},\"threadRenameResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\"],\"properties\":{\"thread\":{\"$ref\":\"#/$defs/sharedThreadSummary\"}}},\"threadDeleteParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadDeleteResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"deleted\"],\"properties\":{\"deleted\":{\"const\":true}}},\"threadDetachParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadDetachResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"detached\"],\"properties\":{\"detached\":{\"type\":\"boolean\"}}},\"threadCapabilitiesParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"threadCapabilitiesResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"manifest\"],\"properties\":{\"manifest\":{\"$ref\":\"#/$defs/sharedJsonValue\"}}},\"runtimeEventsResumeParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"afterCursor\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"afterCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\"}}},\"runtimeEventsResumeResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"throughCursor\",\"replayedCount\"],\"properties\":{\"throughCursor\":{\"$ref\":\"#/$defs/sharedEventCursorOrNull\"},\"replayedCount\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"turnStartInput\":{\"description\":\"Turn input: text, and from 1.4 up to 8 committed attachments (text may then be empty).\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"text\"],\"properties\":{\"text\":{\"type\":\"string\",\"minLength\":1}},\"x-agentwire-versions\":[{\"since\":\"1.4\",\"schema\":{\"properties\":{\"text\":{\"type\":\"string\"},\"attachments\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":8,\"items\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"anyOf\":[{\"properties\":{\"text\":{\"minLength\":1}}},{\"required\":[\"attachments\"]}]}}]},\"turnStartParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\",\"input\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"input\":{\"$ref\":\"#/$defs/turnStartInput\"}}},\"turnStartResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"accepted\",\"turnId\"],\"properties\":{\"accepted\":{\"const\":true},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"turnCancelParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"turnCancelResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"cancelling\"],\"properties\":{\"cancelling\":{\"type\":\"boolean\"}}},\"approvalRespondParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\",\"approvalId\",\"decision\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"decision\":{\"enum\":[\"approve\",\"reject\"]},\"reason\":{\"type\":\"string\",\"minLength\":1}}},\"approvalRespondResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"resolved\"],\"properties\":{\"resolved\":{\"const\":true}}},\"operationGetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"operationGetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"operation\"],\"properties\":{\"operation\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedOperationView\"},{\"type\":\"null\"}]}}},\"operationResultGetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"operationResultGetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"result\"],\"properties\":{\"result\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedOperationResultView\"},{\"type\":\"null\"}]}}},\"attachmentStageParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"fileName\",\"mediaType\",\"bytes\",\"sha256\",\"source\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"fileName\":{\"$ref\":\"#/$defs/sharedAttachmentFileName\"},\"mediaType\":{\"$ref\":\"#/$defs/sharedAttachmentMediaType\"},\"bytes\":{\"$ref\":\"#/$defs/sharedAttachmentBytes\"},\"sha256\":{\"$ref\":\"#/$defs/sharedSha256\"},\"source\":{\"$ref\":\"#/$defs/sharedAttachmentSource\"},\"sourcePath\":{\"type\":\"string\",\"minLength\":1}},\"oneOf\":[{\"properties\":{\"source\":{\"const\":\"local-path\"}},\"required\":[\"sourcePath\"]},{\"properties\":{\"source\":{\"const\":\"chunks\"}},\"not\":{\"required\":[\"sourcePath\"]}}]},\"attachmentStageResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"attachmentId\",\"state\"],\"properties\":{\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"state\":{\"enum\":[\"staged\",\"committed\"]},\"descriptor\":{\"$ref\":\"#/$defs/sharedAttachmentDescriptor\"}}},\"attachmentChunkParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\",\"sequence\",\"dataBase64\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"dataBase64\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":2796208,\"pattern\":\"^[A-Za-z0-9+/]+={0,2}$\"}}},\"attachmentChunkResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"receivedBytes\",\"nextSequence\"],\"properties\":{\"receivedBytes\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"nextSequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"}}},\"attachmentCommitParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"attachmentCommitResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"descriptor\"],\"properties\":{\"descriptor\":{\"$ref\":\"#/$defs/sharedAttachmentDescriptor\"}}},\"attachmentReleaseParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\"],\"properties\":{\"requestId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"attachmentId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"attachmentReleaseResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"released\"],\"properties\":{\"released\":{\"type\":\"boolean\"}}},\"initializeRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"initialize\"},\"params\":{\"$ref\":\"#/$defs/initializeParams\"}}},\"clientCapabilitiesSetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"client.capabilities.set\"},\"params\":{\"$ref\":\"#/$defs/clientCapabilitiesSetParams\"}}},\"threadListRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.list\"},\"params\":{\"$ref\":\"#/$defs/threadListParams\"}}},\"threadCreateRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.create\"},\"params\":{\"$ref\":\"#/$defs/threadCreateParams\"}}},\"threadOpenRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.open\"},\"params\":{\"$ref\":\"#/$defs/threadOpenParams\"}}},\"threadSnapshotRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.snapshot\"},\"params\":{\"$ref\":\"#/$defs/threadSnapshotParams\"}}},\"threadRenameRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.rename\"},\"params\":{\"$ref\":\"#/$defs/threadRenameParams\"}}},\"threadDeleteRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.delete\"},\"params\":{\"$ref\":\"#/$defs/threadDeleteParams\"}}},\"threadDetachRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.detach\"},\"params\":{\"$ref\":\"#/$defs/threadDetachParams\"}}},\"threadCapabilitiesRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.capabilities\"},\"params\":{\"$ref\":\"#/$defs/threadCapabilitiesParams\"}}},\"runtimeEventsResumeRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"runtime.events.resume\"},\"params\":{\"$ref\":\"#/$defs/runtimeEventsResumeParams\"}}},\"turnStartRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"turn.start\"},\"params\":{\"$ref\":\"#/$defs/turnStartParams\"}}},\"turnCancelRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"turn.cancel\"},\"params\":{\"$ref\":\"#/$defs/turnCancelParams\"}}},\"approvalRespondRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"approval.respond\"},\"params\":{\"$ref\":\"#/$defs/approvalRespondParams\"}}},\"operationGetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"operation.get\"},\"params\":{\"$ref\":\"#/$defs/operationGetParams\"}}},\"operationResultGetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"operation.result.get\"},\"params\":{\"$ref\":\"#/$defs/operationResultGetParams\"}}},\"attachmentStageRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.stage\"},\"params\":{\"$ref\":\"#/$defs/attachmentStageParams\"}}},\"attachmentChunkRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.chunk\"},\"params\":{\"$ref\":\"#/$defs/attachmentChunkParams\"}}},\"attachmentCommitRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.commit\"},\"params\":{\"$ref\":\"#/$defs/attachmentCommitParams\"}}},\"attachmentReleaseRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.release\"},\"params\":{\"$ref\":\"#/$defs/attachmentReleaseParams\"}}},\"approvalRequestParams\":{\"description\":\"1.1: the legacy {threadId, approval, expiresAt?}; 1.2+: interaction-shaped with a required absolute deadline.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"approval\"],\"properties\":{\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"approval\":{\"$ref\":\"#/$defs/sharedPendingApproval\"}},\"x-agentwire-versions\":[{\"since\":\"1.1\",\"until\":\"1.2\",\"schema\":{\"required\":[\"threadId\",\"approval\"],\"properties\":{\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"approval\":{\"$ref\":\"#/$defs/sharedPendingApproval\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"}}}}]},\"approvalRequestResult\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.1\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"decision\"],\"properties\":{\"decision\":{\"const\":\"approve\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"decision\"],\"properties\":{\"decision\":{\"const\":\"reject\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}]},\"userInputRequestParams\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"controls\"],\"properties\":{\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"expiresAt\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"sensitivity\":{\"$ref\":\"#/$defs/sharedInteractionSensitivity\"},\"title\":{\"$ref\":\"#/$defs/sharedControlLabel\"},\"description\":{\"$ref\":\"#/$defs/sharedControlDescription\"},\"controls\":{\"$ref\":\"#/$defs/userInputControls\"}}},\"userInputRequestResult\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"values\"],\"properties\":{\"status\":{\"const\":\"submitted\"},\"values\":{\"type\":\"array\",\"maxItems\":16,\"items\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"value\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/sharedControlId\"},\"value\":{\"$ref\":\"#/$defs/userInputValue\"}}}}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"const\":\"cancelled\"},\"reason\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500}}}]},\"approvalRequestServerRequest\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"approval.request\"},\"params\":{\"$ref\":\"#/$defs/approvalRequestParams\"}}},\"userInputRequestServerRequest\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"userInput.request\"},\"params\":{\"$ref\":\"#/$defs/userInputRequestParams\"}}},\"eventTurnStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"turn.started\"}}},\"eventMessageStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\"],\"properties\":{\"type\":{\"const\":\"message.started\"},\"streamId\":{\"$ref\":\"#/$defs/sharedUuid\"}}},\"eventMessageDelta\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\",\"delta\"],\"properties\":{\"type\":{\"const\":\"message.delta\"},\"streamId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"delta\":{\"type\":\"string\"}}},\"eventMessageCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\",\"text\"],\"properties\":{\"type\":{\"const\":\"message.completed\"},\"streamId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"text\":{\"type\":\"string\"}}},\"eventReasoningSummaryDelta\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"reasoningId\",\"delta\"],\"properties\":{\"type\":{\"const\":\"reasoning.summary.delta\"},\"reasoningId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"delta\":{\"type\":\"string\"}}},\"eventToolStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"input\"],\"properties\":{\"type\":{\"const\":\"tool.started\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"input\":{\"$ref\":\"#/$defs/sharedJsonValue\"}}},\"eventToolOutput\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"stream\",\"delta\"],\"properties\":{\"type\":{\"const\":\"tool.output\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"stream\":{\"enum\":[\"stdout\",\"stderr\"]},\"delta\":{\"type\":\"string\"}}},\"eventToolCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"display\"],\"properties\":{\"type\":{\"const\":\"tool.completed\"},\"toolCallId\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"agentName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"toolName\":{\"$ref\":\"#/$defs/sharedNonEmptyString\"},\"operationId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"outcome\":{\"$ref\":\"#/$defs/sharedToolOutcome\"},\"display\":{\"$ref\":\"#/$defs/sharedJsonValue\"},\"appOutput\":{\"$ref\":\"#/$defs/sharedAppOutputDescriptor\",\"x-agentwire-since\":\"1.5\"}}},\"eventApprovalRequired\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"approval\"],\"properties\":{\"type\":{\"const\":\"approval.required\"},\"approval\":{\"$ref\":\"#/$defs/sharedPendingApproval\"}}},\"eventApprovalResolved\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"approvalId\",\"resolution\"],\"properties\":{\"type\":{\"const\":\"approval.resolved\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"resolution\":{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"decision\"],\"properties\":{\"status\":{\"const\":\"resolved\"},\"decision\":{\"const\":\"approve\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"decision\"],\"properties\":{\"status\":{\"const\":\"resolved\"},\"decision\":{\"const\":\"reject\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"cancelled\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"const\":\"expired\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}]}}},\"eventTurnCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"turn.completed\"}}},\"eventTurnCancelled\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"reason\",\"message\"],\"properties\":{\"type\":{\"const\":\"turn.cancelled\"},\"reason\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}},\"eventTurnFailed\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"stage\",\"message\"],\"properties\":{\"type\":{\"const\":\"turn.failed\"},\"stage\":{\"enum\":[\"bootstrap\",\"plan\",\"execute\"]},\"message\":{\"type\":\"string\"}}},\"eventCapabilitiesChanged\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"capabilities.changed\"}}},\"runtimeEvent\":{\"description\":\"Every runtime event payload (1.0 has no approval.resolved).\",\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"$ref\":\"#/$defs/eventTurnStarted\"},{\"$ref\":\"#/$defs/eventMessageStarted\"},{\"$ref\":\"#/$defs/eventMessageDelta\"},{\"$ref\":\"#/$defs/eventMessageCompleted\"},{\"$ref\":\"#/$defs/eventReasoningSummaryDelta\"},{\"$ref\":\"#/$defs/eventToolStarted\"},{\"$ref\":\"#/$defs/eventToolOutput\"},{\"$ref\":\"#/$defs/eventToolCompleted\"},{\"$ref\":\"#/$defs/eventApprovalRequired\"},{\"$ref\":\"#/$defs/eventApprovalResolved\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/eventTurnCompleted\"},{\"$ref\":\"#/$defs/eventTurnCancelled\"},{\"$ref\":\"#/$defs/eventTurnFailed\"},{\"$ref\":\"#/$defs/eventCapabilitiesChanged\"}]},\"runtimeDurableEvent\":{\"description\":\"Events committed to the thread's log before they are published, and replayed on resume.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"oneOf\":[{\"$ref\":\"#/$defs/eventTurnStarted\"},{\"$ref\":\"#/$defs/eventMessageCompleted\"},{\"$ref\":\"#/$defs/eventToolCompleted\"},{\"$ref\":\"#/$defs/eventApprovalRequired\"},{\"$ref\":\"#/$defs/eventApprovalResolved\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/eventTurnCompleted\"},{\"$ref\":\"#/$defs/eventTurnCancelled\"},{\"$ref\":\"#/$defs/eventTurnFailed\"},{\"$ref\":\"#/$defs/eventCapabilitiesChanged\"}]},\"runtimeEphemeralEvent\":{\"description\":\"Live-only events: never stored, never replayed.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"oneOf\":[{\"$ref\":\"#/$defs/eventMessageStarted\"},{\"$ref\":\"#/$defs/eventMessageDelta\"},{\"$ref\":\"#/$defs/eventReasoningSummaryDelta\"},{\"$ref\":\"#/$defs/eventToolStarted\"},{\"$ref\":\"#/$defs/eventToolOutput\"}]},\"runtimeEventEnvelopeLegacy\":{\"description\":\"The 1.0-1.2 envelope: process-local sequence only.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-until\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"event\":{\"$ref\":\"#/$defs/runtimeEvent\"}}},\"runtimeEventEnvelopeDurable\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"durability\",\"eventId\",\"cursor\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"durability\":{\"const\":\"durable\"},\"eventId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"cursor\":{\"$ref\":\"#/$defs/sharedEventCursor\"},\"event\":{\"$ref\":\"#/$defs/runtimeDurableEvent\"}},\"x-agentwire-map-down\":[{\"below\":\"1.3\",\"as\":\"#/$defs/runtimeEventEnvelopeLegacy\"}]},\"runtimeEventEnvelopeEphemeral\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"durability\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"sequence\":{\"$ref\":\"#/$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"$ref\":\"#/$defs/sharedTimestamp\"},\"threadId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"turnId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"durability\":{\"const\":\"ephemeral\"},\"event\":{\"$ref\":\"#/$defs/runtimeEphemeralEvent\"}},\"x-agentwire-map-down\":[{\"below\":\"1.3\",\"as\":\"#/$defs/runtimeEventEnvelopeLegacy\"}]},\"runtimeEventEnvelope\":{\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"$ref\":\"#/$defs/runtimeEventEnvelopeLegacy\",\"x-agentwire-until\":\"1.3\"},{\"$ref\":\"#/$defs/runtimeEventEnvelopeDurable\",\"x-agentwire-since\":\"1.3\"},{\"$ref\":\"#/$defs/runtimeEventEnvelopeEphemeral\",\"x-agentwire-since\":\"1.3\"}]},\"runtimeEventNotification\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"method\":{\"const\":\"runtime.event\"},\"params\":{\"$ref\":\"#/$defs/runtimeEventEnvelope\"}}},\"serverRequestCancelParams\":{\"description\":\"1.1 names the JSON-RPC id of the request; 1.2+ names the interaction.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"reason\"],\"properties\":{\"interactionId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"reason\":{\"type\":\"string\",\"minLength\":1}},\"x-agentwire-versions\":[{\"since\":\"1.1\",\"until\":\"1.2\",\"schema\":{\"required\":[\"serverRequestId\",\"reason\"],\"properties\":{\"serverRequestId\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"approvalId\":{\"$ref\":\"#/$defs/sharedUuid\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}}]},\"serverRequestCancelNotification\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"method\":{\"const\":\"runtime.serverRequest.cancel\"},\"params\":{\"$ref\":\"#/$defs/serverRequestCancelParams\"}}},\"clientRequest\":{\"description\":\"A request from the host to the runtime.\",\"x-agentwire-direction\":\"host-to-runtime\",\"oneOf\":[{\"$ref\":\"#/$defs/initializeRequest\"},{\"$ref\":\"#/$defs/clientCapabilitiesSetRequest\",\"x-agentwire-since\":\"1.2\"},{\"$ref\":\"#/$defs/threadListRequest\"},{\"$ref\":\"#/$defs/threadCreateRequest\"},{\"$ref\":\"#/$defs/threadOpenRequest\"},{\"$ref\":\"#/$defs/threadSnapshotRequest\"},{\"$ref\":\"#/$defs/threadRenameRequest\"},{\"$ref\":\"#/$defs/threadDeleteRequest\"},{\"$ref\":\"#/$defs/threadDetachRequest\"},{\"$ref\":\"#/$defs/threadCapabilitiesRequest\"},{\"$ref\":\"#/$defs/runtimeEventsResumeRequest\",\"x-agentwire-since\":\"1.3\"},{\"$ref\":\"#/$defs/turnStartRequest\"},{\"$ref\":\"#/$defs/turnCancelRequest\"},{\"$ref\":\"#/$defs/approvalRespondRequest\"},{\"$ref\":\"#/$defs/operationGetRequest\"},{\"$ref\":\"#/$defs/operationResultGetRequest\",\"x-agentwire-since\":\"1.5\"},{\"$ref\":\"#/$defs/attachmentStageRequest\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentChunkRequest\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentCommitRequest\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentReleaseRequest\",\"x-agentwire-since\":\"1.4\"}]},\"serverRequest\":{\"description\":\"A request from the runtime to the host.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"oneOf\":[{\"$ref\":\"#/$defs/approvalRequestServerRequest\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/userInputRequestServerRequest\",\"x-agentwire-since\":\"1.2\"}]},\"successResponse\":{\"description\":\"A success response; result is any result of the version, not bound to the request's method.\",\"x-agentwire-direction\":\"both\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"result\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"$ref\":\"#/$defs/sharedJsonRpcId\"},\"result\":{\"anyOf\":[{\"$ref\":\"#/$defs/initializeResult\"},{\"$ref\":\"#/$defs/clientCapabilitiesSetResult\",\"x-agentwire-since\":\"1.2\"},{\"$ref\":\"#/$defs/threadListResult\"},{\"$ref\":\"#/$defs/threadCreateResult\"},{\"$ref\":\"#/$defs/threadOpenResult\"},{\"$ref\":\"#/$defs/threadSnapshotResult\"},{\"$ref\":\"#/$defs/threadRenameResult\"},{\"$ref\":\"#/$defs/threadDeleteResult\"},{\"$ref\":\"#/$defs/threadDetachResult\"},{\"$ref\":\"#/$defs/threadCapabilitiesResult\"},{\"$ref\":\"#/$defs/runtimeEventsResumeResult\",\"x-agentwire-since\":\"1.3\"},{\"$ref\":\"#/$defs/turnStartResult\"},{\"$ref\":\"#/$defs/turnCancelResult\"},{\"$ref\":\"#/$defs/approvalRespondResult\"},{\"$ref\":\"#/$defs/operationGetResult\"},{\"$ref\":\"#/$defs/operationResultGetResult\",\"x-agentwire-since\":\"1.5\"},{\"$ref\":\"#/$defs/attachmentStageResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentChunkResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentCommitResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/attachmentReleaseResult\",\"x-agentwire-since\":\"1.4\"},{\"$ref\":\"#/$defs/approvalRequestResult\",\"x-agentwire-since\":\"1.1\"},{\"$ref\":\"#/$defs/userInputRequestResult\",\"x-agentwire-since\":\"1.2\"}]}}},\"errorResponse\":{\"x-agentwire-direction\":\"both\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"error\"],\"properties\":{\"jsonrpc\":{\"$ref\":\"#/$defs/sharedJsonRpcVersion\"},\"id\":{\"anyOf\":[{\"$ref\":\"#/$defs/sharedJsonRpcId\"},{\"type\":\"null\"}]},\"error\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\",\"message\"],\"properties\":{\"code\":{\"type\":\"integer\"},\"message\":{\"type\":\"string\"},\"data\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"rollCode\",\"retryable\"],\"properties\":{\"rollCode\":{\"$ref\":\"#/$defs/sharedRollErrorCode\"},\"retryable\":{\"type\":\"boolean\"},\"details\":{\"$ref\":\"#/$defs/sharedJsonValue\"}}}}}}}}}");
+const DRAFT_07 = false;
+const DEFINITIONS_KEY = "$defs";
+/** The name of a definition of the schema. */
+export type DefinitionName =
+  | "sharedJsonRpcVersion"
+  | "sharedJsonRpcId"
+  | "sharedUuid"
+  | "sharedTimestamp"
+  | "sharedJsonValue"
+  | "sharedNonEmptyString"
+  | "sharedNonNegativeInteger"
+  | "sharedPositiveInteger"
+  | "sharedInfoString"
+  | "sharedThreadTitle"
+  | "sharedPageLimit"
+  | "sharedDigitCursor"
+  | "sharedEventCursor"
+  | "sharedEventCursorOrNull"
+  | "sharedSha256"
+  | "sharedNullableSequence"
+  | "sharedInteractionSensitivity"
+  | "sharedFeature"
+  | "sharedRollErrorCode"
+  | "sharedAttachmentMediaType"
+  | "sharedAttachmentSource"
+  | "sharedAttachmentFileName"
+  | "sharedAttachmentBytes"
+  | "sharedToolOutcome"
+  | "sharedThreadSummary"
+  | "sharedPendingApproval"
+  | "sharedActiveTurnStatus"
+  | "sharedActiveTurn"
+  | "sharedTextPart"
+  | "sharedAttachmentPart"
+  | "sharedUiMessage"
+  | "sharedMessagePage"
+  | "sharedAppOutputDescriptor"
+  | "sharedAppOutput"
+  | "sharedOperationView"
+  | "sharedOperationPage"
+  | "sharedOperationResultView"
+  | "sharedAttachmentDescriptor"
+  | "sharedControlId"
+  | "sharedControlLabel"
+  | "sharedControlDescription"
+  | "sharedTextLengthBound"
+  | "userInputTextControl"
+  | "userInputMultilineControl"
+  | "userInputNumberControl"
+  | "userInputBooleanControl"
+  | "userInputChoiceOption"
+  | "userInputChoiceControl"
+  | "userInputControl"
+  | "userInputControls"
+  | "userInputValue"
+  | "pendingApprovalInteraction"
+  | "pendingUserInputInteraction"
+  | "sharedPendingInteraction"
+  | "sharedThreadSnapshotFull"
+  | "sharedThreadRecoverySnapshot"
+  | "sharedThreadSnapshot"
+  | "initializeParams"
+  | "initializeResult"
+  | "clientCapabilitiesSetParams"
+  | "clientCapabilitiesSetResult"
+  | "threadListParams"
+  | "threadListResult"
+  | "threadCreateParams"
+  | "threadCreateResult"
+  | "threadOpenParams"
+  | "threadOpenResult"
+  | "threadSnapshotParams"
+  | "threadSnapshotResult"
+  | "threadRenameParams"
+  | "threadRenameResult"
+  | "threadDeleteParams"
+  | "threadDeleteResult"
+  | "threadDetachParams"
+  | "threadDetachResult"
+  | "threadCapabilitiesParams"
+  | "threadCapabilitiesResult"
+  | "runtimeEventsResumeParams"
+  | "runtimeEventsResumeResult"
+  | "turnStartInput"
+  | "turnStartParams"
+  | "turnStartResult"
+  | "turnCancelParams"
+  | "turnCancelResult"
+  | "approvalRespondParams"
+  | "approvalRespondResult"
+  | "operationGetParams"
+  | "operationGetResult"
+  | "operationResultGetParams"
+  | "operationResultGetResult"
+  | "attachmentStageParams"
+  | "attachmentStageResult"
+  | "attachmentChunkParams"
+  | "attachmentChunkResult"
+  | "attachmentCommitParams"
+  | "attachmentCommitResult"
+  | "attachmentReleaseParams"
+  | "attachmentReleaseResult"
+  | "initializeRequest"
+  | "clientCapabilitiesSetRequest"
+  | "threadListRequest"
+  | "threadCreateRequest"
+  | "threadOpenRequest"
+  | "threadSnapshotRequest"
+  | "threadRenameRequest"
+  | "threadDeleteRequest"
+  | "threadDetachRequest"
+  | "threadCapabilitiesRequest"
+  | "runtimeEventsResumeRequest"
+  | "turnStartRequest"
+  | "turnCancelRequest"
+  | "approvalRespondRequest"
+  | "operationGetRequest"
+  | "operationResultGetRequest"
+  | "attachmentStageRequest"
+  | "attachmentChunkRequest"
+  | "attachmentCommitRequest"
+  | "attachmentReleaseRequest"
+  | "approvalRequestParams"
+  | "approvalRequestResult"
+  | "userInputRequestParams"
+  | "userInputRequestResult"
+  | "approvalRequestServerRequest"
+  | "userInputRequestServerRequest"
+  | "eventTurnStarted"
+  | "eventMessageStarted"
+  | "eventMessageDelta"
+  | "eventMessageCompleted"
+  | "eventReasoningSummaryDelta"
+  | "eventToolStarted"
+  | "eventToolOutput"
+  | "eventToolCompleted"
+  | "eventApprovalRequired"
+  | "eventApprovalResolved"
+  | "eventTurnCompleted"
+  | "eventTurnCancelled"
+  | "eventTurnFailed"
+  | "eventCapabilitiesChanged"
+  | "runtimeEvent"
+  | "runtimeDurableEvent"
+  | "runtimeEphemeralEvent"
+  | "runtimeEventEnvelopeLegacy"
+  | "runtimeEventEnvelopeDurable"
+  | "runtimeEventEnvelopeEphemeral"
+  | "runtimeEventEnvelope"
+  | "runtimeEventNotification"
+  | "serverRequestCancelParams"
+  | "serverRequestCancelNotification"
+  | "clientRequest"
+  | "serverRequest"
+  | "successResponse"
+  | "errorResponse";
+
+/** One reason a value does not match the schema. */
+export interface ValidationError {
+  /** JSON Pointer of the offending value in the instance (`""` for the value itself); a missing property is reported at its object. */
+  instancePath: string;
+  /** The schema keyword that failed (`type`, `required`, `oneOf`, ...). */
+  keyword: string;
+  /** A sentence saying what is wrong. */
+  message: string;
+}
+
+/** The verdict of a validator: `ok` when `errors` is empty. */
+export interface ValidationResult {
+  ok: boolean;
+  errors: ValidationError[];
+}
+
+/** Thrown by the `assert*` functions; carries every error. */
+export class ProtocolValidationError extends Error {
+  readonly errors: ValidationError[];
+  constructor(errors: ValidationError[]) {
+    super(errors.map((e) => (e.instancePath === "" ? "/" : e.instancePath) + ": " + e.message).join("; "));
+    this.name = "ProtocolValidationError";
+    this.errors = errors;
   }
-  if (allowed !== null) {
-    for (const key of Object.keys(value)) {
-      if (allowed.indexOf(key) < 0) return false;
+}
+
+/** Deepest nesting of schema nodes and values one validation follows; deeper input fails with keyword `maxDepth`. */
+export const MAX_VALIDATION_DEPTH = 256;
+
+const patternCache = new Map<string, RegExp>();
+
+function schemaAt(pointer: string): any {
+  let node: any = SCHEMA;
+  if (pointer === "") return node;
+  for (const raw of pointer.slice(1).split("/")) {
+    const token = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (node === null || typeof node !== "object" || !Object.prototype.hasOwnProperty.call(node, token)) return undefined;
+    node = node[token];
+  }
+  return node;
+}
+
+function escapeToken(token: string): string {
+  return token.replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
+function typeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+function hasType(value: unknown, expected: string): boolean {
+  switch (expected) {
+    case "null": return value === null;
+    case "boolean": return typeof value === "boolean";
+    case "integer": return typeof value === "number" && Number.isInteger(value);
+    case "number": return typeof value === "number" && Number.isFinite(value);
+    case "string": return typeof value === "string";
+    case "array": return Array.isArray(value);
+    case "object": return typeOf(value) === "object";
+    default: return false;
+  }
+}
+
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const ta = typeOf(a);
+  if (ta !== typeOf(b)) return false;
+  if (ta === "array") {
+    const x = a as unknown[];
+    const y = b as unknown[];
+    return x.length === y.length && x.every((item, i) => jsonEqual(item, y[i]));
+  }
+  if (ta === "object") {
+    const x = a as Record<string, unknown>;
+    const y = b as Record<string, unknown>;
+    const kx = Object.keys(x);
+    if (kx.length !== Object.keys(y).length) return false;
+    return kx.every((k) => Object.prototype.hasOwnProperty.call(y, k) && jsonEqual(x[k], y[k]));
+  }
+  return false;
+}
+
+function codePoints(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
+const DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function isDate(y: number, m: number, d: number): boolean {
+  if (m < 1 || m > 12 || d < 1 || d > DAYS[m - 1]) return false;
+  return !(m === 2 && d === 29 && !(y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)));
+}
+
+function checkFormat(format: string, text: string): boolean {
+  switch (format) {
+    case "date-time": {
+      const m = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}(?::?\d{2})?)$/.exec(text);
+      return m !== null && isDate(+m[1], +m[2], +m[3]) && +m[4] <= 23 && +m[5] <= 59 && +m[6] <= 60;
+    }
+    case "date": {
+      const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+      return m !== null && isDate(+m[1], +m[2], +m[3]);
+    }
+    case "uuid":
+      return /^(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i.test(text);
+    default:
+      // Formats this validator does not know are annotations.
+      return true;
+  }
+}
+
+function matchesPattern(pattern: string, text: string): boolean {
+  let re = patternCache.get(pattern);
+  if (re === undefined) {
+    re = new RegExp(pattern, "u");
+    patternCache.set(pattern, re);
+  }
+  return re.test(text);
+}
+
+function walk(value: unknown, node: any, path: string, errors: ValidationError[], depth: number): void {
+  const fail = (keyword: string, message: string, at: string = path) => {
+    errors.push({ instancePath: at, keyword, message });
+  };
+  if (node === true || node === undefined) return;
+  if (node === false) {
+    fail("false", "no value is allowed here");
+    return;
+  }
+  if (depth > MAX_VALIDATION_DEPTH) {
+    fail("maxDepth", "nesting is deeper than " + MAX_VALIDATION_DEPTH);
+    return;
+  }
+  if (typeof node.$ref === "string") {
+    const ref: string = node.$ref;
+    const target = ref.startsWith("#") ? schemaAt(decodeURIComponent(ref.slice(1))) : undefined;
+    if (target === undefined) fail("$ref", "unresolved schema reference " + ref);
+    else walk(value, target, path, errors, depth + 1);
+    if (DRAFT_07) return;
+  }
+  if ("const" in node && !jsonEqual(value, node.const)) fail("const", "must equal " + JSON.stringify(node.const));
+  if (Array.isArray(node.enum) && !node.enum.some((v: unknown) => jsonEqual(value, v))) fail("enum", "must be one of the allowed values");
+  if (Array.isArray(node.allOf)) for (const part of node.allOf) walk(value, part, path, errors, depth + 1);
+  for (const keyword of ["oneOf", "anyOf"]) {
+    const branches = node[keyword];
+    if (!Array.isArray(branches)) continue;
+    let matches = 0;
+    for (const branch of branches) {
+      const sub: ValidationError[] = [];
+      walk(value, branch, path, sub, depth + 1);
+      if (sub.length === 0) matches++;
+    }
+    if (keyword === "oneOf" && matches !== 1) fail("oneOf", "must match exactly one branch (" + matches + " match)");
+    if (keyword === "anyOf" && matches === 0) fail("anyOf", "must match at least one branch");
+  }
+  if (node.not !== undefined) {
+    const sub: ValidationError[] = [];
+    walk(value, node.not, path, sub, depth + 1);
+    if (sub.length === 0) fail("not", "must not match the schema under `not`");
+  }
+  if (node.if !== undefined) {
+    const sub: ValidationError[] = [];
+    walk(value, node.if, path, sub, depth + 1);
+    const branch = sub.length === 0 ? node.then : node.else;
+    if (branch !== undefined) walk(value, branch, path, errors, depth + 1);
+  }
+  const types: string[] = Array.isArray(node.type) ? node.type : typeof node.type === "string" ? [node.type] : [];
+  if (types.length > 0 && !types.some((t) => hasType(value, t))) {
+    fail("type", "must be " + types.join(" or "));
+    return;
+  }
+  if (typeof value === "string") {
+    const n = "minLength" in node || "maxLength" in node ? codePoints(value) : 0;
+    if (typeof node.minLength === "number" && n < node.minLength) fail("minLength", "must have at least " + node.minLength + " characters");
+    if (typeof node.maxLength === "number" && n > node.maxLength) fail("maxLength", "must have at most " + node.maxLength + " characters");
+    if (typeof node.pattern === "string" && !matchesPattern(node.pattern, value)) fail("pattern", "must match the pattern " + node.pattern);
+    if (typeof node.format === "string" && !checkFormat(node.format, value)) fail("format", "must be a " + node.format);
+  }
+  if (typeof value === "number") {
+    if (typeof node.minimum === "number" && value < node.minimum) fail("minimum", "must be >= " + node.minimum);
+    if (typeof node.maximum === "number" && value > node.maximum) fail("maximum", "must be <= " + node.maximum);
+    if (typeof node.exclusiveMinimum === "number" && value <= node.exclusiveMinimum) fail("exclusiveMinimum", "must be > " + node.exclusiveMinimum);
+    if (typeof node.exclusiveMaximum === "number" && value >= node.exclusiveMaximum) fail("exclusiveMaximum", "must be < " + node.exclusiveMaximum);
+    if (typeof node.multipleOf === "number" && node.multipleOf > 0) {
+      const q = value / node.multipleOf;
+      if (!Number.isFinite(q) || q !== Math.round(q)) fail("multipleOf", "must be a multiple of " + node.multipleOf);
     }
   }
-  return true;
+  if (Array.isArray(value)) {
+    if (typeof node.minItems === "number" && value.length < node.minItems) fail("minItems", "must have at least " + node.minItems + " items");
+    if (typeof node.maxItems === "number" && value.length > node.maxItems) fail("maxItems", "must have at most " + node.maxItems + " items");
+    if (node.uniqueItems === true) {
+      outer: for (let i = 0; i < value.length; i++) {
+        for (let j = i + 1; j < value.length; j++) {
+          if (jsonEqual(value[i], value[j])) {
+            fail("uniqueItems", "items " + i + " and " + j + " are equal");
+            break outer;
+          }
+        }
+      }
+    }
+    const tuple: any[] | undefined = Array.isArray(node.prefixItems) ? node.prefixItems : Array.isArray(node.items) ? node.items : undefined;
+    const rest: any = tuple === undefined ? node.items : Array.isArray(node.prefixItems) ? node.items : node.additionalItems;
+    value.forEach((item, i) => {
+      const schema = tuple !== undefined && i < tuple.length ? tuple[i] : rest;
+      if (schema !== undefined) walk(item, schema, path + "/" + i, errors, depth + 1);
+    });
+    if (node.contains !== undefined) {
+      let count = 0;
+      for (const item of value) {
+        const sub: ValidationError[] = [];
+        walk(item, node.contains, path, sub, depth + 1);
+        if (sub.length === 0) count++;
+      }
+      const min = typeof node.minContains === "number" ? node.minContains : 1;
+      if (count < min) fail("contains", "must contain at least " + min + " matching items");
+      if (typeof node.maxContains === "number" && count > node.maxContains) fail("maxContains", "must contain at most " + node.maxContains + " matching items");
+    }
+  }
+  if (typeOf(value) === "object") {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record);
+    const properties = node.properties !== null && typeof node.properties === "object" ? node.properties : {};
+    if (Array.isArray(node.required)) {
+      for (const name of node.required) {
+        if (!Object.prototype.hasOwnProperty.call(record, name)) fail("required", "the property " + JSON.stringify(name) + " is required");
+      }
+    }
+    for (const name of Object.keys(properties)) {
+      if (Object.prototype.hasOwnProperty.call(record, name)) walk(record[name], properties[name], path + "/" + escapeToken(name), errors, depth + 1);
+    }
+    const patterns: [string, any][] = node.patternProperties !== null && typeof node.patternProperties === "object" ? Object.entries(node.patternProperties) : [];
+    for (const key of keys) {
+      const at = path + "/" + escapeToken(key);
+      let matched = Object.prototype.hasOwnProperty.call(properties, key);
+      for (const [pattern, schema] of patterns) {
+        if (matchesPattern(pattern, key)) {
+          matched = true;
+          walk(record[key], schema, at, errors, depth + 1);
+        }
+      }
+      if (matched || node.additionalProperties === undefined) continue;
+      if (node.additionalProperties === false) fail("additionalProperties", "the property " + JSON.stringify(key) + " is not allowed", at);
+      else walk(record[key], node.additionalProperties, at, errors, depth + 1);
+    }
+    if (node.propertyNames !== undefined) {
+      for (const key of keys) walk(key, node.propertyNames, path + "/" + escapeToken(key), errors, depth + 1);
+    }
+    if (typeof node.minProperties === "number" && keys.length < node.minProperties) fail("minProperties", "must have at least " + node.minProperties + " properties");
+    if (typeof node.maxProperties === "number" && keys.length > node.maxProperties) fail("maxProperties", "must have at most " + node.maxProperties + " properties");
+    const dependent = node.dependentRequired;
+    if (dependent !== null && typeof dependent === "object") {
+      for (const key of Object.keys(dependent)) {
+        if (!Object.prototype.hasOwnProperty.call(record, key)) continue;
+        for (const name of dependent[key]) {
+          if (!Object.prototype.hasOwnProperty.call(record, name)) fail("dependentRequired", "the property " + JSON.stringify(name) + " is required when " + JSON.stringify(key) + " is present");
+        }
+      }
+    }
+  }
+}
+
+/** Validates `value` against the schema node at `pointer` (a JSON Pointer into the embedded schema). */
+export function validateAt(pointer: string, value: unknown): ValidationResult {
+  const node = schemaAt(pointer);
+  if (node === undefined) return { ok: false, errors: [{ instancePath: "", keyword: "$ref", message: "the schema has no node at " + pointer }] };
+  const errors: ValidationError[] = [];
+  walk(value, node, "", errors, 0);
+  return { ok: errors.length === 0, errors };
+}
+
+/** Validates a whole message against the document root. */
+export function validateProtocolMessage(value: unknown): ValidationResult {
+  return validateAt("", value);
+}
+
+/** Validates `value` against the definition `name`. */
+export function validateDefinition(name: DefinitionName | string, value: unknown): ValidationResult {
+  const definitions = SCHEMA[DEFINITIONS_KEY];
+  if (definitions === null || typeof definitions !== "object" || !Object.prototype.hasOwnProperty.call(definitions, name)) {
+    return { ok: false, errors: [{ instancePath: "", keyword: "$ref", message: "unknown definition " + JSON.stringify(name) }] };
+  }
+  return validateAt("/" + DEFINITIONS_KEY + "/" + escapeToken(name), value);
+}
+
+function assertValid(result: ValidationResult): void {
+  if (!result.ok) throw new ProtocolValidationError(result.errors);
 }
 
 /** The JSON-RPC version marker. */
@@ -258,17 +705,15 @@ export type SharedUiMessagePartsItem =
   | SharedTextPart
   | SharedAttachmentPart;
 
-/** Whether `value` is a known `SharedUiMessagePartsItem` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `SharedUiMessagePartsItem`: every level checked against the schema. */
 export function isSharedUiMessagePartsItem(value: unknown): value is SharedUiMessagePartsItem {
-  if (!isRecord(value)) return false;
-  switch (value["type"]) {
-    case "text":
-      return hasKeys(value, ["type", "text"], ["type", "text"]);
-    case "attachment":
-      return hasKeys(value, ["type", "mediaType", "bytes"], ["type", "mediaType", "bytes", "displayName"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/sharedUiMessage/properties/parts/items", value).ok;
+}
+
+/** Decodes a `SharedUiMessagePartsItem`, failing closed: an unknown type, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeSharedUiMessagePartsItem(value: unknown): SharedUiMessagePartsItem {
+  assertValid(validateAt("/$defs/sharedUiMessage/properties/parts/items", value));
+  return value as SharedUiMessagePartsItem;
 }
 
 export interface SharedMessagePage {
@@ -282,26 +727,22 @@ export interface SharedMessagePage {
  */
 export type SharedAppOutputDescriptor =
   | SharedAppOutputDescriptorAvailable
-  | SharedAppOutputDescriptorVariant2
+  | SharedAppOutputDescriptorNotProvided
+  | SharedAppOutputDescriptorInvalid
+  | SharedAppOutputDescriptorTooLarge
+  | SharedAppOutputDescriptorExpired
+  | SharedAppOutputDescriptorDenied
   | SharedAppOutputDescriptorRejected;
 
-/** Whether `value` is a known `SharedAppOutputDescriptor` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `SharedAppOutputDescriptor`: every level checked against the schema. */
 export function isSharedAppOutputDescriptor(value: unknown): value is SharedAppOutputDescriptor {
-  if (!isRecord(value)) return false;
-  switch (value["status"]) {
-    case "available":
-      return hasKeys(value, ["status", "schemaId", "schemaVersion"], ["status", "schemaId", "schemaVersion"]);
-    case "not_provided":
-    case "invalid":
-    case "too_large":
-    case "expired":
-    case "denied":
-      return hasKeys(value, ["status"], ["status"]);
-    case "rejected":
-      return hasKeys(value, ["status", "reason"], ["status", "reason", "field"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/sharedAppOutputDescriptor", value).ok;
+}
+
+/** Decodes a `SharedAppOutputDescriptor`, failing closed: an unknown status, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeSharedAppOutputDescriptor(value: unknown): SharedAppOutputDescriptor {
+  assertValid(validateAt("/$defs/sharedAppOutputDescriptor", value));
+  return value as SharedAppOutputDescriptor;
 }
 
 export interface SharedAppOutputDescriptorAvailable {
@@ -315,13 +756,45 @@ export type SharedAppOutputDescriptorAvailableStatus = "available";
 /** Every value of `SharedAppOutputDescriptorAvailableStatus`, in schema order. */
 export const SharedAppOutputDescriptorAvailableStatusValues = ["available"] as const;
 
-export interface SharedAppOutputDescriptorVariant2 {
-  status: SharedAppOutputDescriptorVariant2Status;
+export interface SharedAppOutputDescriptorNotProvided {
+  status: "not_provided";
 }
 
-export type SharedAppOutputDescriptorVariant2Status = "not_provided" | "invalid" | "too_large" | "expired" | "denied";
-/** Every value of `SharedAppOutputDescriptorVariant2Status`, in schema order. */
-export const SharedAppOutputDescriptorVariant2StatusValues = ["not_provided", "invalid", "too_large", "expired", "denied"] as const;
+export type SharedAppOutputDescriptorNotProvidedStatus = "not_provided";
+/** Every value of `SharedAppOutputDescriptorNotProvidedStatus`, in schema order. */
+export const SharedAppOutputDescriptorNotProvidedStatusValues = ["not_provided"] as const;
+
+export interface SharedAppOutputDescriptorInvalid {
+  status: "invalid";
+}
+
+export type SharedAppOutputDescriptorInvalidStatus = "invalid";
+/** Every value of `SharedAppOutputDescriptorInvalidStatus`, in schema order. */
+export const SharedAppOutputDescriptorInvalidStatusValues = ["invalid"] as const;
+
+export interface SharedAppOutputDescriptorTooLarge {
+  status: "too_large";
+}
+
+export type SharedAppOutputDescriptorTooLargeStatus = "too_large";
+/** Every value of `SharedAppOutputDescriptorTooLargeStatus`, in schema order. */
+export const SharedAppOutputDescriptorTooLargeStatusValues = ["too_large"] as const;
+
+export interface SharedAppOutputDescriptorExpired {
+  status: "expired";
+}
+
+export type SharedAppOutputDescriptorExpiredStatus = "expired";
+/** Every value of `SharedAppOutputDescriptorExpiredStatus`, in schema order. */
+export const SharedAppOutputDescriptorExpiredStatusValues = ["expired"] as const;
+
+export interface SharedAppOutputDescriptorDenied {
+  status: "denied";
+}
+
+export type SharedAppOutputDescriptorDeniedStatus = "denied";
+/** Every value of `SharedAppOutputDescriptorDeniedStatus`, in schema order. */
+export const SharedAppOutputDescriptorDeniedStatusValues = ["denied"] as const;
 
 export interface SharedAppOutputDescriptorRejected {
   status: "rejected";
@@ -341,26 +814,22 @@ export const SharedAppOutputDescriptorRejectedReasonValues = ["credential_field"
 /** Constraints: since: 1.5 */
 export type SharedAppOutput =
   | SharedAppOutputAvailable
-  | SharedAppOutputDescriptorVariant2
+  | SharedAppOutputDescriptorNotProvided
+  | SharedAppOutputDescriptorInvalid
+  | SharedAppOutputDescriptorTooLarge
+  | SharedAppOutputDescriptorExpired
+  | SharedAppOutputDescriptorDenied
   | SharedAppOutputDescriptorRejected;
 
-/** Whether `value` is a known `SharedAppOutput` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `SharedAppOutput`: every level checked against the schema. */
 export function isSharedAppOutput(value: unknown): value is SharedAppOutput {
-  if (!isRecord(value)) return false;
-  switch (value["status"]) {
-    case "available":
-      return hasKeys(value, ["status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText"], ["status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText"]);
-    case "not_provided":
-    case "invalid":
-    case "too_large":
-    case "expired":
-    case "denied":
-      return hasKeys(value, ["status"], ["status"]);
-    case "rejected":
-      return hasKeys(value, ["status", "reason"], ["status", "reason", "field"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/sharedAppOutput", value).ok;
+}
+
+/** Decodes a `SharedAppOutput`, failing closed: an unknown status, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeSharedAppOutput(value: unknown): SharedAppOutput {
+  assertValid(validateAt("/$defs/sharedAppOutput", value));
+  return value as SharedAppOutput;
 }
 
 export interface SharedAppOutputAvailable {
@@ -524,23 +993,15 @@ export type UserInputControl =
   | UserInputBooleanControl
   | UserInputChoiceControl;
 
-/** Whether `value` is a known `UserInputControl` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `UserInputControl`: every level checked against the schema. */
 export function isUserInputControl(value: unknown): value is UserInputControl {
-  if (!isRecord(value)) return false;
-  switch (value["type"]) {
-    case "text":
-      return hasKeys(value, ["type", "id", "label", "required"], ["type", "id", "label", "description", "required", "minLength", "maxLength"]);
-    case "multiline":
-      return hasKeys(value, ["type", "id", "label", "required"], ["type", "id", "label", "description", "required", "minLength", "maxLength"]);
-    case "number":
-      return hasKeys(value, ["type", "id", "label", "required"], ["type", "id", "label", "description", "required", "min", "max", "integer"]);
-    case "boolean":
-      return hasKeys(value, ["type", "id", "label", "required"], ["type", "id", "label", "description", "required"]);
-    case "choice":
-      return hasKeys(value, ["type", "id", "label", "required", "multiple", "options"], ["type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/userInputControl", value).ok;
+}
+
+/** Decodes a `UserInputControl`, failing closed: an unknown type, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeUserInputControl(value: unknown): UserInputControl {
+  assertValid(validateAt("/$defs/userInputControl", value));
+  return value as UserInputControl;
 }
 
 /** Constraints: minItems: 1, maxItems: 16, since: 1.2 */
@@ -596,17 +1057,15 @@ export type SharedPendingInteraction =
   | PendingApprovalInteraction
   | PendingUserInputInteraction;
 
-/** Whether `value` is a known `SharedPendingInteraction` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `SharedPendingInteraction`: every level checked against the schema. */
 export function isSharedPendingInteraction(value: unknown): value is SharedPendingInteraction {
-  if (!isRecord(value)) return false;
-  switch (value["method"]) {
-    case "approval.request":
-      return hasKeys(value, ["method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId"], ["method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId"]);
-    case "userInput.request":
-      return hasKeys(value, ["method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "controls"], ["method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "title", "description", "controls"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/sharedPendingInteraction", value).ok;
+}
+
+/** Decodes a `SharedPendingInteraction`, failing closed: an unknown method, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeSharedPendingInteraction(value: unknown): SharedPendingInteraction {
+  assertValid(validateAt("/$defs/sharedPendingInteraction", value));
+  return value as SharedPendingInteraction;
 }
 
 /** A thread snapshot: the newest page of messages and operations plus live state. */
@@ -1202,17 +1661,15 @@ export type ApprovalRequestResult =
   | ApprovalRequestResultApprove
   | ApprovalRequestResultReject;
 
-/** Whether `value` is a known `ApprovalRequestResult` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `ApprovalRequestResult`: every level checked against the schema. */
 export function isApprovalRequestResult(value: unknown): value is ApprovalRequestResult {
-  if (!isRecord(value)) return false;
-  switch (value["decision"]) {
-    case "approve":
-      return hasKeys(value, ["decision"], ["decision"]);
-    case "reject":
-      return hasKeys(value, ["decision"], ["decision", "reason"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/approvalRequestResult", value).ok;
+}
+
+/** Decodes a `ApprovalRequestResult`, failing closed: an unknown decision, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeApprovalRequestResult(value: unknown): ApprovalRequestResult {
+  assertValid(validateAt("/$defs/approvalRequestResult", value));
+  return value as ApprovalRequestResult;
 }
 
 export interface ApprovalRequestResultApprove {
@@ -1250,17 +1707,15 @@ export type UserInputRequestResult =
   | UserInputRequestResultSubmitted
   | UserInputRequestResultCancelled;
 
-/** Whether `value` is a known `UserInputRequestResult` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `UserInputRequestResult`: every level checked against the schema. */
 export function isUserInputRequestResult(value: unknown): value is UserInputRequestResult {
-  if (!isRecord(value)) return false;
-  switch (value["status"]) {
-    case "submitted":
-      return hasKeys(value, ["status", "values"], ["status", "values"]);
-    case "cancelled":
-      return hasKeys(value, ["status"], ["status", "reason"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/userInputRequestResult", value).ok;
+}
+
+/** Decodes a `UserInputRequestResult`, failing closed: an unknown status, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeUserInputRequestResult(value: unknown): UserInputRequestResult {
+  assertValid(validateAt("/$defs/userInputRequestResult", value));
+  return value as UserInputRequestResult;
 }
 
 export interface UserInputRequestResultSubmitted {
@@ -1450,10 +1905,6 @@ export interface EventApprovalResolvedResolutionVariant4 {
   reason?: string;
 }
 
-export type EventApprovalResolvedResolutionVariant4Status = "expired";
-/** Every value of `EventApprovalResolvedResolutionVariant4Status`, in schema order. */
-export const EventApprovalResolvedResolutionVariant4StatusValues = ["expired"] as const;
-
 export interface EventTurnCompleted {
   type: "turn.completed";
 }
@@ -1511,41 +1962,15 @@ export type RuntimeEvent =
   | EventTurnFailed
   | EventCapabilitiesChanged;
 
-/** Whether `value` is a known `RuntimeEvent` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `RuntimeEvent`: every level checked against the schema. */
 export function isRuntimeEvent(value: unknown): value is RuntimeEvent {
-  if (!isRecord(value)) return false;
-  switch (value["type"]) {
-    case "turn.started":
-      return hasKeys(value, ["type"], ["type"]);
-    case "message.started":
-      return hasKeys(value, ["type", "streamId"], ["type", "streamId"]);
-    case "message.delta":
-      return hasKeys(value, ["type", "streamId", "delta"], ["type", "streamId", "delta"]);
-    case "message.completed":
-      return hasKeys(value, ["type", "streamId", "text"], ["type", "streamId", "text"]);
-    case "reasoning.summary.delta":
-      return hasKeys(value, ["type", "reasoningId", "delta"], ["type", "reasoningId", "delta"]);
-    case "tool.started":
-      return hasKeys(value, ["type", "toolCallId", "agentName", "toolName", "input"], ["type", "toolCallId", "agentName", "toolName", "input"]);
-    case "tool.output":
-      return hasKeys(value, ["type", "toolCallId", "agentName", "toolName", "stream", "delta"], ["type", "toolCallId", "agentName", "toolName", "stream", "delta"]);
-    case "tool.completed":
-      return hasKeys(value, ["type", "toolCallId", "agentName", "toolName", "display"], ["type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput"]);
-    case "approval.required":
-      return hasKeys(value, ["type", "approval"], ["type", "approval"]);
-    case "approval.resolved":
-      return hasKeys(value, ["type", "approvalId", "resolution"], ["type", "approvalId", "resolution"]);
-    case "turn.completed":
-      return hasKeys(value, ["type"], ["type"]);
-    case "turn.cancelled":
-      return hasKeys(value, ["type", "reason", "message"], ["type", "reason", "message"]);
-    case "turn.failed":
-      return hasKeys(value, ["type", "stage", "message"], ["type", "stage", "message"]);
-    case "capabilities.changed":
-      return hasKeys(value, ["type"], ["type"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/runtimeEvent", value).ok;
+}
+
+/** Decodes a `RuntimeEvent`, failing closed: an unknown type, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeRuntimeEvent(value: unknown): RuntimeEvent {
+  assertValid(validateAt("/$defs/runtimeEvent", value));
+  return value as RuntimeEvent;
 }
 
 /**
@@ -1563,31 +1988,15 @@ export type RuntimeDurableEvent =
   | EventTurnFailed
   | EventCapabilitiesChanged;
 
-/** Whether `value` is a known `RuntimeDurableEvent` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `RuntimeDurableEvent`: every level checked against the schema. */
 export function isRuntimeDurableEvent(value: unknown): value is RuntimeDurableEvent {
-  if (!isRecord(value)) return false;
-  switch (value["type"]) {
-    case "turn.started":
-      return hasKeys(value, ["type"], ["type"]);
-    case "message.completed":
-      return hasKeys(value, ["type", "streamId", "text"], ["type", "streamId", "text"]);
-    case "tool.completed":
-      return hasKeys(value, ["type", "toolCallId", "agentName", "toolName", "display"], ["type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput"]);
-    case "approval.required":
-      return hasKeys(value, ["type", "approval"], ["type", "approval"]);
-    case "approval.resolved":
-      return hasKeys(value, ["type", "approvalId", "resolution"], ["type", "approvalId", "resolution"]);
-    case "turn.completed":
-      return hasKeys(value, ["type"], ["type"]);
-    case "turn.cancelled":
-      return hasKeys(value, ["type", "reason", "message"], ["type", "reason", "message"]);
-    case "turn.failed":
-      return hasKeys(value, ["type", "stage", "message"], ["type", "stage", "message"]);
-    case "capabilities.changed":
-      return hasKeys(value, ["type"], ["type"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/runtimeDurableEvent", value).ok;
+}
+
+/** Decodes a `RuntimeDurableEvent`, failing closed: an unknown type, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeRuntimeDurableEvent(value: unknown): RuntimeDurableEvent {
+  assertValid(validateAt("/$defs/runtimeDurableEvent", value));
+  return value as RuntimeDurableEvent;
 }
 
 /**
@@ -1601,23 +2010,15 @@ export type RuntimeEphemeralEvent =
   | EventToolStarted
   | EventToolOutput;
 
-/** Whether `value` is a known `RuntimeEphemeralEvent` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `RuntimeEphemeralEvent`: every level checked against the schema. */
 export function isRuntimeEphemeralEvent(value: unknown): value is RuntimeEphemeralEvent {
-  if (!isRecord(value)) return false;
-  switch (value["type"]) {
-    case "message.started":
-      return hasKeys(value, ["type", "streamId"], ["type", "streamId"]);
-    case "message.delta":
-      return hasKeys(value, ["type", "streamId", "delta"], ["type", "streamId", "delta"]);
-    case "reasoning.summary.delta":
-      return hasKeys(value, ["type", "reasoningId", "delta"], ["type", "reasoningId", "delta"]);
-    case "tool.started":
-      return hasKeys(value, ["type", "toolCallId", "agentName", "toolName", "input"], ["type", "toolCallId", "agentName", "toolName", "input"]);
-    case "tool.output":
-      return hasKeys(value, ["type", "toolCallId", "agentName", "toolName", "stream", "delta"], ["type", "toolCallId", "agentName", "toolName", "stream", "delta"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/runtimeEphemeralEvent", value).ok;
+}
+
+/** Decodes a `RuntimeEphemeralEvent`, failing closed: an unknown type, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeRuntimeEphemeralEvent(value: unknown): RuntimeEphemeralEvent {
+  assertValid(validateAt("/$defs/runtimeEphemeralEvent", value));
+  return value as RuntimeEphemeralEvent;
 }
 
 /** The 1.0-1.2 envelope: process-local sequence only. */
@@ -1724,53 +2125,15 @@ export type ClientRequest =
   | AttachmentCommitRequest
   | AttachmentReleaseRequest;
 
-/** Whether `value` is a known `ClientRequest` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `ClientRequest`: every level checked against the schema. */
 export function isClientRequest(value: unknown): value is ClientRequest {
-  if (!isRecord(value)) return false;
-  switch (value["method"]) {
-    case "initialize":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "client.capabilities.set":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.list":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.create":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.open":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.snapshot":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.rename":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.delete":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.detach":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "thread.capabilities":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "runtime.events.resume":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "turn.start":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "turn.cancel":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "approval.respond":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "operation.get":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "operation.result.get":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "attachment.stage":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "attachment.chunk":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "attachment.commit":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "attachment.release":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/clientRequest", value).ok;
+}
+
+/** Decodes a `ClientRequest`, failing closed: an unknown method, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeClientRequest(value: unknown): ClientRequest {
+  assertValid(validateAt("/$defs/clientRequest", value));
+  return value as ClientRequest;
 }
 
 /**
@@ -1781,17 +2144,15 @@ export type ServerRequest =
   | ApprovalRequestServerRequest
   | UserInputRequestServerRequest;
 
-/** Whether `value` is a known `ServerRequest` variant with its required keys and, for a closed variant, no other key. */
+/** Whether `value` is a valid `ServerRequest`: every level checked against the schema. */
 export function isServerRequest(value: unknown): value is ServerRequest {
-  if (!isRecord(value)) return false;
-  switch (value["method"]) {
-    case "approval.request":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    case "userInput.request":
-      return hasKeys(value, ["jsonrpc", "id", "method", "params"], ["jsonrpc", "id", "method", "params"]);
-    default:
-      return false;
-  }
+  return validateAt("/$defs/serverRequest", value).ok;
+}
+
+/** Decodes a `ServerRequest`, failing closed: an unknown method, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */
+export function decodeServerRequest(value: unknown): ServerRequest {
+  assertValid(validateAt("/$defs/serverRequest", value));
+  return value as ServerRequest;
 }
 
 /** A success response; result is any result of the version, not bound to the request's method. */
@@ -1854,3 +2215,1371 @@ export type RollRuntimeMessage =
   | ServerRequestCancelNotification
   | SuccessResponse
   | ErrorResponse;
+
+/** Validates `value` against the definition `sharedJsonRpcVersion`. */
+export function validateSharedJsonRpcVersion(value: unknown): ValidationResult {
+  return validateDefinition("sharedJsonRpcVersion", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedJsonRpcVersion`. */
+export function assertSharedJsonRpcVersion(value: unknown): asserts value is SharedJsonRpcVersion {
+  assertValid(validateDefinition("sharedJsonRpcVersion", value));
+}
+
+/** Validates `value` against the definition `sharedJsonRpcId`. */
+export function validateSharedJsonRpcId(value: unknown): ValidationResult {
+  return validateDefinition("sharedJsonRpcId", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedJsonRpcId`. */
+export function assertSharedJsonRpcId(value: unknown): asserts value is SharedJsonRpcId {
+  assertValid(validateDefinition("sharedJsonRpcId", value));
+}
+
+/** Validates `value` against the definition `sharedUuid`. */
+export function validateSharedUuid(value: unknown): ValidationResult {
+  return validateDefinition("sharedUuid", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedUuid`. */
+export function assertSharedUuid(value: unknown): asserts value is SharedUuid {
+  assertValid(validateDefinition("sharedUuid", value));
+}
+
+/** Validates `value` against the definition `sharedTimestamp`. */
+export function validateSharedTimestamp(value: unknown): ValidationResult {
+  return validateDefinition("sharedTimestamp", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedTimestamp`. */
+export function assertSharedTimestamp(value: unknown): asserts value is SharedTimestamp {
+  assertValid(validateDefinition("sharedTimestamp", value));
+}
+
+/** Validates `value` against the definition `sharedJsonValue`. */
+export function validateSharedJsonValue(value: unknown): ValidationResult {
+  return validateDefinition("sharedJsonValue", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedJsonValue`. */
+export function assertSharedJsonValue(value: unknown): asserts value is SharedJsonValue {
+  assertValid(validateDefinition("sharedJsonValue", value));
+}
+
+/** Validates `value` against the definition `sharedNonEmptyString`. */
+export function validateSharedNonEmptyString(value: unknown): ValidationResult {
+  return validateDefinition("sharedNonEmptyString", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedNonEmptyString`. */
+export function assertSharedNonEmptyString(value: unknown): asserts value is SharedNonEmptyString {
+  assertValid(validateDefinition("sharedNonEmptyString", value));
+}
+
+/** Validates `value` against the definition `sharedNonNegativeInteger`. */
+export function validateSharedNonNegativeInteger(value: unknown): ValidationResult {
+  return validateDefinition("sharedNonNegativeInteger", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedNonNegativeInteger`. */
+export function assertSharedNonNegativeInteger(value: unknown): asserts value is SharedNonNegativeInteger {
+  assertValid(validateDefinition("sharedNonNegativeInteger", value));
+}
+
+/** Validates `value` against the definition `sharedPositiveInteger`. */
+export function validateSharedPositiveInteger(value: unknown): ValidationResult {
+  return validateDefinition("sharedPositiveInteger", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedPositiveInteger`. */
+export function assertSharedPositiveInteger(value: unknown): asserts value is SharedPositiveInteger {
+  assertValid(validateDefinition("sharedPositiveInteger", value));
+}
+
+/** Validates `value` against the definition `sharedInfoString`. */
+export function validateSharedInfoString(value: unknown): ValidationResult {
+  return validateDefinition("sharedInfoString", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedInfoString`. */
+export function assertSharedInfoString(value: unknown): asserts value is SharedInfoString {
+  assertValid(validateDefinition("sharedInfoString", value));
+}
+
+/** Validates `value` against the definition `sharedThreadTitle`. */
+export function validateSharedThreadTitle(value: unknown): ValidationResult {
+  return validateDefinition("sharedThreadTitle", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedThreadTitle`. */
+export function assertSharedThreadTitle(value: unknown): asserts value is SharedThreadTitle {
+  assertValid(validateDefinition("sharedThreadTitle", value));
+}
+
+/** Validates `value` against the definition `sharedPageLimit`. */
+export function validateSharedPageLimit(value: unknown): ValidationResult {
+  return validateDefinition("sharedPageLimit", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedPageLimit`. */
+export function assertSharedPageLimit(value: unknown): asserts value is SharedPageLimit {
+  assertValid(validateDefinition("sharedPageLimit", value));
+}
+
+/** Validates `value` against the definition `sharedDigitCursor`. */
+export function validateSharedDigitCursor(value: unknown): ValidationResult {
+  return validateDefinition("sharedDigitCursor", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedDigitCursor`. */
+export function assertSharedDigitCursor(value: unknown): asserts value is SharedDigitCursor {
+  assertValid(validateDefinition("sharedDigitCursor", value));
+}
+
+/** Validates `value` against the definition `sharedEventCursor`. */
+export function validateSharedEventCursor(value: unknown): ValidationResult {
+  return validateDefinition("sharedEventCursor", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedEventCursor`. */
+export function assertSharedEventCursor(value: unknown): asserts value is SharedEventCursor {
+  assertValid(validateDefinition("sharedEventCursor", value));
+}
+
+/** Validates `value` against the definition `sharedEventCursorOrNull`. */
+export function validateSharedEventCursorOrNull(value: unknown): ValidationResult {
+  return validateDefinition("sharedEventCursorOrNull", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedEventCursorOrNull`. */
+export function assertSharedEventCursorOrNull(value: unknown): asserts value is SharedEventCursorOrNull {
+  assertValid(validateDefinition("sharedEventCursorOrNull", value));
+}
+
+/** Validates `value` against the definition `sharedSha256`. */
+export function validateSharedSha256(value: unknown): ValidationResult {
+  return validateDefinition("sharedSha256", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedSha256`. */
+export function assertSharedSha256(value: unknown): asserts value is SharedSha256 {
+  assertValid(validateDefinition("sharedSha256", value));
+}
+
+/** Validates `value` against the definition `sharedNullableSequence`. */
+export function validateSharedNullableSequence(value: unknown): ValidationResult {
+  return validateDefinition("sharedNullableSequence", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedNullableSequence`. */
+export function assertSharedNullableSequence(value: unknown): asserts value is SharedNullableSequence {
+  assertValid(validateDefinition("sharedNullableSequence", value));
+}
+
+/** Validates `value` against the definition `sharedInteractionSensitivity`. */
+export function validateSharedInteractionSensitivity(value: unknown): ValidationResult {
+  return validateDefinition("sharedInteractionSensitivity", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedInteractionSensitivity`. */
+export function assertSharedInteractionSensitivity(value: unknown): asserts value is SharedInteractionSensitivity {
+  assertValid(validateDefinition("sharedInteractionSensitivity", value));
+}
+
+/** Validates `value` against the definition `sharedFeature`. */
+export function validateSharedFeature(value: unknown): ValidationResult {
+  return validateDefinition("sharedFeature", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedFeature`. */
+export function assertSharedFeature(value: unknown): asserts value is SharedFeature {
+  assertValid(validateDefinition("sharedFeature", value));
+}
+
+/** Validates `value` against the definition `sharedRollErrorCode`. */
+export function validateSharedRollErrorCode(value: unknown): ValidationResult {
+  return validateDefinition("sharedRollErrorCode", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedRollErrorCode`. */
+export function assertSharedRollErrorCode(value: unknown): asserts value is SharedRollErrorCode {
+  assertValid(validateDefinition("sharedRollErrorCode", value));
+}
+
+/** Validates `value` against the definition `sharedAttachmentMediaType`. */
+export function validateSharedAttachmentMediaType(value: unknown): ValidationResult {
+  return validateDefinition("sharedAttachmentMediaType", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAttachmentMediaType`. */
+export function assertSharedAttachmentMediaType(value: unknown): asserts value is SharedAttachmentMediaType {
+  assertValid(validateDefinition("sharedAttachmentMediaType", value));
+}
+
+/** Validates `value` against the definition `sharedAttachmentSource`. */
+export function validateSharedAttachmentSource(value: unknown): ValidationResult {
+  return validateDefinition("sharedAttachmentSource", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAttachmentSource`. */
+export function assertSharedAttachmentSource(value: unknown): asserts value is SharedAttachmentSource {
+  assertValid(validateDefinition("sharedAttachmentSource", value));
+}
+
+/** Validates `value` against the definition `sharedAttachmentFileName`. */
+export function validateSharedAttachmentFileName(value: unknown): ValidationResult {
+  return validateDefinition("sharedAttachmentFileName", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAttachmentFileName`. */
+export function assertSharedAttachmentFileName(value: unknown): asserts value is SharedAttachmentFileName {
+  assertValid(validateDefinition("sharedAttachmentFileName", value));
+}
+
+/** Validates `value` against the definition `sharedAttachmentBytes`. */
+export function validateSharedAttachmentBytes(value: unknown): ValidationResult {
+  return validateDefinition("sharedAttachmentBytes", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAttachmentBytes`. */
+export function assertSharedAttachmentBytes(value: unknown): asserts value is SharedAttachmentBytes {
+  assertValid(validateDefinition("sharedAttachmentBytes", value));
+}
+
+/** Validates `value` against the definition `sharedToolOutcome`. */
+export function validateSharedToolOutcome(value: unknown): ValidationResult {
+  return validateDefinition("sharedToolOutcome", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedToolOutcome`. */
+export function assertSharedToolOutcome(value: unknown): asserts value is SharedToolOutcome {
+  assertValid(validateDefinition("sharedToolOutcome", value));
+}
+
+/** Validates `value` against the definition `sharedThreadSummary`. */
+export function validateSharedThreadSummary(value: unknown): ValidationResult {
+  return validateDefinition("sharedThreadSummary", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedThreadSummary`. */
+export function assertSharedThreadSummary(value: unknown): asserts value is SharedThreadSummary {
+  assertValid(validateDefinition("sharedThreadSummary", value));
+}
+
+/** Validates `value` against the definition `sharedPendingApproval`. */
+export function validateSharedPendingApproval(value: unknown): ValidationResult {
+  return validateDefinition("sharedPendingApproval", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedPendingApproval`. */
+export function assertSharedPendingApproval(value: unknown): asserts value is SharedPendingApproval {
+  assertValid(validateDefinition("sharedPendingApproval", value));
+}
+
+/** Validates `value` against the definition `sharedActiveTurnStatus`. */
+export function validateSharedActiveTurnStatus(value: unknown): ValidationResult {
+  return validateDefinition("sharedActiveTurnStatus", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedActiveTurnStatus`. */
+export function assertSharedActiveTurnStatus(value: unknown): asserts value is SharedActiveTurnStatus {
+  assertValid(validateDefinition("sharedActiveTurnStatus", value));
+}
+
+/** Validates `value` against the definition `sharedActiveTurn`. */
+export function validateSharedActiveTurn(value: unknown): ValidationResult {
+  return validateDefinition("sharedActiveTurn", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedActiveTurn`. */
+export function assertSharedActiveTurn(value: unknown): asserts value is SharedActiveTurn {
+  assertValid(validateDefinition("sharedActiveTurn", value));
+}
+
+/** Validates `value` against the definition `sharedTextPart`. */
+export function validateSharedTextPart(value: unknown): ValidationResult {
+  return validateDefinition("sharedTextPart", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedTextPart`. */
+export function assertSharedTextPart(value: unknown): asserts value is SharedTextPart {
+  assertValid(validateDefinition("sharedTextPart", value));
+}
+
+/** Validates `value` against the definition `sharedAttachmentPart`. */
+export function validateSharedAttachmentPart(value: unknown): ValidationResult {
+  return validateDefinition("sharedAttachmentPart", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAttachmentPart`. */
+export function assertSharedAttachmentPart(value: unknown): asserts value is SharedAttachmentPart {
+  assertValid(validateDefinition("sharedAttachmentPart", value));
+}
+
+/** Validates `value` against the definition `sharedUiMessage`. */
+export function validateSharedUiMessage(value: unknown): ValidationResult {
+  return validateDefinition("sharedUiMessage", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedUiMessage`. */
+export function assertSharedUiMessage(value: unknown): asserts value is SharedUiMessage {
+  assertValid(validateDefinition("sharedUiMessage", value));
+}
+
+/** Validates `value` against the definition `sharedMessagePage`. */
+export function validateSharedMessagePage(value: unknown): ValidationResult {
+  return validateDefinition("sharedMessagePage", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedMessagePage`. */
+export function assertSharedMessagePage(value: unknown): asserts value is SharedMessagePage {
+  assertValid(validateDefinition("sharedMessagePage", value));
+}
+
+/** Validates `value` against the definition `sharedAppOutputDescriptor`. */
+export function validateSharedAppOutputDescriptor(value: unknown): ValidationResult {
+  return validateDefinition("sharedAppOutputDescriptor", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAppOutputDescriptor`. */
+export function assertSharedAppOutputDescriptor(value: unknown): asserts value is SharedAppOutputDescriptor {
+  assertValid(validateDefinition("sharedAppOutputDescriptor", value));
+}
+
+/** Validates `value` against the definition `sharedAppOutput`. */
+export function validateSharedAppOutput(value: unknown): ValidationResult {
+  return validateDefinition("sharedAppOutput", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAppOutput`. */
+export function assertSharedAppOutput(value: unknown): asserts value is SharedAppOutput {
+  assertValid(validateDefinition("sharedAppOutput", value));
+}
+
+/** Validates `value` against the definition `sharedOperationView`. */
+export function validateSharedOperationView(value: unknown): ValidationResult {
+  return validateDefinition("sharedOperationView", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedOperationView`. */
+export function assertSharedOperationView(value: unknown): asserts value is SharedOperationView {
+  assertValid(validateDefinition("sharedOperationView", value));
+}
+
+/** Validates `value` against the definition `sharedOperationPage`. */
+export function validateSharedOperationPage(value: unknown): ValidationResult {
+  return validateDefinition("sharedOperationPage", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedOperationPage`. */
+export function assertSharedOperationPage(value: unknown): asserts value is SharedOperationPage {
+  assertValid(validateDefinition("sharedOperationPage", value));
+}
+
+/** Validates `value` against the definition `sharedOperationResultView`. */
+export function validateSharedOperationResultView(value: unknown): ValidationResult {
+  return validateDefinition("sharedOperationResultView", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedOperationResultView`. */
+export function assertSharedOperationResultView(value: unknown): asserts value is SharedOperationResultView {
+  assertValid(validateDefinition("sharedOperationResultView", value));
+}
+
+/** Validates `value` against the definition `sharedAttachmentDescriptor`. */
+export function validateSharedAttachmentDescriptor(value: unknown): ValidationResult {
+  return validateDefinition("sharedAttachmentDescriptor", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedAttachmentDescriptor`. */
+export function assertSharedAttachmentDescriptor(value: unknown): asserts value is SharedAttachmentDescriptor {
+  assertValid(validateDefinition("sharedAttachmentDescriptor", value));
+}
+
+/** Validates `value` against the definition `sharedControlId`. */
+export function validateSharedControlId(value: unknown): ValidationResult {
+  return validateDefinition("sharedControlId", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedControlId`. */
+export function assertSharedControlId(value: unknown): asserts value is SharedControlId {
+  assertValid(validateDefinition("sharedControlId", value));
+}
+
+/** Validates `value` against the definition `sharedControlLabel`. */
+export function validateSharedControlLabel(value: unknown): ValidationResult {
+  return validateDefinition("sharedControlLabel", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedControlLabel`. */
+export function assertSharedControlLabel(value: unknown): asserts value is SharedControlLabel {
+  assertValid(validateDefinition("sharedControlLabel", value));
+}
+
+/** Validates `value` against the definition `sharedControlDescription`. */
+export function validateSharedControlDescription(value: unknown): ValidationResult {
+  return validateDefinition("sharedControlDescription", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedControlDescription`. */
+export function assertSharedControlDescription(value: unknown): asserts value is SharedControlDescription {
+  assertValid(validateDefinition("sharedControlDescription", value));
+}
+
+/** Validates `value` against the definition `sharedTextLengthBound`. */
+export function validateSharedTextLengthBound(value: unknown): ValidationResult {
+  return validateDefinition("sharedTextLengthBound", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedTextLengthBound`. */
+export function assertSharedTextLengthBound(value: unknown): asserts value is SharedTextLengthBound {
+  assertValid(validateDefinition("sharedTextLengthBound", value));
+}
+
+/** Validates `value` against the definition `userInputTextControl`. */
+export function validateUserInputTextControl(value: unknown): ValidationResult {
+  return validateDefinition("userInputTextControl", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputTextControl`. */
+export function assertUserInputTextControl(value: unknown): asserts value is UserInputTextControl {
+  assertValid(validateDefinition("userInputTextControl", value));
+}
+
+/** Validates `value` against the definition `userInputMultilineControl`. */
+export function validateUserInputMultilineControl(value: unknown): ValidationResult {
+  return validateDefinition("userInputMultilineControl", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputMultilineControl`. */
+export function assertUserInputMultilineControl(value: unknown): asserts value is UserInputMultilineControl {
+  assertValid(validateDefinition("userInputMultilineControl", value));
+}
+
+/** Validates `value` against the definition `userInputNumberControl`. */
+export function validateUserInputNumberControl(value: unknown): ValidationResult {
+  return validateDefinition("userInputNumberControl", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputNumberControl`. */
+export function assertUserInputNumberControl(value: unknown): asserts value is UserInputNumberControl {
+  assertValid(validateDefinition("userInputNumberControl", value));
+}
+
+/** Validates `value` against the definition `userInputBooleanControl`. */
+export function validateUserInputBooleanControl(value: unknown): ValidationResult {
+  return validateDefinition("userInputBooleanControl", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputBooleanControl`. */
+export function assertUserInputBooleanControl(value: unknown): asserts value is UserInputBooleanControl {
+  assertValid(validateDefinition("userInputBooleanControl", value));
+}
+
+/** Validates `value` against the definition `userInputChoiceOption`. */
+export function validateUserInputChoiceOption(value: unknown): ValidationResult {
+  return validateDefinition("userInputChoiceOption", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputChoiceOption`. */
+export function assertUserInputChoiceOption(value: unknown): asserts value is UserInputChoiceOption {
+  assertValid(validateDefinition("userInputChoiceOption", value));
+}
+
+/** Validates `value` against the definition `userInputChoiceControl`. */
+export function validateUserInputChoiceControl(value: unknown): ValidationResult {
+  return validateDefinition("userInputChoiceControl", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputChoiceControl`. */
+export function assertUserInputChoiceControl(value: unknown): asserts value is UserInputChoiceControl {
+  assertValid(validateDefinition("userInputChoiceControl", value));
+}
+
+/** Validates `value` against the definition `userInputControl`. */
+export function validateUserInputControl(value: unknown): ValidationResult {
+  return validateDefinition("userInputControl", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputControl`. */
+export function assertUserInputControl(value: unknown): asserts value is UserInputControl {
+  assertValid(validateDefinition("userInputControl", value));
+}
+
+/** Validates `value` against the definition `userInputControls`. */
+export function validateUserInputControls(value: unknown): ValidationResult {
+  return validateDefinition("userInputControls", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputControls`. */
+export function assertUserInputControls(value: unknown): asserts value is UserInputControls {
+  assertValid(validateDefinition("userInputControls", value));
+}
+
+/** Validates `value` against the definition `userInputValue`. */
+export function validateUserInputValue(value: unknown): ValidationResult {
+  return validateDefinition("userInputValue", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputValue`. */
+export function assertUserInputValue(value: unknown): asserts value is UserInputValue {
+  assertValid(validateDefinition("userInputValue", value));
+}
+
+/** Validates `value` against the definition `pendingApprovalInteraction`. */
+export function validatePendingApprovalInteraction(value: unknown): ValidationResult {
+  return validateDefinition("pendingApprovalInteraction", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `PendingApprovalInteraction`. */
+export function assertPendingApprovalInteraction(value: unknown): asserts value is PendingApprovalInteraction {
+  assertValid(validateDefinition("pendingApprovalInteraction", value));
+}
+
+/** Validates `value` against the definition `pendingUserInputInteraction`. */
+export function validatePendingUserInputInteraction(value: unknown): ValidationResult {
+  return validateDefinition("pendingUserInputInteraction", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `PendingUserInputInteraction`. */
+export function assertPendingUserInputInteraction(value: unknown): asserts value is PendingUserInputInteraction {
+  assertValid(validateDefinition("pendingUserInputInteraction", value));
+}
+
+/** Validates `value` against the definition `sharedPendingInteraction`. */
+export function validateSharedPendingInteraction(value: unknown): ValidationResult {
+  return validateDefinition("sharedPendingInteraction", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedPendingInteraction`. */
+export function assertSharedPendingInteraction(value: unknown): asserts value is SharedPendingInteraction {
+  assertValid(validateDefinition("sharedPendingInteraction", value));
+}
+
+/** Validates `value` against the definition `sharedThreadSnapshotFull`. */
+export function validateSharedThreadSnapshotFull(value: unknown): ValidationResult {
+  return validateDefinition("sharedThreadSnapshotFull", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedThreadSnapshotFull`. */
+export function assertSharedThreadSnapshotFull(value: unknown): asserts value is SharedThreadSnapshotFull {
+  assertValid(validateDefinition("sharedThreadSnapshotFull", value));
+}
+
+/** Validates `value` against the definition `sharedThreadRecoverySnapshot`. */
+export function validateSharedThreadRecoverySnapshot(value: unknown): ValidationResult {
+  return validateDefinition("sharedThreadRecoverySnapshot", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedThreadRecoverySnapshot`. */
+export function assertSharedThreadRecoverySnapshot(value: unknown): asserts value is SharedThreadRecoverySnapshot {
+  assertValid(validateDefinition("sharedThreadRecoverySnapshot", value));
+}
+
+/** Validates `value` against the definition `sharedThreadSnapshot`. */
+export function validateSharedThreadSnapshot(value: unknown): ValidationResult {
+  return validateDefinition("sharedThreadSnapshot", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SharedThreadSnapshot`. */
+export function assertSharedThreadSnapshot(value: unknown): asserts value is SharedThreadSnapshot {
+  assertValid(validateDefinition("sharedThreadSnapshot", value));
+}
+
+/** Validates `value` against the definition `initializeParams`. */
+export function validateInitializeParams(value: unknown): ValidationResult {
+  return validateDefinition("initializeParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `InitializeParams`. */
+export function assertInitializeParams(value: unknown): asserts value is InitializeParams {
+  assertValid(validateDefinition("initializeParams", value));
+}
+
+/** Validates `value` against the definition `initializeResult`. */
+export function validateInitializeResult(value: unknown): ValidationResult {
+  return validateDefinition("initializeResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `InitializeResult`. */
+export function assertInitializeResult(value: unknown): asserts value is InitializeResult {
+  assertValid(validateDefinition("initializeResult", value));
+}
+
+/** Validates `value` against the definition `clientCapabilitiesSetParams`. */
+export function validateClientCapabilitiesSetParams(value: unknown): ValidationResult {
+  return validateDefinition("clientCapabilitiesSetParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ClientCapabilitiesSetParams`. */
+export function assertClientCapabilitiesSetParams(value: unknown): asserts value is ClientCapabilitiesSetParams {
+  assertValid(validateDefinition("clientCapabilitiesSetParams", value));
+}
+
+/** Validates `value` against the definition `clientCapabilitiesSetResult`. */
+export function validateClientCapabilitiesSetResult(value: unknown): ValidationResult {
+  return validateDefinition("clientCapabilitiesSetResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ClientCapabilitiesSetResult`. */
+export function assertClientCapabilitiesSetResult(value: unknown): asserts value is ClientCapabilitiesSetResult {
+  assertValid(validateDefinition("clientCapabilitiesSetResult", value));
+}
+
+/** Validates `value` against the definition `threadListParams`. */
+export function validateThreadListParams(value: unknown): ValidationResult {
+  return validateDefinition("threadListParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadListParams`. */
+export function assertThreadListParams(value: unknown): asserts value is ThreadListParams {
+  assertValid(validateDefinition("threadListParams", value));
+}
+
+/** Validates `value` against the definition `threadListResult`. */
+export function validateThreadListResult(value: unknown): ValidationResult {
+  return validateDefinition("threadListResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadListResult`. */
+export function assertThreadListResult(value: unknown): asserts value is ThreadListResult {
+  assertValid(validateDefinition("threadListResult", value));
+}
+
+/** Validates `value` against the definition `threadCreateParams`. */
+export function validateThreadCreateParams(value: unknown): ValidationResult {
+  return validateDefinition("threadCreateParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadCreateParams`. */
+export function assertThreadCreateParams(value: unknown): asserts value is ThreadCreateParams {
+  assertValid(validateDefinition("threadCreateParams", value));
+}
+
+/** Validates `value` against the definition `threadCreateResult`. */
+export function validateThreadCreateResult(value: unknown): ValidationResult {
+  return validateDefinition("threadCreateResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadCreateResult`. */
+export function assertThreadCreateResult(value: unknown): asserts value is ThreadCreateResult {
+  assertValid(validateDefinition("threadCreateResult", value));
+}
+
+/** Validates `value` against the definition `threadOpenParams`. */
+export function validateThreadOpenParams(value: unknown): ValidationResult {
+  return validateDefinition("threadOpenParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadOpenParams`. */
+export function assertThreadOpenParams(value: unknown): asserts value is ThreadOpenParams {
+  assertValid(validateDefinition("threadOpenParams", value));
+}
+
+/** Validates `value` against the definition `threadOpenResult`. */
+export function validateThreadOpenResult(value: unknown): ValidationResult {
+  return validateDefinition("threadOpenResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadOpenResult`. */
+export function assertThreadOpenResult(value: unknown): asserts value is ThreadOpenResult {
+  assertValid(validateDefinition("threadOpenResult", value));
+}
+
+/** Validates `value` against the definition `threadSnapshotParams`. */
+export function validateThreadSnapshotParams(value: unknown): ValidationResult {
+  return validateDefinition("threadSnapshotParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadSnapshotParams`. */
+export function assertThreadSnapshotParams(value: unknown): asserts value is ThreadSnapshotParams {
+  assertValid(validateDefinition("threadSnapshotParams", value));
+}
+
+/** Validates `value` against the definition `threadSnapshotResult`. */
+export function validateThreadSnapshotResult(value: unknown): ValidationResult {
+  return validateDefinition("threadSnapshotResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadSnapshotResult`. */
+export function assertThreadSnapshotResult(value: unknown): asserts value is ThreadSnapshotResult {
+  assertValid(validateDefinition("threadSnapshotResult", value));
+}
+
+/** Validates `value` against the definition `threadRenameParams`. */
+export function validateThreadRenameParams(value: unknown): ValidationResult {
+  return validateDefinition("threadRenameParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadRenameParams`. */
+export function assertThreadRenameParams(value: unknown): asserts value is ThreadRenameParams {
+  assertValid(validateDefinition("threadRenameParams", value));
+}
+
+/** Validates `value` against the definition `threadRenameResult`. */
+export function validateThreadRenameResult(value: unknown): ValidationResult {
+  return validateDefinition("threadRenameResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadRenameResult`. */
+export function assertThreadRenameResult(value: unknown): asserts value is ThreadRenameResult {
+  assertValid(validateDefinition("threadRenameResult", value));
+}
+
+/** Validates `value` against the definition `threadDeleteParams`. */
+export function validateThreadDeleteParams(value: unknown): ValidationResult {
+  return validateDefinition("threadDeleteParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadDeleteParams`. */
+export function assertThreadDeleteParams(value: unknown): asserts value is ThreadDeleteParams {
+  assertValid(validateDefinition("threadDeleteParams", value));
+}
+
+/** Validates `value` against the definition `threadDeleteResult`. */
+export function validateThreadDeleteResult(value: unknown): ValidationResult {
+  return validateDefinition("threadDeleteResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadDeleteResult`. */
+export function assertThreadDeleteResult(value: unknown): asserts value is ThreadDeleteResult {
+  assertValid(validateDefinition("threadDeleteResult", value));
+}
+
+/** Validates `value` against the definition `threadDetachParams`. */
+export function validateThreadDetachParams(value: unknown): ValidationResult {
+  return validateDefinition("threadDetachParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadDetachParams`. */
+export function assertThreadDetachParams(value: unknown): asserts value is ThreadDetachParams {
+  assertValid(validateDefinition("threadDetachParams", value));
+}
+
+/** Validates `value` against the definition `threadDetachResult`. */
+export function validateThreadDetachResult(value: unknown): ValidationResult {
+  return validateDefinition("threadDetachResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadDetachResult`. */
+export function assertThreadDetachResult(value: unknown): asserts value is ThreadDetachResult {
+  assertValid(validateDefinition("threadDetachResult", value));
+}
+
+/** Validates `value` against the definition `threadCapabilitiesParams`. */
+export function validateThreadCapabilitiesParams(value: unknown): ValidationResult {
+  return validateDefinition("threadCapabilitiesParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadCapabilitiesParams`. */
+export function assertThreadCapabilitiesParams(value: unknown): asserts value is ThreadCapabilitiesParams {
+  assertValid(validateDefinition("threadCapabilitiesParams", value));
+}
+
+/** Validates `value` against the definition `threadCapabilitiesResult`. */
+export function validateThreadCapabilitiesResult(value: unknown): ValidationResult {
+  return validateDefinition("threadCapabilitiesResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadCapabilitiesResult`. */
+export function assertThreadCapabilitiesResult(value: unknown): asserts value is ThreadCapabilitiesResult {
+  assertValid(validateDefinition("threadCapabilitiesResult", value));
+}
+
+/** Validates `value` against the definition `runtimeEventsResumeParams`. */
+export function validateRuntimeEventsResumeParams(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventsResumeParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventsResumeParams`. */
+export function assertRuntimeEventsResumeParams(value: unknown): asserts value is RuntimeEventsResumeParams {
+  assertValid(validateDefinition("runtimeEventsResumeParams", value));
+}
+
+/** Validates `value` against the definition `runtimeEventsResumeResult`. */
+export function validateRuntimeEventsResumeResult(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventsResumeResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventsResumeResult`. */
+export function assertRuntimeEventsResumeResult(value: unknown): asserts value is RuntimeEventsResumeResult {
+  assertValid(validateDefinition("runtimeEventsResumeResult", value));
+}
+
+/** Validates `value` against the definition `turnStartInput`. */
+export function validateTurnStartInput(value: unknown): ValidationResult {
+  return validateDefinition("turnStartInput", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `TurnStartInput`. */
+export function assertTurnStartInput(value: unknown): asserts value is TurnStartInput {
+  assertValid(validateDefinition("turnStartInput", value));
+}
+
+/** Validates `value` against the definition `turnStartParams`. */
+export function validateTurnStartParams(value: unknown): ValidationResult {
+  return validateDefinition("turnStartParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `TurnStartParams`. */
+export function assertTurnStartParams(value: unknown): asserts value is TurnStartParams {
+  assertValid(validateDefinition("turnStartParams", value));
+}
+
+/** Validates `value` against the definition `turnStartResult`. */
+export function validateTurnStartResult(value: unknown): ValidationResult {
+  return validateDefinition("turnStartResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `TurnStartResult`. */
+export function assertTurnStartResult(value: unknown): asserts value is TurnStartResult {
+  assertValid(validateDefinition("turnStartResult", value));
+}
+
+/** Validates `value` against the definition `turnCancelParams`. */
+export function validateTurnCancelParams(value: unknown): ValidationResult {
+  return validateDefinition("turnCancelParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `TurnCancelParams`. */
+export function assertTurnCancelParams(value: unknown): asserts value is TurnCancelParams {
+  assertValid(validateDefinition("turnCancelParams", value));
+}
+
+/** Validates `value` against the definition `turnCancelResult`. */
+export function validateTurnCancelResult(value: unknown): ValidationResult {
+  return validateDefinition("turnCancelResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `TurnCancelResult`. */
+export function assertTurnCancelResult(value: unknown): asserts value is TurnCancelResult {
+  assertValid(validateDefinition("turnCancelResult", value));
+}
+
+/** Validates `value` against the definition `approvalRespondParams`. */
+export function validateApprovalRespondParams(value: unknown): ValidationResult {
+  return validateDefinition("approvalRespondParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalRespondParams`. */
+export function assertApprovalRespondParams(value: unknown): asserts value is ApprovalRespondParams {
+  assertValid(validateDefinition("approvalRespondParams", value));
+}
+
+/** Validates `value` against the definition `approvalRespondResult`. */
+export function validateApprovalRespondResult(value: unknown): ValidationResult {
+  return validateDefinition("approvalRespondResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalRespondResult`. */
+export function assertApprovalRespondResult(value: unknown): asserts value is ApprovalRespondResult {
+  assertValid(validateDefinition("approvalRespondResult", value));
+}
+
+/** Validates `value` against the definition `operationGetParams`. */
+export function validateOperationGetParams(value: unknown): ValidationResult {
+  return validateDefinition("operationGetParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `OperationGetParams`. */
+export function assertOperationGetParams(value: unknown): asserts value is OperationGetParams {
+  assertValid(validateDefinition("operationGetParams", value));
+}
+
+/** Validates `value` against the definition `operationGetResult`. */
+export function validateOperationGetResult(value: unknown): ValidationResult {
+  return validateDefinition("operationGetResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `OperationGetResult`. */
+export function assertOperationGetResult(value: unknown): asserts value is OperationGetResult {
+  assertValid(validateDefinition("operationGetResult", value));
+}
+
+/** Validates `value` against the definition `operationResultGetParams`. */
+export function validateOperationResultGetParams(value: unknown): ValidationResult {
+  return validateDefinition("operationResultGetParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `OperationResultGetParams`. */
+export function assertOperationResultGetParams(value: unknown): asserts value is OperationResultGetParams {
+  assertValid(validateDefinition("operationResultGetParams", value));
+}
+
+/** Validates `value` against the definition `operationResultGetResult`. */
+export function validateOperationResultGetResult(value: unknown): ValidationResult {
+  return validateDefinition("operationResultGetResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `OperationResultGetResult`. */
+export function assertOperationResultGetResult(value: unknown): asserts value is OperationResultGetResult {
+  assertValid(validateDefinition("operationResultGetResult", value));
+}
+
+/** Validates `value` against the definition `attachmentStageParams`. */
+export function validateAttachmentStageParams(value: unknown): ValidationResult {
+  return validateDefinition("attachmentStageParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentStageParams`. */
+export function assertAttachmentStageParams(value: unknown): asserts value is AttachmentStageParams {
+  assertValid(validateDefinition("attachmentStageParams", value));
+}
+
+/** Validates `value` against the definition `attachmentStageResult`. */
+export function validateAttachmentStageResult(value: unknown): ValidationResult {
+  return validateDefinition("attachmentStageResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentStageResult`. */
+export function assertAttachmentStageResult(value: unknown): asserts value is AttachmentStageResult {
+  assertValid(validateDefinition("attachmentStageResult", value));
+}
+
+/** Validates `value` against the definition `attachmentChunkParams`. */
+export function validateAttachmentChunkParams(value: unknown): ValidationResult {
+  return validateDefinition("attachmentChunkParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentChunkParams`. */
+export function assertAttachmentChunkParams(value: unknown): asserts value is AttachmentChunkParams {
+  assertValid(validateDefinition("attachmentChunkParams", value));
+}
+
+/** Validates `value` against the definition `attachmentChunkResult`. */
+export function validateAttachmentChunkResult(value: unknown): ValidationResult {
+  return validateDefinition("attachmentChunkResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentChunkResult`. */
+export function assertAttachmentChunkResult(value: unknown): asserts value is AttachmentChunkResult {
+  assertValid(validateDefinition("attachmentChunkResult", value));
+}
+
+/** Validates `value` against the definition `attachmentCommitParams`. */
+export function validateAttachmentCommitParams(value: unknown): ValidationResult {
+  return validateDefinition("attachmentCommitParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentCommitParams`. */
+export function assertAttachmentCommitParams(value: unknown): asserts value is AttachmentCommitParams {
+  assertValid(validateDefinition("attachmentCommitParams", value));
+}
+
+/** Validates `value` against the definition `attachmentCommitResult`. */
+export function validateAttachmentCommitResult(value: unknown): ValidationResult {
+  return validateDefinition("attachmentCommitResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentCommitResult`. */
+export function assertAttachmentCommitResult(value: unknown): asserts value is AttachmentCommitResult {
+  assertValid(validateDefinition("attachmentCommitResult", value));
+}
+
+/** Validates `value` against the definition `attachmentReleaseParams`. */
+export function validateAttachmentReleaseParams(value: unknown): ValidationResult {
+  return validateDefinition("attachmentReleaseParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentReleaseParams`. */
+export function assertAttachmentReleaseParams(value: unknown): asserts value is AttachmentReleaseParams {
+  assertValid(validateDefinition("attachmentReleaseParams", value));
+}
+
+/** Validates `value` against the definition `attachmentReleaseResult`. */
+export function validateAttachmentReleaseResult(value: unknown): ValidationResult {
+  return validateDefinition("attachmentReleaseResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentReleaseResult`. */
+export function assertAttachmentReleaseResult(value: unknown): asserts value is AttachmentReleaseResult {
+  assertValid(validateDefinition("attachmentReleaseResult", value));
+}
+
+/** Validates `value` against the definition `initializeRequest`. */
+export function validateInitializeRequest(value: unknown): ValidationResult {
+  return validateDefinition("initializeRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `InitializeRequest`. */
+export function assertInitializeRequest(value: unknown): asserts value is InitializeRequest {
+  assertValid(validateDefinition("initializeRequest", value));
+}
+
+/** Validates `value` against the definition `clientCapabilitiesSetRequest`. */
+export function validateClientCapabilitiesSetRequest(value: unknown): ValidationResult {
+  return validateDefinition("clientCapabilitiesSetRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ClientCapabilitiesSetRequest`. */
+export function assertClientCapabilitiesSetRequest(value: unknown): asserts value is ClientCapabilitiesSetRequest {
+  assertValid(validateDefinition("clientCapabilitiesSetRequest", value));
+}
+
+/** Validates `value` against the definition `threadListRequest`. */
+export function validateThreadListRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadListRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadListRequest`. */
+export function assertThreadListRequest(value: unknown): asserts value is ThreadListRequest {
+  assertValid(validateDefinition("threadListRequest", value));
+}
+
+/** Validates `value` against the definition `threadCreateRequest`. */
+export function validateThreadCreateRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadCreateRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadCreateRequest`. */
+export function assertThreadCreateRequest(value: unknown): asserts value is ThreadCreateRequest {
+  assertValid(validateDefinition("threadCreateRequest", value));
+}
+
+/** Validates `value` against the definition `threadOpenRequest`. */
+export function validateThreadOpenRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadOpenRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadOpenRequest`. */
+export function assertThreadOpenRequest(value: unknown): asserts value is ThreadOpenRequest {
+  assertValid(validateDefinition("threadOpenRequest", value));
+}
+
+/** Validates `value` against the definition `threadSnapshotRequest`. */
+export function validateThreadSnapshotRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadSnapshotRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadSnapshotRequest`. */
+export function assertThreadSnapshotRequest(value: unknown): asserts value is ThreadSnapshotRequest {
+  assertValid(validateDefinition("threadSnapshotRequest", value));
+}
+
+/** Validates `value` against the definition `threadRenameRequest`. */
+export function validateThreadRenameRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadRenameRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadRenameRequest`. */
+export function assertThreadRenameRequest(value: unknown): asserts value is ThreadRenameRequest {
+  assertValid(validateDefinition("threadRenameRequest", value));
+}
+
+/** Validates `value` against the definition `threadDeleteRequest`. */
+export function validateThreadDeleteRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadDeleteRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadDeleteRequest`. */
+export function assertThreadDeleteRequest(value: unknown): asserts value is ThreadDeleteRequest {
+  assertValid(validateDefinition("threadDeleteRequest", value));
+}
+
+/** Validates `value` against the definition `threadDetachRequest`. */
+export function validateThreadDetachRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadDetachRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadDetachRequest`. */
+export function assertThreadDetachRequest(value: unknown): asserts value is ThreadDetachRequest {
+  assertValid(validateDefinition("threadDetachRequest", value));
+}
+
+/** Validates `value` against the definition `threadCapabilitiesRequest`. */
+export function validateThreadCapabilitiesRequest(value: unknown): ValidationResult {
+  return validateDefinition("threadCapabilitiesRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ThreadCapabilitiesRequest`. */
+export function assertThreadCapabilitiesRequest(value: unknown): asserts value is ThreadCapabilitiesRequest {
+  assertValid(validateDefinition("threadCapabilitiesRequest", value));
+}
+
+/** Validates `value` against the definition `runtimeEventsResumeRequest`. */
+export function validateRuntimeEventsResumeRequest(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventsResumeRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventsResumeRequest`. */
+export function assertRuntimeEventsResumeRequest(value: unknown): asserts value is RuntimeEventsResumeRequest {
+  assertValid(validateDefinition("runtimeEventsResumeRequest", value));
+}
+
+/** Validates `value` against the definition `turnStartRequest`. */
+export function validateTurnStartRequest(value: unknown): ValidationResult {
+  return validateDefinition("turnStartRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `TurnStartRequest`. */
+export function assertTurnStartRequest(value: unknown): asserts value is TurnStartRequest {
+  assertValid(validateDefinition("turnStartRequest", value));
+}
+
+/** Validates `value` against the definition `turnCancelRequest`. */
+export function validateTurnCancelRequest(value: unknown): ValidationResult {
+  return validateDefinition("turnCancelRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `TurnCancelRequest`. */
+export function assertTurnCancelRequest(value: unknown): asserts value is TurnCancelRequest {
+  assertValid(validateDefinition("turnCancelRequest", value));
+}
+
+/** Validates `value` against the definition `approvalRespondRequest`. */
+export function validateApprovalRespondRequest(value: unknown): ValidationResult {
+  return validateDefinition("approvalRespondRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalRespondRequest`. */
+export function assertApprovalRespondRequest(value: unknown): asserts value is ApprovalRespondRequest {
+  assertValid(validateDefinition("approvalRespondRequest", value));
+}
+
+/** Validates `value` against the definition `operationGetRequest`. */
+export function validateOperationGetRequest(value: unknown): ValidationResult {
+  return validateDefinition("operationGetRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `OperationGetRequest`. */
+export function assertOperationGetRequest(value: unknown): asserts value is OperationGetRequest {
+  assertValid(validateDefinition("operationGetRequest", value));
+}
+
+/** Validates `value` against the definition `operationResultGetRequest`. */
+export function validateOperationResultGetRequest(value: unknown): ValidationResult {
+  return validateDefinition("operationResultGetRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `OperationResultGetRequest`. */
+export function assertOperationResultGetRequest(value: unknown): asserts value is OperationResultGetRequest {
+  assertValid(validateDefinition("operationResultGetRequest", value));
+}
+
+/** Validates `value` against the definition `attachmentStageRequest`. */
+export function validateAttachmentStageRequest(value: unknown): ValidationResult {
+  return validateDefinition("attachmentStageRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentStageRequest`. */
+export function assertAttachmentStageRequest(value: unknown): asserts value is AttachmentStageRequest {
+  assertValid(validateDefinition("attachmentStageRequest", value));
+}
+
+/** Validates `value` against the definition `attachmentChunkRequest`. */
+export function validateAttachmentChunkRequest(value: unknown): ValidationResult {
+  return validateDefinition("attachmentChunkRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentChunkRequest`. */
+export function assertAttachmentChunkRequest(value: unknown): asserts value is AttachmentChunkRequest {
+  assertValid(validateDefinition("attachmentChunkRequest", value));
+}
+
+/** Validates `value` against the definition `attachmentCommitRequest`. */
+export function validateAttachmentCommitRequest(value: unknown): ValidationResult {
+  return validateDefinition("attachmentCommitRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentCommitRequest`. */
+export function assertAttachmentCommitRequest(value: unknown): asserts value is AttachmentCommitRequest {
+  assertValid(validateDefinition("attachmentCommitRequest", value));
+}
+
+/** Validates `value` against the definition `attachmentReleaseRequest`. */
+export function validateAttachmentReleaseRequest(value: unknown): ValidationResult {
+  return validateDefinition("attachmentReleaseRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `AttachmentReleaseRequest`. */
+export function assertAttachmentReleaseRequest(value: unknown): asserts value is AttachmentReleaseRequest {
+  assertValid(validateDefinition("attachmentReleaseRequest", value));
+}
+
+/** Validates `value` against the definition `approvalRequestParams`. */
+export function validateApprovalRequestParams(value: unknown): ValidationResult {
+  return validateDefinition("approvalRequestParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalRequestParams`. */
+export function assertApprovalRequestParams(value: unknown): asserts value is ApprovalRequestParams {
+  assertValid(validateDefinition("approvalRequestParams", value));
+}
+
+/** Validates `value` against the definition `approvalRequestResult`. */
+export function validateApprovalRequestResult(value: unknown): ValidationResult {
+  return validateDefinition("approvalRequestResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalRequestResult`. */
+export function assertApprovalRequestResult(value: unknown): asserts value is ApprovalRequestResult {
+  assertValid(validateDefinition("approvalRequestResult", value));
+}
+
+/** Validates `value` against the definition `userInputRequestParams`. */
+export function validateUserInputRequestParams(value: unknown): ValidationResult {
+  return validateDefinition("userInputRequestParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputRequestParams`. */
+export function assertUserInputRequestParams(value: unknown): asserts value is UserInputRequestParams {
+  assertValid(validateDefinition("userInputRequestParams", value));
+}
+
+/** Validates `value` against the definition `userInputRequestResult`. */
+export function validateUserInputRequestResult(value: unknown): ValidationResult {
+  return validateDefinition("userInputRequestResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputRequestResult`. */
+export function assertUserInputRequestResult(value: unknown): asserts value is UserInputRequestResult {
+  assertValid(validateDefinition("userInputRequestResult", value));
+}
+
+/** Validates `value` against the definition `approvalRequestServerRequest`. */
+export function validateApprovalRequestServerRequest(value: unknown): ValidationResult {
+  return validateDefinition("approvalRequestServerRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalRequestServerRequest`. */
+export function assertApprovalRequestServerRequest(value: unknown): asserts value is ApprovalRequestServerRequest {
+  assertValid(validateDefinition("approvalRequestServerRequest", value));
+}
+
+/** Validates `value` against the definition `userInputRequestServerRequest`. */
+export function validateUserInputRequestServerRequest(value: unknown): ValidationResult {
+  return validateDefinition("userInputRequestServerRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `UserInputRequestServerRequest`. */
+export function assertUserInputRequestServerRequest(value: unknown): asserts value is UserInputRequestServerRequest {
+  assertValid(validateDefinition("userInputRequestServerRequest", value));
+}
+
+/** Validates `value` against the definition `eventTurnStarted`. */
+export function validateEventTurnStarted(value: unknown): ValidationResult {
+  return validateDefinition("eventTurnStarted", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventTurnStarted`. */
+export function assertEventTurnStarted(value: unknown): asserts value is EventTurnStarted {
+  assertValid(validateDefinition("eventTurnStarted", value));
+}
+
+/** Validates `value` against the definition `eventMessageStarted`. */
+export function validateEventMessageStarted(value: unknown): ValidationResult {
+  return validateDefinition("eventMessageStarted", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventMessageStarted`. */
+export function assertEventMessageStarted(value: unknown): asserts value is EventMessageStarted {
+  assertValid(validateDefinition("eventMessageStarted", value));
+}
+
+/** Validates `value` against the definition `eventMessageDelta`. */
+export function validateEventMessageDelta(value: unknown): ValidationResult {
+  return validateDefinition("eventMessageDelta", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventMessageDelta`. */
+export function assertEventMessageDelta(value: unknown): asserts value is EventMessageDelta {
+  assertValid(validateDefinition("eventMessageDelta", value));
+}
+
+/** Validates `value` against the definition `eventMessageCompleted`. */
+export function validateEventMessageCompleted(value: unknown): ValidationResult {
+  return validateDefinition("eventMessageCompleted", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventMessageCompleted`. */
+export function assertEventMessageCompleted(value: unknown): asserts value is EventMessageCompleted {
+  assertValid(validateDefinition("eventMessageCompleted", value));
+}
+
+/** Validates `value` against the definition `eventReasoningSummaryDelta`. */
+export function validateEventReasoningSummaryDelta(value: unknown): ValidationResult {
+  return validateDefinition("eventReasoningSummaryDelta", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventReasoningSummaryDelta`. */
+export function assertEventReasoningSummaryDelta(value: unknown): asserts value is EventReasoningSummaryDelta {
+  assertValid(validateDefinition("eventReasoningSummaryDelta", value));
+}
+
+/** Validates `value` against the definition `eventToolStarted`. */
+export function validateEventToolStarted(value: unknown): ValidationResult {
+  return validateDefinition("eventToolStarted", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventToolStarted`. */
+export function assertEventToolStarted(value: unknown): asserts value is EventToolStarted {
+  assertValid(validateDefinition("eventToolStarted", value));
+}
+
+/** Validates `value` against the definition `eventToolOutput`. */
+export function validateEventToolOutput(value: unknown): ValidationResult {
+  return validateDefinition("eventToolOutput", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventToolOutput`. */
+export function assertEventToolOutput(value: unknown): asserts value is EventToolOutput {
+  assertValid(validateDefinition("eventToolOutput", value));
+}
+
+/** Validates `value` against the definition `eventToolCompleted`. */
+export function validateEventToolCompleted(value: unknown): ValidationResult {
+  return validateDefinition("eventToolCompleted", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventToolCompleted`. */
+export function assertEventToolCompleted(value: unknown): asserts value is EventToolCompleted {
+  assertValid(validateDefinition("eventToolCompleted", value));
+}
+
+/** Validates `value` against the definition `eventApprovalRequired`. */
+export function validateEventApprovalRequired(value: unknown): ValidationResult {
+  return validateDefinition("eventApprovalRequired", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventApprovalRequired`. */
+export function assertEventApprovalRequired(value: unknown): asserts value is EventApprovalRequired {
+  assertValid(validateDefinition("eventApprovalRequired", value));
+}
+
+/** Validates `value` against the definition `eventApprovalResolved`. */
+export function validateEventApprovalResolved(value: unknown): ValidationResult {
+  return validateDefinition("eventApprovalResolved", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventApprovalResolved`. */
+export function assertEventApprovalResolved(value: unknown): asserts value is EventApprovalResolved {
+  assertValid(validateDefinition("eventApprovalResolved", value));
+}
+
+/** Validates `value` against the definition `eventTurnCompleted`. */
+export function validateEventTurnCompleted(value: unknown): ValidationResult {
+  return validateDefinition("eventTurnCompleted", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventTurnCompleted`. */
+export function assertEventTurnCompleted(value: unknown): asserts value is EventTurnCompleted {
+  assertValid(validateDefinition("eventTurnCompleted", value));
+}
+
+/** Validates `value` against the definition `eventTurnCancelled`. */
+export function validateEventTurnCancelled(value: unknown): ValidationResult {
+  return validateDefinition("eventTurnCancelled", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventTurnCancelled`. */
+export function assertEventTurnCancelled(value: unknown): asserts value is EventTurnCancelled {
+  assertValid(validateDefinition("eventTurnCancelled", value));
+}
+
+/** Validates `value` against the definition `eventTurnFailed`. */
+export function validateEventTurnFailed(value: unknown): ValidationResult {
+  return validateDefinition("eventTurnFailed", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventTurnFailed`. */
+export function assertEventTurnFailed(value: unknown): asserts value is EventTurnFailed {
+  assertValid(validateDefinition("eventTurnFailed", value));
+}
+
+/** Validates `value` against the definition `eventCapabilitiesChanged`. */
+export function validateEventCapabilitiesChanged(value: unknown): ValidationResult {
+  return validateDefinition("eventCapabilitiesChanged", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `EventCapabilitiesChanged`. */
+export function assertEventCapabilitiesChanged(value: unknown): asserts value is EventCapabilitiesChanged {
+  assertValid(validateDefinition("eventCapabilitiesChanged", value));
+}
+
+/** Validates `value` against the definition `runtimeEvent`. */
+export function validateRuntimeEvent(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEvent", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEvent`. */
+export function assertRuntimeEvent(value: unknown): asserts value is RuntimeEvent {
+  assertValid(validateDefinition("runtimeEvent", value));
+}
+
+/** Validates `value` against the definition `runtimeDurableEvent`. */
+export function validateRuntimeDurableEvent(value: unknown): ValidationResult {
+  return validateDefinition("runtimeDurableEvent", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeDurableEvent`. */
+export function assertRuntimeDurableEvent(value: unknown): asserts value is RuntimeDurableEvent {
+  assertValid(validateDefinition("runtimeDurableEvent", value));
+}
+
+/** Validates `value` against the definition `runtimeEphemeralEvent`. */
+export function validateRuntimeEphemeralEvent(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEphemeralEvent", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEphemeralEvent`. */
+export function assertRuntimeEphemeralEvent(value: unknown): asserts value is RuntimeEphemeralEvent {
+  assertValid(validateDefinition("runtimeEphemeralEvent", value));
+}
+
+/** Validates `value` against the definition `runtimeEventEnvelopeLegacy`. */
+export function validateRuntimeEventEnvelopeLegacy(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventEnvelopeLegacy", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventEnvelopeLegacy`. */
+export function assertRuntimeEventEnvelopeLegacy(value: unknown): asserts value is RuntimeEventEnvelopeLegacy {
+  assertValid(validateDefinition("runtimeEventEnvelopeLegacy", value));
+}
+
+/** Validates `value` against the definition `runtimeEventEnvelopeDurable`. */
+export function validateRuntimeEventEnvelopeDurable(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventEnvelopeDurable", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventEnvelopeDurable`. */
+export function assertRuntimeEventEnvelopeDurable(value: unknown): asserts value is RuntimeEventEnvelopeDurable {
+  assertValid(validateDefinition("runtimeEventEnvelopeDurable", value));
+}
+
+/** Validates `value` against the definition `runtimeEventEnvelopeEphemeral`. */
+export function validateRuntimeEventEnvelopeEphemeral(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventEnvelopeEphemeral", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventEnvelopeEphemeral`. */
+export function assertRuntimeEventEnvelopeEphemeral(value: unknown): asserts value is RuntimeEventEnvelopeEphemeral {
+  assertValid(validateDefinition("runtimeEventEnvelopeEphemeral", value));
+}
+
+/** Validates `value` against the definition `runtimeEventEnvelope`. */
+export function validateRuntimeEventEnvelope(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventEnvelope", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventEnvelope`. */
+export function assertRuntimeEventEnvelope(value: unknown): asserts value is RuntimeEventEnvelope {
+  assertValid(validateDefinition("runtimeEventEnvelope", value));
+}
+
+/** Validates `value` against the definition `runtimeEventNotification`. */
+export function validateRuntimeEventNotification(value: unknown): ValidationResult {
+  return validateDefinition("runtimeEventNotification", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RuntimeEventNotification`. */
+export function assertRuntimeEventNotification(value: unknown): asserts value is RuntimeEventNotification {
+  assertValid(validateDefinition("runtimeEventNotification", value));
+}
+
+/** Validates `value` against the definition `serverRequestCancelParams`. */
+export function validateServerRequestCancelParams(value: unknown): ValidationResult {
+  return validateDefinition("serverRequestCancelParams", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ServerRequestCancelParams`. */
+export function assertServerRequestCancelParams(value: unknown): asserts value is ServerRequestCancelParams {
+  assertValid(validateDefinition("serverRequestCancelParams", value));
+}
+
+/** Validates `value` against the definition `serverRequestCancelNotification`. */
+export function validateServerRequestCancelNotification(value: unknown): ValidationResult {
+  return validateDefinition("serverRequestCancelNotification", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ServerRequestCancelNotification`. */
+export function assertServerRequestCancelNotification(value: unknown): asserts value is ServerRequestCancelNotification {
+  assertValid(validateDefinition("serverRequestCancelNotification", value));
+}
+
+/** Validates `value` against the definition `clientRequest`. */
+export function validateClientRequest(value: unknown): ValidationResult {
+  return validateDefinition("clientRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ClientRequest`. */
+export function assertClientRequest(value: unknown): asserts value is ClientRequest {
+  assertValid(validateDefinition("clientRequest", value));
+}
+
+/** Validates `value` against the definition `serverRequest`. */
+export function validateServerRequest(value: unknown): ValidationResult {
+  return validateDefinition("serverRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ServerRequest`. */
+export function assertServerRequest(value: unknown): asserts value is ServerRequest {
+  assertValid(validateDefinition("serverRequest", value));
+}
+
+/** Validates `value` against the definition `successResponse`. */
+export function validateSuccessResponse(value: unknown): ValidationResult {
+  return validateDefinition("successResponse", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `SuccessResponse`. */
+export function assertSuccessResponse(value: unknown): asserts value is SuccessResponse {
+  assertValid(validateDefinition("successResponse", value));
+}
+
+/** Validates `value` against the definition `errorResponse`. */
+export function validateErrorResponse(value: unknown): ValidationResult {
+  return validateDefinition("errorResponse", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ErrorResponse`. */
+export function assertErrorResponse(value: unknown): asserts value is ErrorResponse {
+  assertValid(validateDefinition("errorResponse", value));
+}

@@ -35,16 +35,331 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function hasKeys(value: Record<string, unknown>, required: readonly string[], allowed: readonly string[] | null): boolean {
-  for (const key of required) {
-    if (!Object.prototype.hasOwnProperty.call(value, key)) return false;
+/** The schema document these types come from, walked by the validators below. */
+const SCHEMA: any = JSON.parse("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://agentwire.dev/protocols/tasklens/run-events.schema.json\",\"title\":\"TaskLens run events\",\"description\":\"An append-only stream of the events of an agent run (run, plan, step, tool, approval, retry); every view of a run is derived from it.\",\"x-agentwire\":{\"name\":\"tasklens-run-events\",\"version\":\"1\",\"minimumCompatibleVersion\":\"1\",\"versions\":[\"1\"],\"features\":[\"unknown-types-fold\",\"approvals\",\"retries\"]},\"x-agentwire-direction\":\"runtime-to-host\",\"$ref\":\"#/$defs/RunEvent\",\"$defs\":{\"NonEmptyString\":{\"type\":\"string\",\"minLength\":1},\"ErrorInfo\":{\"description\":\"An error: a message, or an object with a message and an optional code.\",\"anyOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"message\"],\"properties\":{\"message\":{\"type\":\"string\"},\"code\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"Risk\":{\"description\":\"Risk of an approval; weights low 1, medium 2, high 3, critical 4.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"PlanStep\":{\"type\":\"object\",\"required\":[\"id\",\"title\"],\"properties\":{\"id\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"title\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"Envelope\":{\"description\":\"Fields every event carries. An event whose type is not known, or whose schemaVersion is above 1, is valid when its envelope is; it is folded, never executed.\",\"type\":\"object\",\"required\":[\"id\",\"runId\",\"seq\",\"at\",\"schemaVersion\",\"type\"],\"properties\":{\"id\":{\"description\":\"Globally unique; the deduplication key.\",\"type\":\"string\",\"minLength\":1},\"runId\":{\"description\":\"The run the event belongs to.\",\"type\":\"string\",\"minLength\":1},\"seq\":{\"description\":\"Monotonic order key of the run (never `at`).\",\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991},\"at\":{\"description\":\"Unix time in milliseconds; for display only.\",\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991},\"schemaVersion\":{\"description\":\"Major version of the event protocol; 1 today. A higher major is treated as an unknown event.\",\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991},\"type\":{\"description\":\"Event type; unknown types are valid and folded.\",\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunStart\":{\"description\":\"A run begins. `goal` is what the run is for, in the user's words.\",\"type\":\"object\",\"properties\":{\"goal\":{\"type\":\"string\"},\"agent\":{\"type\":\"string\",\"description\":\"Name of the agent that runs.\"},\"input\":{\"description\":\"Opaque input of the run; rendering is the host's business.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunDone\":{\"description\":\"The run finished.\",\"type\":\"object\",\"properties\":{\"output\":{\"description\":\"Opaque output of the run.\"},\"summary\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunError\":{\"description\":\"The run failed and stopped.\",\"type\":\"object\",\"required\":[\"error\"],\"properties\":{\"error\":{\"$ref\":\"#/$defs/ErrorInfo\"},\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunPaused\":{\"description\":\"The run waits: for an approval decision (`approval`) or for the user (`user`).\",\"type\":\"object\",\"required\":[\"reason\"],\"properties\":{\"reason\":{\"enum\":[\"approval\",\"user\"]},\"message\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"Plan\":{\"description\":\"The step plan; used to render how many steps are left.\",\"type\":\"object\",\"required\":[\"steps\"],\"properties\":{\"steps\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/PlanStep\"}}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepStart\":{\"description\":\"A step starts (again, after a retry).\",\"type\":\"object\",\"required\":[\"stepId\"],\"properties\":{\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"title\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepProgress\":{\"description\":\"Progress inside a running step.\",\"type\":\"object\",\"required\":[\"stepId\"],\"properties\":{\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"progress\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"description\":\"Fraction done, 0 to 1.\"},\"message\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepDone\":{\"description\":\"A step finished.\",\"type\":\"object\",\"required\":[\"stepId\"],\"properties\":{\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"output\":{\"description\":\"Opaque output of the step.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepError\":{\"description\":\"A step failed. `retryable` says whether retrying it may help.\",\"type\":\"object\",\"required\":[\"stepId\",\"error\",\"retryable\"],\"properties\":{\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"error\":{\"$ref\":\"#/$defs/ErrorInfo\"},\"retryable\":{\"type\":\"boolean\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ToolCall\":{\"description\":\"A tool is called inside a step. The call is identified by `callId`, or by the event `id` when `callId` is absent.\",\"type\":\"object\",\"required\":[\"stepId\",\"name\"],\"properties\":{\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"callId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"name\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"args\":{\"description\":\"Opaque arguments.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ToolResult\":{\"description\":\"The result of a tool call, paired by `callId`.\",\"type\":\"object\",\"required\":[\"callId\",\"ok\"],\"properties\":{\"callId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"ok\":{\"type\":\"boolean\"},\"result\":{\"description\":\"Opaque result.\"},\"error\":{\"$ref\":\"#/$defs/ErrorInfo\"},\"ms\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Duration in milliseconds.\"},\"tokens\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Model tokens spent by the call.\"},\"cost\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Cost of the call, in US dollars.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ApprovalRequest\":{\"description\":\"A person must decide before the step goes on. The request is identified by `approvalId`, or by the event `id` when `approvalId` is absent.\",\"type\":\"object\",\"required\":[\"stepId\",\"summary\",\"risk\"],\"properties\":{\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"approvalId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"summary\":{\"type\":\"string\"},\"risk\":{\"$ref\":\"#/$defs/Risk\"},\"preview\":{\"type\":\"object\",\"description\":\"Structured preview of what will happen (for example the arguments of the tool call awaiting approval).\"},\"callId\":{\"$ref\":\"#/$defs/NonEmptyString\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ApprovalDecision\":{\"description\":\"The decision on an approval request.\",\"type\":\"object\",\"required\":[\"approvalId\",\"decision\"],\"properties\":{\"approvalId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"decision\":{\"enum\":[\"approve\",\"edit\",\"reject\"]},\"by\":{\"type\":\"string\"},\"comment\":{\"type\":\"string\"},\"edited\":{\"description\":\"The edited proposal when `decision` is `edit`.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RetryRequest\":{\"description\":\"A step is retried, anchored to the event it restarts from.\",\"type\":\"object\",\"required\":[\"stepId\",\"fromEventId\"],\"properties\":{\"stepId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"fromEventId\":{\"$ref\":\"#/$defs/NonEmptyString\"},\"reason\":{\"type\":\"string\"},\"attempt\":{\"type\":\"integer\",\"minimum\":1}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunEvent\":{\"description\":\"One event of a run: the envelope plus, for a known type at schemaVersion 1, that type's payload.\",\"allOf\":[{\"$ref\":\"#/$defs/Envelope\"},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:start\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/RunStart\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:done\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/RunDone\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:error\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/RunError\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:paused\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/RunPaused\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"plan\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/Plan\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:start\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/StepStart\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:progress\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/StepProgress\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:done\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/StepDone\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:error\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/StepError\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"tool:call\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/ToolCall\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"tool:result\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/ToolResult\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"approval:request\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/ApprovalRequest\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"approval:decision\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/ApprovalDecision\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"retry:request\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"$ref\":\"#/$defs/RetryRequest\"}}]}}}");
+const DRAFT_07 = false;
+const DEFINITIONS_KEY = "$defs";
+/** The name of a definition of the schema. */
+export type DefinitionName =
+  | "NonEmptyString"
+  | "ErrorInfo"
+  | "Risk"
+  | "PlanStep"
+  | "Envelope"
+  | "RunStart"
+  | "RunDone"
+  | "RunError"
+  | "RunPaused"
+  | "Plan"
+  | "StepStart"
+  | "StepProgress"
+  | "StepDone"
+  | "StepError"
+  | "ToolCall"
+  | "ToolResult"
+  | "ApprovalRequest"
+  | "ApprovalDecision"
+  | "RetryRequest"
+  | "RunEvent";
+
+/** One reason a value does not match the schema. */
+export interface ValidationError {
+  /** JSON Pointer of the offending value in the instance (`""` for the value itself); a missing property is reported at its object. */
+  instancePath: string;
+  /** The schema keyword that failed (`type`, `required`, `oneOf`, ...). */
+  keyword: string;
+  /** A sentence saying what is wrong. */
+  message: string;
+}
+
+/** The verdict of a validator: `ok` when `errors` is empty. */
+export interface ValidationResult {
+  ok: boolean;
+  errors: ValidationError[];
+}
+
+/** Thrown by the `assert*` functions; carries every error. */
+export class ProtocolValidationError extends Error {
+  readonly errors: ValidationError[];
+  constructor(errors: ValidationError[]) {
+    super(errors.map((e) => (e.instancePath === "" ? "/" : e.instancePath) + ": " + e.message).join("; "));
+    this.name = "ProtocolValidationError";
+    this.errors = errors;
   }
-  if (allowed !== null) {
-    for (const key of Object.keys(value)) {
-      if (allowed.indexOf(key) < 0) return false;
+}
+
+/** Deepest nesting of schema nodes and values one validation follows; deeper input fails with keyword `maxDepth`. */
+export const MAX_VALIDATION_DEPTH = 256;
+
+const patternCache = new Map<string, RegExp>();
+
+function schemaAt(pointer: string): any {
+  let node: any = SCHEMA;
+  if (pointer === "") return node;
+  for (const raw of pointer.slice(1).split("/")) {
+    const token = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (node === null || typeof node !== "object" || !Object.prototype.hasOwnProperty.call(node, token)) return undefined;
+    node = node[token];
+  }
+  return node;
+}
+
+function escapeToken(token: string): string {
+  return token.replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
+function typeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+function hasType(value: unknown, expected: string): boolean {
+  switch (expected) {
+    case "null": return value === null;
+    case "boolean": return typeof value === "boolean";
+    case "integer": return typeof value === "number" && Number.isInteger(value);
+    case "number": return typeof value === "number" && Number.isFinite(value);
+    case "string": return typeof value === "string";
+    case "array": return Array.isArray(value);
+    case "object": return typeOf(value) === "object";
+    default: return false;
+  }
+}
+
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const ta = typeOf(a);
+  if (ta !== typeOf(b)) return false;
+  if (ta === "array") {
+    const x = a as unknown[];
+    const y = b as unknown[];
+    return x.length === y.length && x.every((item, i) => jsonEqual(item, y[i]));
+  }
+  if (ta === "object") {
+    const x = a as Record<string, unknown>;
+    const y = b as Record<string, unknown>;
+    const kx = Object.keys(x);
+    if (kx.length !== Object.keys(y).length) return false;
+    return kx.every((k) => Object.prototype.hasOwnProperty.call(y, k) && jsonEqual(x[k], y[k]));
+  }
+  return false;
+}
+
+function codePoints(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
+const DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function isDate(y: number, m: number, d: number): boolean {
+  if (m < 1 || m > 12 || d < 1 || d > DAYS[m - 1]) return false;
+  return !(m === 2 && d === 29 && !(y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)));
+}
+
+function checkFormat(format: string, text: string): boolean {
+  switch (format) {
+    case "date-time": {
+      const m = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}(?::?\d{2})?)$/.exec(text);
+      return m !== null && isDate(+m[1], +m[2], +m[3]) && +m[4] <= 23 && +m[5] <= 59 && +m[6] <= 60;
+    }
+    case "date": {
+      const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+      return m !== null && isDate(+m[1], +m[2], +m[3]);
+    }
+    case "uuid":
+      return /^(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i.test(text);
+    default:
+      // Formats this validator does not know are annotations.
+      return true;
+  }
+}
+
+function matchesPattern(pattern: string, text: string): boolean {
+  let re = patternCache.get(pattern);
+  if (re === undefined) {
+    re = new RegExp(pattern, "u");
+    patternCache.set(pattern, re);
+  }
+  return re.test(text);
+}
+
+function walk(value: unknown, node: any, path: string, errors: ValidationError[], depth: number): void {
+  const fail = (keyword: string, message: string, at: string = path) => {
+    errors.push({ instancePath: at, keyword, message });
+  };
+  if (node === true || node === undefined) return;
+  if (node === false) {
+    fail("false", "no value is allowed here");
+    return;
+  }
+  if (depth > MAX_VALIDATION_DEPTH) {
+    fail("maxDepth", "nesting is deeper than " + MAX_VALIDATION_DEPTH);
+    return;
+  }
+  if (typeof node.$ref === "string") {
+    const ref: string = node.$ref;
+    const target = ref.startsWith("#") ? schemaAt(decodeURIComponent(ref.slice(1))) : undefined;
+    if (target === undefined) fail("$ref", "unresolved schema reference " + ref);
+    else walk(value, target, path, errors, depth + 1);
+    if (DRAFT_07) return;
+  }
+  if ("const" in node && !jsonEqual(value, node.const)) fail("const", "must equal " + JSON.stringify(node.const));
+  if (Array.isArray(node.enum) && !node.enum.some((v: unknown) => jsonEqual(value, v))) fail("enum", "must be one of the allowed values");
+  if (Array.isArray(node.allOf)) for (const part of node.allOf) walk(value, part, path, errors, depth + 1);
+  for (const keyword of ["oneOf", "anyOf"]) {
+    const branches = node[keyword];
+    if (!Array.isArray(branches)) continue;
+    let matches = 0;
+    for (const branch of branches) {
+      const sub: ValidationError[] = [];
+      walk(value, branch, path, sub, depth + 1);
+      if (sub.length === 0) matches++;
+    }
+    if (keyword === "oneOf" && matches !== 1) fail("oneOf", "must match exactly one branch (" + matches + " match)");
+    if (keyword === "anyOf" && matches === 0) fail("anyOf", "must match at least one branch");
+  }
+  if (node.not !== undefined) {
+    const sub: ValidationError[] = [];
+    walk(value, node.not, path, sub, depth + 1);
+    if (sub.length === 0) fail("not", "must not match the schema under `not`");
+  }
+  if (node.if !== undefined) {
+    const sub: ValidationError[] = [];
+    walk(value, node.if, path, sub, depth + 1);
+    const branch = sub.length === 0 ? node.then : node.else;
+    if (branch !== undefined) walk(value, branch, path, errors, depth + 1);
+  }
+  const types: string[] = Array.isArray(node.type) ? node.type : typeof node.type === "string" ? [node.type] : [];
+  if (types.length > 0 && !types.some((t) => hasType(value, t))) {
+    fail("type", "must be " + types.join(" or "));
+    return;
+  }
+  if (typeof value === "string") {
+    const n = "minLength" in node || "maxLength" in node ? codePoints(value) : 0;
+    if (typeof node.minLength === "number" && n < node.minLength) fail("minLength", "must have at least " + node.minLength + " characters");
+    if (typeof node.maxLength === "number" && n > node.maxLength) fail("maxLength", "must have at most " + node.maxLength + " characters");
+    if (typeof node.pattern === "string" && !matchesPattern(node.pattern, value)) fail("pattern", "must match the pattern " + node.pattern);
+    if (typeof node.format === "string" && !checkFormat(node.format, value)) fail("format", "must be a " + node.format);
+  }
+  if (typeof value === "number") {
+    if (typeof node.minimum === "number" && value < node.minimum) fail("minimum", "must be >= " + node.minimum);
+    if (typeof node.maximum === "number" && value > node.maximum) fail("maximum", "must be <= " + node.maximum);
+    if (typeof node.exclusiveMinimum === "number" && value <= node.exclusiveMinimum) fail("exclusiveMinimum", "must be > " + node.exclusiveMinimum);
+    if (typeof node.exclusiveMaximum === "number" && value >= node.exclusiveMaximum) fail("exclusiveMaximum", "must be < " + node.exclusiveMaximum);
+    if (typeof node.multipleOf === "number" && node.multipleOf > 0) {
+      const q = value / node.multipleOf;
+      if (!Number.isFinite(q) || q !== Math.round(q)) fail("multipleOf", "must be a multiple of " + node.multipleOf);
     }
   }
-  return true;
+  if (Array.isArray(value)) {
+    if (typeof node.minItems === "number" && value.length < node.minItems) fail("minItems", "must have at least " + node.minItems + " items");
+    if (typeof node.maxItems === "number" && value.length > node.maxItems) fail("maxItems", "must have at most " + node.maxItems + " items");
+    if (node.uniqueItems === true) {
+      outer: for (let i = 0; i < value.length; i++) {
+        for (let j = i + 1; j < value.length; j++) {
+          if (jsonEqual(value[i], value[j])) {
+            fail("uniqueItems", "items " + i + " and " + j + " are equal");
+            break outer;
+          }
+        }
+      }
+    }
+    const tuple: any[] | undefined = Array.isArray(node.prefixItems) ? node.prefixItems : Array.isArray(node.items) ? node.items : undefined;
+    const rest: any = tuple === undefined ? node.items : Array.isArray(node.prefixItems) ? node.items : node.additionalItems;
+    value.forEach((item, i) => {
+      const schema = tuple !== undefined && i < tuple.length ? tuple[i] : rest;
+      if (schema !== undefined) walk(item, schema, path + "/" + i, errors, depth + 1);
+    });
+    if (node.contains !== undefined) {
+      let count = 0;
+      for (const item of value) {
+        const sub: ValidationError[] = [];
+        walk(item, node.contains, path, sub, depth + 1);
+        if (sub.length === 0) count++;
+      }
+      const min = typeof node.minContains === "number" ? node.minContains : 1;
+      if (count < min) fail("contains", "must contain at least " + min + " matching items");
+      if (typeof node.maxContains === "number" && count > node.maxContains) fail("maxContains", "must contain at most " + node.maxContains + " matching items");
+    }
+  }
+  if (typeOf(value) === "object") {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record);
+    const properties = node.properties !== null && typeof node.properties === "object" ? node.properties : {};
+    if (Array.isArray(node.required)) {
+      for (const name of node.required) {
+        if (!Object.prototype.hasOwnProperty.call(record, name)) fail("required", "the property " + JSON.stringify(name) + " is required");
+      }
+    }
+    for (const name of Object.keys(properties)) {
+      if (Object.prototype.hasOwnProperty.call(record, name)) walk(record[name], properties[name], path + "/" + escapeToken(name), errors, depth + 1);
+    }
+    const patterns: [string, any][] = node.patternProperties !== null && typeof node.patternProperties === "object" ? Object.entries(node.patternProperties) : [];
+    for (const key of keys) {
+      const at = path + "/" + escapeToken(key);
+      let matched = Object.prototype.hasOwnProperty.call(properties, key);
+      for (const [pattern, schema] of patterns) {
+        if (matchesPattern(pattern, key)) {
+          matched = true;
+          walk(record[key], schema, at, errors, depth + 1);
+        }
+      }
+      if (matched || node.additionalProperties === undefined) continue;
+      if (node.additionalProperties === false) fail("additionalProperties", "the property " + JSON.stringify(key) + " is not allowed", at);
+      else walk(record[key], node.additionalProperties, at, errors, depth + 1);
+    }
+    if (node.propertyNames !== undefined) {
+      for (const key of keys) walk(key, node.propertyNames, path + "/" + escapeToken(key), errors, depth + 1);
+    }
+    if (typeof node.minProperties === "number" && keys.length < node.minProperties) fail("minProperties", "must have at least " + node.minProperties + " properties");
+    if (typeof node.maxProperties === "number" && keys.length > node.maxProperties) fail("maxProperties", "must have at most " + node.maxProperties + " properties");
+    const dependent = node.dependentRequired;
+    if (dependent !== null && typeof dependent === "object") {
+      for (const key of Object.keys(dependent)) {
+        if (!Object.prototype.hasOwnProperty.call(record, key)) continue;
+        for (const name of dependent[key]) {
+          if (!Object.prototype.hasOwnProperty.call(record, name)) fail("dependentRequired", "the property " + JSON.stringify(name) + " is required when " + JSON.stringify(key) + " is present");
+        }
+      }
+    }
+  }
+}
+
+/** Validates `value` against the schema node at `pointer` (a JSON Pointer into the embedded schema). */
+export function validateAt(pointer: string, value: unknown): ValidationResult {
+  const node = schemaAt(pointer);
+  if (node === undefined) return { ok: false, errors: [{ instancePath: "", keyword: "$ref", message: "the schema has no node at " + pointer }] };
+  const errors: ValidationError[] = [];
+  walk(value, node, "", errors, 0);
+  return { ok: errors.length === 0, errors };
+}
+
+/** Validates a whole message against the document root. */
+export function validateProtocolMessage(value: unknown): ValidationResult {
+  return validateAt("", value);
+}
+
+/** Validates `value` against the definition `name`. */
+export function validateDefinition(name: DefinitionName | string, value: unknown): ValidationResult {
+  const definitions = SCHEMA[DEFINITIONS_KEY];
+  if (definitions === null || typeof definitions !== "object" || !Object.prototype.hasOwnProperty.call(definitions, name)) {
+    return { ok: false, errors: [{ instancePath: "", keyword: "$ref", message: "unknown definition " + JSON.stringify(name) }] };
+  }
+  return validateAt("/" + DEFINITIONS_KEY + "/" + escapeToken(name), value);
+}
+
+function assertValid(result: ValidationResult): void {
+  if (!result.ok) throw new ProtocolValidationError(result.errors);
 }
 
 /** Constraints: minLength: 1 */
@@ -297,3 +612,183 @@ export interface RunEvent {
  * An append-only stream of the events of an agent run (run, plan, step, tool, approval, retry); every view of a run is derived from it.
  */
 export type TasklensRunEventsMessage = RunEvent;
+
+/** Validates `value` against the definition `NonEmptyString`. */
+export function validateNonEmptyString(value: unknown): ValidationResult {
+  return validateDefinition("NonEmptyString", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `NonEmptyString`. */
+export function assertNonEmptyString(value: unknown): asserts value is NonEmptyString {
+  assertValid(validateDefinition("NonEmptyString", value));
+}
+
+/** Validates `value` against the definition `ErrorInfo`. */
+export function validateErrorInfo(value: unknown): ValidationResult {
+  return validateDefinition("ErrorInfo", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ErrorInfo`. */
+export function assertErrorInfo(value: unknown): asserts value is ErrorInfo {
+  assertValid(validateDefinition("ErrorInfo", value));
+}
+
+/** Validates `value` against the definition `Risk`. */
+export function validateRisk(value: unknown): ValidationResult {
+  return validateDefinition("Risk", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `Risk`. */
+export function assertRisk(value: unknown): asserts value is Risk {
+  assertValid(validateDefinition("Risk", value));
+}
+
+/** Validates `value` against the definition `PlanStep`. */
+export function validatePlanStep(value: unknown): ValidationResult {
+  return validateDefinition("PlanStep", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `PlanStep`. */
+export function assertPlanStep(value: unknown): asserts value is PlanStep {
+  assertValid(validateDefinition("PlanStep", value));
+}
+
+/** Validates `value` against the definition `Envelope`. */
+export function validateEnvelope(value: unknown): ValidationResult {
+  return validateDefinition("Envelope", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `Envelope`. */
+export function assertEnvelope(value: unknown): asserts value is Envelope {
+  assertValid(validateDefinition("Envelope", value));
+}
+
+/** Validates `value` against the definition `RunStart`. */
+export function validateRunStart(value: unknown): ValidationResult {
+  return validateDefinition("RunStart", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RunStart`. */
+export function assertRunStart(value: unknown): asserts value is RunStart {
+  assertValid(validateDefinition("RunStart", value));
+}
+
+/** Validates `value` against the definition `RunDone`. */
+export function validateRunDone(value: unknown): ValidationResult {
+  return validateDefinition("RunDone", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RunDone`. */
+export function assertRunDone(value: unknown): asserts value is RunDone {
+  assertValid(validateDefinition("RunDone", value));
+}
+
+/** Validates `value` against the definition `RunError`. */
+export function validateRunError(value: unknown): ValidationResult {
+  return validateDefinition("RunError", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RunError`. */
+export function assertRunError(value: unknown): asserts value is RunError {
+  assertValid(validateDefinition("RunError", value));
+}
+
+/** Validates `value` against the definition `RunPaused`. */
+export function validateRunPaused(value: unknown): ValidationResult {
+  return validateDefinition("RunPaused", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RunPaused`. */
+export function assertRunPaused(value: unknown): asserts value is RunPaused {
+  assertValid(validateDefinition("RunPaused", value));
+}
+
+/** Validates `value` against the definition `Plan`. */
+export function validatePlan(value: unknown): ValidationResult {
+  return validateDefinition("Plan", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `Plan`. */
+export function assertPlan(value: unknown): asserts value is Plan {
+  assertValid(validateDefinition("Plan", value));
+}
+
+/** Validates `value` against the definition `StepStart`. */
+export function validateStepStart(value: unknown): ValidationResult {
+  return validateDefinition("StepStart", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `StepStart`. */
+export function assertStepStart(value: unknown): asserts value is StepStart {
+  assertValid(validateDefinition("StepStart", value));
+}
+
+/** Validates `value` against the definition `StepProgress`. */
+export function validateStepProgress(value: unknown): ValidationResult {
+  return validateDefinition("StepProgress", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `StepProgress`. */
+export function assertStepProgress(value: unknown): asserts value is StepProgress {
+  assertValid(validateDefinition("StepProgress", value));
+}
+
+/** Validates `value` against the definition `StepDone`. */
+export function validateStepDone(value: unknown): ValidationResult {
+  return validateDefinition("StepDone", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `StepDone`. */
+export function assertStepDone(value: unknown): asserts value is StepDone {
+  assertValid(validateDefinition("StepDone", value));
+}
+
+/** Validates `value` against the definition `StepError`. */
+export function validateStepError(value: unknown): ValidationResult {
+  return validateDefinition("StepError", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `StepError`. */
+export function assertStepError(value: unknown): asserts value is StepError {
+  assertValid(validateDefinition("StepError", value));
+}
+
+/** Validates `value` against the definition `ToolCall`. */
+export function validateToolCall(value: unknown): ValidationResult {
+  return validateDefinition("ToolCall", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ToolCall`. */
+export function assertToolCall(value: unknown): asserts value is ToolCall {
+  assertValid(validateDefinition("ToolCall", value));
+}
+
+/** Validates `value` against the definition `ToolResult`. */
+export function validateToolResult(value: unknown): ValidationResult {
+  return validateDefinition("ToolResult", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ToolResult`. */
+export function assertToolResult(value: unknown): asserts value is ToolResult {
+  assertValid(validateDefinition("ToolResult", value));
+}
+
+/** Validates `value` against the definition `ApprovalRequest`. */
+export function validateApprovalRequest(value: unknown): ValidationResult {
+  return validateDefinition("ApprovalRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalRequest`. */
+export function assertApprovalRequest(value: unknown): asserts value is ApprovalRequest {
+  assertValid(validateDefinition("ApprovalRequest", value));
+}
+
+/** Validates `value` against the definition `ApprovalDecision`. */
+export function validateApprovalDecision(value: unknown): ValidationResult {
+  return validateDefinition("ApprovalDecision", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `ApprovalDecision`. */
+export function assertApprovalDecision(value: unknown): asserts value is ApprovalDecision {
+  assertValid(validateDefinition("ApprovalDecision", value));
+}
+
+/** Validates `value` against the definition `RetryRequest`. */
+export function validateRetryRequest(value: unknown): ValidationResult {
+  return validateDefinition("RetryRequest", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RetryRequest`. */
+export function assertRetryRequest(value: unknown): asserts value is RetryRequest {
+  assertValid(validateDefinition("RetryRequest", value));
+}
+
+/** Validates `value` against the definition `RunEvent`. */
+export function validateRunEvent(value: unknown): ValidationResult {
+  return validateDefinition("RunEvent", value);
+}
+/** Throws `ProtocolValidationError` unless `value` is a valid `RunEvent`. */
+export function assertRunEvent(value: unknown): asserts value is RunEvent {
+  assertValid(validateDefinition("RunEvent", value));
+}
