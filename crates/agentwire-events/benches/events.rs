@@ -190,6 +190,9 @@ mod sqlite_raw {
 
     use rusqlite::{Connection, params};
 
+    /// One row as the anchor reads it: seq, event id, kind, commit time, payload.
+    type RawRow = (i64, Vec<u8>, String, i64, Vec<u8>);
+
     pub(super) fn open(path: &Path) -> Connection {
         let conn = Connection::open(path).unwrap();
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
@@ -249,7 +252,7 @@ mod sqlite_raw {
             )
             .unwrap();
         loop {
-            let rows: Vec<(i64, Vec<u8>, String, i64, Vec<u8>)> = stmt
+            let rows: Vec<RawRow> = stmt
                 .query_map(params![thread, after, page as i64], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })
@@ -269,6 +272,9 @@ mod postgres_raw {
     use std::time::Instant;
 
     use tokio_postgres::{Client, NoTls};
+
+    /// One row as the anchor inserts it, in column order.
+    type InsertRow<'a> = (String, i64, uuid::Uuid, &'a str, i64, i64, Vec<u8>);
 
     pub(super) async fn connect(url: &str) -> Client {
         let (client, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
@@ -310,7 +316,7 @@ mod postgres_raw {
         let stmt = client.prepare(&sql).await.unwrap();
         let start = Instant::now();
         for n in 0..total / batch {
-            let rows: Vec<(String, i64, uuid::Uuid, &str, i64, i64, Vec<u8>)> = (0..batch)
+            let rows: Vec<InsertRow<'_>> = (0..batch)
                 .map(|i| {
                     let seq = n * batch + i;
                     let p = super::payload(seq);
