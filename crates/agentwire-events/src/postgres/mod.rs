@@ -1,6 +1,6 @@
 //! The PostgreSQL engine, for several runtime instances on several machines: a writer task that
-//! group-commits appends (pipelined `aw_append` calls in one transaction, one coalesced NOTIFY
-//! per commit), a read pool, and a listener connection that wakes tails.
+//! group-commits appends (BEGIN, the `aw_append` calls, one coalesced NOTIFY and COMMIT
+//! pipelined in one round trip), a read pool, and a listener connection that wakes tails.
 
 mod schema;
 
@@ -427,8 +427,8 @@ impl Writer {
     }
 
     /// One group commit: the batch's `aw_append` calls pipelined in one transaction (in thread
-    /// order, so instances lock thread rows in the same order and never deadlock), one NOTIFY,
-    /// then `COMMIT`, then the acknowledgements.
+    /// order, so instances lock thread rows in the same order and never deadlock), one NOTIFY
+    /// and `COMMIT`, all in one flight, then the acknowledgements.
     async fn commit_batch(&mut self, batch: Vec<AppendRequest>) {
         let result = self.run_batch(&batch).await;
         match result {
@@ -441,7 +441,6 @@ impl Writer {
                 }
             }
             Err(BatchError::Failed(err)) => {
-                let _ = self.client.batch_execute("ROLLBACK").await;
                 tracing::warn!(error = %err, "postgres group commit failed");
                 for request in batch {
                     let _ = request.reply.send(Err(copy_error(&err)));
@@ -476,11 +475,11 @@ impl Writer {
         };
         let mut order: Vec<usize> = (0..batch.len()).collect();
         order.sort_by(|&a, &b| batch[a].thread.cmp(&batch[b].thread));
-        self.client
-            .batch_execute("BEGIN")
-            .await
-            .map_err(BatchError::Failed)?;
         let client = &self.client;
+        // BEGIN, the appends, the NOTIFY and COMMIT go out in one flight: requests are sent in
+        // the order the futures are first polled, and each append decides its own conflict, so
+        // none of them aborts the transaction on purpose.
+        let begin = client.batch_execute("BEGIN");
         let calls = order.iter().map(|&i| {
             let request = &batch[i];
             let stmt = &stmt;
@@ -515,9 +514,29 @@ impl Writer {
                     .await
             }
         });
-        let notify = client.execute("SELECT pg_notify($1, '')", &[&CHANNEL]);
-        let (rows, notified) =
-            futures_util::future::join(futures_util::future::join_all(calls), notify).await;
+        let notify_sql = format!("SELECT pg_notify('{CHANNEL}', '')");
+        let notify = client.batch_execute(&notify_sql);
+        let commit = client.batch_execute("COMMIT");
+        let (begun, rows, notified, committed) = futures_util::future::join4(
+            begin,
+            futures_util::future::join_all(calls),
+            notify,
+            commit,
+        )
+        .await;
+        match committed {
+            // The connection broke with COMMIT sent or about to be: it may have committed.
+            Err(err) if err.as_db_error().is_none() => {
+                return Err(BatchError::Unknown(err.to_string()));
+            }
+            // The server answered COMMIT with an error: nothing was committed.
+            Err(err) => return Err(BatchError::Failed(err)),
+            // COMMIT of a transaction a failed statement aborted answers ROLLBACK without an
+            // error: only every statement's own success means the batch committed.
+            Ok(()) => {}
+        }
+        begun.map_err(BatchError::Failed)?;
+        notified.map_err(BatchError::Failed)?;
         let mut results: Vec<Option<Result<Appended>>> = (0..batch.len()).map(|_| None).collect();
         for (&i, row) in order.iter().zip(rows) {
             let row = row.map_err(BatchError::Failed)?;
@@ -545,14 +564,6 @@ impl Writer {
                     thread: request.thread.to_string(),
                 }),
             });
-        }
-        notified.map_err(BatchError::Failed)?;
-        match self.client.batch_execute("COMMIT").await {
-            Ok(()) => {}
-            // The server answered: it did not commit.
-            Err(err) if err.as_db_error().is_some() => return Err(BatchError::Failed(err)),
-            // The connection broke with COMMIT in flight: it may or may not have committed.
-            Err(err) => return Err(BatchError::Unknown(err.to_string())),
         }
         Ok(results
             .into_iter()
