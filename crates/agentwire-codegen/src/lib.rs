@@ -86,6 +86,10 @@ pub struct Options {
     /// Name of the root type (the document's own `oneOf` of messages or frames); `None` gives
     /// `<ProtocolName>Message` or `ProtocolMessage`.
     pub root_name: Option<String>,
+    /// `PROTOCOL_VERSION` for a schema whose identity block has none.
+    pub protocol_version: Option<String>,
+    /// `PROTOCOL_MIN_VERSION` for a schema whose identity block has none.
+    pub min_version: Option<String>,
 }
 
 impl Options {
@@ -102,6 +106,8 @@ impl Options {
         Options {
             kotlin_package: format!("agentwire.generated.{base_name}"),
             root_name: None,
+            protocol_version: None,
+            min_version: None,
             base_name,
         }
     }
@@ -131,7 +137,37 @@ pub fn generate_from_document(
     languages: &[Language],
     options: &Options,
 ) -> Result<Vec<GeneratedFile>, CodegenError> {
-    let ir = Ir::lower_with_root_name(doc, schema_name, options.root_name.as_deref())?;
+    let mut ir = Ir::lower_with_root_name(doc, schema_name, options.root_name.as_deref())?;
+    for (given, slot, field) in [
+        (
+            &options.protocol_version,
+            &mut ir.identity.version,
+            "version",
+        ),
+        (
+            &options.min_version,
+            &mut ir.identity.min_version,
+            "minimum version",
+        ),
+    ] {
+        let Some(given) = given else { continue };
+        match slot {
+            None => *slot = Some(ir::Version::Text(given.clone())),
+            Some(ir::Version::Text(t)) if t == given => {}
+            Some(ir::Version::Integer(i)) if i.to_string() == *given => {}
+            Some(existing) => {
+                let schema = match existing {
+                    ir::Version::Text(t) => t.clone(),
+                    ir::Version::Integer(i) => i.to_string(),
+                };
+                return Err(CodegenError::IdentityConflict {
+                    field,
+                    schema,
+                    given: given.clone(),
+                });
+            }
+        }
+    }
     Ok(generate(&ir, languages, options))
 }
 
