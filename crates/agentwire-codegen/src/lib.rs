@@ -215,3 +215,41 @@ pub fn write(out_dir: &Path, files: &[GeneratedFile]) -> Result<Vec<PathBuf>, Co
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn generate_ts(schema: serde_json::Value, options: &Options) -> Result<String, CodegenError> {
+        let doc = SchemaDocument::from_value(schema)?;
+        let files =
+            generate_from_document(&doc, "t.schema.json", &[Language::TypeScript], options)?;
+        Ok(files[0].contents.clone())
+    }
+
+    #[test]
+    fn versions_from_the_options_fill_a_schema_without_identity() {
+        let mut options = Options::for_schema("t.schema.json");
+        options.protocol_version = Some("2.1".into());
+        options.min_version = Some("2.0".into());
+        let ts = generate_ts(json!({"$defs": {"A": {"type": "string"}}}), &options).unwrap();
+        assert!(ts.contains("export const PROTOCOL_VERSION = \"2.1\" as const;"));
+        assert!(ts.contains("export const PROTOCOL_MIN_VERSION = \"2.0\" as const;"));
+        // Nothing to list: no empty constant arrays.
+        assert!(!ts.contains("PROTOCOL_FEATURES"));
+        assert!(!ts.contains("export const METHODS"));
+    }
+
+    #[test]
+    fn a_version_other_than_the_schemas_is_an_error() {
+        let schema = json!({"x-agentwire": {"name": "p", "version": "1.2", "minimumCompatibleVersion": "1.0"},
+            "$defs": {"A": {"type": "string"}}});
+        let mut options = Options::for_schema("t.schema.json");
+        options.protocol_version = Some("1.2".into());
+        assert!(generate_ts(schema.clone(), &options).is_ok());
+        options.min_version = Some("0.9".into());
+        let err = generate_ts(schema, &options).unwrap_err();
+        assert_eq!(err.code(), "codegen.identity-conflict");
+    }
+}
