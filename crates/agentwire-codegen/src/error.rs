@@ -32,6 +32,16 @@ pub enum CodegenError {
         /// The limit ([`crate::ir::MAX_LOWERING_DEPTH`]).
         limit: usize,
     },
+    /// A version given in the options differs from the one the schema's identity block states.
+    #[error("the schema's {field} is {schema:?}, not {given:?}")]
+    IdentityConflict {
+        /// `version` or `minimum version`.
+        field: &'static str,
+        /// What the schema says.
+        schema: String,
+        /// What was given.
+        given: String,
+    },
     /// A language name that is not one of rust, ts, py, kt, swift.
     #[error("unknown language {0:?}; expected rust, ts, py, kt or swift")]
     UnknownLanguage(String),
@@ -54,6 +64,7 @@ impl CodegenError {
             CodegenError::TooManyTypes { .. } => "codegen.too-many-types",
             CodegenError::TooComplex { .. } => "codegen.too-complex",
             CodegenError::TooDeep { .. } => "codegen.too-deep",
+            CodegenError::IdentityConflict { .. } => "codegen.identity-conflict",
             CodegenError::UnknownLanguage(_) => "codegen.unknown-language",
             CodegenError::Io { .. } => "codegen.io",
         }

@@ -86,6 +86,10 @@ pub struct Options {
     /// Name of the root type (the document's own `oneOf` of messages or frames); `None` gives
     /// `<ProtocolName>Message` or `ProtocolMessage`.
     pub root_name: Option<String>,
+    /// `PROTOCOL_VERSION` for a schema whose identity block has none.
+    pub protocol_version: Option<String>,
+    /// `PROTOCOL_MIN_VERSION` for a schema whose identity block has none.
+    pub min_version: Option<String>,
 }
 
 impl Options {
@@ -102,6 +106,8 @@ impl Options {
         Options {
             kotlin_package: format!("agentwire.generated.{base_name}"),
             root_name: None,
+            protocol_version: None,
+            min_version: None,
             base_name,
         }
     }
@@ -131,7 +137,37 @@ pub fn generate_from_document(
     languages: &[Language],
     options: &Options,
 ) -> Result<Vec<GeneratedFile>, CodegenError> {
-    let ir = Ir::lower_with_root_name(doc, schema_name, options.root_name.as_deref())?;
+    let mut ir = Ir::lower_with_root_name(doc, schema_name, options.root_name.as_deref())?;
+    for (given, slot, field) in [
+        (
+            &options.protocol_version,
+            &mut ir.identity.version,
+            "version",
+        ),
+        (
+            &options.min_version,
+            &mut ir.identity.min_version,
+            "minimum version",
+        ),
+    ] {
+        let Some(given) = given else { continue };
+        match slot {
+            None => *slot = Some(ir::Version::Text(given.clone())),
+            Some(ir::Version::Text(t)) if t == given => {}
+            Some(ir::Version::Integer(i)) if i.to_string() == *given => {}
+            Some(existing) => {
+                let schema = match existing {
+                    ir::Version::Text(t) => t.clone(),
+                    ir::Version::Integer(i) => i.to_string(),
+                };
+                return Err(CodegenError::IdentityConflict {
+                    field,
+                    schema,
+                    given: given.clone(),
+                });
+            }
+        }
+    }
     Ok(generate(&ir, languages, options))
 }
 
@@ -178,4 +214,42 @@ pub fn write(out_dir: &Path, files: &[GeneratedFile]) -> Result<Vec<PathBuf>, Co
         written.push(file.path.clone());
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn generate_ts(schema: serde_json::Value, options: &Options) -> Result<String, CodegenError> {
+        let doc = SchemaDocument::from_value(schema)?;
+        let files =
+            generate_from_document(&doc, "t.schema.json", &[Language::TypeScript], options)?;
+        Ok(files[0].contents.clone())
+    }
+
+    #[test]
+    fn versions_from_the_options_fill_a_schema_without_identity() {
+        let mut options = Options::for_schema("t.schema.json");
+        options.protocol_version = Some("2.1".into());
+        options.min_version = Some("2.0".into());
+        let ts = generate_ts(json!({"$defs": {"A": {"type": "string"}}}), &options).unwrap();
+        assert!(ts.contains("export const PROTOCOL_VERSION = \"2.1\" as const;"));
+        assert!(ts.contains("export const PROTOCOL_MIN_VERSION = \"2.0\" as const;"));
+        // Nothing to list: no empty constant arrays.
+        assert!(!ts.contains("PROTOCOL_FEATURES"));
+        assert!(!ts.contains("export const METHODS"));
+    }
+
+    #[test]
+    fn a_version_other_than_the_schemas_is_an_error() {
+        let schema = json!({"x-agentwire": {"name": "p", "version": "1.2", "minimumCompatibleVersion": "1.0"},
+            "$defs": {"A": {"type": "string"}}});
+        let mut options = Options::for_schema("t.schema.json");
+        options.protocol_version = Some("1.2".into());
+        assert!(generate_ts(schema.clone(), &options).is_ok());
+        options.min_version = Some("0.9".into());
+        let err = generate_ts(schema, &options).unwrap_err();
+        assert_eq!(err.code(), "codegen.identity-conflict");
+    }
 }

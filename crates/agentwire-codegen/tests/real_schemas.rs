@@ -134,8 +134,8 @@ fn python_passes_mypy_strict() {
     }
 }
 
-/// The TypeScript guard `isApprovalDecision` refuses an unknown kind and extra keys (FACTS §6
-/// fixture), compiled to JavaScript and run under Node.
+/// The TypeScript guard `isApprovalDecision` and `decodeApprovalDecision` give the fixture's
+/// verdict on every case (FACTS §6): unknown kind, extra keys, a grant without its scope.
 #[test]
 fn typescript_approval_guard_fails_closed() {
     let (path, _) = file(chainlesschain(), Language::TypeScript);
@@ -156,9 +156,10 @@ fn typescript_approval_guard_fails_closed() {
 const m = require(process.argv[1]);
 const cases = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
 for (const c of cases) {
-  // A grant missing its scope is nested: the schema validator rejects it, not the guard.
-  if (c.name === "invalid-permission") continue;
   if (m.isApprovalDecision(c.value) !== c.valid) throw new Error("guard disagrees on " + c.name);
+  let decoded = true;
+  try { m.decodeApprovalDecision(c.value); } catch (e) { decoded = false; }
+  if (decoded !== c.valid) throw new Error("decoder disagrees on " + c.name);
 }
 console.log("ok");
 "#;
@@ -172,7 +173,8 @@ console.log("ok");
     );
 }
 
-/// `parse_approval_decision` rejects an unknown kind and extra keys (FACTS §6 fixture).
+/// `parse_approval_decision` gives the fixture's verdict on every case (FACTS §6): unknown kind,
+/// extra keys, a grant without its scope.
 #[test]
 fn python_approval_decisions_fail_closed() {
     let (path, _) = file(chainlesschain(), Language::Python);
@@ -184,10 +186,6 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import chainlesschain as m
 for case in json.load(open(sys.argv[2])):
-    # A grant missing its scope is nested: the schema validator rejects it, not this
-    # tag-and-key check.
-    if case["name"] == "invalid-permission":
-        continue
     try:
         m.parse_approval_decision(case["value"])
         ok = True
@@ -414,6 +412,81 @@ fn fixture_cases() -> Vec<Value> {
         "cc::ProtocolMessage",
         "initialize request",
         initialize,
+        "as:ClientRequest(Initialize(",
+    ));
+    // The four message kinds through the root: each decodes as its own kind, never as an
+    // unknown variant of another.
+    for (name, message, expect) in [
+        (
+            "response",
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"ok": true}}),
+            "as:ClientResponse(",
+        ),
+        (
+            "error response",
+            json!({"jsonrpc": "2.0", "id": "7", "error": {"code": -32601, "message": "no"}}),
+            "as:ClientResponse(",
+        ),
+        (
+            "server request",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "approval/decide", "params": {"kind": "acceptOnce"}}),
+            "as:ServerRequest(",
+        ),
+        (
+            "notification",
+            json!({"jsonrpc": "2.0", "method": "turn/started", "params": {}}),
+            "as:ServerNotification(",
+        ),
+        (
+            "thread/start request",
+            json!({"jsonrpc": "2.0", "id": 3, "method": "thread/start", "params": {}}),
+            "as:ClientRequest(ThreadStart(",
+        ),
+        (
+            "unknown client method kept raw",
+            json!({"jsonrpc": "2.0", "id": 4, "method": "future/method", "params": {}}),
+            "as:ClientRequest(Unknown(",
+        ),
+    ] {
+        cases.push(case("cc::ProtocolMessage", name, message, expect));
+    }
+    // A known method whose params do not match its $ref refinement is an error.
+    cases.push(case(
+        "cc::ProtocolMessage",
+        "context/plan with bogus params",
+        json!({"jsonrpc": "2.0", "id": 5, "method": "context/plan", "params": {"bogus": true}}),
+        "reject",
+    ));
+    cases.push(case(
+        "cc::ClientRequest",
+        "context/plan with bogus params",
+        json!({"jsonrpc": "2.0", "id": 5, "method": "context/plan", "params": {"bogus": true}}),
+        "reject",
+    ));
+    // An object without the tag is not an unknown event: it is an error.
+    cases.push(case(
+        "cc::CanonicalAgentStreamEvent",
+        "no type at all",
+        json!({"seq": 1}),
+        "reject",
+    ));
+    // A long reference cycle and a Unicode name compile and round-trip.
+    cases.push(case(
+        "cycle::T0",
+        "nested cycle",
+        json!({"next": {"name": "x", "next": {"next": {}}}}),
+        "roundtrip",
+    ));
+    cases.push(case(
+        "cycle::L0",
+        "cycle through arrays and maps",
+        json!({"items": [{"m": {"k": {"items": []}}}]}),
+        "roundtrip",
+    ));
+    cases.push(case(
+        "cycle::İstanbul",
+        "unicode names",
+        json!({"größe": 3, "日本": "x"}),
         "roundtrip",
     ));
     // OpenClaw handshake (FACTS §2) and the seed's frames.
@@ -506,7 +579,10 @@ fn write_if_changed(path: &Path, contents: impl AsRef<[u8]>) {
 }
 
 const SCRATCH_MAIN: &str = r#"
+// Decoding a long reference cycle instantiates serde's generic code once per type of the cycle.
+#![recursion_limit = "512"]
 mod cc;
+mod cycle;
 mod oc;
 // The project's own protocols: compiled, not exercised here.
 #[allow(unused)]
@@ -520,6 +596,12 @@ use serde_json::Value;
 fn round_trip<T: Serialize + DeserializeOwned>(value: &Value) -> Result<Value, String> {
     let typed: T = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
     serde_json::to_value(&typed).map_err(|e| e.to_string())
+}
+
+fn debug_of(ty: &str, value: &Value) -> String {
+    match ty {
+__DEBUG__        other => panic!("no type {other}"),
+    }
 }
 
 fn main() {
@@ -536,6 +618,11 @@ __DISPATCH__            other => panic!("no type {other}"),
             ("roundtrip", Ok(back)) => format!("changed: {back}"),
             ("roundtrip", Err(e)) => format!("rejected: {e}"),
             ("reject", Err(_)) => "ok".to_owned(),
+            (prefix, Ok(back)) if prefix.starts_with("as:") && &back == value => {
+                let debug = debug_of(case["type"].as_str().unwrap(), value);
+                if debug.starts_with(&prefix[3..]) { "ok".to_owned() } else { format!("decoded as {}", debug.chars().take(120).collect::<String>()) }
+            }
+            (prefix, other) if prefix.starts_with("as:") => format!("{other:?}"),
             ("reject", Ok(_)) => "accepted".to_owned(),
             (other, _) => panic!("bad expectation {other}"),
         };
@@ -548,6 +635,53 @@ __DISPATCH__            other => panic!("no type {other}"),
     std::process::exit(if failures == 0 { 0 } else { 1 });
 }
 "#;
+
+/// Rust bindings of a schema with a cycle of 70 object types held directly, one of 70 held
+/// through arrays and maps (each past the compiler's drop-check recursion limit without a cut),
+/// and non-ASCII names.
+fn cycle_module() -> String {
+    let mut defs = serde_json::Map::new();
+    let n = 70;
+    for i in 0..n {
+        let next = format!("#/$defs/T{}", (i + 1) % n);
+        defs.insert(
+            format!("T{i}"),
+            json!({"type": "object", "properties": {"next": {"$ref": next}, "name": {"type": "string"}}}),
+        );
+        let next = format!("#/$defs/L{}", (i + 1) % n);
+        defs.insert(
+            format!("L{i}"),
+            json!({"type": "object", "properties": {
+                "items": {"type": "array", "items": {"$ref": next}},
+                "m": {"type": "object", "additionalProperties": {"$ref": next}}}}),
+        );
+    }
+    defs.insert(
+        "İstanbul".into(),
+        json!({"type": "object", "additionalProperties": false,
+            "properties": {"größe": {"type": "integer"}, "日本": {"type": "string"}}}),
+    );
+    let doc = SchemaDocument::from_value(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs}))
+    .unwrap();
+    let ir = agentwire_codegen::Ir::lower(&doc, "cycle.schema.json").unwrap();
+    let files = agentwire_codegen::generate(
+        &ir,
+        &[Language::Rust],
+        &Options::for_schema("cycle.schema.json"),
+    );
+    let text = files[0].contents.clone();
+    assert!(
+        text.contains("pub struct İstanbul"),
+        "the type keeps its letters"
+    );
+    assert!(text.contains("pub größe:"), "the field keeps its letters");
+    assert!(
+        text.contains("support::Indirect<T1>"),
+        "the long cycle is cut"
+    );
+    text
+}
 
 #[test]
 fn rust_compiles_and_round_trips_fixtures() {
@@ -589,10 +723,17 @@ fn rust_compiles_and_round_trips_fixtures() {
         .iter()
         .map(|t| format!("            \"{t}\" => round_trip::<{t}>(value),\n"))
         .collect();
+    let debug: String = types
+        .iter()
+        .map(|t| format!("        \"{t}\" => format!(\"{{:?}}\", serde_json::from_value::<{t}>(value.clone()).unwrap()),\n"))
+        .collect();
     write_if_changed(
         &scratch.join("src/main.rs"),
-        SCRATCH_MAIN.replace("__DISPATCH__", &dispatch),
+        SCRATCH_MAIN
+            .replace("__DISPATCH__", &dispatch)
+            .replace("__DEBUG__", &debug),
     );
+    write_if_changed(&scratch.join("src/cycle.rs"), cycle_module());
     let cases_path = scratch.join("cases.json");
     std::fs::write(&cases_path, serde_json::to_string(&cases).unwrap()).unwrap();
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-scratch-target");

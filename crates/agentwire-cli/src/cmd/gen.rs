@@ -30,6 +30,12 @@ pub(crate) struct Args {
     /// Name of the root message type (default: <ProtocolName>Message or ProtocolMessage).
     #[arg(long)]
     root_name: Option<String>,
+    /// PROTOCOL_VERSION for a schema whose identity block has none (an error if it has another).
+    #[arg(long)]
+    protocol_version: Option<String>,
+    /// PROTOCOL_MIN_VERSION for a schema whose identity block has none (an error if it has another).
+    #[arg(long)]
+    min_version: Option<String>,
     /// Schema document.
     schema: PathBuf,
 }
@@ -94,6 +100,12 @@ fn fix_command(args: &Args, languages: &[Language]) -> String {
     if let Some(root) = &args.root_name {
         parts.push(format!("--root-name {root}"));
     }
+    if let Some(version) = &args.protocol_version {
+        parts.push(format!("--protocol-version {version}"));
+    }
+    if let Some(version) = &args.min_version {
+        parts.push(format!("--min-version {version}"));
+    }
     parts.push(shell_word(&args.schema));
     parts.join(" ")
 }
@@ -137,6 +149,8 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
         options.kotlin_package = package.clone();
     }
     options.root_name = args.root_name.clone();
+    options.protocol_version = args.protocol_version.clone();
+    options.min_version = args.min_version.clone();
     let files = agentwire_codegen::generate_from_document(&doc, &schema_name, &languages, &options)
         .with_context(|| format!("cannot generate bindings for {}", args.schema.display()))?;
     for file in &files {

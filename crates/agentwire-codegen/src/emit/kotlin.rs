@@ -160,18 +160,27 @@ impl Gen<'_> {
                 format!("listOf(\n{}\n)", entries.join(",\n"))
             }
         };
-        o.push_str(&format!(
-            "/** Protocol features. */\nval PROTOCOL_FEATURES: List<String> = {}\n",
-            list(&id.features)
-        ));
-        o.push_str(&format!(
-            "/** Method names. */\nval METHODS: List<String> = {}\n",
-            list(&ir.methods)
-        ));
-        o.push_str(&format!(
-            "/** Event names. */\nval EVENTS: List<String> = {}\n\n",
-            list(&ir.events)
-        ));
+        // An empty list says nothing: it is left out.
+        if !id.features.is_empty() {
+            o.push_str(&format!(
+                "/** Protocol features. */\nval PROTOCOL_FEATURES: List<String> = {}\n",
+                list(&id.features)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.methods.is_empty() {
+            o.push_str(&format!(
+                "/** Method names. */\nval METHODS: List<String> = {}\n",
+                list(&ir.methods)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.events.is_empty() {
+            o.push_str(&format!(
+                "/** Event names. */\nval EVENTS: List<String> = {}\n\n",
+                list(&ir.events)
+            ));
+        }
         o.push_str(
             "/** Checks the keys of a decoded JSON object; throws IllegalArgumentException when it is not an object, misses a required key, or has a key outside `allowed` (null: any key). */\n\
              private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: List<String>?): Map<String, Any?> {\n    \

@@ -109,18 +109,27 @@ impl Gen<'_> {
                 )
             }
         };
-        o.push_str(&format!(
-            "PROTOCOL_FEATURES: Tuple[str, ...] = {}\n",
-            list(&id.features)
-        ));
-        o.push_str(&format!(
-            "METHODS: Tuple[str, ...] = {}\n",
-            list(&ir.methods)
-        ));
-        o.push_str(&format!(
-            "EVENTS: Tuple[str, ...] = {}\n\n",
-            list(&ir.events)
-        ));
+        // An empty list says nothing: it is left out.
+        if !id.features.is_empty() {
+            o.push_str(&format!(
+                "PROTOCOL_FEATURES: Tuple[str, ...] = {}\n",
+                list(&id.features)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.methods.is_empty() {
+            o.push_str(&format!(
+                "METHODS: Tuple[str, ...] = {}\n",
+                list(&ir.methods)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.events.is_empty() {
+            o.push_str(&format!(
+                "EVENTS: Tuple[str, ...] = {}\n\n",
+                list(&ir.events)
+            ));
+        }
         o.push_str("Json: TypeAlias = Union[None, bool, int, float, str, List[\"Json\"], Dict[str, \"Json\"]]\n\n\n");
         o.push_str(
             "# The schema document these types come from, walked by the validators below.\n",

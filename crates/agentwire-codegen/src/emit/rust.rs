@@ -177,7 +177,7 @@ impl Gen<'_> {
             "//! Protocol types of `{}`.\n",
             ir.schema_name.replace('`', "'")
         ));
-        o.push_str("#![allow(clippy::all, dead_code, non_camel_case_types, unused_imports, rustdoc::all, uncommon_codepoints, mixed_script_confusables, confusable_idents)]\n\n");
+        o.push_str("#![allow(clippy::all, dead_code, non_camel_case_types, unused_imports, rustdoc::all)]\n\n");
         o.push_str("use serde::{Deserialize, Serialize};\n\n");
         o.push_str(&format!("/// Protocol digest of the schema these types come from.\npub const SCHEMA_DIGEST: &str = {};\n", q(&ir.digest)));
         if let Some(id) = &ir.schema_id {
@@ -213,18 +213,27 @@ impl Gen<'_> {
                 .map(|s| format!("    {},\n", q(s)))
                 .collect::<String>()
         };
-        o.push_str(&format!(
-            "/// Protocol features.\npub const PROTOCOL_FEATURES: &[&str] = &[\n{}];\n",
-            list(&id.features)
-        ));
-        o.push_str(&format!(
-            "/// Method names.\npub const METHODS: &[&str] = &[\n{}];\n",
-            list(&ir.methods)
-        ));
-        o.push_str(&format!(
-            "/// Event names.\npub const EVENTS: &[&str] = &[\n{}];\n\n",
-            list(&ir.events)
-        ));
+        // An empty list says nothing: it is left out.
+        if !id.features.is_empty() {
+            o.push_str(&format!(
+                "/// Protocol features.\npub const PROTOCOL_FEATURES: &[&str] = &[\n{}];\n",
+                list(&id.features)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.methods.is_empty() {
+            o.push_str(&format!(
+                "/// Method names.\npub const METHODS: &[&str] = &[\n{}];\n",
+                list(&ir.methods)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.events.is_empty() {
+            o.push_str(&format!(
+                "/// Event names.\npub const EVENTS: &[&str] = &[\n{}];\n\n",
+                list(&ir.events)
+            ));
+        }
         o.push_str(
             "/// Serde helpers of the generated types.\nmod support {\n    \
              /// Deserializes a present property, even `null`, as `Some`, so that an absent property\n    \
@@ -495,7 +504,7 @@ impl Gen<'_> {
                 for v in &u.variants {
                     for t in &v.tags {
                         s.push_str(&format!(
-                            "            ::std::option::Option::Some({}) => {}.map({name}::{}),\n",
+                            "            {} => {}.map({name}::{}),\n",
                             tag_pattern(t),
                             self.strict_decode(ir_name, &v.ty),
                             v.name
@@ -558,11 +567,11 @@ impl Gen<'_> {
                     "        let known_tag = match tag {{\n{}            _ => false,\n        }};\n",
                     known_tags
                         .iter()
-                        .map(|p| format!("            ::std::option::Option::Some({p}) => true,\n"))
+                        .map(|p| format!("            {p} => true,\n"))
                         .collect::<String>()
                 ));
                 s.push_str(&format!(
-                    "        // An unknown tag keeps the value raw, when it has every key all variants require.\n        let envelope = [{}].iter().all(|key| value.get(*key).is_some());\n",
+                    "        // An unknown tag keeps the value raw, when it has every key all variants require.\n        let envelope_keys: &[&str] = &[{}];\n        let envelope = envelope_keys.iter().all(|key| value.get(*key).is_some());\n",
                     required
                         .iter()
                         .map(|k| quote(k, Quote::Braced))
@@ -582,19 +591,20 @@ impl Gen<'_> {
     }
 }
 
-/// A Rust pattern matching one tag value inside `Option<&Value>`'s `Some(...)`.
+/// The head of a match arm over `value.get(tag)` (an `Option<&Value>`) selecting one tag value:
+/// a pattern and, for strings and numbers, its guard.
 fn tag_pattern(t: &TagValue) -> String {
     match t {
         TagValue::Text(text) => format!(
-            "::serde_json::Value::String(t) if t == {}",
+            "::std::option::Option::Some(::serde_json::Value::String(t)) if t == {}",
             quote(text, Quote::Braced)
         ),
-        TagValue::Bool(b) => format!("::serde_json::Value::Bool({b})"),
+        TagValue::Bool(b) => format!("::std::option::Option::Some(::serde_json::Value::Bool({b}))"),
         TagValue::Number(n) => match n.as_f64() {
             Some(f) => format!(
-                "::serde_json::Value::Number(n) if n.as_f64() == ::std::option::Option::Some({f:?})"
+                "::std::option::Option::Some(::serde_json::Value::Number(n)) if n.as_f64() == ::std::option::Option::Some({f:?})"
             ),
-            None => "::serde_json::Value::Number(_)".to_owned(),
+            None => "::std::option::Option::Some(::serde_json::Value::Number(_))".to_owned(),
         },
     }
 }

@@ -272,18 +272,27 @@ impl Gen<'_> {
                 )
             }
         };
-        o.push_str(&format!(
-            "/// Protocol features.\npublic let PROTOCOL_FEATURES: [String] = {}\n",
-            list(&id.features)
-        ));
-        o.push_str(&format!(
-            "/// Method names.\npublic let METHODS: [String] = {}\n",
-            list(&ir.methods)
-        ));
-        o.push_str(&format!(
-            "/// Event names.\npublic let EVENTS: [String] = {}\n",
-            list(&ir.events)
-        ));
+        // An empty list says nothing: it is left out.
+        if !id.features.is_empty() {
+            o.push_str(&format!(
+                "/// Protocol features.\npublic let PROTOCOL_FEATURES: [String] = {}\n",
+                list(&id.features)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.methods.is_empty() {
+            o.push_str(&format!(
+                "/// Method names.\npublic let METHODS: [String] = {}\n",
+                list(&ir.methods)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.events.is_empty() {
+            o.push_str(&format!(
+                "/// Event names.\npublic let EVENTS: [String] = {}\n",
+                list(&ir.events)
+            ));
+        }
         o.push_str(SUPPORT);
         self.out.push_str(&o);
     }

@@ -113,20 +113,37 @@ impl Gen<'_> {
                 .map(|s| format!("  {},\n", q(s)))
                 .collect::<String>()
         };
-        o.push_str(&format!(
-            "/** Protocol features. */\nexport const PROTOCOL_FEATURES = [\n{}] as const;\n",
-            list(&id.features)
-        ));
-        o.push_str(&format!(
-            "/** Method names. */\nexport const METHODS = [\n{}] as const;\n",
-            list(&ir.methods)
-        ));
-        o.push_str("/** A method name. */\nexport type MethodName = (typeof METHODS)[number];\n");
-        o.push_str(&format!(
-            "/** Event names. */\nexport const EVENTS = [\n{}] as const;\n",
-            list(&ir.events)
-        ));
-        o.push_str("/** An event name. */\nexport type EventName = (typeof EVENTS)[number];\n\n");
+        // An empty list says nothing: it is left out.
+        if !id.features.is_empty() {
+            o.push_str(&format!(
+                "/** Protocol features. */\nexport const PROTOCOL_FEATURES = [\n{}] as const;\n",
+                list(&id.features)
+            ));
+        }
+        // An empty list says nothing: it is left out.
+        if !ir.methods.is_empty() {
+            o.push_str(&format!(
+                "/** Method names. */\nexport const METHODS = [\n{}] as const;\n",
+                list(&ir.methods)
+            ));
+        }
+        o.push_str(if ir.methods.is_empty() {
+            "/** A method name (the schema names none). */\nexport type MethodName = never;\n"
+        } else {
+            "/** A method name. */\nexport type MethodName = (typeof METHODS)[number];\n"
+        });
+        // An empty list says nothing: it is left out.
+        if !ir.events.is_empty() {
+            o.push_str(&format!(
+                "/** Event names. */\nexport const EVENTS = [\n{}] as const;\n",
+                list(&ir.events)
+            ));
+        }
+        o.push_str(if ir.events.is_empty() {
+            "/** An event name (the schema names none). */\nexport type EventName = never;\n\n"
+        } else {
+            "/** An event name. */\nexport type EventName = (typeof EVENTS)[number];\n\n"
+        });
         o.push_str("/** Any JSON value. */\nexport type Json = null | boolean | number | string | Json[] | { [key: string]: Json };\n\n");
         o.push_str(
             "function isRecord(value: unknown): value is Record<string, unknown> {\n  \

@@ -53,9 +53,6 @@ val METHODS: List<String> = listOf(
     "runtime.event",
     "runtime.serverRequest.cancel"
 )
-/** Event names. */
-val EVENTS: List<String> = emptyList()
-
 /** Checks the keys of a decoded JSON object; throws IllegalArgumentException when it is not an object, misses a required key, or has a key outside `allowed` (null: any key). */
 private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: List<String>?): Map<String, Any?> {
     require(raw is Map<*, *>) { what + ": expected an object" }

@@ -54,8 +54,6 @@ METHODS: Tuple[str, ...] = (
     "runtime.event",
     "runtime.serverRequest.cancel",
 )
-EVENTS: Tuple[str, ...] = ()
-
 Json: TypeAlias = Union[None, bool, int, float, str, List["Json"], Dict[str, "Json"]]
 
 

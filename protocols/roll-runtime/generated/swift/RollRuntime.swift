@@ -52,8 +52,6 @@ public let METHODS: [String] = [
     "runtime.event",
     "runtime.serverRequest.cancel",
 ]
-/// Event names.
-public let EVENTS: [String] = []
 
 /// Any JSON value.
 public indirect enum JSONValue: Codable, Sendable, Equatable {
@@ -138,7 +136,22 @@ public indirect enum SharedJsonRpcId: Codable, Sendable, Equatable {
     case string(String)
     case number(Double)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? String(from: decoder) {
+            return .string(value)
+        }
+        if let value = try? Double(from: decoder) {
+            return .number(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "SharedJsonRpcId: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? String(from: decoder) {
             self = .string(value)
             return
@@ -576,18 +589,23 @@ public indirect enum SharedUiMessagePartsItem: Codable, Sendable, Equatable {
     case text(SharedTextPart)
     case attachment(SharedAttachmentPart)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "text":
-            self = .text(try SharedTextPart(from: decoder))
+            return .text(try SharedTextPart(from: decoder))
         case "attachment":
-            self = .attachment(try SharedAttachmentPart(from: decoder))
+            return .attachment(try SharedAttachmentPart(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedUiMessagePartsItem: unknown type " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedUiMessagePartsItem: unknown type")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -637,28 +655,33 @@ public indirect enum SharedAppOutputDescriptor: Codable, Sendable, Equatable {
     case denied(SharedAppOutputDescriptorDenied)
     case rejected(SharedAppOutputDescriptorRejected)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "status")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "available":
-            self = .available(try SharedAppOutputDescriptorAvailable(from: decoder))
+            return .available(try SharedAppOutputDescriptorAvailable(from: decoder))
         case "not_provided":
-            self = .notProvided(try SharedAppOutputDescriptorNotProvided(from: decoder))
+            return .notProvided(try SharedAppOutputDescriptorNotProvided(from: decoder))
         case "invalid":
-            self = .invalid(try SharedAppOutputDescriptorInvalid(from: decoder))
+            return .invalid(try SharedAppOutputDescriptorInvalid(from: decoder))
         case "too_large":
-            self = .tooLarge(try SharedAppOutputDescriptorTooLarge(from: decoder))
+            return .tooLarge(try SharedAppOutputDescriptorTooLarge(from: decoder))
         case "expired":
-            self = .expired(try SharedAppOutputDescriptorExpired(from: decoder))
+            return .expired(try SharedAppOutputDescriptorExpired(from: decoder))
         case "denied":
-            self = .denied(try SharedAppOutputDescriptorDenied(from: decoder))
+            return .denied(try SharedAppOutputDescriptorDenied(from: decoder))
         case "rejected":
-            self = .rejected(try SharedAppOutputDescriptorRejected(from: decoder))
+            return .rejected(try SharedAppOutputDescriptorRejected(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedAppOutputDescriptor: unknown status " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedAppOutputDescriptor: unknown status")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -909,28 +932,33 @@ public indirect enum SharedAppOutput: Codable, Sendable, Equatable {
     case denied(SharedAppOutputDescriptorDenied)
     case rejected(SharedAppOutputDescriptorRejected)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "status")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "available":
-            self = .available(try SharedAppOutputAvailable(from: decoder))
+            return .available(try SharedAppOutputAvailable(from: decoder))
         case "not_provided":
-            self = .notProvided(try SharedAppOutputDescriptorNotProvided(from: decoder))
+            return .notProvided(try SharedAppOutputDescriptorNotProvided(from: decoder))
         case "invalid":
-            self = .invalid(try SharedAppOutputDescriptorInvalid(from: decoder))
+            return .invalid(try SharedAppOutputDescriptorInvalid(from: decoder))
         case "too_large":
-            self = .tooLarge(try SharedAppOutputDescriptorTooLarge(from: decoder))
+            return .tooLarge(try SharedAppOutputDescriptorTooLarge(from: decoder))
         case "expired":
-            self = .expired(try SharedAppOutputDescriptorExpired(from: decoder))
+            return .expired(try SharedAppOutputDescriptorExpired(from: decoder))
         case "denied":
-            self = .denied(try SharedAppOutputDescriptorDenied(from: decoder))
+            return .denied(try SharedAppOutputDescriptorDenied(from: decoder))
         case "rejected":
-            self = .rejected(try SharedAppOutputDescriptorRejected(from: decoder))
+            return .rejected(try SharedAppOutputDescriptorRejected(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedAppOutput: unknown status " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedAppOutput: unknown status")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1581,24 +1609,29 @@ public indirect enum UserInputControl: Codable, Sendable, Equatable {
     case boolean(UserInputBooleanControl)
     case choice(UserInputChoiceControl)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "text":
-            self = .text(try UserInputTextControl(from: decoder))
+            return .text(try UserInputTextControl(from: decoder))
         case "multiline":
-            self = .multiline(try UserInputMultilineControl(from: decoder))
+            return .multiline(try UserInputMultilineControl(from: decoder))
         case "number":
-            self = .number(try UserInputNumberControl(from: decoder))
+            return .number(try UserInputNumberControl(from: decoder))
         case "boolean":
-            self = .boolean(try UserInputBooleanControl(from: decoder))
+            return .boolean(try UserInputBooleanControl(from: decoder))
         case "choice":
-            self = .choice(try UserInputChoiceControl(from: decoder))
+            return .choice(try UserInputChoiceControl(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "UserInputControl: unknown type " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "UserInputControl: unknown type")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1622,7 +1655,28 @@ public indirect enum UserInputValue: Codable, Sendable, Equatable {
     case bool(Bool)
     case array([String])
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? String(from: decoder) {
+            return .string(value)
+        }
+        if let value = try? Double(from: decoder) {
+            return .number(value)
+        }
+        if let value = try? Bool(from: decoder) {
+            return .bool(value)
+        }
+        if let value = try? [String](from: decoder) {
+            return .array(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "UserInputValue: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? String(from: decoder) {
             self = .string(value)
             return
@@ -1785,18 +1839,23 @@ public indirect enum SharedPendingInteraction: Codable, Sendable, Equatable {
     case approvalRequest(PendingApprovalInteraction)
     case userInputRequest(PendingUserInputInteraction)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "method")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "approval.request":
-            self = .approvalRequest(try PendingApprovalInteraction(from: decoder))
+            return .approvalRequest(try PendingApprovalInteraction(from: decoder))
         case "userInput.request":
-            self = .userInputRequest(try PendingUserInputInteraction(from: decoder))
+            return .userInputRequest(try PendingUserInputInteraction(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedPendingInteraction: unknown method " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "SharedPendingInteraction: unknown method")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -2074,7 +2133,22 @@ public indirect enum SharedThreadSnapshot: Codable, Sendable, Equatable {
     case sharedThreadSnapshotFull(SharedThreadSnapshotFull)
     case sharedThreadRecoverySnapshot(SharedThreadRecoverySnapshot)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? SharedThreadSnapshotFull(from: decoder) {
+            return .sharedThreadSnapshotFull(value)
+        }
+        if let value = try? SharedThreadRecoverySnapshot(from: decoder) {
+            return .sharedThreadRecoverySnapshot(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "SharedThreadSnapshot: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? SharedThreadSnapshotFull(from: decoder) {
             self = .sharedThreadSnapshotFull(value)
             return
@@ -3151,7 +3225,22 @@ public indirect enum AttachmentStageParams: Codable, Sendable, Equatable {
     case attachmentStageParamsVariant1(AttachmentStageParamsVariant1)
     case attachmentStageParamsVariant2(AttachmentStageParamsVariant2)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? AttachmentStageParamsVariant1(from: decoder) {
+            return .attachmentStageParamsVariant1(value)
+        }
+        if let value = try? AttachmentStageParamsVariant2(from: decoder) {
+            return .attachmentStageParamsVariant2(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "AttachmentStageParams: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? AttachmentStageParamsVariant1(from: decoder) {
             self = .attachmentStageParamsVariant1(value)
             return
@@ -4360,18 +4449,23 @@ public indirect enum ApprovalRequestResult: Codable, Sendable, Equatable {
     case approve(ApprovalRequestResultApprove)
     case reject(ApprovalRequestResultReject)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "decision")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "approve":
-            self = .approve(try ApprovalRequestResultApprove(from: decoder))
+            return .approve(try ApprovalRequestResultApprove(from: decoder))
         case "reject":
-            self = .reject(try ApprovalRequestResultReject(from: decoder))
+            return .reject(try ApprovalRequestResultReject(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "ApprovalRequestResult: unknown decision " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "ApprovalRequestResult: unknown decision")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -4509,18 +4603,23 @@ public indirect enum UserInputRequestResult: Codable, Sendable, Equatable {
     case submitted(UserInputRequestResultSubmitted)
     case cancelled(UserInputRequestResultCancelled)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "status")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "submitted":
-            self = .submitted(try UserInputRequestResultSubmitted(from: decoder))
+            return .submitted(try UserInputRequestResultSubmitted(from: decoder))
         case "cancelled":
-            self = .cancelled(try UserInputRequestResultCancelled(from: decoder))
+            return .cancelled(try UserInputRequestResultCancelled(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "UserInputRequestResult: unknown status " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "UserInputRequestResult: unknown status")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -5125,7 +5224,28 @@ public indirect enum EventApprovalResolvedResolution: Codable, Sendable, Equatab
     case eventApprovalResolvedResolutionVariant3(EventApprovalResolvedResolutionVariant3)
     case eventApprovalResolvedResolutionVariant4(EventApprovalResolvedResolutionVariant4)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? EventApprovalResolvedResolutionVariant1(from: decoder) {
+            return .eventApprovalResolvedResolutionVariant1(value)
+        }
+        if let value = try? EventApprovalResolvedResolutionVariant2(from: decoder) {
+            return .eventApprovalResolvedResolutionVariant2(value)
+        }
+        if let value = try? EventApprovalResolvedResolutionVariant3(from: decoder) {
+            return .eventApprovalResolvedResolutionVariant3(value)
+        }
+        if let value = try? EventApprovalResolvedResolutionVariant4(from: decoder) {
+            return .eventApprovalResolvedResolutionVariant4(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "EventApprovalResolvedResolution: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? EventApprovalResolvedResolutionVariant1(from: decoder) {
             self = .eventApprovalResolvedResolutionVariant1(value)
             return
@@ -5439,42 +5559,47 @@ public indirect enum RuntimeEvent: Codable, Sendable, Equatable {
     case turnFailed(EventTurnFailed)
     case capabilitiesChanged(EventCapabilitiesChanged)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "turn.started":
-            self = .turnStarted(try EventTurnStarted(from: decoder))
+            return .turnStarted(try EventTurnStarted(from: decoder))
         case "message.started":
-            self = .messageStarted(try EventMessageStarted(from: decoder))
+            return .messageStarted(try EventMessageStarted(from: decoder))
         case "message.delta":
-            self = .messageDelta(try EventMessageDelta(from: decoder))
+            return .messageDelta(try EventMessageDelta(from: decoder))
         case "message.completed":
-            self = .messageCompleted(try EventMessageCompleted(from: decoder))
+            return .messageCompleted(try EventMessageCompleted(from: decoder))
         case "reasoning.summary.delta":
-            self = .reasoningSummaryDelta(try EventReasoningSummaryDelta(from: decoder))
+            return .reasoningSummaryDelta(try EventReasoningSummaryDelta(from: decoder))
         case "tool.started":
-            self = .toolStarted(try EventToolStarted(from: decoder))
+            return .toolStarted(try EventToolStarted(from: decoder))
         case "tool.output":
-            self = .toolOutput(try EventToolOutput(from: decoder))
+            return .toolOutput(try EventToolOutput(from: decoder))
         case "tool.completed":
-            self = .toolCompleted(try EventToolCompleted(from: decoder))
+            return .toolCompleted(try EventToolCompleted(from: decoder))
         case "approval.required":
-            self = .approvalRequired(try EventApprovalRequired(from: decoder))
+            return .approvalRequired(try EventApprovalRequired(from: decoder))
         case "approval.resolved":
-            self = .approvalResolved(try EventApprovalResolved(from: decoder))
+            return .approvalResolved(try EventApprovalResolved(from: decoder))
         case "turn.completed":
-            self = .turnCompleted(try EventTurnCompleted(from: decoder))
+            return .turnCompleted(try EventTurnCompleted(from: decoder))
         case "turn.cancelled":
-            self = .turnCancelled(try EventTurnCancelled(from: decoder))
+            return .turnCancelled(try EventTurnCancelled(from: decoder))
         case "turn.failed":
-            self = .turnFailed(try EventTurnFailed(from: decoder))
+            return .turnFailed(try EventTurnFailed(from: decoder))
         case "capabilities.changed":
-            self = .capabilitiesChanged(try EventCapabilitiesChanged(from: decoder))
+            return .capabilitiesChanged(try EventCapabilitiesChanged(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "RuntimeEvent: unknown type " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "RuntimeEvent: unknown type")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -5510,32 +5635,37 @@ public indirect enum RuntimeDurableEvent: Codable, Sendable, Equatable {
     case turnFailed(EventTurnFailed)
     case capabilitiesChanged(EventCapabilitiesChanged)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "turn.started":
-            self = .turnStarted(try EventTurnStarted(from: decoder))
+            return .turnStarted(try EventTurnStarted(from: decoder))
         case "message.completed":
-            self = .messageCompleted(try EventMessageCompleted(from: decoder))
+            return .messageCompleted(try EventMessageCompleted(from: decoder))
         case "tool.completed":
-            self = .toolCompleted(try EventToolCompleted(from: decoder))
+            return .toolCompleted(try EventToolCompleted(from: decoder))
         case "approval.required":
-            self = .approvalRequired(try EventApprovalRequired(from: decoder))
+            return .approvalRequired(try EventApprovalRequired(from: decoder))
         case "approval.resolved":
-            self = .approvalResolved(try EventApprovalResolved(from: decoder))
+            return .approvalResolved(try EventApprovalResolved(from: decoder))
         case "turn.completed":
-            self = .turnCompleted(try EventTurnCompleted(from: decoder))
+            return .turnCompleted(try EventTurnCompleted(from: decoder))
         case "turn.cancelled":
-            self = .turnCancelled(try EventTurnCancelled(from: decoder))
+            return .turnCancelled(try EventTurnCancelled(from: decoder))
         case "turn.failed":
-            self = .turnFailed(try EventTurnFailed(from: decoder))
+            return .turnFailed(try EventTurnFailed(from: decoder))
         case "capabilities.changed":
-            self = .capabilitiesChanged(try EventCapabilitiesChanged(from: decoder))
+            return .capabilitiesChanged(try EventCapabilitiesChanged(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "RuntimeDurableEvent: unknown type " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "RuntimeDurableEvent: unknown type")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -5562,24 +5692,29 @@ public indirect enum RuntimeEphemeralEvent: Codable, Sendable, Equatable {
     case toolStarted(EventToolStarted)
     case toolOutput(EventToolOutput)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "message.started":
-            self = .messageStarted(try EventMessageStarted(from: decoder))
+            return .messageStarted(try EventMessageStarted(from: decoder))
         case "message.delta":
-            self = .messageDelta(try EventMessageDelta(from: decoder))
+            return .messageDelta(try EventMessageDelta(from: decoder))
         case "reasoning.summary.delta":
-            self = .reasoningSummaryDelta(try EventReasoningSummaryDelta(from: decoder))
+            return .reasoningSummaryDelta(try EventReasoningSummaryDelta(from: decoder))
         case "tool.started":
-            self = .toolStarted(try EventToolStarted(from: decoder))
+            return .toolStarted(try EventToolStarted(from: decoder))
         case "tool.output":
-            self = .toolOutput(try EventToolOutput(from: decoder))
+            return .toolOutput(try EventToolOutput(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "RuntimeEphemeralEvent: unknown type " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "RuntimeEphemeralEvent: unknown type")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -5788,7 +5923,25 @@ public indirect enum RuntimeEventEnvelope: Codable, Sendable, Equatable {
     case runtimeEventEnvelopeDurable(RuntimeEventEnvelopeDurable)
     case runtimeEventEnvelopeEphemeral(RuntimeEventEnvelopeEphemeral)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? RuntimeEventEnvelopeLegacy(from: decoder) {
+            return .runtimeEventEnvelopeLegacy(value)
+        }
+        if let value = try? RuntimeEventEnvelopeDurable(from: decoder) {
+            return .runtimeEventEnvelopeDurable(value)
+        }
+        if let value = try? RuntimeEventEnvelopeEphemeral(from: decoder) {
+            return .runtimeEventEnvelopeEphemeral(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "RuntimeEventEnvelope: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? RuntimeEventEnvelopeLegacy(from: decoder) {
             self = .runtimeEventEnvelopeLegacy(value)
             return
@@ -5945,54 +6098,59 @@ public indirect enum ClientRequest: Codable, Sendable, Equatable {
     case attachmentCommit(AttachmentCommitRequest)
     case attachmentRelease(AttachmentReleaseRequest)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "method")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "initialize":
-            self = .initialize(try InitializeRequest(from: decoder))
+            return .initialize(try InitializeRequest(from: decoder))
         case "client.capabilities.set":
-            self = .clientCapabilitiesSet(try ClientCapabilitiesSetRequest(from: decoder))
+            return .clientCapabilitiesSet(try ClientCapabilitiesSetRequest(from: decoder))
         case "thread.list":
-            self = .threadList(try ThreadListRequest(from: decoder))
+            return .threadList(try ThreadListRequest(from: decoder))
         case "thread.create":
-            self = .threadCreate(try ThreadCreateRequest(from: decoder))
+            return .threadCreate(try ThreadCreateRequest(from: decoder))
         case "thread.open":
-            self = .threadOpen(try ThreadOpenRequest(from: decoder))
+            return .threadOpen(try ThreadOpenRequest(from: decoder))
         case "thread.snapshot":
-            self = .threadSnapshot(try ThreadSnapshotRequest(from: decoder))
+            return .threadSnapshot(try ThreadSnapshotRequest(from: decoder))
         case "thread.rename":
-            self = .threadRename(try ThreadRenameRequest(from: decoder))
+            return .threadRename(try ThreadRenameRequest(from: decoder))
         case "thread.delete":
-            self = .threadDelete(try ThreadDeleteRequest(from: decoder))
+            return .threadDelete(try ThreadDeleteRequest(from: decoder))
         case "thread.detach":
-            self = .threadDetach(try ThreadDetachRequest(from: decoder))
+            return .threadDetach(try ThreadDetachRequest(from: decoder))
         case "thread.capabilities":
-            self = .threadCapabilities(try ThreadCapabilitiesRequest(from: decoder))
+            return .threadCapabilities(try ThreadCapabilitiesRequest(from: decoder))
         case "runtime.events.resume":
-            self = .runtimeEventsResume(try RuntimeEventsResumeRequest(from: decoder))
+            return .runtimeEventsResume(try RuntimeEventsResumeRequest(from: decoder))
         case "turn.start":
-            self = .turnStart(try TurnStartRequest(from: decoder))
+            return .turnStart(try TurnStartRequest(from: decoder))
         case "turn.cancel":
-            self = .turnCancel(try TurnCancelRequest(from: decoder))
+            return .turnCancel(try TurnCancelRequest(from: decoder))
         case "approval.respond":
-            self = .approvalRespond(try ApprovalRespondRequest(from: decoder))
+            return .approvalRespond(try ApprovalRespondRequest(from: decoder))
         case "operation.get":
-            self = .operationGet(try OperationGetRequest(from: decoder))
+            return .operationGet(try OperationGetRequest(from: decoder))
         case "operation.result.get":
-            self = .operationResultGet(try OperationResultGetRequest(from: decoder))
+            return .operationResultGet(try OperationResultGetRequest(from: decoder))
         case "attachment.stage":
-            self = .attachmentStage(try AttachmentStageRequest(from: decoder))
+            return .attachmentStage(try AttachmentStageRequest(from: decoder))
         case "attachment.chunk":
-            self = .attachmentChunk(try AttachmentChunkRequest(from: decoder))
+            return .attachmentChunk(try AttachmentChunkRequest(from: decoder))
         case "attachment.commit":
-            self = .attachmentCommit(try AttachmentCommitRequest(from: decoder))
+            return .attachmentCommit(try AttachmentCommitRequest(from: decoder))
         case "attachment.release":
-            self = .attachmentRelease(try AttachmentReleaseRequest(from: decoder))
+            return .attachmentRelease(try AttachmentReleaseRequest(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "ClientRequest: unknown method " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "ClientRequest: unknown method")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -6027,18 +6185,23 @@ public indirect enum ServerRequest: Codable, Sendable, Equatable {
     case approvalRequest(ApprovalRequestServerRequest)
     case userInputRequest(UserInputRequestServerRequest)
 
-    public init(from decoder: Decoder) throws {
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
         let tagKey = AnyCodingKey(stringValue: "method")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "approval.request":
-            self = .approvalRequest(try ApprovalRequestServerRequest(from: decoder))
+            return .approvalRequest(try ApprovalRequestServerRequest(from: decoder))
         case "userInput.request":
-            self = .userInputRequest(try UserInputRequestServerRequest(from: decoder))
+            return .userInputRequest(try UserInputRequestServerRequest(from: decoder))
         default:
-            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "ServerRequest: unknown method " + tag)
+            throw DecodingError.dataCorruptedError(forKey: tagKey, in: container, debugDescription: "ServerRequest: unknown method")
         }
+    }
+
+    public init(from decoder: Decoder) throws {
+        self = try Self.decodeKnown(from: decoder)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -6107,7 +6270,82 @@ public indirect enum SuccessResponseResult: Codable, Sendable, Equatable {
     case approvalRequestResult(ApprovalRequestResult)
     case userInputRequestResult(UserInputRequestResult)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? InitializeResult(from: decoder) {
+            return .initializeResult(value)
+        }
+        if let value = try? ClientCapabilitiesSetResult(from: decoder) {
+            return .clientCapabilitiesSetResult(value)
+        }
+        if let value = try? ThreadListResult(from: decoder) {
+            return .threadListResult(value)
+        }
+        if let value = try? ThreadCreateResult(from: decoder) {
+            return .threadCreateResult(value)
+        }
+        if let value = try? ThreadOpenResult(from: decoder) {
+            return .threadOpenResult(value)
+        }
+        if let value = try? ThreadSnapshotResult(from: decoder) {
+            return .threadSnapshotResult(value)
+        }
+        if let value = try? ThreadRenameResult(from: decoder) {
+            return .threadRenameResult(value)
+        }
+        if let value = try? ThreadDeleteResult(from: decoder) {
+            return .threadDeleteResult(value)
+        }
+        if let value = try? ThreadDetachResult(from: decoder) {
+            return .threadDetachResult(value)
+        }
+        if let value = try? ThreadCapabilitiesResult(from: decoder) {
+            return .threadCapabilitiesResult(value)
+        }
+        if let value = try? RuntimeEventsResumeResult(from: decoder) {
+            return .runtimeEventsResumeResult(value)
+        }
+        if let value = try? TurnStartResult(from: decoder) {
+            return .turnStartResult(value)
+        }
+        if let value = try? TurnCancelResult(from: decoder) {
+            return .turnCancelResult(value)
+        }
+        if let value = try? ApprovalRespondResult(from: decoder) {
+            return .approvalRespondResult(value)
+        }
+        if let value = try? OperationGetResult(from: decoder) {
+            return .operationGetResult(value)
+        }
+        if let value = try? OperationResultGetResult(from: decoder) {
+            return .operationResultGetResult(value)
+        }
+        if let value = try? AttachmentStageResult(from: decoder) {
+            return .attachmentStageResult(value)
+        }
+        if let value = try? AttachmentChunkResult(from: decoder) {
+            return .attachmentChunkResult(value)
+        }
+        if let value = try? AttachmentCommitResult(from: decoder) {
+            return .attachmentCommitResult(value)
+        }
+        if let value = try? AttachmentReleaseResult(from: decoder) {
+            return .attachmentReleaseResult(value)
+        }
+        if let value = try? ApprovalRequestResult.decodeKnown(from: decoder) {
+            return .approvalRequestResult(value)
+        }
+        if let value = try? UserInputRequestResult.decodeKnown(from: decoder) {
+            return .userInputRequestResult(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "SuccessResponseResult: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? InitializeResult(from: decoder) {
             self = .initializeResult(value)
             return
@@ -6339,7 +6577,34 @@ public indirect enum RollRuntimeMessage: Codable, Sendable, Equatable {
     case successResponse(SuccessResponse)
     case errorResponse(ErrorResponse)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? ClientRequest.decodeKnown(from: decoder) {
+            return .clientRequest(value)
+        }
+        if let value = try? ServerRequest.decodeKnown(from: decoder) {
+            return .serverRequest(value)
+        }
+        if let value = try? RuntimeEventNotification(from: decoder) {
+            return .runtimeEventNotification(value)
+        }
+        if let value = try? ServerRequestCancelNotification(from: decoder) {
+            return .serverRequestCancelNotification(value)
+        }
+        if let value = try? SuccessResponse(from: decoder) {
+            return .successResponse(value)
+        }
+        if let value = try? ErrorResponse(from: decoder) {
+            return .errorResponse(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "RollRuntimeMessage: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? ClientRequest(from: decoder) {
             self = .clientRequest(value)
             return

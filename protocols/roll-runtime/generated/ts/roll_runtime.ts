@@ -53,11 +53,8 @@ export const METHODS = [
 ] as const;
 /** A method name. */
 export type MethodName = (typeof METHODS)[number];
-/** Event names. */
-export const EVENTS = [
-] as const;
-/** An event name. */
-export type EventName = (typeof EVENTS)[number];
+/** An event name (the schema names none). */
+export type EventName = never;
 
 /** Any JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

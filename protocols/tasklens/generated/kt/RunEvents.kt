@@ -19,11 +19,6 @@ val PROTOCOL_FEATURES: List<String> = listOf(
     "approvals",
     "retries"
 )
-/** Method names. */
-val METHODS: List<String> = emptyList()
-/** Event names. */
-val EVENTS: List<String> = emptyList()
-
 /** Checks the keys of a decoded JSON object; throws IllegalArgumentException when it is not an object, misses a required key, or has a key outside `allowed` (null: any key). */
 private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: List<String>?): Map<String, Any?> {
     require(raw is Map<*, *>) { what + ": expected an object" }

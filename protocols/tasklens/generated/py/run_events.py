@@ -21,9 +21,6 @@ PROTOCOL_FEATURES: Tuple[str, ...] = (
     "approvals",
     "retries",
 )
-METHODS: Tuple[str, ...] = ()
-EVENTS: Tuple[str, ...] = ()
-
 Json: TypeAlias = Union[None, bool, int, float, str, List["Json"], Dict[str, "Json"]]
 
 

@@ -18,10 +18,6 @@ public let PROTOCOL_FEATURES: [String] = [
     "approvals",
     "retries",
 ]
-/// Method names.
-public let METHODS: [String] = []
-/// Event names.
-public let EVENTS: [String] = []
 
 /// Any JSON value.
 public indirect enum JSONValue: Codable, Sendable, Equatable {
@@ -105,7 +101,22 @@ public indirect enum ErrorInfo: Codable, Sendable, Equatable {
     case string(String)
     case errorInfoVariant2(ErrorInfoVariant2)
 
+    /// Decodes a known variant only: an unknown one throws here.
+    public static func decodeKnown(from decoder: Decoder) throws -> Self {
+        if let value = try? String(from: decoder) {
+            return .string(value)
+        }
+        if let value = try? ErrorInfoVariant2(from: decoder) {
+            return .errorInfoVariant2(value)
+        }
+        throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "ErrorInfo: no variant matches"))
+    }
+
     public init(from decoder: Decoder) throws {
+        if let value = try? Self.decodeKnown(from: decoder) {
+            self = value
+            return
+        }
         if let value = try? String(from: decoder) {
             self = .string(value)
             return
