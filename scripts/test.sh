@@ -41,6 +41,10 @@ step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings \
   || failed+=("cargo clippy --workspace --all-targets -- -D warnings")
 
+# Before the tests, so that cargo test's summary stays the last thing printed.
+step "scripts/fuzz.sh --seconds ${AGENTWIRE_FUZZ_SECONDS:-10}"
+scripts/fuzz.sh --seconds "${AGENTWIRE_FUZZ_SECONDS:-10}" || failed+=("scripts/fuzz.sh")
+
 step "cargo test --workspace --no-fail-fast"
 cargo test --workspace --no-fail-fast || failed+=("cargo test --workspace --no-fail-fast")
 

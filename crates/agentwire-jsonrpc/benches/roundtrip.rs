@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agentwire_jsonrpc::transport::{self, ChildProcess};
-use agentwire_jsonrpc::{Handlers, Peer, Profile};
+use agentwire_jsonrpc::{Handlers, Peer, Profile, encode_line};
 use criterion::{Criterion, Throughput};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -38,7 +38,7 @@ const WINDOW: usize = 32;
 type Totals = Rc<RefCell<BTreeMap<String, (u64, Duration)>>>;
 
 fn params_1k() -> Value {
-    let items: Vec<Value> = (0..8)
+    let items: Vec<Value> = (0..10)
         .map(|i| json!({"index": i, "kind": "text", "text": "the quick brown fox jumps over the lazy dog, twice"}))
         .collect();
     let params = json!({
@@ -144,7 +144,7 @@ async fn receive(stream: &std::path::Path, raw: bool) -> Duration {
     started.elapsed()
 }
 
-async fn send(lines: &[Vec<u8>], raw: bool) -> Duration {
+async fn send(count: usize, raw: bool) -> Duration {
     let started = Instant::now();
     let mut cat = tokio::process::Command::new("sh");
     cat.args(["-c", "exec cat > /dev/null"])
@@ -152,8 +152,17 @@ async fn send(lines: &[Vec<u8>], raw: bool) -> Duration {
         .kill_on_drop(true);
     let mut child = cat.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
+    let params = json!({"threadId": "t-1", "turnId": "u-1", "delta": {"type": "text_delta", "text": "streamed words of an answer, a few at a time, about two hundred bytes a line."}});
     if raw {
-        let all = lines.concat();
+        // The same bytes the peer writes for these notifications.
+        let line = encode_line(
+            &json!({"jsonrpc": "2.0", "method": "item/delta", "params": params}),
+            usize::MAX,
+            None,
+        )
+        .unwrap();
+        assert_eq!(line.len(), 200);
+        let all = line.repeat(count);
         stdin.write_all(&all).await.unwrap();
         stdin.shutdown().await.unwrap();
         drop(stdin);
@@ -164,8 +173,7 @@ async fn send(lines: &[Vec<u8>], raw: bool) -> Duration {
             Profile::generic(),
             Handlers::new(),
         );
-        let params = json!({"threadId": "t-1", "turnId": "u-1", "delta": {"type": "text_delta", "text": "streamed words of an answer, a few at a time, about two hundred bytes per line..."}});
-        for _ in 0..lines.len() {
+        for _ in 0..count {
             peer.notify("item/delta", &params).await.unwrap();
         }
         peer.close().await;
@@ -249,7 +257,7 @@ fn main() {
                         if direction == "receive" {
                             receive(&stream_path, raw).await
                         } else {
-                            send(&lines, raw).await
+                            send(STREAM_COUNT, raw).await
                         }
                     });
                 }

@@ -22,6 +22,10 @@ pub const STDERR_LOG_LINE_BYTES: usize = 4 * 1024;
 pub const MEMORY_PIPE_BYTES: usize = 64 * 1024;
 
 /// The current process's stdin and stdout. Logs must go to stderr: stdout carries the protocol.
+///
+/// tokio reads stdin on a blocking thread that cannot be interrupted, so a process that ends
+/// its runtime while stdin is still open waits for the next input or its end; a server that
+/// stops at end of input (the usual contract) never does.
 pub fn stdio() -> (tokio::io::Stdin, tokio::io::Stdout) {
     (tokio::io::stdin(), tokio::io::stdout())
 }
