@@ -12,6 +12,7 @@
 //! document.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use ahash::AHashSet as HashSet;
 use serde_json::{Map, Value};
@@ -92,7 +93,7 @@ impl LineItem {
 struct Facts {
     run_ids: Vec<String>,
     lone_run: Option<String>,
-    used_ids: HashSet<String>,
+    used_ids: Arc<HashSet<String>>,
     first_at: Option<u64>,
     all_have_seq: bool,
     runs_with_start: HashSet<String>,
@@ -211,7 +212,7 @@ fn gather(bytes: &[u8]) -> Option<Facts> {
     Some(Facts {
         run_ids,
         lone_run,
-        used_ids,
+        used_ids: Arc::new(used_ids),
         first_at,
         all_have_seq,
         runs_with_start,
@@ -238,7 +239,7 @@ impl LinePlan<'_> {
         let facts = &self.facts;
         let co = Coercer {
             issues: Vec::new(),
-            used_ids: facts.used_ids.clone(),
+            used_ids: Arc::clone(&facts.used_ids),
             next_fresh: 0,
             any_at: facts.first_at.is_some(),
             run_from_container: false,
@@ -246,7 +247,7 @@ impl LinePlan<'_> {
         // Synthesized starts take the ids after every id the envelope pass generates.
         let mut synth = Coercer {
             issues: Vec::new(),
-            used_ids: HashSet::new(),
+            used_ids: Arc::default(),
             next_fresh: 0,
             any_at: false,
             run_from_container: false,

@@ -7,6 +7,8 @@
 //! cannot repair is kept raw in `malformed` and, wrapped in a valid envelope of type
 //! [`MALFORMED_EVENT_TYPE`], in `renderable` — shown folded, never executed.
 
+use std::sync::Arc;
+
 use ahash::{AHashMap as HashMap, AHashSet as HashSet};
 
 use serde::ser::SerializeStruct;
@@ -674,7 +676,7 @@ struct Coercer {
     issues: Vec<Issue>,
     /// Ids present in the input, built (before any line changes) only when some id may have to
     /// be generated.
-    used_ids: HashSet<String>,
+    used_ids: Arc<HashSet<String>>,
     next_fresh: u64,
     /// Whether any line has a valid `at`.
     any_at: bool,
@@ -801,7 +803,7 @@ fn coerce_rows(
 ) -> CoerceResult {
     let mut co = Coercer {
         issues: Vec::new(),
-        used_ids: HashSet::new(),
+        used_ids: Arc::default(),
         next_fresh: 0,
         any_at: false,
         run_from_container: container.run_id.is_some(),
@@ -865,11 +867,12 @@ fn coerce_rows(
         || run_ids.iter().any(|r| !runs_with_start.contains(r))
         || run_ids.is_empty();
     if may_generate {
-        co.used_ids = rows
-            .iter()
-            .filter_map(|r| body_id(&r.body))
-            .map(str::to_owned)
-            .collect();
+        co.used_ids = Arc::new(
+            rows.iter()
+                .filter_map(|r| body_id(&r.body))
+                .map(str::to_owned)
+                .collect(),
+        );
     }
     // The container names the run of its events that name none.
     let lone_run = match (&container.run_id, run_ids.as_slice()) {
@@ -2130,7 +2133,7 @@ impl<'o> StreamFold<'o> {
             options,
             co: Coercer {
                 issues: Vec::new(),
-                used_ids: HashSet::new(),
+                used_ids: Arc::default(),
                 next_fresh: 0,
                 any_at: true,
                 run_from_container: false,

@@ -116,8 +116,9 @@ proptest! {
         } else {
             // Declined only for a document, or a log whose payload pass is not in input order.
             let text = String::from_utf8_lossy(&bytes);
+            let text = text.trim_start_matches('\u{feff}');
             let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
-            prop_assert!(lines < 2 || (seqs && !ids) || text.trim_start_matches('\u{feff}').trim_start().starts_with('['), "{}", text);
+            prop_assert!(lines < 2 || (seqs && !ids) || text.trim_start().starts_with('['), "{}", text);
         }
     }
 }
