@@ -90,16 +90,16 @@ struct TrimArgs {
     max_age_secs: u64,
 }
 
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
+pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
         match args.command {
-            Command::Inspect(args) => inspect(args, format).await,
-            Command::Tail(args) => tail(args, format).await,
-            Command::Trim(args) => trim(args, format).await,
+            Command::Inspect(args) => inspect(args, format, out).await,
+            Command::Tail(args) => tail(args, format, out).await,
+            Command::Trim(args) => trim(args, format, out).await,
         }
     })
 }
@@ -138,30 +138,32 @@ async fn threads(log: &dyn EventLog, only: Option<&str>) -> anyhow::Result<Vec<T
     Ok(all)
 }
 
-async fn inspect(args: InspectArgs, format: Format) -> anyhow::Result<u8> {
+async fn inspect(args: InspectArgs, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let log = open(&args.store).await?;
     let threads = threads(&*log, args.thread.as_deref()).await?;
     if let (Some(name), true) = (&args.thread, threads.is_empty()) {
         anyhow::bail!("thread {name:?} is not in the log");
     }
     match format {
-        Format::Json => println!(
+        Format::Json => writeln!(
+            out,
             "{}",
             json!({
                 "log_id": log.log_id(),
                 "backend": log.backend(),
                 "threads": threads,
             })
-        ),
+        )?,
         Format::Human => {
             let backend = serde_json::to_value(log.backend())?;
-            println!(
+            writeln!(
+                out,
                 "log {} ({}), {} thread{}",
                 log.log_id(),
                 backend.as_str().unwrap_or("?"),
                 threads.len(),
                 if threads.len() == 1 { "" } else { "s" }
-            );
+            )?;
             if !threads.is_empty() {
                 let width = threads
                     .iter()
@@ -169,12 +171,14 @@ async fn inspect(args: InspectArgs, format: Format) -> anyhow::Result<u8> {
                     .max()
                     .unwrap_or(0)
                     .max("thread".len());
-                println!(
+                writeln!(
+                    out,
                     "{:<width$}  {:>10}  {:>10}  {:>8}  {:>12}  state",
                     "thread", "low", "next", "records", "bytes"
-                );
+                )?;
                 for t in &threads {
-                    println!(
+                    writeln!(
+                        out,
                         "{:<width$}  {:>10}  {:>10}  {:>8}  {:>12}  {}",
                         t.thread.as_str(),
                         t.low_watermark,
@@ -182,7 +186,7 @@ async fn inspect(args: InspectArgs, format: Format) -> anyhow::Result<u8> {
                         t.records,
                         t.bytes,
                         if t.deleted { "deleted" } else { "live" }
-                    );
+                    )?;
                 }
             }
         }
@@ -191,7 +195,7 @@ async fn inspect(args: InspectArgs, format: Format) -> anyhow::Result<u8> {
     Ok(output::EXIT_OK)
 }
 
-async fn tail(args: TailArgs, format: Format) -> anyhow::Result<u8> {
+async fn tail(args: TailArgs, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let log = open(&args.store).await?;
     let thread = thread_id(&args.thread)?;
     let position = |seq: u64| {
@@ -225,7 +229,6 @@ async fn tail(args: TailArgs, format: Format) -> anyhow::Result<u8> {
         }
     };
     let done = |printed: u64| args.count.is_some_and(|c| printed >= c);
-    let mut out = std::io::stdout().lock();
     let mut tail = Tail::new(Arc::clone(&log), thread.clone(), start, MAX_PAGE_EVENTS);
     let mut from = start;
     while !done(printed) {
@@ -242,18 +245,17 @@ async fn tail(args: TailArgs, format: Format) -> anyhow::Result<u8> {
             if done(printed) {
                 break;
             }
-            print_event(&mut out, event, format)?;
+            print_event(out, event, format)?;
             printed += 1;
             from = position(event.seq);
         }
         out.flush()?;
     }
-    drop(out);
     log.close().await?;
     Ok(output::EXIT_OK)
 }
 
-fn print_event(out: &mut impl Write, event: &StoredEvent, format: Format) -> anyhow::Result<()> {
+fn print_event(out: &mut dyn Write, event: &StoredEvent, format: Format) -> anyhow::Result<()> {
     let text = std::str::from_utf8(&event.payload).ok();
     match format {
         Format::Json => {
@@ -336,7 +338,7 @@ fn utc_time(ms: i64) -> String {
     )
 }
 
-async fn trim(args: TrimArgs, format: Format) -> anyhow::Result<u8> {
+async fn trim(args: TrimArgs, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let log = open(&args.store).await?;
     let retention = Retention {
         max_records: args.max_records,
@@ -354,7 +356,8 @@ async fn trim(args: TrimArgs, format: Format) -> anyhow::Result<u8> {
     }
     let removed: u64 = trimmed.iter().map(|t| t.removed).sum();
     match format {
-        Format::Json => println!(
+        Format::Json => writeln!(
+            out,
             "{}",
             json!({
                 "log_id": log.log_id(),
@@ -362,20 +365,22 @@ async fn trim(args: TrimArgs, format: Format) -> anyhow::Result<u8> {
                 "removed": removed,
                 "threads": trimmed,
             })
-        ),
+        )?,
         Format::Human => {
             for t in &trimmed {
-                println!(
+                writeln!(
+                    out,
                     "{}: removed {}, low-watermark {}, next {}",
                     t.thread, t.removed, t.low_watermark, t.next_seq
-                );
+                )?;
             }
-            println!(
+            writeln!(
+                out,
                 "removed {removed} event{} from {} thread{}",
                 if removed == 1 { "" } else { "s" },
                 trimmed.len(),
                 if trimmed.len() == 1 { "" } else { "s" }
-            );
+            )?;
         }
     }
     log.close().await?;

@@ -133,16 +133,8 @@ struct MockArgs {
     unknown_event: bool,
 }
 
-/// Every command writes through one buffered handle on the locked standard output; a write
-/// error (a closed pipe included) ends the command as an error, never a panic.
-pub(crate) fn run(args: Args, format: Format) -> anyhow::Result<u8> {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let code = run_to(args, format, &mut out)?;
-    out.flush().context(WRITE_ERROR)?;
-    Ok(code)
-}
-
-/// [`run`] writing to `out` (the caller flushes it).
+/// Runs a run-log command writing to `out` (the caller flushes it); a write error (a closed
+/// pipe included) ends the command as an error, never a panic.
 pub(crate) fn run_to(args: Args, format: Format, mut out: &mut dyn Write) -> anyhow::Result<u8> {
     match args.command {
         Command::Coerce(a) => coerce(a, format, &mut out),
