@@ -95,7 +95,8 @@ pub(crate) fn bounded<T>(steps: u64, f: impl FnOnce() -> T) -> Result<T, EvalLim
     LIMIT_HIT.set(None);
     let answer = f();
     let limit = LIMIT_HIT.get();
-    (STEPS_LEFT.set(outer.0), LIMIT_HIT.set(outer.1));
+    STEPS_LEFT.set(outer.0);
+    LIMIT_HIT.set(outer.1);
     match limit {
         Some(limit) => Err(limit),
         None => Ok(answer),
