@@ -910,8 +910,9 @@ impl Comparer<'_> {
                     return;
                 }
                 let open = is_open(o);
+                let (old_set, new_set) = (ValueSet::new(&ov), ValueSet::new(&nv));
                 for v in &ov {
-                    if !nv.contains(v) {
+                    if !new_set.contains(v) {
                         self.push(
                             Rule::EnumValueRemoved,
                             here.clone(),
@@ -923,7 +924,7 @@ impl Comparer<'_> {
                     }
                 }
                 for v in &nv {
-                    if !ov.contains(v) {
+                    if !old_set.contains(v) {
                         self.push(
                             Rule::EnumValueAdded,
                             here.clone(),
@@ -1477,6 +1478,58 @@ fn allowed_values(m: &Map<String, Value>) -> Option<Vec<&Value>> {
         Some(Value::Array(items)) => Some(items.iter().collect()),
         _ => None,
     }
+}
+
+/// `enum` values looked up in constant time (arrays and objects, rare in an `enum`, by
+/// comparison), so that comparing two enums of 300,000 values is linear.
+struct ValueSet<'a> {
+    scalars: std::collections::HashSet<Scalar<'a>>,
+    others: Vec<&'a Value>,
+}
+
+/// A value that is neither an array nor an object, keyed as `serde_json` compares it (`1` and
+/// `1.0` differ).
+#[derive(PartialEq, Eq, Hash)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Number(String),
+    String(&'a str),
+}
+
+impl<'a> ValueSet<'a> {
+    fn new(values: &[&'a Value]) -> Self {
+        let mut set = ValueSet {
+            scalars: std::collections::HashSet::with_capacity(values.len()),
+            others: Vec::new(),
+        };
+        for v in values {
+            match scalar(v) {
+                Some(key) => {
+                    set.scalars.insert(key);
+                }
+                None => set.others.push(v),
+            }
+        }
+        set
+    }
+
+    fn contains(&self, v: &Value) -> bool {
+        match scalar(v) {
+            Some(key) => self.scalars.contains(&key),
+            None => self.others.contains(&v),
+        }
+    }
+}
+
+fn scalar(v: &Value) -> Option<Scalar<'_>> {
+    Some(match v {
+        Value::Null => Scalar::Null,
+        Value::Bool(b) => Scalar::Bool(*b),
+        Value::Number(n) => Scalar::Number(n.to_string()),
+        Value::String(s) => Scalar::String(s),
+        Value::Array(_) | Value::Object(_) => return None,
+    })
 }
 
 fn string_set(v: Option<&Value>) -> Vec<&str> {

@@ -3,10 +3,18 @@
 //! [`Issue`] with the instance pointer, the schema location, the keyword and a sentence.
 //!
 //! The keyword semantics are those of the `jsonschema` crate (draft-07 and 2020-12, refs resolved
-//! at compile time, no network or file access), with three changes of our own:
+//! at compile time, no network or file access), with these changes of our own:
 //! - formats are assertions (`date-time`, `uuid`, `uri`, `email`, … are checked), in both drafts;
 //! - `pattern` is an ECMA-262 regular expression compiled with the `u` flag, as the peers'
-//!   JavaScript validators compile it (see `pattern.rs`);
+//!   JavaScript validators compile it, run in linear time where the pattern allows and under
+//!   [`PATTERN_BACKTRACK_LIMIT`](crate::fast::PATTERN_BACKTRACK_LIMIT) steps where it needs
+//!   backtracking (see `pattern.rs`);
+//! - `multipleOf` holds when the double quotient is an integer, as AJV and Python
+//!   `jsonschema` decide it (see `number.rs`);
+//! - evaluation is bounded: [`MAX_EVAL_DEPTH`](crate::fast::MAX_EVAL_DEPTH) levels and a step
+//!   budget ([`WALK_STEPS_BASE`](crate::fast::WALK_STEPS_BASE) plus
+//!   [`WALK_STEPS_PER_VALUE`](crate::fast::WALK_STEPS_PER_VALUE) per value), each with its own
+//!   issue code, and an issue reached by several paths is reported once;
 //! - a failed `oneOf` / `anyOf` whose branch is chosen by a tag property (an OpenAPI
 //!   `discriminator`, or a `const` / `enum` property every branch pins, see `dispatch.rs`)
 //!   reports the issues of the branch the tag selects, or one issue at an unknown tag.

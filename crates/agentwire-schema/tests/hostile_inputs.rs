@@ -328,3 +328,49 @@ fn the_walk_budget_grows_with_the_instance() {
     assert_eq!(found[0].0, "/399999");
     assert_eq!(found[0].2, "validate.minimum");
 }
+
+#[test]
+fn unique_items_over_200000_items_is_decided_by_sorting() {
+    let v = doc(json!({"uniqueItems": true})).validator().unwrap();
+    let mut items: Vec<Value> = (0..200_000)
+        .map(|i| match i % 4 {
+            0 => json!(i),
+            1 => json!({"n": i, "k": [i]}),
+            2 => json!([i, "x"]),
+            _ => json!(f64::from(i) + 0.5),
+        })
+        .collect();
+    assert!(issues(&v, &Value::Array(items.clone())).is_empty());
+    // An object equal to an earlier one with its members in another order, and 8.0 equal
+    // to 8.
+    items.push(json!({"k": [5], "n": 5}));
+    let found = issues(&v, &Value::Array(items.clone()));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, "validate.unique-items");
+    items.pop();
+    items.push(json!(8.0));
+    assert_eq!(
+        issues(&v, &Value::Array(items))[0].2,
+        "validate.unique-items"
+    );
+}
+
+#[test]
+fn compat_of_two_large_enums_is_linear() {
+    let old: Vec<Value> = (0..200_000).map(|i| json!(format!("v{i}"))).collect();
+    let mut new: Vec<Value> = (0..300_000).map(|i| json!(format!("v{}", i + 1))).collect();
+    new.push(json!(7));
+    let old = doc(json!({"$defs": {"E": {"enum": old}}}));
+    let new = doc(json!({"$defs": {"E": {"enum": new}}}));
+    let report = agentwire_schema::compat(&old, &new);
+    let count =
+        |rule: agentwire_schema::Rule| report.changes.iter().filter(|c| c.rule == rule).count();
+    assert_eq!(count(agentwire_schema::Rule::EnumValueRemoved), 1);
+    assert_eq!(count(agentwire_schema::Rule::EnumValueAdded), 100_002);
+    let removed = report
+        .changes
+        .iter()
+        .find(|c| c.rule == agentwire_schema::Rule::EnumValueRemoved)
+        .unwrap();
+    assert_eq!(removed.old, Some(json!("v0")));
+}
