@@ -45,8 +45,7 @@ fn freeze(args: FreezeArgs, format: Format, stdout: &mut dyn Write) -> anyhow::R
     let schema = output::load_schema(&args.schema)?;
     let existing =
         if args.out.exists() {
-            let bytes = std::fs::read(&args.out)
-                .with_context(|| format!("cannot read {}", args.out.display()))?;
+            let bytes = crate::input::read_document(&args.out)?;
             Some(SchemaDocument::from_slice(&bytes).with_context(|| {
                 format!("cannot load the existing baseline {}", args.out.display())
             })?)
