@@ -1,7 +1,7 @@
 //! Output conventions shared by every command: formats, exit codes, the standard output handle,
 //! fatal errors, loading schemas.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context;
