@@ -44,7 +44,7 @@ async def main() -> None:
 
     async def handle(message: dict[str, Any]) -> None:
         method = message["method"]
-        params = message.get("params")
+        params: Any = message.get("params") or {}
         if "id" not in message:
             if method == "start":
                 count = params["count"]

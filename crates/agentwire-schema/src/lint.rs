@@ -347,7 +347,12 @@ pub fn lint_value_with(value: &Value, options: LintOptions) -> Vec<Finding> {
                 SchemaErrorKind::InvalidSchema => Some(LintCode::MalformedKeyword),
                 _ => None,
             };
-            if let Some(code) = code {
+            // The walk may have found the same problem already (a `multipleOf` of 0, say).
+            if let Some(code) = code
+                && !findings
+                    .iter()
+                    .any(|f| f.code == code && f.pointer == err.pointer)
+            {
                 findings.push(Finding::new(code, err.pointer, err.message));
             }
         }
