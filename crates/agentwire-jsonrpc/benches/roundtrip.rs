@@ -167,12 +167,9 @@ async fn send(count: usize, raw: bool) -> Duration {
         stdin.shutdown().await.unwrap();
         drop(stdin);
     } else {
-        let peer = Peer::spawn(
-            tokio::io::empty(),
-            stdin,
-            Profile::generic(),
-            Handlers::new(),
-        );
+        // A reader that stays open and silent: an ended input would close the connection.
+        let (silent, _open) = tokio::io::duplex(64);
+        let peer = Peer::spawn(silent, stdin, Profile::generic(), Handlers::new());
         for _ in 0..count {
             peer.notify("item/delta", &params).await.unwrap();
         }
