@@ -336,13 +336,19 @@ impl Runtime {
                     error,
                 })?;
         }
-        let records: Vec<NewEvent> = stamped
+        let records = stamped
             .iter()
             .map(|e| {
-                let payload = serde_json::to_vec(e).unwrap_or_default();
-                NewEvent::new(e.event.kind(), payload)
+                serde_json::to_vec(e)
+                    .map(|payload| NewEvent::new(e.event.kind(), payload))
+                    .map_err(|error| {
+                        RuntimeError::InvalidInput(format!(
+                            "cannot encode {}: {error}",
+                            e.event.kind()
+                        ))
+                    })
             })
-            .collect();
+            .collect::<Result<Vec<NewEvent>, RuntimeError>>()?;
         let appended = self
             .inner
             .log
