@@ -16,7 +16,7 @@ pub mod state;
 pub use agent::DemoAgent;
 pub use core::{
     Agent, Clock, LiveEvent, Published, Runtime, RuntimeConfig, RuntimeError, SystemClock,
-    TurnContext, TurnEnd,
+    ThreadSummary, TurnContext, TurnEnd,
 };
 pub use demo::DemoCommand;
 pub use event::{
