@@ -145,8 +145,9 @@ impl DemoAgent {
     }
 }
 
-fn stream_id(turn: &TurnContext) -> String {
-    format!("{}:reply", turn.turn_id())
+/// A new message stream's id (a UUID, as the protocols' `streamId` is).
+fn stream_id(_turn: &TurnContext) -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 fn success() -> ToolOutcome {

@@ -596,6 +596,7 @@ impl Runtime {
                 self.forget_waiter(&id);
                 ThreadEvent::InteractionResolved {
                     interaction_id: id,
+                    turn_id: Some(turn_id.to_owned()),
                     approval_id,
                     resolution: Resolution::Cancelled {
                         reason: "the turn ended".into(),
@@ -866,6 +867,7 @@ impl TurnContext {
                 vec![
                     ThreadEvent::InteractionResolved {
                         interaction_id: id,
+                        turn_id: Some(self.turn_id.clone()),
                         approval_id,
                         resolution: resolution.clone(),
                     },

@@ -59,6 +59,9 @@ pub enum ThreadEvent {
     #[serde(rename = "interaction.resolved")]
     InteractionResolved {
         interaction_id: String,
+        /// The turn the interaction belonged to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
         /// The approval's domain id when the interaction was an approval (so the event says
         /// what it resolved without the event that opened it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,10 +102,10 @@ impl ThreadEvent {
             | ThreadEvent::TurnCancelled { turn_id, .. }
             | ThreadEvent::TurnFailed { turn_id, .. } => Some(turn_id),
             ThreadEvent::InteractionOpened { interaction } => Some(&interaction.turn_id),
+            ThreadEvent::InteractionResolved { turn_id, .. } => turn_id.as_deref(),
             ThreadEvent::ThreadCreated { .. }
             | ThreadEvent::ThreadRenamed { .. }
             | ThreadEvent::ThreadDeleted
-            | ThreadEvent::InteractionResolved { .. }
             | ThreadEvent::CapabilitiesChanged => None,
         }
     }

@@ -203,6 +203,7 @@ impl ThreadState {
             }
             ThreadEvent::InteractionResolved {
                 interaction_id,
+                turn_id,
                 approval_id,
                 ..
             } => {
@@ -214,7 +215,9 @@ impl ThreadState {
                         state: "not pending",
                     });
                 };
-                if approval_id.as_deref() != pending.ask.approval_id() {
+                if approval_id.as_deref() != pending.ask.approval_id()
+                    || turn_id.as_ref().is_some_and(|t| *t != pending.turn_id)
+                {
                     return Err(FoldError::Interaction {
                         position,
                         kind,
@@ -334,6 +337,7 @@ impl ThreadState {
             .iter()
             .map(|(id, interaction)| ThreadEvent::InteractionResolved {
                 interaction_id: id.clone(),
+                turn_id: Some(interaction.turn_id.clone()),
                 approval_id: interaction.ask.approval_id().map(str::to_owned),
                 resolution: Resolution::Cancelled {
                     reason: "the runtime stopped while the interaction was pending".into(),

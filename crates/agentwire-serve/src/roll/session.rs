@@ -448,9 +448,9 @@ impl Session {
                     .collect()
             })
             .unwrap_or_default();
-        let version = lock(&self.conn)
-            .initialize(&offered)
-            .map_err(|e| self.negotiation_error(&e))?;
+        // The lock is released before an error is built (building it reads the version).
+        let negotiated = lock(&self.conn).initialize(&offered);
+        let version = negotiated.map_err(|e| self.negotiation_error(&e))?;
         let config = &self.face.config;
         tracing::info!(version = %version, client = %str_param(&client, "name"), "initialized");
         let result = json!({
@@ -492,9 +492,8 @@ impl Session {
                     .collect()
             })
             .unwrap_or_default();
-        let update = lock(&self.conn)
-            .set_capabilities(revision, &methods)
-            .map_err(|e| self.negotiation_error(&e))?;
+        let updated = lock(&self.conn).set_capabilities(revision, &methods);
+        let update = updated.map_err(|e| self.negotiation_error(&e))?;
         for method in &update.revoked {
             self.revoke(*method);
         }
@@ -852,10 +851,7 @@ impl Session {
         stamped: &StampedEvent,
     ) -> Option<Value> {
         let event = wire::durable_event(&stamped.event)?;
-        let turn_id = match &stamped.event {
-            agentwire_runtime::ThreadEvent::InteractionResolved { .. } => None,
-            other => other.turn_id(),
-        };
+        let turn_id = stamped.event.turn_id();
         let mut envelope = self.envelope(thread_id, turn_id, stamped.at_ms, event);
         let cursor = self.face.cursor(thread_id, ordinal);
         envelope.insert("durability".into(), json!("durable"));
