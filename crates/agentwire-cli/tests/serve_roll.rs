@@ -42,7 +42,10 @@ async fn every_version_negotiates_and_runs_the_demo_commands() {
         }
         assert_eq!(init["limits"]["eventReplay"], json!(is_new(version)));
         let thread = host.create_thread("flow").await;
-        let list = host.call("thread.list", json!({"limit": 10})).await.unwrap();
+        let list = host
+            .call("thread.list", json!({"limit": 10}))
+            .await
+            .unwrap();
         assert_eq!(list["items"][0]["id"], thread.as_str());
         assert_eq!(list["nextCursor"], Value::Null);
 
@@ -81,12 +84,20 @@ async fn every_version_negotiates_and_runs_the_demo_commands() {
         }
 
         // A tool: started, two stdout lines, completed success.
-        let turn = host.start_turn(&thread, "/tool search {\"q\":\"rust\"}").await;
+        let turn = host
+            .start_turn(&thread, "/tool search {\"q\":\"rust\"}")
+            .await;
         let events = host.turn_events(&turn).await;
         let kinds = types(&events);
         assert_eq!(
             kinds[..5],
-            ["turn.started", "tool.started", "tool.output", "tool.output", "tool.completed"]
+            [
+                "turn.started",
+                "tool.started",
+                "tool.output",
+                "tool.output",
+                "tool.completed"
+            ]
         );
         assert_eq!(kinds.last().map(String::as_str), Some("turn.completed"));
         let tool = events
@@ -119,7 +130,10 @@ async fn every_version_negotiates_and_runs_the_demo_commands() {
         assert_eq!(messages[1]["parts"][0]["text"], "echo: hello there");
         assert_eq!(snapshot["operations"]["items"][0]["toolName"], "search");
         assert_eq!(snapshot.get("eventCursor").is_some(), is_new(version));
-        assert_eq!(snapshot.get("pendingInteractions").is_some(), version >= "1.2");
+        assert_eq!(
+            snapshot.get("pendingInteractions").is_some(),
+            version >= "1.2"
+        );
         assert_eq!(host.finish().await.code(), Some(0));
     }
 }
@@ -171,7 +185,10 @@ async fn approvals_on_each_versions_write_path_approve_and_reject() {
                     required_at.is_none_or(|at| at > request_at),
                     "approval.required was written before approval.request"
                 );
-                assert_eq!(request["params"]["approval"]["preview"]["command"], "ls -la");
+                assert_eq!(
+                    request["params"]["approval"]["preview"]["command"],
+                    "ls -la"
+                );
                 let decision = if approve {
                     json!({"decision": "approve"})
                 } else {
@@ -186,7 +203,10 @@ async fn approvals_on_each_versions_write_path_approve_and_reject() {
                 .find(|e| e["event"]["type"] == "tool.completed")
                 .expect("the tool completes");
             let expected = if approve { "success" } else { "user_rejected" };
-            assert_eq!(tool["event"]["outcome"]["kind"], expected, "version {version}");
+            assert_eq!(
+                tool["event"]["outcome"]["kind"], expected,
+                "version {version}"
+            );
             let resolved: Vec<&Value> = events
                 .iter()
                 .filter(|e| e["event"]["type"] == "approval.resolved")
@@ -241,8 +261,10 @@ async fn an_unanswered_approval_expires_and_its_request_is_cancelled() {
         assert_eq!(tool["event"]["outcome"]["kind"], "user_rejected");
         assert_eq!(events.last().unwrap()["event"]["type"], "turn.completed");
         // A late answer is ignored; the session goes on.
-        host.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "approve"}}))
-            .await;
+        host.send(
+            &json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "approve"}}),
+        )
+        .await;
         let list = host.call("thread.list", json!({"limit": 5})).await.unwrap();
         assert_eq!(list["items"].as_array().unwrap().len(), 1);
         assert_eq!(host.finish().await.code(), Some(0));
@@ -347,10 +369,15 @@ async fn user_input_is_submitted_cancelled_or_refused_against_its_form() {
         .await
         .unwrap();
     assert_eq!(snapshot["activeTurn"]["status"], "waiting-for-user");
-    assert_eq!(snapshot["pendingInteractions"][0]["method"], "userInput.request");
-    host.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"status": "submitted",
-        "values": [{"id": choice["id"], "value": option}, {"id": text_id, "value": "eu-west"}]}}))
-        .await;
+    assert_eq!(
+        snapshot["pendingInteractions"][0]["method"],
+        "userInput.request"
+    );
+    host.send(
+        &json!({"jsonrpc": "2.0", "id": request["id"], "result": {"status": "submitted",
+        "values": [{"id": choice["id"], "value": option}, {"id": text_id, "value": "eu-west"}]}}),
+    )
+    .await;
     let events = host.turn_events(&turn).await;
     let reply = events
         .iter()
@@ -405,7 +432,10 @@ async fn no_interaction_is_sent_before_the_capability_ack() {
     host.wait_for(|f| f["params"]["event"]["type"] == "approval.required")
         .await;
     assert!(
-        !host.written.iter().any(|f| f["method"] == "approval.request"),
+        !host
+            .written
+            .iter()
+            .any(|f| f["method"] == "approval.request"),
         "an interaction was sent before the ACK"
     );
     let ack = host
@@ -426,7 +456,10 @@ async fn no_interaction_is_sent_before_the_capability_ack() {
         .iter()
         .position(|f| f["method"] == "approval.request")
         .unwrap();
-    assert!(request_at > ack_at, "the ACK is written before the interaction");
+    assert!(
+        request_at > ack_at,
+        "the ACK is written before the interaction"
+    );
     host.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "approve"}}))
         .await;
     let events = host.turn_events(&turn).await;
@@ -474,19 +507,27 @@ async fn resume_replays_after_a_cursor_and_answers_with_the_barrier() {
     }
     let cursors: Vec<&str> = live.iter().map(|e| e["cursor"].as_str().unwrap()).collect();
     // From null: everything, in order, then the barrier.
-    for (after, from) in [(Value::Null, 0), (json!(cursors[2]), 3), (json!(cursors[cursors.len() - 1]), cursors.len())] {
-        let id = host.send_request(
-            "runtime.events.resume",
-            json!({"threadId": thread, "afterCursor": after}),
-        )
-        .await;
+    for (after, from) in [
+        (Value::Null, 0),
+        (json!(cursors[2]), 3),
+        (json!(cursors[cursors.len() - 1]), cursors.len()),
+    ] {
+        let id = host
+            .send_request(
+                "runtime.events.resume",
+                json!({"threadId": thread, "afterCursor": after}),
+            )
+            .await;
         let mut replayed = Vec::new();
         let answer = loop {
             let frame = host.read().await;
             if frame["id"] == id {
                 break frame["result"].clone();
             }
-            assert_eq!(frame["method"], "runtime.event", "only replay before the barrier");
+            assert_eq!(
+                frame["method"], "runtime.event",
+                "only replay before the barrier"
+            );
             replayed.push(frame["params"].clone());
         };
         assert_eq!(answer["replayedCount"], json!(live.len() - from));
@@ -517,8 +558,8 @@ async fn resume_replays_after_a_cursor_and_answers_with_the_barrier() {
         .await
         .unwrap_err();
     assert_eq!(roll_code(&gap), "EVENT_CURSOR_GAP");
-    let forged = cursors[0].rsplit_once(':').unwrap().0.to_owned()
-        + ":00000000-0000-4000-8000-000000000007";
+    let forged =
+        cursors[0].rsplit_once(':').unwrap().0.to_owned() + ":00000000-0000-4000-8000-000000000007";
     let gap = host
         .call(
             "runtime.events.resume",
@@ -589,7 +630,11 @@ async fn cursors_survive_a_restart_and_a_trimmed_prefix_is_expired() {
         .args(["--thread", &thread, "--max-records", "3"])
         .output()
         .unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let expired = host
         .call(
             "runtime.events.resume",
@@ -617,7 +662,10 @@ async fn the_recovery_snapshot_of_a_thread_of_ten_thousand_events_fits_one_small
     let thread = host.create_thread("big").await;
     let turn = host.start_turn(&thread, "/burst 10000").await;
     let events = host.turn_events(&turn).await;
-    let durable: Vec<&Value> = events.iter().filter(|e| e["durability"] == "durable").collect();
+    let durable: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["durability"] == "durable")
+        .collect();
     assert!(durable.len() > 10_000, "{}", durable.len());
     // Gap-free cursors from 0.
     for (index, event) in durable.iter().enumerate() {
@@ -635,7 +683,11 @@ async fn the_recovery_snapshot_of_a_thread_of_ten_thousand_events_fits_one_small
     assert_eq!(recovery["eventCursor"], durable.last().unwrap()["cursor"]);
     assert_eq!(recovery["messages"]["items"], json!([]));
     let frame = serde_json::to_vec(host.written.last().unwrap()).unwrap();
-    assert!(frame.len() < 4096, "the recovery frame has {} bytes", frame.len());
+    assert!(
+        frame.len() < 4096,
+        "the recovery frame has {} bytes",
+        frame.len()
+    );
     assert_fixture_shape(
         host.written.last().unwrap(),
         &fixture("v1.3", "valid-thread-recovery-snapshot-response"),
@@ -669,7 +721,8 @@ async fn live_events_during_a_replay_are_deduplicated_into_one_gap_free_sequence
         }
         let params = &frame["params"];
         if params["durability"] == "durable" {
-            let cursor = agentwire_roll::EventCursor::parse(params["cursor"].as_str().unwrap()).unwrap();
+            let cursor =
+                agentwire_roll::EventCursor::parse(params["cursor"].as_str().unwrap()).unwrap();
             if let Some(previous) = by_id.insert(cursor.sequence(), params["eventId"].clone()) {
                 assert_eq!(previous, params["eventId"], "one event id per position");
             }
@@ -692,18 +745,30 @@ async fn mutations_are_idempotent_by_request_id() {
     host.open("1.2", &HANDLERS).await;
     let request_id = uuid();
     let first = host
-        .call("thread.create", json!({"requestId": request_id, "title": "once"}))
+        .call(
+            "thread.create",
+            json!({"requestId": request_id, "title": "once"}),
+        )
         .await
         .unwrap();
     let retry = host
-        .call("thread.create", json!({"requestId": request_id, "title": "once"}))
+        .call(
+            "thread.create",
+            json!({"requestId": request_id, "title": "once"}),
+        )
         .await
         .unwrap();
     assert_eq!(first, retry);
-    let list = host.call("thread.list", json!({"limit": 10})).await.unwrap();
+    let list = host
+        .call("thread.list", json!({"limit": 10}))
+        .await
+        .unwrap();
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
     let mismatch = host
-        .call("thread.create", json!({"requestId": request_id, "title": "twice"}))
+        .call(
+            "thread.create",
+            json!({"requestId": request_id, "title": "twice"}),
+        )
         .await
         .unwrap_err();
     assert_eq!(roll_code(&mismatch), "INVALID_PARAMS");
@@ -721,7 +786,10 @@ async fn mutations_are_idempotent_by_request_id() {
     assert_eq!(host.call("turn.start", again).await.unwrap(), accepted);
     let events = host.turn_events(&turn_id).await;
     assert_eq!(
-        events.iter().filter(|e| e["event"]["type"] == "turn.started").count(),
+        events
+            .iter()
+            .filter(|e| e["event"]["type"] == "turn.started")
+            .count(),
         1
     );
     let delete = json!({"requestId": uuid(), "threadId": thread});
@@ -741,13 +809,18 @@ async fn bad_input_gets_its_documented_answer_and_the_session_goes_on() {
     let (_dir, path) = store();
     let mut host = Host::start(&path, &["--max-frame-bytes", "65536"]).await;
     // Before initialize: INITIALIZE_REQUIRED.
-    let early = host.call("thread.list", json!({"limit": 1})).await.unwrap_err();
+    let early = host
+        .call("thread.list", json!({"limit": 1}))
+        .await
+        .unwrap_err();
     assert_eq!(roll_code(&early), "INITIALIZE_REQUIRED");
     host.open("1.2", &HANDLERS).await;
     // Garbage lines: no answer at all.
-    host.send_raw(b"this is not json\n{\"unterminated\": \n\x00\xff\n").await;
+    host.send_raw(b"this is not json\n{\"unterminated\": \n\x00\xff\n")
+        .await;
     // An oversize frame: skipped, no answer.
-    let mut big = br#"{"jsonrpc":"2.0","id":99,"method":"thread.list","params":{"limit":1,"x":""#.to_vec();
+    let mut big =
+        br#"{"jsonrpc":"2.0","id":99,"method":"thread.list","params":{"limit":1,"x":""#.to_vec();
     big.extend(std::iter::repeat_n(b'a', 70_000));
     big.extend(b"\"}}\n");
     host.send_raw(&big).await;

@@ -146,6 +146,9 @@ pub enum RuntimeError {
     /// The input breaks a rule of the core.
     #[error("{0}")]
     InvalidInput(String),
+    /// The runtime stopped (its tasks are shutting down) before the call finished.
+    #[error("the runtime stopped: {0}")]
+    Stopped(String),
     /// The log refused or failed.
     #[error("event log: {0}")]
     Log(#[from] agentwire_events::Error),
@@ -173,6 +176,7 @@ impl RuntimeError {
             RuntimeError::Log(_) => "runtime.log",
             RuntimeError::Fold { .. } => "runtime.fold",
             RuntimeError::Undecodable { .. } => "runtime.undecodable",
+            RuntimeError::Stopped(_) => "runtime.stopped",
         }
     }
 }
@@ -341,35 +345,64 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::ThreadNotFound(thread_id.to_owned()))
     }
 
-    /// Appends `events` to the thread in one commit, folds them, then publishes them. The fold
-    /// is checked on a copy first, so nothing that would not fold is ever written.
+    /// Appends `events` to the thread in one commit, folds them, then publishes them. See
+    /// [`append_with`](Self::append_with).
     async fn append(
         &self,
         thread_id: &str,
-        slot: &ThreadSlot,
+        slot: &Arc<ThreadSlot>,
         events: Vec<ThreadEvent>,
     ) -> Result<(), RuntimeError> {
+        self.append_with(thread_id, slot, move |_| events).await
+    }
+
+    /// Appends the events `make` builds from the thread's current state (under the thread's
+    /// lock, so nothing changes between reading the state and writing), folds them, then
+    /// publishes them. The fold is checked first, so nothing that would not fold is ever
+    /// written. The work runs in its own task: a caller that stops waiting cannot leave a
+    /// committed append unfolded.
+    async fn append_with<F>(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
+        make: F,
+    ) -> Result<(), RuntimeError>
+    where
+        F: FnOnce(&ThreadState) -> Vec<ThreadEvent> + Send + 'static,
+    {
+        let runtime = self.clone();
+        let slot = Arc::clone(slot);
+        let thread = thread_id.to_owned();
+        tokio::spawn(async move { runtime.append_now(&thread, &slot, make).await })
+            .await
+            .unwrap_or_else(|e| Err(RuntimeError::Stopped(e.to_string())))
+    }
+
+    async fn append_now<F>(
+        &self,
+        thread_id: &str,
+        slot: &ThreadSlot,
+        make: F,
+    ) -> Result<(), RuntimeError>
+    where
+        F: FnOnce(&ThreadState) -> Vec<ThreadEvent>,
+    {
         let mut state = slot.state.lock().await;
+        let events = make(&state);
+        if events.is_empty() {
+            return Ok(());
+        }
         let at_ms = self.inner.clock.now_ms();
         let stamped: Vec<StampedEvent> = events
             .into_iter()
             .map(|event| StampedEvent { at_ms, event })
             .collect();
-        let mut next = state.clone();
-        let mut ordinals = Vec::with_capacity(stamped.len());
-        for event in &stamped {
-            next.apply(next.next_position, event)
-                .map_err(|error| RuntimeError::Fold {
-                    thread_id: thread_id.to_owned(),
-                    error,
-                })?;
-            ordinals.push(
-                event
-                    .event
-                    .is_timeline()
-                    .then(|| next.timeline.len() as u64 - 1),
-            );
-        }
+        state
+            .check_batch(&stamped)
+            .map_err(|error| RuntimeError::Fold {
+                thread_id: thread_id.to_owned(),
+                error,
+            })?;
         let records = stamped
             .iter()
             .map(|e| {
@@ -392,7 +425,21 @@ impl Runtime {
                 records,
             )
             .await?;
-        *state = next;
+        let mut ordinals = Vec::with_capacity(stamped.len());
+        for event in &stamped {
+            // Checked above: the fold cannot refuse what it accepted on the probe.
+            let position = state.next_position;
+            if let Err(error) = state.apply(position, event) {
+                tracing::error!(thread = %thread_id, %error, "a checked event did not fold");
+            }
+            ordinals.push(
+                event
+                    .event
+                    .is_timeline()
+                    .then(|| state.timeline.len() as u64 - 1),
+            );
+        }
+        drop(state);
         for (offset, ((event, event_id), ordinal)) in stamped
             .into_iter()
             .zip(appended.event_ids)
@@ -582,28 +629,6 @@ impl Runtime {
             // Deleted while the turn ran: nothing more to record.
             return;
         };
-        let pending: Vec<(String, Option<String>)> = slot
-            .state
-            .lock()
-            .await
-            .pending
-            .iter()
-            .map(|(id, i)| (id.clone(), i.ask.approval_id().map(str::to_owned)))
-            .collect();
-        let mut events: Vec<ThreadEvent> = pending
-            .into_iter()
-            .map(|(id, approval_id)| {
-                self.forget_waiter(&id);
-                ThreadEvent::InteractionResolved {
-                    interaction_id: id,
-                    turn_id: Some(turn_id.to_owned()),
-                    approval_id,
-                    resolution: Resolution::Cancelled {
-                        reason: "the turn ended".into(),
-                    },
-                }
-            })
-            .collect();
         let failure = self
             .inner
             .failures
@@ -611,30 +636,54 @@ impl Runtime {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(turn_id);
         let turn_id = turn_id.to_owned();
-        events.push(match (failure, cancelled, end) {
+        let terminal = match (failure, cancelled, end) {
             (Some(message), _, _) => ThreadEvent::TurnFailed {
-                turn_id,
+                turn_id: turn_id.clone(),
                 stage: FailStage::Execute,
                 message,
             },
             (None, true, _) => ThreadEvent::TurnCancelled {
-                turn_id,
+                turn_id: turn_id.clone(),
                 reason: "cancelled".into(),
                 message: "the turn was cancelled".into(),
             },
-            (None, false, Ok(TurnEnd::Completed)) => ThreadEvent::TurnCompleted { turn_id },
+            (None, false, Ok(TurnEnd::Completed)) => ThreadEvent::TurnCompleted {
+                turn_id: turn_id.clone(),
+            },
             (None, false, Ok(TurnEnd::Failed { stage, message })) => ThreadEvent::TurnFailed {
-                turn_id,
+                turn_id: turn_id.clone(),
                 stage,
                 message,
             },
             (None, false, Err(_)) => ThreadEvent::TurnFailed {
-                turn_id,
+                turn_id: turn_id.clone(),
                 stage: FailStage::Execute,
                 message: "the agent stopped unexpectedly".into(),
             },
-        });
-        if let Err(error) = self.append(thread_id, &slot, events).await {
+        };
+        let runtime = self.clone();
+        // The interactions still pending are read under the thread's lock, with the append: an
+        // answer landing meanwhile cannot make the end of the turn unrecordable.
+        let make = move |state: &ThreadState| {
+            let mut events: Vec<ThreadEvent> = state
+                .pending
+                .iter()
+                .map(|(id, interaction)| {
+                    runtime.forget_waiter(id);
+                    ThreadEvent::InteractionResolved {
+                        interaction_id: id.clone(),
+                        turn_id: Some(turn_id.clone()),
+                        approval_id: interaction.ask.approval_id().map(str::to_owned),
+                        resolution: Resolution::Cancelled {
+                            reason: "the turn ended".into(),
+                        },
+                    }
+                })
+                .collect();
+            events.push(terminal);
+            events
+        };
+        if let Err(error) = self.append_with(thread_id, &slot, make).await {
             tracing::error!(thread = %thread_id, %error, "could not record the end of a turn");
         }
     }

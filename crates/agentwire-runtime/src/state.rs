@@ -150,6 +150,34 @@ impl ThreadState {
         Ok(state)
     }
 
+    /// Checks that `events` would fold one after the other from the current state, without
+    /// changing it. Costs the size of the pending interactions, not of the transcript (the
+    /// checks never read messages or operations), so a long thread checks as fast as a new one.
+    pub fn check_batch<'a>(
+        &self,
+        events: impl IntoIterator<Item = &'a StampedEvent>,
+    ) -> Result<(), FoldError> {
+        let mut probe = ThreadState {
+            created: self.created,
+            deleted: self.deleted,
+            title: None,
+            model: None,
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: self.updated_at_ms,
+            messages: Vec::new(),
+            operations: Vec::new(),
+            operation_times_ms: Vec::new(),
+            active_turn: self.active_turn.clone(),
+            pending: self.pending.clone(),
+            next_position: self.next_position,
+            timeline: Vec::new(),
+        };
+        for event in events {
+            probe.apply(probe.next_position, event)?;
+        }
+        Ok(())
+    }
+
     /// Applies the event at `position` of the log; on an error the state is unchanged.
     pub fn apply(&mut self, position: u64, stamped: &StampedEvent) -> Result<(), FoldError> {
         if position != self.next_position {

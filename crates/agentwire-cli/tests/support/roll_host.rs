@@ -53,7 +53,14 @@ fn kind(value: &Value) -> &'static str {
 
 /// Keys the protocol makes optional: compared when both have them.
 const OPTIONAL: [&str; 8] = [
-    "reason", "title", "description", "model", "displayName", "minLength", "maxLength", "turnId",
+    "reason",
+    "title",
+    "description",
+    "model",
+    "displayName",
+    "minLength",
+    "maxLength",
+    "turnId",
 ];
 
 /// Every key the fixture has is in `ours` with the same JSON type (optional keys the fixture
@@ -256,7 +263,10 @@ impl Host {
             let frame = self
                 .wait_for(|f| f["method"] == "runtime.event" && f["params"]["turnId"] == turn_id)
                 .await;
-            let kind = frame["params"]["event"]["type"].as_str().unwrap().to_owned();
+            let kind = frame["params"]["event"]["type"]
+                .as_str()
+                .unwrap()
+                .to_owned();
             events.push(frame["params"].clone());
             if matches!(
                 kind.as_str(),
