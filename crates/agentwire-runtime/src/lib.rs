@@ -11,6 +11,7 @@ pub mod core;
 pub mod demo;
 pub mod event;
 pub mod idempotency;
+pub mod process;
 pub mod state;
 
 pub use agent::DemoAgent;
@@ -24,4 +25,5 @@ pub use event::{
     OutcomeKind, Resolution, Role, StampedEvent, ThreadEvent, ToolOutcome, TurnInput, TurnStatus,
 };
 pub use idempotency::{Admission, IdempotencyCache};
+pub use process::{AgentCommandError, AgentProcess, AgentProcessConfig};
 pub use state::{ActiveTurn, FoldError, Page, ThreadState};
