@@ -757,3 +757,48 @@ fn the_run_events_agents_write_are_the_tasklens_events() {
         );
     }
 }
+
+/// The fenced blocks of one language in docs/agent.md, in order.
+fn doc_blocks(language: &str) -> Vec<String> {
+    let text =
+        std::fs::read_to_string(agentwire_testkit::repo_root().join("docs/agent.md")).unwrap();
+    let fence = format!("```{language}\n");
+    let mut blocks = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find(&fence) {
+        let body = &rest[start + fence.len()..];
+        let end = body.find("```\n").expect("a closed block");
+        blocks.push(body[..end].to_owned());
+        rest = &body[end..];
+    }
+    blocks
+}
+
+#[test]
+fn the_documented_example_agent_is_the_committed_one() {
+    let committed = std::fs::read_to_string(example_agent()).unwrap();
+    assert_eq!(
+        doc_blocks("python"),
+        [committed],
+        "docs/agent.md must quote examples/agents/echo_agent.py whole"
+    );
+}
+
+#[test]
+fn every_documented_message_is_valid() {
+    let document = agentwire_schema::SchemaDocument::from_slice(
+        agentwire_runtime::process::AGENT_SCHEMA_TEXT.as_bytes(),
+    )
+    .unwrap();
+    let validator = document.validator().unwrap();
+    let lines: Vec<String> = doc_blocks("json")
+        .iter()
+        .flat_map(|b| b.lines().map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    assert!(lines.len() >= 15, "{lines:?}");
+    for line in lines {
+        let value = agentwire_schema::parse_json(line.as_bytes()).unwrap();
+        let issues = validator.validate(&value);
+        assert!(issues.is_empty(), "{line}: {issues:?}");
+    }
+}
