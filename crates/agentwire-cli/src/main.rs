@@ -55,6 +55,8 @@ enum Command {
     /// Schema documents as a whole: `schema export --draft 07|2020-12 FILE [--out FILE]`.
     #[command(subcommand_required = true)]
     Schema(cmd::schema::Args),
+    /// Run the reference runtime: the Roll Runtime Protocol 1.0-1.5 on stdio (`serve --stdio`).
+    Serve(cmd::serve::Args),
     /// Validate messages (documents or NDJSON streams) against a schema or one of its definitions.
     // `--version` names a protocol version here, so the subcommand has no version flag.
     #[command(disable_version_flag = true)]
@@ -104,6 +106,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Lint(args) => cmd::lint::run(args, format, out),
         Command::Runlog(args) => cmd::runlog::run_to(args, format, out),
         Command::Schema(args) => cmd::schema::run(args, format, out),
+        Command::Serve(args) => cmd::serve::run(args, format, out),
         Command::Validate(args) => cmd::validate::run(args, format, out),
     }
 }

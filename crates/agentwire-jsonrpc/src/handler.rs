@@ -25,11 +25,25 @@ pub(crate) type NotificationFn =
 
 /// What a request handler knows about its request; [`RequestContext::peer`] sends requests and
 /// notifications back to the other side while the handler runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RequestContext {
     pub(crate) peer: Peer,
     pub(crate) id: Id,
     pub(crate) method: Arc<str>,
+    pub(crate) after_answer: AfterAnswer,
+}
+
+/// What runs once a request's answer is queued for writing (see
+/// [`RequestContext::after_answer`]).
+pub(crate) type AfterAnswer = Arc<std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>>;
+
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RequestContext {
@@ -46,6 +60,17 @@ impl RequestContext {
     /// The request's method.
     pub fn method(&self) -> &str {
         &self.method
+    }
+
+    /// Runs `hook` right after this request's answer is queued on the connection's writer, so
+    /// that anything sent from the hook on is written after the answer (a protocol that orders
+    /// later frames behind an acknowledgement needs this). A later call replaces an earlier
+    /// hook; the hook does not run when no answer is written (the request was cancelled or the
+    /// connection closed).
+    pub fn after_answer(&self, hook: impl FnOnce() + Send + 'static) {
+        if let Ok(mut slot) = self.after_answer.lock() {
+            *slot = Some(Box::new(hook));
+        }
     }
 }
 
@@ -79,6 +104,7 @@ pub struct Handlers {
     pub(crate) notifications: HashMap<String, NotificationFn>,
     pub(crate) fallback_request: Option<RequestFn>,
     pub(crate) fallback_notification: Option<NotificationFn>,
+    pub(crate) exclusive: std::collections::HashSet<String>,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -95,6 +121,7 @@ impl std::fmt::Debug for Handlers {
                 "fallback_notification",
                 &self.fallback_notification.is_some(),
             )
+            .field("exclusive", &self.exclusive)
             .finish()
     }
 }
@@ -179,6 +206,19 @@ impl Handlers {
         self.fallback_notification =
             Some(Arc::new(move |ctx, params| Box::pin(handler(ctx, params))));
         self
+    }
+
+    /// Makes requests of `method` exclusive: one is answered before any frame read after it
+    /// is dispatched (a handshake such as `initialize` that later requests depend on). The
+    /// reader waits for the handler, so an exclusive handler must not wait for the other side.
+    #[must_use]
+    pub fn exclusive(mut self, method: &str) -> Self {
+        self.exclusive.insert(method.to_owned());
+        self
+    }
+
+    pub(crate) fn is_exclusive(&self, method: &str) -> bool {
+        self.exclusive.contains(method)
     }
 
     pub(crate) fn request(&self, method: &str) -> Option<&RequestFn> {

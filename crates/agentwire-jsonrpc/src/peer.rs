@@ -209,6 +209,26 @@ impl Peer {
         params: &P,
         timeout: Option<Duration>,
     ) -> Result<Value, CallError> {
+        self.start_request(method, params, timeout)
+            .await?
+            .answer()
+            .await
+    }
+
+    /// Sends a request and returns as soon as it is queued on the writer, with its id and a
+    /// handle for the answer. Anything sent after this returns is written after the request
+    /// (a protocol that must send a request before a related notification needs this), and
+    /// the id is known before the answer (to cancel by id). Dropping the handle withdraws the
+    /// call as dropping a [`Peer::request`] future does.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn start_request<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        timeout: Option<Duration>,
+    ) -> Result<PendingCall, CallError> {
         let inner = &self.inner;
         if inner.is_closed() {
             return Err(CallError::Closed);
@@ -225,45 +245,23 @@ impl Peer {
             }
             pending.insert(id.clone(), tx);
         }
-        let mut guard = PendingGuard {
-            inner,
-            id: &id,
-            armed: true,
+        let call = PendingCall {
+            guard: PendingGuard {
+                inner: Arc::clone(inner),
+                id,
+                armed: true,
+            },
+            method: method.to_owned(),
+            rx,
+            timeout,
+            started: Instant::now(),
         };
         // A close that ran before the insert could not see this waiter.
         if inner.is_closed() {
             return Err(CallError::Closed);
         }
-        let started = Instant::now();
         inner.writes.send(line).await?;
-        let answer = match timeout {
-            Some(limit) => match tokio::time::timeout(limit, rx).await {
-                Ok(answer) => answer,
-                Err(_) => {
-                    tracing::debug!(parent: &inner.span, %id, method, "request timed out");
-                    return Err(CallError::Timeout {
-                        timeout_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
-                    });
-                }
-            },
-            None => rx.await,
-        };
-        guard.armed = false;
-        let outcome = match answer {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(CallError::Remote(error)),
-            Err(_) => Err(CallError::Closed),
-        };
-        tracing::debug!(
-            parent: &inner.span,
-            direction = "out",
-            method,
-            %id,
-            duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            outcome = if outcome.is_ok() { "ok" } else { "error" },
-            "request finished"
-        );
-        outcome
+        Ok(call)
     }
 
     /// Sends a notification. It waits only for room in the write queue.
@@ -334,21 +332,85 @@ impl Peer {
     }
 }
 
-struct PendingGuard<'a> {
-    inner: &'a Inner,
-    id: &'a Id,
+struct PendingGuard {
+    inner: Arc<Inner>,
+    id: Id,
     armed: bool,
 }
 
-impl Drop for PendingGuard<'_> {
+impl Drop for PendingGuard {
     fn drop(&mut self) {
         if !self.armed {
             return;
         }
-        let withdrawn = lock(&self.inner.pending).remove(self.id).is_some();
+        let withdrawn = lock(&self.inner.pending).remove(&self.id).is_some();
         if withdrawn && !self.inner.is_closed() {
-            self.inner.send_cancel(self.id);
+            self.inner.send_cancel(&self.id);
         }
+    }
+}
+
+/// A request that was sent and awaits its answer ([`Peer::start_request`]).
+pub struct PendingCall {
+    guard: PendingGuard,
+    method: String,
+    rx: oneshot::Receiver<Result<Value, ErrorObject>>,
+    timeout: Option<Duration>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for PendingCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingCall")
+            .field("id", &self.guard.id)
+            .field("method", &self.method)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingCall {
+    /// The request's id on the wire.
+    pub fn id(&self) -> &Id {
+        &self.guard.id
+    }
+
+    /// Waits for the answer (or the timeout given at the start, or the close).
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn answer(mut self) -> Result<Value, CallError> {
+        let inner = Arc::clone(&self.guard.inner);
+        let id = self.guard.id.clone();
+        let method = std::mem::take(&mut self.method);
+        let rx = &mut self.rx;
+        let answer = match self.timeout {
+            Some(limit) => match tokio::time::timeout(limit, rx).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    tracing::debug!(parent: &inner.span, %id, method, "request timed out");
+                    return Err(CallError::Timeout {
+                        timeout_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+            },
+            None => rx.await,
+        };
+        self.guard.armed = false;
+        let outcome = match answer {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(CallError::Remote(error)),
+            Err(_) => Err(CallError::Closed),
+        };
+        tracing::debug!(
+            parent: &inner.span,
+            direction = "out",
+            method,
+            %id,
+            duration_us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            outcome = if outcome.is_ok() { "ok" } else { "error" },
+            "request finished"
+        );
+        outcome
     }
 }
 
@@ -734,6 +796,7 @@ impl Inner {
                 return;
             }
         }
+        let exclusive = self.handlers.is_exclusive(&method);
         let Some(handler) = self.handlers.request(&method).cloned() else {
             tracing::debug!(parent: &self.span, %id, method, "no handler");
             self.reply(
@@ -757,6 +820,7 @@ impl Inner {
         }
         let method: Arc<str> = Arc::from(method);
         let span = tracing::debug_span!(parent: &self.span, "jsonrpc.request", direction = "in", method = %method, id = %id);
+        let after_answer: crate::handler::AfterAnswer = Arc::default();
         let responder = Responder {
             inner: Arc::clone(self),
             id: id.clone(),
@@ -764,6 +828,7 @@ impl Inner {
             cancelled,
             done: false,
             started: Instant::now(),
+            after_answer: Arc::clone(&after_answer),
         };
         let ctx = RequestContext {
             peer: Peer {
@@ -771,6 +836,7 @@ impl Inner {
             },
             id: id.clone(),
             method,
+            after_answer,
         };
         let slots = Arc::clone(&self.handler_slots);
         let task = tokio::spawn(
@@ -792,6 +858,10 @@ impl Inner {
         );
         if let Some(entry) = lock(&self.inbound).get_mut(&id) {
             entry.abort = Some(task.abort_handle());
+        }
+        if exclusive {
+            // Nothing read after this request is dispatched before it is answered.
+            let _ = task.await;
         }
     }
 }
@@ -874,9 +944,21 @@ struct Responder {
     cancelled: Arc<AtomicBool>,
     done: bool,
     started: Instant,
+    after_answer: crate::handler::AfterAnswer,
 }
 
 impl Responder {
+    fn run_after_answer(&self) {
+        let hook = self
+            .after_answer
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take());
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
     async fn finish(mut self, outcome: Reply) {
         let line = self.inner.encode_response(Some(&self.id), &outcome);
         match &self.sink {
@@ -900,6 +982,7 @@ impl Responder {
                     .writes
                     .tx
                     .send(WriteCmd::Line(line, Some(permit)));
+                self.run_after_answer();
             }
             Sink::Batch(collector) => {
                 if self.inner.is_closed() || self.cancelled.load(Ordering::SeqCst) {
@@ -908,6 +991,7 @@ impl Responder {
                 self.done = true;
                 lock(&self.inner.inbound).remove(&self.id);
                 collector.done(Some(line));
+                self.run_after_answer();
             }
         }
         tracing::debug!(

@@ -823,3 +823,79 @@ async fn notifications_read_before_end_of_input_are_all_handled() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exclusive_request_is_answered_before_anything_read_after_it_is_handled() {
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handlers = Handlers::new()
+        .exclusive("init")
+        .on_request("init", {
+            let ready = Arc::clone(&ready);
+            move |_ctx, _params| {
+                let ready = Arc::clone(&ready);
+                async move {
+                    // Slow on purpose: a later request handled concurrently would see `false`.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    ready.store(true, Ordering::SeqCst);
+                    Ok(json!("initialized"))
+                }
+            }
+        })
+        .on_request("work", {
+            let ready = Arc::clone(&ready);
+            move |_ctx, _params| {
+                let ready = Arc::clone(&ready);
+                async move { Ok(json!(ready.load(Ordering::SeqCst))) }
+            }
+        });
+    let (_peer, mut raw) = serve(Profile::generic(), handlers);
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"init\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"work\"}\n")
+        .await;
+    assert_eq!(
+        raw.next().await,
+        json!({"jsonrpc":"2.0","id":1,"result":"initialized"})
+    );
+    assert_eq!(
+        raw.next().await,
+        json!({"jsonrpc":"2.0","id":2,"result":true})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_after_the_answer_writes_after_it_and_a_started_request_knows_its_id() {
+    let handlers = Handlers::new().on_request("ack", |ctx, _params| async move {
+        let peer = ctx.peer().clone();
+        ctx.after_answer(move || {
+            tokio::spawn(async move {
+                let call = peer
+                    .start_request("follow-up", &json!({}), None)
+                    .await
+                    .expect("sent");
+                let id = call.id().clone();
+                let answer = call.answer().await.expect("answered");
+                assert_eq!(answer, json!({"echo": id}));
+            });
+        });
+        // Anything the hook sends must not overtake this answer.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(json!("acked"))
+    });
+    let (_peer, mut raw) = serve(Profile::roll(), handlers);
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ack\",\"params\":{}}\n")
+        .await;
+    assert_eq!(
+        raw.next().await,
+        json!({"jsonrpc":"2.0","id":7,"result":"acked"})
+    );
+    let request = raw.next().await;
+    assert_eq!(request["method"], "follow-up");
+    assert_eq!(request["id"], "runtime:1");
+    raw.send(
+        format!(
+            "{}\n",
+            json!({"jsonrpc":"2.0","id":"runtime:1","result":{"echo":"runtime:1"}})
+        )
+        .as_bytes(),
+    )
+    .await;
+}

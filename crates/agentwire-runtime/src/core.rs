@@ -95,6 +95,8 @@ pub enum Published {
         seq: u64,
         /// The id the log gave it.
         event_id: uuid::Uuid,
+        /// Its timeline ordinal, when it is a timeline event ([`ThreadEvent::is_timeline`]).
+        ordinal: Option<u64>,
         /// The event (boxed: it is copied to every subscriber's queue).
         event: Box<StampedEvent>,
     },
@@ -107,6 +109,23 @@ pub enum Published {
         /// The event.
         event: LiveEvent,
     },
+}
+
+/// What a list of threads shows of each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSummary {
+    /// The thread's id.
+    pub id: String,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its model.
+    pub model: Option<String>,
+    /// When it was created.
+    pub created_at_ms: u64,
+    /// When its last event was stamped.
+    pub updated_at_ms: u64,
+    /// Messages in its transcript.
+    pub message_count: u64,
 }
 
 /// Why a runtime call was refused.
@@ -191,6 +210,8 @@ struct Inner {
     threads: std::sync::Mutex<HashMap<String, Arc<ThreadSlot>>>,
     waiters: std::sync::Mutex<HashMap<String, oneshot::Sender<Resolution>>>,
     cancels: std::sync::Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Turns to end `failed` (with this message) whatever the agent returns.
+    failures: std::sync::Mutex<HashMap<String, String>>,
     published: broadcast::Sender<Published>,
 }
 
@@ -220,6 +241,7 @@ impl Runtime {
                 threads: Default::default(),
                 waiters: Default::default(),
                 cancels: Default::default(),
+                failures: Default::default(),
                 published,
             }),
         };
@@ -230,6 +252,11 @@ impl Runtime {
     /// This process's identity (a new one at every start).
     pub fn instance_id(&self) -> &str {
         &self.inner.instance_id
+    }
+
+    /// Now, by the runtime's clock (milliseconds since the Unix epoch).
+    pub fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
     }
 
     /// The log the runtime writes.
@@ -329,12 +356,19 @@ impl Runtime {
             .map(|event| StampedEvent { at_ms, event })
             .collect();
         let mut next = state.clone();
+        let mut ordinals = Vec::with_capacity(stamped.len());
         for event in &stamped {
             next.apply(next.next_position, event)
                 .map_err(|error| RuntimeError::Fold {
                     thread_id: thread_id.to_owned(),
                     error,
                 })?;
+            ordinals.push(
+                event
+                    .event
+                    .is_timeline()
+                    .then(|| next.timeline.len() as u64 - 1),
+            );
         }
         let records = stamped
             .iter()
@@ -359,12 +393,18 @@ impl Runtime {
             )
             .await?;
         *state = next;
-        for (offset, (event, event_id)) in stamped.into_iter().zip(appended.event_ids).enumerate() {
+        for (offset, ((event, event_id), ordinal)) in stamped
+            .into_iter()
+            .zip(appended.event_ids)
+            .zip(ordinals)
+            .enumerate()
+        {
             // No subscriber is not an error: publication is for whoever listens.
             let _ = self.inner.published.send(Published::Durable {
                 thread_id: thread_id.to_owned(),
                 seq: appended.first_seq + offset as u64,
                 event_id,
+                ordinal,
                 event: Box::new(event),
             });
         }
@@ -440,6 +480,30 @@ impl Runtime {
         let mut ids: Vec<String> = self.lock_threads().keys().cloned().collect();
         ids.sort();
         ids
+    }
+
+    /// Every served thread's summary, oldest first (by creation time, then id), so a list
+    /// paged by index stays stable while threads are added.
+    pub async fn summaries(&self) -> Vec<ThreadSummary> {
+        let slots: Vec<(String, Arc<ThreadSlot>)> = self
+            .lock_threads()
+            .iter()
+            .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
+            .collect();
+        let mut out = Vec::with_capacity(slots.len());
+        for (id, slot) in slots {
+            let state = slot.state.lock().await;
+            out.push(ThreadSummary {
+                id,
+                title: state.title.clone(),
+                model: state.model.clone(),
+                created_at_ms: state.created_at_ms,
+                updated_at_ms: state.updated_at_ms,
+                message_count: state.messages.len() as u64,
+            });
+        }
+        out.sort_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then(a.id.cmp(&b.id)));
+        out
     }
 
     /// A copy of a thread's state.
@@ -518,33 +582,52 @@ impl Runtime {
             // Deleted while the turn ran: nothing more to record.
             return;
         };
-        let pending: Vec<String> = slot.state.lock().await.pending.keys().cloned().collect();
+        let pending: Vec<(String, Option<String>)> = slot
+            .state
+            .lock()
+            .await
+            .pending
+            .iter()
+            .map(|(id, i)| (id.clone(), i.ask.approval_id().map(str::to_owned)))
+            .collect();
         let mut events: Vec<ThreadEvent> = pending
             .into_iter()
-            .map(|id| {
+            .map(|(id, approval_id)| {
                 self.forget_waiter(&id);
                 ThreadEvent::InteractionResolved {
                     interaction_id: id,
+                    approval_id,
                     resolution: Resolution::Cancelled {
                         reason: "the turn ended".into(),
                     },
                 }
             })
             .collect();
+        let failure = self
+            .inner
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(turn_id);
         let turn_id = turn_id.to_owned();
-        events.push(match (cancelled, end) {
-            (true, _) => ThreadEvent::TurnCancelled {
+        events.push(match (failure, cancelled, end) {
+            (Some(message), _, _) => ThreadEvent::TurnFailed {
+                turn_id,
+                stage: FailStage::Execute,
+                message,
+            },
+            (None, true, _) => ThreadEvent::TurnCancelled {
                 turn_id,
                 reason: "cancelled".into(),
                 message: "the turn was cancelled".into(),
             },
-            (false, Ok(TurnEnd::Completed)) => ThreadEvent::TurnCompleted { turn_id },
-            (false, Ok(TurnEnd::Failed { stage, message })) => ThreadEvent::TurnFailed {
+            (None, false, Ok(TurnEnd::Completed)) => ThreadEvent::TurnCompleted { turn_id },
+            (None, false, Ok(TurnEnd::Failed { stage, message })) => ThreadEvent::TurnFailed {
                 turn_id,
                 stage,
                 message,
             },
-            (false, Err(_)) => ThreadEvent::TurnFailed {
+            (None, false, Err(_)) => ThreadEvent::TurnFailed {
                 turn_id,
                 stage: FailStage::Execute,
                 message: "the agent stopped unexpectedly".into(),
@@ -609,6 +692,35 @@ impl Runtime {
         } else {
             Err(RuntimeError::InteractionNotFound(interaction_id.to_owned()))
         }
+    }
+
+    /// Fails closed on a host's answer that cannot be taken (invalid, mismatched, or an error
+    /// in place of an answer): the interaction ends `cancelled` with `reason`, and its turn is
+    /// stopped and ends `failed` at `execute` with `reason` as its message.
+    pub async fn fail_interaction(
+        &self,
+        thread_id: &str,
+        interaction_id: &str,
+        reason: &str,
+    ) -> Result<(), RuntimeError> {
+        let slot = self.slot(thread_id)?;
+        let turn_id = match slot.state.lock().await.pending.get(interaction_id) {
+            Some(interaction) => interaction.turn_id.clone(),
+            None => return Err(RuntimeError::InteractionNotFound(interaction_id.to_owned())),
+        };
+        self.inner
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(turn_id.clone(), reason.to_owned());
+        self.wake(
+            interaction_id,
+            Resolution::Cancelled {
+                reason: reason.to_owned(),
+            },
+        );
+        self.signal_cancel(&turn_id);
+        Ok(())
     }
 
     /// Hands a resolution to the turn awaiting it; the turn records it. False if none waits.
@@ -716,6 +828,7 @@ impl TurnContext {
             ask,
         };
         let id = interaction.id.clone();
+        let approval_id = interaction.ask.approval_id().map(str::to_owned);
         let (tx, rx) = oneshot::channel();
         runtime
             .inner
@@ -753,6 +866,7 @@ impl TurnContext {
                 vec![
                     ThreadEvent::InteractionResolved {
                         interaction_id: id,
+                        approval_id,
                         resolution: resolution.clone(),
                     },
                     ThreadEvent::TurnStatusChanged {

@@ -59,6 +59,10 @@ pub enum ThreadEvent {
     #[serde(rename = "interaction.resolved")]
     InteractionResolved {
         interaction_id: String,
+        /// The approval's domain id when the interaction was an approval (so the event says
+        /// what it resolved without the event that opened it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval_id: Option<String>,
         resolution: Resolution,
     },
     /// The turn ended normally.
@@ -100,6 +104,30 @@ impl ThreadEvent {
             | ThreadEvent::ThreadDeleted
             | ThreadEvent::InteractionResolved { .. }
             | ThreadEvent::CapabilitiesChanged => None,
+        }
+    }
+
+    /// Whether the event is part of the thread's public timeline: what every observer of the
+    /// thread sees happen (turns, messages, operations, approvals and their outcomes, capability
+    /// changes). Bookkeeping (thread lifecycle, turn status, user-input forms) is not. Faces
+    /// number timeline events gap-free ([`ThreadState::timeline`](crate::ThreadState)).
+    pub fn is_timeline(&self) -> bool {
+        match self {
+            ThreadEvent::TurnStarted { .. }
+            | ThreadEvent::MessageCompleted { .. }
+            | ThreadEvent::OperationCompleted { .. }
+            | ThreadEvent::TurnCompleted { .. }
+            | ThreadEvent::TurnCancelled { .. }
+            | ThreadEvent::TurnFailed { .. }
+            | ThreadEvent::CapabilitiesChanged => true,
+            ThreadEvent::InteractionOpened { interaction } => {
+                matches!(interaction.ask, InteractionKind::Approval { .. })
+            }
+            ThreadEvent::InteractionResolved { approval_id, .. } => approval_id.is_some(),
+            ThreadEvent::ThreadCreated { .. }
+            | ThreadEvent::ThreadRenamed { .. }
+            | ThreadEvent::ThreadDeleted
+            | ThreadEvent::TurnStatusChanged { .. } => false,
         }
     }
 
@@ -316,6 +344,16 @@ pub enum InteractionKind {
         /// The controls, as the form rules define them.
         controls: Value,
     },
+}
+
+impl InteractionKind {
+    /// The approval's domain id, for an approval.
+    pub fn approval_id(&self) -> Option<&str> {
+        match self {
+            InteractionKind::Approval { approval_id, .. } => Some(approval_id),
+            InteractionKind::UserInput { .. } => None,
+        }
+    }
 }
 
 /// An approval or user-input request with its absolute deadline.

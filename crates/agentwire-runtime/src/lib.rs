@@ -2,11 +2,13 @@
 //! operations, active turn and pending interactions) as a fold of its durable events
 //! ([`state`]), the events themselves ([`event`]), the running core that serves threads from the
 //! event log and drives turns on an agent ([`core`]), the bounded idempotency cache of mutations
-//! ([`idempotency`]), and the scripted demo agent ([`demo`] its commands, [`agent`] the agent).
+//! ([`idempotency`]), the attachments hosts stage for turns ([`attachments`]), and the scripted
+//! demo agent ([`demo`] its commands, [`agent`] the agent).
 //! Faces translate this into their wire protocols; the event log stores the events as opaque
 //! payloads.
 
 pub mod agent;
+pub mod attachments;
 pub mod core;
 pub mod demo;
 pub mod event;
@@ -15,9 +17,13 @@ pub mod process;
 pub mod state;
 
 pub use agent::DemoAgent;
+pub use attachments::{
+    AttachmentDescriptor, AttachmentError, AttachmentLimits, AttachmentSource, AttachmentState,
+    AttachmentStore, ChunkProgress, MediaType, StageRequest, StageSource, Staged,
+};
 pub use core::{
     Agent, Clock, LiveEvent, Published, Runtime, RuntimeConfig, RuntimeError, SystemClock,
-    TurnContext, TurnEnd,
+    ThreadSummary, TurnContext, TurnEnd,
 };
 pub use demo::DemoCommand;
 pub use event::{

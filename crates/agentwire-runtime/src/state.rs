@@ -125,12 +125,17 @@ pub struct ThreadState {
     pub messages: Vec<Message>,
     /// Completed tool operations, with their sequence as the index.
     pub operations: Vec<Operation>,
+    /// When each operation completed (same index as `operations`).
+    pub operation_times_ms: Vec<u64>,
     /// The turn in progress.
     pub active_turn: Option<ActiveTurn>,
     /// Interactions awaiting the host, by id (ordered for deterministic snapshots).
     pub pending: BTreeMap<String, Interaction>,
     /// Position of the next event (the count applied so far).
     pub next_position: u64,
+    /// The log position of each timeline event ([`ThreadEvent::is_timeline`]), in order: the
+    /// index is the event's gap-free timeline ordinal.
+    pub timeline: Vec<u64>,
 }
 
 impl ThreadState {
@@ -163,6 +168,9 @@ impl ThreadState {
             return Err(FoldError::Creation { position, kind });
         }
         self.check(position, event)?;
+        if event.is_timeline() {
+            self.timeline.push(position);
+        }
         self.fold(stamped);
         self.updated_at_ms = stamped.at_ms;
         self.next_position += 1;
@@ -193,13 +201,25 @@ impl ThreadState {
                     });
                 }
             }
-            ThreadEvent::InteractionResolved { interaction_id, .. } => {
-                if !self.pending.contains_key(interaction_id) {
+            ThreadEvent::InteractionResolved {
+                interaction_id,
+                approval_id,
+                ..
+            } => {
+                let Some(pending) = self.pending.get(interaction_id) else {
                     return Err(FoldError::Interaction {
                         position,
                         kind,
                         interaction_id: interaction_id.clone(),
                         state: "not pending",
+                    });
+                };
+                if approval_id.as_deref() != pending.ask.approval_id() {
+                    return Err(FoldError::Interaction {
+                        position,
+                        kind,
+                        interaction_id: interaction_id.clone(),
+                        state: "resolved with another approval id",
                     });
                 }
             }
@@ -275,6 +295,7 @@ impl ThreadState {
             }
             ThreadEvent::OperationCompleted { operation, .. } => {
                 self.operations.push(operation.clone());
+                self.operation_times_ms.push(at);
             }
             ThreadEvent::InteractionOpened { interaction } => {
                 self.pending
@@ -310,9 +331,10 @@ impl ThreadState {
     pub fn repairs_after_restart(&self) -> Vec<ThreadEvent> {
         let mut out: Vec<ThreadEvent> = self
             .pending
-            .keys()
-            .map(|id| ThreadEvent::InteractionResolved {
+            .iter()
+            .map(|(id, interaction)| ThreadEvent::InteractionResolved {
                 interaction_id: id.clone(),
+                approval_id: interaction.ask.approval_id().map(str::to_owned),
                 resolution: Resolution::Cancelled {
                     reason: "the runtime stopped while the interaction was pending".into(),
                 },

@@ -69,6 +69,7 @@ fn events_are_stored_as_tagged_camel_case_json() {
         5,
         ThreadEvent::InteractionResolved {
             interaction_id: "i1".into(),
+            approval_id: None,
             resolution: Resolution::Rejected {
                 reason: Some("no".into()),
             },
@@ -135,6 +136,7 @@ fn a_turn_with_a_tool_and_an_approval_folds_into_the_snapshot_state() {
             5,
             ThreadEvent::InteractionResolved {
                 interaction_id: "i1".into(),
+                approval_id: Some("approval-i1".into()),
                 resolution: Resolution::Approved,
             },
         ),
@@ -267,6 +269,7 @@ fn logs_that_do_not_fit_are_refused_with_their_code_and_leave_the_state_unchange
                 3,
                 ThreadEvent::InteractionResolved {
                     interaction_id: "nope".into(),
+                    approval_id: None,
                     resolution: Resolution::Expired,
                 },
             ),
@@ -468,6 +471,7 @@ fn valid_log() -> impl Strategy<Value = Vec<StampedEvent>> {
                     push(
                         &mut log,
                         ThreadEvent::InteractionResolved {
+                            approval_id: Some(format!("approval-{id}")),
                             interaction_id: id,
                             resolution: Resolution::Expired,
                         },

@@ -260,10 +260,14 @@ async fn the_example_agent_runs_its_tool_after_the_approval_is_approved() {
         other => panic!("{other:?}"),
     }
     assert_eq!(interaction.turn_id, "t1");
+    let InteractionKind::Approval { approval_id, .. } = &interaction.ask else {
+        unreachable!("matched above")
+    };
     assert_eq!(
         events[3],
         ThreadEvent::InteractionResolved {
             interaction_id: interaction.id.clone(),
+            approval_id: Some(approval_id.clone()),
             resolution: Resolution::Approved
         }
     );

@@ -10,6 +10,7 @@ pub(crate) mod lint;
 pub(crate) mod project;
 pub(crate) mod runlog;
 pub(crate) mod schema;
+pub(crate) mod serve;
 pub(crate) mod validate;
 
 /// Arguments that cannot be used together or as given: exit 2 with a stable `usage.*` code.

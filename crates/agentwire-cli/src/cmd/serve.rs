@@ -1,0 +1,154 @@
+//! `agentwire serve --stdio`: the reference runtime serving the Roll Runtime Protocol 1.0 to 1.5
+//! on standard input and output. Standard output carries protocol frames only; logs go to
+//! standard error (`AGENTWIRE_LOG` sets the filter, default `info`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentwire_runtime::{Agent, DemoAgent, Runtime, RuntimeConfig, SystemClock};
+use agentwire_serve::{RollFace, RollFaceConfig, SessionEnd};
+use anyhow::Context;
+
+use crate::cmd::Usage;
+use crate::output::Format;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Serve one connection on standard input and output.
+    #[arg(long)]
+    stdio: bool,
+    /// The durable event log: `sqlite:PATH` or `postgres://…` (default:
+    /// `sqlite:<state dir>/runtime.sqlite`, see `state_dir`).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+}
+
+/// What the runtime runs and its limits (shared by `serve` and `demo`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RuntimeArgs {
+    /// The built-in agent: `demo`, the scripted agent of docs/agent.md.
+    #[arg(long, value_name = "NAME", default_value = "demo", value_parser = ["demo"])]
+    pub(crate) agent: String,
+    /// The largest inbound frame in bytes (`limits.maxFrameBytes`).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024,
+          value_parser = clap::value_parser!(u64).range(1024..=64 * 1024 * 1024))]
+    pub(crate) max_frame_bytes: u64,
+    /// The largest page a client may ask for (`limits.maxPageSize`).
+    #[arg(long, value_name = "N", default_value_t = 500,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub(crate) max_page_size: u64,
+    /// Completed mutations kept for idempotent retries (`limits.idempotencyCacheEntries`).
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(crate) idempotency_entries: u64,
+    /// How long an approval or user-input request waits for the host, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub(crate) interaction_timeout: u64,
+}
+
+impl RuntimeArgs {
+    pub(crate) fn agent(&self) -> Arc<dyn Agent> {
+        Arc::new(DemoAgent::default())
+    }
+
+    pub(crate) fn runtime_config(&self) -> RuntimeConfig {
+        RuntimeConfig {
+            interaction_ttl: Duration::from_secs(self.interaction_timeout),
+            ..RuntimeConfig::default()
+        }
+    }
+
+    pub(crate) fn face_config(&self) -> RollFaceConfig {
+        RollFaceConfig {
+            max_frame_bytes: self.max_frame_bytes,
+            max_page_size: self.max_page_size,
+            idempotency_entries: usize::try_from(self.idempotency_entries).unwrap_or(usize::MAX),
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            runtime_version: env!("CARGO_PKG_VERSION").to_owned(),
+            manifest: serde_json::json!({"agent": self.agent}),
+            ..RollFaceConfig::default()
+        }
+    }
+}
+
+/// The runtime's state directory: `$AGENTWIRE_STATE_DIR`, else `$XDG_STATE_HOME/agentwire`,
+/// else `$HOME/.local/state/agentwire`.
+pub(crate) fn state_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("AGENTWIRE_STATE_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("agentwire"));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|d| !d.is_empty())
+        .context("no state directory: set AGENTWIRE_STATE_DIR, XDG_STATE_HOME or HOME")?;
+    Ok(PathBuf::from(home).join(".local/state/agentwire"))
+}
+
+/// The store URL given, or the default SQLite file in the state directory (created).
+pub(crate) fn store_url(store: Option<String>) -> anyhow::Result<String> {
+    if let Some(url) = store {
+        return Ok(url);
+    }
+    let dir = state_dir()?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+    Ok(format!("sqlite:{}", dir.join("runtime.sqlite").display()))
+}
+
+/// Logs to standard error, never to a protocol stdout.
+pub(crate) fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTWIRE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::Result<u8> {
+    if !args.stdio {
+        return Err(Usage::new(
+            "usage.serve-transport",
+            "choose a transport: --stdio (the runtime serves one connection on standard input and output)",
+        )
+        .into());
+    }
+    init_logging("info");
+    let url = store_url(args.store)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let log = agentwire_events::open(&url)
+            .await
+            .with_context(|| format!("cannot open the event log {url}"))?;
+        let core = Runtime::start(
+            Arc::clone(&log),
+            args.runtime.agent(),
+            Arc::new(SystemClock),
+            args.runtime.runtime_config(),
+        )
+        .await
+        .context("cannot start the runtime")?;
+        tracing::info!(store = %url, instance = %core.instance_id(), "serving the Roll Runtime Protocol on stdio");
+        let face = RollFace::new(core, args.runtime.face_config());
+        let end = face
+            .serve(tokio::io::stdin(), tokio::io::stdout())
+            .await
+            .context("cannot serve")?;
+        if end == SessionEnd::UncorrelatedError {
+            tracing::warn!("the connection ended after an uncorrelated error response");
+        }
+        log.close().await.context("cannot close the event log")?;
+        anyhow::Ok(0)
+    })
+}

@@ -1,0 +1,267 @@
+//! The Roll Runtime Protocol face (1.0 to 1.5): one JSON-RPC connection on the runtime core.
+//!
+//! Every inbound request is checked against the connection's negotiation state and validated
+//! against the negotiated version's schema (the compiled fast path) before it is acted on.
+//! Durable events reach the client only after their append committed (they come from the
+//! core's publication, which follows the commit); their `rte1:` cursors number the thread's
+//! timeline events gap-free and carry an event id derived from the store's identity, so cursors
+//! stay valid across restarts of the same store and a forged one is refused. Interactions are
+//! sent as server requests in the negotiated version's shape, never before the capability
+//! ACK is written, and any answer that cannot be taken fails closed.
+
+mod session;
+pub mod wire;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agentwire_jsonrpc::{ErrorObject, Profile};
+use agentwire_roll::constants::{
+    DEFAULT_IDEMPOTENCY_CACHE_ENTRIES, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PAGE_SIZE,
+};
+use agentwire_roll::cursor::Uuid128;
+use agentwire_roll::{CursorKey, EventCursor, ProtocolVersion, RollErrorCode, SUPPORTED_VERSIONS};
+use agentwire_runtime::{IdempotencyCache, Runtime};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
+
+pub use session::SessionEnd;
+
+/// Settings of the Roll face.
+#[derive(Debug, Clone)]
+pub struct RollFaceConfig {
+    /// The largest inbound frame (`limits.maxFrameBytes`).
+    pub max_frame_bytes: u64,
+    /// The largest page a client may ask for (`limits.maxPageSize`).
+    pub max_page_size: u64,
+    /// Completed mutations whose result is kept for retries (`limits.idempotencyCacheEntries`).
+    pub idempotency_entries: usize,
+    /// `server.name` of the initialize result.
+    pub server_name: String,
+    /// `server.version`.
+    pub server_version: String,
+    /// `server.runtimeVersion`.
+    pub runtime_version: String,
+    /// The versions served (a client's first listed one among them is chosen).
+    pub versions: Vec<ProtocolVersion>,
+    /// What `thread.capabilities` answers as `manifest`.
+    pub manifest: Value,
+}
+
+impl Default for RollFaceConfig {
+    fn default() -> Self {
+        RollFaceConfig {
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_page_size: DEFAULT_MAX_PAGE_SIZE,
+            idempotency_entries: usize::try_from(DEFAULT_IDEMPOTENCY_CACHE_ENTRIES)
+                .unwrap_or(10_000),
+            server_name: "agentwire".to_owned(),
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            runtime_version: env!("CARGO_PKG_VERSION").to_owned(),
+            versions: SUPPORTED_VERSIONS.to_vec(),
+            manifest: json!({"agent": "demo"}),
+        }
+    }
+}
+
+/// Why [`RollFace::serve`] did not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Another connection is active: the runtime serves one at a time.
+    #[error("the runtime already serves a connection")]
+    Busy,
+}
+
+impl ServeError {
+    /// Stable error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ServeError::Busy => "serve.roll.busy",
+        }
+    }
+}
+
+/// A cached mutation result: the answer the first call got.
+pub(crate) type MutationResult = Result<Value, ErrorObject>;
+
+/// Turn ids already started, for `turn.start`'s de-duplication by `turnId`.
+#[derive(Debug, Default)]
+struct SeenTurns {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+/// The Roll face of one runtime. Serves one connection at a time ([`serve`](Self::serve)).
+#[derive(Debug)]
+pub struct RollFace {
+    runtime: Runtime,
+    config: RollFaceConfig,
+    key: CursorKey,
+    store_id: [u8; 16],
+    sequence: AtomicU64,
+    active: AtomicBool,
+    idempotency: Mutex<IdempotencyCache<MutationResult>>,
+    idempotency_done: Notify,
+    turns: Mutex<SeenTurns>,
+}
+
+impl RollFace {
+    /// The face of `runtime`. Cursor event ids are keyed by the runtime's store identity, so a
+    /// runtime restarted on the same store accepts the cursors it gave out before.
+    pub fn new(runtime: Runtime, config: RollFaceConfig) -> Arc<RollFace> {
+        let store_id = *runtime.log().log_id().0.as_bytes();
+        let secret = Sha256::new()
+            .chain_update(b"agentwire roll cursor key\0")
+            .chain_update(store_id)
+            .finalize();
+        Arc::new(RollFace {
+            key: CursorKey::new(&secret),
+            store_id,
+            sequence: AtomicU64::new(0),
+            active: AtomicBool::new(false),
+            idempotency: Mutex::new(IdempotencyCache::new(config.idempotency_entries)),
+            idempotency_done: Notify::new(),
+            turns: Mutex::new(SeenTurns::default()),
+            runtime,
+            config,
+        })
+    }
+
+    /// The runtime served.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &RollFaceConfig {
+        &self.config
+    }
+
+    /// Serves one connection until it closes; a second concurrent call fails with
+    /// [`ServeError::Busy`]. Pending server requests are withdrawn when it ends (their
+    /// interactions stay pending and are delivered again to the next connection).
+    ///
+    /// # Errors
+    /// [`ServeError::Busy`].
+    pub async fn serve<R, W>(
+        self: &Arc<Self>,
+        reader: R,
+        writer: W,
+    ) -> Result<SessionEnd, ServeError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        if self.active.swap(true, Ordering::SeqCst) {
+            return Err(ServeError::Busy);
+        }
+        struct Release<'a>(&'a AtomicBool);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::SeqCst);
+            }
+        }
+        let _release = Release(&self.active);
+        Ok(session::run(Arc::clone(self), reader, writer).await)
+    }
+
+    /// The JSON-RPC profile of a connection: the Roll runtime profile with this face's inbound
+    /// frame limit.
+    pub fn profile(&self) -> Profile {
+        Profile::roll().with_max_inbound_frame(
+            usize::try_from(self.config.max_frame_bytes).unwrap_or(usize::MAX),
+        )
+    }
+
+    /// The event log id of a thread in cursors: derived from the store and the thread, so it
+    /// is stable across restarts and differs between threads and stores.
+    pub fn event_log_id(&self, thread_id: &str) -> Uuid128 {
+        let digest = Sha256::new()
+            .chain_update(b"agentwire roll event log\0")
+            .chain_update(self.store_id)
+            .chain_update(thread_id.as_bytes())
+            .finalize();
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&digest[..16]);
+        id[6] = (id[6] & 0x0f) | 0x80;
+        id[8] = (id[8] & 0x3f) | 0x80;
+        id
+    }
+
+    /// The cursor of the timeline event `ordinal` of a thread.
+    pub fn cursor(&self, thread_id: &str, ordinal: u64) -> EventCursor {
+        self.key.mint(self.event_log_id(thread_id), ordinal)
+    }
+
+    pub(crate) fn key(&self) -> &CursorKey {
+        &self.key
+    }
+
+    pub(crate) fn next_sequence(&self) -> u64 {
+        self.sequence.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn idempotency(
+        &self,
+    ) -> std::sync::MutexGuard<'_, IdempotencyCache<MutationResult>> {
+        self.idempotency
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn idempotency_done(&self) -> &Notify {
+        &self.idempotency_done
+    }
+
+    /// Records a started turn id; false if it was seen before (the start is a retry).
+    pub(crate) fn remember_turn(&self, turn_id: &str) -> bool {
+        let mut turns = self
+            .turns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !turns.ids.insert(turn_id.to_owned()) {
+            return false;
+        }
+        turns.order.push_back(turn_id.to_owned());
+        while turns.order.len() > self.config.idempotency_entries.max(1) {
+            if let Some(old) = turns.order.pop_front() {
+                turns.ids.remove(&old);
+            }
+        }
+        true
+    }
+
+    pub(crate) fn forget_turn(&self, turn_id: &str) {
+        let mut turns = self
+            .turns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if turns.ids.remove(turn_id) {
+            turns.order.retain(|t| t != turn_id);
+        }
+    }
+}
+
+/// A Roll error answer: `-32000` (or `-32602` for `INVALID_PARAMS`) with
+/// `data: {rollCode, retryable, details?}`. A code the negotiated version's registry does not
+/// have is sent as `INTERNAL_ERROR`.
+pub(crate) fn roll_error(
+    version: ProtocolVersion,
+    code: RollErrorCode,
+    message: impl Into<String>,
+    details: Option<Value>,
+) -> ErrorObject {
+    let code = if code.is_available(version) {
+        code
+    } else {
+        RollErrorCode::INTERNAL_ERROR
+    };
+    let mut data = json!({"rollCode": code.as_str(), "retryable": code.default_retryable()});
+    if let Some(details) = details {
+        data["details"] = details;
+    }
+    ErrorObject::new(code.jsonrpc_code(), message).with_data(data)
+}
