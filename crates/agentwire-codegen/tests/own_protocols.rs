@@ -14,6 +14,7 @@ use agentwire_schema::SchemaDocument;
 const OWN_SCHEMAS: &[(&str, &str)] = &[
     ("tasklens", "run-events.schema.json"),
     ("roll-runtime", "roll-runtime.schema.json"),
+    ("agent", "agent.schema.json"),
 ];
 
 #[test]

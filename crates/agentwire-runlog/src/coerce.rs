@@ -28,6 +28,9 @@ use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_
 #[path = "by_line.rs"]
 mod by_line;
 pub use by_line::{ByLine, LineItem, LinePlan, MetaCount, plan_by_line};
+#[path = "live.rs"]
+mod live;
+pub use live::LiveCoercer;
 
 /// Type of the envelope that wraps a line the coercer could not repair. Not a protocol type:
 /// derivation folds it as an unknown event.
@@ -1215,6 +1218,7 @@ fn is_envelope_code(code: &str) -> bool {
             | "at-filled"
             | "schema-version-filled"
             | "seq-renumbered"
+            | "seq-filled"
             | "seq-invalid"
             | "type-normalized"
             | "type-alias"

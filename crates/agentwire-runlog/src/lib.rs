@@ -2,7 +2,8 @@
 //! retry) from which every view of the run is derived.
 //!
 //! - [`validate_event`], [`split_events`]: strict validation that never panics or drops input.
-//! - [`to_run_events`]: lenient coercion of hand-written logs, with every change reported.
+//! - [`to_run_events`]: lenient coercion of hand-written logs, with every change reported;
+//!   [`LiveCoercer`]: the same for a stream read as it arrives.
 //! - [`normalize`] and the stream helpers: sort by `seq`, dedupe by `id`, slice.
 //! - [`derive_run_state`], [`Deriver`]: the run state, in full or incrementally.
 //! - [`create_mock_run`], [`scenarios`]: valid streams for demos and tests.
@@ -20,7 +21,7 @@ pub mod stream;
 pub mod validate;
 pub mod view;
 
-pub use coerce::{ByLine, LineItem, LinePlan, MetaCount, plan_by_line};
+pub use coerce::{ByLine, LineItem, LinePlan, LiveCoercer, MetaCount, plan_by_line};
 pub use coerce::{
     CoerceMeta, CoerceOptions, CoerceResult, DEFAULT_RUN_ID, InputShape, Issue, IssueLevel,
     MALFORMED_EVENT_TYPE, MalformedLine, PIPELINE_MIN_BYTES, coerce_and_derive_ndjson,

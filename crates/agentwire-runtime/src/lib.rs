@@ -13,6 +13,7 @@ pub mod core;
 pub mod demo;
 pub mod event;
 pub mod idempotency;
+pub mod process;
 pub mod state;
 
 pub use agent::DemoAgent;
@@ -30,4 +31,5 @@ pub use event::{
     OutcomeKind, Resolution, Role, StampedEvent, ThreadEvent, ToolOutcome, TurnInput, TurnStatus,
 };
 pub use idempotency::{Admission, IdempotencyCache};
+pub use process::{AgentCommandError, AgentProcess, AgentProcessConfig};
 pub use state::{ActiveTurn, FoldError, Page, ThreadState};
