@@ -938,3 +938,239 @@ async fn app_output_is_read_back_with_operation_result_get() {
     assert_eq!(none, json!({"operation": null}));
     assert_eq!(host.finish().await.code(), Some(0));
 }
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_are_staged_verified_committed_and_sent_with_a_turn() {
+    use base64::Engine as _;
+    let (dir, path) = store();
+    let mut host = Host::start(&path, &[]).await;
+    let init = host.open("1.4", &HANDLERS).await;
+    assert!(
+        init["features"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("attachments"))
+    );
+    let thread = host.create_thread("files").await;
+
+    // A local file: verified and committed at stage.
+    let notes = b"# Notes\nship it\n".to_vec();
+    let file = dir.path().join("notes.md");
+    std::fs::write(&file, &notes).unwrap();
+    let stage = json!({"requestId": uuid(), "threadId": thread, "fileName": "notes.md",
+        "mediaType": "text/markdown", "bytes": notes.len(), "sha256": sha256_hex(&notes),
+        "source": "local-path", "sourcePath": file});
+    let local = host.call("attachment.stage", stage).await.unwrap();
+    assert_eq!(local["state"], "committed");
+    assert_eq!(local["descriptor"]["displayName"], "notes.md");
+    assert!(local["descriptor"].get("sourcePath").is_none());
+    assert_fixture_shape(
+        &json!({"jsonrpc": "2.0", "id": 1, "result": local}),
+        &fixture("v1.4", "valid-attachment-stage-response"),
+        "",
+    );
+
+    // Chunks: staged, uploaded in order, verified at commit.
+    let image: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    let chunked = host
+        .call(
+            "attachment.stage",
+            json!({"requestId": uuid(), "threadId": thread, "fileName": "plot.png",
+                "mediaType": "image/png", "bytes": image.len(), "sha256": sha256_hex(&image),
+                "source": "chunks"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(chunked["state"], "staged");
+    let id = chunked["attachmentId"].clone();
+    for (sequence, part) in image.chunks(2000).enumerate() {
+        let progress = host
+            .call(
+                "attachment.chunk",
+                json!({"requestId": uuid(), "threadId": thread, "attachmentId": id,
+                    "sequence": sequence,
+                    "dataBase64": base64::engine::general_purpose::STANDARD.encode(part)}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(progress["nextSequence"], sequence + 1);
+    }
+    // Not committed yet: a turn may not use it.
+    let early = host
+        .call(
+            "turn.start",
+            json!({"requestId": uuid(), "threadId": thread, "turnId": uuid(),
+                "input": {"text": "", "attachments": [id]}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(roll_code(&early), "ATTACHMENT_NOT_COMMITTED");
+    let committed = host
+        .call(
+            "attachment.commit",
+            json!({"requestId": uuid(), "threadId": thread, "attachmentId": id}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(committed["descriptor"]["bytes"], image.len());
+    assert_fixture_shape(
+        &json!({"jsonrpc": "2.0", "id": 1, "result": committed}),
+        &fixture("v1.4", "valid-attachment-commit-response"),
+        "",
+    );
+
+    // A turn with both and no text.
+    let turn_id = uuid();
+    host.call(
+        "turn.start",
+        json!({"requestId": uuid(), "threadId": thread, "turnId": turn_id,
+            "input": {"text": "", "attachments": [local["attachmentId"], id]}}),
+    )
+    .await
+    .unwrap();
+    host.turn_events(&turn_id).await;
+    let snapshot = host
+        .call("thread.snapshot", json!({"threadId": thread, "limit": 10}))
+        .await
+        .unwrap();
+    let parts = &snapshot["messages"]["items"][0]["parts"];
+    assert_eq!(parts[0]["type"], "attachment");
+    assert_eq!(parts[0]["mediaType"], "text/markdown");
+    assert_eq!(parts[1]["bytes"], image.len());
+    assert_fixture_shape(
+        host.written.last().unwrap(),
+        &fixture("v1.4", "valid-thread-snapshot-attachment-part-response"),
+        "",
+    );
+
+    // A wrong hash at commit: refused, the data discarded. A short upload: incomplete.
+    for (declared, chunk, code) in [
+        (
+            sha256_hex(b"something else"),
+            &b"hello"[..],
+            "ATTACHMENT_HASH_MISMATCH",
+        ),
+        (
+            sha256_hex(b"hello world"),
+            &b"hello"[..],
+            "ATTACHMENT_UPLOAD_INCOMPLETE",
+        ),
+    ] {
+        let bytes = if code == "ATTACHMENT_HASH_MISMATCH" {
+            5
+        } else {
+            11
+        };
+        let staged = host
+            .call(
+                "attachment.stage",
+                json!({"requestId": uuid(), "threadId": thread, "fileName": "a.txt",
+                    "mediaType": "text/plain", "bytes": bytes, "sha256": declared, "source": "chunks"}),
+            )
+            .await
+            .unwrap();
+        host.call(
+            "attachment.chunk",
+            json!({"requestId": uuid(), "threadId": thread, "attachmentId": staged["attachmentId"],
+                "sequence": 0, "dataBase64": base64::engine::general_purpose::STANDARD.encode(chunk)}),
+        )
+        .await
+        .unwrap();
+        let refused = host
+            .call(
+                "attachment.commit",
+                json!({"requestId": uuid(), "threadId": thread, "attachmentId": staged["attachmentId"]}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(roll_code(&refused), code);
+    }
+    // A relative path is rejected; nine attachments break the schema.
+    let relative = host
+        .call(
+            "attachment.stage",
+            json!({"requestId": uuid(), "threadId": thread, "fileName": "notes.md",
+                "mediaType": "text/markdown", "bytes": 3, "sha256": sha256_hex(b"abc"),
+                "source": "local-path", "sourcePath": "notes.md"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(roll_code(&relative), "ATTACHMENT_PATH_REJECTED");
+    let nine: Vec<String> = (0..9).map(|_| uuid()).collect();
+    let too_many = host
+        .call(
+            "turn.start",
+            json!({"requestId": uuid(), "threadId": thread, "turnId": uuid(),
+                "input": {"text": "x", "attachments": nine}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(roll_code(&too_many), "INVALID_PARAMS");
+    let released = host
+        .call(
+            "attachment.release",
+            json!({"requestId": uuid(), "threadId": thread, "attachmentId": id}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(released, json!({"released": true}));
+    assert_eq!(host.finish().await.code(), Some(0));
+
+    // On 1.3 the attachment shapes do not exist.
+    let mut host = Host::start(&path, &[]).await;
+    host.open("1.3", &HANDLERS).await;
+    let old = host
+        .call(
+            "turn.start",
+            json!({"requestId": uuid(), "threadId": thread, "turnId": uuid(),
+                "input": {"text": "x", "attachments": [uuid()]}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(roll_code(&old), "INVALID_PARAMS");
+    let snapshot = host
+        .call("thread.snapshot", json!({"threadId": thread, "limit": 10}))
+        .await
+        .unwrap();
+    assert_eq!(snapshot["messages"]["items"][0]["parts"], json!([]));
+    assert_eq!(host.finish().await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_process_runs_a_turn_with_an_approved_tool_call() {
+    let (_dir, path) = store();
+    let agent = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/agents/echo_agent.py");
+    let command = format!("python3 '{}'", agent.display());
+    let mut host = Host::start(&path, &["--agent-cmd", &command]).await;
+    host.open("1.5", &HANDLERS).await;
+    let thread = host.create_thread("agent process").await;
+    let turn = host.start_turn(&thread, "/shell echo hi").await;
+    let request = host.wait_for(|f| f["method"] == "approval.request").await;
+    assert_eq!(request["params"]["approval"]["toolName"], "shell");
+    host.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "approve"}}))
+        .await;
+    let events = host.turn_events(&turn).await;
+    let tool = events
+        .iter()
+        .find(|e| e["event"]["type"] == "tool.completed")
+        .unwrap();
+    assert_eq!(tool["event"]["outcome"]["kind"], "success");
+    assert_eq!(events.last().unwrap()["event"]["type"], "turn.completed");
+    let turn = host.start_turn(&thread, "plain words").await;
+    let events = host.turn_events(&turn).await;
+    let reply = events
+        .iter()
+        .find(|e| e["event"]["type"] == "message.completed")
+        .unwrap();
+    assert_eq!(reply["event"]["text"], "echo: plain words");
+    assert_eq!(host.finish().await.code(), Some(0));
+}

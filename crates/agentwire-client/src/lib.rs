@@ -1,6 +1,8 @@
-//! Host-side clients of agent runtimes. [`recovery`]: the Roll recovery manager, which turns
-//! what a runtime sends across reconnects, replays and restarts into one gap-free,
-//! duplicate-free stream of durable events per thread.
+//! Host-side clients of agent runtimes. [`roll`]: the Roll Runtime Protocol client (spawn or
+//! connect, negotiate, typed calls, server requests, events, following threads, shutdown).
+//! [`recovery`]: the Roll recovery manager it follows threads with, which turns what a runtime
+//! sends across reconnects, replays and restarts into one gap-free, duplicate-free stream of
+//! durable events per thread.
 //!
 //! ```
 //! use agentwire_client::{Action, Delivery, RecoveryConfig, StagedEvent, ThreadRecovery};
@@ -26,6 +28,7 @@
 //! ```
 
 pub mod recovery;
+pub mod roll;
 
 pub use recovery::{
     Action, Delivery, FallbackReason, RecoveryConfig, RecoveryError, StagedEvent, ThreadRecovery,

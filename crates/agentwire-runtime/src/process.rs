@@ -141,6 +141,22 @@ pub struct AgentProcessConfig {
     pub exit_grace: Duration,
 }
 
+/// The stream id of an agent's message `message_id` in turn `turn_id`: a UUID (as the
+/// protocols' `streamId` is) derived from both, the same for every line of that message.
+pub fn message_stream_id(turn_id: &str, message_id: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::new()
+        .chain_update(turn_id.as_bytes())
+        .chain_update([0])
+        .chain_update(message_id.as_bytes())
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    uuid::Uuid::from_bytes(bytes).to_string()
+}
+
 impl Default for AgentProcessConfig {
     fn default() -> Self {
         AgentProcessConfig {
@@ -663,6 +679,10 @@ impl<'a> Session<'a> {
         format!("{}:{id}", self.turn.turn_id())
     }
 
+    fn stream_of(&self, id: &str) -> String {
+        message_stream_id(self.turn.turn_id(), id)
+    }
+
     /// One of the agent's own messages, valid against its definition.
     async fn own(&mut self, line: usize, kind: &str, value: Value) -> Result<(), Ending> {
         match kind {
@@ -671,7 +691,7 @@ impl<'a> Session<'a> {
                 let id = m
                     .message_id
                     .unwrap_or_else(|| DEFAULT_MESSAGE_ID.to_owned());
-                let stream_id = self.scoped(&id);
+                let stream_id = self.stream_of(&id);
                 self.start_message(id, &stream_id)?;
                 self.turn.live(LiveEvent::MessageDelta {
                     stream_id,
@@ -683,7 +703,7 @@ impl<'a> Session<'a> {
                 let id = m
                     .message_id
                     .unwrap_or_else(|| DEFAULT_MESSAGE_ID.to_owned());
-                let stream_id = self.scoped(&id);
+                let stream_id = self.stream_of(&id);
                 if !self.messages.remove(&id) {
                     self.turn.live(LiveEvent::MessageStarted {
                         stream_id: stream_id.clone(),

@@ -267,6 +267,7 @@ async fn the_example_agent_runs_its_tool_after_the_approval_is_approved() {
         events[3],
         ThreadEvent::InteractionResolved {
             interaction_id: interaction.id.clone(),
+            turn_id: Some("t1".into()),
             approval_id: Some(approval_id.clone()),
             resolution: Resolution::Approved
         }
@@ -308,18 +309,18 @@ async fn the_example_agent_runs_its_tool_after_the_approval_is_approved() {
                 delta: "$ ls -la\n".into(),
             },
             LiveEvent::MessageStarted {
-                stream_id: "t1:reply".into()
+                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply")
             },
             LiveEvent::MessageDelta {
-                stream_id: "t1:reply".into(),
+                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply"),
                 delta: "Echoed ".into()
             },
             LiveEvent::MessageDelta {
-                stream_id: "t1:reply".into(),
+                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply"),
                 delta: "`ls ".into()
             },
             LiveEvent::MessageDelta {
-                stream_id: "t1:reply".into(),
+                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply"),
                 delta: "-la`.".into()
             },
         ]
@@ -622,7 +623,7 @@ async fn hand_written_run_events_are_repaired_and_unknown_ones_ignored() {
     assert!(durable(&seen).iter().any(|e| matches!(
         e,
         ThreadEvent::MessageCompleted { stream_id, text, .. }
-            if stream_id == "t1:summary" && text == "messy done"
+            if *stream_id == agentwire_runtime::process::message_stream_id("t1", "summary") && text == "messy done"
     )));
 }
 

@@ -3,11 +3,14 @@
 //! standard error (`AGENTWIRE_LOG` sets the filter, default `info`).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentwire_runtime::{Agent, DemoAgent, Runtime, RuntimeConfig, SystemClock};
+use agentwire_runtime::{
+    Agent, AgentProcess, AgentProcessConfig, AttachmentLimits, AttachmentStore, DemoAgent, Runtime,
+    RuntimeConfig, SystemClock,
+};
 use agentwire_serve::{RollFace, RollFaceConfig, SessionEnd};
 use anyhow::Context;
 
@@ -33,6 +36,14 @@ pub(crate) struct RuntimeArgs {
     /// The built-in agent: `demo`, the scripted agent of docs/agent.md.
     #[arg(long, value_name = "NAME", default_value = "demo", value_parser = ["demo"])]
     pub(crate) agent: String,
+    /// Run this command for every turn instead, speaking the agent protocol on its standard
+    /// input and output (docs/agent.md); split like a shell would, but run without one.
+    #[arg(long, value_name = "'CMD ARGS'")]
+    pub(crate) agent_cmd: Option<String>,
+    /// How long an agent process may work on a turn, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub(crate) turn_timeout: u64,
     /// The largest inbound frame in bytes (`limits.maxFrameBytes`).
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024,
           value_parser = clap::value_parser!(u64).range(1024..=64 * 1024 * 1024))]
@@ -52,8 +63,24 @@ pub(crate) struct RuntimeArgs {
 }
 
 impl RuntimeArgs {
-    pub(crate) fn agent(&self) -> Arc<dyn Agent> {
-        Arc::new(DemoAgent::default())
+    pub(crate) fn agent(&self) -> anyhow::Result<Arc<dyn Agent>> {
+        let Some(command) = &self.agent_cmd else {
+            return Ok(Arc::new(DemoAgent::default()));
+        };
+        let mut config = AgentProcessConfig::from_command_line(command)
+            .map_err(|e| Usage::new("usage.agent-cmd", e.to_string()))?;
+        config.turn_timeout = Duration::from_secs(self.turn_timeout);
+        let agent =
+            AgentProcess::new(config).map_err(|e| Usage::new("usage.agent-cmd", e.to_string()))?;
+        Ok(Arc::new(agent))
+    }
+
+    /// The agent's name for `thread.capabilities`.
+    fn agent_name(&self) -> String {
+        match &self.agent_cmd {
+            Some(command) => command.clone(),
+            None => self.agent.clone(),
+        }
     }
 
     pub(crate) fn runtime_config(&self) -> RuntimeConfig {
@@ -70,7 +97,7 @@ impl RuntimeArgs {
             idempotency_entries: usize::try_from(self.idempotency_entries).unwrap_or(usize::MAX),
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
             runtime_version: env!("CARGO_PKG_VERSION").to_owned(),
-            manifest: serde_json::json!({"agent": self.agent}),
+            manifest: serde_json::json!({"agent": self.agent_name()}),
             ..RollFaceConfig::default()
         }
     }
@@ -100,6 +127,22 @@ pub(crate) fn store_url(store: Option<String>) -> anyhow::Result<String> {
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
     Ok(format!("sqlite:{}", dir.join("runtime.sqlite").display()))
+}
+
+/// Where attachments are spooled: `attachments/` beside an SQLite store, else in the state
+/// directory.
+pub(crate) fn attachment_dir(url: &str) -> anyhow::Result<PathBuf> {
+    if let Ok(agentwire_events::StoreUrl::Sqlite(path)) = agentwire_events::StoreUrl::parse(url)
+        && let Some(parent) = path.parent()
+    {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        return Ok(parent.join("attachments"));
+    }
+    Ok(state_dir()?.join("attachments"))
 }
 
 /// Logs to standard error, never to a protocol stdout.
@@ -133,14 +176,19 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
             .with_context(|| format!("cannot open the event log {url}"))?;
         let core = Runtime::start(
             Arc::clone(&log),
-            args.runtime.agent(),
+            args.runtime.agent()?,
             Arc::new(SystemClock),
             args.runtime.runtime_config(),
         )
         .await
         .context("cannot start the runtime")?;
         tracing::info!(store = %url, instance = %core.instance_id(), "serving the Roll Runtime Protocol on stdio");
-        let face = RollFace::new(core, args.runtime.face_config());
+        let spool = attachment_dir(&url)?;
+        let attachments = AttachmentStore::new(&spool, AttachmentLimits::default())
+            .with_context(|| format!("cannot use {} for attachments", spool.display()))?;
+        let mut config = args.runtime.face_config();
+        config.attachments = Some(attachments);
+        let face = RollFace::new(core, config);
         let end = face
             .serve(tokio::io::stdin(), tokio::io::stdout())
             .await

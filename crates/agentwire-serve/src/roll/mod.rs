@@ -22,7 +22,7 @@ use agentwire_roll::constants::{
 };
 use agentwire_roll::cursor::Uuid128;
 use agentwire_roll::{CursorKey, EventCursor, ProtocolVersion, RollErrorCode, SUPPORTED_VERSIONS};
-use agentwire_runtime::{IdempotencyCache, Runtime};
+use agentwire_runtime::{AttachmentStore, IdempotencyCache, Runtime};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -49,6 +49,9 @@ pub struct RollFaceConfig {
     pub versions: Vec<ProtocolVersion>,
     /// What `thread.capabilities` answers as `manifest`.
     pub manifest: Value,
+    /// Where attachments are held (1.4+); without one the `attachments` feature is not
+    /// announced and the attachment methods answer `CAPABILITY_UNAVAILABLE`.
+    pub attachments: Option<AttachmentStore>,
 }
 
 impl Default for RollFaceConfig {
@@ -63,6 +66,7 @@ impl Default for RollFaceConfig {
             runtime_version: env!("CARGO_PKG_VERSION").to_owned(),
             versions: SUPPORTED_VERSIONS.to_vec(),
             manifest: json!({"agent": "demo"}),
+            attachments: None,
         }
     }
 }

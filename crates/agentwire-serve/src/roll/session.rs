@@ -22,8 +22,8 @@ use agentwire_roll::{
     EventCursor, Feature, Method, ProtocolVersion, RollErrorCode, ServerRequestMethod,
 };
 use agentwire_runtime::{
-    Admission, Interaction, InteractionKind, Published, Resolution, RuntimeError, StampedEvent,
-    TurnInput,
+    Admission, AttachmentError, AttachmentStore, Interaction, InteractionKind, Published,
+    Resolution, RuntimeError, StageRequest, StageSource, StampedEvent, TurnInput,
 };
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -320,6 +320,11 @@ impl Session {
                     .await
                     .map_err(|e| self.runtime_error(&e))?;
                 lock(&self.attached).remove(thread_id);
+                if let Some(store) = &self.face.config.attachments
+                    && let Err(error) = store.release_thread(thread_id).await
+                {
+                    tracing::warn!(%error, "could not release a deleted thread's attachments");
+                }
                 Ok(json!({"deleted": true}))
             }
             Method::ThreadDetach => {
@@ -398,10 +403,108 @@ impl Session {
             Method::AttachmentStage
             | Method::AttachmentChunk
             | Method::AttachmentCommit
-            | Method::AttachmentRelease => Err(self.err(
+            | Method::AttachmentRelease => self.attachment(method, &params).await,
+        }
+    }
+
+    fn attachment_store(&self) -> Result<&AttachmentStore, ErrorObject> {
+        self.face.config.attachments.as_ref().ok_or_else(|| {
+            self.err(
                 RollErrorCode::CAPABILITY_UNAVAILABLE,
                 "this runtime does not accept attachments",
-            )),
+            )
+        })
+    }
+
+    fn attachment_error(&self, error: &AttachmentError) -> ErrorObject {
+        let code = match error.roll_code().and_then(RollErrorCode::from_wire) {
+            Some(code) => code,
+            None if error.is_invalid_params() => RollErrorCode::INVALID_PARAMS,
+            None => {
+                tracing::error!(%error, code = error.code(), "the attachment store failed");
+                RollErrorCode::INTERNAL_ERROR
+            }
+        };
+        roll_error(
+            self.error_version(),
+            code,
+            error.to_string(),
+            Some(json!({"code": error.code()})),
+        )
+    }
+
+    async fn attachment(&self, method: Method, params: &Value) -> Answer {
+        let store = self.attachment_store()?;
+        let thread_id = str_param(params, "threadId");
+        // Attachments belong to a served thread.
+        self.face
+            .runtime
+            .snapshot(thread_id)
+            .await
+            .map_err(|e| self.runtime_error(&e))?;
+        let attachment_id = str_param(params, "attachmentId");
+        match method {
+            Method::AttachmentStage => {
+                let source = match (str_param(params, "source"), params.get("sourcePath")) {
+                    ("local-path", Some(Value::String(path))) => {
+                        StageSource::LocalPath(std::path::PathBuf::from(path))
+                    }
+                    ("chunks", None) => StageSource::Chunks,
+                    _ => {
+                        return Err(self.err(
+                            RollErrorCode::INVALID_PARAMS,
+                            "source local-path needs sourcePath; source chunks forbids it",
+                        ));
+                    }
+                };
+                let request = StageRequest {
+                    file_name: str_param(params, "fileName").to_owned(),
+                    media_type: str_param(params, "mediaType").to_owned(),
+                    bytes: params.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+                    sha256: str_param(params, "sha256").to_owned(),
+                    source,
+                };
+                let staged = store
+                    .stage(thread_id, request)
+                    .await
+                    .map_err(|e| self.attachment_error(&e))?;
+                let mut out =
+                    json!({"attachmentId": staged.attachment_id, "state": staged.state.as_str()});
+                if let Some(descriptor) = &staged.descriptor {
+                    out["descriptor"] = wire::attachment_descriptor(descriptor);
+                }
+                Ok(out)
+            }
+            Method::AttachmentChunk => {
+                use base64::Engine as _;
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(str_param(params, "dataBase64"))
+                    .map_err(|e| {
+                        self.err(RollErrorCode::INVALID_PARAMS, format!("dataBase64: {e}"))
+                    })?;
+                let sequence = params.get("sequence").and_then(Value::as_u64).unwrap_or(0);
+                let progress = store
+                    .chunk(thread_id, attachment_id, sequence, &data)
+                    .await
+                    .map_err(|e| self.attachment_error(&e))?;
+                Ok(
+                    json!({"receivedBytes": progress.received_bytes, "nextSequence": progress.next_sequence}),
+                )
+            }
+            Method::AttachmentCommit => {
+                let descriptor = store
+                    .commit(thread_id, attachment_id)
+                    .await
+                    .map_err(|e| self.attachment_error(&e))?;
+                Ok(json!({"descriptor": wire::attachment_descriptor(&descriptor)}))
+            }
+            _ => {
+                let released = store
+                    .release(thread_id, attachment_id)
+                    .await
+                    .map_err(|e| self.attachment_error(&e))?;
+                Ok(json!({"released": released}))
+            }
         }
     }
 
@@ -422,7 +525,11 @@ impl Session {
         Feature::ALL
             .into_iter()
             .filter(|f| f.is_available(version))
-            .filter(|f| !matches!(f, Feature::ReasoningSummary | Feature::Attachments))
+            .filter(|f| match f {
+                Feature::ReasoningSummary => false,
+                Feature::Attachments => self.face.config.attachments.is_some(),
+                _ => true,
+            })
             .map(Feature::as_str)
             .collect()
     }
@@ -639,12 +746,24 @@ impl Session {
                 "a turn needs text or attachments",
             ));
         }
-        if attachments > 0 {
-            return Err(self.err(
-                RollErrorCode::ATTACHMENT_NOT_FOUND,
-                "this runtime holds no attachments",
-            ));
-        }
+        let ids: Vec<String> = input
+            .get("attachments")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let parts = if ids.is_empty() {
+            Vec::new()
+        } else {
+            self.attachment_store()?
+                .for_turn(thread_id, &ids)
+                .await
+                .map_err(|e| self.attachment_error(&e))?
+        };
         let accepted = json!({"accepted": true, "turnId": turn_id});
         if !self.face.remember_turn(turn_id) {
             // A second start of the same turn is a retry: the first start stands.
@@ -659,7 +778,7 @@ impl Session {
                 turn_id,
                 TurnInput {
                     text,
-                    attachments: Vec::new(),
+                    attachments: parts,
                 },
             )
             .await

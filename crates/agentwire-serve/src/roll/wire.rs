@@ -5,8 +5,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use agentwire_roll::constants::{MAX_RECOVERY_METADATA_CHARS, js_length};
 use agentwire_runtime::{
-    Interaction, InteractionKind, LiveEvent, Message, MessagePart, Operation, Resolution, Role,
-    ThreadEvent, ThreadState, ThreadSummary,
+    AttachmentDescriptor, Interaction, InteractionKind, LiveEvent, Message, MessagePart, Operation,
+    Resolution, Role, ThreadEvent, ThreadState, ThreadSummary,
 };
 use serde_json::{Map, Value, json};
 
@@ -30,6 +30,20 @@ pub fn truncate_js(text: &str, limit: usize) -> String {
         out.push(c);
     }
     out
+}
+
+/// An `AttachmentDescriptor`: never a path or content.
+pub fn attachment_descriptor(descriptor: &AttachmentDescriptor) -> Value {
+    json!({
+        "attachmentId": descriptor.attachment_id,
+        "fileName": descriptor.file_name,
+        "displayName": descriptor.display_name,
+        "mediaType": descriptor.media_type.as_str(),
+        "bytes": descriptor.bytes,
+        "sha256": descriptor.sha256,
+        "source": descriptor.source.as_str(),
+        "createdAt": timestamp(descriptor.created_at_ms),
+    })
 }
 
 /// A `ThreadSummary` of a served thread.
