@@ -10,12 +10,20 @@
 #   --cli        only the command-line benchmark: `agentwire validate --ndjson` through the
 #                release binary against the same job in node with AJV (marginal rate over
 #                4,000 -> 20,000 messages), which otherwise runs after the library benchmark
+#        scripts/bench.sh --serve [--events N]
+#   --serve      the runtime over its real transport: `agentwire serve --stdio` driven through
+#                a pipe (durable events per second, resume replay, turn start to first delta),
+#                each against the event log's raw rate measured in the same run
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 if [[ "${1:-}" == "--cli" ]]; then
   shift
   exec cargo bench -p agentwire-cli --bench cli_validate -- "$@"
+fi
+if [[ "${1:-}" == "--serve" ]]; then
+  shift
+  exec cargo bench -p agentwire-cli --bench serve_roll -- "$@"
 fi
 cargo bench -p agentwire-schema --bench validate -- "$@"
 cargo bench -p agentwire-cli --bench cli_validate -- "$@"

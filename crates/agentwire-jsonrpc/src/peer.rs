@@ -280,6 +280,28 @@ impl Peer {
         self.inner.writes.send(line).await
     }
 
+    /// Sends several notifications of one method, in order, as few writes: for a stream of
+    /// them (a replay) this costs one queue operation per buffer instead of one per message.
+    /// Each is checked against the outbound limit; one that is over it fails the call before
+    /// anything is queued.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] or [`CallError::Frame`].
+    pub async fn notify_batch<P: Serialize>(
+        &self,
+        method: &str,
+        params: &[P],
+    ) -> Result<(), CallError> {
+        if self.inner.is_closed() {
+            return Err(CallError::Closed);
+        }
+        let lines = params
+            .iter()
+            .map(|p| self.inner.encode(&OutNotification::new(method, p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.inner.writes.send_lines(lines).await
+    }
+
     /// Cancels an incoming request that is still queued or running: its handler is dropped and,
     /// when the profile says so, it is answered `-32800`. Returns whether it was found.
     pub fn cancel_incoming(&self, id: &Id) -> bool {
@@ -416,6 +438,8 @@ impl PendingCall {
 
 enum WriteCmd {
     Line(Vec<u8>, Option<OwnedSemaphorePermit>),
+    /// Several whole lines in one buffer, and how many.
+    Lines(Vec<u8>, u64, OwnedSemaphorePermit),
     Close(oneshot::Sender<()>),
 }
 
@@ -436,6 +460,35 @@ impl WriteQueue {
             .map_err(|_| CallError::Closed)?;
         self.tx
             .send(WriteCmd::Line(line, Some(permit)))
+            .map_err(|_| CallError::Closed)
+    }
+
+    /// Queues several encoded lines as one write, in buffers of at most the queue's capacity.
+    async fn send_lines(&self, lines: Vec<Vec<u8>>) -> Result<(), CallError> {
+        let mut buffer = Vec::new();
+        let mut count = 0u64;
+        for line in lines {
+            if !buffer.is_empty() && buffer.len() + line.len() > self.capacity {
+                self.send_buffer(std::mem::take(&mut buffer), count).await?;
+                count = 0;
+            }
+            buffer.extend_from_slice(&line);
+            count += 1;
+        }
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        self.send_buffer(buffer, count).await
+    }
+
+    async fn send_buffer(&self, buffer: Vec<u8>, count: u64) -> Result<(), CallError> {
+        let wanted = u32::try_from(buffer.len().min(self.capacity)).unwrap_or(u32::MAX);
+        let permit = Arc::clone(&self.bytes)
+            .acquire_many_owned(wanted)
+            .await
+            .map_err(|_| CallError::Closed)?;
+        self.tx
+            .send(WriteCmd::Lines(buffer, count, permit))
             .map_err(|_| CallError::Closed)
     }
 
@@ -1116,6 +1169,12 @@ async fn run_writer<W: AsyncWrite + Unpin>(
                     out.write_all(&line).await?;
                     lines += 1;
                     bytes += line.len() as u64;
+                    drop(permit);
+                }
+                WriteCmd::Lines(buffer, count, permit) => {
+                    out.write_all(&buffer).await?;
+                    lines += count;
+                    bytes += buffer.len() as u64;
                     drop(permit);
                 }
                 WriteCmd::Close(ack) => {

@@ -909,6 +909,7 @@ impl Session {
                 break;
             };
             after = After::Position(last.position(runtime.log().log_id()));
+            let mut batch = Vec::with_capacity(page.events.len());
             for stored in &page.events {
                 if ordinal >= timeline.len() || stored.seq != timeline[ordinal] {
                     continue;
@@ -922,12 +923,13 @@ impl Session {
                 if let Some(envelope) =
                     self.durable_envelope(version, thread_id, ordinal as u64, &event)
                 {
-                    peer.notify("runtime.event", &envelope).await.map_err(|_| {
-                        self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed")
-                    })?;
+                    batch.push(envelope);
                 }
                 ordinal += 1;
             }
+            peer.notify_batch("runtime.event", &batch)
+                .await
+                .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
         }
         self.attach(thread_id);
         let through = self

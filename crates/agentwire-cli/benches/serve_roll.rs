@@ -1,0 +1,263 @@
+//! The runtime over its real transport: `agentwire serve --stdio` (release) driven through a
+//! pipe, each figure printed with the anchor measured in the same run on the same store:
+//!
+//! - durable events delivered to the client per second (`/burst N`) against the event log's
+//!   raw append rate (the same number of sequential single-event appends to a fresh log);
+//! - a resume replay of every event of that thread to the client against a raw cursor read of
+//!   the same rows (target: at least 0.5x);
+//! - the latency from `turn.start` to the first delta of a plain-text turn.
+//!
+//! usage: cargo bench -p agentwire-cli --bench serve_roll [-- --events N] (default 100,000)
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentwire_events::{After, Expected, NewEvent, Position, ThreadId};
+use serde_json::{Value, json};
+
+struct Runtime {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl Runtime {
+    fn start(store: &std::path::Path) -> Runtime {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+            .args(["serve", "--stdio", "--store"])
+            .arg(format!("sqlite:{}", store.display()))
+            .env("AGENTWIRE_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("agentwire serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
+        Runtime {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        }
+    }
+
+    fn send(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let line =
+            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        self.next_id
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "the runtime closed"
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params);
+        loop {
+            let frame = self.read();
+            if frame["id"] == id && frame.get("method").is_none() {
+                return frame["result"].clone();
+            }
+        }
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn start_turn(runtime: &mut Runtime, thread: &str, text: &str) -> String {
+    let turn = uuid();
+    runtime.send(
+        "turn.start",
+        json!({"requestId": uuid(), "threadId": thread, "turnId": turn, "input": {"text": text}}),
+    );
+    turn
+}
+
+fn rate(count: usize, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64()
+}
+
+fn main() {
+    let mut events = 100_000usize;
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--events") {
+        events = args[at + 1].parse().expect("--events N");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runtime.sqlite");
+    let mut runtime = Runtime::start(&store);
+    runtime.call(
+        "initialize",
+        json!({"protocolVersions": ["1.5"], "client": {"name": "bench", "version": "1"}}),
+    );
+    runtime.call(
+        "client.capabilities.set",
+        json!({"revision": 1, "serverRequestMethods": ["approval.request"]}),
+    );
+    let thread = runtime.call("thread.create", json!({"requestId": uuid()}))["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Turn start to first delta.
+    let mut latencies = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let turn = start_turn(&mut runtime, &thread, "hello there");
+        let mut first = None;
+        loop {
+            let frame = runtime.read();
+            let params = &frame["params"];
+            if params["turnId"] != turn.as_str() {
+                continue;
+            }
+            if first.is_none() && params["event"]["type"] == "message.delta" {
+                first = Some(started.elapsed());
+            }
+            if params["event"]["type"] == "turn.completed" {
+                break;
+            }
+        }
+        latencies.push(first.unwrap());
+    }
+    latencies.sort();
+    let median = latencies[latencies.len() / 2];
+
+    // Durable events delivered per second.
+    let burst = runtime.call("thread.create", json!({"requestId": uuid()}))["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let started = Instant::now();
+    let turn = start_turn(&mut runtime, &burst, &format!("/burst {events}"));
+    let mut delivered = 0usize;
+    loop {
+        let frame = runtime.read();
+        let params = &frame["params"];
+        if params["durability"] == "durable" {
+            delivered += 1;
+        }
+        if params["turnId"] == turn.as_str() && params["event"]["type"] == "turn.completed" {
+            break;
+        }
+    }
+    let burst_elapsed = started.elapsed();
+
+    // Resume replay of every event of the burst thread.
+    let started = Instant::now();
+    let id = runtime.send(
+        "runtime.events.resume",
+        json!({"threadId": burst, "afterCursor": null}),
+    );
+    let mut replayed = 0usize;
+    loop {
+        let frame = runtime.read();
+        if frame["id"] == id {
+            assert_eq!(frame["result"]["replayedCount"], json!(replayed));
+            break;
+        }
+        if frame["params"]["durability"] == "durable" {
+            replayed += 1;
+        }
+    }
+    let replay_elapsed = started.elapsed();
+    runtime.stop();
+
+    // The anchors, on the same machine in the same run.
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (raw_read, raw_read_count, raw_append, raw_append_count) = tokio.block_on(async {
+        let log = agentwire_events::open(&format!("sqlite:{}", store.display()))
+            .await
+            .unwrap();
+        let thread_id = ThreadId::new(burst.clone()).unwrap();
+        let started = Instant::now();
+        let mut after = After::Start;
+        let mut count = 0usize;
+        loop {
+            let page = log.read(&thread_id, after, 1_000).await.unwrap();
+            let Some(last) = page.events.last() else {
+                break;
+            };
+            count += page.events.len();
+            after = After::Position(Position {
+                log_id: log.log_id(),
+                seq: last.seq,
+            });
+            if page.at_head() {
+                break;
+            }
+        }
+        let raw_read = started.elapsed();
+        log.close().await.unwrap();
+
+        let fresh = dir.path().join("anchor.sqlite");
+        let log = agentwire_events::open(&format!("sqlite:{}", fresh.display()))
+            .await
+            .unwrap();
+        let thread_id = ThreadId::new("anchor").unwrap();
+        let payload = vec![b'x'; 420];
+        let appends = events.min(20_000);
+        let started = Instant::now();
+        for seq in 0..appends {
+            log.append(
+                &thread_id,
+                Expected::Next(seq as u64),
+                vec![NewEvent::new("operation.completed", payload.clone())],
+            )
+            .await
+            .unwrap();
+        }
+        let raw_append = started.elapsed();
+        log.close().await.unwrap();
+        (raw_read, count, raw_append, appends)
+    });
+
+    let delivered_rate = rate(delivered, burst_elapsed);
+    let append_rate = rate(raw_append_count, raw_append);
+    let replay_rate = rate(replayed, replay_elapsed);
+    let read_rate = rate(raw_read_count, raw_read);
+    println!("agentwire serve --stdio (release), Roll 1.5 over a pipe");
+    println!(
+        "  durable events delivered (/burst {events}): {delivered} in {:.2} s = {:.0}/s; raw single-event appends {:.0}/s; ratio {:.2}x",
+        burst_elapsed.as_secs_f64(),
+        delivered_rate,
+        append_rate,
+        delivered_rate / append_rate
+    );
+    println!(
+        "  resume replay: {replayed} events in {:.2} s = {:.0}/s; raw cursor read of the same rows {:.0}/s; ratio {:.2}x (target >= 0.5x)",
+        replay_elapsed.as_secs_f64(),
+        replay_rate,
+        read_rate,
+        replay_rate / read_rate
+    );
+    println!(
+        "  turn.start to first delta: median {:.2} ms over {} turns (min {:.2} ms, max {:.2} ms)",
+        median.as_secs_f64() * 1e3,
+        latencies.len(),
+        latencies[0].as_secs_f64() * 1e3,
+        latencies[latencies.len() - 1].as_secs_f64() * 1e3
+    );
+}
