@@ -216,6 +216,8 @@ struct Inner {
     cancels: std::sync::Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Turns to end `failed` (with this message) whatever the agent returns.
     failures: std::sync::Mutex<HashMap<String, String>>,
+    /// Threads found at start whose log cannot be replayed (trimmed from its start).
+    unavailable: std::sync::Mutex<Vec<String>>,
     published: broadcast::Sender<Published>,
 }
 
@@ -246,6 +248,7 @@ impl Runtime {
                 waiters: Default::default(),
                 cancels: Default::default(),
                 failures: Default::default(),
+                unavailable: Default::default(),
                 published,
             }),
         };
@@ -280,8 +283,30 @@ impl Runtime {
             let Some(last) = page.last() else { break };
             after = Some(last.thread.clone());
             for info in page.iter().filter(|info| !info.deleted) {
-                let state = self.replay_thread(&info.thread).await?;
                 let id = info.thread.as_str().to_owned();
+                let state = match self.replay_thread(&info.thread).await {
+                    Ok(state) => state,
+                    // A log trimmed from its start cannot be folded (there is no checkpoint
+                    // to start from). The runtime serves the other threads; this one stays in
+                    // the log untouched and is reported.
+                    Err(RuntimeError::Log(agentwire_events::Error::Expired {
+                        low_watermark,
+                        ..
+                    })) => {
+                        tracing::error!(
+                            thread = %id,
+                            low_watermark,
+                            "the thread's log was trimmed from its start and cannot be replayed; it is not served"
+                        );
+                        self.inner
+                            .unavailable
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push(id);
+                        continue;
+                    }
+                    Err(error) => return Err(error),
+                };
                 let slot = Arc::new(ThreadSlot {
                     state: Mutex::new(state),
                     log_thread: info.thread.clone(),
@@ -520,6 +545,16 @@ impl Runtime {
             .await?;
         self.lock_threads().remove(thread_id);
         Ok(())
+    }
+
+    /// Threads the log holds but the runtime does not serve, because their log was trimmed
+    /// from its start before this runtime started (a fold needs the thread's first event).
+    pub fn unavailable_threads(&self) -> Vec<String> {
+        self.inner
+            .unavailable
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The ids of the threads served, sorted.

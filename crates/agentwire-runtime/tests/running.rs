@@ -503,3 +503,52 @@ async fn a_restart_brings_threads_back_and_ends_what_the_stop_interrupted() {
         .unwrap();
     until(&mut rx, is_turn_end).await;
 }
+
+#[tokio::test]
+async fn a_thread_trimmed_from_its_start_is_reported_and_the_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let (kept, trimmed) = {
+        let runtime = demo_runtime(&dir).await;
+        let kept = runtime
+            .create_thread(Some("kept".into()), None)
+            .await
+            .unwrap();
+        let trimmed = runtime
+            .create_thread(Some("trimmed".into()), None)
+            .await
+            .unwrap();
+        let mut rx = runtime.subscribe();
+        runtime
+            .start_turn(&trimmed, "t1", input("hello"))
+            .await
+            .unwrap();
+        until(&mut rx, |e| matches!(e, ThreadEvent::TurnCompleted { .. })).await;
+        let retention = agentwire_events::Retention {
+            max_records: 2,
+            ..agentwire_events::Retention::default()
+        };
+        let done = runtime
+            .log()
+            .trim(
+                &ThreadId::new(trimmed.clone()).unwrap(),
+                &retention,
+                std::time::SystemTime::now(),
+            )
+            .await
+            .unwrap();
+        assert!(done.removed > 0);
+        runtime.log().close().await.unwrap();
+        (kept, trimmed)
+    };
+    let runtime = demo_runtime(&dir).await;
+    assert_eq!(runtime.thread_ids(), vec![kept.clone()]);
+    assert_eq!(runtime.unavailable_threads(), vec![trimmed.clone()]);
+    assert!(matches!(
+        runtime.snapshot(&trimmed).await,
+        Err(RuntimeError::ThreadNotFound(_))
+    ));
+    assert_eq!(
+        runtime.snapshot(&kept).await.unwrap().title.as_deref(),
+        Some("kept")
+    );
+}
