@@ -24,7 +24,7 @@ use tokio::process::Command;
 
 pub use inspect::{
     Direction, FrameInfo, FrameKind, Inspection, MAX_ISSUES_PER_FRAME, MAX_PENDING_REQUESTS,
-    Session, Violation, ViolationKind,
+    MAX_REMEMBERED_BYTES, Session, Violation, ViolationKind,
 };
 pub use record::{Content, Record, Recorder, parse_timestamp, timestamp};
 pub use relay::PumpEnd;

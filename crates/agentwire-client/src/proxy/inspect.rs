@@ -4,8 +4,9 @@
 //! method's result shape, who may send what, the runtime's frame limit.
 //!
 //! **Invariant:** the state is bounded: at most [`MAX_PENDING_REQUESTS`] unanswered requests per
-//! direction are remembered (the oldest is forgotten first), and at most
-//! [`MAX_ISSUES_PER_FRAME`] schema issues are kept per frame.
+//! direction are remembered (the oldest is forgotten first; ids and methods longer than
+//! [`MAX_REMEMBERED_BYTES`] never), and at most [`MAX_ISSUES_PER_FRAME`] schema issues are kept
+//! per frame, each message and pointer cut at 512 characters.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -25,6 +26,22 @@ pub const MAX_PENDING_REQUESTS: usize = 4096;
 
 /// Schema issues kept per frame; the rest are counted in one last violation.
 pub const MAX_ISSUES_PER_FRAME: usize = 8;
+
+/// A request is remembered only when its id (as JSON text) and method are at most this long.
+pub const MAX_REMEMBERED_BYTES: usize = 256;
+
+/// Longest message and JSON Pointer a violation keeps, in characters; longer ones are cut
+/// with an ellipsis.
+const MAX_VIOLATION_TEXT_CHARS: usize = 512;
+
+fn bounded(text: String) -> String {
+    if text.chars().count() <= MAX_VIOLATION_TEXT_CHARS {
+        return text;
+    }
+    let mut out: String = text.chars().take(MAX_VIOLATION_TEXT_CHARS).collect();
+    out.push('…');
+    out
+}
 
 /// Which way a frame travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -130,7 +147,7 @@ impl Violation {
     pub fn new(kind: ViolationKind, message: impl Into<String>) -> Violation {
         Violation {
             code: kind.code().to_owned(),
-            message: message.into(),
+            message: bounded(message.into()),
             instance_path: None,
             schema_path: None,
         }
@@ -141,9 +158,9 @@ impl Violation {
     fn issue(kind: ViolationKind, issue: SchemaIssue, instance: &str) -> Violation {
         Violation {
             code: kind.code().to_owned(),
-            message: issue.message,
-            instance_path: Some(format!("{instance}{}", issue.instance_path)),
-            schema_path: Some(issue.schema_path),
+            message: bounded(issue.message),
+            instance_path: Some(bounded(format!("{instance}{}", issue.instance_path))),
+            schema_path: Some(bounded(issue.schema_path)),
         }
     }
 }
@@ -224,6 +241,10 @@ struct Pending {
 
 impl Pending {
     fn insert(&mut self, key: String, method: String) {
+        if key.len() > MAX_REMEMBERED_BYTES || method.len() > MAX_REMEMBERED_BYTES {
+            self.forgot = true;
+            return;
+        }
         if self.methods.insert(key.clone(), method).is_none() {
             self.order.push_back(key);
         }
@@ -780,8 +801,13 @@ mod tests {
                 json!({"jsonrpc": "2.0", "id": id, "method": "thread.list", "params": {}});
             session.observe(Direction::HostToRuntime, &request, 10);
         }
+        let long = json!({"jsonrpc": "2.0", "id": "x".repeat(MAX_REMEMBERED_BYTES),
+            "method": "thread.list", "params": {}});
+        session.observe(Direction::RuntimeToHost, &long, 10);
         let state = lock(&session.state);
         assert_eq!(state.pending[0].methods.len(), MAX_PENDING_REQUESTS);
         assert!(state.pending[0].forgot);
+        assert!(state.pending[1].methods.is_empty());
+        assert!(state.pending[1].forgot);
     }
 }
