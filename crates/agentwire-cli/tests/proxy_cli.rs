@@ -91,7 +91,7 @@ impl Host {
         }
     }
 
-    /// Proxies `runtime` (a command line), recording to `record` when given.
+    /// `agentwire proxy --stdio RUNTIME` with `extra` arguments (`--record FILE`, …).
     fn proxy(runtime: &str, extra: &[&str]) -> Host {
         let mut args = vec!["proxy", "--stdio", runtime];
         args.extend_from_slice(extra);
