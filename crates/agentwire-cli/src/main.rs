@@ -48,6 +48,9 @@ enum Command {
     Fmt(cmd::fmt::Args),
     /// Project NDJSON messages of one wire version down to an older one (docs/versions.md).
     Project(cmd::project::Args),
+    /// A checking proxy between a Roll host and a runtime (`proxy --stdio 'CMD ARGS' [--record
+    /// FILE]`), and recorded sessions as timelines (`proxy replay FILE`).
+    Proxy(cmd::proxy::Args),
     /// Generate typed bindings (rust, ts, py, kt, swift) from a schema, or check them with --check.
     Gen(cmd::r#gen::Args),
     /// Lint a schema document: every finding with a stable code (exit 1 on any error).
@@ -106,6 +109,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Events(args) => cmd::events::run(args, format, out),
         Command::Fmt(args) => cmd::fmt::run(args, format, out),
         Command::Project(args) => cmd::project::run(args, format, out),
+        Command::Proxy(args) => cmd::proxy::run(args, format, out),
         Command::Gen(args) => cmd::r#gen::run(args, format, out),
         Command::Lint(args) => cmd::lint::run(args, format, out),
         Command::Runlog(args) => cmd::runlog::run_to(args, format, out),

@@ -2,7 +2,9 @@
 //! connect, negotiate, typed calls, server requests, events, following threads, shutdown).
 //! [`recovery`]: the Roll recovery manager it follows threads with, which turns what a runtime
 //! sends across reconnects, replays and restarts into one gap-free, duplicate-free stream of
-//! durable events per thread.
+//! durable events per thread. [`proxy`]: a tap between a Roll host and a runtime that
+//! forwards every frame unchanged, checks each against the negotiated version and records the
+//! session.
 //!
 //! ```
 //! use agentwire_client::{Action, Delivery, RecoveryConfig, StagedEvent, ThreadRecovery};
@@ -27,6 +29,7 @@
 //! assert_eq!(shown, ["replayed", "live"]);
 //! ```
 
+pub mod proxy;
 pub mod recovery;
 pub mod roll;
 

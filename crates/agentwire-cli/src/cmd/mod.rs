@@ -9,6 +9,7 @@ pub(crate) mod fmt;
 pub(crate) mod r#gen;
 pub(crate) mod lint;
 pub(crate) mod project;
+pub(crate) mod proxy;
 pub(crate) mod runlog;
 pub(crate) mod schema;
 pub(crate) mod serve;

@@ -72,7 +72,7 @@ struct CoerceArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum ColorChoice {
+pub(crate) enum ColorChoice {
     /// Colors when standard output is a terminal.
     Auto,
     /// Always.
