@@ -2,7 +2,8 @@
 //! connect, negotiate, typed calls, server requests, events, following threads, shutdown).
 //! [`recovery`]: the Roll recovery manager it follows threads with, which turns what a runtime
 //! sends across reconnects, replays and restarts into one gap-free, duplicate-free stream of
-//! durable events per thread.
+//! durable events per thread. [`conformance`]: a conformance suite that runs protocol
+//! scenarios against any Roll runtime command and reports pass or fail per version.
 //!
 //! ```
 //! use agentwire_client::{Action, Delivery, RecoveryConfig, StagedEvent, ThreadRecovery};
@@ -27,6 +28,7 @@
 //! assert_eq!(shown, ["replayed", "live"]);
 //! ```
 
+pub mod conformance;
 pub mod recovery;
 pub mod roll;
 
