@@ -151,6 +151,8 @@ fn error_code(err: &anyhow::Error) -> &'static str {
             agentwire_schema::ProjectError,
             agentwire_codegen::CodegenError,
             agentwire_events::Error,
+            agentwire_client::conformance::ConformanceError,
+            agentwire_client::conformance::ScriptError,
         );
         if let Some(e) = cause.downcast_ref::<agentwire_schema::JsonError>() {
             return e.kind.code();
