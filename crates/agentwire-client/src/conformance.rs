@@ -185,7 +185,8 @@ impl Suite {
     }
 
     /// Runs every scenario on every version of `options` (version by version, each scenario
-    /// against a fresh runtime process) and reports each result to `progress` as it finishes.
+    /// against a fresh runtime process; those that need the trim hook after all others) and
+    /// reports each result to `progress` as it finishes.
     ///
     /// # Errors
     /// Usage errors found before anything runs ([`ConformanceError::Command`],
@@ -218,46 +219,32 @@ impl Suite {
             total: versions.len() * self.scenarios.len(),
         });
         let mut results = Vec::with_capacity(versions.len() * self.scenarios.len());
-        for &version in &versions {
-            for &scenario in &self.scenarios {
-                progress(Progress::Started { scenario, version });
-                let started = Instant::now();
-                let outcome = match scenario.not_applicable(version, hook.is_some()) {
-                    Some(reason) => Outcome::Skip { reason },
-                    None => {
-                        let context = Context {
-                            version,
-                            tested: versions.clone(),
-                            command: command.clone(),
-                            script: options.script.clone(),
-                            trim_hook: hook.clone(),
-                            timeout: options.timeout,
-                            deadline: started
-                                + options.timeout.saturating_mul(SCENARIO_TIMEOUT_FACTOR),
-                        };
-                        match scenarios::run(scenario, context).await {
-                            Ok(()) => Outcome::Pass,
-                            Err(failure) => match failure.spawn_error() {
-                                Some(message) => {
-                                    return Err(ConformanceError::Spawn {
-                                        program: command.program().to_owned(),
-                                        message: message.to_owned(),
-                                    });
-                                }
-                                None => Outcome::fail(failure.message()),
-                            },
-                        }
-                    }
-                };
-                results.push(ScenarioResult {
-                    scenario: scenario.name,
-                    version,
-                    outcome,
-                    duration: started.elapsed(),
-                });
-                if let Some(result) = results.last() {
-                    progress(Progress::Finished { result });
-                }
+        // Scenarios that change the runtime's store behind its back (the trim hook) run after
+        // all others, so that what they leave behind cannot affect another scenario.
+        let (plain, altering): (Vec<&'static Scenario>, Vec<&'static Scenario>) =
+            self.scenarios.iter().partition(|s| s.needs.is_none());
+        let order = versions
+            .iter()
+            .flat_map(|v| plain.iter().map(move |s| (*v, *s)))
+            .chain(
+                versions
+                    .iter()
+                    .flat_map(|v| altering.iter().map(move |s| (*v, *s))),
+            );
+        for (version, scenario) in order {
+            progress(Progress::Started { scenario, version });
+            let context = Context {
+                version,
+                tested: versions.clone(),
+                command: command.clone(),
+                script: options.script.clone(),
+                trim_hook: hook.clone(),
+                timeout: options.timeout,
+                deadline: Instant::now() + options.timeout.saturating_mul(SCENARIO_TIMEOUT_FACTOR),
+            };
+            results.push(run_one(scenario, context).await?);
+            if let Some(result) = results.last() {
+                progress(Progress::Finished { result });
             }
         }
         Ok(Report::new(
@@ -267,6 +254,39 @@ impl Suite {
             results,
         ))
     }
+}
+
+/// Runs one scenario on the context's version, or says why it does not apply.
+async fn run_one(
+    scenario: &'static Scenario,
+    context: Context,
+) -> Result<ScenarioResult, ConformanceError> {
+    let started = Instant::now();
+    let version = context.version;
+    let outcome = match scenario.not_applicable(version, context.trim_hook.is_some()) {
+        Some(reason) => Outcome::Skip { reason },
+        None => {
+            let program = context.command.program().to_owned();
+            match scenarios::run(scenario, context).await {
+                Ok(()) => Outcome::Pass,
+                Err(failure) => match failure.spawn_error() {
+                    Some(message) => {
+                        return Err(ConformanceError::Spawn {
+                            program,
+                            message: message.to_owned(),
+                        });
+                    }
+                    None => Outcome::fail(failure.message()),
+                },
+            }
+        }
+    };
+    Ok(ScenarioResult {
+        scenario: scenario.name,
+        version,
+        outcome,
+        duration: started.elapsed(),
+    })
 }
 
 /// Runs the scenarios `options` names on its versions.

@@ -97,7 +97,7 @@ pub struct Counts {
     pub skip: usize,
 }
 
-/// Every result of a run, version by version in the order the scenarios ran.
+/// Every result of a run, in the order they ran.
 #[derive(Debug, Clone)]
 pub struct Report {
     /// The runtime command line.
