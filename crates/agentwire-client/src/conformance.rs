@@ -305,6 +305,11 @@ impl Scenario {
         scenarios::ALL.iter().find(|s| s.name == name)
     }
 
+    /// Whether the scenario needs [`Options::trim_hook`] (without one it is not applicable).
+    pub fn needs_trim_hook(&self) -> bool {
+        self.needs == Some(Need::TrimHook)
+    }
+
     /// Whether the scenario applies to `version` (given whether a trim hook is configured),
     /// and if not, why.
     pub fn not_applicable(&self, version: ProtocolVersion, trim_hook: bool) -> Option<String> {
@@ -318,5 +323,78 @@ impl Scenario {
             ),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agentwire_roll::ServerRequestMethod;
+    use agentwire_roll::negotiation::check_advertisement;
+
+    use super::*;
+
+    #[test]
+    fn the_suite_may_offer_every_version_with_its_inbound_budget_and_not_with_less() {
+        let handlers = [
+            ServerRequestMethod::ApprovalRequest,
+            ServerRequestMethod::UserInputRequest,
+        ];
+        let all: Vec<&str> = SUPPORTED_VERSIONS.iter().map(|v| v.as_str()).collect();
+        let budget = INBOUND_FRAME_BUDGET as u64;
+        assert!(check_advertisement(&all, budget, &handlers).is_ok());
+        assert!(check_advertisement(&["1.3"], budget - 1, &handlers).is_err());
+        assert!(check_advertisement(&["1.2"], budget - 1, &handlers).is_ok());
+    }
+
+    #[test]
+    fn every_scenario_is_documented_and_applies_somewhere() {
+        let docs = include_str!("../../../docs/conformance.md");
+        for scenario in Suite::all().scenarios() {
+            assert!(
+                docs.contains(&format!("`{}`", scenario.name)),
+                "docs/conformance.md does not describe the scenario {}",
+                scenario.name
+            );
+            assert!(scenario.since <= scenario.until, "{}", scenario.name);
+            let everywhere =
+                scenario.since == ProtocolVersion::V1_0 && scenario.until == ProtocolVersion::V1_5;
+            assert_eq!(everywhere, scenario.outside.is_empty(), "{}", scenario.name);
+        }
+    }
+
+    #[test]
+    fn selecting_scenarios_keeps_the_suite_order_and_refuses_unknown_names() {
+        let suite = Suite::select(&["resume", "negotiation"]).unwrap();
+        let names: Vec<&str> = suite.scenarios().iter().map(|s| s.name).collect();
+        assert_eq!(names, ["negotiation", "resume"]);
+        let error = Suite::select(&["resumes"]).unwrap_err();
+        assert_eq!(error.code(), "conformance.unknown_scenario");
+        assert!(
+            error.to_string().contains("negotiation, capabilities"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn not_applicable_says_why() {
+        let resume = Scenario::named("resume").unwrap();
+        assert_eq!(
+            resume
+                .not_applicable(ProtocolVersion::V1_2, true)
+                .as_deref(),
+            Some("runtime.events.resume exists from 1.3")
+        );
+        assert_eq!(resume.not_applicable(ProtocolVersion::V1_3, false), None);
+        let expired = Scenario::named("resume-expired").unwrap();
+        assert!(expired.needs_trim_hook());
+        assert!(
+            expired
+                .not_applicable(ProtocolVersion::V1_5, false)
+                .unwrap()
+                .contains("--trim-hook")
+        );
+        assert_eq!(expired.not_applicable(ProtocolVersion::V1_5, true), None);
     }
 }

@@ -3,7 +3,6 @@
 //! version and scenario, or the report as JSON. Exit 0 when everything applicable passed, 1 when
 //! a scenario failed, 2 for usage errors and a runtime that cannot be started.
 
-use std::collections::BTreeMap;
 use std::io::{self, IsTerminal as _, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -193,8 +192,9 @@ fn print_table(report: &Report, took: Duration, out: &mut dyn Write) -> io::Resu
             )?;
         }
     }
-    // Not applicable, one line per scenario and reason with the versions it covers.
-    let mut skipped: BTreeMap<(usize, &str), Vec<&str>> = BTreeMap::new();
+    // Not applicable, one line per scenario and reason with the versions it covers, in the
+    // suite's order and then oldest version first.
+    let mut skipped: Vec<(usize, &str, Vec<ProtocolVersion>)> = Vec::new();
     for result in &report.results {
         if let Outcome::Skip { reason } = &result.outcome {
             let order = report
@@ -202,16 +202,24 @@ fn print_table(report: &Report, took: Duration, out: &mut dyn Write) -> io::Resu
                 .iter()
                 .position(|s| s.name == result.scenario)
                 .unwrap_or(usize::MAX);
-            skipped
-                .entry((order, reason.as_str()))
-                .or_default()
-                .push(result.version.as_str());
+            match skipped
+                .iter_mut()
+                .find(|(o, r, _)| *o == order && *r == reason.as_str())
+            {
+                Some((_, _, versions)) => versions.push(result.version),
+                None => skipped.push((order, reason.as_str(), vec![result.version])),
+            }
         }
     }
+    for (_, _, versions) in &mut skipped {
+        versions.sort();
+    }
+    skipped.sort_by_key(|(order, _, versions)| (*order, versions.first().copied()));
     if !skipped.is_empty() {
         writeln!(out, "\nnot applicable:")?;
-        for ((order, reason), versions) in skipped {
+        for (order, reason, versions) in skipped {
             let name = report.scenarios.get(order).map_or("?", |s| s.name);
+            let versions: Vec<&str> = versions.iter().map(|v| v.as_str()).collect();
             writeln!(out, "  {name} on {}: {reason}", versions.join(", "))?;
         }
     }
