@@ -1,12 +1,12 @@
 //! Scenarios of the handshake: version negotiation, capability revisions and the ACK barrier
 //! before interactions.
 
+use std::time::Duration;
+
 use agentwire_roll::{ProtocolVersion, RollErrorCode, SUPPORTED_VERSIONS};
 use serde_json::{Value, json};
 
 use super::{Context, HANDLERS, QUIET_PERIOD};
-use std::time::Duration;
-
 use crate::conformance::wire::{Failure, Frame, ensure, event_type, excerpt};
 
 /// How long the suite gives a turn to ask for approval before it sends the capabilities.

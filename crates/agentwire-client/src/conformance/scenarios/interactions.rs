@@ -201,7 +201,7 @@ fn number_for(min: Option<f64>, max: Option<f64>, integer: bool) -> Option<Numbe
             value = value.floor();
         }
         if value.abs() < 9_007_199_254_740_992.0 {
-            #[allow(clippy::cast_possible_truncation)]
+            // Whole and within ±2^53, so the conversion is exact.
             return Some(Number::from(value as i64));
         }
     }
