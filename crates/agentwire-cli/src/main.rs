@@ -39,6 +39,9 @@ enum Command {
     /// The system end to end: the reference runtime on the embedded SQLite store, driven by a
     /// Roll host through an approval, printed as a timeline.
     Demo(cmd::demo::Args),
+    /// Run the Roll conformance suite against a runtime command (`conformance --stdio 'CMD'`):
+    /// pass or fail per version and scenario (exit 1 if any fails).
+    Conformance(cmd::conformance::Args),
     /// Print the protocol digest (`sha256:` of canonical text + "\n") of a schema document.
     Digest(cmd::digest::Args),
     /// The durable event log: `events inspect|tail|trim --store sqlite:PATH|postgres://…`.
@@ -105,6 +108,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Baseline(args) => cmd::baseline::run(args, format, out),
         Command::Compat(args) => cmd::compat::run(args, format, out),
         Command::Demo(args) => cmd::demo::run(args, format, out),
+        Command::Conformance(args) => cmd::conformance::run(args, format, out),
         Command::Digest(args) => cmd::digest::run(args, format, out),
         Command::Events(args) => cmd::events::run(args, format, out),
         Command::Fmt(args) => cmd::fmt::run(args, format, out),

@@ -152,6 +152,8 @@ fn error_code(err: &anyhow::Error) -> &'static str {
             agentwire_codegen::CodegenError,
             agentwire_events::Error,
             agentwire_client::proxy::ProxyError,
+            agentwire_client::conformance::ConformanceError,
+            agentwire_client::conformance::ScriptError,
         );
         if let Some(e) = cause.downcast_ref::<agentwire_schema::JsonError>() {
             return e.kind.code();

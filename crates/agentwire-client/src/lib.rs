@@ -5,6 +5,8 @@
 //! durable events per thread. [`proxy`]: a tap between a Roll host and a runtime that
 //! forwards every frame unchanged, checks each against the negotiated version and records the
 //! session.
+//! [`conformance`]: a conformance suite that runs protocol scenarios against any Roll runtime
+//! command and reports pass or fail per version.
 //!
 //! ```
 //! use agentwire_client::{Action, Delivery, RecoveryConfig, StagedEvent, ThreadRecovery};
@@ -29,6 +31,7 @@
 //! assert_eq!(shown, ["replayed", "live"]);
 //! ```
 
+pub mod conformance;
 pub mod proxy;
 pub mod recovery;
 pub mod roll;

@@ -2,6 +2,7 @@
 
 pub(crate) mod baseline;
 pub(crate) mod compat;
+pub(crate) mod conformance;
 pub(crate) mod demo;
 pub(crate) mod digest;
 pub(crate) mod events;
