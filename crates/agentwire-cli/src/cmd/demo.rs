@@ -15,8 +15,6 @@ use agentwire_roll::approval::ApprovalDecision;
 use agentwire_roll::types::TurnInput;
 use agentwire_roll::user_input::{SubmittedValue, UserInputResult};
 use agentwire_runlog::terminal_safe;
-use agentwire_runtime::{Runtime, SystemClock};
-use agentwire_serve::RollFace;
 use anyhow::Context;
 use serde_json::{Value, json};
 
@@ -246,18 +244,7 @@ struct Report {
 }
 
 async fn drive(args: &Args, url: &str, inputs: &[String]) -> anyhow::Result<Report> {
-    let log = agentwire_events::open(url)
-        .await
-        .with_context(|| format!("cannot open the event log {url}"))?;
-    let core = Runtime::start(
-        Arc::clone(&log),
-        args.runtime.agent()?,
-        Arc::new(SystemClock),
-        args.runtime.runtime_config(),
-    )
-    .await
-    .context("cannot start the runtime")?;
-    let face = RollFace::new(core, args.runtime.face_config());
+    let (log, face) = args.runtime.start(url).await?;
     // The host and the runtime on the two ends of one in-process pipe.
     let (host_end, runtime_end) = tokio::io::duplex(1 << 20);
     let (runtime_read, runtime_write) = tokio::io::split(runtime_end);

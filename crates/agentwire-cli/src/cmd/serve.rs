@@ -75,6 +75,31 @@ impl RuntimeArgs {
         Ok(Arc::new(agent))
     }
 
+    /// Opens the log at `url`, starts the runtime on it and builds its Roll face (with the
+    /// attachment store beside the log).
+    pub(crate) async fn start(
+        &self,
+        url: &str,
+    ) -> anyhow::Result<(Arc<dyn agentwire_events::EventLog>, Arc<RollFace>)> {
+        let log = agentwire_events::open(url)
+            .await
+            .with_context(|| format!("cannot open the event log {url}"))?;
+        let core = Runtime::start(
+            Arc::clone(&log),
+            self.agent()?,
+            Arc::new(SystemClock),
+            self.runtime_config(),
+        )
+        .await
+        .context("cannot start the runtime")?;
+        let spool = attachment_dir(url)?;
+        let attachments = AttachmentStore::new(&spool, AttachmentLimits::default())
+            .with_context(|| format!("cannot use {} for attachments", spool.display()))?;
+        let mut config = self.face_config();
+        config.attachments = Some(attachments);
+        Ok((log, RollFace::new(core, config)))
+    }
+
     /// The agent's name for `thread.capabilities`.
     fn agent_name(&self) -> String {
         match &self.agent_cmd {
@@ -171,24 +196,8 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let log = agentwire_events::open(&url)
-            .await
-            .with_context(|| format!("cannot open the event log {url}"))?;
-        let core = Runtime::start(
-            Arc::clone(&log),
-            args.runtime.agent()?,
-            Arc::new(SystemClock),
-            args.runtime.runtime_config(),
-        )
-        .await
-        .context("cannot start the runtime")?;
-        tracing::info!(store = %url, instance = %core.instance_id(), "serving the Roll Runtime Protocol on stdio");
-        let spool = attachment_dir(&url)?;
-        let attachments = AttachmentStore::new(&spool, AttachmentLimits::default())
-            .with_context(|| format!("cannot use {} for attachments", spool.display()))?;
-        let mut config = args.runtime.face_config();
-        config.attachments = Some(attachments);
-        let face = RollFace::new(core, config);
+        let (log, face) = args.runtime.start(&url).await?;
+        tracing::info!(store = %url, instance = %face.runtime().instance_id(), "serving the Roll Runtime Protocol on stdio");
         let end = face
             .serve(tokio::io::stdin(), tokio::io::stdout())
             .await

@@ -366,38 +366,22 @@ impl Session {
             }
             Method::ApprovalRespond => self.approval_respond(&params).await,
             Method::OperationGet => {
-                let state = runtime
-                    .snapshot(str_param(&params, "threadId"))
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
-                let operation_id = str_param(&params, "operationId");
-                let view = state
-                    .operations
-                    .iter()
-                    .enumerate()
-                    .find(|(_, op)| op.id == operation_id)
-                    .map(|(sequence, op)| {
-                        let at = state.operation_times_ms.get(sequence).copied().unwrap_or(0);
-                        project_operation_view(&wire::operation_view(sequence, op, at), version)
-                    });
+                let found = self.operation(&params).await?;
+                let view = found.map(|(thread, sequence, at)| {
+                    let op = &thread.operations[sequence];
+                    project_operation_view(&wire::operation_view(sequence, op, at), version)
+                });
                 Ok(json!({"operation": view}))
             }
             Method::OperationResultGet => {
-                let thread_id = str_param(&params, "threadId");
-                let state = runtime
-                    .snapshot(thread_id)
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
-                let operation_id = str_param(&params, "operationId");
-                let view = state
-                    .operations
-                    .iter()
-                    .enumerate()
-                    .find(|(_, op)| op.id == operation_id)
-                    .map(|(sequence, op)| {
-                        let at = state.operation_times_ms.get(sequence).copied().unwrap_or(0);
-                        wire::operation_result_view(thread_id, op, at)
-                    });
+                let found = self.operation(&params).await?;
+                let view = found.map(|(thread, sequence, at)| {
+                    wire::operation_result_view(
+                        str_param(&params, "threadId"),
+                        &thread.operations[sequence],
+                        at,
+                    )
+                });
                 Ok(json!({"result": view}))
             }
             Method::AttachmentStage
@@ -506,6 +490,26 @@ impl Session {
                 Ok(json!({"released": released}))
             }
         }
+    }
+
+    /// The thread's state, and the sequence and completion time of the operation the params
+    /// name (`None` when the thread has no such operation).
+    async fn operation(
+        &self,
+        params: &Value,
+    ) -> Result<Option<(agentwire_runtime::ThreadState, usize, u64)>, ErrorObject> {
+        let state = self
+            .face
+            .runtime
+            .snapshot(str_param(params, "threadId"))
+            .await
+            .map_err(|e| self.runtime_error(&e))?;
+        let operation_id = str_param(params, "operationId");
+        let Some(sequence) = state.operations.iter().position(|op| op.id == operation_id) else {
+            return Ok(None);
+        };
+        let at = state.operation_times_ms.get(sequence).copied().unwrap_or(0);
+        Ok(Some((state, sequence, at)))
     }
 
     /// A title as the protocol takes it: trimmed, 1..200 characters.
