@@ -1174,3 +1174,66 @@ async fn an_agent_process_runs_a_turn_with_an_approved_tool_call() {
     assert_eq!(reply["event"]["text"], "echo: plain words");
     assert_eq!(host.finish().await.code(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_slow_and_big_turns_and_retried_cancels_and_detaches() {
+    let (_dir, path) = store();
+    let mut host = Host::start(&path, &[]).await;
+    host.open("1.5", &HANDLERS).await;
+    let thread = host.create_thread("more commands").await;
+
+    // /edit: the approval previews the diff; the completed tool shows {text, diff}.
+    let turn = host.start_turn(&thread, "/edit src/lib.rs").await;
+    let request = host.wait_for(|f| f["method"] == "approval.request").await;
+    let diff = &request["params"]["approval"]["preview"]["diff"];
+    assert_eq!(diff["path"], "src/lib.rs");
+    assert!(diff["truncated"].is_boolean());
+    host.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "approve"}}))
+        .await;
+    let events = host.turn_events(&turn).await;
+    let tool = events
+        .iter()
+        .find(|e| e["event"]["type"] == "tool.completed")
+        .unwrap();
+    assert_eq!(tool["event"]["outcome"]["kind"], "success");
+    assert_eq!(tool["event"]["display"]["diff"]["path"], "src/lib.rs");
+    assert!(tool["event"]["display"]["text"].is_string());
+
+    // /slow 5: five deltas; /big: one completed message of exactly that many bytes.
+    let turn = host.start_turn(&thread, "/slow 5").await;
+    let events = host.turn_events(&turn).await;
+    let deltas = events
+        .iter()
+        .filter(|e| e["event"]["type"] == "message.delta")
+        .count();
+    assert_eq!(deltas, 5);
+    let turn = host.start_turn(&thread, "/big 200000").await;
+    let events = host.turn_events(&turn).await;
+    let big = events
+        .iter()
+        .find(|e| e["event"]["type"] == "message.completed")
+        .unwrap();
+    assert_eq!(big["event"]["text"].as_str().unwrap().len(), 200_000);
+
+    // A retried turn.cancel gets the first answer; a retried detach too.
+    let turn = host.start_turn(&thread, "/slow 200").await;
+    let cancel = json!({"requestId": uuid(), "threadId": thread, "turnId": turn});
+    let first = host.call("turn.cancel", cancel.clone()).await.unwrap();
+    assert_eq!(first, json!({"cancelling": true}));
+    assert_eq!(host.call("turn.cancel", cancel).await.unwrap(), first);
+    let events = host.turn_events(&turn).await;
+    assert_eq!(events.last().unwrap()["event"]["type"], "turn.cancelled");
+    let detach = json!({"requestId": uuid(), "threadId": thread});
+    let detached = host.call("thread.detach", detach.clone()).await.unwrap();
+    assert_eq!(detached, json!({"detached": true}));
+    assert_eq!(host.call("thread.detach", detach).await.unwrap(), detached);
+    let again = host
+        .call(
+            "thread.detach",
+            json!({"requestId": uuid(), "threadId": thread}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, json!({"detached": false}));
+    assert_eq!(host.finish().await.code(), Some(0));
+}

@@ -338,11 +338,16 @@ impl Session {
             }
             Method::ThreadOpen => {
                 let thread_id = str_param(&params, "threadId");
+                // Attached first: an event committed while the snapshot is read is then sent
+                // live (and may also be in the snapshot) rather than missed.
+                let attached = lock(&self.attached).insert(thread_id.to_owned());
                 let snapshot = self
                     .snapshot(version, thread_id, &json!({"threadId": thread_id}))
-                    .await?;
-                self.attach(thread_id);
-                Ok(snapshot)
+                    .await;
+                if snapshot.is_err() && attached {
+                    lock(&self.attached).remove(thread_id);
+                }
+                snapshot
             }
             Method::ThreadSnapshot => {
                 let thread_id = str_param(&params, "threadId");
@@ -774,6 +779,8 @@ impl Session {
             return Ok(accepted);
         }
         let _ = version;
+        // Attached before the turn starts, so its first events reach this connection.
+        let attached = lock(&self.attached).insert(thread_id.to_owned());
         match self
             .face
             .runtime
@@ -787,12 +794,12 @@ impl Session {
             )
             .await
         {
-            Ok(()) => {
-                self.attach(thread_id);
-                Ok(accepted)
-            }
+            Ok(()) => Ok(accepted),
             Err(error) => {
                 self.face.forget_turn(turn_id);
+                if attached {
+                    lock(&self.attached).remove(thread_id);
+                }
                 Err(self.runtime_error(&error))
             }
         }
@@ -843,10 +850,19 @@ impl Session {
     ) -> Answer {
         let thread_id = str_param(params, "threadId");
         let runtime = &self.face.runtime;
-        let state = runtime
-            .snapshot(thread_id)
-            .await
-            .map_err(|e| self.runtime_error(&e))?;
+        // Attached before the replay's end is read, so every later event is sent live: the
+        // replay and the live stream may overlap (the client de-duplicates by eventId) but
+        // never leave a gap.
+        let attached = lock(&self.attached).insert(thread_id.to_owned());
+        let state = match runtime.snapshot(thread_id).await {
+            Ok(state) => state,
+            Err(error) => {
+                if attached {
+                    lock(&self.attached).remove(thread_id);
+                }
+                return Err(self.runtime_error(&error));
+            }
+        };
         let timeline = state.timeline;
         let gap = |message: String| self.err(RollErrorCode::EVENT_CURSOR_GAP, message);
         let checkpoint = match params.get("afterCursor").and_then(Value::as_str) {
@@ -935,7 +951,6 @@ impl Session {
                 .await
                 .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
         }
-        self.attach(thread_id);
         let through = self
             .event_cursor(thread_id, timeline.len())
             .filter(|_| !timeline.is_empty());
