@@ -557,6 +557,11 @@ impl Runtime {
             .clone()
     }
 
+    /// Whether the runtime serves the thread.
+    pub fn contains_thread(&self, thread_id: &str) -> bool {
+        self.lock_threads().contains_key(thread_id)
+    }
+
     /// The ids of the threads served, sorted.
     pub fn thread_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self.lock_threads().keys().cloned().collect();

@@ -138,6 +138,21 @@ fn str_param<'a>(params: &'a Value, key: &str) -> &'a str {
     params.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The strings of the array `key` of `params` (empty when absent; the schema has checked the
+/// items' type).
+fn strings_param(params: &Value, key: &str) -> Vec<String> {
+    params
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn canonical(value: &Value) -> String {
     fn sorted(value: &Value) -> Value {
         match value {
@@ -329,10 +344,7 @@ impl Session {
             }
             Method::ThreadDetach => {
                 let thread_id = str_param(&params, "threadId");
-                runtime
-                    .snapshot(thread_id)
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
+                self.ensure_thread(thread_id)?;
                 let detached = lock(&self.attached).remove(thread_id);
                 Ok(json!({"detached": detached}))
             }
@@ -354,14 +366,11 @@ impl Session {
                 self.snapshot(version, thread_id, &params).await
             }
             Method::ThreadCapabilities => {
-                runtime
-                    .snapshot(str_param(&params, "threadId"))
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
+                self.ensure_thread(str_param(&params, "threadId"))?;
                 Ok(json!({"manifest": self.face.config.manifest}))
             }
             Method::RuntimeEventsResume => self.resume(&ctx, version, &params).await,
-            Method::TurnStart => self.turn_start(version, &params).await,
+            Method::TurnStart => self.turn_start(&params).await,
             Method::TurnCancel => {
                 let cancelling = runtime
                     .cancel_turn(str_param(&params, "threadId"), str_param(&params, "turnId"))
@@ -426,11 +435,7 @@ impl Session {
         let store = self.attachment_store()?;
         let thread_id = str_param(params, "threadId");
         // Attachments belong to a served thread.
-        self.face
-            .runtime
-            .snapshot(thread_id)
-            .await
-            .map_err(|e| self.runtime_error(&e))?;
+        self.ensure_thread(thread_id)?;
         let attachment_id = str_param(params, "attachmentId");
         match method {
             Method::AttachmentStage => {
@@ -517,6 +522,15 @@ impl Session {
         Ok(Some((state, sequence, at)))
     }
 
+    /// `THREAD_NOT_FOUND` unless the runtime serves the thread (no copy of its state).
+    fn ensure_thread(&self, thread_id: &str) -> Result<(), ErrorObject> {
+        if self.face.runtime.contains_thread(thread_id) {
+            Ok(())
+        } else {
+            Err(self.runtime_error(&RuntimeError::ThreadNotFound(thread_id.to_owned())))
+        }
+    }
+
     /// A title as the protocol takes it: trimmed, 1..200 characters.
     fn title(&self, raw: &str) -> Result<String, ErrorObject> {
         let trimmed = raw.trim();
@@ -554,16 +568,7 @@ impl Session {
                 ));
             }
         }
-        let offered: Vec<String> = params
-            .get("protocolVersions")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let offered = strings_param(params, "protocolVersions");
         // The lock is released before an error is built (building it reads the version).
         let negotiated = lock(&self.conn).initialize(&offered);
         let version = negotiated.map_err(|e| self.negotiation_error(&e))?;
@@ -598,16 +603,7 @@ impl Session {
 
     fn set_capabilities(self: &Arc<Self>, ctx: &RequestContext, params: &Value) -> Answer {
         let revision = params.get("revision").and_then(Value::as_u64).unwrap_or(0);
-        let methods: Vec<String> = params
-            .get("serverRequestMethods")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let methods = strings_param(params, "serverRequestMethods");
         let updated = lock(&self.conn).set_capabilities(revision, &methods);
         let update = updated.map_err(|e| self.negotiation_error(&e))?;
         for method in &update.revoked {
@@ -740,31 +736,18 @@ impl Session {
         Ok(project_thread_snapshot(&snapshot, version))
     }
 
-    async fn turn_start(&self, version: ProtocolVersion, params: &Value) -> Answer {
+    async fn turn_start(&self, params: &Value) -> Answer {
         let thread_id = str_param(params, "threadId");
         let turn_id = str_param(params, "turnId");
         let input = params.get("input").cloned().unwrap_or(Value::Null);
         let text = str_param(&input, "text").to_owned();
-        let attachments = input
-            .get("attachments")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if text.is_empty() && attachments == 0 {
+        let ids = strings_param(&input, "attachments");
+        if text.is_empty() && ids.is_empty() {
             return Err(self.err(
                 RollErrorCode::INVALID_PARAMS,
                 "a turn needs text or attachments",
             ));
         }
-        let ids: Vec<String> = input
-            .get("attachments")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
         let parts = if ids.is_empty() {
             Vec::new()
         } else {
@@ -778,7 +761,6 @@ impl Session {
             // A second start of the same turn is a retry: the first start stands.
             return Ok(accepted);
         }
-        let _ = version;
         // Attached before the turn starts, so its first events reach this connection.
         let attached = lock(&self.attached).insert(thread_id.to_owned());
         match self
