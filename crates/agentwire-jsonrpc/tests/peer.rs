@@ -863,22 +863,29 @@ async fn an_exclusive_request_is_answered_before_anything_read_after_it_is_handl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hook_after_the_answer_writes_after_it_and_a_started_request_knows_its_id() {
-    let handlers = Handlers::new().on_request("ack", |ctx, _params| async move {
-        let peer = ctx.peer().clone();
-        ctx.after_answer(move || {
-            tokio::spawn(async move {
-                let call = peer
-                    .start_request("follow-up", &json!({}), None)
-                    .await
-                    .expect("sent");
-                let id = call.id().clone();
-                let answer = call.answer().await.expect("answered");
-                assert_eq!(answer, json!({"echo": id}));
+    let (seen_tx, seen_rx) = tokio::sync::oneshot::channel();
+    let seen_tx = Arc::new(std::sync::Mutex::new(Some(seen_tx)));
+    let handlers = Handlers::new().on_request("ack", move |ctx, _params| {
+        let seen_tx = Arc::clone(&seen_tx);
+        async move {
+            let peer = ctx.peer().clone();
+            ctx.after_answer(move || {
+                tokio::spawn(async move {
+                    let call = peer
+                        .start_request("follow-up", &json!({}), None)
+                        .await
+                        .expect("sent");
+                    let id = call.id().clone();
+                    let answer = call.answer().await.expect("answered");
+                    if let Some(tx) = seen_tx.lock().unwrap().take() {
+                        let _ = tx.send((id, answer));
+                    }
+                });
             });
-        });
-        // Anything the hook sends must not overtake this answer.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        Ok(json!("acked"))
+            // Anything the hook sends must not overtake this answer.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Ok(json!("acked"))
+        }
     });
     let (_peer, mut raw) = serve(Profile::roll(), handlers);
     raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ack\",\"params\":{}}\n")
@@ -898,4 +905,11 @@ async fn a_hook_after_the_answer_writes_after_it_and_a_started_request_knows_its
         .as_bytes(),
     )
     .await;
+    // The started request knew its id and got its answer.
+    let (id, answer) = tokio::time::timeout(STUCK, seen_rx)
+        .await
+        .expect("the follow-up was answered")
+        .expect("the hook ran");
+    assert_eq!(id, Id::String("runtime:1".into()));
+    assert_eq!(answer, json!({"echo": "runtime:1"}));
 }
