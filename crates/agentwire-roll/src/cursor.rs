@@ -15,7 +15,7 @@
 //! naming a position it has not seen; only the minting runtime (which holds the key) can.
 
 use std::cmp::Ordering;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
@@ -91,13 +91,20 @@ fn parse_hex_uuid(text: &str) -> Option<Uuid128> {
 
 fn format_uuid(bytes: &Uuid128) -> String {
     let mut out = String::with_capacity(36);
+    push_uuid(&mut out, bytes);
+    out
+}
+
+/// Appends the 8-4-4-4-12 lowercase hex form of `bytes`.
+fn push_uuid(out: &mut String, bytes: &Uuid128) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     for (index, byte) in bytes.iter().enumerate() {
         if matches!(index, 4 | 6 | 8 | 10) {
             out.push('-');
         }
-        out.push_str(&format!("{byte:02x}"));
+        out.push(HEX[usize::from(byte >> 4)] as char);
+        out.push(HEX[usize::from(byte & 0x0f)] as char);
     }
-    out
 }
 
 /// An opaque durable-event cursor. Equality is on the wire text; order only through
@@ -145,17 +152,24 @@ impl EventCursor {
 
     /// Builds the cursor of the event `event_id` at `sequence` in log `log_id`.
     pub fn new(log_id: Uuid128, sequence: u64, event_id: Uuid128) -> EventCursor {
-        let text = format!(
-            "{PREFIX}{}:{sequence}:{}",
-            format_uuid(&log_id),
-            format_uuid(&event_id)
-        );
+        let mut text = String::with_capacity(PREFIX.len() + 36 + 1 + 20 + 1 + 36);
+        text.push_str(PREFIX);
+        push_uuid(&mut text, &log_id);
+        text.push(':');
+        let _ = write!(text, "{sequence}");
+        text.push(':');
+        push_uuid(&mut text, &event_id);
         EventCursor {
             text,
             log_id,
             sequence,
             event_id,
         }
+    }
+
+    /// The wire text, owned.
+    pub fn into_text(self) -> String {
+        self.text
     }
 
     /// The wire text.
@@ -254,7 +268,9 @@ pub fn event_cursor_distance(
 /// tell its own cursors from forged ones without a lookup.
 #[derive(Clone)]
 pub struct CursorKey {
-    key: [u8; 32],
+    /// SHA-256 after the HMAC inner pad, and after the outer pad: each MAC continues from them.
+    inner: Sha256,
+    outer: Sha256,
 }
 
 impl fmt::Debug for CursorKey {
@@ -272,25 +288,22 @@ impl CursorKey {
         } else {
             key[..secret.len()].copy_from_slice(secret);
         }
-        CursorKey { key }
-    }
-
-    fn mac(&self, message: &[u8]) -> [u8; 32] {
         let mut inner_pad = [0x36u8; 64];
         let mut outer_pad = [0x5cu8; 64];
-        for (index, byte) in self.key.iter().enumerate() {
+        for (index, byte) in key.iter().enumerate() {
             inner_pad[index] ^= byte;
             outer_pad[index] ^= byte;
         }
-        let inner = Sha256::new()
-            .chain_update(inner_pad)
-            .chain_update(message)
-            .finalize();
-        let outer = Sha256::new()
-            .chain_update(outer_pad)
-            .chain_update(inner)
-            .finalize();
-        outer.into()
+        CursorKey {
+            inner: Sha256::new().chain_update(inner_pad),
+            outer: Sha256::new().chain_update(outer_pad),
+        }
+    }
+
+    /// HMAC-SHA256 of `message` under the key.
+    fn mac(&self, message: &[u8]) -> [u8; 32] {
+        let inner = self.inner.clone().chain_update(message).finalize();
+        self.outer.clone().chain_update(inner).finalize().into()
     }
 
     /// The event id of position `sequence` in log `log_id`: HMAC-SHA256 truncated to a
@@ -324,5 +337,21 @@ impl CursorKey {
         } else {
             Err(CursorError::Forged)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CursorKey;
+
+    #[test]
+    fn the_mac_is_hmac_sha256() {
+        // RFC 4231, test case 2.
+        let mac = CursorKey::new(b"Jefe").mac(b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }
