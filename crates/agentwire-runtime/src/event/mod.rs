@@ -2,6 +2,8 @@
 //! `type` tag naming it) and the records they carry. Ephemeral happenings (message deltas, tool
 //! output, reasoning summaries) are not here: they are never stored.
 
+mod decode;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -15,9 +17,10 @@ pub struct StampedEvent {
     pub event: ThreadEvent,
 }
 
-/// What happened to a thread. Each variant is one durable record of its log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all_fields = "camelCase", deny_unknown_fields)]
+/// What happened to a thread. Each variant is one durable record of its log. Decoded by
+/// `decode` (the tag first, without buffering), by the same field rules.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all_fields = "camelCase")]
 pub enum ThreadEvent {
     /// The thread exists; always its first event.
     #[serde(rename = "thread.created")]
