@@ -27,6 +27,9 @@ pub enum Error {
     RecordTooLarge { size: usize, limit: usize },
     /// One append holds no events, more than [`MAX_APPEND_EVENTS`](crate::MAX_APPEND_EVENTS), or
     /// more than [`MAX_APPEND_BYTES`](crate::MAX_APPEND_BYTES) in all.
+    /// A checkpoint over [`crate::MAX_CHECKPOINT_BYTES`].
+    #[error("checkpoint of {size} bytes is over the limit of {limit} bytes")]
+    CheckpointTooLarge { size: usize, limit: usize },
     #[error("append rejected: {reason}")]
     InvalidAppend { reason: String },
     /// The thread's next sequence is not the one the append expected; nothing was written.
@@ -101,6 +104,7 @@ impl Error {
             Error::InvalidThreadId { .. } => "EVENTS_INVALID_THREAD_ID",
             Error::InvalidKind { .. } => "EVENTS_INVALID_KIND",
             Error::RecordTooLarge { .. } => "EVENTS_RECORD_TOO_LARGE",
+            Error::CheckpointTooLarge { .. } => "EVENTS_CHECKPOINT_TOO_LARGE",
             Error::InvalidAppend { .. } => "EVENTS_INVALID_APPEND",
             Error::Conflict { .. } => "EVENTS_CONFLICT",
             Error::Expired { .. } => "EVENTS_EXPIRED",

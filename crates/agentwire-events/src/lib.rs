@@ -28,16 +28,16 @@ pub use limits::{
     DEFAULT_FOREIGN_COMMIT_POLL, DEFAULT_JOURNAL_SIZE_LIMIT, DEFAULT_MAX_BATCH_APPENDS,
     DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS, DEFAULT_RETAINED_AGE,
     DEFAULT_RETAINED_BYTES, DEFAULT_RETAINED_RECORDS, DEFAULT_WAL_AUTOCHECKPOINT_PAGES,
-    MAX_APPEND_BYTES, MAX_APPEND_EVENTS, MAX_KIND_BYTES, MAX_PAGE_BYTES, MAX_PAGE_EVENTS,
-    MAX_RECORD_BYTES, MAX_THREAD_ID_BYTES, SQLITE_BUSY_TIMEOUT,
+    MAX_APPEND_BYTES, MAX_APPEND_EVENTS, MAX_CHECKPOINT_BYTES, MAX_KIND_BYTES, MAX_PAGE_BYTES,
+    MAX_PAGE_EVENTS, MAX_RECORD_BYTES, MAX_THREAD_ID_BYTES, SQLITE_BUSY_TIMEOUT,
 };
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresLog};
 pub use settings::{Settings, StoreUrl, Synchronous};
 pub use sqlite::{SQLITE_SCHEMA_VERSION, SqliteLog};
 pub use tail::Tail;
 pub use types::{
-    After, Appended, Backend, Expected, LogId, NewEvent, Page, Position, Retention, StoredEvent,
-    ThreadId, ThreadInfo, Trimmed,
+    After, Appended, Backend, Checkpoint, Expected, LogId, NewEvent, Page, Position, Retention,
+    StoredEvent, ThreadId, ThreadInfo, Trimmed,
 };
 
 /// A durable, per-thread ordered event log.
@@ -87,8 +87,18 @@ pub trait EventLog: Send + Sync + std::fmt::Debug {
         now: SystemTime,
     ) -> Result<Trimmed>;
 
-    /// Deletes a thread's events. The thread stays known as deleted: appends and reads of it
-    /// fail with [`Error::ThreadDeleted`]. Returns false if it was never written.
+    /// Stores `checkpoint` as `thread`'s, replacing an older one (one covering fewer events); an
+    /// older or equal one than the stored is ignored. `through` must be a position the thread
+    /// has reached ([`Error::PositionAhead`] otherwise). Checkpoints are never trimmed, and go
+    /// with the thread when it is deleted. Over [`MAX_CHECKPOINT_BYTES`] is
+    /// [`Error::CheckpointTooLarge`].
+    async fn put_checkpoint(&self, thread: &ThreadId, checkpoint: Checkpoint) -> Result<()>;
+
+    /// The thread's checkpoint, or `None` when it has none.
+    async fn checkpoint(&self, thread: &ThreadId) -> Result<Option<Checkpoint>>;
+
+    /// Deletes a thread's events and checkpoint. The thread stays known as deleted: appends and
+    /// reads of it fail with [`Error::ThreadDeleted`]. Returns false if it was never written.
     async fn delete_thread(&self, thread: &ThreadId) -> Result<bool>;
 
     /// Finishes the appends already queued and stops the writer; later calls fail with

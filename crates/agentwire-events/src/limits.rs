@@ -4,6 +4,10 @@ use std::time::Duration;
 
 /// The largest durable record: payload plus kind, 16 MiB (the Roll runtime's limit).
 pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest checkpoint a thread may store (256 MiB): a checkpoint holds a thread's whole
+/// state, which grows with the thread, so it has its own bound.
+pub const MAX_CHECKPOINT_BYTES: usize = 256 * 1024 * 1024;
 /// The most events one append may carry.
 pub const MAX_APPEND_EVENTS: usize = 10_000;
 /// The most bytes (payloads plus kinds) one append may carry.

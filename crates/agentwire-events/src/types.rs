@@ -237,6 +237,16 @@ impl Page {
     }
 }
 
+/// A thread's checkpoint: opaque state bytes that stand for every event up to and including
+/// `through`, so a reader of the state can start after it (even when that prefix was trimmed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The last position the checkpoint covers.
+    pub through: u64,
+    /// The state, as its writer encoded it.
+    pub payload: Vec<u8>,
+}
+
 /// A thread as the log knows it, for operators and for the runtime's restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ThreadInfo {
@@ -303,6 +313,17 @@ pub(crate) fn unix_ms(t: SystemTime) -> i64 {
 }
 
 /// Checks one append's events against the per-record and per-append limits.
+/// Checks a checkpoint against its size limit.
+pub(crate) fn check_checkpoint(checkpoint: &Checkpoint, limit: usize) -> Result<()> {
+    if checkpoint.payload.len() > limit {
+        return Err(Error::CheckpointTooLarge {
+            size: checkpoint.payload.len(),
+            limit,
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn check_append(events: &[NewEvent], max_record_bytes: usize) -> Result<usize> {
     use crate::limits::{MAX_APPEND_BYTES, MAX_APPEND_EVENTS};
     if events.is_empty() {

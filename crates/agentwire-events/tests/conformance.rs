@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentwire_events::{
-    After, Error, EventLog, Expected, LogId, MAX_PAGE_EVENTS, MAX_RECORD_BYTES, NewEvent, Position,
-    Retention, Tail,
+    After, Checkpoint, Error, EventLog, Expected, LogId, MAX_CHECKPOINT_BYTES, MAX_PAGE_EVENTS,
+    MAX_RECORD_BYTES, NewEvent, Position, Retention, Tail,
 };
 use support::{Store, events, thread};
 use uuid::Uuid;
@@ -463,6 +463,95 @@ async fn thread_deletion(store: Store) {
     assert_eq!(read_all(&*log, "survivor").await.len(), 2);
 }
 
+async fn checkpoints(store: Store) {
+    let log = store.open().await;
+    let t = thread("kept");
+    let checkpoint = |through: u64, text: &str| Checkpoint {
+        through,
+        payload: text.as_bytes().to_vec(),
+    };
+    assert_eq!(log.checkpoint(&t).await.expect("read"), None);
+    // Only a position the thread has reached.
+    let err = log
+        .put_checkpoint(&t, checkpoint(0, "x"))
+        .await
+        .expect_err("ahead");
+    assert_eq!(err.code(), "EVENTS_POSITION_AHEAD");
+    log.append(&t, Expected::Any, events("e", "k", 10))
+        .await
+        .expect("append");
+    let err = log
+        .put_checkpoint(&t, checkpoint(10, "x"))
+        .await
+        .expect_err("ahead");
+    assert_eq!(err.code(), "EVENTS_POSITION_AHEAD");
+    log.put_checkpoint(&t, checkpoint(4, "through 4"))
+        .await
+        .expect("put");
+    // A newer one replaces it; an older or equal one is ignored.
+    log.put_checkpoint(&t, checkpoint(7, "through 7"))
+        .await
+        .expect("put");
+    log.put_checkpoint(&t, checkpoint(5, "through 5"))
+        .await
+        .expect("put");
+    log.put_checkpoint(&t, checkpoint(7, "again 7"))
+        .await
+        .expect("put");
+    assert_eq!(
+        log.checkpoint(&t).await.expect("read"),
+        Some(checkpoint(7, "through 7"))
+    );
+    // Retention does not touch it, even when every event goes.
+    let everything = Retention {
+        max_records: 0,
+        ..Retention::default()
+    };
+    let trimmed = log
+        .trim(&t, &everything, SystemTime::now())
+        .await
+        .expect("trim");
+    assert_eq!(trimmed.low_watermark, 10);
+    assert_eq!(
+        log.checkpoint(&t).await.expect("read"),
+        Some(checkpoint(7, "through 7"))
+    );
+    // Over the limit.
+    let err = log
+        .put_checkpoint(
+            &t,
+            Checkpoint {
+                through: 9,
+                payload: vec![0; MAX_CHECKPOINT_BYTES + 1],
+            },
+        )
+        .await
+        .expect_err("too large");
+    assert_eq!(err.code(), "EVENTS_CHECKPOINT_TOO_LARGE");
+    // It goes with the thread, and a deleted thread takes no new one.
+    assert!(log.delete_thread(&t).await.expect("delete"));
+    assert_eq!(log.checkpoint(&t).await.expect("read"), None);
+    let err = log
+        .put_checkpoint(&t, checkpoint(9, "late"))
+        .await
+        .expect_err("deleted");
+    assert_eq!(err.code(), "EVENTS_THREAD_DELETED");
+    // It survives a restart.
+    let other = thread("reopened");
+    log.append(&other, Expected::Any, events("e", "r", 3))
+        .await
+        .expect("append");
+    log.put_checkpoint(&other, checkpoint(2, "state"))
+        .await
+        .expect("put");
+    log.close().await.expect("close");
+    let log = store.open().await;
+    assert_eq!(
+        log.checkpoint(&other).await.expect("read"),
+        Some(checkpoint(2, "state"))
+    );
+}
+
 async fn record_limit(store: Store) {
     let log = store.open().await;
     let t = thread("big");
@@ -673,6 +762,7 @@ macro_rules! conformance {
             case!(retention_by_bytes_is_exact);
             case!(retention_by_age_is_exact);
             case!(thread_deletion);
+            case!(checkpoints);
             case!(record_limit);
             case!(restart_keeps_positions_watermarks_and_log_id);
             case!(concurrent_writers_on_one_thread);

@@ -48,6 +48,44 @@ async fn sqlite_store_is_created_at_the_current_schema_version_in_wal_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_of_schema_version_1_is_migrated_with_its_events_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    let t = thread("old");
+    log.append(&t, Expected::Any, vec![NewEvent::new("e", b"one".to_vec())])
+        .await
+        .unwrap();
+    let log_id = log.log_id();
+    log.close().await.unwrap();
+    // What a version 1 store is: no checkpoint table.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE aw_checkpoints; PRAGMA user_version = 1;")
+        .unwrap();
+    drop(conn);
+    let log = open(&url).await.unwrap();
+    assert_eq!(log.log_id(), log_id);
+    let page = log.read(&t, After::Start, 10).await.unwrap();
+    assert_eq!(page.events[0].payload, b"one");
+    log.put_checkpoint(
+        &t,
+        agentwire_events::Checkpoint {
+            through: 0,
+            payload: b"state".to_vec(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(log.checkpoint(&t).await.unwrap().unwrap().through, 0);
+    log.close().await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SQLITE_SCHEMA_VERSION);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_store_from_a_newer_build_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (path, url) = sqlite_url(&dir);

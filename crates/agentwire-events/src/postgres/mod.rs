@@ -16,13 +16,13 @@ use uuid::Uuid;
 
 use crate::EventLog;
 use crate::error::{Error, Result};
-use crate::limits::MAX_PAGE_BYTES;
+use crate::limits::{MAX_CHECKPOINT_BYTES, MAX_PAGE_BYTES};
 use crate::retention::{age_cutoff_ms, new_low_watermark};
 use crate::settings::Settings;
 use crate::sqlite::check_limit;
 use crate::types::{
-    After, Appended, Backend, Expected, LogId, NewEvent, Page, Retention, StoredEvent, ThreadId,
-    ThreadInfo, Trimmed, check_append, check_read_bounds, first_wanted,
+    After, Appended, Backend, Checkpoint, Expected, LogId, NewEvent, Page, Retention, StoredEvent,
+    ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint, check_read_bounds, first_wanted,
 };
 
 pub use schema::POSTGRES_SCHEMA_VERSION;
@@ -60,6 +60,11 @@ enum Command {
     Delete {
         thread: ThreadId,
         reply: oneshot::Sender<Result<bool>>,
+    },
+    Checkpoint {
+        thread: ThreadId,
+        checkpoint: Checkpoint,
+        reply: oneshot::Sender<Result<()>>,
     },
 }
 
@@ -319,6 +324,31 @@ impl EventLog for PostgresLog {
         .await
     }
 
+    async fn put_checkpoint(&self, thread: &ThreadId, checkpoint: Checkpoint) -> Result<()> {
+        check_checkpoint(&checkpoint, MAX_CHECKPOINT_BYTES)?;
+        let thread = thread.clone();
+        self.call(|reply| Command::Checkpoint {
+            thread,
+            checkpoint,
+            reply,
+        })
+        .await
+    }
+
+    async fn checkpoint(&self, thread: &ThreadId) -> Result<Option<Checkpoint>> {
+        let client = self.reader().await?;
+        let row = client
+            .query_opt(
+                "SELECT through, payload FROM aw_checkpoints WHERE thread = $1",
+                &[&thread.as_str()],
+            )
+            .await?;
+        Ok(row.map(|r| Checkpoint {
+            through: r.get::<_, i64>(0) as u64,
+            payload: r.get(1),
+        }))
+    }
+
     async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
         let thread = thread.clone();
         self.call(|reply| Command::Delete { thread, reply }).await
@@ -412,6 +442,14 @@ impl Writer {
                     reply,
                 } => {
                     let result = trim(&mut self.client, &thread, &retention, now).await;
+                    let _ = reply.send(result);
+                }
+                Command::Checkpoint {
+                    thread,
+                    checkpoint,
+                    reply,
+                } => {
+                    let result = put_checkpoint(&mut self.client, &thread, &checkpoint).await;
                     let _ = reply.send(result);
                 }
                 Command::Delete { thread, reply } => {
@@ -596,6 +634,9 @@ fn fail(command: Command, err: &Error) {
         Command::Trim { reply, .. } => {
             let _ = reply.send(Err(Error::WriteFailed { reason }));
         }
+        Command::Checkpoint { reply, .. } => {
+            let _ = reply.send(Err(Error::WriteFailed { reason }));
+        }
         Command::Delete { reply, .. } => {
             let _ = reply.send(Err(Error::WriteFailed { reason }));
         }
@@ -692,9 +733,52 @@ async fn delete(client: &mut Client, thread: &ThreadId) -> Result<bool> {
         &[&thread.as_str()],
     )
     .await?;
+    tx.execute(
+        "DELETE FROM aw_checkpoints WHERE thread = $1",
+        &[&thread.as_str()],
+    )
+    .await?;
     tx.execute("SELECT pg_notify($1, '')", &[&CHANNEL]).await?;
     tx.commit().await?;
     Ok(changed > 0)
+}
+
+async fn put_checkpoint(
+    client: &mut Client,
+    thread: &ThreadId,
+    checkpoint: &Checkpoint,
+) -> Result<()> {
+    let tx = client.transaction().await?;
+    // The thread's row is locked so a deletion cannot slip in between the check and the write.
+    let row = tx
+        .query_opt(
+            "SELECT next_seq, deleted FROM aw_threads WHERE thread = $1 FOR UPDATE",
+            &[&thread.as_str()],
+        )
+        .await?;
+    let (next, deleted): (i64, bool) = row.map_or((0, false), |r| (r.get(0), r.get(1)));
+    if deleted {
+        return Err(Error::ThreadDeleted {
+            thread: thread.to_string(),
+        });
+    }
+    let through = i64::try_from(checkpoint.through).unwrap_or(i64::MAX);
+    if through >= next {
+        return Err(Error::PositionAhead {
+            thread: thread.to_string(),
+            seq: checkpoint.through,
+            next_seq: next as u64,
+        });
+    }
+    tx.execute(
+        "INSERT INTO aw_checkpoints (thread, through, payload) VALUES ($1, $2, $3)
+         ON CONFLICT (thread) DO UPDATE SET through = excluded.through, payload = excluded.payload
+         WHERE excluded.through > aw_checkpoints.through",
+        &[&thread.as_str(), &through, &checkpoint.payload],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Keeps one connection listening on [`CHANNEL`] and bumps `commits` on every notification,

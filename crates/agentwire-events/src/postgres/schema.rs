@@ -83,6 +83,14 @@ const MIGRATIONS: &[&str] = &[
     END
     $fn$;
     "#,
+    // 2: one checkpoint per thread (the state through a position), outside retention.
+    r#"
+    CREATE TABLE aw_checkpoints (
+        thread text PRIMARY KEY,
+        through bigint NOT NULL,
+        payload bytea NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -15,11 +15,11 @@ use uuid::Uuid;
 
 use crate::EventLog;
 use crate::error::{Error, Result};
-use crate::limits::{MAX_PAGE_BYTES, MAX_PAGE_EVENTS};
+use crate::limits::{MAX_CHECKPOINT_BYTES, MAX_PAGE_BYTES, MAX_PAGE_EVENTS};
 use crate::settings::Settings;
 use crate::types::{
-    After, Appended, Backend, Expected, LogId, NewEvent, Page, Retention, StoredEvent, ThreadId,
-    ThreadInfo, Trimmed, check_append, check_read_bounds, first_wanted,
+    After, Appended, Backend, Checkpoint, Expected, LogId, NewEvent, Page, Retention, StoredEvent,
+    ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint, check_read_bounds, first_wanted,
 };
 
 pub use schema::SQLITE_SCHEMA_VERSION;
@@ -199,6 +199,37 @@ impl EventLog for SqliteLog {
             reply,
         })
         .await
+    }
+
+    async fn put_checkpoint(&self, thread: &ThreadId, checkpoint: Checkpoint) -> Result<()> {
+        check_checkpoint(&checkpoint, MAX_CHECKPOINT_BYTES)?;
+        let thread = thread.clone();
+        self.call(|reply| Command::Checkpoint {
+            thread,
+            checkpoint,
+            reply,
+        })
+        .await
+    }
+
+    async fn checkpoint(&self, thread: &ThreadId) -> Result<Option<Checkpoint>> {
+        let thread = thread.clone();
+        self.readers
+            .with(move |conn| {
+                conn.query_row(
+                    "SELECT through, payload FROM aw_checkpoints WHERE thread = ?1",
+                    [thread.as_str()],
+                    |r| {
+                        Ok(Checkpoint {
+                            through: r.get::<_, i64>(0)? as u64,
+                            payload: r.get(1)?,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(Error::from)
+            })
+            .await
     }
 
     async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {

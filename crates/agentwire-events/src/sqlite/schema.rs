@@ -34,6 +34,12 @@ const MIGRATIONS: &[&str] = &[
         payload BLOB NOT NULL,
         PRIMARY KEY (thread, seq)
     );",
+    // 2: one checkpoint per thread (the state through a position), outside retention.
+    "CREATE TABLE aw_checkpoints (
+        thread TEXT PRIMARY KEY,
+        through INTEGER NOT NULL,
+        payload BLOB NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.

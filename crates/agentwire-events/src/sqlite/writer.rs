@@ -11,7 +11,9 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::retention::{age_cutoff_ms, new_low_watermark};
 use crate::settings::Settings;
-use crate::types::{Appended, Expected, LogId, NewEvent, Retention, ThreadId, Trimmed, unix_ms};
+use crate::types::{
+    Appended, Checkpoint, Expected, LogId, NewEvent, Retention, ThreadId, Trimmed, unix_ms,
+};
 
 /// What the writer thread does, one at a time.
 #[derive(Debug)]
@@ -26,6 +28,11 @@ pub(crate) enum Command {
     Delete {
         thread: ThreadId,
         reply: oneshot::Sender<Result<bool>>,
+    },
+    Checkpoint {
+        thread: ThreadId,
+        checkpoint: Checkpoint,
+        reply: oneshot::Sender<Result<()>>,
     },
 }
 
@@ -103,6 +110,15 @@ impl Writer {
                     reply,
                 } => {
                     let result = self.in_transaction(|conn| trim(conn, &thread, &retention, now));
+                    let _ = reply.send(result);
+                }
+                Command::Checkpoint {
+                    thread,
+                    checkpoint,
+                    reply,
+                } => {
+                    let result =
+                        self.in_transaction(|conn| put_checkpoint(conn, &thread, &checkpoint));
                     let _ = reply.send(result);
                 }
                 Command::Delete { thread, reply } => {
@@ -332,5 +348,40 @@ fn delete(conn: &Connection, thread: &ThreadId) -> Result<bool> {
         [thread.as_str()],
     )?;
     conn.execute("DELETE FROM aw_events WHERE thread = ?1", [thread.as_str()])?;
+    conn.execute(
+        "DELETE FROM aw_checkpoints WHERE thread = ?1",
+        [thread.as_str()],
+    )?;
     Ok(changed > 0)
+}
+
+fn put_checkpoint(conn: &Connection, thread: &ThreadId, checkpoint: &Checkpoint) -> Result<()> {
+    let bounds: Option<(i64, i64)> = conn
+        .query_row(
+            "SELECT next_seq, deleted FROM aw_threads WHERE thread = ?1",
+            [thread.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let (next, deleted) = bounds.unwrap_or((0, 0));
+    if deleted != 0 {
+        return Err(Error::ThreadDeleted {
+            thread: thread.to_string(),
+        });
+    }
+    let through = i64::try_from(checkpoint.through).unwrap_or(i64::MAX);
+    if through >= next {
+        return Err(Error::PositionAhead {
+            thread: thread.to_string(),
+            seq: checkpoint.through,
+            next_seq: next as u64,
+        });
+    }
+    conn.execute(
+        "INSERT INTO aw_checkpoints (thread, through, payload) VALUES (?1, ?2, ?3)
+         ON CONFLICT (thread) DO UPDATE SET through = excluded.through, payload = excluded.payload
+         WHERE excluded.through > aw_checkpoints.through",
+        params![thread.as_str(), through, checkpoint.payload],
+    )?;
+    Ok(())
 }
