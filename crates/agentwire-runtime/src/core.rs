@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agentwire_events::{After, EventLog, Expected, NewEvent, ThreadId};
+use agentwire_events::{After, EventLog, Expected, NewEvent, Position, ThreadId};
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::{Mutex, broadcast, oneshot, watch};
@@ -22,6 +22,26 @@ use crate::state::{FoldError, ThreadState};
 
 /// Events read per page when a thread is replayed.
 const REPLAY_PAGE: usize = 1_000;
+
+/// A thread's state is checkpointed when this many events (or a twentieth of the thread, if
+/// that is more) were appended since its last checkpoint.
+pub const CHECKPOINT_EVERY_EVENTS: u64 = 1_000;
+
+/// The checkpoint format this build writes and reads.
+const CHECKPOINT_FORMAT: u32 = 1;
+
+/// The events after which a thread of `next_position` events is checkpointed again.
+fn checkpoint_interval(next_position: u64) -> u64 {
+    CHECKPOINT_EVERY_EVENTS.max(next_position / 20)
+}
+
+/// A checkpoint's payload.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CheckpointPayload<S> {
+    format: u32,
+    state: S,
+}
 
 /// Where the time comes from (milliseconds since the Unix epoch).
 pub trait Clock: Send + Sync + fmt::Debug {
@@ -202,6 +222,14 @@ pub trait Agent: Send + Sync + fmt::Debug {
 struct ThreadSlot {
     state: Mutex<ThreadState>,
     log_thread: ThreadId,
+    /// The events the last checkpoint written (or being written) covers.
+    checkpointed: std::sync::atomic::AtomicU64,
+}
+
+/// A folded thread and the events its checkpoint covers.
+struct Replayed {
+    state: ThreadState,
+    checkpointed: u64,
 }
 
 #[derive(Debug)]
@@ -307,9 +335,11 @@ impl Runtime {
                     }
                     Err(error) => return Err(error),
                 };
+                let checkpointed = state.checkpointed;
                 let slot = Arc::new(ThreadSlot {
-                    state: Mutex::new(state),
+                    state: Mutex::new(state.state),
                     log_thread: info.thread.clone(),
+                    checkpointed: checkpointed.into(),
                 });
                 let repairs = slot.state.lock().await.repairs_after_restart();
                 if !repairs.is_empty() {
@@ -317,7 +347,10 @@ impl Runtime {
                     self.append(&id, &slot, repairs).await?;
                 }
                 let deleted = slot.state.lock().await.deleted;
-                if !deleted {
+                if deleted {
+                    // Deleted, but the stop came before its events were removed.
+                    self.inner.log.delete_thread(&info.thread).await?;
+                } else {
                     self.lock_threads().insert(id, slot);
                 }
             }
@@ -325,10 +358,37 @@ impl Runtime {
         Ok(())
     }
 
-    async fn replay_thread(&self, thread: &ThreadId) -> Result<ThreadState, RuntimeError> {
+    /// Folds a thread's log, from its checkpoint when it has a usable one: one this build
+    /// reads, which covers the events up to the first one the log still holds.
+    async fn replay_thread(&self, thread: &ThreadId) -> Result<Replayed, RuntimeError> {
         let id = thread.as_str();
         let mut state = ThreadState::default();
         let mut after = After::Start;
+        let mut checkpointed = 0;
+        if let Some(checkpoint) = self.inner.log.checkpoint(thread).await? {
+            match serde_json::from_slice::<CheckpointPayload<ThreadState>>(&checkpoint.payload) {
+                Ok(payload)
+                    if payload.format == CHECKPOINT_FORMAT
+                        && payload.state.next_position == checkpoint.through + 1 =>
+                {
+                    state = payload.state;
+                    checkpointed = state.next_position;
+                    after = After::Position(Position {
+                        log_id: self.inner.log.log_id(),
+                        seq: checkpoint.through,
+                    });
+                }
+                Ok(_) => tracing::warn!(
+                    thread = %id,
+                    "the thread's checkpoint is of another format; the log is folded from its start"
+                ),
+                Err(error) => tracing::warn!(
+                    thread = %id,
+                    %error,
+                    "the thread's checkpoint does not decode; the log is folded from its start"
+                ),
+            }
+        }
         loop {
             let page = self.inner.log.read(thread, after, REPLAY_PAGE).await?;
             for stored in &page.events {
@@ -353,7 +413,58 @@ impl Runtime {
                 _ => break,
             }
         }
-        Ok(state)
+        Ok(Replayed {
+            state,
+            checkpointed,
+        })
+    }
+
+    /// Writes the thread's checkpoint in the background when enough events were appended since
+    /// the last one. Called under the thread's lock with its state.
+    fn checkpoint_if_due(&self, thread_id: &str, slot: &ThreadSlot, state: &ThreadState) {
+        use std::sync::atomic::Ordering;
+        let covered = slot.checkpointed.load(Ordering::Relaxed);
+        let next = state.next_position;
+        if next == 0 || next.saturating_sub(covered) < checkpoint_interval(next) {
+            return;
+        }
+        slot.checkpointed.store(next, Ordering::Relaxed);
+        let state = state.clone();
+        let log = Arc::clone(&self.inner.log);
+        let thread = slot.log_thread.clone();
+        let thread_id = thread_id.to_owned();
+        tokio::spawn(async move {
+            let encoded = tokio::task::spawn_blocking(move || {
+                serde_json::to_vec(&CheckpointPayload {
+                    format: CHECKPOINT_FORMAT,
+                    state: &state,
+                })
+            })
+            .await;
+            let result = match encoded {
+                Ok(Ok(payload)) => log
+                    .put_checkpoint(
+                        &thread,
+                        agentwire_events::Checkpoint {
+                            through: next - 1,
+                            payload,
+                        },
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                Ok(Err(error)) => Err(error.to_string()),
+                Err(error) => Err(error.to_string()),
+            };
+            match result {
+                Ok(()) => {
+                    tracing::debug!(thread = %thread_id, through = next - 1, "checkpoint written")
+                }
+                // The next due checkpoint tries again; until then a restart folds more events.
+                Err(error) => {
+                    tracing::warn!(thread = %thread_id, %error, "the thread's checkpoint was not written")
+                }
+            }
+        });
     }
 
     fn lock_threads(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<ThreadSlot>>> {
@@ -464,6 +575,9 @@ impl Runtime {
                     .then(|| state.timeline.len() as u64 - 1),
             );
         }
+        if !state.deleted {
+            self.checkpoint_if_due(thread_id, slot, &state);
+        }
         drop(state);
         for (offset, ((event, event_id), ordinal)) in stamped
             .into_iter()
@@ -501,6 +615,7 @@ impl Runtime {
         let slot = Arc::new(ThreadSlot {
             state: Mutex::new(ThreadState::default()),
             log_thread: ThreadId::new(id.clone())?,
+            checkpointed: 0.into(),
         });
         self.append(
             &id,
@@ -544,6 +659,9 @@ impl Runtime {
         self.append(thread_id, &slot, vec![ThreadEvent::ThreadDeleted])
             .await?;
         self.lock_threads().remove(thread_id);
+        // Published and committed first, so observers see the deletion; then the events go
+        // (the log keeps the thread's tombstone). A stop in between is finished at start.
+        self.inner.log.delete_thread(&slot.log_thread).await?;
         Ok(())
     }
 
@@ -593,11 +711,21 @@ impl Runtime {
         out
     }
 
-    /// A copy of a thread's state.
+    /// A copy of a thread's state. [`Runtime::inspect`] reads part of it without the copy.
     pub async fn snapshot(&self, thread_id: &str) -> Result<ThreadState, RuntimeError> {
+        self.inspect(thread_id, ThreadState::clone).await
+    }
+
+    /// What `read` takes from a thread's state, read under the thread's lock (no copy of the
+    /// state; keep `read` short, turns of the thread wait for it).
+    pub async fn inspect<R>(
+        &self,
+        thread_id: &str,
+        read: impl FnOnce(&ThreadState) -> R,
+    ) -> Result<R, RuntimeError> {
         let slot = self.slot(thread_id)?;
-        let state = slot.state.lock().await.clone();
-        Ok(state)
+        let state = slot.state.lock().await;
+        Ok(read(&state))
     }
 
     /// Starts a turn and runs it on the agent in the background; returns once `turn.started`

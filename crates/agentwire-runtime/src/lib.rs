@@ -22,8 +22,8 @@ pub use attachments::{
     AttachmentStore, ChunkProgress, MediaType, StageRequest, StageSource, Staged,
 };
 pub use core::{
-    Agent, Clock, LiveEvent, Published, Runtime, RuntimeConfig, RuntimeError, SystemClock,
-    ThreadSummary, TurnContext, TurnEnd,
+    Agent, CHECKPOINT_EVERY_EVENTS, Clock, LiveEvent, Published, Runtime, RuntimeConfig,
+    RuntimeError, SystemClock, ThreadSummary, TurnContext, TurnEnd,
 };
 pub use demo::DemoCommand;
 pub use event::{

@@ -87,7 +87,8 @@ impl FoldError {
 }
 
 /// The active turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActiveTurn {
     /// Its id.
     pub id: String,
@@ -106,8 +107,10 @@ pub struct Page<'a, T> {
     pub next_before: Option<u64>,
 }
 
-/// The fold of one thread's durable events.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The fold of one thread's durable events. Serialized as the thread's checkpoint (see
+/// `docs/runtime.md`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ThreadState {
     /// Whether `thread.created` was applied.
     pub created: bool,

@@ -436,6 +436,42 @@ async fn an_agent_that_panics_fails_only_its_turn() {
 }
 
 #[tokio::test]
+async fn a_deletion_interrupted_before_its_events_were_removed_is_finished_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let thread = {
+        let runtime = demo_runtime(&dir).await;
+        let thread = runtime.create_thread(None, None).await.unwrap();
+        // The deletion committed, then the stop: the events are still there.
+        let log_thread = ThreadId::new(thread.clone()).unwrap();
+        let payload = serde_json::to_vec(&StampedEvent {
+            at_ms: 1,
+            event: ThreadEvent::ThreadDeleted,
+        })
+        .unwrap();
+        runtime
+            .log()
+            .append(
+                &log_thread,
+                agentwire_events::Expected::Next(1),
+                vec![agentwire_events::NewEvent::new("thread.deleted", payload)],
+            )
+            .await
+            .unwrap();
+        runtime.log().close().await.unwrap();
+        thread
+    };
+    let runtime = demo_runtime(&dir).await;
+    assert!(runtime.thread_ids().is_empty());
+    let info = runtime
+        .log()
+        .thread(&ThreadId::new(thread).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(info.deleted);
+}
+
+#[tokio::test]
 async fn a_restart_brings_threads_back_and_ends_what_the_stop_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let (thread, deleted, first_instance, before) = {
@@ -473,6 +509,21 @@ async fn a_restart_brings_threads_back_and_ends_what_the_stop_interrupted() {
         runtime.snapshot(&deleted).await.unwrap_err().code(),
         "runtime.thread_not_found"
     );
+    // The deleted thread's events are gone from the log; its tombstone stays.
+    let deleted_log = ThreadId::new(deleted.clone()).unwrap();
+    assert!(
+        runtime
+            .log()
+            .thread(&deleted_log)
+            .await
+            .unwrap()
+            .unwrap()
+            .deleted
+    );
+    assert!(matches!(
+        runtime.log().read(&deleted_log, After::Start, 10).await,
+        Err(agentwire_events::Error::ThreadDeleted { .. })
+    ));
     let state = runtime.snapshot(&thread).await.unwrap();
     assert_eq!(state.title.as_deref(), Some("kept"));
     assert!(state.active_turn.is_none() && state.pending.is_empty());
@@ -502,6 +553,109 @@ async fn a_restart_brings_threads_back_and_ends_what_the_stop_interrupted() {
         .await
         .unwrap();
     until(&mut rx, is_turn_end).await;
+}
+
+/// Waits until the thread's checkpoint covers at least `events` events.
+async fn checkpoint_covering(
+    log: &dyn EventLog,
+    thread: &str,
+    events: u64,
+) -> agentwire_events::Checkpoint {
+    let thread = ThreadId::new(thread).unwrap();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(checkpoint) = log.checkpoint(&thread).await.unwrap() {
+                if checkpoint.through + 1 >= events {
+                    return checkpoint;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the checkpoint is written")
+}
+
+#[tokio::test]
+async fn a_thread_trimmed_after_its_checkpoint_comes_back_whole_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let bursts = CHECKPOINT_EVERY_EVENTS + 50;
+    let (thread, before) = {
+        let runtime = demo_runtime(&dir).await;
+        let thread = runtime
+            .create_thread(Some("long".into()), None)
+            .await
+            .unwrap();
+        let mut rx = runtime.subscribe();
+        runtime
+            .start_turn(&thread, "t1", input(&format!("/burst {bursts}")))
+            .await
+            .unwrap();
+        until(&mut rx, |e| matches!(e, ThreadEvent::TurnCompleted { .. })).await;
+        let before = runtime.snapshot(&thread).await.unwrap();
+        let checkpoint =
+            checkpoint_covering(&**runtime.log(), &thread, CHECKPOINT_EVERY_EVENTS).await;
+        assert!(checkpoint.through < before.next_position);
+        // Everything up to the checkpoint goes, and some events after it stay.
+        let retention = agentwire_events::Retention {
+            max_records: before.next_position - checkpoint.through - 1,
+            ..agentwire_events::Retention::default()
+        };
+        let done = runtime
+            .log()
+            .trim(
+                &ThreadId::new(thread.clone()).unwrap(),
+                &retention,
+                std::time::SystemTime::now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(done.low_watermark, checkpoint.through + 1);
+        runtime.log().close().await.unwrap();
+        (thread, before)
+    };
+    let runtime = demo_runtime(&dir).await;
+    assert!(runtime.unavailable_threads().is_empty());
+    assert_eq!(runtime.snapshot(&thread).await.unwrap(), before);
+    assert_eq!(before.operations.len() as u64, bursts);
+    // It serves turns again.
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t2", input("hi"))
+        .await
+        .unwrap();
+    until(&mut rx, |e| matches!(e, ThreadEvent::TurnCompleted { .. })).await;
+}
+
+#[tokio::test]
+async fn a_checkpoint_that_does_not_decode_is_ignored_when_the_log_is_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (thread, before) = {
+        let runtime = demo_runtime(&dir).await;
+        let thread = runtime.create_thread(None, None).await.unwrap();
+        let mut rx = runtime.subscribe();
+        runtime
+            .start_turn(&thread, "t1", input("hello"))
+            .await
+            .unwrap();
+        until(&mut rx, |e| matches!(e, ThreadEvent::TurnCompleted { .. })).await;
+        let before = runtime.snapshot(&thread).await.unwrap();
+        runtime
+            .log()
+            .put_checkpoint(
+                &ThreadId::new(thread.clone()).unwrap(),
+                agentwire_events::Checkpoint {
+                    through: 1,
+                    payload: b"{\"format\":99}".to_vec(),
+                },
+            )
+            .await
+            .unwrap();
+        runtime.log().close().await.unwrap();
+        (thread, before)
+    };
+    let runtime = demo_runtime(&dir).await;
+    assert_eq!(runtime.snapshot(&thread).await.unwrap(), before);
 }
 
 #[tokio::test]
