@@ -295,11 +295,32 @@ impl Peer {
         if self.inner.is_closed() {
             return Err(CallError::Closed);
         }
-        let lines = params
-            .iter()
-            .map(|p| self.inner.encode(&OutNotification::new(method, p)))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.inner.writes.send_lines(lines).await
+        // Encoded straight into buffers of about the queue's capacity (no line of its own),
+        // all of them before any is queued.
+        let capacity = self.inner.writes.capacity;
+        let mut buffers = Vec::new();
+        let mut buffer = Vec::new();
+        let mut count = 0u64;
+        for p in params {
+            crate::framer::append_line(
+                &mut buffer,
+                &OutNotification::new(method, p),
+                self.inner.profile.max_outbound_frame,
+                self.inner.profile.max_outbound_line,
+            )?;
+            count += 1;
+            if buffer.len() >= capacity {
+                buffers.push((std::mem::take(&mut buffer), count));
+                count = 0;
+            }
+        }
+        if !buffer.is_empty() {
+            buffers.push((buffer, count));
+        }
+        for (buffer, count) in buffers {
+            self.inner.writes.send_buffer(buffer, count).await?;
+        }
+        Ok(())
     }
 
     /// Cancels an incoming request that is still queued or running: its handler is dropped and,
@@ -463,24 +484,7 @@ impl WriteQueue {
             .map_err(|_| CallError::Closed)
     }
 
-    /// Queues several encoded lines as one write, in buffers of at most the queue's capacity.
-    async fn send_lines(&self, lines: Vec<Vec<u8>>) -> Result<(), CallError> {
-        let mut buffer = Vec::new();
-        let mut count = 0u64;
-        for line in lines {
-            if !buffer.is_empty() && buffer.len() + line.len() > self.capacity {
-                self.send_buffer(std::mem::take(&mut buffer), count).await?;
-                count = 0;
-            }
-            buffer.extend_from_slice(&line);
-            count += 1;
-        }
-        if buffer.is_empty() {
-            return Ok(());
-        }
-        self.send_buffer(buffer, count).await
-    }
-
+    /// Queues a buffer of `count` encoded lines as one write.
     async fn send_buffer(&self, buffer: Vec<u8>, count: u64) -> Result<(), CallError> {
         let wanted = u32::try_from(buffer.len().min(self.capacity)).unwrap_or(u32::MAX);
         let permit = Arc::clone(&self.bytes)

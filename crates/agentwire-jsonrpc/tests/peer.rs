@@ -200,6 +200,9 @@ fn garbage(limit: usize) -> Vec<Vec<u8>> {
     vec![
         b"this is not json\n".to_vec(),
         b"\xff\xfe{\"jsonrpc\":\"2.0\"}\n".to_vec(),
+        // A byte order mark: JSON text must not have one (RFC 8259 §8.1).
+        b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":\"bom\",\"method\":\"echo\",\"params\":{}}\n"
+            .to_vec(),
         [
             b"{\"pad\":\"".to_vec(),
             vec![b'x'; limit + 10],
@@ -246,6 +249,7 @@ async fn garbage_between_valid_requests(profile: Profile) -> (Vec<Value>, Peer) 
         vec![
             "jsonrpc.unparsable-line",
             "jsonrpc.unparsable-line",
+            "jsonrpc.unparsable-line",
             "jsonrpc.oversize-line",
             "jsonrpc.batch-rejected",
             "jsonrpc.unparsable-line",
@@ -263,22 +267,22 @@ fn echo_reply(id: &str, i: usize) -> Value {
 async fn garbage_gets_no_reply_and_changes_nothing_for_valid_requests_chainlesschain() {
     let (replies, peer) =
         garbage_between_valid_requests(Profile::chainlesschain_app_server()).await;
-    let mut expected: Vec<Value> = (0..8).map(|i| echo_reply(&i.to_string(), i)).collect();
+    let mut expected: Vec<Value> = (0..9).map(|i| echo_reply(&i.to_string(), i)).collect();
     expected.push(json!({"jsonrpc": "2.0", "id": "last", "result": {}}));
     assert_eq!(replies, expected);
     let stats = peer.stats();
-    assert_eq!(stats.unparsable_lines, 3);
+    assert_eq!(stats.unparsable_lines, 4);
     assert_eq!(stats.oversize_lines, 1);
-    assert_eq!(stats.requests_received, 9);
+    assert_eq!(stats.requests_received, 10);
     assert_eq!(stats.unknown_responses, 1);
 }
 
 #[tokio::test]
 async fn roll_answers_a_batch_with_one_id_null_error_and_nothing_else_changes() {
     let (replies, _peer) = garbage_between_valid_requests(Profile::roll()).await;
-    let mut expected: Vec<Value> = (0..6).map(|i| echo_reply(&i.to_string(), i)).collect();
+    let mut expected: Vec<Value> = (0..7).map(|i| echo_reply(&i.to_string(), i)).collect();
     expected.push(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "batches are not supported"}}));
-    expected.extend((6..8).map(|i| echo_reply(&i.to_string(), i)));
+    expected.extend((7..9).map(|i| echo_reply(&i.to_string(), i)));
     expected.push(json!({"jsonrpc": "2.0", "id": "last", "result": {}}));
     assert_eq!(replies, expected);
 }
@@ -567,6 +571,35 @@ async fn generic_batches_are_answered_with_one_array() {
         raw.next().await,
         json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"an empty batch"}})
     );
+}
+
+#[tokio::test]
+async fn a_notification_batch_is_written_in_order_or_not_at_all() {
+    let (peer, mut raw) = serve(Profile::chainlesschain_app_server(), echo_handlers());
+    // Over one outbound buffer, so the batch spans several writes.
+    let pad = "p".repeat(1_000);
+    let items: Vec<Value> = (0..3_000).map(|i| json!({"i": i, "pad": pad})).collect();
+    peer.notify_batch("item/delta", &items).await.unwrap();
+    for i in 0..3_000 {
+        let line = raw.next().await;
+        assert_eq!(line["method"], "item/delta");
+        assert_eq!(line["params"]["i"], i);
+    }
+    // One item over the line limit: nothing of the batch is written.
+    let big = vec![
+        json!({"i": "a"}),
+        json!({"delta": "x".repeat(70_000)}),
+        json!({"i": "c"}),
+    ];
+    let error = peer
+        .notify_batch("item/delta", &big)
+        .await
+        .expect_err("too long");
+    assert_eq!(error.code(), "jsonrpc.line-too-long");
+    peer.notify("item/delta", &json!({"i": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(raw.next().await["params"]["i"], "after");
 }
 
 #[tokio::test]
