@@ -22,8 +22,8 @@ use agentwire_roll::{
     EventCursor, Feature, Method, ProtocolVersion, RollErrorCode, ServerRequestMethod,
 };
 use agentwire_runtime::{
-    Admission, AttachmentError, AttachmentStore, Interaction, InteractionKind, Published,
-    Resolution, RuntimeError, StageRequest, StageSource, StampedEvent, TurnInput,
+    Admission, AttachmentError, AttachmentStore, Interaction, InteractionKind, Operation,
+    Published, Resolution, RuntimeError, StageRequest, StageSource, StampedEvent, TurnInput,
 };
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -381,20 +381,15 @@ impl Session {
             Method::ApprovalRespond => self.approval_respond(&params).await,
             Method::OperationGet => {
                 let found = self.operation(&params).await?;
-                let view = found.map(|(thread, sequence, at)| {
-                    let op = &thread.operations[sequence];
-                    project_operation_view(&wire::operation_view(sequence, op, at), version)
+                let view = found.map(|(op, sequence, at)| {
+                    project_operation_view(&wire::operation_view(sequence, &op, at), version)
                 });
                 Ok(json!({"operation": view}))
             }
             Method::OperationResultGet => {
                 let found = self.operation(&params).await?;
-                let view = found.map(|(thread, sequence, at)| {
-                    wire::operation_result_view(
-                        str_param(&params, "threadId"),
-                        &thread.operations[sequence],
-                        at,
-                    )
+                let view = found.map(|(op, _, at)| {
+                    wire::operation_result_view(str_param(&params, "threadId"), &op, at)
                 });
                 Ok(json!({"result": view}))
             }
@@ -502,24 +497,25 @@ impl Session {
         }
     }
 
-    /// The thread's state, and the sequence and completion time of the operation the params
-    /// name (`None` when the thread has no such operation).
+    /// The operation the params name, its sequence and its completion time (`None` when the
+    /// thread has no such operation).
     async fn operation(
         &self,
         params: &Value,
-    ) -> Result<Option<(agentwire_runtime::ThreadState, usize, u64)>, ErrorObject> {
-        let state = self
-            .face
-            .runtime
-            .snapshot(str_param(params, "threadId"))
-            .await
-            .map_err(|e| self.runtime_error(&e))?;
+    ) -> Result<Option<(Operation, usize, u64)>, ErrorObject> {
         let operation_id = str_param(params, "operationId");
-        let Some(sequence) = state.operations.iter().position(|op| op.id == operation_id) else {
-            return Ok(None);
-        };
-        let at = state.operation_times_ms.get(sequence).copied().unwrap_or(0);
-        Ok(Some((state, sequence, at)))
+        self.face
+            .runtime
+            .inspect(str_param(params, "threadId"), |state| {
+                let sequence = state
+                    .operations
+                    .iter()
+                    .position(|op| op.id == operation_id)?;
+                let at = state.operation_times_ms.get(sequence).copied().unwrap_or(0);
+                Some((state.operations[sequence].clone(), sequence, at))
+            })
+            .await
+            .map_err(|e| self.runtime_error(&e))
     }
 
     /// `THREAD_NOT_FOUND` unless the runtime serves the thread (no copy of its state).
@@ -628,10 +624,18 @@ impl Session {
     async fn deliver_pending(self: Arc<Self>) {
         let runtime = &self.face.runtime;
         for thread_id in runtime.thread_ids() {
-            let Ok(state) = runtime.snapshot(&thread_id).await else {
+            let Ok(mut pending) = runtime
+                .inspect(&thread_id, |state| {
+                    state
+                        .pending
+                        .values()
+                        .cloned()
+                        .collect::<Vec<Interaction>>()
+                })
+                .await
+            else {
                 continue;
             };
-            let mut pending: Vec<Interaction> = state.pending.values().cloned().collect();
             pending.sort_by(|a, b| a.expires_at_ms.cmp(&b.expires_at_ms).then(a.id.cmp(&b.id)));
             for interaction in pending {
                 self.deliver(&thread_id, interaction).await;
@@ -665,13 +669,13 @@ impl Session {
     }
 
     async fn thread_result(&self, thread_id: &str) -> Answer {
-        let state = self
+        let summary = self
             .face
             .runtime
-            .snapshot(thread_id)
+            .inspect(thread_id, |state| wire::summary_of(thread_id, state))
             .await
             .map_err(|e| self.runtime_error(&e))?;
-        Ok(json!({"thread": wire::thread_summary(&wire::summary_of(thread_id, &state))}))
+        Ok(json!({"thread": wire::thread_summary(&summary)}))
     }
 
     fn page_limit(&self, params: &Value) -> Result<usize, ErrorObject> {
@@ -714,25 +718,27 @@ impl Session {
 
     async fn snapshot(&self, version: ProtocolVersion, thread_id: &str, params: &Value) -> Answer {
         let limit = self.page_limit(params)?;
-        let state = self
+        let recovery = params.get("recovery") == Some(&Value::Bool(true));
+        let paging = SnapshotPaging {
+            message_before: params.get("messageBeforeSequence").and_then(Value::as_u64),
+            operation_before: params
+                .get("operationBeforeSequence")
+                .and_then(Value::as_u64),
+            limit,
+        };
+        let snapshot = self
             .face
             .runtime
-            .snapshot(thread_id)
+            .inspect(thread_id, |state| {
+                let cursor = self.event_cursor(thread_id, state.timeline.len());
+                if recovery {
+                    wire::recovery_snapshot(thread_id, state, cursor)
+                } else {
+                    wire::full_snapshot(thread_id, state, paging, cursor)
+                }
+            })
             .await
             .map_err(|e| self.runtime_error(&e))?;
-        let cursor = self.event_cursor(thread_id, state.timeline.len());
-        let snapshot = if params.get("recovery") == Some(&Value::Bool(true)) {
-            wire::recovery_snapshot(thread_id, &state, cursor)
-        } else {
-            let paging = SnapshotPaging {
-                message_before: params.get("messageBeforeSequence").and_then(Value::as_u64),
-                operation_before: params
-                    .get("operationBeforeSequence")
-                    .and_then(Value::as_u64),
-                limit,
-            };
-            wire::full_snapshot(thread_id, &state, paging, cursor)
-        };
         Ok(project_thread_snapshot(&snapshot, version))
     }
 
@@ -791,17 +797,19 @@ impl Session {
         let thread_id = str_param(params, "threadId");
         let turn_id = str_param(params, "turnId");
         let approval_id = str_param(params, "approvalId");
-        let state = self
+        let pending = self
             .face
             .runtime
-            .snapshot(thread_id)
+            .inspect(thread_id, |state| {
+                state
+                    .pending
+                    .values()
+                    .find(|i| i.ask.approval_id() == Some(approval_id) && i.turn_id == turn_id)
+                    .cloned()
+            })
             .await
             .map_err(|e| self.runtime_error(&e))?;
-        let Some(interaction) = state
-            .pending
-            .values()
-            .find(|i| i.ask.approval_id() == Some(approval_id) && i.turn_id == turn_id)
-        else {
+        let Some(interaction) = pending else {
             return Err(self.err(
                 RollErrorCode::APPROVAL_NOT_FOUND,
                 format!("approval {approval_id} is not pending on turn {turn_id}"),
@@ -836,8 +844,11 @@ impl Session {
         // replay and the live stream may overlap (the client de-duplicates by eventId) but
         // never leave a gap.
         let attached = lock(&self.attached).insert(thread_id.to_owned());
-        let state = match runtime.snapshot(thread_id).await {
-            Ok(state) => state,
+        let timeline = match runtime
+            .inspect(thread_id, |state| state.timeline.clone())
+            .await
+        {
+            Ok(timeline) => timeline,
             Err(error) => {
                 if attached {
                     lock(&self.attached).remove(thread_id);
@@ -845,7 +856,6 @@ impl Session {
                 return Err(self.runtime_error(&error));
             }
         };
-        let timeline = state.timeline;
         let gap = |message: String| self.err(RollErrorCode::EVENT_CURSOR_GAP, message);
         let checkpoint = match params.get("afterCursor").and_then(Value::as_str) {
             None => None,
@@ -888,54 +898,51 @@ impl Session {
         }
         let peer = ctx.peer();
         let mut ordinal = start;
-        let mut after = match timeline.get(start) {
+        let after = match timeline.get(start) {
             Some(0) | None => After::Start,
             Some(&seq) => After::Position(Position {
                 log_id: runtime.log().log_id(),
                 seq: seq - 1,
             }),
         };
-        while ordinal < timeline.len() {
-            let page = runtime
-                .log()
-                .read(&log_thread, after, REPLAY_PAGE)
-                .await
-                .map_err(|e| match e {
-                    agentwire_events::Error::Expired { .. } => self.err(
-                        RollErrorCode::EVENT_CURSOR_EXPIRED,
-                        "the events after this cursor were trimmed from the log",
-                    ),
-                    other => self.runtime_error(&RuntimeError::Log(other)),
-                })?;
-            let Some(last) = page.events.last() else {
+        // The next page is read and decoded while this one is encoded and written.
+        let total = timeline.len();
+        let mut pages = read_ahead(
+            Arc::clone(runtime.log()),
+            log_thread,
+            after,
+            Arc::new(timeline),
+            start,
+        );
+        while ordinal < total {
+            let Some(page) = pages.recv().await else {
                 break;
             };
-            after = After::Position(last.position(runtime.log().log_id()));
-            let mut batch = Vec::with_capacity(page.events.len());
-            for stored in &page.events {
-                if ordinal >= timeline.len() || stored.seq != timeline[ordinal] {
-                    continue;
-                }
-                let event: StampedEvent = serde_json::from_slice(&stored.payload).map_err(|e| {
-                    self.err(
-                        RollErrorCode::INTERNAL_ERROR,
-                        format!("undecodable event: {e}"),
-                    )
-                })?;
-                if let Some(envelope) =
-                    self.durable_envelope(version, thread_id, ordinal as u64, &event)
-                {
-                    batch.push(envelope);
-                }
-                ordinal += 1;
+            let events = page.map_err(|e| match e {
+                ReplayError::Log(agentwire_events::Error::Expired { .. }) => self.err(
+                    RollErrorCode::EVENT_CURSOR_EXPIRED,
+                    "the events after this cursor were trimmed from the log",
+                ),
+                ReplayError::Log(other) => self.runtime_error(&RuntimeError::Log(other)),
+                ReplayError::Undecodable(reason) => self.err(
+                    RollErrorCode::INTERNAL_ERROR,
+                    format!("undecodable event: {reason}"),
+                ),
+            })?;
+            if let Some((last, _)) = events.last() {
+                ordinal = *last as usize + 1;
             }
+            let batch: Vec<_> = events
+                .iter()
+                .filter_map(|(ordinal, event)| {
+                    self.durable_envelope(version, thread_id, *ordinal, event)
+                })
+                .collect();
             peer.notify_batch("runtime.event", &batch)
                 .await
                 .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
         }
-        let through = self
-            .event_cursor(thread_id, timeline.len())
-            .filter(|_| !timeline.is_empty());
+        let through = self.event_cursor(thread_id, total).filter(|_| total > 0);
         Ok(json!({
             "throughCursor": through,
             "replayedCount": ordinal.saturating_sub(start),
@@ -965,21 +972,38 @@ impl Session {
         out
     }
 
-    fn durable_envelope(
-        &self,
+    /// The `runtime.event` envelope of a durable event as `version` carries it, or `None` when
+    /// the event has no Roll form there.
+    fn durable_envelope<'a>(
+        &'a self,
         version: ProtocolVersion,
-        thread_id: &str,
+        thread_id: &'a str,
         ordinal: u64,
-        stamped: &StampedEvent,
-    ) -> Option<Value> {
-        let event = wire::durable_event(&stamped.event)?;
-        let turn_id = stamped.event.turn_id();
-        let mut envelope = self.envelope(thread_id, turn_id, stamped.at_ms, event);
-        let cursor = self.face.cursor(thread_id, ordinal);
-        envelope.insert("durability".into(), json!("durable"));
-        envelope.insert("eventId".into(), json!(cursor.event_id_text()));
-        envelope.insert("cursor".into(), json!(cursor.as_str()));
-        project_event_envelope(&Value::Object(envelope), version).ok()
+        stamped: &'a StampedEvent,
+    ) -> Option<wire::DurableEnvelope<'a>> {
+        let event = wire::durable_event(&stamped.event)?.project(version)?;
+        let (durability, event_id, cursor) = if version.capabilities().durable_events {
+            let cursor = self.face.cursor(thread_id, ordinal);
+            (
+                Some("durable"),
+                Some(cursor.event_id_text()),
+                Some(cursor.into_text()),
+            )
+        } else {
+            (None, None, None)
+        };
+        Some(wire::DurableEnvelope {
+            protocol_version: version.as_str(),
+            runtime_instance_id: self.face.runtime.instance_id(),
+            sequence: self.face.next_sequence(),
+            timestamp: wire::timestamp(stamped.at_ms),
+            thread_id,
+            turn_id: stamped.event.turn_id(),
+            event,
+            durability,
+            event_id,
+            cursor,
+        })
     }
 
     async fn pump(self: Arc<Self>, mut published: broadcast::Receiver<Published>) {
@@ -1274,4 +1298,61 @@ fn resolution_of(
         }
         _ => Err("the answer does not match the interaction".to_owned()),
     }
+}
+
+/// Why a replay stopped early.
+enum ReplayError {
+    Log(agentwire_events::Error),
+    Undecodable(String),
+}
+
+/// The timeline events of `thread` from ordinal `start` (`after` is the log position before
+/// it), page by page with their ordinals, read and decoded by a task one page ahead of the
+/// receiver, up to the end of `timeline` or the first error; the task ends when the receiver
+/// is dropped.
+fn read_ahead(
+    log: Arc<dyn agentwire_events::EventLog>,
+    thread: ThreadId,
+    mut after: After,
+    timeline: Arc<Vec<u64>>,
+    start: usize,
+) -> tokio::sync::mpsc::Receiver<Result<Vec<(u64, StampedEvent)>, ReplayError>> {
+    let (pages, received) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        let mut ordinal = start;
+        while ordinal < timeline.len() {
+            let page = match log.read(&thread, after, REPLAY_PAGE).await {
+                Ok(page) => page,
+                Err(error) => {
+                    let _ = pages.send(Err(ReplayError::Log(error))).await;
+                    return;
+                }
+            };
+            let Some(last) = page.events.last() else {
+                return;
+            };
+            after = After::Position(last.position(log.log_id()));
+            let mut events = Vec::with_capacity(page.events.len());
+            for stored in &page.events {
+                if ordinal >= timeline.len() || stored.seq != timeline[ordinal] {
+                    continue;
+                }
+                match serde_json::from_slice::<StampedEvent>(&stored.payload) {
+                    Ok(event) => events.push((ordinal as u64, event)),
+                    Err(error) => {
+                        let _ = pages
+                            .send(Err(ReplayError::Undecodable(error.to_string())))
+                            .await;
+                        return;
+                    }
+                }
+                ordinal += 1;
+            }
+            let at_head = page.at_head();
+            if pages.send(Ok(events)).await.is_err() || at_head {
+                return;
+            }
+        }
+    });
+    received
 }
