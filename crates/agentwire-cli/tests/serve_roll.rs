@@ -979,29 +979,23 @@ async fn attachments_are_staged_verified_committed_and_sent_with_a_turn() {
     );
 
     // Chunks: staged, uploaded in order, verified at commit.
+    // Every call is sent twice with the same requestId (a retry after a lost answer): the
+    // retry gets the first answer and changes nothing.
     let image: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
-    let chunked = host
-        .call(
-            "attachment.stage",
-            json!({"requestId": uuid(), "threadId": thread, "fileName": "plot.png",
-                "mediaType": "image/png", "bytes": image.len(), "sha256": sha256_hex(&image),
-                "source": "chunks"}),
-        )
-        .await
-        .unwrap();
+    let stage = json!({"requestId": uuid(), "threadId": thread, "fileName": "plot.png",
+        "mediaType": "image/png", "bytes": image.len(), "sha256": sha256_hex(&image),
+        "source": "chunks"});
+    let chunked = host.call("attachment.stage", stage.clone()).await.unwrap();
     assert_eq!(chunked["state"], "staged");
+    assert_eq!(host.call("attachment.stage", stage).await.unwrap(), chunked);
     let id = chunked["attachmentId"].clone();
     for (sequence, part) in image.chunks(2000).enumerate() {
-        let progress = host
-            .call(
-                "attachment.chunk",
-                json!({"requestId": uuid(), "threadId": thread, "attachmentId": id,
-                    "sequence": sequence,
-                    "dataBase64": base64::engine::general_purpose::STANDARD.encode(part)}),
-            )
-            .await
-            .unwrap();
+        let chunk = json!({"requestId": uuid(), "threadId": thread, "attachmentId": id,
+            "sequence": sequence,
+            "dataBase64": base64::engine::general_purpose::STANDARD.encode(part)});
+        let progress = host.call("attachment.chunk", chunk.clone()).await.unwrap();
         assert_eq!(progress["nextSequence"], sequence + 1);
+        assert_eq!(host.call("attachment.chunk", chunk).await.unwrap(), progress);
     }
     // Not committed yet: a turn may not use it.
     let early = host
@@ -1013,14 +1007,13 @@ async fn attachments_are_staged_verified_committed_and_sent_with_a_turn() {
         .await
         .unwrap_err();
     assert_eq!(roll_code(&early), "ATTACHMENT_NOT_COMMITTED");
-    let committed = host
-        .call(
-            "attachment.commit",
-            json!({"requestId": uuid(), "threadId": thread, "attachmentId": id}),
-        )
-        .await
-        .unwrap();
+    let commit = json!({"requestId": uuid(), "threadId": thread, "attachmentId": id});
+    let committed = host.call("attachment.commit", commit.clone()).await.unwrap();
     assert_eq!(committed["descriptor"]["bytes"], image.len());
+    assert_eq!(
+        host.call("attachment.commit", commit).await.unwrap(),
+        committed
+    );
     assert_fixture_shape(
         &json!({"jsonrpc": "2.0", "id": 1, "result": committed}),
         &fixture("v1.4", "valid-attachment-commit-response"),
@@ -1114,14 +1107,22 @@ async fn attachments_are_staged_verified_committed_and_sent_with_a_turn() {
         .await
         .unwrap_err();
     assert_eq!(roll_code(&too_many), "INVALID_PARAMS");
-    let released = host
+    let release = json!({"requestId": uuid(), "threadId": thread, "attachmentId": id});
+    let released = host.call("attachment.release", release.clone()).await.unwrap();
+    assert_eq!(released, json!({"released": true}));
+    assert_eq!(
+        host.call("attachment.release", release).await.unwrap(),
+        released
+    );
+    // A new request to release it again has nothing to release.
+    let again = host
         .call(
             "attachment.release",
             json!({"requestId": uuid(), "threadId": thread, "attachmentId": id}),
         )
         .await
         .unwrap();
-    assert_eq!(released, json!({"released": true}));
+    assert_eq!(again, json!({"released": false}));
     assert_eq!(host.finish().await.code(), Some(0));
 
     // On 1.3 the attachment shapes do not exist.
