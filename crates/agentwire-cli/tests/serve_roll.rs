@@ -995,7 +995,10 @@ async fn attachments_are_staged_verified_committed_and_sent_with_a_turn() {
             "dataBase64": base64::engine::general_purpose::STANDARD.encode(part)});
         let progress = host.call("attachment.chunk", chunk.clone()).await.unwrap();
         assert_eq!(progress["nextSequence"], sequence + 1);
-        assert_eq!(host.call("attachment.chunk", chunk).await.unwrap(), progress);
+        assert_eq!(
+            host.call("attachment.chunk", chunk).await.unwrap(),
+            progress
+        );
     }
     // Not committed yet: a turn may not use it.
     let early = host
@@ -1008,7 +1011,10 @@ async fn attachments_are_staged_verified_committed_and_sent_with_a_turn() {
         .unwrap_err();
     assert_eq!(roll_code(&early), "ATTACHMENT_NOT_COMMITTED");
     let commit = json!({"requestId": uuid(), "threadId": thread, "attachmentId": id});
-    let committed = host.call("attachment.commit", commit.clone()).await.unwrap();
+    let committed = host
+        .call("attachment.commit", commit.clone())
+        .await
+        .unwrap();
     assert_eq!(committed["descriptor"]["bytes"], image.len());
     assert_eq!(
         host.call("attachment.commit", commit).await.unwrap(),
@@ -1108,7 +1114,10 @@ async fn attachments_are_staged_verified_committed_and_sent_with_a_turn() {
         .unwrap_err();
     assert_eq!(roll_code(&too_many), "INVALID_PARAMS");
     let release = json!({"requestId": uuid(), "threadId": thread, "attachmentId": id});
-    let released = host.call("attachment.release", release.clone()).await.unwrap();
+    let released = host
+        .call("attachment.release", release.clone())
+        .await
+        .unwrap();
     assert_eq!(released, json!({"released": true}));
     assert_eq!(
         host.call("attachment.release", release).await.unwrap(),

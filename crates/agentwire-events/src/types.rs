@@ -313,6 +313,29 @@ pub(crate) fn unix_ms(t: SystemTime) -> i64 {
 }
 
 /// Checks one append's events against the per-record and per-append limits.
+/// Checks that a thread at `next_seq` (deleted or not) may take a checkpoint through `through`,
+/// and returns `through` as the engines store it.
+pub(crate) fn check_checkpoint_position(
+    thread: &ThreadId,
+    through: u64,
+    next_seq: u64,
+    deleted: bool,
+) -> Result<i64> {
+    if deleted {
+        return Err(Error::ThreadDeleted {
+            thread: thread.to_string(),
+        });
+    }
+    if through >= next_seq {
+        return Err(Error::PositionAhead {
+            thread: thread.to_string(),
+            seq: through,
+            next_seq,
+        });
+    }
+    Ok(i64::try_from(through).unwrap_or(i64::MAX))
+}
+
 /// Checks a checkpoint against its size limit.
 pub(crate) fn check_checkpoint(checkpoint: &Checkpoint, limit: usize) -> Result<()> {
     if checkpoint.payload.len() > limit {

@@ -564,10 +564,10 @@ async fn checkpoint_covering(
     let thread = ThreadId::new(thread).unwrap();
     tokio::time::timeout(WAIT, async {
         loop {
-            if let Some(checkpoint) = log.checkpoint(&thread).await.unwrap() {
-                if checkpoint.through + 1 >= events {
-                    return checkpoint;
-                }
+            if let Some(checkpoint) = log.checkpoint(&thread).await.unwrap()
+                && checkpoint.through + 1 >= events
+            {
+                return checkpoint;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -22,7 +22,8 @@ use crate::settings::Settings;
 use crate::sqlite::check_limit;
 use crate::types::{
     After, Appended, Backend, Checkpoint, Expected, LogId, NewEvent, Page, Retention, StoredEvent,
-    ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint, check_read_bounds, first_wanted,
+    ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint, check_checkpoint_position,
+    check_read_bounds, first_wanted,
 };
 
 pub use schema::POSTGRES_SCHEMA_VERSION;
@@ -757,19 +758,7 @@ async fn put_checkpoint(
         )
         .await?;
     let (next, deleted): (i64, bool) = row.map_or((0, false), |r| (r.get(0), r.get(1)));
-    if deleted {
-        return Err(Error::ThreadDeleted {
-            thread: thread.to_string(),
-        });
-    }
-    let through = i64::try_from(checkpoint.through).unwrap_or(i64::MAX);
-    if through >= next {
-        return Err(Error::PositionAhead {
-            thread: thread.to_string(),
-            seq: checkpoint.through,
-            next_seq: next as u64,
-        });
-    }
+    let through = check_checkpoint_position(thread, checkpoint.through, next as u64, deleted)?;
     tx.execute(
         "INSERT INTO aw_checkpoints (thread, through, payload) VALUES ($1, $2, $3)
          ON CONFLICT (thread) DO UPDATE SET through = excluded.through, payload = excluded.payload

@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 use crate::retention::{age_cutoff_ms, new_low_watermark};
 use crate::settings::Settings;
 use crate::types::{
-    Appended, Checkpoint, Expected, LogId, NewEvent, Retention, ThreadId, Trimmed, unix_ms,
+    Appended, Checkpoint, Expected, LogId, NewEvent, Retention, ThreadId, Trimmed,
+    check_checkpoint_position, unix_ms,
 };
 
 /// What the writer thread does, one at a time.
@@ -363,20 +364,8 @@ fn put_checkpoint(conn: &Connection, thread: &ThreadId, checkpoint: &Checkpoint)
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    let (next, deleted) = bounds.unwrap_or((0, 0));
-    if deleted != 0 {
-        return Err(Error::ThreadDeleted {
-            thread: thread.to_string(),
-        });
-    }
-    let through = i64::try_from(checkpoint.through).unwrap_or(i64::MAX);
-    if through >= next {
-        return Err(Error::PositionAhead {
-            thread: thread.to_string(),
-            seq: checkpoint.through,
-            next_seq: next as u64,
-        });
-    }
+    let (next, deleted): (i64, i64) = bounds.unwrap_or((0, 0));
+    let through = check_checkpoint_position(thread, checkpoint.through, next as u64, deleted != 0)?;
     conn.execute(
         "INSERT INTO aw_checkpoints (thread, through, payload) VALUES (?1, ?2, ?3)
          ON CONFLICT (thread) DO UPDATE SET through = excluded.through, payload = excluded.payload
