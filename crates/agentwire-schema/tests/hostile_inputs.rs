@@ -374,3 +374,35 @@ fn compat_of_two_large_enums_is_linear() {
         .unwrap();
     assert_eq!(removed.old, Some(json!("v0")));
 }
+
+#[test]
+fn compat_of_two_large_required_lists_is_linear() {
+    // A search of one list per name of the other would take 4·10^10 comparisons here.
+    let old: Vec<String> = (0..200_000).map(|i| format!("r{i}")).collect();
+    let new: Vec<String> = (1..=200_000).map(|i| format!("r{i}")).collect();
+    let old = doc(json!({"$defs": {"O": {"type": "object", "required": old}}}));
+    let new = doc(json!({"$defs": {"O": {"type": "object", "required": new}}}));
+    let report = agentwire_schema::compat(&old, &new);
+    let found: Vec<(agentwire_schema::Rule, &str, Option<&Value>, Option<&Value>)> = report
+        .changes
+        .iter()
+        .map(|c| (c.rule, c.pointer.as_str(), c.old.as_ref(), c.new.as_ref()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                agentwire_schema::Rule::RequiredAdded,
+                "/$defs/O/required",
+                None,
+                Some(&json!("r200000"))
+            ),
+            (
+                agentwire_schema::Rule::RequiredRemoved,
+                "/$defs/O/required",
+                Some(&json!("r0")),
+                None
+            ),
+        ]
+    );
+}
