@@ -200,6 +200,45 @@ fn backtracking_patterns_give_up_with_their_own_code() {
     assert_eq!(found[0].2, "validate.pattern-budget");
 }
 
+/// A property the Rust engines do not know used to send the whole pattern to an ECMA-262
+/// backtracking engine with no step bound: `^(a+)+$` beside it then took exponential time.
+#[test]
+fn patterns_with_properties_rust_lacks_run_in_linear_time() {
+    let evil = format!("{}!", "a".repeat(100_000));
+    let pattern = "^(?:\\p{Changes_When_NFKC_Casefolded}|(a+)+)$";
+    let v = doc(json!({"pattern": pattern})).validator().unwrap();
+    let preview = v.validate(&json!(evil));
+    assert_eq!(preview.len(), 1);
+    assert_eq!(preview[0].code.code(), "validate.pattern");
+    assert!(!v.is_valid(&json!(evil)));
+    assert!(v.is_valid(&json!("a".repeat(100_000))));
+    // U+00AD SOFT HYPHEN changes under NFKC case folding; `b` does not.
+    assert!(v.is_valid(&json!("\u{ad}")));
+    assert!(!v.is_valid(&json!("b")));
+
+    let v = doc(json!({"propertyNames": {"pattern": pattern}}))
+        .validator()
+        .unwrap();
+    let found = issues(&v, &json!({evil.clone(): 1}));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, "validate.property-names");
+}
+
+/// What neither the linear-time engine nor the step-budgeted one can run (a named reference
+/// before its group) is refused when the schema is compiled, never run without a bound.
+#[test]
+fn a_pattern_no_bounded_engine_runs_is_a_schema_error() {
+    let err = doc(json!({"pattern": "\\k<x>(?<x>a)|^(a+)+$"}))
+        .validator()
+        .unwrap_err();
+    assert_eq!(err.code(), "schema.invalid");
+    assert!(
+        err.message
+            .contains("the pattern cannot be run by the linear-time or the step-budgeted engine"),
+        "{err}"
+    );
+}
+
 #[test]
 fn lint_checks_required_names_against_patterns_in_linear_time() {
     let evil = format!("{}!", "a".repeat(100_000));
