@@ -40,6 +40,7 @@ mod format;
 pub mod message;
 pub(crate) mod number;
 mod pattern;
+mod walk_budget;
 
 use std::fmt;
 use std::sync::Arc;
@@ -55,6 +56,7 @@ use crate::pointer;
 
 use dispatch::DispatchTable;
 pub use message::{MAX_LISTED_VALUES, MAX_PREVIEW_CHARS};
+use walk_budget::WalkGraph;
 
 /// Base URI given to a document without an absolute `$id`, so that references inside it resolve.
 /// It is never fetched: validators are built offline.
@@ -270,6 +272,8 @@ pub struct ValidatorCompiler {
     /// The compiled plan that answers `is_valid`; `None` when the document uses something the
     /// fast path does not implement, and the engine decides alone.
     fast: Option<Arc<FastSchema>>,
+    /// For a document without a plan: the applicator graph its walks are counted on first.
+    walk: Option<Arc<WalkGraph>>,
 }
 
 impl fmt::Debug for ValidatorCompiler {
@@ -298,6 +302,7 @@ impl ValidatorCompiler {
             .add(&base, Arc::new(collapse_ref_chains(doc)))
             .and_then(|builder| builder.prepare())
             .map_err(|e| SchemaError::new(SchemaErrorKind::InvalidSchema, "", e.to_string()))?;
+        let fast = FastSchema::compile(doc).ok().map(Arc::new);
         Ok(ValidatorCompiler {
             document,
             registry,
@@ -305,7 +310,8 @@ impl ValidatorCompiler {
             draft,
             definitions_keyword: doc.definitions_keyword(),
             dispatch: Arc::new(dispatch::build(doc)),
-            fast: FastSchema::compile(doc).ok().map(Arc::new),
+            fast: fast.clone(),
+            walk: fast.is_none().then(|| Arc::new(WalkGraph::new(doc))),
         })
     }
 
@@ -373,6 +379,7 @@ impl ValidatorCompiler {
             .and_then(|plan| Some((Arc::clone(plan), plan.at_pointer(&ptr)?)));
         Ok(Validator {
             inner,
+            walk: fast.is_none().then(|| self.walk.clone()).flatten(),
             fast,
             document: Arc::clone(&self.document),
             dispatch: Arc::clone(&self.dispatch),
@@ -522,6 +529,8 @@ impl SchemaDocument {
 pub struct Validator {
     inner: jsonschema::Validator,
     fast: Option<(Arc<FastSchema>, Target)>,
+    /// Without a plan: the walk each value is counted on before the engine walks it.
+    walk: Option<Arc<WalkGraph>>,
     document: Arc<Value>,
     dispatch: Arc<DispatchTable>,
     pointer: String,
@@ -551,8 +560,13 @@ impl Validator {
     fn verdict(&self, instance: &Value) -> bool {
         match &self.fast {
             Some((plan, target)) => plan.is_valid(*target, instance),
-            None => self.inner.is_valid(instance),
+            None => self.walk_limit(instance).is_none() && self.inner.is_valid(instance),
         }
+    }
+
+    /// The limit the engine's walk of `instance` would run into (documents without a plan).
+    fn walk_limit(&self, instance: &Value) -> Option<EvalLimit> {
+        self.walk.as_ref()?.check(&self.pointer, instance).err()
     }
 
     /// Every issue of a parsed message; empty when it is valid.
@@ -586,8 +600,14 @@ impl Validator {
                     return vec![self.limit_issue(limit)];
                 }
             }
-            None if self.inner.is_valid(instance) => return Vec::new(),
-            None => {}
+            None => {
+                if let Some(limit) = self.walk_limit(instance) {
+                    return vec![self.limit_issue(limit)];
+                }
+                if self.inner.is_valid(instance) {
+                    return Vec::new();
+                }
+            }
         }
         let mut reporter = Reporter {
             validator: self,

@@ -348,6 +348,82 @@ fn allof_fan_out_past_the_walk_budget_stops_with_its_code() {
     }
 }
 
+/// A document the compiled plan does not take (`unevaluatedProperties` at the end of the
+/// chain) is walked by the engine alone: its walk is counted against the same budget first.
+fn fan_out_without_plan(depth: usize) -> Validator {
+    let mut defs = serde_json::Map::new();
+    for i in 0..depth {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+        );
+    }
+    defs.insert(
+        format!("d{depth}"),
+        json!({"type": ["string", "object"], "unevaluatedProperties": false}),
+    );
+    let d = doc(json!({"$defs": defs, "$ref": "#/$defs/d0"}));
+    assert!(
+        agentwire_schema::fast::FastSchema::compile(&d).is_err(),
+        "the plan takes it"
+    );
+    d.validator().unwrap()
+}
+
+#[test]
+fn allof_fan_out_without_a_plan_stops_with_the_same_code() {
+    for depth in [22, 40] {
+        let v = fan_out_without_plan(depth);
+        for instance in [json!("x"), json!(5), json!({"a": 1})] {
+            assert_eq!(
+                issues(&v, &instance),
+                [one(
+                    "",
+                    "",
+                    "validate.walk-budget",
+                    "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted"
+                )],
+                "{depth} {instance}"
+            );
+        }
+    }
+    // A fan-out within the budget is decided, each issue reported once.
+    let v = fan_out_without_plan(10);
+    assert!(issues(&v, &json!("x")).is_empty());
+    assert_eq!(
+        issues(&v, &json!(5)),
+        [one(
+            "",
+            "/$defs/d10/type",
+            "validate.type",
+            "5 is an integer, expected string or object"
+        )]
+    );
+}
+
+#[test]
+fn a_deep_chain_without_a_plan_is_refused_with_the_depth_code() {
+    let chain_of = |n: usize| {
+        let mut defs = serde_json::Map::new();
+        for i in 0..n {
+            defs.insert(
+                format!("d{i}"),
+                json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}]}),
+            );
+        }
+        defs.insert(format!("d{n}"), json!({"unevaluatedProperties": false}));
+        doc(json!({"$defs": defs, "$ref": "#/$defs/d0"}))
+            .validator()
+            .unwrap()
+    };
+    let found = issues(&chain_of(3_000), &json!("x"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].2, "validate.depth-limit");
+    // A $ref alone takes no level: 500 links of an allOf of one reference are 500 levels.
+    assert!(issues(&chain_of(500), &json!({})).is_empty());
+}
+
 /// The budget grows with the instance: a large array of values that each take a few steps
 /// is decided, not stopped.
 #[test]
