@@ -521,3 +521,38 @@ fn compat_of_two_large_required_lists_is_linear() {
         ]
     );
 }
+
+/// `d_i = {type: object, properties: {next: {$ref: d_{i+1}}}}`, 100,000 deep: the engine that
+/// lists issues compiles such a chain in quadratic time (minutes), so it is built only for the
+/// report of an invalid value; the compiled plan decides valid ones alone.
+fn object_chain(n: usize) -> SchemaDocument {
+    chain(
+        n,
+        |next| json!({"type": "object", "properties": {"next": {"$ref": next}, "v": {"type": "string"}}}),
+    )
+}
+
+#[test]
+fn a_document_of_100000_chained_definitions_decides_valid_values_without_the_engine() {
+    let v = object_chain(100_000).validator().unwrap();
+    let valid = json!({"v": "a", "next": {"v": "b", "next": {"next": {}}}});
+    assert!(v.is_valid(&valid));
+    assert!(v.validate(&valid).is_empty());
+    assert!(v.validate_bytes(valid.to_string().as_bytes()).is_empty());
+    assert!(!v.is_valid(&json!({"next": {"v": 5}})));
+}
+
+#[test]
+fn the_engine_is_built_for_the_first_report_and_reports_as_before() {
+    let v = object_chain(2_000).validator().unwrap();
+    assert_eq!(
+        issues(&v, &json!({"next": {"v": 5}})),
+        [one(
+            "/next/v",
+            "/$defs/d1/properties/v/type",
+            "validate.type",
+            "5 is an integer, expected string"
+        )]
+    );
+    assert!(issues(&v, &json!({"next": {"v": "x"}})).is_empty());
+}
