@@ -1,7 +1,10 @@
 //! The line-by-line path (`coerce_and_derive_ndjson`) derives exactly the state of the full
 //! coercer followed by derivation, on clean logs (streamed) and on logs that need a whole-log
 //! rule (sent through the full coercer); `derive_run_state_from_slice` (what `runlog state`
-//! prints) equals the normalized full path the same way.
+//! prints) equals the normalized full path the same way. The same text pushed in pieces
+//! (`StreamedState`) or read from a line source (`plan_by_line_from`) gives the same answers.
+
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use std::borrow::Cow;
 
