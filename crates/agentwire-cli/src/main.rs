@@ -8,6 +8,7 @@
 mod cmd;
 mod input;
 mod output;
+mod passes;
 mod protocols;
 
 use std::io::Write;

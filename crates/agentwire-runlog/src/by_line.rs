@@ -11,6 +11,7 @@
 //! back) or compare lines with each other (an id used twice), and when the text is one JSON
 //! document.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -105,14 +106,71 @@ struct Facts {
     lines: usize,
 }
 
+/// Text the line-by-line coercer can read as many times as it needs, a line at a time: a file
+/// read again on each pass holds one line in memory instead of the whole log.
+pub trait LineSource {
+    /// A new pass over the text: every line in order without its line feed (a carriage return
+    /// before it may stay; lines are trimmed). A source that fails to read ends the pass early
+    /// and says so to its own caller.
+    fn lines(&self) -> Box<dyn Iterator<Item = Cow<'_, [u8]>> + '_>;
+}
+
+impl LineSource for [u8] {
+    fn lines(&self) -> Box<dyn Iterator<Item = Cow<'_, [u8]>> + '_> {
+        Box::new(self.split(|&b| b == b'\n').map(Cow::Borrowed))
+    }
+}
+
+/// The text a plan reads.
+#[derive(Clone, Copy)]
+enum Text<'a> {
+    /// Held whole, the byte order mark removed.
+    Slice(&'a [u8]),
+    /// Read again on each pass.
+    Source(&'a dyn LineSource),
+}
+
+/// Non-blank lines of a pass, trimmed: `(line number from 1, text)`; the byte order mark of a
+/// source's first line is removed.
+fn numbered<'a>(text: Text<'a>) -> Box<dyn Iterator<Item = (usize, Cow<'a, [u8]>)> + 'a> {
+    match text {
+        Text::Slice(bytes) => Box::new(
+            line_ranges(bytes).map(move |(n, start, end)| (n, Cow::Borrowed(&bytes[start..end]))),
+        ),
+        Text::Source(source) => Box::new(source.lines().enumerate().filter_map(|(i, line)| {
+            let line = match line {
+                Cow::Borrowed(b) if i == 0 => Cow::Borrowed(b.strip_prefix(UTF8_BOM).unwrap_or(b)),
+                Cow::Owned(b) if i == 0 && b.starts_with(UTF8_BOM) => {
+                    Cow::Owned(b[UTF8_BOM.len()..].to_vec())
+                }
+                other => other,
+            };
+            let trimmed = match line {
+                Cow::Borrowed(b) => Cow::Borrowed(b.trim_ascii()),
+                Cow::Owned(b) if b.trim_ascii().len() == b.len() => Cow::Owned(b),
+                Cow::Owned(b) => Cow::Owned(b.trim_ascii().to_vec()),
+            };
+            (!trimmed.is_empty()).then_some((i + 1, trimmed))
+        })),
+    }
+}
+
 /// A log the line-by-line coercer takes: iterate it with [`LinePlan::items`] as many times as
 /// needed (each iteration reads the text again).
-#[derive(Debug)]
 pub struct LinePlan<'a> {
-    bytes: &'a [u8],
+    text: Text<'a>,
     options: &'a CoerceOptions,
     bom: bool,
     facts: Facts,
+}
+
+impl std::fmt::Debug for LinePlan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinePlan")
+            .field("bom", &self.bom)
+            .field("facts", &self.facts)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Plans the line-by-line coercion of `bytes`; `None` when the text is one JSON document (or
@@ -132,16 +190,49 @@ pub fn plan_by_line<'a>(bytes: &'a [u8], options: &'a CoerceOptions) -> Option<L
     {
         return None;
     }
-    let facts = gather(bytes)?;
+    let facts = gather(Text::Slice(bytes))?;
     Some(LinePlan {
-        bytes,
+        text: Text::Slice(bytes),
         options,
         bom,
         facts,
     })
 }
 
-fn gather(bytes: &[u8]) -> Option<Facts> {
+/// [`plan_by_line`] of text read from `source` on each pass, never held whole: the same plan
+/// whenever this gives one. `None` also when the source cannot tell without the whole text
+/// whether it is one JSON document (its first line begins an object or array but is not one
+/// whole): the caller then reads the text and asks [`plan_by_line`].
+pub fn plan_by_line_from<'a>(
+    source: &'a dyn LineSource,
+    options: &'a CoerceOptions,
+) -> Option<LinePlan<'a>> {
+    let text = Text::Source(source);
+    let mut first_lines = numbered(text);
+    let (_, first) = first_lines.next()?;
+    first_lines.next()?;
+    drop(first_lines);
+    // Text with two non-blank lines whose first line is a whole value is not one document; a
+    // first line that opens one and does not close it might be the start of one.
+    if (first.starts_with(b"[") || first.starts_with(b"{"))
+        && agentwire_schema::parse_json(&first).is_err()
+    {
+        return None;
+    }
+    let bom = source
+        .lines()
+        .next()
+        .is_some_and(|l| l.starts_with(UTF8_BOM));
+    let facts = gather(text)?;
+    Some(LinePlan {
+        text,
+        options,
+        bom,
+        facts,
+    })
+}
+
+fn gather(text: Text<'_>) -> Option<Facts> {
     let mut run_ids: Vec<String> = Vec::new();
     let mut last_run: Option<String> = None;
     let mut used_ids = HashSet::new();
@@ -154,9 +245,9 @@ fn gather(bytes: &[u8]) -> Option<Facts> {
     let mut fresh_ids = 0u64;
     let mut lines = 0usize;
     let mut any_object = false;
-    for (_, start, end) in line_ranges(bytes) {
+    for (_, line) in numbered(text) {
         lines += 1;
-        let body = parse_body(&bytes[start..end]);
+        let body = parse_body(&line);
         match &body {
             Body::Event(_) | Body::Object(_) => {
                 any_object |= matches!(body, Body::Object(_));
@@ -279,7 +370,7 @@ impl LinePlan<'_> {
         }
         ByLine {
             plan: self,
-            ranges: line_ranges(self.bytes),
+            lines: numbered(self.text),
             co,
             synth,
             done: facts.runs_with_start.clone(),
@@ -412,7 +503,7 @@ impl MetaCount {
 /// issues of no line's own (the byte order mark).
 pub struct ByLine<'p> {
     plan: &'p LinePlan<'p>,
-    ranges: super::LineRanges<'p>,
+    lines: Box<dyn Iterator<Item = (usize, Cow<'p, [u8]>)> + 'p>,
     co: Coercer,
     synth: Coercer,
     /// Runs that have a `run:start`, given or synthesized.
@@ -450,8 +541,8 @@ impl Iterator for ByLine<'_> {
             if let Some(next) = self.pending.pop_front() {
                 return Some(next);
             }
-            let (line, start, end) = self.ranges.next()?;
-            self.step(line, &self.plan.bytes[start..end]);
+            let (line, text) = self.lines.next()?;
+            self.step(line, &text);
         }
     }
 }

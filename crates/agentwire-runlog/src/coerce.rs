@@ -27,7 +27,9 @@ use crate::validate::{is_events_wrapper, payload_fields_valid, validate_payload_
 
 #[path = "by_line.rs"]
 mod by_line;
-pub use by_line::{ByLine, LineItem, LinePlan, MetaCount, plan_by_line};
+pub use by_line::{
+    ByLine, LineItem, LinePlan, LineSource, MetaCount, plan_by_line, plan_by_line_from,
+};
 #[path = "live.rs"]
 mod live;
 pub use live::LiveCoercer;
@@ -1936,17 +1938,120 @@ fn streamed_split(bytes: &[u8], options: &CoerceOptions, split: Split) -> Option
     fold.deriver.reserve(lines_hint, lines_hint * 16);
     let parallel = bytes.len() >= split.parallel_from && rayon::current_num_threads() >= 2;
     if parallel {
-        return pipelined(bytes, lines_hint, fold, split);
+        fold_pipelined(&mut fold, bytes, 0, Some(lines_hint), split)?;
+    } else {
+        fold_sequential(&mut fold, &mut LineReader::default(), bytes, 0)?;
     }
-    let mut reader = LineReader::default();
-    for (line, start, end) in line_ranges(bytes) {
+    fold.finish()
+}
+
+/// Folds the lines of `bytes`, the first of them line `base + 1`, on the calling thread; the
+/// line breaks passed, `None` when the log needs the full coercer.
+fn fold_sequential(
+    fold: &mut StreamFold<'_>,
+    reader: &mut LineReader,
+    bytes: &[u8],
+    base: usize,
+) -> Option<usize> {
+    let mut ranges = line_ranges(bytes);
+    for (line, start, end) in ranges.by_ref() {
         let text = &bytes[start..end];
         match reader.read(text) {
             Some(event) => fold.fast_line(&event, IdCheck::Check(None))?,
-            None => fold.line(line, parse_event_fast(text)?)?,
+            None => fold.line(base + line, parse_event_fast(text)?)?,
         }
     }
-    fold.finish()
+    Some(ranges.breaks_passed())
+}
+
+/// Bytes of text a caller of [`StreamedState`] reads before each [`StreamedState::push`]: large
+/// enough for the parallel scan to overlap the fold for most of a piece, small against a log.
+pub const STREAM_PIECE_BYTES: usize = 16 << 20;
+
+/// How a pushed piece is split: rounds of 2 MiB, so that the fold of one overlaps the scan of
+/// the next for all but the first round of a piece.
+const STREAM_SPLIT: Split = Split {
+    parallel_from: PIPELINE_MIN_BYTES,
+    piece_bytes: 512 << 10,
+    round_pieces: 4,
+};
+
+/// The streamed path of [`derive_run_state_from_slice`] for text that arrives in pieces (a file
+/// or a pipe read a piece at a time): memory follows the run state, never the text, since a
+/// piece is not kept past its [`push`](StreamedState::push).
+///
+/// [`finish`](StreamedState::finish) gives the state exactly when
+/// [`stream_coerce_and_derive`] of the whole text would (and the same state); `None` means the
+/// log needs a coercer that sees the whole text: the caller reads it again (or keeps a copy)
+/// and asks [`derive_run_state_from_slice`].
+pub struct StreamedState<'o> {
+    fold: StreamFold<'o>,
+    reader: LineReader,
+    /// Line breaks in the pieces folded so far.
+    base: usize,
+    /// Non-blank lines seen, counted up to two.
+    lines: u8,
+    declined: bool,
+}
+
+impl std::fmt::Debug for StreamedState<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamedState")
+            .field("line_breaks", &self.base)
+            .field("declined", &self.declined)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'o> StreamedState<'o> {
+    /// A fold of a log coerced with `options`.
+    pub fn new(options: &'o CoerceOptions) -> Self {
+        StreamedState {
+            fold: StreamFold::new(options),
+            reader: LineReader::default(),
+            base: 0,
+            lines: 0,
+            declined: false,
+        }
+    }
+
+    /// Folds the next piece of the text. Every piece but the last ends with a line feed (whole
+    /// lines only). `false` once the log needs the full coercer; later pieces are then ignored.
+    pub fn push(&mut self, piece: &[u8]) -> bool {
+        if self.declined {
+            return false;
+        }
+        if self.lines < 2 {
+            for (_, start, _) in line_ranges(piece).take(usize::from(2 - self.lines)) {
+                // What the full coercer would read as one document is not streamed.
+                if self.lines == 0 && piece[start] != b'{' {
+                    self.declined = true;
+                    return false;
+                }
+                self.lines += 1;
+            }
+        }
+        let parallel =
+            piece.len() >= STREAM_SPLIT.parallel_from && rayon::current_num_threads() >= 2;
+        let folded = if parallel {
+            fold_pipelined(&mut self.fold, piece, self.base, None, STREAM_SPLIT)
+        } else {
+            fold_sequential(&mut self.fold, &mut self.reader, piece, self.base)
+        };
+        match folded {
+            Some(breaks) => self.base += breaks,
+            None => self.declined = true,
+        }
+        !self.declined
+    }
+
+    /// The run state; `None` when the log needs the full coercer.
+    pub fn finish(self) -> Option<RunState> {
+        if self.declined || self.lines < 2 {
+            return None;
+        }
+        self.fold.finish()
+    }
 }
 
 /// The scanned lines of one piece of the input, in order.
@@ -2020,12 +2125,18 @@ fn pieces(bytes: &[u8], size: usize) -> impl Iterator<Item = &[u8]> + '_ {
 /// at a time, while the previous round is folded in order on one thread; a core that is done
 /// folding helps scanning. What the fold receives is line slices and their scans, in reused
 /// batches, never a parsed value.
-fn pipelined(
+///
+/// The lines of `bytes` are folded into `fold`, the first of them as line `base + 1`; the answer
+/// is the line breaks passed, `None` when the log needs the full coercer. With `lines_hint`
+/// (the log's lines) the call list is sized from the first piece.
+fn fold_pipelined(
+    fold: &mut StreamFold<'_>,
     bytes: &[u8],
-    lines_hint: usize,
-    mut fold: StreamFold<'_>,
+    mut base: usize,
+    lines_hint: Option<usize>,
     split: Split,
-) -> Option<RunState> {
+) -> Option<usize> {
+    let first_line = base;
     let hasher = fold.deriver.id_hasher();
     let mut pieces = pieces(bytes, split.piece_bytes);
     let mut take_round = || pieces.by_ref().take(split.round_pieces).collect::<Vec<_>>();
@@ -2037,8 +2148,7 @@ fn pipelined(
     let (mut ready, mut next) = (new_round(), new_round());
     let mut round = take_round();
     scan_round(&mut ready, &round, &hasher);
-    let mut base = 0;
-    let mut sized = false;
+    let mut sized = lines_hint.is_none();
     while !round.is_empty() {
         let upcoming = take_round();
         let (folded, ()) = rayon::join(
@@ -2046,9 +2156,9 @@ fn pipelined(
                 for batch in &mut ready[..round.len()] {
                     if !sized {
                         sized = true;
-                        size_call_list(&mut fold, batch, lines_hint);
+                        size_call_list(fold, batch, lines_hint.unwrap_or(0));
                     }
-                    fold_batch(&mut fold, batch, base)?;
+                    fold_batch(fold, batch, base)?;
                     base += batch.breaks;
                 }
                 Some(())
@@ -2059,7 +2169,7 @@ fn pipelined(
         std::mem::swap(&mut ready, &mut next);
         round = upcoming;
     }
-    fold.finish()
+    Some(base - first_line)
 }
 
 /// Scans the pieces of `round` into the first batches of `batches`, a task per piece.

@@ -21,7 +21,10 @@ pub mod stream;
 pub mod validate;
 pub mod view;
 
-pub use coerce::{ByLine, LineItem, LinePlan, LiveCoercer, MetaCount, plan_by_line};
+pub use coerce::{
+    ByLine, LineItem, LinePlan, LineSource, LiveCoercer, MetaCount, STREAM_PIECE_BYTES,
+    StreamedState, plan_by_line, plan_by_line_from,
+};
 pub use coerce::{
     CoerceMeta, CoerceOptions, CoerceResult, DEFAULT_RUN_ID, InputShape, Issue, IssueLevel,
     MALFORMED_EVENT_TYPE, MalformedLine, PIPELINE_MIN_BYTES, coerce_and_derive_ndjson,

@@ -1,12 +1,18 @@
 //! The line-by-line path (`coerce_and_derive_ndjson`) derives exactly the state of the full
 //! coercer followed by derivation, on clean logs (streamed) and on logs that need a whole-log
 //! rule (sent through the full coercer); `derive_run_state_from_slice` (what `runlog state`
-//! prints) equals the normalized full path the same way.
+//! prints) equals the normalized full path the same way. The same text pushed in pieces
+//! (`StreamedState`) or read from a line source (`plan_by_line_from`) gives the same answers.
+
+#![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
+
+use std::borrow::Cow;
 
 use agentwire_runlog::{
-    CoerceOptions, MockRunOptions, RunState, coerce_and_derive_ndjson, create_mock_event,
-    create_mock_run, derive_run_state_from_slice, derive_run_state_owned, normalize_in_place,
-    scenarios, to_run_events_from_slice,
+    CoerceOptions, LineSource, MockRunOptions, RunState, StreamedState, coerce_and_derive_ndjson,
+    create_mock_event, create_mock_run, derive_run_state_from_slice, derive_run_state_owned,
+    normalize_in_place, plan_by_line, plan_by_line_from, scenarios, stream_coerce_and_derive,
+    to_run_events_from_slice,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -31,6 +37,82 @@ fn ndjson(lines: &[Value]) -> Vec<u8> {
     out
 }
 
+/// `bytes` cut into pieces of at least `size` bytes that end just after a line feed (the last
+/// one where the text ends), as a reader of a file or pipe hands them to [`StreamedState`].
+fn pieces(bytes: &[u8], size: usize) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let cut = match rest
+            .get(size..)
+            .and_then(|after| after.iter().position(|&b| b == b'\n'))
+        {
+            Some(i) => size + i + 1,
+            None => rest.len(),
+        };
+        let (piece, tail) = rest.split_at(cut);
+        out.push(piece);
+        rest = tail;
+    }
+    out
+}
+
+/// The state [`StreamedState`] folds from `bytes` pushed in pieces of about `size` bytes.
+fn pushed(bytes: &[u8], size: usize, options: &CoerceOptions) -> Option<RunState> {
+    let mut stream = StreamedState::new(options);
+    for piece in pieces(bytes, size) {
+        // A piece is borrowed for the push only: the fold cannot keep the text.
+        let piece = piece.to_vec();
+        stream.push(&piece);
+    }
+    stream.finish()
+}
+
+/// A text read a line at a time on each pass, every line handed over as an owned copy (what a
+/// file read again gives).
+struct Reread<'a>(&'a [u8]);
+
+impl LineSource for Reread<'_> {
+    fn lines(&self) -> Box<dyn Iterator<Item = Cow<'_, [u8]>> + '_> {
+        Box::new(
+            self.0
+                .split(|&b| b == b'\n')
+                .map(|l| Cow::Owned(l.to_vec())),
+        )
+    }
+}
+
+/// Pushed in pieces (one line, a few lines, the whole text), the fold answers what the streamed
+/// path answers on the whole text; a plan read from a source gives the whole-text plan's
+/// result whenever it gives a plan.
+fn assert_pieces_agree(bytes: &[u8], options: &CoerceOptions) {
+    let whole = stream_coerce_and_derive(bytes, options);
+    // Large logs in pieces the parallel scan takes, and in many small ones.
+    let sizes: &[usize] = if bytes.len() > 1 << 20 {
+        &[64 << 10, 1 << 20]
+    } else {
+        &[0, 300, usize::MAX]
+    };
+    for &size in sizes {
+        assert_eq!(
+            pushed(bytes, size, options),
+            whole,
+            "pieces of {size} bytes, input:\n{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+    let source = Reread(bytes);
+    if let Some(plan) = plan_by_line_from(&source, options) {
+        let from_slice = plan_by_line(bytes, options).expect("the slice's plan");
+        assert_eq!(
+            plan.collect(),
+            from_slice.collect(),
+            "input:\n{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
 fn assert_same(bytes: &[u8]) {
     assert_same_with(bytes, &[true, false]);
 }
@@ -53,6 +135,7 @@ fn assert_same_with(bytes: &[u8], synthesize: &[bool]) {
             "input:\n{}",
             String::from_utf8_lossy(bytes)
         );
+        assert_pieces_agree(bytes, &options);
     }
 }
 
@@ -191,4 +274,35 @@ proptest! {
             .collect();
         assert_same(&ndjson(&lines));
     }
+}
+
+#[test]
+fn a_source_read_again_gives_the_plan_of_the_whole_text() {
+    let options = CoerceOptions::default();
+    let envelope_less: Vec<u8> = (0..50)
+        .flat_map(|i| {
+            format!(
+                "{{\"type\":\"step:start\",\"stepId\":\"s{i}\",\"title\":\"t\"}}\n\n  {{\"type\":\"step:done\",\"stepId\":\"s{i}\"}}\r\n"
+            )
+            .into_bytes()
+        })
+        .collect();
+    let mut with_bom = b"\xef\xbb\xbf".to_vec();
+    with_bom.extend_from_slice(&envelope_less);
+    let mut not_json_first = b"garbage\n".to_vec();
+    not_json_first.extend_from_slice(&envelope_less);
+    for bytes in [&envelope_less, &with_bom, &not_json_first] {
+        let source = Reread(bytes);
+        let plan = plan_by_line_from(&source, &options).expect("planned from the source");
+        assert_eq!(
+            plan.lines(),
+            plan_by_line(bytes, &options).map_or(0, |p| p.lines())
+        );
+        assert_eq!(plan.collect(), to_run_events_from_slice(bytes, &options));
+    }
+    // A document, or what may be one, is left to the caller holding the whole text.
+    let pretty = b"{\n  \"events\": []\n}\n";
+    assert!(plan_by_line_from(&Reread(pretty), &options).is_none());
+    let one_line = b"{\"type\":\"run:start\"}\n";
+    assert!(plan_by_line_from(&Reread(one_line), &options).is_none());
 }

@@ -40,6 +40,7 @@ mod format;
 pub mod message;
 pub(crate) mod number;
 mod pattern;
+mod walk_budget;
 
 use std::fmt;
 use std::sync::Arc;
@@ -55,6 +56,7 @@ use crate::pointer;
 
 use dispatch::DispatchTable;
 pub use message::{MAX_LISTED_VALUES, MAX_PREVIEW_CHARS};
+use walk_budget::WalkGraph;
 
 /// Base URI given to a document without an absolute `$id`, so that references inside it resolve.
 /// It is never fetched: validators are built offline.
@@ -262,21 +264,52 @@ impl fmt::Display for Issue {
 /// the document: compiling a definition does not re-read the document.
 pub struct ValidatorCompiler {
     document: Arc<Value>,
-    registry: Registry<'static>,
-    base: String,
-    draft: jsonschema::Draft,
+    engine: Arc<EngineSource>,
     definitions_keyword: &'static str,
     dispatch: Arc<DispatchTable>,
     /// The compiled plan that answers `is_valid`; `None` when the document uses something the
     /// fast path does not implement, and the engine decides alone.
     fast: Option<Arc<FastSchema>>,
+    /// For a document without a plan: the applicator graph its walks are counted on first.
+    walk: Option<Arc<WalkGraph>>,
 }
 
 impl fmt::Debug for ValidatorCompiler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ValidatorCompiler")
-            .field("base", &self.base)
+            .field("base", &self.engine.base)
             .finish_non_exhaustive()
+    }
+}
+
+/// What the engine (`jsonschema`) builds a validator from: the indexed document, its base URI
+/// and draft.
+struct EngineSource {
+    registry: Registry<'static>,
+    base: String,
+    draft: jsonschema::Draft,
+}
+
+impl EngineSource {
+    /// The engine's validator for the schema at `ptr`.
+    fn build(&self, ptr: &str) -> Result<jsonschema::Validator, SchemaError> {
+        // The wrapper only refers into the indexed document, so every `$ref` of the target
+        // resolves against the document's own base and errors carry document locations.
+        let wrapper = json!({ "$ref": format!("{}#{}", self.base, fragment_escape(ptr)) });
+        jsonschema::options()
+            .with_draft(self.draft)
+            .offline()
+            .should_validate_formats(true)
+            .with_format("uuid", format::is_uuid)
+            .with_keyword("pattern", pattern::factory)
+            .with_keyword("multipleOf", number::factory)
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex()
+                    .backtrack_limit(crate::fast::PATTERN_BACKTRACK_LIMIT),
+            )
+            .with_registry(&self.registry)
+            .build(&wrapper)
+            .map_err(|e| build_error(ptr, &e))
     }
 }
 
@@ -298,14 +331,18 @@ impl ValidatorCompiler {
             .add(&base, Arc::new(collapse_ref_chains(doc)))
             .and_then(|builder| builder.prepare())
             .map_err(|e| SchemaError::new(SchemaErrorKind::InvalidSchema, "", e.to_string()))?;
+        let fast = FastSchema::compile(doc).ok().map(Arc::new);
         Ok(ValidatorCompiler {
             document,
-            registry,
-            base,
-            draft,
+            engine: Arc::new(EngineSource {
+                registry,
+                base,
+                draft,
+            }),
             definitions_keyword: doc.definitions_keyword(),
             dispatch: Arc::new(dispatch::build(doc)),
-            fast: FastSchema::compile(doc).ok().map(Arc::new),
+            fast: fast.clone(),
+            walk: fast.is_none().then(|| Arc::new(WalkGraph::new(doc))),
         })
     }
 
@@ -350,29 +387,21 @@ impl ValidatorCompiler {
     }
 
     fn compile(&self, ptr: String) -> Result<Validator, SchemaError> {
-        // The wrapper only refers into the indexed document, so every `$ref` of the target
-        // resolves against the document's own base and errors carry document locations.
-        let wrapper = json!({ "$ref": format!("{}#{}", self.base, fragment_escape(&ptr)) });
-        let inner = jsonschema::options()
-            .with_draft(self.draft)
-            .offline()
-            .should_validate_formats(true)
-            .with_format("uuid", format::is_uuid)
-            .with_keyword("pattern", pattern::factory)
-            .with_keyword("multipleOf", number::factory)
-            .with_pattern_options(
-                jsonschema::PatternOptions::fancy_regex()
-                    .backtrack_limit(crate::fast::PATTERN_BACKTRACK_LIMIT),
-            )
-            .with_registry(&self.registry)
-            .build(&wrapper)
-            .map_err(|e| build_error(&ptr, &e))?;
         let fast = self
             .fast
             .as_ref()
             .and_then(|plan| Some((Arc::clone(plan), plan.at_pointer(&ptr)?)));
+        // With a plan, the engine is needed only for the report of an invalid value: it is
+        // built then (the engine compiles a long chain of definitions in quadratic time, and a
+        // stream of valid messages never needs it).
+        let inner = std::sync::OnceLock::new();
+        if fast.is_none() {
+            let _ = inner.set(self.engine.build(&ptr)?);
+        }
         Ok(Validator {
             inner,
+            engine: Arc::clone(&self.engine),
+            walk: fast.is_none().then(|| self.walk.clone()).flatten(),
             fast,
             document: Arc::clone(&self.document),
             dispatch: Arc::clone(&self.dispatch),
@@ -520,8 +549,13 @@ impl SchemaDocument {
 /// A compiled schema: [`is_valid`](Validator::is_valid) for the verdict,
 /// [`validate`](Validator::validate) for every issue.
 pub struct Validator {
-    inner: jsonschema::Validator,
+    /// The engine's validator: built with the validator when there is no plan, else on the
+    /// first report.
+    inner: std::sync::OnceLock<jsonschema::Validator>,
+    engine: Arc<EngineSource>,
     fast: Option<(Arc<FastSchema>, Target)>,
+    /// Without a plan: the walk each value is counted on before the engine walks it.
+    walk: Option<Arc<WalkGraph>>,
     document: Arc<Value>,
     dispatch: Arc<DispatchTable>,
     pointer: String,
@@ -551,8 +585,16 @@ impl Validator {
     fn verdict(&self, instance: &Value) -> bool {
         match &self.fast {
             Some((plan, target)) => plan.is_valid(*target, instance),
-            None => self.inner.is_valid(instance),
+            None => {
+                self.walk_limit(instance).is_none()
+                    && self.engine().is_ok_and(|e| e.is_valid(instance))
+            }
         }
+    }
+
+    /// The limit the engine's walk of `instance` would run into (documents without a plan).
+    fn walk_limit(&self, instance: &Value) -> Option<EvalLimit> {
+        self.walk.as_ref()?.check(&self.pointer, instance).err()
     }
 
     /// Every issue of a parsed message; empty when it is valid.
@@ -586,18 +628,49 @@ impl Validator {
                     return vec![self.limit_issue(limit)];
                 }
             }
-            None if self.inner.is_valid(instance) => return Vec::new(),
-            None => {}
+            None => {
+                if let Some(limit) = self.walk_limit(instance) {
+                    return vec![self.limit_issue(limit)];
+                }
+                if self.engine().is_ok_and(|e| e.is_valid(instance)) {
+                    return Vec::new();
+                }
+            }
         }
         let mut reporter = Reporter {
             validator: self,
             root: instance,
             out: Vec::new(),
         };
-        for err in self.inner.iter_errors(instance) {
+        let engine = match self.engine() {
+            Ok(engine) => engine,
+            Err(err) => return vec![self.engine_issue(&err)],
+        };
+        for err in engine.iter_errors(instance) {
             reporter.report(&err, 0);
         }
         dedup(reporter.out)
+    }
+
+    /// The engine's validator, built on first use.
+    fn engine(&self) -> Result<&jsonschema::Validator, SchemaError> {
+        if let Some(engine) = self.inner.get() {
+            return Ok(engine);
+        }
+        let built = self.engine.build(&self.pointer)?;
+        Ok(self.inner.get_or_init(|| built))
+    }
+
+    /// The issue of a report the engine could not be built for (the compiled plan took the
+    /// schema; the engine refused it).
+    fn engine_issue(&self, err: &SchemaError) -> Issue {
+        Issue {
+            code: IssueCode::Other,
+            instance_pointer: String::new(),
+            schema_pointer: self.pointer.clone(),
+            keyword: "",
+            message: format!("the value is invalid; its issues cannot be listed: {err}"),
+        }
     }
 
     /// The one issue of a validation stopped by a limit.

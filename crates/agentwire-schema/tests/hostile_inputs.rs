@@ -200,6 +200,45 @@ fn backtracking_patterns_give_up_with_their_own_code() {
     assert_eq!(found[0].2, "validate.pattern-budget");
 }
 
+/// A property the Rust engines do not know used to send the whole pattern to an ECMA-262
+/// backtracking engine with no step bound: `^(a+)+$` beside it then took exponential time.
+#[test]
+fn patterns_with_properties_rust_lacks_run_in_linear_time() {
+    let evil = format!("{}!", "a".repeat(100_000));
+    let pattern = "^(?:\\p{Changes_When_NFKC_Casefolded}|(a+)+)$";
+    let v = doc(json!({"pattern": pattern})).validator().unwrap();
+    let preview = v.validate(&json!(evil));
+    assert_eq!(preview.len(), 1);
+    assert_eq!(preview[0].code.code(), "validate.pattern");
+    assert!(!v.is_valid(&json!(evil)));
+    assert!(v.is_valid(&json!("a".repeat(100_000))));
+    // U+00AD SOFT HYPHEN changes under NFKC case folding; `b` does not.
+    assert!(v.is_valid(&json!("\u{ad}")));
+    assert!(!v.is_valid(&json!("b")));
+
+    let v = doc(json!({"propertyNames": {"pattern": pattern}}))
+        .validator()
+        .unwrap();
+    let found = issues(&v, &json!({evil.clone(): 1}));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, "validate.property-names");
+}
+
+/// What neither the linear-time engine nor the step-budgeted one can run (a named reference
+/// before its group) is refused when the schema is compiled, never run without a bound.
+#[test]
+fn a_pattern_no_bounded_engine_runs_is_a_schema_error() {
+    let err = doc(json!({"pattern": "\\k<x>(?<x>a)|^(a+)+$"}))
+        .validator()
+        .unwrap_err();
+    assert_eq!(err.code(), "schema.invalid");
+    assert!(
+        err.message
+            .contains("the pattern cannot be run by the linear-time or the step-budgeted engine"),
+        "{err}"
+    );
+}
+
 #[test]
 fn lint_checks_required_names_against_patterns_in_linear_time() {
     let evil = format!("{}!", "a".repeat(100_000));
@@ -309,6 +348,82 @@ fn allof_fan_out_past_the_walk_budget_stops_with_its_code() {
     }
 }
 
+/// A document the compiled plan does not take (`unevaluatedProperties` at the end of the
+/// chain) is walked by the engine alone: its walk is counted against the same budget first.
+fn fan_out_without_plan(depth: usize) -> Validator {
+    let mut defs = serde_json::Map::new();
+    for i in 0..depth {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+        );
+    }
+    defs.insert(
+        format!("d{depth}"),
+        json!({"type": ["string", "object"], "unevaluatedProperties": false}),
+    );
+    let d = doc(json!({"$defs": defs, "$ref": "#/$defs/d0"}));
+    assert!(
+        agentwire_schema::fast::FastSchema::compile(&d).is_err(),
+        "the plan takes it"
+    );
+    d.validator().unwrap()
+}
+
+#[test]
+fn allof_fan_out_without_a_plan_stops_with_the_same_code() {
+    for depth in [22, 40] {
+        let v = fan_out_without_plan(depth);
+        for instance in [json!("x"), json!(5), json!({"a": 1})] {
+            assert_eq!(
+                issues(&v, &instance),
+                [one(
+                    "",
+                    "",
+                    "validate.walk-budget",
+                    "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted"
+                )],
+                "{depth} {instance}"
+            );
+        }
+    }
+    // A fan-out within the budget is decided, each issue reported once.
+    let v = fan_out_without_plan(10);
+    assert!(issues(&v, &json!("x")).is_empty());
+    assert_eq!(
+        issues(&v, &json!(5)),
+        [one(
+            "",
+            "/$defs/d10/type",
+            "validate.type",
+            "5 is an integer, expected string or object"
+        )]
+    );
+}
+
+#[test]
+fn a_deep_chain_without_a_plan_is_refused_with_the_depth_code() {
+    let chain_of = |n: usize| {
+        let mut defs = serde_json::Map::new();
+        for i in 0..n {
+            defs.insert(
+                format!("d{i}"),
+                json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}]}),
+            );
+        }
+        defs.insert(format!("d{n}"), json!({"unevaluatedProperties": false}));
+        doc(json!({"$defs": defs, "$ref": "#/$defs/d0"}))
+            .validator()
+            .unwrap()
+    };
+    let found = issues(&chain_of(3_000), &json!("x"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].2, "validate.depth-limit");
+    // A $ref alone takes no level: 500 links of an allOf of one reference are 500 levels.
+    assert!(issues(&chain_of(500), &json!({})).is_empty());
+}
+
 /// The budget grows with the instance: a large array of values that each take a few steps
 /// is decided, not stopped.
 #[test]
@@ -373,4 +488,71 @@ fn compat_of_two_large_enums_is_linear() {
         .find(|c| c.rule == agentwire_schema::Rule::EnumValueRemoved)
         .unwrap();
     assert_eq!(removed.old, Some(json!("v0")));
+}
+
+#[test]
+fn compat_of_two_large_required_lists_is_linear() {
+    // A search of one list per name of the other would take 4·10^10 comparisons here.
+    let old: Vec<String> = (0..200_000).map(|i| format!("r{i}")).collect();
+    let new: Vec<String> = (1..=200_000).map(|i| format!("r{i}")).collect();
+    let old = doc(json!({"$defs": {"O": {"type": "object", "required": old}}}));
+    let new = doc(json!({"$defs": {"O": {"type": "object", "required": new}}}));
+    let report = agentwire_schema::compat(&old, &new);
+    let found: Vec<(agentwire_schema::Rule, &str, Option<&Value>, Option<&Value>)> = report
+        .changes
+        .iter()
+        .map(|c| (c.rule, c.pointer.as_str(), c.old.as_ref(), c.new.as_ref()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                agentwire_schema::Rule::RequiredAdded,
+                "/$defs/O/required",
+                None,
+                Some(&json!("r200000"))
+            ),
+            (
+                agentwire_schema::Rule::RequiredRemoved,
+                "/$defs/O/required",
+                Some(&json!("r0")),
+                None
+            ),
+        ]
+    );
+}
+
+/// `d_i = {type: object, properties: {next: {$ref: d_{i+1}}}}`, 100,000 deep: the engine that
+/// lists issues compiles such a chain in quadratic time (minutes), so it is built only for the
+/// report of an invalid value; the compiled plan decides valid ones alone.
+fn object_chain(n: usize) -> SchemaDocument {
+    chain(
+        n,
+        |next| json!({"type": "object", "properties": {"next": {"$ref": next}, "v": {"type": "string"}}}),
+    )
+}
+
+#[test]
+fn a_document_of_100000_chained_definitions_decides_valid_values_without_the_engine() {
+    let v = object_chain(100_000).validator().unwrap();
+    let valid = json!({"v": "a", "next": {"v": "b", "next": {"next": {}}}});
+    assert!(v.is_valid(&valid));
+    assert!(v.validate(&valid).is_empty());
+    assert!(v.validate_bytes(valid.to_string().as_bytes()).is_empty());
+    assert!(!v.is_valid(&json!({"next": {"v": 5}})));
+}
+
+#[test]
+fn the_engine_is_built_for_the_first_report_and_reports_as_before() {
+    let v = object_chain(2_000).validator().unwrap();
+    assert_eq!(
+        issues(&v, &json!({"next": {"v": 5}})),
+        [one(
+            "/next/v",
+            "/$defs/d1/properties/v/type",
+            "validate.type",
+            "5 is an integer, expected string"
+        )]
+    );
+    assert!(issues(&v, &json!({"next": {"v": "x"}})).is_empty());
 }

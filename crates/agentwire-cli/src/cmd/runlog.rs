@@ -7,15 +7,17 @@ use std::path::PathBuf;
 use agentwire_runlog::mock::MAX_MOCK_STEPS;
 use agentwire_runlog::{
     ApprovalOutcome, CoerceMeta, CoerceOptions, CoerceResult, Issue, IssueGroups, IssueLevel,
-    IssueList, MetaCount, MockRunOptions, RunEvent, RunState, TextOptions, create_mock_run,
-    derive_run_state, derive_run_state_from_slice, derive_run_state_owned, normalize_in_place,
-    plan_by_line, render_html, scenarios, summary_line, terminal_safe, to_run_events_from_slice,
-    write_issue_summary, write_text, write_text_by_line,
+    IssueList, LinePlan, MetaCount, MockRunOptions, RunEvent, RunState, STREAM_PIECE_BYTES,
+    StreamedState, TextOptions, create_mock_run, derive_run_state, derive_run_state_from_slice,
+    derive_run_state_owned, normalize_in_place, plan_by_line, plan_by_line_from, render_html,
+    scenarios, summary_line, terminal_safe, to_run_events_from_slice, write_issue_summary,
+    write_text, write_text_by_line,
 };
 use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::output::{self, Format};
+use crate::passes::Passes;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -178,10 +180,12 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> std::io::R
 }
 
 fn coerce(args: CoerceArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
-    let bytes = output::read_input(&args.input.file)?;
+    let passes = Passes::open(&args.input.file)?;
     let options = coerce_options(&args.input);
     // NDJSON the line-by-line coercer takes is written from passes over it, never held whole.
-    let changed = if let Some(plan) = plan_by_line(&bytes, &options) {
+    let (plan, whole) = plan_or_whole(&passes, &options)?;
+    let plan = plan.or_else(|| whole.as_deref().and_then(|b| plan_by_line(b, &options)));
+    let changed = if let Some(plan) = plan {
         let mut meta = MetaCount::new(&plan);
         let mut groups = IssueGroups::default();
         for (item, issues) in plan.items() {
@@ -197,10 +201,15 @@ fn coerce(args: CoerceArgs, format: Format, out: &mut impl Write) -> anyhow::Res
             }
         }
         .context(WRITE_ERROR)?;
+        passes.check()?;
         [IssueLevel::Fixed, IssueLevel::Degraded, IssueLevel::Dropped]
             .iter()
             .any(|l| groups.count(*l) > 0)
     } else {
+        let bytes = match whole {
+            Some(bytes) => bytes,
+            None => passes.read_whole()?,
+        };
         let result = to_run_events_from_slice(&bytes, &options);
         drop(bytes);
         match format {
@@ -221,6 +230,18 @@ fn coerce(args: CoerceArgs, format: Format, out: &mut impl Write) -> anyhow::Res
     } else {
         output::EXIT_OK
     })
+}
+
+/// The line-by-line plan of a log read in passes, or, when the source alone cannot tell, its
+/// whole text for the caller to plan (or coerce) as a whole.
+fn plan_or_whole<'a>(
+    passes: &'a Passes,
+    options: &'a CoerceOptions,
+) -> anyhow::Result<(Option<LinePlan<'a>>, Option<Vec<u8>>)> {
+    match plan_by_line_from(passes, options) {
+        Some(plan) => Ok((Some(plan), None)),
+        None => Ok((None, Some(passes.read_whole()?))),
+    }
 }
 
 fn write_coerce_human<I: IntoIterator<Item = Issue>>(
@@ -246,9 +267,22 @@ fn write_coerce_human<I: IntoIterator<Item = Issue>>(
 }
 
 fn state(args: InputArgs, format: Format, out: &mut impl Write) -> anyhow::Result<u8> {
-    let bytes = output::read_input(&args.file)?;
-    let state = derive_run_state_from_slice(&bytes, &coerce_options(&args));
-    drop(bytes);
+    let options = coerce_options(&args);
+    // A log the streamed fold takes is read a piece at a time and never held; any other is read
+    // again: line by line when the line-by-line coercer takes it, whole otherwise.
+    let mut stream = StreamedState::new(&options);
+    let passes = Passes::stream(&args.file, STREAM_PIECE_BYTES, |piece| stream.push(piece))?;
+    let state = match stream.finish() {
+        Some(state) => state,
+        None => match plan_by_line_from(&passes, &options).filter(|p| p.run_ids().len() <= 1) {
+            Some(plan) => {
+                let state = plan.derive();
+                passes.check()?;
+                state
+            }
+            None => derive_run_state_from_slice(&passes.read_whole()?, &options),
+        },
+    };
     match format {
         Format::Json => write_json(out, &state),
         Format::Human => write_state_human(out, &state),
@@ -311,12 +345,18 @@ fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<
         color,
         issues: args.issues.list(),
     };
-    let bytes = output::read_input(&args.input.file)?;
+    let passes = Passes::open(&args.input.file)?;
     let coerce_options = coerce_options(&args.input);
     if args.html.is_none() {
         // A log of one run taken line by line is already normalized: written from passes over
         // it, holding only the state.
-        if let Some(plan) = plan_by_line(&bytes, &coerce_options)
+        let (plan, whole) = plan_or_whole(&passes, &coerce_options)?;
+        let plan = plan.or_else(|| {
+            whole
+                .as_deref()
+                .and_then(|b| plan_by_line(b, &coerce_options))
+        });
+        if let Some(plan) = plan
             && plan.run_ids().len() <= 1
         {
             match format {
@@ -333,11 +373,12 @@ fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<
                 Format::Human => write_text_by_line(out, &plan, &options).map(drop),
             }
             .context(WRITE_ERROR)?;
+            passes.check()?;
             return Ok(output::EXIT_OK);
         }
     }
-    let result = to_run_events_from_slice(&bytes, &coerce_options);
-    drop(bytes);
+    let result = to_run_events_from_slice(&passes.read_whole()?, &coerce_options);
+    drop(passes);
     let state = derive(&result);
     if let Some(path) = &args.html {
         let page = render_html(&result, &state);

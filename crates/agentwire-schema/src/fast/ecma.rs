@@ -2,6 +2,7 @@
 //! flag, as AJV compiles them) translated into Rust regex syntax, and the string formats of
 //! `ajv-formats` ("full" mode) checked the way it checks them.
 
+use std::collections::HashMap;
 use std::fmt;
 
 /// JavaScript's `\s`: WhiteSpace and LineTerminator code points (not the Unicode White_Space
@@ -224,7 +225,13 @@ fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), 
                 .position(|c| *c == '}')
                 .ok_or("bad \\p escape")?;
             let body: String = chars[i..i + end + 4].iter().collect();
-            Ok((Escaped::Text(body), end + 4))
+            if regex_syntax::Parser::new().parse(&body).is_ok() {
+                return Ok((Escaped::Text(body), end + 4));
+            }
+            // A property ECMA-262 knows and Rust's regex does not (`Changes_When_NFKC_Casefolded`):
+            // the same code points as an explicit class, so the pattern stays linear-time.
+            let name: String = chars[i + 3..i + 3 + end].iter().collect();
+            Ok((Escaped::Text(property_class(&name, e == 'P')?), end + 4))
         }
         c if c.is_ascii_punctuation() => {
             // In `u` mode only syntax characters (and `-` in classes, `/`) may be escaped.
@@ -236,6 +243,72 @@ fn escape(chars: &[char], i: usize, in_class: bool) -> Result<(Escaped, usize), 
         }
         other => Err(format!("unknown escape \\{other}")),
     }
+}
+
+/// The code points of the ECMA-262 property `\p{name}` (of its complement when `negated`) as a
+/// Rust class (a nested class is allowed inside another), found by running the ECMA-262 engine
+/// over every scalar value once; remembered per name and sign.
+fn property_class(name: &str, negated: bool) -> Result<String, String> {
+    static CLASSES: std::sync::OnceLock<std::sync::Mutex<HashMap<(String, bool), String>>> =
+        std::sync::OnceLock::new();
+    let classes = CLASSES.get_or_init(Default::default);
+    let key = (name.to_owned(), negated);
+    if let Some(class) = classes.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(class);
+    }
+    let ecma = regress::Regex::with_flags(&format!("\\p{{{name}}}"), "u")
+        .map_err(|e| format!("unknown property \\p{{{name}}}: {e}"))?;
+    let every: String = (0..=0x10FFFF_u32).filter_map(char::from_u32).collect();
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for m in ecma.find_iter(&every) {
+        let Some(c) = every[m.start()..].chars().next() else {
+            continue;
+        };
+        let cp = c as u32;
+        match ranges.last_mut() {
+            // Surrogates are not scalar values: a range may step over them.
+            Some((_, hi)) if *hi + 1 == cp || (*hi == 0xD7FF && cp == 0xE000) => *hi = cp,
+            _ => ranges.push((cp, cp)),
+        }
+    }
+    if negated {
+        let mut complement = Vec::new();
+        let mut next = 0u32;
+        for &(lo, hi) in &ranges {
+            if lo > next {
+                complement.push((next, lo - 1));
+            }
+            next = hi + 1;
+        }
+        if next <= 0x10FFFF {
+            complement.push((next, 0x10FFFF));
+        }
+        ranges = complement;
+    }
+    // Ends that are surrogates (a complement's) move to the nearest scalar value.
+    let ranges: Vec<(u32, u32)> = ranges
+        .into_iter()
+        .map(|(lo, hi)| {
+            let lo = if is_surrogate(lo) { 0xE000 } else { lo };
+            let hi = if is_surrogate(hi) { 0xD7FF } else { hi };
+            (lo, hi)
+        })
+        .filter(|(lo, hi)| lo <= hi)
+        .collect();
+    let class = if ranges.is_empty() {
+        NOTHING.to_owned()
+    } else {
+        let mut class = String::from("[");
+        for (lo, hi) in ranges {
+            class.push_str(&format!("\\x{{{lo:X}}}-\\x{{{hi:X}}}"));
+        }
+        class.push(']');
+        class
+    };
+    if let Ok(mut m) = classes.lock() {
+        m.insert(key, class.clone());
+    }
+    Ok(class)
 }
 
 /// One character class at `chars[i] == '['`; returns Rust syntax and chars used.

@@ -18,42 +18,39 @@ const PATTERN_FLAGS: &str = "u";
 /// How a budget give-up's message starts, so that the report tells it from a non-match.
 pub(super) const BUDGET_MESSAGE_START: &str = "the pattern gave up after";
 
-/// A compiled `pattern`.
+/// A compiled `pattern`: translated to Rust syntax, so it runs in linear time, or under a
+/// backtracking budget ([`PATTERN_BACKTRACK_LIMIT`]) where it needs backreferences or
+/// lookaround.
 pub(super) struct EcmaPattern {
     source: String,
-    engine: Engine,
-}
-
-enum Engine {
-    /// Translated to Rust syntax: linear time, or a backtracking budget where the pattern
-    /// needs backreferences or lookaround.
-    Translated(Pattern),
-    /// What the translator cannot carry over, run by an ECMA-262 backtracking engine.
-    Ecma(regress::Regex),
+    pattern: Pattern,
 }
 
 impl EcmaPattern {
+    /// Compiles `source`; an error for what is not ECMA-262 syntax, and for the rare forms the
+    /// translation cannot carry to a bounded engine (a named reference before its group): an
+    /// ECMA-262 backtracking engine would run them with no bound on its steps.
     pub(super) fn compile(source: &str) -> Result<Self, String> {
-        let ecma = regress::Regex::with_flags(source, PATTERN_FLAGS).map_err(|e| e.to_string())?;
-        let engine = match Pattern::new(source) {
-            Ok(p) => Engine::Translated(p),
-            Err(_) => Engine::Ecma(ecma),
-        };
+        regress::Regex::with_flags(source, PATTERN_FLAGS).map_err(|e| e.to_string())?;
+        let pattern = Pattern::new(source).map_err(|e| {
+            format!("{UNBOUNDED_MESSAGE_START} ({e}), and an ECMA-262 backtracking engine would run it with no bound on its steps")
+        })?;
         Ok(EcmaPattern {
             source: source.to_owned(),
-            engine,
+            pattern,
         })
     }
 
     /// Unanchored search, like `RegExp.prototype.test`; `None` when the backtracking budget
     /// ([`PATTERN_BACKTRACK_LIMIT`]) ran out first.
     pub(super) fn is_match(&self, text: &str) -> Option<bool> {
-        match &self.engine {
-            Engine::Translated(p) => p.is_match(text),
-            Engine::Ecma(r) => Some(r.find(text).is_some()),
-        }
+        self.pattern.is_match(text)
     }
 }
+
+/// How the compile error of a valid ECMA-262 pattern no bounded engine runs starts.
+pub(super) const UNBOUNDED_MESSAGE_START: &str =
+    "the pattern cannot be run by the linear-time or the step-budgeted engine";
 
 /// The sentence of a pattern that gave up on `instance`.
 pub(super) fn budget_message(instance: &Value, source: &str) -> String {
@@ -154,7 +151,6 @@ mod tests {
         ];
         for (source, text, expected) in cases {
             let p = EcmaPattern::compile(source).unwrap();
-            assert!(matches!(p.engine, Engine::Translated(_)), "{source}");
             let ecma = regress::Regex::with_flags(source, PATTERN_FLAGS).unwrap();
             assert_eq!(
                 ecma.find(text).is_some(),
@@ -163,5 +159,42 @@ mod tests {
             );
             assert_eq!(p.is_match(text), Some(*expected), "{source} {text}");
         }
+    }
+
+    #[test]
+    fn properties_rust_lacks_are_classes_of_the_same_code_points() {
+        let ecma = |source: &str| regress::Regex::with_flags(source, PATTERN_FLAGS).unwrap();
+        for source in [
+            r"^\p{Changes_When_NFKC_Casefolded}+$",
+            r"^\P{Changes_When_NFKC_Casefolded}+$",
+            r"^[x\p{Changes_When_NFKC_Casefolded}]$",
+            r"^[^\P{Changes_When_NFKC_Casefolded}]$",
+        ] {
+            let p = EcmaPattern::compile(source).unwrap();
+            let r = ecma(source);
+            for text in [
+                "A",
+                "a",
+                "x",
+                "\u{00AD}",
+                "\u{2126}",
+                "\u{FFFF}",
+                "\u{E000}",
+                "\u{1D400}",
+                "1",
+            ] {
+                assert_eq!(
+                    p.is_match(text),
+                    Some(r.find(text).is_some()),
+                    "{source} {text:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn what_no_bounded_engine_runs_is_refused_when_compiled() {
+        let err = EcmaPattern::compile(r"\k<x>(?<x>a)|^(a+)+$").err().unwrap();
+        assert!(err.starts_with(UNBOUNDED_MESSAGE_START), "{err}");
     }
 }
