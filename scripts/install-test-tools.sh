@@ -19,7 +19,7 @@ readonly OPENCLAW_PACKAGE="@openclaw/gateway-protocol"
 readonly OPENCLAW_SCHEMA_SHA256="971f2c0d2f0e267a062213b21a398518849c019d2cff1c1d54ff6ee1af7cddf1"
 readonly CC_SCHEMA_DIGEST="sha256:ff1860d17b798060c95cce217ff27bef2f99e209dcb369cf2d70514a4d6f08d7"
 readonly MIN_NODE_MAJOR=18
-readonly APT_PACKAGES=(kotlin chromium postgresql-15)
+readonly APT_PACKAGES=(kotlin chromium postgresql-15 time)
 readonly PG_INITDB=/usr/lib/postgresql/15/bin/initdb
 
 say() { printf 'install-test-tools: %s\n' "$*"; }
@@ -50,6 +50,8 @@ install_debian_packages() {
   command -v kotlinc >/dev/null 2>&1 || missing+=(kotlin)
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   [[ -x "$PG_INITDB" ]] || missing+=(postgresql-15)
+  # GNU time: the run-log memory tests read a command's peak resident set from it.
+  [[ -x /usr/bin/time ]] || missing+=(time)
   if ((${#missing[@]} == 0)); then
     say "Debian packages present: ${APT_PACKAGES[*]}"
     return
