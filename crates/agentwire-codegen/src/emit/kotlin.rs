@@ -71,7 +71,37 @@ const RESERVED: &[&str] = &[
     "Sequence",
     "Lazy",
     "Companion",
+    "MethodDirection",
+    "MethodInfo",
+    "Methods",
 ];
+
+/// The method-table types, emitted before `object Methods` when the schema has methods.
+const METHOD_SUPPORT: &str = r#"
+/** Who sends a method's message. */
+enum class MethodDirection(val wireValue: String) {
+    /** A request the client sends and the server answers. */
+    CLIENT_REQUEST("clientRequest"),
+    /** A request the server sends and the client answers. */
+    SERVER_REQUEST("serverRequest"),
+    /** A message nobody answers. */
+    NOTIFICATION("notification")
+}
+
+/**
+ * One method: its wire name, who sends it, the names of its params and result types (null when
+ * they are not a named type: no params, any JSON value), and the schema's scope and since. The
+ * type parameters are the Kotlin types of the params and the result (`Unit`: none).
+ */
+class MethodInfo<P, R>(
+    val name: String,
+    val direction: MethodDirection,
+    val params: String?,
+    val result: String?,
+    val scope: String?,
+    val since: String?
+)
+"#;
 
 fn q(s: &str) -> String {
     quote(s, Quote::Json { dollar: true })
@@ -110,6 +140,7 @@ pub(crate) fn generate(ir: &Ir, package: &str) -> String {
     for t in &ir.types {
         g.type_def(t);
     }
+    g.methods();
     g.out
 }
 
@@ -194,6 +225,53 @@ impl Gen<'_> {
              return result\n}\n",
         );
         self.out.push_str(&o);
+    }
+
+    /// The method metadata: `MethodDirection`, `MethodInfo<P, R>` (whose type parameters are the
+    /// params and result types) and `object Methods` with one value per method and `ALL`;
+    /// nothing when the schema has no methods.
+    fn methods(&mut self) {
+        let ir = self.ir;
+        if ir.method_table.is_empty() {
+            return;
+        }
+        let lit = |s: Option<&str>| s.map_or_else(|| "null".to_owned(), q);
+        let named = |ty: Option<&Ty>| match ty {
+            Some(Ty::Ref(name)) => Some(self.name(name)),
+            _ => None,
+        };
+        let mut s = String::from(METHOD_SUPPORT);
+        s.push_str("\n/** Every method of the protocol, one value each, and `ALL` in schema order. */\nobject Methods {\n");
+        let mut scope = NameScope::with_reserved(&["ALL"]);
+        let mut values = Vec::new();
+        for m in &ir.method_table {
+            let value = scope.claim(&names::screaming(&m.type_name));
+            let params = m
+                .params
+                .as_ref()
+                .map_or_else(|| "Unit".to_owned(), |t| self.ty(t, false));
+            let result = m
+                .result
+                .as_ref()
+                .map_or_else(|| "Unit".to_owned(), |t| self.ty(t, false));
+            let direction = names::screaming(m.direction.wire());
+            s.push_str(&format!(
+                "    /** `{}`. */\n    val {value}: MethodInfo<{params}, {result}> = MethodInfo({}, MethodDirection.{direction}, {}, {}, {}, {})\n",
+                m.name.replace("*/", "*\\/").replace('`', "'"),
+                q(&m.name),
+                lit(named(m.params.as_ref()).as_deref()),
+                lit(named(m.result.as_ref()).as_deref()),
+                lit(m.scope.as_deref()),
+                lit(m.since.as_deref()),
+            ));
+            values.push(value);
+        }
+        // No trailing comma: Kotlin before 1.4 rejects it.
+        s.push_str(&format!(
+            "\n    /** Every method, in schema order. */\n    val ALL: List<MethodInfo<*, *>> = listOf(\n{}\n    )\n}}\n",
+            values.iter().map(|v| format!("        {v}")).collect::<Vec<_>>().join(",\n")
+        ));
+        self.out.push_str(&s);
     }
 
     /// `qualified`: inside a sealed class, whose case names (`Map`, `String`, a type's own

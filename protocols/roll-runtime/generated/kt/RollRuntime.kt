@@ -2919,3 +2919,107 @@ sealed class RollRuntimeMessage {
     data class SuccessResponse(val value: agentwire.generated.roll_runtime.SuccessResponse) : RollRuntimeMessage()
     data class ErrorResponse(val value: agentwire.generated.roll_runtime.ErrorResponse) : RollRuntimeMessage()
 }
+
+/** Who sends a method's message. */
+enum class MethodDirection(val wireValue: String) {
+    /** A request the client sends and the server answers. */
+    CLIENT_REQUEST("clientRequest"),
+    /** A request the server sends and the client answers. */
+    SERVER_REQUEST("serverRequest"),
+    /** A message nobody answers. */
+    NOTIFICATION("notification")
+}
+
+/**
+ * One method: its wire name, who sends it, the names of its params and result types (null when
+ * they are not a named type: no params, any JSON value), and the schema's scope and since. The
+ * type parameters are the Kotlin types of the params and the result (`Unit`: none).
+ */
+class MethodInfo<P, R>(
+    val name: String,
+    val direction: MethodDirection,
+    val params: String?,
+    val result: String?,
+    val scope: String?,
+    val since: String?
+)
+
+/** Every method of the protocol, one value each, and `ALL` in schema order. */
+object Methods {
+    /** `initialize`. */
+    val INITIALIZE: MethodInfo<InitializeParams, InitializeResult> = MethodInfo("initialize", MethodDirection.CLIENT_REQUEST, "InitializeParams", "InitializeResult", null, null)
+    /** `client.capabilities.set`. */
+    val CLIENT_CAPABILITIES_SET: MethodInfo<ClientCapabilitiesSetParams, ClientCapabilitiesSetResult> = MethodInfo("client.capabilities.set", MethodDirection.CLIENT_REQUEST, "ClientCapabilitiesSetParams", "ClientCapabilitiesSetResult", null, "1.2")
+    /** `thread.list`. */
+    val THREAD_LIST: MethodInfo<ThreadListParams, ThreadListResult> = MethodInfo("thread.list", MethodDirection.CLIENT_REQUEST, "ThreadListParams", "ThreadListResult", null, null)
+    /** `thread.create`. */
+    val THREAD_CREATE: MethodInfo<ThreadCreateParams, ThreadCreateResult> = MethodInfo("thread.create", MethodDirection.CLIENT_REQUEST, "ThreadCreateParams", "ThreadCreateResult", null, null)
+    /** `thread.open`. */
+    val THREAD_OPEN: MethodInfo<ThreadOpenParams, ThreadOpenResult> = MethodInfo("thread.open", MethodDirection.CLIENT_REQUEST, "ThreadOpenParams", "ThreadOpenResult", null, null)
+    /** `thread.snapshot`. */
+    val THREAD_SNAPSHOT: MethodInfo<ThreadSnapshotParams, ThreadSnapshotResult> = MethodInfo("thread.snapshot", MethodDirection.CLIENT_REQUEST, "ThreadSnapshotParams", "ThreadSnapshotResult", null, null)
+    /** `thread.rename`. */
+    val THREAD_RENAME: MethodInfo<ThreadRenameParams, ThreadRenameResult> = MethodInfo("thread.rename", MethodDirection.CLIENT_REQUEST, "ThreadRenameParams", "ThreadRenameResult", null, null)
+    /** `thread.delete`. */
+    val THREAD_DELETE: MethodInfo<ThreadDeleteParams, ThreadDeleteResult> = MethodInfo("thread.delete", MethodDirection.CLIENT_REQUEST, "ThreadDeleteParams", "ThreadDeleteResult", null, null)
+    /** `thread.detach`. */
+    val THREAD_DETACH: MethodInfo<ThreadDetachParams, ThreadDetachResult> = MethodInfo("thread.detach", MethodDirection.CLIENT_REQUEST, "ThreadDetachParams", "ThreadDetachResult", null, null)
+    /** `thread.capabilities`. */
+    val THREAD_CAPABILITIES: MethodInfo<ThreadCapabilitiesParams, ThreadCapabilitiesResult> = MethodInfo("thread.capabilities", MethodDirection.CLIENT_REQUEST, "ThreadCapabilitiesParams", "ThreadCapabilitiesResult", null, null)
+    /** `runtime.events.resume`. */
+    val RUNTIME_EVENTS_RESUME: MethodInfo<RuntimeEventsResumeParams, RuntimeEventsResumeResult> = MethodInfo("runtime.events.resume", MethodDirection.CLIENT_REQUEST, "RuntimeEventsResumeParams", "RuntimeEventsResumeResult", null, "1.3")
+    /** `turn.start`. */
+    val TURN_START: MethodInfo<TurnStartParams, TurnStartResult> = MethodInfo("turn.start", MethodDirection.CLIENT_REQUEST, "TurnStartParams", "TurnStartResult", null, null)
+    /** `turn.cancel`. */
+    val TURN_CANCEL: MethodInfo<TurnCancelParams, TurnCancelResult> = MethodInfo("turn.cancel", MethodDirection.CLIENT_REQUEST, "TurnCancelParams", "TurnCancelResult", null, null)
+    /** `approval.respond`. */
+    val APPROVAL_RESPOND: MethodInfo<ApprovalRespondParams, ApprovalRespondResult> = MethodInfo("approval.respond", MethodDirection.CLIENT_REQUEST, "ApprovalRespondParams", "ApprovalRespondResult", null, null)
+    /** `operation.get`. */
+    val OPERATION_GET: MethodInfo<OperationGetParams, OperationGetResult> = MethodInfo("operation.get", MethodDirection.CLIENT_REQUEST, "OperationGetParams", "OperationGetResult", null, null)
+    /** `operation.result.get`. */
+    val OPERATION_RESULT_GET: MethodInfo<OperationResultGetParams, OperationResultGetResult> = MethodInfo("operation.result.get", MethodDirection.CLIENT_REQUEST, "OperationResultGetParams", "OperationResultGetResult", null, "1.5")
+    /** `attachment.stage`. */
+    val ATTACHMENT_STAGE: MethodInfo<AttachmentStageParams, AttachmentStageResult> = MethodInfo("attachment.stage", MethodDirection.CLIENT_REQUEST, "AttachmentStageParams", "AttachmentStageResult", null, "1.4")
+    /** `attachment.chunk`. */
+    val ATTACHMENT_CHUNK: MethodInfo<AttachmentChunkParams, AttachmentChunkResult> = MethodInfo("attachment.chunk", MethodDirection.CLIENT_REQUEST, "AttachmentChunkParams", "AttachmentChunkResult", null, "1.4")
+    /** `attachment.commit`. */
+    val ATTACHMENT_COMMIT: MethodInfo<AttachmentCommitParams, AttachmentCommitResult> = MethodInfo("attachment.commit", MethodDirection.CLIENT_REQUEST, "AttachmentCommitParams", "AttachmentCommitResult", null, "1.4")
+    /** `attachment.release`. */
+    val ATTACHMENT_RELEASE: MethodInfo<AttachmentReleaseParams, AttachmentReleaseResult> = MethodInfo("attachment.release", MethodDirection.CLIENT_REQUEST, "AttachmentReleaseParams", "AttachmentReleaseResult", null, "1.4")
+    /** `approval.request`. */
+    val APPROVAL_REQUEST: MethodInfo<ApprovalRequestParams, ApprovalRequestResult> = MethodInfo("approval.request", MethodDirection.SERVER_REQUEST, "ApprovalRequestParams", "ApprovalRequestResult", null, "1.1")
+    /** `userInput.request`. */
+    val USER_INPUT_REQUEST: MethodInfo<UserInputRequestParams, UserInputRequestResult> = MethodInfo("userInput.request", MethodDirection.SERVER_REQUEST, "UserInputRequestParams", "UserInputRequestResult", null, "1.2")
+    /** `runtime.event`. */
+    val RUNTIME_EVENT: MethodInfo<RuntimeEventEnvelope, Unit> = MethodInfo("runtime.event", MethodDirection.NOTIFICATION, "RuntimeEventEnvelope", null, null, null)
+    /** `runtime.serverRequest.cancel`. */
+    val RUNTIME_SERVER_REQUEST_CANCEL: MethodInfo<ServerRequestCancelParams, Unit> = MethodInfo("runtime.serverRequest.cancel", MethodDirection.NOTIFICATION, "ServerRequestCancelParams", null, null, "1.1")
+
+    /** Every method, in schema order. */
+    val ALL: List<MethodInfo<*, *>> = listOf(
+        INITIALIZE,
+        CLIENT_CAPABILITIES_SET,
+        THREAD_LIST,
+        THREAD_CREATE,
+        THREAD_OPEN,
+        THREAD_SNAPSHOT,
+        THREAD_RENAME,
+        THREAD_DELETE,
+        THREAD_DETACH,
+        THREAD_CAPABILITIES,
+        RUNTIME_EVENTS_RESUME,
+        TURN_START,
+        TURN_CANCEL,
+        APPROVAL_RESPOND,
+        OPERATION_GET,
+        OPERATION_RESULT_GET,
+        ATTACHMENT_STAGE,
+        ATTACHMENT_CHUNK,
+        ATTACHMENT_COMMIT,
+        ATTACHMENT_RELEASE,
+        APPROVAL_REQUEST,
+        USER_INPUT_REQUEST,
+        RUNTIME_EVENT,
+        RUNTIME_SERVER_REQUEST_CANCEL
+    )
+}

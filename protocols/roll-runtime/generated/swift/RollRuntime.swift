@@ -6643,3 +6643,207 @@ public indirect enum RollRuntimeMessage: Codable, Sendable, Equatable {
         }
     }
 }
+
+/// Who sends a method's message.
+public enum RollRuntimeMethodDirection: String, Sendable {
+    /// A request the client sends and the server answers.
+    case clientRequest
+    /// A request the server sends and the client answers.
+    case serverRequest
+    /// A message nobody answers.
+    case notification
+}
+
+/// One method: its wire name, who sends it, the names of its params and result types (nil
+/// when they are not a named type: no params, any JSON value), and the schema's scope and since.
+public struct RollRuntimeMethodInfo: Sendable, Equatable {
+    public let name: String
+    public let direction: RollRuntimeMethodDirection
+    public let params: String?
+    public let result: String?
+    public let scope: String?
+    public let since: String?
+}
+
+/// A method as a type: its metadata and the types of its params and result (`Void`: none).
+public protocol RollRuntimeMethod {
+    associatedtype Params
+    associatedtype Result
+    static var info: RollRuntimeMethodInfo { get }
+}
+
+/// One type per method, and `all` in schema order.
+public enum RollRuntimeMethods {
+    /// `initialize`.
+    public enum InitializeMethod: RollRuntimeMethod {
+        public typealias Params = InitializeParams
+        public typealias Result = InitializeResult
+        public static let info = RollRuntimeMethodInfo(name: "initialize", direction: .clientRequest, params: "InitializeParams", result: "InitializeResult", scope: nil, since: nil)
+    }
+    /// `client.capabilities.set`.
+    public enum ClientCapabilitiesSetMethod: RollRuntimeMethod {
+        public typealias Params = ClientCapabilitiesSetParams
+        public typealias Result = ClientCapabilitiesSetResult
+        public static let info = RollRuntimeMethodInfo(name: "client.capabilities.set", direction: .clientRequest, params: "ClientCapabilitiesSetParams", result: "ClientCapabilitiesSetResult", scope: nil, since: "1.2")
+    }
+    /// `thread.list`.
+    public enum ThreadListMethod: RollRuntimeMethod {
+        public typealias Params = ThreadListParams
+        public typealias Result = ThreadListResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.list", direction: .clientRequest, params: "ThreadListParams", result: "ThreadListResult", scope: nil, since: nil)
+    }
+    /// `thread.create`.
+    public enum ThreadCreateMethod: RollRuntimeMethod {
+        public typealias Params = ThreadCreateParams
+        public typealias Result = ThreadCreateResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.create", direction: .clientRequest, params: "ThreadCreateParams", result: "ThreadCreateResult", scope: nil, since: nil)
+    }
+    /// `thread.open`.
+    public enum ThreadOpenMethod: RollRuntimeMethod {
+        public typealias Params = ThreadOpenParams
+        public typealias Result = ThreadOpenResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.open", direction: .clientRequest, params: "ThreadOpenParams", result: "ThreadOpenResult", scope: nil, since: nil)
+    }
+    /// `thread.snapshot`.
+    public enum ThreadSnapshotMethod: RollRuntimeMethod {
+        public typealias Params = ThreadSnapshotParams
+        public typealias Result = ThreadSnapshotResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.snapshot", direction: .clientRequest, params: "ThreadSnapshotParams", result: "ThreadSnapshotResult", scope: nil, since: nil)
+    }
+    /// `thread.rename`.
+    public enum ThreadRenameMethod: RollRuntimeMethod {
+        public typealias Params = ThreadRenameParams
+        public typealias Result = ThreadRenameResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.rename", direction: .clientRequest, params: "ThreadRenameParams", result: "ThreadRenameResult", scope: nil, since: nil)
+    }
+    /// `thread.delete`.
+    public enum ThreadDeleteMethod: RollRuntimeMethod {
+        public typealias Params = ThreadDeleteParams
+        public typealias Result = ThreadDeleteResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.delete", direction: .clientRequest, params: "ThreadDeleteParams", result: "ThreadDeleteResult", scope: nil, since: nil)
+    }
+    /// `thread.detach`.
+    public enum ThreadDetachMethod: RollRuntimeMethod {
+        public typealias Params = ThreadDetachParams
+        public typealias Result = ThreadDetachResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.detach", direction: .clientRequest, params: "ThreadDetachParams", result: "ThreadDetachResult", scope: nil, since: nil)
+    }
+    /// `thread.capabilities`.
+    public enum ThreadCapabilitiesMethod: RollRuntimeMethod {
+        public typealias Params = ThreadCapabilitiesParams
+        public typealias Result = ThreadCapabilitiesResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.capabilities", direction: .clientRequest, params: "ThreadCapabilitiesParams", result: "ThreadCapabilitiesResult", scope: nil, since: nil)
+    }
+    /// `runtime.events.resume`.
+    public enum RuntimeEventsResumeMethod: RollRuntimeMethod {
+        public typealias Params = RuntimeEventsResumeParams
+        public typealias Result = RuntimeEventsResumeResult
+        public static let info = RollRuntimeMethodInfo(name: "runtime.events.resume", direction: .clientRequest, params: "RuntimeEventsResumeParams", result: "RuntimeEventsResumeResult", scope: nil, since: "1.3")
+    }
+    /// `turn.start`.
+    public enum TurnStartMethod: RollRuntimeMethod {
+        public typealias Params = TurnStartParams
+        public typealias Result = TurnStartResult
+        public static let info = RollRuntimeMethodInfo(name: "turn.start", direction: .clientRequest, params: "TurnStartParams", result: "TurnStartResult", scope: nil, since: nil)
+    }
+    /// `turn.cancel`.
+    public enum TurnCancelMethod: RollRuntimeMethod {
+        public typealias Params = TurnCancelParams
+        public typealias Result = TurnCancelResult
+        public static let info = RollRuntimeMethodInfo(name: "turn.cancel", direction: .clientRequest, params: "TurnCancelParams", result: "TurnCancelResult", scope: nil, since: nil)
+    }
+    /// `approval.respond`.
+    public enum ApprovalRespondMethod: RollRuntimeMethod {
+        public typealias Params = ApprovalRespondParams
+        public typealias Result = ApprovalRespondResult
+        public static let info = RollRuntimeMethodInfo(name: "approval.respond", direction: .clientRequest, params: "ApprovalRespondParams", result: "ApprovalRespondResult", scope: nil, since: nil)
+    }
+    /// `operation.get`.
+    public enum OperationGetMethod: RollRuntimeMethod {
+        public typealias Params = OperationGetParams
+        public typealias Result = OperationGetResult
+        public static let info = RollRuntimeMethodInfo(name: "operation.get", direction: .clientRequest, params: "OperationGetParams", result: "OperationGetResult", scope: nil, since: nil)
+    }
+    /// `operation.result.get`.
+    public enum OperationResultGetMethod: RollRuntimeMethod {
+        public typealias Params = OperationResultGetParams
+        public typealias Result = OperationResultGetResult
+        public static let info = RollRuntimeMethodInfo(name: "operation.result.get", direction: .clientRequest, params: "OperationResultGetParams", result: "OperationResultGetResult", scope: nil, since: "1.5")
+    }
+    /// `attachment.stage`.
+    public enum AttachmentStageMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentStageParams
+        public typealias Result = AttachmentStageResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.stage", direction: .clientRequest, params: "AttachmentStageParams", result: "AttachmentStageResult", scope: nil, since: "1.4")
+    }
+    /// `attachment.chunk`.
+    public enum AttachmentChunkMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentChunkParams
+        public typealias Result = AttachmentChunkResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.chunk", direction: .clientRequest, params: "AttachmentChunkParams", result: "AttachmentChunkResult", scope: nil, since: "1.4")
+    }
+    /// `attachment.commit`.
+    public enum AttachmentCommitMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentCommitParams
+        public typealias Result = AttachmentCommitResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.commit", direction: .clientRequest, params: "AttachmentCommitParams", result: "AttachmentCommitResult", scope: nil, since: "1.4")
+    }
+    /// `attachment.release`.
+    public enum AttachmentReleaseMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentReleaseParams
+        public typealias Result = AttachmentReleaseResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.release", direction: .clientRequest, params: "AttachmentReleaseParams", result: "AttachmentReleaseResult", scope: nil, since: "1.4")
+    }
+    /// `approval.request`.
+    public enum ApprovalRequestMethod: RollRuntimeMethod {
+        public typealias Params = ApprovalRequestParams
+        public typealias Result = ApprovalRequestResult
+        public static let info = RollRuntimeMethodInfo(name: "approval.request", direction: .serverRequest, params: "ApprovalRequestParams", result: "ApprovalRequestResult", scope: nil, since: "1.1")
+    }
+    /// `userInput.request`.
+    public enum UserInputRequestMethod: RollRuntimeMethod {
+        public typealias Params = UserInputRequestParams
+        public typealias Result = UserInputRequestResult
+        public static let info = RollRuntimeMethodInfo(name: "userInput.request", direction: .serverRequest, params: "UserInputRequestParams", result: "UserInputRequestResult", scope: nil, since: "1.2")
+    }
+    /// `runtime.event`.
+    public enum RuntimeEventMethod: RollRuntimeMethod {
+        public typealias Params = RuntimeEventEnvelope
+        public typealias Result = Void
+        public static let info = RollRuntimeMethodInfo(name: "runtime.event", direction: .notification, params: "RuntimeEventEnvelope", result: nil, scope: nil, since: nil)
+    }
+    /// `runtime.serverRequest.cancel`.
+    public enum RuntimeServerRequestCancelMethod: RollRuntimeMethod {
+        public typealias Params = ServerRequestCancelParams
+        public typealias Result = Void
+        public static let info = RollRuntimeMethodInfo(name: "runtime.serverRequest.cancel", direction: .notification, params: "ServerRequestCancelParams", result: nil, scope: nil, since: "1.1")
+    }
+
+    /// Every method, in schema order.
+    public static let all: [RollRuntimeMethodInfo] = [
+        InitializeMethod.info,
+        ClientCapabilitiesSetMethod.info,
+        ThreadListMethod.info,
+        ThreadCreateMethod.info,
+        ThreadOpenMethod.info,
+        ThreadSnapshotMethod.info,
+        ThreadRenameMethod.info,
+        ThreadDeleteMethod.info,
+        ThreadDetachMethod.info,
+        ThreadCapabilitiesMethod.info,
+        RuntimeEventsResumeMethod.info,
+        TurnStartMethod.info,
+        TurnCancelMethod.info,
+        ApprovalRespondMethod.info,
+        OperationGetMethod.info,
+        OperationResultGetMethod.info,
+        AttachmentStageMethod.info,
+        AttachmentChunkMethod.info,
+        AttachmentCommitMethod.info,
+        AttachmentReleaseMethod.info,
+        ApprovalRequestMethod.info,
+        UserInputRequestMethod.info,
+        RuntimeEventMethod.info,
+        RuntimeServerRequestCancelMethod.info,
+    ]
+}
