@@ -76,6 +76,8 @@ pub struct Ir {
     pub methods: Vec<String>,
     /// Event names: every `event` constant or enum, then the values of `*EventType` enums.
     pub events: Vec<String>,
+    /// Every method with its direction, params and result types (see [`crate::methods`]).
+    pub method_table: Vec<crate::methods::Method>,
     /// Named types in a deterministic order (definitions in document order, each followed by
     /// the inline types first reached from it).
     pub types: Vec<TypeDef>,
@@ -593,6 +595,7 @@ impl<'d> Lowerer<'d> {
             identity,
             methods,
             events,
+            method_table: Vec::new(),
             types,
             root: root_name,
             schema_text: canonical::compact_text(doc.value()),
@@ -604,6 +607,7 @@ impl<'d> Lowerer<'d> {
             long_cycles: BTreeMap::new(),
         };
         ir.compute_cycles();
+        ir.method_table = crate::methods::collect(&ir, doc);
         Ok(ir)
     }
 

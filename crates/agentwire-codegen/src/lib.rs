@@ -7,6 +7,7 @@
 pub(crate) mod emit;
 pub mod error;
 pub mod ir;
+pub mod methods;
 pub mod names;
 
 use std::path::{Path, PathBuf};

@@ -291,9 +291,19 @@ fn kotlin_approval_check() -> (String, usize) {
     let source = format!(
         r#"package agentwire.check
 
+import agentwire.generated.chainlesschain.ContextPlan
+import agentwire.generated.chainlesschain.ContextPlanRequest
+import agentwire.generated.chainlesschain.MethodDirection
+import agentwire.generated.chainlesschain.MethodInfo
+import agentwire.generated.chainlesschain.Methods
 import agentwire.generated.chainlesschain.checkApprovalDecision
 
 fun main() {{
+    // The method map is typed: this assignment compiles only with the right params and result.
+    val plan: MethodInfo<ContextPlanRequest, ContextPlan> = Methods.CONTEXT_PLAN
+    println("methods " + Methods.ALL.size + " " + Methods.ALL.count {{ it.direction == MethodDirection.SERVER_REQUEST }} + " " + plan.name + " " + plan.result)
+    val health = agentwire.generated.openclaw.Methods.HEALTH
+    println("openclaw " + agentwire.generated.openclaw.Methods.ALL.size + " " + health.scope + " " + health.since)
     val cases: List<Triple<String, Boolean, Any?>> = listOf(
 {}
     )
@@ -347,7 +357,9 @@ fn kotlin_compiles_and_approval_checks_fail_closed() {
     );
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
-        format!("ok {cases}")
+        format!(
+            "methods 50 3 context/plan ContextPlan\nopenclaw 410 operator.read <=2026.7\nok {cases}"
+        )
     );
     assert_eq!(cases, 8);
 }
@@ -585,7 +597,7 @@ const SCRATCH_MAIN: &str = r#"
 mod cc;
 mod cycle;
 mod oc;
-// The project's own protocols: compiled, not exercised here.
+// The project's own protocols: compiled, and the Roll method table checked.
 #[allow(unused)]
 mod roll;
 #[allow(unused)]
@@ -605,7 +617,35 @@ __DEBUG__        other => panic!("no type {other}"),
     }
 }
 
+/// The method tables: typed per method (these only compile with the right types) and filled
+/// from each schema's sources.
+fn method_tables() {
+    use cc::Method as _;
+    let plan: fn(<cc::methods::ContextPlan as cc::Method>::Params) -> cc::ContextPlanRequest = |p| p;
+    let result: fn(<cc::methods::ContextPlan as cc::Method>::Result) -> cc::ContextPlan = |r| r;
+    let listed: fn(<roll::methods::ThreadList as roll::Method>::Result) -> roll::ThreadListResult = |r| r;
+    let _ = (plan, result, listed);
+    assert_eq!(cc::methods::ContextPlan::METHOD, "context/plan");
+    let count = |table: &[cc::MethodInfo], d: cc::MethodDirection| table.iter().filter(|m| m.direction == d).count();
+    assert_eq!(
+        [cc::MethodDirection::ClientRequest, cc::MethodDirection::ServerRequest, cc::MethodDirection::Notification].map(|d| count(cc::METHOD_TABLE, d)),
+        [30, 3, 17]
+    );
+    let approval = cc::MethodInfo::find("approval/decide", cc::MethodDirection::ServerRequest).expect("approval/decide");
+    assert_eq!((approval.params, approval.result), (Some("JsonValue"), None));
+    let roll_counts = [roll::MethodDirection::ClientRequest, roll::MethodDirection::ServerRequest, roll::MethodDirection::Notification]
+        .map(|d| roll::METHOD_TABLE.iter().filter(|m| m.direction == d).count());
+    assert_eq!(roll_counts, [20, 2, 2]);
+    let resume = roll::MethodInfo::find("runtime.events.resume", roll::MethodDirection::ClientRequest).expect("resume");
+    assert_eq!((resume.params, resume.result, resume.since), (Some("RuntimeEventsResumeParams"), Some("RuntimeEventsResumeResult"), Some("1.3")));
+    assert_eq!(oc::METHOD_TABLE.len(), 410);
+    let health = oc::MethodInfo::find("health", oc::MethodDirection::ClientRequest).expect("health");
+    assert_eq!((health.scope, health.since), (Some("operator.read"), Some("<=2026.7")));
+    println!("method tables ok");
+}
+
 fn main() {
+    method_tables();
     let path = std::env::args().nth(1).expect("cases file");
     let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut failures = 0;
@@ -747,5 +787,152 @@ fn rust_compiles_and_round_trips_fixtures() {
             .arg("--")
             .arg(&cases_path),
         "the Rust scratch crate",
+    );
+}
+
+/// What the TypeScript and Python method-table checks print: the counts per direction, the
+/// types and metadata of a few methods, and `validateParams` verdicts (ok, first error's
+/// pointer and keyword).
+const METHOD_SUMMARY: &str = "\
+cc clientRequest=30 serverRequest=3 notification=17
+cc context/plan clientRequest ContextPlanRequest ContextPlan None None
+cc approval/decide serverRequest JsonValue None None None
+cc turn/started notification JsonValue None None None
+cc params context/plan {\"bogus\":true} false  required
+cc params future/method {} false  method
+oc clientRequest=410 serverRequest=0 notification=0
+oc health clientRequest None None operator.read <=2026.7
+oc logs.tail clientRequest LogsTailParams LogsTailResult operator.read <=2026.7
+oc params logs.tail {\"limit\":5} true
+oc params logs.tail {\"limit\":0} false /limit minimum
+";
+
+/// The TypeScript script behind [`METHOD_SUMMARY`], given the compiled modules of both schemas.
+const TS_METHOD_SCRIPT: &str = r#"
+const show = (v) => (v === null ? "None" : v);
+const out = [];
+for (const [name, path, entries, calls] of [
+  ["cc", process.argv[1], ["context/plan", "approval/decide", "turn/started"], [["context/plan", { bogus: true }], ["future/method", {}]]],
+  ["oc", process.argv[2], ["health", "logs.tail"], [["logs.tail", { limit: 5 }], ["logs.tail", { limit: 0 }]]],
+]) {
+  const m = require(path);
+  const count = (d) => m.METHOD_TABLE.filter((e) => e.direction === d).length;
+  out.push(name + " clientRequest=" + count("clientRequest") + " serverRequest=" + count("serverRequest") + " notification=" + count("notification"));
+  for (const wanted of entries) {
+    const e = m.METHOD_TABLE.find((e) => e.name === wanted);
+    out.push([name, e.name, e.direction, show(e.params), show(e.result), show(e.scope), show(e.since)].join(" "));
+  }
+  for (const [method, value] of calls) {
+    const r = m.validateParams("clientRequest", method, value);
+    const first = r.errors.length ? " " + r.errors[0].instancePath + " " + r.errors[0].keyword : "";
+    out.push(name + " params " + method + " " + JSON.stringify(value) + " " + r.ok + first);
+  }
+}
+console.log(out.join("\n"));
+"#;
+
+/// Method types used the way a host would: a wrong params type must not compile.
+const TS_METHOD_USE: &str = r#"
+import { ClientRequests, ContextPlanRequest, ContextPlan, Notifications, ServerRequests } from "./chainlesschain";
+export const params: ContextPlanRequest = null as unknown as ClientRequests["context/plan"]["params"];
+export const result: ContextPlan = null as unknown as ClientRequests["context/plan"]["result"];
+// @ts-expect-error thread/start takes a plain object, not a context plan request
+export const wrong: ContextPlanRequest = null as unknown as ClientRequests["thread/start"]["params"];
+export type Server = ServerRequests["approval/decide"]["params"];
+export type Note = Notifications["turn/started"]["params"];
+"#;
+
+/// The method tables of both schemas in TypeScript: per-direction counts, types, scope and
+/// since, and `validateParams` against the params schema; and the typed maps in use.
+#[test]
+fn typescript_method_tables() {
+    let (cc, _) = file(chainlesschain(), Language::TypeScript);
+    let (oc, _) = file(openclaw(), Language::TypeScript);
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-real");
+    let usage = cc.parent().unwrap().join("method_use.ts");
+    write_if_changed(&usage, TS_METHOD_USE);
+    let out = root.join("methods-js");
+    run(
+        agentwire_testkit::require_tsc()
+            .args(["--strict", "--target", "es2020", "--module", "commonjs"])
+            .arg("--rootDir")
+            .arg(&root)
+            .arg("--outDir")
+            .arg(&out)
+            .arg(&cc)
+            .arg(&oc)
+            .arg(&usage),
+        "tsc (methods)",
+    );
+    let output = run(
+        agentwire_testkit::require_node()
+            .arg("-e")
+            .arg(TS_METHOD_SCRIPT)
+            .arg(out.join("chainlesschain/ts/chainlesschain.js"))
+            .arg(out.join("openclaw/ts/openclaw.js")),
+        "node method tables",
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), METHOD_SUMMARY);
+}
+
+/// The Python script behind [`METHOD_SUMMARY`].
+const PY_METHOD_SCRIPT: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import chainlesschain, openclaw
+show = lambda v: "None" if v is None else v
+for name, m, entries, calls in [
+    ("cc", chainlesschain, ["context/plan", "approval/decide", "turn/started"], [("context/plan", {"bogus": True}), ("future/method", {})]),
+    ("oc", openclaw, ["health", "logs.tail"], [("logs.tail", {"limit": 5}), ("logs.tail", {"limit": 0})]),
+]:
+    count = lambda d: sum(1 for e in m.METHOD_TABLE if e.direction == d)
+    print(f"{name} clientRequest={count('clientRequest')} serverRequest={count('serverRequest')} notification={count('notification')}")
+    for wanted in entries:
+        e = next(e for e in m.METHOD_TABLE if e.name == wanted)
+        print(" ".join([name, e.name, e.direction, show(e.params), show(e.result), show(e.scope), show(e.since)]))
+    for method, value in calls:
+        r = m.validate_params("clientRequest", method, value)
+        first = " " + r.errors[0].instance_path + " " + r.errors[0].keyword if r.errors else ""
+        print(f"{name} params {method} {json.dumps(value, separators=(',', ':'))} {str(r.ok).lower()}{first}")
+"#;
+
+/// Overloads typed per method: a host's use of them passes `mypy --strict` only with the right
+/// types (a wrong assignment is flagged, and `warn_unused_ignores` under `--strict` fails the
+/// run if it is not).
+const PY_METHOD_USE: &str = r#"
+import chainlesschain as cc
+
+
+def plan(value: object) -> int:
+    params: cc.ContextPlanRequest = cc.parse_client_request_params("context/plan", value)
+    result: cc.ContextPlan = cc.parse_client_request_result("context/plan", value)
+    wrong: cc.ContextPlanRequest = cc.parse_client_request_params("thread/start", value)  # type: ignore[assignment]
+    return params["modelWindowTokens"] + len(result) + len(wrong)
+"#;
+
+/// The method tables of both schemas in Python, with the same summary as TypeScript, and the
+/// overloaded parsers typed per method under `mypy --strict`.
+#[test]
+fn python_method_tables() {
+    let (cc, _) = file(chainlesschain(), Language::Python);
+    let (oc, _) = file(openclaw(), Language::Python);
+    let output = run(
+        agentwire_testkit::require_python()
+            .arg("-c")
+            .arg(PY_METHOD_SCRIPT)
+            .arg(cc.parent().unwrap())
+            .arg(oc.parent().unwrap()),
+        "python method tables",
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), METHOD_SUMMARY);
+    let usage = cc.parent().unwrap().join("method_use.py");
+    write_if_changed(&usage, PY_METHOD_USE);
+    run(
+        agentwire_testkit::require_mypy()
+            .arg("--strict")
+            .arg(&usage)
+            .env("MYPYPATH", cc.parent().unwrap()),
+        "mypy --strict (method use)",
     );
 }

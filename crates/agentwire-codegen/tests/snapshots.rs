@@ -19,6 +19,7 @@ const SCHEMAS: &[&str] = &[
     "recursive",
     "naming",
     "identity",
+    "methods",
 ];
 
 fn generate(schema: &str, lang: Language) -> String {

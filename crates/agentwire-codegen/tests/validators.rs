@@ -331,11 +331,12 @@ fn generate(schema: &Path, base: &str, root_name: Option<&str>) -> PathBuf {
     let name = schema.file_name().unwrap().to_str().unwrap();
     let mut options = Options::for_schema(name);
     options.base_name = base.to_owned();
+    options.kotlin_package = format!("agentwire.generated.{base}");
     options.root_name = root_name.map(str::to_owned);
     let files = agentwire_codegen::generate_from_document(
         &doc,
         name,
-        &[Language::TypeScript, Language::Python],
+        &[Language::TypeScript, Language::Python, Language::Kotlin],
         &options,
     )
     .unwrap();
@@ -426,6 +427,52 @@ for line in open(sys.argv[3], encoding="utf-8"):
     parse_lines(&output.stdout)
 }
 
+/// `[ok, first instance pointer or null]` per corpus line from the generated Kotlin (its own
+/// `parseJson` reads the lines, `writeJson` prints the verdicts).
+fn kt_verdicts(dir: &Path, base: &str, corpus: &Path) -> Vec<Value> {
+    let main = format!(
+        r#"package agentwire.verdicts
+
+import agentwire.generated.{base}.parseJson
+import agentwire.generated.{base}.validateDefinition
+import agentwire.generated.{base}.validateProtocolMessage
+import agentwire.generated.{base}.writeJson
+
+fun main(args: Array<String>) {{
+    val out = StringBuilder()
+    java.io.File(args[0]).forEachLine(Charsets.UTF_8) {{ line ->
+        if (line.isNotBlank()) {{
+            val case = parseJson(line) as Map<*, *>
+            val t = case["t"] as String
+            val r = if (t == "") validateProtocolMessage(case["m"]) else validateDefinition(t, case["m"])
+            out.append(writeJson(listOf(r.ok, if (r.ok) null else r.errors[0].instancePath))).append('\n')
+        }}
+    }}
+    print(out)
+}}
+"#
+    );
+    let main_path = dir.join("Verdicts.kt");
+    std::fs::write(&main_path, main).unwrap();
+    let classes = dir.join("kotlin-classes");
+    agentwire_testkit::run_ok(
+        agentwire_testkit::require_kotlinc()
+            .args(["-J-Xmx2g", "-nowarn"])
+            .arg(dir.join(format!("kt/{}.kt", agentwire_codegen::names::pascal(base))))
+            .arg(&main_path)
+            .arg("-d")
+            .arg(&classes),
+    );
+    let output = agentwire_testkit::run_ok(
+        agentwire_testkit::require_kotlin()
+            .arg("-classpath")
+            .arg(&classes)
+            .arg("agentwire.verdicts.VerdictsKt")
+            .arg(corpus),
+    );
+    parse_lines(&output.stdout)
+}
+
 fn parse_lines(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
@@ -479,11 +526,13 @@ fn chainlesschain_validators_agree_with_the_sdk() {
     write_ndjson(&corpus_path, &cases);
     let ts = ts_verdicts(&dir, "chainlesschain", &corpus_path);
     let py = py_verdicts(&dir, "chainlesschain", &corpus_path, true);
+    let kt = kt_verdicts(&dir, "chainlesschain", &corpus_path);
     assert_eq!(ts.len(), cases.len());
     assert_eq!(py.len(), cases.len());
+    assert_eq!(kt.len(), cases.len());
     let (mut valid, mut invalid, mut pointers) = (0, 0, 0);
     let mut problems = Vec::new();
-    for ((case, ts), py) in cases.iter().zip(&ts).zip(&py) {
+    for (((case, ts), py), kt) in cases.iter().zip(&ts).zip(&py).zip(&kt) {
         let oracle_ok = py[2].as_bool().unwrap();
         if let Some(expected) = case.get("valid").and_then(Value::as_bool) {
             assert_eq!(
@@ -491,10 +540,10 @@ fn chainlesschain_validators_agree_with_the_sdk() {
                 "the SDK disagrees with its fixture: {case}"
             );
         }
-        if ts[0] != py[2] || py[0] != py[2] {
+        if ts[0] != py[2] || py[0] != py[2] || kt[0] != py[2] {
             problems.push(format!(
-                "verdicts ts={} py={} sdk={}: {case}",
-                ts[0], py[0], py[2]
+                "verdicts ts={} py={} kt={} sdk={}: {case}",
+                ts[0], py[0], kt[0], py[2]
             ));
             continue;
         }
@@ -503,10 +552,10 @@ fn chainlesschain_validators_agree_with_the_sdk() {
             continue;
         }
         invalid += 1;
-        if ts[1] != py[3] || py[1] != py[3] {
+        if ts[1] != py[3] || py[1] != py[3] || kt[1] != py[3] {
             problems.push(format!(
-                "first pointer ts={} py={} sdk={}: {case}",
-                ts[1], py[1], py[3]
+                "first pointer ts={} py={} kt={} sdk={}: {case}",
+                ts[1], py[1], kt[1], py[3]
             ));
         } else {
             pointers += 1;
@@ -568,6 +617,7 @@ fn openclaw_validators_agree_with_ajv() {
     write_ndjson(&corpus_path, &cases);
     let ts = ts_verdicts(&dir, "openclaw", &corpus_path);
     let py = py_verdicts(&dir, "openclaw", &corpus_path, false);
+    let kt = kt_verdicts(&dir, "openclaw", &corpus_path);
     let ajv = agentwire_testkit::run_ok(
         agentwire_testkit::require_node()
             .arg("-e")
@@ -585,9 +635,13 @@ fn openclaw_validators_agree_with_ajv() {
     assert_eq!(ajv.len(), cases.len());
     let mut problems = Vec::new();
     let mut valid = 0;
-    for (((case, ts), py), ajv) in cases.iter().zip(&ts).zip(&py).zip(&ajv) {
-        if ts[0] != json!(*ajv) || py[0] != json!(*ajv) {
-            problems.push(format!("ts={} py={} ajv={ajv}: {case}", ts[0], py[0]));
+    assert_eq!(kt.len(), cases.len());
+    for ((((case, ts), py), kt), ajv) in cases.iter().zip(&ts).zip(&py).zip(&kt).zip(&ajv) {
+        if ts[0] != json!(*ajv) || py[0] != json!(*ajv) || kt[0] != json!(*ajv) {
+            problems.push(format!(
+                "ts={} py={} kt={} ajv={ajv}: {case}",
+                ts[0], py[0], kt[0]
+            ));
         }
         valid += usize::from(*ajv);
     }

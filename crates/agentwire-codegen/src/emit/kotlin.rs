@@ -7,7 +7,7 @@
 //! of several unions.
 
 use crate::emit::{Measure, Quote, TypeNames, field_bounds, header_text, push_block_doc, quote};
-use crate::ir::{Extra, Ir, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
 const KEYWORDS: &[&str] = &[
@@ -71,10 +71,107 @@ const RESERVED: &[&str] = &[
     "Sequence",
     "Lazy",
     "Companion",
+    "MethodDirection",
+    "MethodInfo",
+    "Methods",
+    "ValidationError",
+    "ValidationResult",
+    "ProtocolValidationError",
+    "JsonParser",
+    "IllegalArgumentException",
+    "StringBuilder",
+    "LinkedHashMap",
+    "ArrayList",
+    "HashMap",
+    "Regex",
 ];
+
+/// The schema walker and JSON reader/writer every Kotlin file carries (the standard library
+/// only): JSON Schema draft-07 and 2020-12 keywords over the embedded document.
+const VALIDATOR: &str = include_str!("runtime/validator.kt");
+
+/// Characters per string constant of the embedded schema: a JVM string constant holds at most
+/// 65535 bytes of modified UTF-8, three per character at worst.
+const SCHEMA_CHUNK: usize = 16_000;
+
+/// The readers `fromWire` builds on: each throws IllegalArgumentException for a value of
+/// another JSON kind.
+const WIRE_HELPERS: &str = r#"
+private fun wireObject(raw: Any?, what: String): Map<String, Any?> {
+    require(raw is Map<*, *>) { what + ": expected an object" }
+    for (key in raw.keys) require(key is String) { what + ": keys must be strings" }
+    return raw as Map<String, Any?>
+}
+
+private fun wireField(o: Map<String, Any?>, key: String, what: String): Any? {
+    require(o.containsKey(key)) { what + ": missing key " + key }
+    return o[key]
+}
+
+private fun wireList(raw: Any?): List<Any?> {
+    require(raw is List<*>) { "expected an array" }
+    return raw
+}
+
+private fun wireString(raw: Any?, what: String): String {
+    require(raw is String) { what + ": expected a string" }
+    return raw
+}
+
+private fun wireBoolean(raw: Any?): Boolean {
+    require(raw is Boolean) { "expected a boolean" }
+    return raw
+}
+
+private fun wireLong(raw: Any?): Long = when (raw) {
+    is Long -> raw
+    is Int -> raw.toLong()
+    is Double -> if (raw == Math.rint(raw) && Math.abs(raw) < 9.2e18) raw.toLong() else throw IllegalArgumentException("expected an integer")
+    else -> throw IllegalArgumentException("expected an integer")
+}
+
+private fun wireNumber(raw: Any?): Number {
+    require(raw is Number) { "expected a number" }
+    return raw
+}
+"#;
+
+/// The method-table types, emitted before `object Methods` when the schema has methods.
+const METHOD_SUPPORT: &str = r#"
+/** Who sends a method's message. */
+enum class MethodDirection(val wireValue: String) {
+    /** A request the client sends and the server answers. */
+    CLIENT_REQUEST("clientRequest"),
+    /** A request the server sends and the client answers. */
+    SERVER_REQUEST("serverRequest"),
+    /** A message nobody answers. */
+    NOTIFICATION("notification")
+}
+
+/**
+ * One method: its wire name, who sends it, the names of its params and result types (null when
+ * they are not a named type: no params, any JSON value), and the schema's scope and since. The
+ * type parameters are the Kotlin types of the params and the result (`Unit`: none).
+ */
+class MethodInfo<P, R>(
+    val name: String,
+    val direction: MethodDirection,
+    val params: String?,
+    val result: String?,
+    val scope: String?,
+    val since: String?
+)
+"#;
 
 fn q(s: &str) -> String {
     quote(s, Quote::Json { dollar: true })
+}
+
+fn strip_nullable(ty: &Ty) -> Ty {
+    match ty {
+        Ty::Nullable(inner) => (**inner).clone(),
+        other => other.clone(),
+    }
 }
 
 fn ident(text: &str) -> String {
@@ -110,6 +207,8 @@ pub(crate) fn generate(ir: &Ir, package: &str) -> String {
     for t in &ir.types {
         g.type_def(t);
     }
+    g.definition_validators();
+    g.methods();
     g.out
 }
 
@@ -193,7 +292,413 @@ impl Gen<'_> {
              for (key in required) {\n        require(result.containsKey(key)) { what + \": missing key \" + key }\n    }\n    \
              return result\n}\n",
         );
+        o.push_str(WIRE_HELPERS);
+        o.push_str(&format!(
+            "\nprivate const val DRAFT_07: Boolean = {}\nprivate const val DEFINITIONS_KEY: String = {}\n\n",
+            ir.draft_07,
+            q(&ir.definitions_keyword)
+        ));
+        o.push_str("/** The schema document these types come from, walked by the validators below. */\nprivate val SCHEMA: Any? by lazy { parseJson(schemaText()) }\n\n");
+        o.push_str(&format!(
+            "private fun schemaText(): String {{\n    val text = StringBuilder({})\n",
+            ir.schema_text.len()
+        ));
+        let mut chunk = String::new();
+        for c in ir.schema_text.chars() {
+            chunk.push(c);
+            if chunk.len() >= SCHEMA_CHUNK {
+                o.push_str(&format!("    text.append({})\n", q(&chunk)));
+                chunk.clear();
+            }
+        }
+        if !chunk.is_empty() {
+            o.push_str(&format!("    text.append({})\n", q(&chunk)));
+        }
+        o.push_str("    return text.toString()\n}\n");
+        o.push_str(VALIDATOR);
         self.out.push_str(&o);
+    }
+
+    /// The wire form of an object type: `toWire()` and `companion object { fromWire(raw) }`.
+    /// `fromWire` of a definition validates the whole value against the embedded schema first
+    /// (`fromWire(raw, false)` skips that, as nested values do); then it checks types, required
+    /// and closed keys while building.
+    fn object_wire(&self, ir_name: &str, name: &str, o: &ObjectType, props: &[String]) -> String {
+        let what = q(name);
+        let mut s = String::from(
+            "\n    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */\n    fun toWire(): Map<String, Any?> {\n        val out = LinkedHashMap<String, Any?>()\n",
+        );
+        for (f, prop) in o.fields.iter().zip(props) {
+            let key = q(&f.wire);
+            if f.required {
+                s.push_str(&format!(
+                    "        out[{key}] = {}\n",
+                    self.encode(&f.ty, &format!("this.{prop}"), 0)
+                ));
+            } else {
+                // An optional property is absent when null (Kotlin has one null for both).
+                s.push_str(&format!(
+                    "        this.{prop}?.let {{ v -> out[{key}] = {} }}\n",
+                    self.encode(&strip_nullable(&f.ty), "v", 1)
+                ));
+            }
+        }
+        if o.extra != Extra::Closed {
+            let prop = &props[o.fields.len()];
+            let value = match &o.extra {
+                Extra::Typed(ty) => self.encode(ty, "v", 1),
+                _ => "v".to_owned(),
+            };
+            s.push_str(&format!(
+                "        for ((k, v) in this.{prop}) if (!out.containsKey(k)) out[k] = {value}\n"
+            ));
+        }
+        s.push_str("        return out\n    }\n\n    companion object {\n");
+        let pointer = self.schema_pointer_of(ir_name);
+        s.push_str(&format!(
+            "        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `{}`. */\n",
+            name
+        ));
+        match &pointer {
+            Some(_) => s.push_str(&format!(
+                "        fun fromWire(raw: Any?, validate: Boolean = true): {name} {{\n"
+            )),
+            None => s.push_str(&format!("        fun fromWire(raw: Any?): {name} {{\n")),
+        }
+        if let Some(pointer) = &pointer {
+            s.push_str(&format!(
+                "            if (validate) assertValid(validateAt({}, raw))\n",
+                q(pointer)
+            ));
+        }
+        s.push_str(&format!("            val o = wireObject(raw, {what})\n"));
+        let known = o
+            .fields
+            .iter()
+            .map(|f| q(&f.wire))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if o.extra == Extra::Closed {
+            s.push_str(&format!(
+                "            for (key in o.keys) require(key in KNOWN_KEYS) {{ {what} + \": unexpected key \" + key }}\n"
+            ));
+        }
+        let mut args = Vec::new();
+        for (f, prop) in o.fields.iter().zip(props) {
+            let key = q(&f.wire);
+            if f.required {
+                args.push(format!(
+                    "                {prop} = {}",
+                    self.decode(&f.ty, &format!("wireField(o, {key}, {what})"), 0)
+                ));
+            } else {
+                args.push(format!(
+                    "                {prop} = o[{key}]?.let {{ v -> {} }}",
+                    self.decode(&strip_nullable(&f.ty), "v", 1)
+                ));
+            }
+        }
+        if o.extra != Extra::Closed {
+            let prop = &props[o.fields.len()];
+            let value = match &o.extra {
+                Extra::Typed(ty) => self.decode(ty, "v", 1),
+                _ => "v".to_owned(),
+            };
+            args.push(format!(
+                "                {prop} = o.filterKeys {{ it !in KNOWN_KEYS }}.mapValues {{ (_, v) -> {value} }}"
+            ));
+        }
+        if args.is_empty() {
+            s.push_str(&format!("            return {name}()\n        }}\n"));
+        } else {
+            s.push_str(&format!(
+                "            return {name}(\n{}\n            )\n        }}\n",
+                args.join(",\n")
+            ));
+        }
+        s.push_str(&format!(
+            "\n        private val KNOWN_KEYS: Set<String> = setOf({known})\n    }}\n"
+        ));
+        s
+    }
+
+    /// `fromWire` (and `fromWireKnown`: unknown variants of open unions, at any depth, are an
+    /// error) of a union, inside its sealed class.
+    fn union_wire(&self, ir_name: &str, name: &str, u: &UnionType) -> String {
+        let what = q(name);
+        let pointer = self.schema_pointer_of(ir_name);
+        let mut s = String::from("\n    companion object {\n");
+        let validate = pointer.as_ref().map(|p| {
+            format!(
+                "            if (validate) assertValid(validateAt({}, raw))\n",
+                q(p)
+            )
+        });
+        let signature = |f: &str| match &pointer {
+            Some(_) => {
+                format!("fun {f}(raw: kotlin.Any?, validate: kotlin.Boolean = true): {name}")
+            }
+            None => format!("fun {f}(raw: kotlin.Any?): {name}"),
+        };
+        let qualified = format!("{}.{name}", self.package);
+        match &u.tag {
+            Some(tag) => {
+                for (f, known) in [("fromWire", false), ("fromWireKnown", true)] {
+                    s.push_str(&format!(
+                        "        /** Decodes the decoded-JSON form by its `{}` tag{}. */\n        {} {{\n",
+                        tag.replace('`', "'"),
+                        if known { "; an unknown tag is an error even in an open union" } else { "" },
+                        signature(f)
+                    ));
+                    if let Some(v) = &validate {
+                        s.push_str(v);
+                    }
+                    s.push_str(&format!(
+                        "            val o = wireObject(raw, {what})\n            return when (wireField(o, {}, {what})) {{\n",
+                        q(tag)
+                    ));
+                    for v in &u.variants {
+                        let tags = v
+                            .tags
+                            .iter()
+                            .map(|t| t.as_text().map(q).unwrap_or_else(|| t.literal()))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        s.push_str(&format!(
+                            "                {tags} -> {qualified}.{}({})\n",
+                            v.name,
+                            self.decode_variant(&v.ty, "o", known)
+                        ));
+                    }
+                    if u.open && !known {
+                        let unknown = super::rust::unknown_case(u);
+                        let mut required = super::rust::common_required(self.ir, u, tag);
+                        required.insert(0, tag.clone());
+                        s.push_str(&format!(
+                            "                else -> {{\n                    for (key in listOf({})) wireField(o, key, {what})\n                    {qualified}.{unknown}(o)\n                }}\n",
+                            required.iter().map(|k| q(k)).collect::<Vec<_>>().join(", ")
+                        ));
+                    } else {
+                        s.push_str(&format!(
+                            "                else -> throw IllegalArgumentException({what} + \": unknown {} \" + o[{}])\n",
+                            tag.replace('"', "'").replace('$', ""),
+                            q(tag)
+                        ));
+                    }
+                    s.push_str("            }\n        }\n");
+                }
+            }
+            None => {
+                // Every variant strictly first (no unknown variant anywhere), then each variant
+                // as itself: a value known somewhere is never kept raw by an open variant.
+                for (f, known) in [("fromWire", false), ("fromWireKnown", true)] {
+                    s.push_str(&format!(
+                        "        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */\n        {} {{\n",
+                        signature(f)
+                    ));
+                    if let Some(v) = &validate {
+                        s.push_str(v);
+                    }
+                    let passes: &[bool] = if known { &[true] } else { &[true, false] };
+                    for &strict in passes {
+                        for v in &u.variants {
+                            s.push_str(&format!(
+                                "            try {{\n                return {qualified}.{}({})\n            }} catch (e: IllegalArgumentException) {{\n            }}\n",
+                                v.name,
+                                self.decode_variant(&v.ty, "raw", strict)
+                            ));
+                        }
+                    }
+                    s.push_str(&format!(
+                        "            throw IllegalArgumentException({what} + \": no variant matches\")\n        }}\n"
+                    ));
+                }
+            }
+        }
+        s.push_str("    }\n");
+        s
+    }
+
+    /// The decode expression of a union variant's value: `fromWireKnown` for a union when
+    /// `known`, without a second schema check.
+    fn decode_variant(&self, ty: &Ty, expr: &str, known: bool) -> String {
+        if let Ty::Ref(name) = ty
+            && let Some(TypeKind::Union(_)) = self.ir.get(name).map(|t| &t.kind)
+        {
+            let f = if known { "fromWireKnown" } else { "fromWire" };
+            let validate = if self.schema_pointer_of(name).is_some() {
+                ", false"
+            } else {
+                ""
+            };
+            return format!("{}.{}.{f}({expr}{validate})", self.package, self.name(name));
+        }
+        self.decode(ty, expr, 2)
+    }
+
+    /// The pointer the `fromWire` of a type validates against: definitions and the document
+    /// root (nested types are checked as part of them).
+    fn schema_pointer_of(&self, ir_name: &str) -> Option<String> {
+        let t = self.ir.get(ir_name)?;
+        let is_definition = self.ir.definitions.iter().any(|(_, n)| n == ir_name);
+        (is_definition || t.pointer.is_empty()).then(|| t.pointer.clone())
+    }
+
+    /// A Kotlin expression decoding `expr` (decoded JSON) as `ty`; `depth` names lambda
+    /// parameters apart.
+    fn decode(&self, ty: &Ty, expr: &str, depth: usize) -> String {
+        let x = format!("x{depth}");
+        match ty {
+            Ty::Any => expr.to_owned(),
+            Ty::Bool => format!("wireBoolean({expr})"),
+            Ty::Int => format!("wireLong({expr})"),
+            Ty::Number => format!("wireNumber({expr})"),
+            Ty::String => format!("wireString({expr}, \"string\")"),
+            Ty::Array(inner) => format!(
+                "wireList({expr}).map {{ {x} -> {} }}",
+                self.decode(inner, &x, depth + 1)
+            ),
+            Ty::Map(inner) => format!(
+                "wireObject({expr}, \"object\").mapValues {{ (_, {x}) -> {} }}",
+                self.decode(inner, &x, depth + 1)
+            ),
+            Ty::Ref(name) => match self.ir.get(name).map(|t| &t.kind) {
+                Some(TypeKind::Alias(target)) => self.decode(target, expr, depth),
+                Some(kind) => {
+                    let checks = matches!(kind, TypeKind::Object(_) | TypeKind::Union(_));
+                    let validate = if checks && self.schema_pointer_of(name).is_some() {
+                        ", false"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{}.{}.fromWire({expr}{validate})",
+                        self.package,
+                        self.name(name)
+                    )
+                }
+                None => expr.to_owned(),
+            },
+            Ty::Nullable(inner) => format!(
+                "{expr}?.let {{ {x} -> {} }}",
+                self.decode(inner, &x, depth + 1)
+            ),
+        }
+    }
+
+    /// A Kotlin expression encoding the Kotlin value `expr` of type `ty` into decoded JSON.
+    fn encode(&self, ty: &Ty, expr: &str, depth: usize) -> String {
+        let x = format!("x{depth}");
+        match ty {
+            Ty::Any | Ty::Bool | Ty::Int | Ty::Number | Ty::String => expr.to_owned(),
+            Ty::Array(inner) => match self.encode(inner, &x, depth + 1) {
+                e if e == x => expr.to_owned(),
+                e => format!("{expr}.map {{ {x} -> {e} }}"),
+            },
+            Ty::Map(inner) => match self.encode(inner, &x, depth + 1) {
+                e if e == x => expr.to_owned(),
+                e => format!("{expr}.mapValues {{ (_, {x}) -> {e} }}"),
+            },
+            Ty::Ref(name) => match self.ir.get(name).map(|t| &t.kind) {
+                Some(TypeKind::Alias(target)) => self.encode(target, expr, depth),
+                Some(_) => format!("{expr}.toWire()"),
+                None => expr.to_owned(),
+            },
+            Ty::Nullable(inner) => match self.encode(inner, &x, depth + 1) {
+                e if e == x => expr.to_owned(),
+                e => format!("{expr}?.let {{ {x} -> {e} }}"),
+            },
+        }
+    }
+
+    /// `validate<Definition>` and `assert<Definition>` for every definition.
+    fn definition_validators(&mut self) {
+        let mut scope = NameScope::with_reserved(&[
+            "validateAt",
+            "validateProtocolMessage",
+            "validateDefinition",
+            "assertValid",
+            "parseJson",
+            "writeJson",
+            "decodeProtocolMessage",
+            "encodeProtocolMessage",
+        ]);
+        let mut s = String::new();
+        if let Some(root) = &self.ir.root {
+            let ty = Ty::Ref(root.clone());
+            let name = self.ty(&ty, false);
+            s.push_str(&format!(
+                "\n/** Decodes a whole message (decoded JSON, see `parseJson`) as `{name}` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */\n\
+                 fun decodeProtocolMessage(raw: Any?): {name} {{\n    assertValid(validateProtocolMessage(raw))\n    return {}\n}}\n",
+                self.decode_variant(&ty, "raw", false)
+            ));
+            s.push_str(&format!(
+                "\n/** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */\nfun encodeProtocolMessage(value: {name}): Any? = {}\n",
+                self.encode(&ty, "value", 0)
+            ));
+        }
+        for (key, ir_name) in &self.ir.definitions {
+            let name = self.name(ir_name);
+            let validate = scope.claim(&format!("validate{name}"));
+            let assert = scope.claim(&format!("assert{name}"));
+            let doc_key = key.replace("*/", "*\\/").replace('`', "'");
+            s.push_str(&format!(
+                "\n/** Validates `value` (decoded JSON) against the definition `{doc_key}`. */\nfun {validate}(value: Any?): ValidationResult = validateDefinition({}, value)\n",
+                q(key)
+            ));
+            s.push_str(&format!(
+                "/** Throws ProtocolValidationError unless `value` is a valid `{doc_key}`. */\nfun {assert}(value: Any?) = assertValid(validateDefinition({}, value))\n",
+                q(key)
+            ));
+        }
+        self.out.push_str(&s);
+    }
+
+    /// The method metadata: `MethodDirection`, `MethodInfo<P, R>` (whose type parameters are the
+    /// params and result types) and `object Methods` with one value per method and `ALL`;
+    /// nothing when the schema has no methods.
+    fn methods(&mut self) {
+        let ir = self.ir;
+        if ir.method_table.is_empty() {
+            return;
+        }
+        let lit = |s: Option<&str>| s.map_or_else(|| "null".to_owned(), q);
+        let named = |ty: Option<&Ty>| match ty {
+            Some(Ty::Ref(name)) => Some(self.name(name)),
+            _ => None,
+        };
+        let mut s = String::from(METHOD_SUPPORT);
+        s.push_str("\n/** Every method of the protocol, one value each, and `ALL` in schema order. */\nobject Methods {\n");
+        let mut scope = NameScope::with_reserved(&["ALL"]);
+        let mut values = Vec::new();
+        for m in &ir.method_table {
+            let value = scope.claim(&names::screaming(&m.type_name));
+            let params = m
+                .params
+                .as_ref()
+                .map_or_else(|| "Unit".to_owned(), |t| self.ty(t, false));
+            let result = m
+                .result
+                .as_ref()
+                .map_or_else(|| "Unit".to_owned(), |t| self.ty(t, false));
+            let direction = names::screaming(m.direction.wire());
+            s.push_str(&format!(
+                "    /** `{}`. */\n    val {value}: MethodInfo<{params}, {result}> = MethodInfo({}, MethodDirection.{direction}, {}, {}, {}, {})\n",
+                m.name.replace("*/", "*\\/").replace('`', "'"),
+                q(&m.name),
+                lit(named(m.params.as_ref()).as_deref()),
+                lit(named(m.result.as_ref()).as_deref()),
+                lit(m.scope.as_deref()),
+                lit(m.since.as_deref()),
+            ));
+            values.push(value);
+        }
+        // No trailing comma: Kotlin before 1.4 rejects it.
+        s.push_str(&format!(
+            "\n    /** Every method, in schema order. */\n    val ALL: List<MethodInfo<*, *>> = listOf(\n{}\n    )\n}}\n",
+            values.iter().map(|v| format!("        {v}")).collect::<Vec<_>>().join(",\n")
+        ));
+        self.out.push_str(&s);
     }
 
     /// `qualified`: inside a sealed class, whose case names (`Map`, `String`, a type's own
@@ -268,12 +773,14 @@ impl Gen<'_> {
                 let mut scope = NameScope::new();
                 let mut params = Vec::new();
                 let mut checks = Vec::new();
+                let mut props = Vec::new();
                 for f in &o.fields {
                     let mut p = String::new();
                     let mut doc = f.doc.clone();
                     doc.push(format!("Wire name: `{}`.", f.wire.replace('`', "'")));
                     push_block_doc(&mut p, "    ", &doc);
                     let prop = ident(&scope.claim(&names::camel(&f.wire)));
+                    props.push(prop.clone());
                     let ty = self.ty(&f.ty, false);
                     let nullable = !f.required || self.renders_nullable(&f.ty);
                     for (measure, is_min, bound) in field_bounds(f) {
@@ -310,6 +817,7 @@ impl Gen<'_> {
                 }
                 if o.extra != Extra::Closed {
                     let prop = ident(&scope.claim("extra"));
+                    props.push(prop.clone());
                     let value = match &o.extra {
                         Extra::Typed(ty) => self.ty(ty, false),
                         _ => "Any?".to_owned(),
@@ -318,21 +826,22 @@ impl Gen<'_> {
                         "    /** Properties the schema does not name, kept as they are. */\n    val {prop}: Map<String, {value}> = emptyMap()"
                     ));
                 }
+                let wire = self.object_wire(&t.name, &name, o, &props);
                 if params.is_empty() {
                     s.push_str(&format!(
-                        "class {name} {{\n    override fun equals(other: Any?): Boolean = other is {name}\n    override fun hashCode(): Int = 0\n    override fun toString(): String = {}\n}}\n",
+                        "class {name} {{\n    override fun equals(other: Any?): Boolean = other is {name}\n    override fun hashCode(): Int = 0\n    override fun toString(): String = {}\n{wire}}}\n",
                         q(&format!("{name}()"))
                     ));
                 } else {
-                    s.push_str(&format!("data class {name}(\n{}\n)", params.join(",\n")));
-                    if checks.is_empty() {
-                        s.push('\n');
-                    } else {
-                        s.push_str(&format!(
-                            " {{\n    init {{\n{}    }}\n}}\n",
-                            checks.concat()
-                        ));
+                    s.push_str(&format!(
+                        "data class {name}(\n{}\n) {{\n",
+                        params.join(",\n")
+                    ));
+                    if !checks.is_empty() {
+                        s.push_str(&format!("    init {{\n{}    }}\n", checks.concat()));
                     }
+                    s.push_str(&wire);
+                    s.push_str("}\n");
                 }
             }
             TypeKind::Enum(values) => {
@@ -345,29 +854,35 @@ impl Gen<'_> {
                     "enum class {name}(val wireValue: String) {{\n{};\n\n",
                     entries.join(",\n")
                 ));
+                s.push_str("    /** The wire form: the wire value. */\n    fun toWire(): String = wireValue\n\n");
                 s.push_str(&format!(
-                    "    companion object {{\n        /** The entry with this wire value, or null for a value this version does not know. */\n        fun fromWireValue(value: String): {name}? = values().firstOrNull {{ it.wireValue == value }}\n    }}\n}}\n"
+                    "    companion object {{\n        /** The entry with this wire value, or null for a value this version does not know. */\n        fun fromWireValue(value: String): {name}? = values().firstOrNull {{ it.wireValue == value }}\n\n        \
+                     /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */\n        \
+                     fun fromWire(raw: Any?): {name} = fromWireValue(wireString(raw, {what})) ?: throw IllegalArgumentException({what} + \": unknown value \" + raw)\n    }}\n}}\n",
+                    what = q(&name)
                 ));
             }
             TypeKind::Alias(ty) => {
                 s.push_str(&format!("typealias {name} = {}\n", self.ty(ty, false)))
             }
             TypeKind::Union(u) => {
-                s.push_str(&format!("sealed class {name} {{\n"));
+                s.push_str(&format!("sealed class {name} {{\n    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */\n    abstract fun toWire(): kotlin.Any?\n\n"));
                 for v in &u.variants {
                     s.push_str(&format!(
-                        "    data class {}(val value: {}) : {name}()\n",
+                        "    data class {}(val value: {}) : {name}() {{\n        override fun toWire(): kotlin.Any? = {}\n    }}\n",
                         v.name,
-                        self.ty(&v.ty, true)
+                        self.ty(&v.ty, true),
+                        self.encode(&v.ty, "value", 0)
                     ));
                 }
                 if u.open && u.tag.is_some() {
                     let unknown = super::rust::unknown_case(u);
                     s.push_str("    /** A variant this version does not know, kept as the decoded JSON object. */\n");
                     s.push_str(&format!(
-                        "    data class {unknown}(val raw: kotlin.collections.Map<kotlin.String, kotlin.Any?>) : {name}()\n"
+                        "    data class {unknown}(val raw: kotlin.collections.Map<kotlin.String, kotlin.Any?>) : {name}() {{\n        override fun toWire(): kotlin.Any? = raw\n    }}\n"
                     ));
                 }
+                s.push_str(&self.union_wire(&t.name, &name, u));
                 s.push_str("}\n");
                 if let Some(tag) = &u.tag {
                     self.checker(&mut s, &name, tag, u);

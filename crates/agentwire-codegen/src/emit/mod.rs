@@ -25,7 +25,7 @@ pub(crate) fn generate(ir: &Ir, lang: Language, options: &Options) -> GeneratedF
         ),
         Language::Swift => (
             format!("{}.swift", crate::names::pascal(&options.base_name)),
-            swift::generate(ir),
+            swift::generate(ir, &options.base_name),
         ),
     };
     GeneratedFile {

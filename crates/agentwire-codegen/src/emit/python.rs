@@ -4,6 +4,7 @@
 
 use crate::emit::{Quote, TypeNames, header_text, push_doc, quote};
 use crate::ir::{Ir, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::methods::MethodDirection;
 use crate::names;
 
 const RESERVED: &[&str] = &[
@@ -29,11 +30,54 @@ const RESERVED: &[&str] = &[
     "ValidationError",
     "ValidationResult",
     "ProtocolValidationError",
+    "MethodInfo",
+    "overload",
 ];
 
 /// The schema walker every Python file carries (standard library only): JSON Schema draft-07
 /// and 2020-12 keywords over the embedded document.
 const VALIDATOR: &str = include_str!("runtime/validator.py");
+
+/// The method-table type, emitted before `METHOD_TABLE` when the schema has methods.
+const METHOD_SUPPORT: &str = r#"
+
+
+class MethodInfo(NamedTuple):
+    """One method: its wire name, who sends it (clientRequest, serverRequest, notification), the
+    names of its params and result types (None when they are not a named type: no params, any
+    JSON value), and the schema's scope and since."""
+
+    name: str
+    direction: str
+    params: Optional[str]
+    result: Optional[str]
+    scope: Optional[str]
+    since: Optional[str]
+"#;
+
+/// `validate_params` and `validate_result`, after `_METHOD_SCHEMAS`.
+const METHOD_VALIDATORS: &str = r#"
+
+
+def _validate_method_part(direction: str, method: str, part: int, value: object) -> ValidationResult:
+    schemas = _METHOD_SCHEMAS.get(direction + " " + method)
+    if schemas is None:
+        return ValidationResult(False, (ValidationError("", "method", "unknown " + direction + " method " + json.dumps(method)),))
+    pointer = schemas[part]
+    return ValidationResult(True, ()) if pointer is None else validate_at(pointer, value)
+
+
+def validate_params(direction: str, method: str, params: object) -> ValidationResult:
+    """Validates the params of method sent as direction against its params type (any value
+    passes when the type is not a named one)."""
+    return _validate_method_part(direction, method, 0, params)
+
+
+def validate_result(direction: str, method: str, result: object) -> ValidationResult:
+    """Validates the result of a method request against its result type (any value passes when
+    the schema does not name one)."""
+    return _validate_method_part(direction, method, 1, result)
+"#;
 
 fn q(s: &str) -> String {
     quote(s, Quote::Json { dollar: false })
@@ -58,6 +102,7 @@ pub(crate) fn generate(ir: &Ir) -> String {
         g.type_def(t);
     }
     g.definition_validators();
+    g.methods();
     g.out
 }
 
@@ -75,7 +120,12 @@ impl Gen<'_> {
         ));
         o.push_str("from __future__ import annotations\n\n");
         o.push_str("import json\nimport re\n");
-        o.push_str("from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union, cast\n");
+        o.push_str("from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union, cast");
+        o.push_str(if ir.method_table.is_empty() {
+            "\n"
+        } else {
+            ", overload\n"
+        });
         o.push_str("from urllib.parse import unquote\n\n");
         o.push_str("if TYPE_CHECKING:\n    from typing_extensions import TypeAlias\n\n");
         o.push_str(&format!("SCHEMA_DIGEST = {}\n", q(&ir.digest)));
@@ -280,6 +330,97 @@ impl Gen<'_> {
     }
 
     /// `validate_<definition>` and `assert_<definition>` for every definition.
+    /// The method metadata: `METHOD_TABLE`, `validate_params`/`validate_result`, and one
+    /// overloaded `parse_<direction>_params`/`_result` per direction whose overloads map each
+    /// method name to its params or result type; nothing when the schema has no methods.
+    fn methods(&mut self) {
+        let ir = self.ir;
+        if ir.method_table.is_empty() {
+            return;
+        }
+        let lit = |s: Option<&str>| s.map_or_else(|| "None".to_owned(), q);
+        let named = |ty: Option<&Ty>| match ty {
+            Some(Ty::Ref(name)) => Some(self.name(name)),
+            _ => None,
+        };
+        let mut s = String::from(METHOD_SUPPORT);
+        s.push_str("\n\n# Every method of the protocol, in schema order.\nMETHOD_TABLE: Tuple[MethodInfo, ...] = (\n");
+        for m in &ir.method_table {
+            s.push_str(&format!(
+                "    MethodInfo({}, {}, {}, {}, {}, {}),\n",
+                q(&m.name),
+                q(m.direction.wire()),
+                lit(named(m.params.as_ref()).as_deref()),
+                lit(named(m.result.as_ref()).as_deref()),
+                lit(m.scope.as_deref()),
+                lit(m.since.as_deref()),
+            ));
+        }
+        s.push_str(")\n\n_METHOD_SCHEMAS: Dict[str, Tuple[Optional[str], Optional[str]]] = {\n");
+        for m in &ir.method_table {
+            s.push_str(&format!(
+                "    {}: ({}, {}),\n",
+                q(&format!("{} {}", m.direction.wire(), m.name)),
+                lit(m.params_schema.as_deref()),
+                lit(m.result_schema.as_deref()),
+            ));
+        }
+        s.push_str("}\n");
+        s.push_str(METHOD_VALIDATORS);
+        for direction in MethodDirection::ALL {
+            let entries: Vec<_> = ir
+                .method_table
+                .iter()
+                .filter(|m| m.direction == direction)
+                .collect();
+            // A direction without methods gets no parser.
+            if entries.is_empty() {
+                continue;
+            }
+            let snake = names::snake(direction.wire());
+            let mut parts = vec![(0, "params")];
+            if direction != MethodDirection::Notification {
+                parts.push((1, "result"));
+            }
+            for (part, word) in parts {
+                let function = format!("parse_{snake}_{word}");
+                let ty_of = |m: &crate::methods::Method| {
+                    let ty = if part == 0 { &m.params } else { &m.result };
+                    ty.as_ref()
+                        .map_or_else(|| "None".to_owned(), |t| self.ty(t))
+                };
+                let doc = q(&format!(
+                    "Returns the {word} of a {} method typed, or raises ProtocolValidationError.",
+                    direction.wire()
+                ));
+                let body = format!(
+                    "    {doc}\n    _assert_valid(_validate_method_part({}, method, {part}, value))\n",
+                    q(direction.wire())
+                );
+                if let [only] = entries.as_slice() {
+                    // `overload` needs two signatures at least: one method is a plain function.
+                    s.push_str(&format!(
+                        "\n\ndef {function}(method: Literal[{}], value: object) -> {ty}:\n{body}    return cast({ty}, value)\n",
+                        q(&only.name),
+                        ty = ty_of(only)
+                    ));
+                    continue;
+                }
+                for m in &entries {
+                    s.push_str(&format!(
+                        "\n\n@overload\ndef {function}(method: Literal[{}], value: object) -> {}: ...\n",
+                        q(&m.name),
+                        ty_of(m)
+                    ));
+                }
+                s.push_str(&format!(
+                    "\n\ndef {function}(method: str, value: object) -> object:\n{body}    return value\n"
+                ));
+            }
+        }
+        self.out.push_str(&s);
+    }
+
     fn definition_validators(&mut self) {
         let mut scope = names::NameScope::with_reserved(&[
             "validate_at",

@@ -127,22 +127,101 @@ fn ident(text: &str) -> String {
 struct Gen<'a> {
     ir: &'a Ir,
     type_names: TypeNames,
+    /// Prefix of the module-level helper names (`ChainlessChainMethods`), so that several
+    /// generated files can share one Swift module.
+    prefix: String,
     out: String,
 }
 
+/// The prefix of a file's helper names: the protocol name in PascalCase, else the file's base
+/// name.
+fn helper_prefix(ir: &Ir, base_name: &str) -> String {
+    names::pascal(ir.identity.name.as_deref().unwrap_or(base_name))
+}
+
 /// Generates the Swift file text.
-pub(crate) fn generate(ir: &Ir) -> String {
-    let type_names = TypeNames::claim(ir, RESERVED);
+pub(crate) fn generate(ir: &Ir, base_name: &str) -> String {
+    let prefix = helper_prefix(ir, base_name);
+    let helpers: Vec<String> = [
+        "MethodDirection",
+        "MethodInfo",
+        "Method",
+        "Methods",
+        "Protocol",
+        "JSONValue",
+        "Indirect",
+        "AnyCodingKey",
+    ]
+    .iter()
+    .map(|h| format!("{prefix}{h}"))
+    .collect();
+    let mut reserved: Vec<&str> = RESERVED.to_vec();
+    reserved.extend(helpers.iter().map(String::as_str));
+    let type_names = TypeNames::claim(ir, &reserved);
     let mut g = Gen {
         ir,
         type_names,
+        prefix,
         out: String::new(),
     };
     g.preamble();
     for t in &ir.types {
         g.type_def(t);
     }
-    g.out
+    g.methods();
+    rename_helpers(&g.out, &g.prefix)
+}
+
+/// The support types' names, prefixed with the file's helper prefix wherever they appear as an
+/// identifier (not inside string literals or comments), so that several generated files can
+/// share one module.
+const HELPER_TYPES: &[&str] = &["JSONValue", "Indirect", "AnyCodingKey"];
+
+fn rename_helpers(text: &str, prefix: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.split_inclusive('\n') {
+        let mut chars = line.char_indices().peekable();
+        let mut word_start: Option<usize> = None;
+        let flush = |out: &mut String, word: &str| {
+            if HELPER_TYPES.contains(&word) {
+                out.push_str(prefix);
+            }
+            out.push_str(word);
+        };
+        while let Some((i, c)) = chars.next() {
+            if c.is_alphanumeric() || c == '_' {
+                word_start.get_or_insert(i);
+                continue;
+            }
+            if let Some(start) = word_start.take() {
+                flush(&mut out, &line[start..i]);
+            }
+            if c == '/' && chars.peek().is_some_and(|(_, n)| *n == '/') {
+                // A comment: the rest of the line as it is.
+                out.push_str(&line[i..]);
+                break;
+            }
+            out.push(c);
+            if c == '"' {
+                // A string literal: copied up to its closing quote.
+                let mut escaped = false;
+                for (_, d) in chars.by_ref() {
+                    out.push(d);
+                    if escaped {
+                        escaped = false;
+                    } else if d == '\\' {
+                        escaped = true;
+                    } else if d == '"' {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(start) = word_start {
+            flush(&mut out, &line[start..]);
+        }
+    }
+    out
 }
 
 const SUPPORT: &str = r#"
@@ -212,7 +291,7 @@ public struct AnyCodingKey: CodingKey, Sendable {
 }
 
 /// Throws when the object being decoded has a key outside `allowed` (closed objects).
-func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
+fileprivate func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
     let container = try decoder.container(keyedBy: AnyCodingKey.self)
     for key in container.allKeys where !allowed.contains(key.stringValue) {
         throw DecodingError.dataCorruptedError(
@@ -228,7 +307,8 @@ impl Gen<'_> {
 
     fn preamble(&mut self) {
         let ir = self.ir;
-        let mut o = format!("// {}\n\nimport Foundation\n\n", header_text(ir));
+        let mut head = format!("// {}\n\nimport Foundation\n\n", header_text(ir));
+        let mut o = String::new();
         o.push_str(&format!("/// Protocol digest of the schema these types come from.\npublic let SCHEMA_DIGEST = {}\n", q(&ir.digest)));
         if let Some(id) = &ir.schema_id {
             o.push_str(&format!(
@@ -293,8 +373,82 @@ impl Gen<'_> {
                 list(&ir.events)
             ));
         }
-        o.push_str(SUPPORT);
-        self.out.push_str(&o);
+        // The constants live in one namespace per file, so that several files share a module.
+        head.push_str(&format!(
+            "/// The protocol constants of this file.\npublic enum {}Protocol {{\n",
+            self.prefix
+        ));
+        for line in o.lines() {
+            head.push_str(&format!(
+                "    {}\n",
+                line.replace("public let ", "public static let ")
+            ));
+        }
+        head.push_str("}\n");
+        head.push_str(SUPPORT);
+        self.out.push_str(&head);
+    }
+
+    /// The method metadata: `<P>MethodDirection`, `<P>MethodInfo`, the protocol `<P>Method`
+    /// (associated `Params` and `Result` types) and `enum <P>Methods` with one `…Method` type per
+    /// method and `all`; nothing when the schema has no methods.
+    fn methods(&mut self) {
+        let ir = self.ir;
+        if ir.method_table.is_empty() {
+            return;
+        }
+        let p = &self.prefix;
+        let lit = |s: Option<&str>| s.map_or_else(|| "nil".to_owned(), q);
+        let named = |ty: Option<&Ty>| match ty {
+            Some(Ty::Ref(name)) => Some(self.name(name)),
+            _ => None,
+        };
+        let mut s = format!(
+            "\n/// Who sends a method's message.\npublic enum {p}MethodDirection: String, Sendable {{\n    \
+             /// A request the client sends and the server answers.\n    case clientRequest\n    \
+             /// A request the server sends and the client answers.\n    case serverRequest\n    \
+             /// A message nobody answers.\n    case notification\n}}\n\n\
+             /// One method: its wire name, who sends it, the names of its params and result types (nil\n\
+             /// when they are not a named type: no params, any JSON value), and the schema's scope and since.\n\
+             public struct {p}MethodInfo: Sendable, Equatable {{\n    \
+             public let name: String\n    public let direction: {p}MethodDirection\n    \
+             public let params: String?\n    public let result: String?\n    \
+             public let scope: String?\n    public let since: String?\n}}\n\n\
+             /// A method as a type: its metadata and the types of its params and result (`Void`: none).\n\
+             public protocol {p}Method {{\n    associatedtype Params\n    associatedtype Result\n    \
+             static var info: {p}MethodInfo {{ get }}\n}}\n\n\
+             /// One type per method, and `all` in schema order.\npublic enum {p}Methods {{\n"
+        );
+        let mut scope = NameScope::with_reserved(&["all"]);
+        let mut cases = Vec::new();
+        for m in &ir.method_table {
+            let case = scope.claim(&format!("{}Method", m.type_name));
+            let params = m
+                .params
+                .as_ref()
+                .map_or_else(|| "Void".to_owned(), |t| self.ty("", t));
+            let result = m
+                .result
+                .as_ref()
+                .map_or_else(|| "Void".to_owned(), |t| self.ty("", t));
+            s.push_str(&format!(
+                "    /// `{}`.\n    public enum {case}: {p}Method {{\n        public typealias Params = {params}\n        public typealias Result = {result}\n        \
+                 public static let info = {p}MethodInfo(name: {}, direction: .{}, params: {}, result: {}, scope: {}, since: {})\n    }}\n",
+                m.name.replace('`', "'"),
+                q(&m.name),
+                m.direction.wire(),
+                lit(named(m.params.as_ref()).as_deref()),
+                lit(named(m.result.as_ref()).as_deref()),
+                lit(m.scope.as_deref()),
+                lit(m.since.as_deref()),
+            ));
+            cases.push(case);
+        }
+        s.push_str(&format!(
+            "\n    /// Every method, in schema order.\n    public static let all: [{p}MethodInfo] = [\n{}    ]\n}}\n",
+            cases.iter().map(|c| format!("        {c}.info,\n")).collect::<String>()
+        ));
+        self.out.push_str(&s);
     }
 
     fn ty(&self, owner: &str, ty: &Ty) -> String {
@@ -370,8 +524,26 @@ impl Gen<'_> {
             push_doc(s, "    ", "///", &f.doc);
             s.push_str(&format!("    public let {}: {ty}\n", ident(prop)));
         }
+        // Open objects keep the keys the schema does not name, and encode them again.
+        let extra = match &o.extra {
+            Extra::Closed => None,
+            Extra::Any => Some((scope.claim("extra"), self.ty(ir_name, &Ty::Any))),
+            Extra::Typed(ty) => Some((scope.claim("extra"), self.ty(ir_name, ty))),
+        };
+        let known = o
+            .fields
+            .iter()
+            .map(|f| q(&f.wire))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let Some((prop, ty)) = &extra {
+            s.push_str(&format!(
+                "    /// Properties the schema does not name, kept as they are.\n    public let {}: [String: {ty}]\n",
+                ident(prop)
+            ));
+        }
         // Memberwise initializer (the explicit decoder below would otherwise hide it).
-        let params: Vec<String> = props
+        let mut params: Vec<String> = props
             .iter()
             .map(|(p, ty, f)| {
                 if ty.ends_with('?') && !f.required {
@@ -381,9 +553,15 @@ impl Gen<'_> {
                 }
             })
             .collect();
+        if let Some((prop, ty)) = &extra {
+            params.push(format!("{}: [String: {ty}] = [:]", ident(prop)));
+        }
         s.push_str(&format!("\n    public init({}) {{\n", params.join(", ")));
         for (p, _, _) in &props {
             s.push_str(&format!("        self.{p} = {}\n", ident(p)));
+        }
+        if let Some((prop, _)) = &extra {
+            s.push_str(&format!("        self.{prop} = {}\n", ident(prop)));
         }
         s.push_str("    }\n");
         if !props.is_empty() {
@@ -432,6 +610,7 @@ impl Gen<'_> {
                 ));
             }
         }
+        let mut encode_checks = String::new();
         for (p, ty, f) in &props {
             for (measure, is_min, bound) in field_bounds(f) {
                 let (what, op) = if is_min { ("min", "<") } else { ("max", ">") };
@@ -449,11 +628,27 @@ impl Gen<'_> {
                 s.push_str(&format!(
                     "        if {binding}, {expr} {op} {bound} {{\n            throw DecodingError.dataCorruptedError(forKey: .{p}, in: container, debugDescription: {message})\n        }}\n"
                 ));
+                encode_checks.push_str(&format!(
+                    "        if {binding}, {expr} {op} {bound} {{\n            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: {message}))\n        }}\n"
+                ));
             }
         }
+        if let Some((prop, ty)) = &extra {
+            s.push_str(&format!(
+                "        let all = try decoder.container(keyedBy: AnyCodingKey.self)\n        let known: Set<String> = [{known}]\n        var extra: [String: {ty}] = [:]\n        for key in all.allKeys where !known.contains(key.stringValue) {{\n            extra[key.stringValue] = try all.decode({ty}.self, forKey: key)\n        }}\n        self.{prop} = extra\n"
+            ));
+        }
         s.push_str("    }\n");
+        // Encoding checks the same bounds as decoding, then writes the named and extra keys.
+        let extra_encode = extra.as_ref().map(|(prop, _)| {
+            format!(
+                "        var rest = encoder.container(keyedBy: AnyCodingKey.self)\n        let known: Set<String> = [{known}]\n        for (key, value) in self.{prop} where !known.contains(key) {{\n            try rest.encode(value, forKey: AnyCodingKey(stringValue: key))\n        }}\n"
+            )
+        });
         if !props.is_empty() {
-            s.push_str("\n    public func encode(to encoder: Encoder) throws {\n        var container = encoder.container(keyedBy: CodingKeys.self)\n");
+            s.push_str("\n    public func encode(to encoder: Encoder) throws {\n");
+            s.push_str(&encode_checks);
+            s.push_str("        var container = encoder.container(keyedBy: CodingKeys.self)\n");
             for (p, ty, f) in &props {
                 if ty.ends_with('?') && !f.required {
                     s.push_str(&format!(
@@ -465,7 +660,14 @@ impl Gen<'_> {
                     ));
                 }
             }
+            if let Some(e) = &extra_encode {
+                s.push_str(e);
+            }
             s.push_str("    }\n");
+        } else if let Some(e) = &extra_encode {
+            s.push_str(&format!(
+                "\n    public func encode(to encoder: Encoder) throws {{\n{e}    }}\n"
+            ));
         } else {
             s.push_str("\n    public func encode(to encoder: Encoder) throws {\n        _ = encoder.container(keyedBy: AnyCodingKey.self)\n    }\n");
         }

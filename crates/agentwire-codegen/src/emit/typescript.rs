@@ -4,6 +4,7 @@
 
 use crate::emit::{Quote, TypeNames, header_text, push_block_doc, quote};
 use crate::ir::{Extra, Ir, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::methods::MethodDirection;
 use crate::names;
 
 const RESERVED: &[&str] = &[
@@ -32,11 +33,60 @@ const RESERVED: &[&str] = &[
     "ValidationResult",
     "ProtocolValidationError",
     "DefinitionName",
+    "MethodDirection",
+    "MethodInfo",
+    "ClientRequests",
+    "ServerRequests",
+    "Notifications",
 ];
 
 /// The schema walker every TypeScript file carries (no runtime dependency): JSON Schema
 /// draft-07 and 2020-12 keywords over the embedded document.
 const VALIDATOR: &str = include_str!("runtime/validator.ts");
+
+/// The method-table types, emitted before `METHOD_TABLE` when the schema has methods.
+const METHOD_SUPPORT: &str = r#"
+/** Who sends a method's message. */
+export type MethodDirection = "clientRequest" | "serverRequest" | "notification";
+
+/**
+ * One method: its wire name, who sends it, the names of its params and result types (`null`
+ * when they are not a named type: no params, any JSON value), and the schema's `scope` and
+ * `since`.
+ */
+export interface MethodInfo {
+  readonly name: string;
+  readonly direction: MethodDirection;
+  readonly params: string | null;
+  readonly result: string | null;
+  readonly scope: string | null;
+  readonly since: string | null;
+}
+"#;
+
+/// `validateParams` and `validateResult`, after `METHOD_SCHEMAS`.
+const METHOD_VALIDATORS: &str = r#"
+function validateMethodPart(direction: MethodDirection, method: string, part: 0 | 1, value: unknown): ValidationResult {
+  const schemas = Object.prototype.hasOwnProperty.call(METHOD_SCHEMAS, direction + " " + method)
+    ? METHOD_SCHEMAS[direction + " " + method]
+    : undefined;
+  if (schemas === undefined) {
+    return { ok: false, errors: [{ instancePath: "", keyword: "method", message: "unknown " + direction + " method " + JSON.stringify(method) }] };
+  }
+  const pointer = schemas[part];
+  return pointer === null ? { ok: true, errors: [] } : validateAt(pointer, value);
+}
+
+/** Validates the params of `method` sent as `direction` against its params type (any value passes when the type is not a named one). */
+export function validateParams(direction: MethodDirection, method: string, params: unknown): ValidationResult {
+  return validateMethodPart(direction, method, 0, params);
+}
+
+/** Validates the result of a `method` request against its result type (any value passes when the schema does not name one). */
+export function validateResult(direction: MethodDirection, method: string, result: unknown): ValidationResult {
+  return validateMethodPart(direction, method, 1, result);
+}
+"#;
 
 fn q(s: &str) -> String {
     quote(s, Quote::Json { dollar: false })
@@ -69,6 +119,7 @@ pub(crate) fn generate(ir: &Ir) -> String {
         g.type_def(t);
     }
     g.definition_validators();
+    g.methods();
     g.out
 }
 
@@ -276,6 +327,94 @@ impl Gen<'_> {
                 "export function decode{name}(value: unknown): {name} {{\n  assertValid(validateAt({ptr}, value));\n  return value as {name};\n}}\n"
             ));
         }
+    }
+
+    /// The method metadata: `METHOD_TABLE`, one interface per direction mapping each method to
+    /// its params and result types, and `validateParams`/`validateResult`; nothing when the
+    /// schema has no methods.
+    fn methods(&mut self) {
+        let ir = self.ir;
+        if ir.method_table.is_empty() {
+            return;
+        }
+        let lit = |s: Option<&str>| s.map_or_else(|| "null".to_owned(), q);
+        let named = |ty: Option<&Ty>| match ty {
+            Some(Ty::Ref(name)) => Some(self.name(name)),
+            _ => None,
+        };
+        let mut s = String::from(METHOD_SUPPORT);
+        s.push_str("\n/** Every method of the protocol, in schema order. */\nexport const METHOD_TABLE: readonly MethodInfo[] = [\n");
+        for m in &ir.method_table {
+            s.push_str(&format!(
+                "  {{ name: {}, direction: {}, params: {}, result: {}, scope: {}, since: {} }},\n",
+                q(&m.name),
+                q(m.direction.wire()),
+                lit(named(m.params.as_ref()).as_deref()),
+                lit(named(m.result.as_ref()).as_deref()),
+                lit(m.scope.as_deref()),
+                lit(m.since.as_deref()),
+            ));
+        }
+        s.push_str("];\n");
+        for (direction, interface, doc) in [
+            (
+                MethodDirection::ClientRequest,
+                "ClientRequests",
+                "Requests the client sends: method name to its params and result types",
+            ),
+            (
+                MethodDirection::ServerRequest,
+                "ServerRequests",
+                "Requests the server sends: method name to its params and result types",
+            ),
+            (
+                MethodDirection::Notification,
+                "Notifications",
+                "Notifications: method name to its params type",
+            ),
+        ] {
+            let entries: Vec<_> = ir
+                .method_table
+                .iter()
+                .filter(|m| m.direction == direction)
+                .collect();
+            // A direction without methods gets no interface.
+            if entries.is_empty() {
+                continue;
+            }
+            s.push_str(&format!(
+                "\n/** {doc}. */\nexport interface {interface} {{\n"
+            ));
+            for m in entries {
+                let params = m
+                    .params
+                    .as_ref()
+                    .map_or_else(|| "undefined".to_owned(), |t| self.ty(t));
+                match &m.result {
+                    Some(result) => s.push_str(&format!(
+                        "  {}: {{ params: {params}; result: {} }};\n",
+                        q(&m.name),
+                        self.ty(result)
+                    )),
+                    None => s.push_str(&format!("  {}: {{ params: {params} }};\n", q(&m.name))),
+                }
+            }
+            s.push_str("}\n");
+        }
+        s.push_str(
+            "\nconst METHOD_SCHEMAS: { [key: string]: [string | null, string | null] } = {\n",
+        );
+        for m in &ir.method_table {
+            s.push_str(&format!(
+                "  {}: [{}, {}],\n",
+                q(&format!("{} {}", m.direction.wire(), m.name)),
+                lit(m.params_schema.as_deref()),
+                lit(m.result_schema.as_deref()),
+            ));
+        }
+        s.push_str("};\n");
+        s.push_str(METHOD_VALIDATORS);
+        self.out.push_str(&s);
     }
 
     /// `validate<Definition>` and `assert<Definition>` for every definition.

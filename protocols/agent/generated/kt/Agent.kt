@@ -37,6 +37,598 @@ private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: 
     return result
 }
 
+private fun wireObject(raw: Any?, what: String): Map<String, Any?> {
+    require(raw is Map<*, *>) { what + ": expected an object" }
+    for (key in raw.keys) require(key is String) { what + ": keys must be strings" }
+    return raw as Map<String, Any?>
+}
+
+private fun wireField(o: Map<String, Any?>, key: String, what: String): Any? {
+    require(o.containsKey(key)) { what + ": missing key " + key }
+    return o[key]
+}
+
+private fun wireList(raw: Any?): List<Any?> {
+    require(raw is List<*>) { "expected an array" }
+    return raw
+}
+
+private fun wireString(raw: Any?, what: String): String {
+    require(raw is String) { what + ": expected a string" }
+    return raw
+}
+
+private fun wireBoolean(raw: Any?): Boolean {
+    require(raw is Boolean) { "expected a boolean" }
+    return raw
+}
+
+private fun wireLong(raw: Any?): Long = when (raw) {
+    is Long -> raw
+    is Int -> raw.toLong()
+    is Double -> if (raw == Math.rint(raw) && Math.abs(raw) < 9.2e18) raw.toLong() else throw IllegalArgumentException("expected an integer")
+    else -> throw IllegalArgumentException("expected an integer")
+}
+
+private fun wireNumber(raw: Any?): Number {
+    require(raw is Number) { "expected a number" }
+    return raw
+}
+
+private const val DRAFT_07: Boolean = false
+private const val DEFINITIONS_KEY: String = "\$defs"
+
+/** The schema document these types come from, walked by the validators below. */
+private val SCHEMA: Any? by lazy { parseJson(schemaText()) }
+
+private fun schemaText(): String {
+    val text = StringBuilder(20123)
+    text.append("{\"\$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"\$id\":\"https://agentwire.dev/protocols/agent/agent.schema.json\",\"title\":\"Agent protocol\",\"description\":\"The messages between the agentwire runtime and an agent process, one JSON object per NDJSON line. The runtime writes the turn, approval decisions, form answers and cancellation on the agent's standard input; the agent writes run events (the TaskLens vocabulary), message text, tool output, approval and form requests and the end of the turn on its standard output. In the direction annotations the agent is the host side: what the runtime reads is host-to-runtime.\",\"x-agentwire\":{\"name\":\"agent-protocol\",\"version\":\"1\",\"minimumCompatibleVersion\":\"1\",\"versions\":[\"1\"],\"features\":[\"run-events\",\"messages\",\"tool-output\",\"approvals\",\"user-input\",\"cancellation\"]},\"oneOf\":[{\"\$ref\":\"#/\$defs/AgentMessage\"},{\"\$ref\":\"#/\$defs/RuntimeMessage\"}],\"\$defs\":{\"NonEmptyString\":{\"type\":\"string\",\"minLength\":1},\"Identifier\":{\"description\":\"An id one side chose (a request, a tool call, a message): unique within the turn, 1 to 256 characters.\",\"type\":\"string\",\"minLength\":1,\"maxLength\":256},\"FailStage\":{\"description\":\"The stage a turn failed at: before the agent could start its work (`bootstrap`), while planning (`plan`), or while executing (`execute`).\",\"enum\":[\"bootstrap\",\"plan\",\"execute\"]},\"AttachmentDescriptor\":{\"description\":\"An attachment of the turn's input: what it is, never its path or content.\",\"type\":\"object\",\"required\":[\"attachmentId\",\"mediaType\",\"bytes\",\"displayName\"],\"properties\":{\"attachmentId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"mediaType\":{\"description\":\"Its media type, such as `image/png`.\",\"type\":\"string\",\"minLength\":1},\"bytes\":{\"description\":\"Its size in bytes.\",\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991},\"displayName\":{\"description\":\"The sanitised name shown to people.\",\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"TurnInput\":{\"description\":\"What the user sent to start the turn.\",\"type\":\"object\",\"required\":[\"text\",\"attachments\"],\"properties\":{\"text\":{\"description\":\"The text; may be empty when attachments are present.\",\"type\":\"string\"},\"attachments\":{\"description\":\"The committed attachments, in the order the user gave them.\",\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/AttachmentDescriptor\"}}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"TurnStart\":{\"description\":\"The first line the agent reads: the turn to run. The agent's run events belong to the run named by the turn id.\",\"type\":\"object\",\"required\":[\"type\",\"protocolVersion\",\"threadId\",\"turnId\",\"input\"],\"properties\":{\"type\":{\"const\":\"turn.start\"},\"protocolVersion\":{\"description\":\"The agent protocol version the runtime speaks (`1`).\",\"type\":\"string\",\"minLength\":1},\"threadId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"turnId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"input\":{\"\$ref\":\"#/\$defs/TurnInput\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ApprovalDecision\":{\"description\":\"The host's decision on an `approval.request`. Only the runtime writes it; anything that is not `approve` means the tool must not run.\",\"type\":\"object\",\"required\":[\"type\",\"requestId\",\"decision\"],\"properties\":{\"type\":{\"const\":\"approval.decision\"},\"requestId\":{\"\$ref\":\"#/\$defs/Identifier\"},\"decision\":{\"description\":\"`approve`: run the tool. `reject`: the user refused. `expired`: nobody answered in time. `cancelled`: the turn or the host withdrew the question.\",\"enum\":[\"approve\",\"reject\",\"expired\",\"cancelled\"]},\"reason\":{\"description\":\"Why, for people (a rejection's reason, a cancellation's cause).\",\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"InputValue\":{\"description\":\"One answer of a submitted form: the control's id and its value.\",\"type\":\"object\",\"required\":[\"id\",\"value\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/ControlId\"},\"value\":{\"description\":\"Text for `text` and `multiline`, a number, a boolean, or the chosen option ids of a `choice`.\",\"anyOf\":[{\"type\":\"string\",\"maxLength\":10000},{\"type\":\"number\"},{\"type\":\"boolean\"},{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\",\"maxLength\":64}}]}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"InputResult\":{\"description\":\"The host's answer to an `input.request`.\",\"type\":\"object\",\"required\":[\"type\",\"requestId\",\"status\"],\"properties\":{\"type\":{\"const\":\"input.result\"},\"requestId\":{\"\$ref\":\"#/\$defs/Identifier\"},\"status\":{\"description\":\"`submitted`: `values` holds the answers. `cancelled`: the user, the turn or the host withdrew the form. `expired`: nobody answered in time.\",\"enum\":[\"submitted\",\"cancelled\",\"expired\"]},\"values\":{\"description\":\"The answers, in the order of the form's controls (present when `submitted`); an optional control left empty has none.\",\"type\":\"array\",\"maxItems\":16,\"items\":{\"\$ref\":\"#/\$defs/InputValue\"}},\"reason\":{\"description\":\"Why the form was cancelled, for people.\",\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"TurnCancel\":{\"description\":\"The turn is cancelled: stop soon and end with `turn.end`. The runtime stops the process after a grace period.\",\"type\":\"object\",\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"turn.cancel\"},\"reason\":{\"description\":\"Why, for people.\",\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RuntimeMessage\":{\"description\":\"What the runtime writes on the agent's standard input, one per line. An agent ignores a type it does not know.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-open\":true,\"oneOf\":[{\"\$ref\":\"#/\$defs/TurnStart\"},{\"\$ref\":\"#/\$defs/ApprovalDecision\"},{\"\$ref\":\"#/\$defs/InputResult\"},{\"\$ref\":\"#/\$defs/TurnCancel\"}]},\"ControlId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"pattern\":\"\\\\S\"},\"ControlLabel\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"pattern\":\"\\\\S\"},\"ControlDescription\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500},\"TextLengthBound\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000},\"TextControl\":{\"description\":\"One line of text.\",\"type\":\"object\",\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"text\"},\"id\":{\"\$ref\":\"#/\$defs/ControlId\"},\"label\":{\"\$ref\":\"#/\$defs/ControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/ControlDescription\"},\"required\":{\"description\":\"Whether the form cannot be submitted without it.\",\"type\":\"boolean\"},\"minLength\":{\"\$ref\":\"#/\$defs/TextLengthBound\"},\"maxLength\":{\"\$ref\":\"#/\$defs/TextLengthBound\"}},\"additionalProperties\":false},\"MultilineControl\":{\"description\":\"Several lines of text.\",\"type\":\"object\",\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"multiline\"},\"id\":{\"\$ref\":\"#/\$defs/ControlId\"},\"label\":{\"\$ref\":\"#/\$defs/ControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/ControlDescription\"},\"required\":{\"description\":\"Whether the form cannot be submitted without it.\",\"type\":\"boolean\"},\"minLength\":{\"\$ref\":\"#/\$defs/TextLengthBound\"},\"maxLength\":{\"\$ref\":\"#/\$defs/TextLengthBound\"}},\"additionalProperties\":false},\"NumberControl\":{\"description\":\"A number, optionally whole and bounded.\",\"type\":\"object\",\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"number\"},\"id\":{\"\$ref\":\"#/\$defs/ControlId\"},\"label\":{\"\$ref\":\"#/\$defs/ControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/ControlDescription\"},\"required\":{\"description\":\"Whether the form cannot be submitted without it.\",\"type\":\"boolean\"},\"min\":{\"type\":\"number\"},\"max\":{\"type\":\"number\"},\"integer\":{\"type\":\"boolean\"}},\"additionalProperties\":false},\"BooleanControl\":{\"description\":\"A yes/no switch.\",\"type\":\"object\",\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"boolean\"},\"id\":{\"\$ref\":\"#/\$defs/ControlId\"},\"label\":{\"\$ref\":\"#/\$defs/ControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/ControlDescription\"},\"required\":{\"description\":\"Whether the form cannot be submitted without it.\",\"type\":\"boolean\"}},\"additionalProperties\":false},\"ChoiceOption\":{\"description\":\"One option of a choice.\",\"type\":\"object\",\"required\":[\"id\",\"label\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/ControlId\"},\"label\":{\"\$ref\":\"#/\$defs/ControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/ControlDescription\"}},\"additionalProperties\":false},\"ChoiceControl\":{\"description\":\"One or several options.\",\"type\":\"object\",\"required\":[\"type\",\"id\",\"label\",\"required\",\"multiple\",\"options\"],\"properties\":{\"type\":{\"const\":\"choice\"},\"id\":{\"\$ref\":\"#/\$defs/ControlId\"},\"label\":{\"\$ref\":\"#/\$defs/ControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/ControlDescription\"},\"required\":{\"description\":\"Whether the form cannot be submitted without it.\",\"type\":\"boolean\"},\"multiple\":{\"description\":\"Whether several options may be chosen.\",\"type\":\"boolean\"},\"options\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":50,\"items\":{\"\$ref\":\"#/\$defs/ChoiceOption\"}},\"minSelections\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":50},\"maxSelections\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}},\"additionalProperties\":false},\"InputControl\":{\"description\":\"One control of a form. There is deliberately no secret, password, token or file kind.\",\"oneOf\":[{\"\$ref\":\"#/\$defs/TextControl\"},{\"\$ref\":\"#/\$defs/MultilineControl\"},{\"\$ref\":\"#/\$defs/NumberControl\"},{\"\$ref\":\"#/\$defs/BooleanControl\"},{\"\$ref\":\"#/\$defs/ChoiceControl\"}]},\"InputControls\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":16,\"items\":{\"\$ref\":\"#/\$defs/InputControl\"}},\"MessageDelta\":{\"description\":\"A piece of a message the agent is writing; shown live, never stored.\",\"type\":\"object\",\"required\":[\"type\",\"delta\"],\"properties\":{\"type\":{\"const\":\"message.delta\"},\"messageId\":{\"description\":\"Which message of the turn (default `reply`).\",\"\$ref\":\"#/\$defs/Identifier\"},\"delta\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"MessageCompleted\":{\"description\":\"A finished message: its whole text is recorded in the thread.\",\"type\":\"object\",\"required\":[\"type\",\"text\"],\"properties\":{\"type\":{\"const\":\"message.completed\"},\"messageId\":{\"description\":\"Which message of the turn (default `reply`); the deltas of the same id came before.\",\"\$ref\":\"#/\$defs/Identifier\"},\"text\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ToolOutput\":{\"description\":\"A piece of a running tool call's output; shown live, never stored.\",\"type\":\"object\",\"required\":[\"type\",\"callId\",\"delta\"],\"properties\":{\"type\":{\"const\":\"tool.output\"},\"callId\":{\"description\":\"The `callId` of the `tool:call`.\",\"\$ref\":\"#/\$defs/Identifier\"},\"stream\":{\"description\":\"Which output (default `stdout`).\",\"enum\":[\"stdout\",\"stderr\"]},\"delta\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ApprovalRequest\":{\"description\":\"Asks the host to approve a tool call; the answer comes back as `approval.decision` with the same `requestId`. The agent never decides an approval itself.\",\"type\":\"object\",\"required\":[\"type\",\"requestId\",\"toolName\",\"preview\"],\"properties\":{\"type\":{\"const\":\"approval.request\"},\"requestId\":{\"\$ref\":\"#/\$defs/Identifier\"},\"toolName\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"preview\":{\"description\":\"What the user decides on (a command and its explanation, a diff): shown as it is.\",\"type\":\"object\"},\"reason\":{\"description\":\"Why approval is needed.\",\"type\":\"string\"},\"callId\":{\"description\":\"The `tool:call` the approval is for: its recorded outcome then follows the decision (`user_rejected` when it is not approved).\",\"\$ref\":\"#/\$defs/Identifier\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"InputRequest\":{\"description\":\"Asks the host to fill in a form; the answer comes back as `input.result` with the same `requestId`.\",\"type\":\"object\",\"required\":[\"type\",\"requestId\",\"controls\"],\"properties\":{\"type\":{\"const\":\"input.request\"},\"requestId\":{\"\$ref\":\"#/\$defs/Identifier\"},\"title\":{\"\$ref\":\"#/\$defs/ControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/ControlDescription\"},\"controls\":{\"\$ref\":\"#/\$defs/InputControls\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"TurnEnd\":{\"description\":\"The agent's last line of the turn: how it ended.\",\"type\":\"object\",\"required\":[\"type\",\"status\"],\"properties\":{\"type\":{\"const\":\"turn.end\"},\"status\":{\"enum\":[\"completed\",\"failed\"]},\"stage\":{\"description\":\"Where a failed turn failed (default `execute`).\",\"\$ref\":\"#/\$defs/FailStage\"},\"message\":{\"description\":\"What went wrong, for people.\",\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunEventEnvelope\":{\"description\":\"The TaskLens envelope. Every field is optional here: the runtime fills what is missing (the run is the turn: `runId` is the turn id) and reports each repair; a full envelope is taken as it is.\",\"type\":\"object\",\"properties\":{\"id\":{\"description\":\"Unique within the turn; the deduplication key.\",\"type\":\"string\",\"minLength\":1},\"runId\":{\"description\":\"The run; the turn id.\",\"type\":\"string\",\"minLength\":1},\"seq\":{\"description\":\"Order key (never `at`).\",\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991},\"at\":{\"description\":\"Unix time in milliseconds; for display only.\",\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991},\"schemaVersion\":{\"description\":\"Major version of the run events; 1.\",\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ErrorInfo\":{\"description\":\"An error: a message, or an object with a message and an optional code.\",\"anyOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"message\"],\"properties\":{\"message\":{\"type\":\"string\"},\"code\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"PlanStep\":{\"type\":\"object\",\"required\":[\"id\",\"title\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"title\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ToolOutcomeKind\":{\"description\":\"How a failed tool call ended, as the agent knows it. `user_rejected` is not here: whether the user approved is the runtime's to say.\",\"enum\":[\"success\",\"tool_failed\",\"invalid_input\",\"policy_denied\",\"cancelled\"]},\"RunStart\":{\"description\":\"The run begins. `agent` names the agent in the operations and approvals it records.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"run:start\"},\"goal\":{\"type\":\"string\"},\"agent\":{\"type\":\"string\",\"description\":\"Name of the agent that runs.\"},\"input\":{\"description\":\"Opaque input of the run; rendering is the host's business.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"RunDone\":{\"description\":\"The run finished.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"run:done\"},\"output\":{\"description\":\"Opaque output of the run.\"},\"summary\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"RunError\":{\"description\":\"The run failed and stopped.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"error\"],\"properties\":{\"type\":{\"const\":\"run:error\"},\"error\":{\"\$ref\":\"#/\$defs/ErrorInfo\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"RunPaused\":{\"description\":\"The run waits: for an approval decision (`approval`) or for the user (`user`).\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"reason\"],\"properties\":{\"type\":{\"const\":\"run:paused\"},\"reason\":{\"enum\":[\"approval\",\"user\"]},\"message\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"Plan\":{\"description\":\"The step plan; used to render how many steps are left.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"steps\"],\"properties\":{\"type\":{\"const\":\"plan\"},\"steps\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/PlanStep\"}}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"StepStart\":{\"description\":\"A step starts (again, after a retry).\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"stepId\"],\"properties\":{\"type\":{\"const\":\"step:start\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"title\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"StepProgress\":{\"description\":\"Progress inside a running step.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"s")
+    text.append("tepId\"],\"properties\":{\"type\":{\"const\":\"step:progress\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"progress\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"description\":\"Fraction done, 0 to 1.\"},\"message\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"StepDone\":{\"description\":\"A step finished.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"stepId\"],\"properties\":{\"type\":{\"const\":\"step:done\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"output\":{\"description\":\"Opaque output of the step.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"StepError\":{\"description\":\"A step failed. `retryable` says whether retrying it may help.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"stepId\",\"error\",\"retryable\"],\"properties\":{\"type\":{\"const\":\"step:error\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"error\":{\"\$ref\":\"#/\$defs/ErrorInfo\"},\"retryable\":{\"type\":\"boolean\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"ToolCall\":{\"description\":\"A tool call begins inside a step (shown live as the tool started). The call is identified by `callId`, or by the event `id` when `callId` is absent.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"stepId\",\"name\"],\"properties\":{\"type\":{\"const\":\"tool:call\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"callId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"name\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"args\":{\"description\":\"Opaque arguments.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"ToolResult\":{\"description\":\"The result of a tool call, paired by `callId`: the runtime records the call as a completed operation. `outcome`, `display` and `appOutput` are the agent protocol's additions to the TaskLens payload.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"callId\",\"ok\"],\"properties\":{\"type\":{\"const\":\"tool:result\"},\"callId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"ok\":{\"type\":\"boolean\"},\"result\":{\"description\":\"Opaque result.\"},\"error\":{\"\$ref\":\"#/\$defs/ErrorInfo\"},\"ms\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Duration in milliseconds.\"},\"tokens\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Model tokens spent by the call.\"},\"cost\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Cost of the call, in US dollars.\"},\"outcome\":{\"description\":\"The kind of a result that is not `ok` (default `tool_failed`); ignored when `ok` is true.\",\"\$ref\":\"#/\$defs/ToolOutcomeKind\"},\"display\":{\"description\":\"What hosts show for the operation: `{text}`, or `{text, diff}` for a file change (default: a sentence naming the tool and how it ended).\"},\"appOutput\":{\"description\":\"An app-output descriptor and its result, when the tool produced one.\",\"type\":\"object\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"RetryRequest\":{\"description\":\"A step is retried, anchored to the event it restarts from.\",\"allOf\":[{\"\$ref\":\"#/\$defs/RunEventEnvelope\"},{\"type\":\"object\",\"required\":[\"type\",\"stepId\",\"fromEventId\"],\"properties\":{\"type\":{\"const\":\"retry:request\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"fromEventId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"reason\":{\"type\":\"string\"},\"attempt\":{\"type\":\"integer\",\"minimum\":1}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"AgentMessage\":{\"description\":\"What an agent writes on its standard output, one per line: its own messages and TaskLens run events. A type the runtime does not know is reported and ignored.\",\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-open\":true,\"oneOf\":[{\"\$ref\":\"#/\$defs/MessageDelta\"},{\"\$ref\":\"#/\$defs/MessageCompleted\"},{\"\$ref\":\"#/\$defs/ToolOutput\"},{\"\$ref\":\"#/\$defs/ApprovalRequest\"},{\"\$ref\":\"#/\$defs/InputRequest\"},{\"\$ref\":\"#/\$defs/TurnEnd\"},{\"\$ref\":\"#/\$defs/RunStart\"},{\"\$ref\":\"#/\$defs/RunDone\"},{\"\$ref\":\"#/\$defs/RunError\"},{\"\$ref\":\"#/\$defs/RunPaused\"},{\"\$ref\":\"#/\$defs/Plan\"},{\"\$ref\":\"#/\$defs/StepStart\"},{\"\$ref\":\"#/\$defs/StepProgress\"},{\"\$ref\":\"#/\$defs/StepDone\"},{\"\$ref\":\"#/\$defs/StepError\"},{\"\$ref\":\"#/\$defs/ToolCall\"},{\"\$ref\":\"#/\$defs/ToolResult\"},{\"\$ref\":\"#/\$defs/RetryRequest\"}]}}}")
+    return text.toString()
+}
+
+/** One reason a value does not match the schema. */
+data class ValidationError(
+    /** JSON Pointer of the offending value in the instance ("" for the value itself); a missing property is reported at its object. */
+    val instancePath: String,
+    /** The schema keyword that failed (`type`, `required`, `oneOf`, ...). */
+    val keyword: String,
+    /** A sentence saying what is wrong. */
+    val message: String
+)
+
+/** The verdict of a validator: `ok` when `errors` is empty. */
+data class ValidationResult(val ok: Boolean, val errors: List<ValidationError>)
+
+/** Thrown by the `assert*` functions and `fromWire`; carries every error. */
+class ProtocolValidationError(val errors: List<ValidationError>) : IllegalArgumentException(
+    errors.joinToString("; ") { (if (it.instancePath == "") "/" else it.instancePath) + ": " + it.message }
+)
+
+/** Deepest nesting of schema nodes and values one validation follows; deeper input fails with keyword `maxDepth`. */
+const val MAX_VALIDATION_DEPTH: Int = 256
+
+/**
+ * Parses JSON text into the decoded-JSON form the validators and `fromWire` take:
+ * `Map<String, Any?>` (insertion order kept), `List<Any?>`, `String`, `Long` (integers that fit),
+ * `Double`, `Boolean`, `null`. Throws IllegalArgumentException for malformed text.
+ */
+fun parseJson(text: String): Any? {
+    val parser = JsonParser(text)
+    val value = parser.value(0)
+    parser.skipSpace()
+    require(parser.at == text.length) { "JSON: unexpected text at " + parser.at }
+    return value
+}
+
+/** Writes a decoded-JSON value (as `parseJson` returns it, or as `toWire` builds it) as compact JSON text. */
+fun writeJson(value: Any?): String {
+    val out = StringBuilder()
+    writeJsonTo(out, value)
+    return out.toString()
+}
+
+private fun writeJsonTo(out: StringBuilder, value: Any?) {
+    when (value) {
+        null -> out.append("null")
+        is Boolean -> out.append(value.toString())
+        is Long, is Int, is Short, is Byte -> out.append(value.toString())
+        is Number -> {
+            val d = value.toDouble()
+            require(!d.isNaN() && !d.isInfinite()) { "JSON: no text for " + d }
+            if (d == Math.rint(d) && Math.abs(d) < 1e15) out.append(d.toLong().toString()) else out.append(d.toString())
+        }
+        is String -> writeJsonString(out, value)
+        is Map<*, *> -> {
+            out.append('{')
+            var first = true
+            for ((k, v) in value) {
+                if (!first) out.append(',')
+                first = false
+                writeJsonString(out, k as String)
+                out.append(':')
+                writeJsonTo(out, v)
+            }
+            out.append('}')
+        }
+        is List<*> -> {
+            out.append('[')
+            for ((i, v) in value.withIndex()) {
+                if (i > 0) out.append(',')
+                writeJsonTo(out, v)
+            }
+            out.append(']')
+        }
+        else -> throw IllegalArgumentException("JSON: not a JSON value: " + value.javaClass.name)
+    }
+}
+
+private fun writeJsonString(out: StringBuilder, text: String) {
+    out.append('"')
+    for (c in text) {
+        when {
+            c == '"' -> out.append("\\\"")
+            c == '\\' -> out.append("\\\\")
+            c == '\n' -> out.append("\\n")
+            c == '\r' -> out.append("\\r")
+            c == '\t' -> out.append("\\t")
+            c < ' ' -> out.append(String.format("\\u%04x", c.toInt()))
+            else -> out.append(c)
+        }
+    }
+    out.append('"')
+}
+
+private class JsonParser(val text: String) {
+    var at = 0
+
+    fun skipSpace() {
+        while (at < text.length && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) at++
+    }
+
+    fun value(depth: Int): Any? {
+        require(depth <= 512) { "JSON: nesting deeper than 512" }
+        skipSpace()
+        require(at < text.length) { "JSON: unexpected end" }
+        return when (text[at]) {
+            '{' -> {
+                at++
+                val map = LinkedHashMap<String, Any?>()
+                skipSpace()
+                if (at < text.length && text[at] == '}') {
+                    at++
+                    return map
+                }
+                while (true) {
+                    skipSpace()
+                    require(at < text.length && text[at] == '"') { "JSON: expected a key at " + at }
+                    val key = string()
+                    skipSpace()
+                    expect(':')
+                    map[key] = value(depth + 1)
+                    skipSpace()
+                    if (at < text.length && text[at] == ',') {
+                        at++
+                        continue
+                    }
+                    expect('}')
+                    return map
+                }
+                @Suppress("UNREACHABLE_CODE")
+                map
+            }
+            '[' -> {
+                at++
+                val list = ArrayList<Any?>()
+                skipSpace()
+                if (at < text.length && text[at] == ']') {
+                    at++
+                    return list
+                }
+                while (true) {
+                    list.add(value(depth + 1))
+                    skipSpace()
+                    if (at < text.length && text[at] == ',') {
+                        at++
+                        continue
+                    }
+                    expect(']')
+                    return list
+                }
+                @Suppress("UNREACHABLE_CODE")
+                list
+            }
+            '"' -> string()
+            't' -> word("true", true)
+            'f' -> word("false", false)
+            'n' -> word("null", null)
+            else -> number()
+        }
+    }
+
+    fun expect(c: Char) {
+        require(at < text.length && text[at] == c) { "JSON: expected " + c + " at " + at }
+        at++
+    }
+
+    fun word(w: String, value: Any?): Any? {
+        require(text.startsWith(w, at)) { "JSON: unexpected text at " + at }
+        at += w.length
+        return value
+    }
+
+    fun number(): Any? {
+        val start = at
+        if (at < text.length && text[at] == '-') at++
+        while (at < text.length && text[at] in '0'..'9') at++
+        var integral = true
+        if (at < text.length && text[at] == '.') {
+            integral = false
+            at++
+            while (at < text.length && text[at] in '0'..'9') at++
+        }
+        if (at < text.length && (text[at] == 'e' || text[at] == 'E')) {
+            integral = false
+            at++
+            if (at < text.length && (text[at] == '+' || text[at] == '-')) at++
+            while (at < text.length && text[at] in '0'..'9') at++
+        }
+        val literal = text.substring(start, at)
+        require(Regex("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?").matches(literal)) { "JSON: bad number at " + start }
+        if (integral) {
+            val asLong = literal.toLongOrNull()
+            if (asLong != null) return asLong
+        }
+        return literal.toDouble()
+    }
+
+    fun string(): String {
+        expect('"')
+        val out = StringBuilder()
+        while (true) {
+            require(at < text.length) { "JSON: unterminated string" }
+            val c = text[at++]
+            when {
+                c == '"' -> return out.toString()
+                c == '\\' -> {
+                    require(at < text.length) { "JSON: unterminated string" }
+                    when (val e = text[at++]) {
+                        '"' -> out.append('"')
+                        '\\' -> out.append('\\')
+                        '/' -> out.append('/')
+                        'b' -> out.append('\b')
+                        'f' -> out.append('\u000c')
+                        'n' -> out.append('\n')
+                        'r' -> out.append('\r')
+                        't' -> out.append('\t')
+                        'u' -> {
+                            require(at + 4 <= text.length) { "JSON: bad escape" }
+                            out.append(text.substring(at, at + 4).toInt(16).toChar())
+                            at += 4
+                        }
+                        else -> throw IllegalArgumentException("JSON: bad escape \\" + e)
+                    }
+                }
+                c < ' ' -> throw IllegalArgumentException("JSON: control character in a string")
+                else -> out.append(c)
+            }
+        }
+    }
+}
+
+private val patternCache = HashMap<String, java.util.regex.Pattern>()
+
+private fun schemaAt(pointer: String): Any? {
+    var node: Any? = SCHEMA
+    if (pointer == "") return node
+    for (raw in pointer.substring(1).split("/")) {
+        val token = raw.replace("~1", "/").replace("~0", "~")
+        val here = node
+        node = when (here) {
+            is Map<*, *> -> if (here.containsKey(token)) here[token] else return MISSING
+            is List<*> -> {
+                val index = token.toIntOrNull()
+                if (index == null || index < 0 || index >= here.size) return MISSING
+                here[index]
+            }
+            else -> return MISSING
+        }
+    }
+    return node
+}
+
+/** Stands for "no schema node here" (a JSON null is a node). */
+private val MISSING = Any()
+
+private fun escapeToken(token: String): String = token.replace("~", "~0").replace("/", "~1")
+
+private fun isInteger(value: Any?): Boolean = when (value) {
+    is Long, is Int, is Short, is Byte -> true
+    is Double -> !value.isInfinite() && !value.isNaN() && value == Math.floor(value)
+    is Float -> !value.isInfinite() && !value.isNaN() && value.toDouble() == Math.floor(value.toDouble())
+    else -> false
+}
+
+private fun isNumber(value: Any?): Boolean = value is Number && !value.toDouble().isNaN() && !value.toDouble().isInfinite()
+
+private fun hasType(value: Any?, expected: String): Boolean = when (expected) {
+    "null" -> value == null
+    "boolean" -> value is Boolean
+    "integer" -> isInteger(value)
+    "number" -> isNumber(value)
+    "string" -> value is String
+    "array" -> value is List<*>
+    "object" -> value is Map<*, *>
+    else -> false
+}
+
+private fun jsonEqual(a: Any?, b: Any?): Boolean {
+    if (a is Number && b is Number) {
+        if ((a is Long || a is Int) && (b is Long || b is Int)) return a.toLong() == b.toLong()
+        return a.toDouble() == b.toDouble()
+    }
+    if (a is List<*> && b is List<*>) return a.size == b.size && a.indices.all { jsonEqual(a[it], b[it]) }
+    if (a is Map<*, *> && b is Map<*, *>) return a.size == b.size && a.keys.all { b.containsKey(it) && jsonEqual(a[it], b[it]) }
+    return a == b
+}
+
+private fun codePoints(text: String): Int = text.codePointCount(0, text.length)
+
+private val DAYS = intArrayOf(31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+private fun isDate(y: Int, m: Int, d: Int): Boolean {
+    if (m < 1 || m > 12 || d < 1 || d > DAYS[m - 1]) return false
+    return !(m == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+}
+
+private val DATE_TIME = Regex("^(\\d{4})-(\\d{2})-(\\d{2})[Tt ](\\d{2}):(\\d{2}):(\\d{2})(\\.\\d+)?([Zz]|[+-]\\d{2}(?::?\\d{2})?)$")
+private val DATE = Regex("^(\\d{4})-(\\d{2})-(\\d{2})$")
+private val UUID = Regex("^(?:urn:uuid:)?[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+
+private fun checkFormat(format: String, text: String): Boolean = when (format) {
+    "date-time" -> DATE_TIME.find(text)?.groupValues?.let { g ->
+        isDate(g[1].toInt(), g[2].toInt(), g[3].toInt()) && g[4].toInt() <= 23 && g[5].toInt() <= 59 && g[6].toInt() <= 60
+    } ?: false
+    "date" -> DATE.find(text)?.groupValues?.let { g -> isDate(g[1].toInt(), g[2].toInt(), g[3].toInt()) } ?: false
+    "uuid" -> UUID.matches(text)
+    // Formats this validator does not know are annotations.
+    else -> true
+}
+
+private fun matchesPattern(pattern: String, text: String): Boolean {
+    val compiled = synchronized(patternCache) {
+        patternCache.getOrPut(pattern) { java.util.regex.Pattern.compile(pattern) }
+    }
+    return try {
+        compiled.matcher(text).find()
+    } catch (e: StackOverflowError) {
+        // java.util.regex recurses once per character through a repeated group: a long string
+        // overflows a default thread stack where JavaScript and Python engines do not.
+        findOnLargeStack(compiled, text)
+    }
+}
+
+private fun findOnLargeStack(compiled: java.util.regex.Pattern, text: String): Boolean {
+    var found = false
+    var failure: Throwable? = null
+    val thread = Thread(null, {
+        try {
+            found = compiled.matcher(text).find()
+        } catch (e: Throwable) {
+            failure = e
+        }
+    }, "pattern", 1L shl 30)
+    thread.start()
+    thread.join()
+    failure?.let { throw it }
+    return found
+}
+
+private fun numberText(n: Any?): String = if (isInteger(n)) (n as Number).toLong().toString() else n.toString()
+
+private fun walk(value: Any?, node: Any?, path: String, errors: MutableList<ValidationError>, depth: Int) {
+    fun fail(keyword: String, message: String, at: String = path) {
+        errors.add(ValidationError(at, keyword, message))
+    }
+    if (node == true || node === MISSING) return
+    if (node == false) {
+        fail("false", "no value is allowed here")
+        return
+    }
+    if (node !is Map<*, *>) return
+    if (depth > MAX_VALIDATION_DEPTH) {
+        fail("maxDepth", "nesting is deeper than " + MAX_VALIDATION_DEPTH)
+        return
+    }
+    val ref = node["\$ref"]
+    if (ref is String) {
+        val target = if (ref.startsWith("#")) schemaAt(java.net.URLDecoder.decode(ref.substring(1).replace("+", "%2B"), "UTF-8")) else MISSING
+        if (target === MISSING) fail("\$ref", "unresolved schema reference " + ref) else walk(value, target, path, errors, depth + 1)
+        if (DRAFT_07) return
+    }
+    if (node.containsKey("const") && !jsonEqual(value, node["const"])) fail("const", "must equal " + writeJson(node["const"]))
+    val enumValues = node["enum"]
+    if (enumValues is List<*> && enumValues.none { jsonEqual(value, it) }) fail("enum", "must be one of the allowed values")
+    val allOf = node["allOf"]
+    if (allOf is List<*>) for (part in allOf) walk(value, part, path, errors, depth + 1)
+    for (keyword in listOf("oneOf", "anyOf")) {
+        val branches = node[keyword] as? List<*> ?: continue
+        var matches = 0
+        for (branch in branches) {
+            val sub = ArrayList<ValidationError>()
+            walk(value, branch, path, sub, depth + 1)
+            if (sub.isEmpty()) matches++
+        }
+        if (keyword == "oneOf" && matches != 1) fail("oneOf", "must match exactly one branch (" + matches + " match)")
+        if (keyword == "anyOf" && matches == 0) fail("anyOf", "must match at least one branch")
+    }
+    if (node.containsKey("not")) {
+        val sub = ArrayList<ValidationError>()
+        walk(value, node["not"], path, sub, depth + 1)
+        if (sub.isEmpty()) fail("not", "must not match the schema under `not`")
+    }
+    if (node.containsKey("if")) {
+        val sub = ArrayList<ValidationError>()
+        walk(value, node["if"], path, sub, depth + 1)
+        val branch = if (sub.isEmpty()) "then" else "else"
+        if (node.containsKey(branch)) walk(value, node[branch], path, errors, depth + 1)
+    }
+    val type = node["type"]
+    val types: List<String> = when (type) {
+        is List<*> -> type.filterIsInstance<String>()
+        is String -> listOf(type)
+        else -> emptyList()
+    }
+    if (types.isNotEmpty() && types.none { hasType(value, it) }) {
+        fail("type", "must be " + types.joinToString(" or "))
+        return
+    }
+    if (value is String) {
+        val n = if (node.containsKey("minLength") || node.containsKey("maxLength")) codePoints(value) else 0
+        val min = node["minLength"]
+        val max = node["maxLength"]
+        if (min is Number && n < min.toDouble()) fail("minLength", "must have at least " + numberText(min) + " characters")
+        if (max is Number && n > max.toDouble()) fail("maxLength", "must have at most " + numberText(max) + " characters")
+        val pattern = node["pattern"]
+        if (pattern is String && !matchesPattern(pattern, value)) fail("pattern", "must match the pattern " + pattern)
+        val format = node["format"]
+        if (format is String && !checkFormat(format, value)) fail("format", "must be a " + format)
+    }
+    if (isNumber(value) && value !is Boolean) {
+        val v = (value as Number).toDouble()
+        val minimum = node["minimum"]
+        val maximum = node["maximum"]
+        val exclusiveMinimum = node["exclusiveMinimum"]
+        val exclusiveMaximum = node["exclusiveMaximum"]
+        val multipleOf = node["multipleOf"]
+        if (minimum is Number && v < minimum.toDouble()) fail("minimum", "must be >= " + numberText(minimum))
+        if (maximum is Number && v > maximum.toDouble()) fail("maximum", "must be <= " + numberText(maximum))
+        if (exclusiveMinimum is Number && v <= exclusiveMinimum.toDouble()) fail("exclusiveMinimum", "must be > " + numberText(exclusiveMinimum))
+        if (exclusiveMaximum is Number && v >= exclusiveMaximum.toDouble()) fail("exclusiveMaximum", "must be < " + numberText(exclusiveMaximum))
+        if (multipleOf is Number && multipleOf.toDouble() > 0) {
+            val q = v / multipleOf.toDouble()
+            if (q.isInfinite() || q.isNaN() || q != Math.rint(q)) fail("multipleOf", "must be a multiple of " + numberText(multipleOf))
+        }
+    }
+    if (value is List<*>) {
+        val minItems = node["minItems"]
+        val maxItems = node["maxItems"]
+        if (minItems is Number && value.size < minItems.toDouble()) fail("minItems", "must have at least " + numberText(minItems) + " items")
+        if (maxItems is Number && value.size > maxItems.toDouble()) fail("maxItems", "must have at most " + numberText(maxItems) + " items")
+        if (node["uniqueItems"] == true) {
+            run outer@{
+                for (i in value.indices) {
+                    for (j in i + 1 until value.size) {
+                        if (jsonEqual(value[i], value[j])) {
+                            fail("uniqueItems", "items " + i + " and " + j + " are equal")
+                            return@outer
+                        }
+                    }
+                }
+            }
+        }
+        val prefixItems = node["prefixItems"]
+        val items = node["items"]
+        val tuple: List<*>? = when {
+            prefixItems is List<*> -> prefixItems
+            items is List<*> -> items
+            else -> null
+        }
+        val rest: Any? = when {
+            tuple == null -> if (node.containsKey("items")) items else MISSING
+            prefixItems is List<*> -> if (node.containsKey("items")) items else MISSING
+            else -> if (node.containsKey("additionalItems")) node["additionalItems"] else MISSING
+        }
+        for ((i, item) in value.withIndex()) {
+            val schema = if (tuple != null && i < tuple.size) tuple[i] else rest
+            if (schema !== MISSING) walk(item, schema, path + "/" + i, errors, depth + 1)
+        }
+        if (node.containsKey("contains")) {
+            var count = 0
+            for (item in value) {
+                val sub = ArrayList<ValidationError>()
+                walk(item, node["contains"], path, sub, depth + 1)
+                if (sub.isEmpty()) count++
+            }
+            val minContains = node["minContains"]
+            val maxContains = node["maxContains"]
+            val min = if (minContains is Number) minContains.toDouble() else 1.0
+            if (count < min) fail("contains", "must contain at least " + numberText(if (minContains is Number) minContains else 1L) + " matching items")
+            if (maxContains is Number && count > maxContains.toDouble()) fail("maxContains", "must contain at most " + numberText(maxContains) + " matching items")
+        }
+    }
+    if (value is Map<*, *>) {
+        val properties = node["properties"] as? Map<*, *> ?: emptyMap<String, Any?>()
+        val required = node["required"]
+        if (required is List<*>) {
+            for (name in required) {
+                if (!value.containsKey(name)) fail("required", "the property " + writeJson(name) + " is required")
+            }
+        }
+        for ((name, schema) in properties) {
+            if (value.containsKey(name)) walk(value[name], schema, path + "/" + escapeToken(name as String), errors, depth + 1)
+        }
+        val patterns = node["patternProperties"] as? Map<*, *> ?: emptyMap<String, Any?>()
+        for (key in value.keys) {
+            val k = key as String
+            val at = path + "/" + escapeToken(k)
+            var matched = properties.containsKey(k)
+            for ((pattern, schema) in patterns) {
+                if (matchesPattern(pattern as String, k)) {
+                    matched = true
+                    walk(value[k], schema, at, errors, depth + 1)
+                }
+            }
+            if (matched || !node.containsKey("additionalProperties")) continue
+            val additional = node["additionalProperties"]
+            if (additional == false) fail("additionalProperties", "the property " + writeJson(k) + " is not allowed", at)
+            else walk(value[k], additional, at, errors, depth + 1)
+        }
+        if (node.containsKey("propertyNames")) {
+            for (key in value.keys) walk(key, node["propertyNames"], path + "/" + escapeToken(key as String), errors, depth + 1)
+        }
+        val minProperties = node["minProperties"]
+        val maxProperties = node["maxProperties"]
+        if (minProperties is Number && value.size < minProperties.toDouble()) fail("minProperties", "must have at least " + numberText(minProperties) + " properties")
+        if (maxProperties is Number && value.size > maxProperties.toDouble()) fail("maxProperties", "must have at most " + numberText(maxProperties) + " properties")
+        val dependent = node["dependentRequired"]
+        if (dependent is Map<*, *>) {
+            for ((key, names) in dependent) {
+                if (!value.containsKey(key) || names !is List<*>) continue
+                for (name in names) {
+                    if (!value.containsKey(name)) fail("dependentRequired", "the property " + writeJson(name) + " is required when " + writeJson(key) + " is present")
+                }
+            }
+        }
+    }
+}
+
+/** Validates `value` (decoded JSON, see `parseJson`) against the schema node at `pointer` (a JSON Pointer into the embedded schema). */
+fun validateAt(pointer: String, value: Any?): ValidationResult {
+    val node = schemaAt(pointer)
+    if (node === MISSING) return ValidationResult(false, listOf(ValidationError("", "\$ref", "the schema has no node at " + pointer)))
+    val errors = ArrayList<ValidationError>()
+    walk(value, node, "", errors, 0)
+    return ValidationResult(errors.isEmpty(), errors)
+}
+
+/** Validates a whole message against the document root. */
+fun validateProtocolMessage(value: Any?): ValidationResult = validateAt("", value)
+
+/** Validates `value` against the definition `name`. */
+fun validateDefinition(name: String, value: Any?): ValidationResult {
+    val definitions = (SCHEMA as? Map<*, *>)?.get(DEFINITIONS_KEY) as? Map<*, *>
+    if (definitions == null || !definitions.containsKey(name)) {
+        return ValidationResult(false, listOf(ValidationError("", "\$ref", "unknown definition " + writeJson(name))))
+    }
+    return validateAt("/" + DEFINITIONS_KEY + "/" + escapeToken(name), value)
+}
+
+private fun assertValid(result: ValidationResult) {
+    if (!result.ok) throw ProtocolValidationError(result.errors)
+}
+
 /** Constraints: minLength: 1 */
 typealias NonEmptyString = String
 
@@ -52,9 +644,15 @@ enum class FailStage(val wireValue: String) {
     PLAN("plan"),
     EXECUTE("execute");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): FailStage? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): FailStage = fromWireValue(wireString(raw, "FailStage")) ?: throw IllegalArgumentException("FailStage" + ": unknown value " + raw)
     }
 }
 
@@ -87,6 +685,34 @@ data class AttachmentDescriptor(
         require(bytes >= 0L) { "AttachmentDescriptor.bytes: minimum 0" }
         require(bytes <= 9007199254740991L) { "AttachmentDescriptor.bytes: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["attachmentId"] = this.attachmentId
+        out["mediaType"] = this.mediaType
+        out["bytes"] = this.bytes
+        out["displayName"] = this.displayName
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentDescriptor`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentDescriptor {
+            if (validate) assertValid(validateAt("/\$defs/AttachmentDescriptor", raw))
+            val o = wireObject(raw, "AttachmentDescriptor")
+            return AttachmentDescriptor(
+                attachmentId = wireString(wireField(o, "attachmentId", "AttachmentDescriptor"), "string"),
+                mediaType = wireString(wireField(o, "mediaType", "AttachmentDescriptor"), "string"),
+                bytes = wireLong(wireField(o, "bytes", "AttachmentDescriptor")),
+                displayName = wireString(wireField(o, "displayName", "AttachmentDescriptor"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("attachmentId", "mediaType", "bytes", "displayName")
+    }
 }
 
 /** What the user sent to start the turn. */
@@ -103,7 +729,32 @@ data class TurnInput(
     val attachments: List<AttachmentDescriptor>,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["text"] = this.text
+        out["attachments"] = this.attachments.map { x0 -> x0.toWire() }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnInput`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnInput {
+            if (validate) assertValid(validateAt("/\$defs/TurnInput", raw))
+            val o = wireObject(raw, "TurnInput")
+            return TurnInput(
+                text = wireString(wireField(o, "text", "TurnInput"), "string"),
+                attachments = wireList(wireField(o, "attachments", "TurnInput")).map { x0 -> agentwire.generated.agent.AttachmentDescriptor.fromWire(x0, false) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("text", "attachments")
+    }
+}
 
 /** The first line the agent reads: the turn to run. The agent's run events belong to the run named by the turn id. */
 data class TurnStart(
@@ -127,14 +778,50 @@ data class TurnStart(
     init {
         require(protocolVersion.codePointCount(0, protocolVersion.length) >= 1) { "TurnStart.protocolVersion: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["protocolVersion"] = this.protocolVersion
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        out["input"] = this.input.toWire()
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStart`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnStart {
+            if (validate) assertValid(validateAt("/\$defs/TurnStart", raw))
+            val o = wireObject(raw, "TurnStart")
+            return TurnStart(
+                type = agentwire.generated.agent.TurnStartType.fromWire(wireField(o, "type", "TurnStart")),
+                protocolVersion = wireString(wireField(o, "protocolVersion", "TurnStart"), "string"),
+                threadId = wireString(wireField(o, "threadId", "TurnStart"), "string"),
+                turnId = wireString(wireField(o, "turnId", "TurnStart"), "string"),
+                input = agentwire.generated.agent.TurnInput.fromWire(wireField(o, "input", "TurnStart"), false),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "protocolVersion", "threadId", "turnId", "input")
+    }
 }
 
 enum class TurnStartType(val wireValue: String) {
     TURN_START("turn.start");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): TurnStartType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): TurnStartType = fromWireValue(wireString(raw, "TurnStartType")) ?: throw IllegalArgumentException("TurnStartType" + ": unknown value " + raw)
     }
 }
 
@@ -156,14 +843,49 @@ data class ApprovalDecision(
     val reason: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["requestId"] = this.requestId
+        out["decision"] = this.decision.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalDecision`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalDecision {
+            if (validate) assertValid(validateAt("/\$defs/ApprovalDecision", raw))
+            val o = wireObject(raw, "ApprovalDecision")
+            return ApprovalDecision(
+                type = agentwire.generated.agent.ApprovalDecisionType.fromWire(wireField(o, "type", "ApprovalDecision")),
+                requestId = wireString(wireField(o, "requestId", "ApprovalDecision"), "string"),
+                decision = agentwire.generated.agent.ApprovalDecisionDecision.fromWire(wireField(o, "decision", "ApprovalDecision")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "decision", "reason")
+    }
+}
 
 enum class ApprovalDecisionType(val wireValue: String) {
     APPROVAL_DECISION("approval.decision");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalDecisionType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalDecisionType = fromWireValue(wireString(raw, "ApprovalDecisionType")) ?: throw IllegalArgumentException("ApprovalDecisionType" + ": unknown value " + raw)
     }
 }
 
@@ -174,9 +896,15 @@ enum class ApprovalDecisionDecision(val wireValue: String) {
     EXPIRED("expired"),
     CANCELLED("cancelled");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalDecisionDecision? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalDecisionDecision = fromWireValue(wireString(raw, "ApprovalDecisionDecision")) ?: throw IllegalArgumentException("ApprovalDecisionDecision" + ": unknown value " + raw)
     }
 }
 
@@ -191,14 +919,109 @@ data class InputValue(
     val value: InputValueValue,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["value"] = this.value.toWire()
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InputValue`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): InputValue {
+            if (validate) assertValid(validateAt("/\$defs/InputValue", raw))
+            val o = wireObject(raw, "InputValue")
+            return InputValue(
+                id = wireString(wireField(o, "id", "InputValue"), "string"),
+                value = agentwire.generated.agent.InputValueValue.fromWire(wireField(o, "value", "InputValue")),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "value")
+    }
+}
 
 /** Text for `text` and `multiline`, a number, a boolean, or the chosen option ids of a `choice`. */
 sealed class InputValueValue {
-    data class String(val value: kotlin.String) : InputValueValue()
-    data class Number(val value: kotlin.Number) : InputValueValue()
-    data class Bool(val value: kotlin.Boolean) : InputValueValue()
-    data class Array(val value: kotlin.collections.List<kotlin.String>) : InputValueValue()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class String(val value: kotlin.String) : InputValueValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class Number(val value: kotlin.Number) : InputValueValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class Bool(val value: kotlin.Boolean) : InputValueValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class Array(val value: kotlin.collections.List<kotlin.String>) : InputValueValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?): InputValueValue {
+            try {
+                return agentwire.generated.agent.InputValueValue.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Bool(wireBoolean(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Bool(wireBoolean(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("InputValueValue" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?): InputValueValue {
+            try {
+                return agentwire.generated.agent.InputValueValue.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Bool(wireBoolean(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.InputValueValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("InputValueValue" + ": no variant matches")
+        }
+    }
 }
 
 /** The host's answer to an `input.request`. */
@@ -229,14 +1052,50 @@ data class InputResult(
     init {
         require(values == null || values.size <= 16) { "InputResult.values: maxItems 16" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["requestId"] = this.requestId
+        out["status"] = this.status.toWire()
+        this.values?.let { v -> out["values"] = v.map { x1 -> x1.toWire() } }
+        this.reason?.let { v -> out["reason"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InputResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): InputResult {
+            if (validate) assertValid(validateAt("/\$defs/InputResult", raw))
+            val o = wireObject(raw, "InputResult")
+            return InputResult(
+                type = agentwire.generated.agent.InputResultType.fromWire(wireField(o, "type", "InputResult")),
+                requestId = wireString(wireField(o, "requestId", "InputResult"), "string"),
+                status = agentwire.generated.agent.InputResultStatus.fromWire(wireField(o, "status", "InputResult")),
+                values = o["values"]?.let { v -> wireList(v).map { x1 -> agentwire.generated.agent.InputValue.fromWire(x1, false) } },
+                reason = o["reason"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "status", "values", "reason")
+    }
 }
 
 enum class InputResultType(val wireValue: String) {
     INPUT_RESULT("input.result");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): InputResultType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): InputResultType = fromWireValue(wireString(raw, "InputResultType")) ?: throw IllegalArgumentException("InputResultType" + ": unknown value " + raw)
     }
 }
 
@@ -246,9 +1105,15 @@ enum class InputResultStatus(val wireValue: String) {
     CANCELLED("cancelled"),
     EXPIRED("expired");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): InputResultStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): InputResultStatus = fromWireValue(wireString(raw, "InputResultStatus")) ?: throw IllegalArgumentException("InputResultStatus" + ": unknown value " + raw)
     }
 }
 
@@ -263,25 +1128,99 @@ data class TurnCancel(
     val reason: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancel`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancel {
+            if (validate) assertValid(validateAt("/\$defs/TurnCancel", raw))
+            val o = wireObject(raw, "TurnCancel")
+            return TurnCancel(
+                type = agentwire.generated.agent.TurnCancelType.fromWire(wireField(o, "type", "TurnCancel")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "reason")
+    }
+}
 
 enum class TurnCancelType(val wireValue: String) {
     TURN_CANCEL("turn.cancel");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): TurnCancelType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): TurnCancelType = fromWireValue(wireString(raw, "TurnCancelType")) ?: throw IllegalArgumentException("TurnCancelType" + ": unknown value " + raw)
     }
 }
 
 /** What the runtime writes on the agent's standard input, one per line. An agent ignores a type it does not know. */
 sealed class RuntimeMessage {
-    data class TurnStart(val value: agentwire.generated.agent.TurnStart) : RuntimeMessage()
-    data class ApprovalDecision(val value: agentwire.generated.agent.ApprovalDecision) : RuntimeMessage()
-    data class InputResult(val value: agentwire.generated.agent.InputResult) : RuntimeMessage()
-    data class TurnCancel(val value: agentwire.generated.agent.TurnCancel) : RuntimeMessage()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class TurnStart(val value: agentwire.generated.agent.TurnStart) : RuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalDecision(val value: agentwire.generated.agent.ApprovalDecision) : RuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class InputResult(val value: agentwire.generated.agent.InputResult) : RuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnCancel(val value: agentwire.generated.agent.TurnCancel) : RuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
     /** A variant this version does not know, kept as the decoded JSON object. */
-    data class Unknown(val raw: kotlin.collections.Map<kotlin.String, kotlin.Any?>) : RuntimeMessage()
+    data class Unknown(val raw: kotlin.collections.Map<kotlin.String, kotlin.Any?>) : RuntimeMessage() {
+        override fun toWire(): kotlin.Any? = raw
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeMessage {
+            if (validate) assertValid(validateAt("/\$defs/RuntimeMessage", raw))
+            val o = wireObject(raw, "RuntimeMessage")
+            return when (wireField(o, "type", "RuntimeMessage")) {
+                "turn.start" -> agentwire.generated.agent.RuntimeMessage.TurnStart(agentwire.generated.agent.TurnStart.fromWire(o, false))
+                "approval.decision" -> agentwire.generated.agent.RuntimeMessage.ApprovalDecision(agentwire.generated.agent.ApprovalDecision.fromWire(o, false))
+                "input.result" -> agentwire.generated.agent.RuntimeMessage.InputResult(agentwire.generated.agent.InputResult.fromWire(o, false))
+                "turn.cancel" -> agentwire.generated.agent.RuntimeMessage.TurnCancel(agentwire.generated.agent.TurnCancel.fromWire(o, false))
+                else -> {
+                    for (key in listOf("type")) wireField(o, key, "RuntimeMessage")
+                    agentwire.generated.agent.RuntimeMessage.Unknown(o)
+                }
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeMessage {
+            if (validate) assertValid(validateAt("/\$defs/RuntimeMessage", raw))
+            val o = wireObject(raw, "RuntimeMessage")
+            return when (wireField(o, "type", "RuntimeMessage")) {
+                "turn.start" -> agentwire.generated.agent.RuntimeMessage.TurnStart(agentwire.generated.agent.TurnStart.fromWire(o, false))
+                "approval.decision" -> agentwire.generated.agent.RuntimeMessage.ApprovalDecision(agentwire.generated.agent.ApprovalDecision.fromWire(o, false))
+                "input.result" -> agentwire.generated.agent.RuntimeMessage.InputResult(agentwire.generated.agent.InputResult.fromWire(o, false))
+                "turn.cancel" -> agentwire.generated.agent.RuntimeMessage.TurnCancel(agentwire.generated.agent.TurnCancel.fromWire(o, false))
+                else -> throw IllegalArgumentException("RuntimeMessage" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `RuntimeMessage`; throws IllegalArgumentException for a missing key, an extra key on a closed variant. */
@@ -329,14 +1268,54 @@ data class TextControl(
     val minLength: TextLengthBound? = null,
     /** Wire name: `maxLength`. */
     val maxLength: TextLengthBound? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        this.minLength?.let { v -> out["minLength"] = v }
+        this.maxLength?.let { v -> out["maxLength"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TextControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TextControl {
+            if (validate) assertValid(validateAt("/\$defs/TextControl", raw))
+            val o = wireObject(raw, "TextControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TextControl" + ": unexpected key " + key }
+            return TextControl(
+                type = agentwire.generated.agent.TextControlType.fromWire(wireField(o, "type", "TextControl")),
+                id = wireString(wireField(o, "id", "TextControl"), "string"),
+                label = wireString(wireField(o, "label", "TextControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "TextControl")),
+                minLength = o["minLength"]?.let { v -> wireLong(v) },
+                maxLength = o["maxLength"]?.let { v -> wireLong(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
+    }
+}
 
 enum class TextControlType(val wireValue: String) {
     TEXT("text");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): TextControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): TextControlType = fromWireValue(wireString(raw, "TextControlType")) ?: throw IllegalArgumentException("TextControlType" + ": unknown value " + raw)
     }
 }
 
@@ -359,14 +1338,54 @@ data class MultilineControl(
     val minLength: TextLengthBound? = null,
     /** Wire name: `maxLength`. */
     val maxLength: TextLengthBound? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        this.minLength?.let { v -> out["minLength"] = v }
+        this.maxLength?.let { v -> out["maxLength"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `MultilineControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): MultilineControl {
+            if (validate) assertValid(validateAt("/\$defs/MultilineControl", raw))
+            val o = wireObject(raw, "MultilineControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "MultilineControl" + ": unexpected key " + key }
+            return MultilineControl(
+                type = agentwire.generated.agent.MultilineControlType.fromWire(wireField(o, "type", "MultilineControl")),
+                id = wireString(wireField(o, "id", "MultilineControl"), "string"),
+                label = wireString(wireField(o, "label", "MultilineControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "MultilineControl")),
+                minLength = o["minLength"]?.let { v -> wireLong(v) },
+                maxLength = o["maxLength"]?.let { v -> wireLong(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
+    }
+}
 
 enum class MultilineControlType(val wireValue: String) {
     MULTILINE("multiline");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): MultilineControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): MultilineControlType = fromWireValue(wireString(raw, "MultilineControlType")) ?: throw IllegalArgumentException("MultilineControlType" + ": unknown value " + raw)
     }
 }
 
@@ -391,14 +1410,56 @@ data class NumberControl(
     val max: Number? = null,
     /** Wire name: `integer`. */
     val integer: Boolean? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        this.min?.let { v -> out["min"] = v }
+        this.max?.let { v -> out["max"] = v }
+        this.integer?.let { v -> out["integer"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `NumberControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): NumberControl {
+            if (validate) assertValid(validateAt("/\$defs/NumberControl", raw))
+            val o = wireObject(raw, "NumberControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "NumberControl" + ": unexpected key " + key }
+            return NumberControl(
+                type = agentwire.generated.agent.NumberControlType.fromWire(wireField(o, "type", "NumberControl")),
+                id = wireString(wireField(o, "id", "NumberControl"), "string"),
+                label = wireString(wireField(o, "label", "NumberControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "NumberControl")),
+                min = o["min"]?.let { v -> wireNumber(v) },
+                max = o["max"]?.let { v -> wireNumber(v) },
+                integer = o["integer"]?.let { v -> wireBoolean(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "min", "max", "integer")
+    }
+}
 
 enum class NumberControlType(val wireValue: String) {
     NUMBER("number");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): NumberControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): NumberControlType = fromWireValue(wireString(raw, "NumberControlType")) ?: throw IllegalArgumentException("NumberControlType" + ": unknown value " + raw)
     }
 }
 
@@ -417,14 +1478,50 @@ data class BooleanControl(
      * Wire name: `required`.
      */
     val required: Boolean
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `BooleanControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): BooleanControl {
+            if (validate) assertValid(validateAt("/\$defs/BooleanControl", raw))
+            val o = wireObject(raw, "BooleanControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "BooleanControl" + ": unexpected key " + key }
+            return BooleanControl(
+                type = agentwire.generated.agent.BooleanControlType.fromWire(wireField(o, "type", "BooleanControl")),
+                id = wireString(wireField(o, "id", "BooleanControl"), "string"),
+                label = wireString(wireField(o, "label", "BooleanControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "BooleanControl"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required")
+    }
+}
 
 enum class BooleanControlType(val wireValue: String) {
     BOOLEAN("boolean");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): BooleanControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): BooleanControlType = fromWireValue(wireString(raw, "BooleanControlType")) ?: throw IllegalArgumentException("BooleanControlType" + ": unknown value " + raw)
     }
 }
 
@@ -436,7 +1533,33 @@ data class ChoiceOption(
     val label: ControlLabel,
     /** Wire name: `description`. */
     val description: ControlDescription? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ChoiceOption`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ChoiceOption {
+            if (validate) assertValid(validateAt("/\$defs/ChoiceOption", raw))
+            val o = wireObject(raw, "ChoiceOption")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ChoiceOption" + ": unexpected key " + key }
+            return ChoiceOption(
+                id = wireString(wireField(o, "id", "ChoiceOption"), "string"),
+                label = wireString(wireField(o, "label", "ChoiceOption"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "label", "description")
+    }
+}
 
 /** One or several options. */
 data class ChoiceControl(
@@ -482,24 +1605,109 @@ data class ChoiceControl(
         require(maxSelections == null || maxSelections >= 1L) { "ChoiceControl.maxSelections: minimum 1" }
         require(maxSelections == null || maxSelections <= 50L) { "ChoiceControl.maxSelections: maximum 50" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        out["multiple"] = this.multiple
+        out["options"] = this.options.map { x0 -> x0.toWire() }
+        this.minSelections?.let { v -> out["minSelections"] = v }
+        this.maxSelections?.let { v -> out["maxSelections"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ChoiceControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ChoiceControl {
+            if (validate) assertValid(validateAt("/\$defs/ChoiceControl", raw))
+            val o = wireObject(raw, "ChoiceControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ChoiceControl" + ": unexpected key " + key }
+            return ChoiceControl(
+                type = agentwire.generated.agent.ChoiceControlType.fromWire(wireField(o, "type", "ChoiceControl")),
+                id = wireString(wireField(o, "id", "ChoiceControl"), "string"),
+                label = wireString(wireField(o, "label", "ChoiceControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "ChoiceControl")),
+                multiple = wireBoolean(wireField(o, "multiple", "ChoiceControl")),
+                options = wireList(wireField(o, "options", "ChoiceControl")).map { x0 -> agentwire.generated.agent.ChoiceOption.fromWire(x0, false) },
+                minSelections = o["minSelections"]?.let { v -> wireLong(v) },
+                maxSelections = o["maxSelections"]?.let { v -> wireLong(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections")
+    }
 }
 
 enum class ChoiceControlType(val wireValue: String) {
     CHOICE("choice");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ChoiceControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ChoiceControlType = fromWireValue(wireString(raw, "ChoiceControlType")) ?: throw IllegalArgumentException("ChoiceControlType" + ": unknown value " + raw)
     }
 }
 
 /** One control of a form. There is deliberately no secret, password, token or file kind. */
 sealed class InputControl {
-    data class Text(val value: agentwire.generated.agent.TextControl) : InputControl()
-    data class Multiline(val value: agentwire.generated.agent.MultilineControl) : InputControl()
-    data class Number(val value: agentwire.generated.agent.NumberControl) : InputControl()
-    data class Boolean(val value: agentwire.generated.agent.BooleanControl) : InputControl()
-    data class Choice(val value: agentwire.generated.agent.ChoiceControl) : InputControl()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Text(val value: agentwire.generated.agent.TextControl) : InputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Multiline(val value: agentwire.generated.agent.MultilineControl) : InputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Number(val value: agentwire.generated.agent.NumberControl) : InputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Boolean(val value: agentwire.generated.agent.BooleanControl) : InputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Choice(val value: agentwire.generated.agent.ChoiceControl) : InputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): InputControl {
+            if (validate) assertValid(validateAt("/\$defs/InputControl", raw))
+            val o = wireObject(raw, "InputControl")
+            return when (wireField(o, "type", "InputControl")) {
+                "text" -> agentwire.generated.agent.InputControl.Text(agentwire.generated.agent.TextControl.fromWire(o, false))
+                "multiline" -> agentwire.generated.agent.InputControl.Multiline(agentwire.generated.agent.MultilineControl.fromWire(o, false))
+                "number" -> agentwire.generated.agent.InputControl.Number(agentwire.generated.agent.NumberControl.fromWire(o, false))
+                "boolean" -> agentwire.generated.agent.InputControl.Boolean(agentwire.generated.agent.BooleanControl.fromWire(o, false))
+                "choice" -> agentwire.generated.agent.InputControl.Choice(agentwire.generated.agent.ChoiceControl.fromWire(o, false))
+                else -> throw IllegalArgumentException("InputControl" + ": unknown type " + o["type"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): InputControl {
+            if (validate) assertValid(validateAt("/\$defs/InputControl", raw))
+            val o = wireObject(raw, "InputControl")
+            return when (wireField(o, "type", "InputControl")) {
+                "text" -> agentwire.generated.agent.InputControl.Text(agentwire.generated.agent.TextControl.fromWire(o, false))
+                "multiline" -> agentwire.generated.agent.InputControl.Multiline(agentwire.generated.agent.MultilineControl.fromWire(o, false))
+                "number" -> agentwire.generated.agent.InputControl.Number(agentwire.generated.agent.NumberControl.fromWire(o, false))
+                "boolean" -> agentwire.generated.agent.InputControl.Boolean(agentwire.generated.agent.BooleanControl.fromWire(o, false))
+                "choice" -> agentwire.generated.agent.InputControl.Choice(agentwire.generated.agent.ChoiceControl.fromWire(o, false))
+                else -> throw IllegalArgumentException("InputControl" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `InputControl`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -533,14 +1741,47 @@ data class MessageDelta(
     val delta: String,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        this.messageId?.let { v -> out["messageId"] = v }
+        out["delta"] = this.delta
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `MessageDelta`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): MessageDelta {
+            if (validate) assertValid(validateAt("/\$defs/MessageDelta", raw))
+            val o = wireObject(raw, "MessageDelta")
+            return MessageDelta(
+                type = agentwire.generated.agent.MessageDeltaType.fromWire(wireField(o, "type", "MessageDelta")),
+                messageId = o["messageId"]?.let { v -> wireString(v, "string") },
+                delta = wireString(wireField(o, "delta", "MessageDelta"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "messageId", "delta")
+    }
+}
 
 enum class MessageDeltaType(val wireValue: String) {
     MESSAGE_DELTA("message.delta");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): MessageDeltaType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): MessageDeltaType = fromWireValue(wireString(raw, "MessageDeltaType")) ?: throw IllegalArgumentException("MessageDeltaType" + ": unknown value " + raw)
     }
 }
 
@@ -557,14 +1798,47 @@ data class MessageCompleted(
     val text: String,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        this.messageId?.let { v -> out["messageId"] = v }
+        out["text"] = this.text
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `MessageCompleted`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): MessageCompleted {
+            if (validate) assertValid(validateAt("/\$defs/MessageCompleted", raw))
+            val o = wireObject(raw, "MessageCompleted")
+            return MessageCompleted(
+                type = agentwire.generated.agent.MessageCompletedType.fromWire(wireField(o, "type", "MessageCompleted")),
+                messageId = o["messageId"]?.let { v -> wireString(v, "string") },
+                text = wireString(wireField(o, "text", "MessageCompleted"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "messageId", "text")
+    }
+}
 
 enum class MessageCompletedType(val wireValue: String) {
     MESSAGE_COMPLETED("message.completed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): MessageCompletedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): MessageCompletedType = fromWireValue(wireString(raw, "MessageCompletedType")) ?: throw IllegalArgumentException("MessageCompletedType" + ": unknown value " + raw)
     }
 }
 
@@ -586,14 +1860,49 @@ data class ToolOutput(
     val delta: String,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["callId"] = this.callId
+        this.stream?.let { v -> out["stream"] = v.toWire() }
+        out["delta"] = this.delta
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolOutput`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ToolOutput {
+            if (validate) assertValid(validateAt("/\$defs/ToolOutput", raw))
+            val o = wireObject(raw, "ToolOutput")
+            return ToolOutput(
+                type = agentwire.generated.agent.ToolOutputType.fromWire(wireField(o, "type", "ToolOutput")),
+                callId = wireString(wireField(o, "callId", "ToolOutput"), "string"),
+                stream = o["stream"]?.let { v -> agentwire.generated.agent.ToolOutputStream.fromWire(v) },
+                delta = wireString(wireField(o, "delta", "ToolOutput"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "callId", "stream", "delta")
+    }
+}
 
 enum class ToolOutputType(val wireValue: String) {
     TOOL_OUTPUT("tool.output");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ToolOutputType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ToolOutputType = fromWireValue(wireString(raw, "ToolOutputType")) ?: throw IllegalArgumentException("ToolOutputType" + ": unknown value " + raw)
     }
 }
 
@@ -602,9 +1911,15 @@ enum class ToolOutputStream(val wireValue: String) {
     STDOUT("stdout"),
     STDERR("stderr");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ToolOutputStream? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ToolOutputStream = fromWireValue(wireString(raw, "ToolOutputStream")) ?: throw IllegalArgumentException("ToolOutputStream" + ": unknown value " + raw)
     }
 }
 
@@ -633,14 +1948,53 @@ data class ApprovalRequest(
     val callId: Identifier? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["requestId"] = this.requestId
+        out["toolName"] = this.toolName
+        out["preview"] = this.preview
+        this.reason?.let { v -> out["reason"] = v }
+        this.callId?.let { v -> out["callId"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequest {
+            if (validate) assertValid(validateAt("/\$defs/ApprovalRequest", raw))
+            val o = wireObject(raw, "ApprovalRequest")
+            return ApprovalRequest(
+                type = agentwire.generated.agent.ApprovalRequestType.fromWire(wireField(o, "type", "ApprovalRequest")),
+                requestId = wireString(wireField(o, "requestId", "ApprovalRequest"), "string"),
+                toolName = wireString(wireField(o, "toolName", "ApprovalRequest"), "string"),
+                preview = wireObject(wireField(o, "preview", "ApprovalRequest"), "object").mapValues { (_, x0) -> x0 },
+                reason = o["reason"]?.let { v -> wireString(v, "string") },
+                callId = o["callId"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "toolName", "preview", "reason", "callId")
+    }
+}
 
 enum class ApprovalRequestType(val wireValue: String) {
     APPROVAL_REQUEST("approval.request");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalRequestType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalRequestType = fromWireValue(wireString(raw, "ApprovalRequestType")) ?: throw IllegalArgumentException("ApprovalRequestType" + ": unknown value " + raw)
     }
 }
 
@@ -658,14 +2012,51 @@ data class InputRequest(
     val controls: InputControls,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["requestId"] = this.requestId
+        this.title?.let { v -> out["title"] = v }
+        this.description?.let { v -> out["description"] = v }
+        out["controls"] = this.controls.map { x0 -> x0.toWire() }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InputRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): InputRequest {
+            if (validate) assertValid(validateAt("/\$defs/InputRequest", raw))
+            val o = wireObject(raw, "InputRequest")
+            return InputRequest(
+                type = agentwire.generated.agent.InputRequestType.fromWire(wireField(o, "type", "InputRequest")),
+                requestId = wireString(wireField(o, "requestId", "InputRequest"), "string"),
+                title = o["title"]?.let { v -> wireString(v, "string") },
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                controls = wireList(wireField(o, "controls", "InputRequest")).map { x0 -> agentwire.generated.agent.InputControl.fromWire(x0, false) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "title", "description", "controls")
+    }
+}
 
 enum class InputRequestType(val wireValue: String) {
     INPUT_REQUEST("input.request");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): InputRequestType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): InputRequestType = fromWireValue(wireString(raw, "InputRequestType")) ?: throw IllegalArgumentException("InputRequestType" + ": unknown value " + raw)
     }
 }
 
@@ -687,14 +2078,49 @@ data class TurnEnd(
     val message: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["status"] = this.status.toWire()
+        this.stage?.let { v -> out["stage"] = v.toWire() }
+        this.message?.let { v -> out["message"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnEnd`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnEnd {
+            if (validate) assertValid(validateAt("/\$defs/TurnEnd", raw))
+            val o = wireObject(raw, "TurnEnd")
+            return TurnEnd(
+                type = agentwire.generated.agent.TurnEndType.fromWire(wireField(o, "type", "TurnEnd")),
+                status = agentwire.generated.agent.TurnEndStatus.fromWire(wireField(o, "status", "TurnEnd")),
+                stage = o["stage"]?.let { v -> agentwire.generated.agent.FailStage.fromWire(v) },
+                message = o["message"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "status", "stage", "message")
+    }
+}
 
 enum class TurnEndType(val wireValue: String) {
     TURN_END("turn.end");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): TurnEndType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): TurnEndType = fromWireValue(wireString(raw, "TurnEndType")) ?: throw IllegalArgumentException("TurnEndType" + ": unknown value " + raw)
     }
 }
 
@@ -702,9 +2128,15 @@ enum class TurnEndStatus(val wireValue: String) {
     COMPLETED("completed"),
     FAILED("failed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): TurnEndStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): TurnEndStatus = fromWireValue(wireString(raw, "TurnEndStatus")) ?: throw IllegalArgumentException("TurnEndStatus" + ": unknown value " + raw)
     }
 }
 
@@ -753,12 +2185,86 @@ data class RunEventEnvelope(
         require(schemaVersion == null || schemaVersion >= 1L) { "RunEventEnvelope.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "RunEventEnvelope.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunEventEnvelope`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunEventEnvelope {
+            if (validate) assertValid(validateAt("/\$defs/RunEventEnvelope", raw))
+            val o = wireObject(raw, "RunEventEnvelope")
+            return RunEventEnvelope(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion")
+    }
 }
 
 /** An error: a message, or an object with a message and an optional code. */
 sealed class ErrorInfo {
-    data class String(val value: kotlin.String) : ErrorInfo()
-    data class ErrorInfoVariant2(val value: agentwire.generated.agent.ErrorInfoVariant2) : ErrorInfo()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class String(val value: kotlin.String) : ErrorInfo() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class ErrorInfoVariant2(val value: agentwire.generated.agent.ErrorInfoVariant2) : ErrorInfo() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
+            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            try {
+                return agentwire.generated.agent.ErrorInfo.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.ErrorInfo.ErrorInfoVariant2(agentwire.generated.agent.ErrorInfoVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.ErrorInfo.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.ErrorInfo.ErrorInfoVariant2(agentwire.generated.agent.ErrorInfoVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
+            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            try {
+                return agentwire.generated.agent.ErrorInfo.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.ErrorInfo.ErrorInfoVariant2(agentwire.generated.agent.ErrorInfoVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
+        }
+    }
 }
 
 data class ErrorInfoVariant2(
@@ -768,7 +2274,31 @@ data class ErrorInfoVariant2(
     val code: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["message"] = this.message
+        this.code?.let { v -> out["code"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorInfoVariant2`. */
+        fun fromWire(raw: Any?): ErrorInfoVariant2 {
+            val o = wireObject(raw, "ErrorInfoVariant2")
+            return ErrorInfoVariant2(
+                message = wireString(wireField(o, "message", "ErrorInfoVariant2"), "string"),
+                code = o["code"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("message", "code")
+    }
+}
 
 data class PlanStep(
     /** Wire name: `id`. */
@@ -777,7 +2307,32 @@ data class PlanStep(
     val title: String,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["title"] = this.title
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PlanStep`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): PlanStep {
+            if (validate) assertValid(validateAt("/\$defs/PlanStep", raw))
+            val o = wireObject(raw, "PlanStep")
+            return PlanStep(
+                id = wireString(wireField(o, "id", "PlanStep"), "string"),
+                title = wireString(wireField(o, "title", "PlanStep"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "title")
+    }
+}
 
 /** How a failed tool call ended, as the agent knows it. `user_rejected` is not here: whether the user approved is the runtime's to say. */
 enum class ToolOutcomeKind(val wireValue: String) {
@@ -787,9 +2342,15 @@ enum class ToolOutcomeKind(val wireValue: String) {
     POLICY_DENIED("policy_denied"),
     CANCELLED("cancelled");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ToolOutcomeKind? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ToolOutcomeKind = fromWireValue(wireString(raw, "ToolOutcomeKind")) ?: throw IllegalArgumentException("ToolOutcomeKind" + ": unknown value " + raw)
     }
 }
 
@@ -852,14 +2413,58 @@ data class RunStart(
         require(schemaVersion == null || schemaVersion >= 1L) { "RunStart.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "RunStart.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        this.goal?.let { v -> out["goal"] = v }
+        this.agent?.let { v -> out["agent"] = v }
+        this.input?.let { v -> out["input"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunStart`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunStart {
+            if (validate) assertValid(validateAt("/\$defs/RunStart", raw))
+            val o = wireObject(raw, "RunStart")
+            return RunStart(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.RunStartType.fromWire(wireField(o, "type", "RunStart")),
+                goal = o["goal"]?.let { v -> wireString(v, "string") },
+                agent = o["agent"]?.let { v -> wireString(v, "string") },
+                input = o["input"]?.let { v -> v },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "goal", "agent", "input")
+    }
 }
 
 enum class RunStartType(val wireValue: String) {
     RUN_START("run:start");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RunStartType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RunStartType = fromWireValue(wireString(raw, "RunStartType")) ?: throw IllegalArgumentException("RunStartType" + ": unknown value " + raw)
     }
 }
 
@@ -917,14 +2522,56 @@ data class RunDone(
         require(schemaVersion == null || schemaVersion >= 1L) { "RunDone.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "RunDone.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        this.output?.let { v -> out["output"] = v }
+        this.summary?.let { v -> out["summary"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunDone`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunDone {
+            if (validate) assertValid(validateAt("/\$defs/RunDone", raw))
+            val o = wireObject(raw, "RunDone")
+            return RunDone(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.RunDoneType.fromWire(wireField(o, "type", "RunDone")),
+                output = o["output"]?.let { v -> v },
+                summary = o["summary"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "output", "summary")
+    }
 }
 
 enum class RunDoneType(val wireValue: String) {
     RUN_DONE("run:done");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RunDoneType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RunDoneType = fromWireValue(wireString(raw, "RunDoneType")) ?: throw IllegalArgumentException("RunDoneType" + ": unknown value " + raw)
     }
 }
 
@@ -979,14 +2626,56 @@ data class RunError(
         require(schemaVersion == null || schemaVersion >= 1L) { "RunError.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "RunError.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["error"] = this.error.toWire()
+        this.stepId?.let { v -> out["stepId"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunError`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunError {
+            if (validate) assertValid(validateAt("/\$defs/RunError", raw))
+            val o = wireObject(raw, "RunError")
+            return RunError(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.RunErrorType.fromWire(wireField(o, "type", "RunError")),
+                error = agentwire.generated.agent.ErrorInfo.fromWire(wireField(o, "error", "RunError"), false),
+                stepId = o["stepId"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "error", "stepId")
+    }
 }
 
 enum class RunErrorType(val wireValue: String) {
     RUN_ERROR("run:error");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RunErrorType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RunErrorType = fromWireValue(wireString(raw, "RunErrorType")) ?: throw IllegalArgumentException("RunErrorType" + ": unknown value " + raw)
     }
 }
 
@@ -1041,14 +2730,56 @@ data class RunPaused(
         require(schemaVersion == null || schemaVersion >= 1L) { "RunPaused.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "RunPaused.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["reason"] = this.reason.toWire()
+        this.message?.let { v -> out["message"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunPaused`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunPaused {
+            if (validate) assertValid(validateAt("/\$defs/RunPaused", raw))
+            val o = wireObject(raw, "RunPaused")
+            return RunPaused(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.RunPausedType.fromWire(wireField(o, "type", "RunPaused")),
+                reason = agentwire.generated.agent.RunPausedReason.fromWire(wireField(o, "reason", "RunPaused")),
+                message = o["message"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "reason", "message")
+    }
 }
 
 enum class RunPausedType(val wireValue: String) {
     RUN_PAUSED("run:paused");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RunPausedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RunPausedType = fromWireValue(wireString(raw, "RunPausedType")) ?: throw IllegalArgumentException("RunPausedType" + ": unknown value " + raw)
     }
 }
 
@@ -1056,9 +2787,15 @@ enum class RunPausedReason(val wireValue: String) {
     APPROVAL("approval"),
     USER("user");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RunPausedReason? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RunPausedReason = fromWireValue(wireString(raw, "RunPausedReason")) ?: throw IllegalArgumentException("RunPausedReason" + ": unknown value " + raw)
     }
 }
 
@@ -1111,14 +2848,54 @@ data class Plan(
         require(schemaVersion == null || schemaVersion >= 1L) { "Plan.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "Plan.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["steps"] = this.steps.map { x0 -> x0.toWire() }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `Plan`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): Plan {
+            if (validate) assertValid(validateAt("/\$defs/Plan", raw))
+            val o = wireObject(raw, "Plan")
+            return Plan(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.PlanType.fromWire(wireField(o, "type", "Plan")),
+                steps = wireList(wireField(o, "steps", "Plan")).map { x0 -> agentwire.generated.agent.PlanStep.fromWire(x0, false) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "steps")
+    }
 }
 
 enum class PlanType(val wireValue: String) {
     PLAN("plan");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): PlanType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): PlanType = fromWireValue(wireString(raw, "PlanType")) ?: throw IllegalArgumentException("PlanType" + ": unknown value " + raw)
     }
 }
 
@@ -1173,14 +2950,56 @@ data class StepStart(
         require(schemaVersion == null || schemaVersion >= 1L) { "StepStart.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "StepStart.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["stepId"] = this.stepId
+        this.title?.let { v -> out["title"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepStart`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepStart {
+            if (validate) assertValid(validateAt("/\$defs/StepStart", raw))
+            val o = wireObject(raw, "StepStart")
+            return StepStart(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.StepStartType.fromWire(wireField(o, "type", "StepStart")),
+                stepId = wireString(wireField(o, "stepId", "StepStart"), "string"),
+                title = o["title"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "title")
+    }
 }
 
 enum class StepStartType(val wireValue: String) {
     STEP_START("step:start");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): StepStartType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): StepStartType = fromWireValue(wireString(raw, "StepStartType")) ?: throw IllegalArgumentException("StepStartType" + ": unknown value " + raw)
     }
 }
 
@@ -1241,14 +3060,58 @@ data class StepProgress(
         require(schemaVersion == null || schemaVersion >= 1L) { "StepProgress.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "StepProgress.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["stepId"] = this.stepId
+        this.progress?.let { v -> out["progress"] = v }
+        this.message?.let { v -> out["message"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepProgress`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepProgress {
+            if (validate) assertValid(validateAt("/\$defs/StepProgress", raw))
+            val o = wireObject(raw, "StepProgress")
+            return StepProgress(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.StepProgressType.fromWire(wireField(o, "type", "StepProgress")),
+                stepId = wireString(wireField(o, "stepId", "StepProgress"), "string"),
+                progress = o["progress"]?.let { v -> wireNumber(v) },
+                message = o["message"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "progress", "message")
+    }
 }
 
 enum class StepProgressType(val wireValue: String) {
     STEP_PROGRESS("step:progress");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): StepProgressType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): StepProgressType = fromWireValue(wireString(raw, "StepProgressType")) ?: throw IllegalArgumentException("StepProgressType" + ": unknown value " + raw)
     }
 }
 
@@ -1306,14 +3169,56 @@ data class StepDone(
         require(schemaVersion == null || schemaVersion >= 1L) { "StepDone.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "StepDone.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["stepId"] = this.stepId
+        this.output?.let { v -> out["output"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepDone`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepDone {
+            if (validate) assertValid(validateAt("/\$defs/StepDone", raw))
+            val o = wireObject(raw, "StepDone")
+            return StepDone(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.StepDoneType.fromWire(wireField(o, "type", "StepDone")),
+                stepId = wireString(wireField(o, "stepId", "StepDone"), "string"),
+                output = o["output"]?.let { v -> v },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "output")
+    }
 }
 
 enum class StepDoneType(val wireValue: String) {
     STEP_DONE("step:done");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): StepDoneType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): StepDoneType = fromWireValue(wireString(raw, "StepDoneType")) ?: throw IllegalArgumentException("StepDoneType" + ": unknown value " + raw)
     }
 }
 
@@ -1370,14 +3275,58 @@ data class StepError(
         require(schemaVersion == null || schemaVersion >= 1L) { "StepError.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "StepError.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["stepId"] = this.stepId
+        out["error"] = this.error.toWire()
+        out["retryable"] = this.retryable
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepError`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepError {
+            if (validate) assertValid(validateAt("/\$defs/StepError", raw))
+            val o = wireObject(raw, "StepError")
+            return StepError(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.StepErrorType.fromWire(wireField(o, "type", "StepError")),
+                stepId = wireString(wireField(o, "stepId", "StepError"), "string"),
+                error = agentwire.generated.agent.ErrorInfo.fromWire(wireField(o, "error", "StepError"), false),
+                retryable = wireBoolean(wireField(o, "retryable", "StepError")),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "error", "retryable")
+    }
 }
 
 enum class StepErrorType(val wireValue: String) {
     STEP_ERROR("step:error");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): StepErrorType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): StepErrorType = fromWireValue(wireString(raw, "StepErrorType")) ?: throw IllegalArgumentException("StepErrorType" + ": unknown value " + raw)
     }
 }
 
@@ -1439,14 +3388,60 @@ data class ToolCall(
         require(schemaVersion == null || schemaVersion >= 1L) { "ToolCall.schemaVersion: minimum 1" }
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "ToolCall.schemaVersion: maximum 9007199254740991" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["stepId"] = this.stepId
+        this.callId?.let { v -> out["callId"] = v }
+        out["name"] = this.name
+        this.args?.let { v -> out["args"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolCall`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ToolCall {
+            if (validate) assertValid(validateAt("/\$defs/ToolCall", raw))
+            val o = wireObject(raw, "ToolCall")
+            return ToolCall(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.ToolCallType.fromWire(wireField(o, "type", "ToolCall")),
+                stepId = wireString(wireField(o, "stepId", "ToolCall"), "string"),
+                callId = o["callId"]?.let { v -> wireString(v, "string") },
+                name = wireString(wireField(o, "name", "ToolCall"), "string"),
+                args = o["args"]?.let { v -> v },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "callId", "name", "args")
+    }
 }
 
 enum class ToolCallType(val wireValue: String) {
     TOOL_CALL("tool:call");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ToolCallType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ToolCallType = fromWireValue(wireString(raw, "ToolCallType")) ?: throw IllegalArgumentException("ToolCallType" + ": unknown value " + raw)
     }
 }
 
@@ -1544,14 +3539,74 @@ data class ToolResult(
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "ToolResult.schemaVersion: maximum 9007199254740991" }
         require(tokens == null || tokens >= 0L) { "ToolResult.tokens: minimum 0" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["callId"] = this.callId
+        this.stepId?.let { v -> out["stepId"] = v }
+        out["ok"] = this.ok
+        this.result?.let { v -> out["result"] = v }
+        this.error?.let { v -> out["error"] = v.toWire() }
+        this.ms?.let { v -> out["ms"] = v }
+        this.tokens?.let { v -> out["tokens"] = v }
+        this.cost?.let { v -> out["cost"] = v }
+        this.outcome?.let { v -> out["outcome"] = v.toWire() }
+        this.display?.let { v -> out["display"] = v }
+        this.appOutput?.let { v -> out["appOutput"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ToolResult {
+            if (validate) assertValid(validateAt("/\$defs/ToolResult", raw))
+            val o = wireObject(raw, "ToolResult")
+            return ToolResult(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.ToolResultType.fromWire(wireField(o, "type", "ToolResult")),
+                callId = wireString(wireField(o, "callId", "ToolResult"), "string"),
+                stepId = o["stepId"]?.let { v -> wireString(v, "string") },
+                ok = wireBoolean(wireField(o, "ok", "ToolResult")),
+                result = o["result"]?.let { v -> v },
+                error = o["error"]?.let { v -> agentwire.generated.agent.ErrorInfo.fromWire(v, false) },
+                ms = o["ms"]?.let { v -> wireNumber(v) },
+                tokens = o["tokens"]?.let { v -> wireLong(v) },
+                cost = o["cost"]?.let { v -> wireNumber(v) },
+                outcome = o["outcome"]?.let { v -> agentwire.generated.agent.ToolOutcomeKind.fromWire(v) },
+                display = o["display"]?.let { v -> v },
+                appOutput = o["appOutput"]?.let { v -> wireObject(v, "object").mapValues { (_, x1) -> x1 } },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "callId", "stepId", "ok", "result", "error", "ms", "tokens", "cost", "outcome", "display", "appOutput")
+    }
 }
 
 enum class ToolResultType(val wireValue: String) {
     TOOL_RESULT("tool:result");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ToolResultType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ToolResultType = fromWireValue(wireString(raw, "ToolResultType")) ?: throw IllegalArgumentException("ToolResultType" + ": unknown value " + raw)
     }
 }
 
@@ -1614,39 +3669,184 @@ data class RetryRequest(
         require(schemaVersion == null || schemaVersion <= 9007199254740991L) { "RetryRequest.schemaVersion: maximum 9007199254740991" }
         require(attempt == null || attempt >= 1L) { "RetryRequest.attempt: minimum 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.id?.let { v -> out["id"] = v }
+        this.runId?.let { v -> out["runId"] = v }
+        this.seq?.let { v -> out["seq"] = v }
+        this.at?.let { v -> out["at"] = v }
+        this.schemaVersion?.let { v -> out["schemaVersion"] = v }
+        out["type"] = this.type.toWire()
+        out["stepId"] = this.stepId
+        out["fromEventId"] = this.fromEventId
+        this.reason?.let { v -> out["reason"] = v }
+        this.attempt?.let { v -> out["attempt"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RetryRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RetryRequest {
+            if (validate) assertValid(validateAt("/\$defs/RetryRequest", raw))
+            val o = wireObject(raw, "RetryRequest")
+            return RetryRequest(
+                id = o["id"]?.let { v -> wireString(v, "string") },
+                runId = o["runId"]?.let { v -> wireString(v, "string") },
+                seq = o["seq"]?.let { v -> wireLong(v) },
+                at = o["at"]?.let { v -> wireLong(v) },
+                schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
+                type = agentwire.generated.agent.RetryRequestType.fromWire(wireField(o, "type", "RetryRequest")),
+                stepId = wireString(wireField(o, "stepId", "RetryRequest"), "string"),
+                fromEventId = wireString(wireField(o, "fromEventId", "RetryRequest"), "string"),
+                reason = o["reason"]?.let { v -> wireString(v, "string") },
+                attempt = o["attempt"]?.let { v -> wireLong(v) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "fromEventId", "reason", "attempt")
+    }
 }
 
 enum class RetryRequestType(val wireValue: String) {
     RETRY_REQUEST("retry:request");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RetryRequestType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RetryRequestType = fromWireValue(wireString(raw, "RetryRequestType")) ?: throw IllegalArgumentException("RetryRequestType" + ": unknown value " + raw)
     }
 }
 
 /** What an agent writes on its standard output, one per line: its own messages and TaskLens run events. A type the runtime does not know is reported and ignored. */
 sealed class AgentMessage {
-    data class MessageDelta(val value: agentwire.generated.agent.MessageDelta) : AgentMessage()
-    data class MessageCompleted(val value: agentwire.generated.agent.MessageCompleted) : AgentMessage()
-    data class ToolOutput(val value: agentwire.generated.agent.ToolOutput) : AgentMessage()
-    data class ApprovalRequest(val value: agentwire.generated.agent.ApprovalRequest) : AgentMessage()
-    data class InputRequest(val value: agentwire.generated.agent.InputRequest) : AgentMessage()
-    data class TurnEnd(val value: agentwire.generated.agent.TurnEnd) : AgentMessage()
-    data class RunStart(val value: agentwire.generated.agent.RunStart) : AgentMessage()
-    data class RunDone(val value: agentwire.generated.agent.RunDone) : AgentMessage()
-    data class RunError(val value: agentwire.generated.agent.RunError) : AgentMessage()
-    data class RunPaused(val value: agentwire.generated.agent.RunPaused) : AgentMessage()
-    data class Plan(val value: agentwire.generated.agent.Plan) : AgentMessage()
-    data class StepStart(val value: agentwire.generated.agent.StepStart) : AgentMessage()
-    data class StepProgress(val value: agentwire.generated.agent.StepProgress) : AgentMessage()
-    data class StepDone(val value: agentwire.generated.agent.StepDone) : AgentMessage()
-    data class StepError(val value: agentwire.generated.agent.StepError) : AgentMessage()
-    data class ToolCall(val value: agentwire.generated.agent.ToolCall) : AgentMessage()
-    data class ToolResult(val value: agentwire.generated.agent.ToolResult) : AgentMessage()
-    data class RetryRequest(val value: agentwire.generated.agent.RetryRequest) : AgentMessage()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class MessageDelta(val value: agentwire.generated.agent.MessageDelta) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class MessageCompleted(val value: agentwire.generated.agent.MessageCompleted) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolOutput(val value: agentwire.generated.agent.ToolOutput) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalRequest(val value: agentwire.generated.agent.ApprovalRequest) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class InputRequest(val value: agentwire.generated.agent.InputRequest) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnEnd(val value: agentwire.generated.agent.TurnEnd) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RunStart(val value: agentwire.generated.agent.RunStart) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RunDone(val value: agentwire.generated.agent.RunDone) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RunError(val value: agentwire.generated.agent.RunError) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RunPaused(val value: agentwire.generated.agent.RunPaused) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Plan(val value: agentwire.generated.agent.Plan) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class StepStart(val value: agentwire.generated.agent.StepStart) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class StepProgress(val value: agentwire.generated.agent.StepProgress) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class StepDone(val value: agentwire.generated.agent.StepDone) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class StepError(val value: agentwire.generated.agent.StepError) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolCall(val value: agentwire.generated.agent.ToolCall) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolResult(val value: agentwire.generated.agent.ToolResult) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RetryRequest(val value: agentwire.generated.agent.RetryRequest) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
     /** A variant this version does not know, kept as the decoded JSON object. */
-    data class Unknown(val raw: kotlin.collections.Map<kotlin.String, kotlin.Any?>) : AgentMessage()
+    data class Unknown(val raw: kotlin.collections.Map<kotlin.String, kotlin.Any?>) : AgentMessage() {
+        override fun toWire(): kotlin.Any? = raw
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentMessage {
+            if (validate) assertValid(validateAt("/\$defs/AgentMessage", raw))
+            val o = wireObject(raw, "AgentMessage")
+            return when (wireField(o, "type", "AgentMessage")) {
+                "message.delta" -> agentwire.generated.agent.AgentMessage.MessageDelta(agentwire.generated.agent.MessageDelta.fromWire(o, false))
+                "message.completed" -> agentwire.generated.agent.AgentMessage.MessageCompleted(agentwire.generated.agent.MessageCompleted.fromWire(o, false))
+                "tool.output" -> agentwire.generated.agent.AgentMessage.ToolOutput(agentwire.generated.agent.ToolOutput.fromWire(o, false))
+                "approval.request" -> agentwire.generated.agent.AgentMessage.ApprovalRequest(agentwire.generated.agent.ApprovalRequest.fromWire(o, false))
+                "input.request" -> agentwire.generated.agent.AgentMessage.InputRequest(agentwire.generated.agent.InputRequest.fromWire(o, false))
+                "turn.end" -> agentwire.generated.agent.AgentMessage.TurnEnd(agentwire.generated.agent.TurnEnd.fromWire(o, false))
+                "run:start" -> agentwire.generated.agent.AgentMessage.RunStart(agentwire.generated.agent.RunStart.fromWire(o, false))
+                "run:done" -> agentwire.generated.agent.AgentMessage.RunDone(agentwire.generated.agent.RunDone.fromWire(o, false))
+                "run:error" -> agentwire.generated.agent.AgentMessage.RunError(agentwire.generated.agent.RunError.fromWire(o, false))
+                "run:paused" -> agentwire.generated.agent.AgentMessage.RunPaused(agentwire.generated.agent.RunPaused.fromWire(o, false))
+                "plan" -> agentwire.generated.agent.AgentMessage.Plan(agentwire.generated.agent.Plan.fromWire(o, false))
+                "step:start" -> agentwire.generated.agent.AgentMessage.StepStart(agentwire.generated.agent.StepStart.fromWire(o, false))
+                "step:progress" -> agentwire.generated.agent.AgentMessage.StepProgress(agentwire.generated.agent.StepProgress.fromWire(o, false))
+                "step:done" -> agentwire.generated.agent.AgentMessage.StepDone(agentwire.generated.agent.StepDone.fromWire(o, false))
+                "step:error" -> agentwire.generated.agent.AgentMessage.StepError(agentwire.generated.agent.StepError.fromWire(o, false))
+                "tool:call" -> agentwire.generated.agent.AgentMessage.ToolCall(agentwire.generated.agent.ToolCall.fromWire(o, false))
+                "tool:result" -> agentwire.generated.agent.AgentMessage.ToolResult(agentwire.generated.agent.ToolResult.fromWire(o, false))
+                "retry:request" -> agentwire.generated.agent.AgentMessage.RetryRequest(agentwire.generated.agent.RetryRequest.fromWire(o, false))
+                else -> {
+                    for (key in listOf("type")) wireField(o, key, "AgentMessage")
+                    agentwire.generated.agent.AgentMessage.Unknown(o)
+                }
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentMessage {
+            if (validate) assertValid(validateAt("/\$defs/AgentMessage", raw))
+            val o = wireObject(raw, "AgentMessage")
+            return when (wireField(o, "type", "AgentMessage")) {
+                "message.delta" -> agentwire.generated.agent.AgentMessage.MessageDelta(agentwire.generated.agent.MessageDelta.fromWire(o, false))
+                "message.completed" -> agentwire.generated.agent.AgentMessage.MessageCompleted(agentwire.generated.agent.MessageCompleted.fromWire(o, false))
+                "tool.output" -> agentwire.generated.agent.AgentMessage.ToolOutput(agentwire.generated.agent.ToolOutput.fromWire(o, false))
+                "approval.request" -> agentwire.generated.agent.AgentMessage.ApprovalRequest(agentwire.generated.agent.ApprovalRequest.fromWire(o, false))
+                "input.request" -> agentwire.generated.agent.AgentMessage.InputRequest(agentwire.generated.agent.InputRequest.fromWire(o, false))
+                "turn.end" -> agentwire.generated.agent.AgentMessage.TurnEnd(agentwire.generated.agent.TurnEnd.fromWire(o, false))
+                "run:start" -> agentwire.generated.agent.AgentMessage.RunStart(agentwire.generated.agent.RunStart.fromWire(o, false))
+                "run:done" -> agentwire.generated.agent.AgentMessage.RunDone(agentwire.generated.agent.RunDone.fromWire(o, false))
+                "run:error" -> agentwire.generated.agent.AgentMessage.RunError(agentwire.generated.agent.RunError.fromWire(o, false))
+                "run:paused" -> agentwire.generated.agent.AgentMessage.RunPaused(agentwire.generated.agent.RunPaused.fromWire(o, false))
+                "plan" -> agentwire.generated.agent.AgentMessage.Plan(agentwire.generated.agent.Plan.fromWire(o, false))
+                "step:start" -> agentwire.generated.agent.AgentMessage.StepStart(agentwire.generated.agent.StepStart.fromWire(o, false))
+                "step:progress" -> agentwire.generated.agent.AgentMessage.StepProgress(agentwire.generated.agent.StepProgress.fromWire(o, false))
+                "step:done" -> agentwire.generated.agent.AgentMessage.StepDone(agentwire.generated.agent.StepDone.fromWire(o, false))
+                "step:error" -> agentwire.generated.agent.AgentMessage.StepError(agentwire.generated.agent.StepError.fromWire(o, false))
+                "tool:call" -> agentwire.generated.agent.AgentMessage.ToolCall(agentwire.generated.agent.ToolCall.fromWire(o, false))
+                "tool:result" -> agentwire.generated.agent.AgentMessage.ToolResult(agentwire.generated.agent.ToolResult.fromWire(o, false))
+                "retry:request" -> agentwire.generated.agent.AgentMessage.RetryRequest(agentwire.generated.agent.RetryRequest.fromWire(o, false))
+                else -> throw IllegalArgumentException("AgentMessage" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `AgentMessage`; throws IllegalArgumentException for a missing key, an extra key on a closed variant. */
@@ -1682,6 +3882,289 @@ fun checkAgentMessage(raw: Any?): Map<String, Any?> {
  * The messages between the agentwire runtime and an agent process, one JSON object per NDJSON line. The runtime writes the turn, approval decisions, form answers and cancellation on the agent's standard input; the agent writes run events (the TaskLens vocabulary), message text, tool output, approval and form requests and the end of the turn on its standard output. In the direction annotations the agent is the host side: what the runtime reads is host-to-runtime.
  */
 sealed class AgentProtocolMessage {
-    data class AgentMessage(val value: agentwire.generated.agent.AgentMessage) : AgentProtocolMessage()
-    data class RuntimeMessage(val value: agentwire.generated.agent.RuntimeMessage) : AgentProtocolMessage()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class AgentMessage(val value: agentwire.generated.agent.AgentMessage) : AgentProtocolMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RuntimeMessage(val value: agentwire.generated.agent.RuntimeMessage) : AgentProtocolMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentProtocolMessage {
+            if (validate) assertValid(validateAt("", raw))
+            try {
+                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("AgentProtocolMessage" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentProtocolMessage {
+            if (validate) assertValid(validateAt("", raw))
+            try {
+                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("AgentProtocolMessage" + ": no variant matches")
+        }
+    }
 }
+
+/** Decodes a whole message (decoded JSON, see `parseJson`) as `AgentProtocolMessage` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */
+fun decodeProtocolMessage(raw: Any?): AgentProtocolMessage {
+    assertValid(validateProtocolMessage(raw))
+    return agentwire.generated.agent.AgentProtocolMessage.fromWire(raw, false)
+}
+
+/** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */
+fun encodeProtocolMessage(value: AgentProtocolMessage): Any? = value.toWire()
+
+/** Validates `value` (decoded JSON) against the definition `NonEmptyString`. */
+fun validateNonEmptyString(value: Any?): ValidationResult = validateDefinition("NonEmptyString", value)
+/** Throws ProtocolValidationError unless `value` is a valid `NonEmptyString`. */
+fun assertNonEmptyString(value: Any?) = assertValid(validateDefinition("NonEmptyString", value))
+
+/** Validates `value` (decoded JSON) against the definition `Identifier`. */
+fun validateIdentifier(value: Any?): ValidationResult = validateDefinition("Identifier", value)
+/** Throws ProtocolValidationError unless `value` is a valid `Identifier`. */
+fun assertIdentifier(value: Any?) = assertValid(validateDefinition("Identifier", value))
+
+/** Validates `value` (decoded JSON) against the definition `FailStage`. */
+fun validateFailStage(value: Any?): ValidationResult = validateDefinition("FailStage", value)
+/** Throws ProtocolValidationError unless `value` is a valid `FailStage`. */
+fun assertFailStage(value: Any?) = assertValid(validateDefinition("FailStage", value))
+
+/** Validates `value` (decoded JSON) against the definition `AttachmentDescriptor`. */
+fun validateAttachmentDescriptor(value: Any?): ValidationResult = validateDefinition("AttachmentDescriptor", value)
+/** Throws ProtocolValidationError unless `value` is a valid `AttachmentDescriptor`. */
+fun assertAttachmentDescriptor(value: Any?) = assertValid(validateDefinition("AttachmentDescriptor", value))
+
+/** Validates `value` (decoded JSON) against the definition `TurnInput`. */
+fun validateTurnInput(value: Any?): ValidationResult = validateDefinition("TurnInput", value)
+/** Throws ProtocolValidationError unless `value` is a valid `TurnInput`. */
+fun assertTurnInput(value: Any?) = assertValid(validateDefinition("TurnInput", value))
+
+/** Validates `value` (decoded JSON) against the definition `TurnStart`. */
+fun validateTurnStart(value: Any?): ValidationResult = validateDefinition("TurnStart", value)
+/** Throws ProtocolValidationError unless `value` is a valid `TurnStart`. */
+fun assertTurnStart(value: Any?) = assertValid(validateDefinition("TurnStart", value))
+
+/** Validates `value` (decoded JSON) against the definition `ApprovalDecision`. */
+fun validateApprovalDecision(value: Any?): ValidationResult = validateDefinition("ApprovalDecision", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ApprovalDecision`. */
+fun assertApprovalDecision(value: Any?) = assertValid(validateDefinition("ApprovalDecision", value))
+
+/** Validates `value` (decoded JSON) against the definition `InputValue`. */
+fun validateInputValue(value: Any?): ValidationResult = validateDefinition("InputValue", value)
+/** Throws ProtocolValidationError unless `value` is a valid `InputValue`. */
+fun assertInputValue(value: Any?) = assertValid(validateDefinition("InputValue", value))
+
+/** Validates `value` (decoded JSON) against the definition `InputResult`. */
+fun validateInputResult(value: Any?): ValidationResult = validateDefinition("InputResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `InputResult`. */
+fun assertInputResult(value: Any?) = assertValid(validateDefinition("InputResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `TurnCancel`. */
+fun validateTurnCancel(value: Any?): ValidationResult = validateDefinition("TurnCancel", value)
+/** Throws ProtocolValidationError unless `value` is a valid `TurnCancel`. */
+fun assertTurnCancel(value: Any?) = assertValid(validateDefinition("TurnCancel", value))
+
+/** Validates `value` (decoded JSON) against the definition `RuntimeMessage`. */
+fun validateRuntimeMessage(value: Any?): ValidationResult = validateDefinition("RuntimeMessage", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RuntimeMessage`. */
+fun assertRuntimeMessage(value: Any?) = assertValid(validateDefinition("RuntimeMessage", value))
+
+/** Validates `value` (decoded JSON) against the definition `ControlId`. */
+fun validateControlId(value: Any?): ValidationResult = validateDefinition("ControlId", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ControlId`. */
+fun assertControlId(value: Any?) = assertValid(validateDefinition("ControlId", value))
+
+/** Validates `value` (decoded JSON) against the definition `ControlLabel`. */
+fun validateControlLabel(value: Any?): ValidationResult = validateDefinition("ControlLabel", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ControlLabel`. */
+fun assertControlLabel(value: Any?) = assertValid(validateDefinition("ControlLabel", value))
+
+/** Validates `value` (decoded JSON) against the definition `ControlDescription`. */
+fun validateControlDescription(value: Any?): ValidationResult = validateDefinition("ControlDescription", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ControlDescription`. */
+fun assertControlDescription(value: Any?) = assertValid(validateDefinition("ControlDescription", value))
+
+/** Validates `value` (decoded JSON) against the definition `TextLengthBound`. */
+fun validateTextLengthBound(value: Any?): ValidationResult = validateDefinition("TextLengthBound", value)
+/** Throws ProtocolValidationError unless `value` is a valid `TextLengthBound`. */
+fun assertTextLengthBound(value: Any?) = assertValid(validateDefinition("TextLengthBound", value))
+
+/** Validates `value` (decoded JSON) against the definition `TextControl`. */
+fun validateTextControl(value: Any?): ValidationResult = validateDefinition("TextControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `TextControl`. */
+fun assertTextControl(value: Any?) = assertValid(validateDefinition("TextControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `MultilineControl`. */
+fun validateMultilineControl(value: Any?): ValidationResult = validateDefinition("MultilineControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `MultilineControl`. */
+fun assertMultilineControl(value: Any?) = assertValid(validateDefinition("MultilineControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `NumberControl`. */
+fun validateNumberControl(value: Any?): ValidationResult = validateDefinition("NumberControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `NumberControl`. */
+fun assertNumberControl(value: Any?) = assertValid(validateDefinition("NumberControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `BooleanControl`. */
+fun validateBooleanControl(value: Any?): ValidationResult = validateDefinition("BooleanControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `BooleanControl`. */
+fun assertBooleanControl(value: Any?) = assertValid(validateDefinition("BooleanControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `ChoiceOption`. */
+fun validateChoiceOption(value: Any?): ValidationResult = validateDefinition("ChoiceOption", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ChoiceOption`. */
+fun assertChoiceOption(value: Any?) = assertValid(validateDefinition("ChoiceOption", value))
+
+/** Validates `value` (decoded JSON) against the definition `ChoiceControl`. */
+fun validateChoiceControl(value: Any?): ValidationResult = validateDefinition("ChoiceControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ChoiceControl`. */
+fun assertChoiceControl(value: Any?) = assertValid(validateDefinition("ChoiceControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `InputControl`. */
+fun validateInputControl(value: Any?): ValidationResult = validateDefinition("InputControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `InputControl`. */
+fun assertInputControl(value: Any?) = assertValid(validateDefinition("InputControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `InputControls`. */
+fun validateInputControls(value: Any?): ValidationResult = validateDefinition("InputControls", value)
+/** Throws ProtocolValidationError unless `value` is a valid `InputControls`. */
+fun assertInputControls(value: Any?) = assertValid(validateDefinition("InputControls", value))
+
+/** Validates `value` (decoded JSON) against the definition `MessageDelta`. */
+fun validateMessageDelta(value: Any?): ValidationResult = validateDefinition("MessageDelta", value)
+/** Throws ProtocolValidationError unless `value` is a valid `MessageDelta`. */
+fun assertMessageDelta(value: Any?) = assertValid(validateDefinition("MessageDelta", value))
+
+/** Validates `value` (decoded JSON) against the definition `MessageCompleted`. */
+fun validateMessageCompleted(value: Any?): ValidationResult = validateDefinition("MessageCompleted", value)
+/** Throws ProtocolValidationError unless `value` is a valid `MessageCompleted`. */
+fun assertMessageCompleted(value: Any?) = assertValid(validateDefinition("MessageCompleted", value))
+
+/** Validates `value` (decoded JSON) against the definition `ToolOutput`. */
+fun validateToolOutput(value: Any?): ValidationResult = validateDefinition("ToolOutput", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ToolOutput`. */
+fun assertToolOutput(value: Any?) = assertValid(validateDefinition("ToolOutput", value))
+
+/** Validates `value` (decoded JSON) against the definition `ApprovalRequest`. */
+fun validateApprovalRequest(value: Any?): ValidationResult = validateDefinition("ApprovalRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ApprovalRequest`. */
+fun assertApprovalRequest(value: Any?) = assertValid(validateDefinition("ApprovalRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `InputRequest`. */
+fun validateInputRequest(value: Any?): ValidationResult = validateDefinition("InputRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `InputRequest`. */
+fun assertInputRequest(value: Any?) = assertValid(validateDefinition("InputRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `TurnEnd`. */
+fun validateTurnEnd(value: Any?): ValidationResult = validateDefinition("TurnEnd", value)
+/** Throws ProtocolValidationError unless `value` is a valid `TurnEnd`. */
+fun assertTurnEnd(value: Any?) = assertValid(validateDefinition("TurnEnd", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunEventEnvelope`. */
+fun validateRunEventEnvelope(value: Any?): ValidationResult = validateDefinition("RunEventEnvelope", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunEventEnvelope`. */
+fun assertRunEventEnvelope(value: Any?) = assertValid(validateDefinition("RunEventEnvelope", value))
+
+/** Validates `value` (decoded JSON) against the definition `ErrorInfo`. */
+fun validateErrorInfo(value: Any?): ValidationResult = validateDefinition("ErrorInfo", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ErrorInfo`. */
+fun assertErrorInfo(value: Any?) = assertValid(validateDefinition("ErrorInfo", value))
+
+/** Validates `value` (decoded JSON) against the definition `PlanStep`. */
+fun validatePlanStep(value: Any?): ValidationResult = validateDefinition("PlanStep", value)
+/** Throws ProtocolValidationError unless `value` is a valid `PlanStep`. */
+fun assertPlanStep(value: Any?) = assertValid(validateDefinition("PlanStep", value))
+
+/** Validates `value` (decoded JSON) against the definition `ToolOutcomeKind`. */
+fun validateToolOutcomeKind(value: Any?): ValidationResult = validateDefinition("ToolOutcomeKind", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ToolOutcomeKind`. */
+fun assertToolOutcomeKind(value: Any?) = assertValid(validateDefinition("ToolOutcomeKind", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunStart`. */
+fun validateRunStart(value: Any?): ValidationResult = validateDefinition("RunStart", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunStart`. */
+fun assertRunStart(value: Any?) = assertValid(validateDefinition("RunStart", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunDone`. */
+fun validateRunDone(value: Any?): ValidationResult = validateDefinition("RunDone", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunDone`. */
+fun assertRunDone(value: Any?) = assertValid(validateDefinition("RunDone", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunError`. */
+fun validateRunError(value: Any?): ValidationResult = validateDefinition("RunError", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunError`. */
+fun assertRunError(value: Any?) = assertValid(validateDefinition("RunError", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunPaused`. */
+fun validateRunPaused(value: Any?): ValidationResult = validateDefinition("RunPaused", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunPaused`. */
+fun assertRunPaused(value: Any?) = assertValid(validateDefinition("RunPaused", value))
+
+/** Validates `value` (decoded JSON) against the definition `Plan`. */
+fun validatePlan(value: Any?): ValidationResult = validateDefinition("Plan", value)
+/** Throws ProtocolValidationError unless `value` is a valid `Plan`. */
+fun assertPlan(value: Any?) = assertValid(validateDefinition("Plan", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepStart`. */
+fun validateStepStart(value: Any?): ValidationResult = validateDefinition("StepStart", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepStart`. */
+fun assertStepStart(value: Any?) = assertValid(validateDefinition("StepStart", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepProgress`. */
+fun validateStepProgress(value: Any?): ValidationResult = validateDefinition("StepProgress", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepProgress`. */
+fun assertStepProgress(value: Any?) = assertValid(validateDefinition("StepProgress", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepDone`. */
+fun validateStepDone(value: Any?): ValidationResult = validateDefinition("StepDone", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepDone`. */
+fun assertStepDone(value: Any?) = assertValid(validateDefinition("StepDone", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepError`. */
+fun validateStepError(value: Any?): ValidationResult = validateDefinition("StepError", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepError`. */
+fun assertStepError(value: Any?) = assertValid(validateDefinition("StepError", value))
+
+/** Validates `value` (decoded JSON) against the definition `ToolCall`. */
+fun validateToolCall(value: Any?): ValidationResult = validateDefinition("ToolCall", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ToolCall`. */
+fun assertToolCall(value: Any?) = assertValid(validateDefinition("ToolCall", value))
+
+/** Validates `value` (decoded JSON) against the definition `ToolResult`. */
+fun validateToolResult(value: Any?): ValidationResult = validateDefinition("ToolResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ToolResult`. */
+fun assertToolResult(value: Any?) = assertValid(validateDefinition("ToolResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `RetryRequest`. */
+fun validateRetryRequest(value: Any?): ValidationResult = validateDefinition("RetryRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RetryRequest`. */
+fun assertRetryRequest(value: Any?) = assertValid(validateDefinition("RetryRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `AgentMessage`. */
+fun validateAgentMessage(value: Any?): ValidationResult = validateDefinition("AgentMessage", value)
+/** Throws ProtocolValidationError unless `value` is a valid `AgentMessage`. */
+fun assertAgentMessage(value: Any?) = assertValid(validateDefinition("AgentMessage", value))

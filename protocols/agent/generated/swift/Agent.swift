@@ -2,34 +2,37 @@
 
 import Foundation
 
-/// Protocol digest of the schema these types come from.
-public let SCHEMA_DIGEST = "sha256:1e10a8f4b8bf9fed60a585c0e2731971eb9ec2e187a55c7d1984e5efcbe0661a"
-/// `$id` of the schema.
-public let SCHEMA_ID = "https://agentwire.dev/protocols/agent/agent.schema.json"
-/// Protocol name.
-public let PROTOCOL_NAME = "agent-protocol"
-/// Newest wire version.
-public let PROTOCOL_VERSION = "1"
-/// Oldest wire version a peer may speak.
-public let PROTOCOL_MIN_VERSION = "1"
-/// Protocol features.
-public let PROTOCOL_FEATURES: [String] = [
-    "run-events",
-    "messages",
-    "tool-output",
-    "approvals",
-    "user-input",
-    "cancellation",
-]
+/// The protocol constants of this file.
+public enum AgentProtocolProtocol {
+    /// Protocol digest of the schema these types come from.
+    public static let SCHEMA_DIGEST = "sha256:1e10a8f4b8bf9fed60a585c0e2731971eb9ec2e187a55c7d1984e5efcbe0661a"
+    /// `$id` of the schema.
+    public static let SCHEMA_ID = "https://agentwire.dev/protocols/agent/agent.schema.json"
+    /// Protocol name.
+    public static let PROTOCOL_NAME = "agent-protocol"
+    /// Newest wire version.
+    public static let PROTOCOL_VERSION = "1"
+    /// Oldest wire version a peer may speak.
+    public static let PROTOCOL_MIN_VERSION = "1"
+    /// Protocol features.
+    public static let PROTOCOL_FEATURES: [String] = [
+        "run-events",
+        "messages",
+        "tool-output",
+        "approvals",
+        "user-input",
+        "cancellation",
+    ]
+}
 
 /// Any JSON value.
-public indirect enum JSONValue: Codable, Sendable, Equatable {
+public indirect enum AgentProtocolJSONValue: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([AgentProtocolJSONValue])
+    case object([String: AgentProtocolJSONValue])
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -41,10 +44,10 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try? container.decode([AgentProtocolJSONValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: AgentProtocolJSONValue].self))
         }
     }
 
@@ -62,7 +65,7 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
 }
 
 /// A value stored out of line, so that a type can contain itself.
-public indirect enum Indirect<Wrapped: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+public indirect enum AgentProtocolIndirect<Wrapped: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
     case boxed(Wrapped)
 
     public init(_ value: Wrapped) { self = .boxed(value) }
@@ -80,7 +83,7 @@ public indirect enum Indirect<Wrapped: Codable & Sendable & Equatable>: Codable,
 }
 
 /// A coding key for any property name.
-public struct AnyCodingKey: CodingKey, Sendable {
+public struct AgentProtocolAnyCodingKey: CodingKey, Sendable {
     public let stringValue: String
     public let intValue: Int?
     public init(stringValue: String) { self.stringValue = stringValue; self.intValue = nil }
@@ -88,8 +91,8 @@ public struct AnyCodingKey: CodingKey, Sendable {
 }
 
 /// Throws when the object being decoded has a key outside `allowed` (closed objects).
-func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
-    let container = try decoder.container(keyedBy: AnyCodingKey.self)
+fileprivate func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
+    let container = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
     for key in container.allKeys where !allowed.contains(key.stringValue) {
         throw DecodingError.dataCorruptedError(
             forKey: key, in: container, debugDescription: "\(type): unexpected key \(key.stringValue)")
@@ -121,12 +124,15 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public let bytes: Int
     /// The sanitised name shown to people.
     public let displayName: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(attachmentId: NonEmptyString, mediaType: String, bytes: Int, displayName: String) {
+    public init(attachmentId: NonEmptyString, mediaType: String, bytes: Int, displayName: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.attachmentId = attachmentId
         self.mediaType = mediaType
         self.bytes = bytes
         self.displayName = displayName
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -151,14 +157,35 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         if case let value = self.bytes, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .bytes, in: container, debugDescription: "AttachmentDescriptor.bytes: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["attachmentId", "mediaType", "bytes", "displayName"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.mediaType, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "AttachmentDescriptor.mediaType: minLength 1"))
+        }
+        if case let value = self.bytes, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "AttachmentDescriptor.bytes: minimum 0"))
+        }
+        if case let value = self.bytes, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "AttachmentDescriptor.bytes: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.attachmentId, forKey: .attachmentId)
         try container.encode(self.mediaType, forKey: .mediaType)
         try container.encode(self.bytes, forKey: .bytes)
         try container.encode(self.displayName, forKey: .displayName)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["attachmentId", "mediaType", "bytes", "displayName"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -168,10 +195,13 @@ public struct TurnInput: Codable, Sendable, Equatable {
     public let text: String
     /// The committed attachments, in the order the user gave them.
     public let attachments: [AttachmentDescriptor]
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(text: String, attachments: [AttachmentDescriptor]) {
+    public init(text: String, attachments: [AttachmentDescriptor], extra: [String: AgentProtocolJSONValue] = [:]) {
         self.text = text
         self.attachments = attachments
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -183,12 +213,24 @@ public struct TurnInput: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.text = try container.decode(String.self, forKey: .text)
         self.attachments = try container.decode([AttachmentDescriptor].self, forKey: .attachments)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["text", "attachments"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.text, forKey: .text)
         try container.encode(self.attachments, forKey: .attachments)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["text", "attachments"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -201,13 +243,16 @@ public struct TurnStart: Codable, Sendable, Equatable {
     public let threadId: NonEmptyString
     public let turnId: NonEmptyString
     public let input: TurnInput
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: TurnStartType, protocolVersion: String, threadId: NonEmptyString, turnId: NonEmptyString, input: TurnInput) {
+    public init(type: TurnStartType, protocolVersion: String, threadId: NonEmptyString, turnId: NonEmptyString, input: TurnInput, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.protocolVersion = protocolVersion
         self.threadId = threadId
         self.turnId = turnId
         self.input = input
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -228,15 +273,30 @@ public struct TurnStart: Codable, Sendable, Equatable {
         if case let value = self.protocolVersion, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .protocolVersion, in: container, debugDescription: "TurnStart.protocolVersion: minLength 1")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "protocolVersion", "threadId", "turnId", "input"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.protocolVersion, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "TurnStart.protocolVersion: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.type, forKey: .type)
         try container.encode(self.protocolVersion, forKey: .protocolVersion)
         try container.encode(self.threadId, forKey: .threadId)
         try container.encode(self.turnId, forKey: .turnId)
         try container.encode(self.input, forKey: .input)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "protocolVersion", "threadId", "turnId", "input"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -252,12 +312,15 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
     public let decision: ApprovalDecisionDecision
     /// Why, for people (a rejection's reason, a cancellation's cause).
     public let reason: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: ApprovalDecisionType, requestId: Identifier, decision: ApprovalDecisionDecision, reason: String? = nil) {
+    public init(type: ApprovalDecisionType, requestId: Identifier, decision: ApprovalDecisionDecision, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.requestId = requestId
         self.decision = decision
         self.reason = reason
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -273,6 +336,13 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
         self.requestId = try container.decode(Identifier.self, forKey: .requestId)
         self.decision = try container.decode(ApprovalDecisionDecision.self, forKey: .decision)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "decision", "reason"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -281,6 +351,11 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
         try container.encode(self.requestId, forKey: .requestId)
         try container.encode(self.decision, forKey: .decision)
         try container.encodeIfPresent(self.reason, forKey: .reason)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "decision", "reason"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -301,10 +376,13 @@ public struct InputValue: Codable, Sendable, Equatable {
     public let id: ControlId
     /// Text for `text` and `multiline`, a number, a boolean, or the chosen option ids of a `choice`.
     public let value: InputValueValue
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: ControlId, value: InputValueValue) {
+    public init(id: ControlId, value: InputValueValue, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.value = value
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -316,12 +394,24 @@ public struct InputValue: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.id = try container.decode(ControlId.self, forKey: .id)
         self.value = try container.decode(InputValueValue.self, forKey: .value)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "value"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.value, forKey: .value)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "value"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -394,13 +484,16 @@ public struct InputResult: Codable, Sendable, Equatable {
     public let values: [InputValue]?
     /// Why the form was cancelled, for people.
     public let reason: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: InputResultType, requestId: Identifier, status: InputResultStatus, values: [InputValue]? = nil, reason: String? = nil) {
+    public init(type: InputResultType, requestId: Identifier, status: InputResultStatus, values: [InputValue]? = nil, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.requestId = requestId
         self.status = status
         self.values = values
         self.reason = reason
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -421,15 +514,30 @@ public struct InputResult: Codable, Sendable, Equatable {
         if let value = self.values, value.count > 16 {
             throw DecodingError.dataCorruptedError(forKey: .values, in: container, debugDescription: "InputResult.values: maxItems 16")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "status", "values", "reason"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.values, value.count > 16 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "InputResult.values: maxItems 16"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.type, forKey: .type)
         try container.encode(self.requestId, forKey: .requestId)
         try container.encode(self.status, forKey: .status)
         try container.encodeIfPresent(self.values, forKey: .values)
         try container.encodeIfPresent(self.reason, forKey: .reason)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "status", "values", "reason"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -449,10 +557,13 @@ public struct TurnCancel: Codable, Sendable, Equatable {
     public let type: TurnCancelType
     /// Why, for people.
     public let reason: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: TurnCancelType, reason: String? = nil) {
+    public init(type: TurnCancelType, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.reason = reason
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -464,12 +575,24 @@ public struct TurnCancel: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.type = try container.decode(TurnCancelType.self, forKey: .type)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "reason"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.type, forKey: .type)
         try container.encodeIfPresent(self.reason, forKey: .reason)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "reason"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -484,12 +607,12 @@ public indirect enum RuntimeMessage: Codable, Sendable, Equatable {
     case inputResult(InputResult)
     case turnCancel(TurnCancel)
     /// A variant this version does not know, kept as raw JSON.
-    case unknown(JSONValue)
+    case unknown(AgentProtocolJSONValue)
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let tagKey = AgentProtocolAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "turn.start":
@@ -506,15 +629,15 @@ public indirect enum RuntimeMessage: Codable, Sendable, Equatable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let tagKey = AgentProtocolAnyCodingKey(stringValue: "type")
         // A value without the tag is an error; an unknown tag keeps the value raw when it
         // has every key all variants require.
         let tag = try container.decode(String.self, forKey: tagKey)
         let known: Set<String> = ["turn.start", "approval.decision", "input.result", "turn.cancel"]
         let envelope: [String] = []
-        if !known.contains(tag) && envelope.allSatisfy({ container.contains(AnyCodingKey(stringValue: $0)) }) {
-            self = .unknown(try JSONValue(from: decoder))
+        if !known.contains(tag) && envelope.allSatisfy({ container.contains(AgentProtocolAnyCodingKey(stringValue: $0)) }) {
+            self = .unknown(try AgentProtocolJSONValue(from: decoder))
             return
         }
         self = try Self.decodeKnown(from: decoder)
@@ -882,6 +1005,24 @@ public struct ChoiceControl: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.options, value.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ChoiceControl.options: minItems 1"))
+        }
+        if case let value = self.options, value.count > 50 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ChoiceControl.options: maxItems 50"))
+        }
+        if let value = self.minSelections, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ChoiceControl.minSelections: minimum 0"))
+        }
+        if let value = self.minSelections, value > 50 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ChoiceControl.minSelections: maximum 50"))
+        }
+        if let value = self.maxSelections, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ChoiceControl.maxSelections: minimum 1"))
+        }
+        if let value = self.maxSelections, value > 50 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ChoiceControl.maxSelections: maximum 50"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.type, forKey: .type)
         try container.encode(self.id, forKey: .id)
@@ -909,8 +1050,8 @@ public indirect enum InputControl: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let tagKey = AgentProtocolAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "text":
@@ -952,11 +1093,14 @@ public struct MessageDelta: Codable, Sendable, Equatable {
     /// Which message of the turn (default `reply`).
     public let messageId: Identifier?
     public let delta: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: MessageDeltaType, messageId: Identifier? = nil, delta: String) {
+    public init(type: MessageDeltaType, messageId: Identifier? = nil, delta: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.messageId = messageId
         self.delta = delta
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -970,6 +1114,13 @@ public struct MessageDelta: Codable, Sendable, Equatable {
         self.type = try container.decode(MessageDeltaType.self, forKey: .type)
         self.messageId = try container.decodeIfPresent(Identifier.self, forKey: .messageId)
         self.delta = try container.decode(String.self, forKey: .delta)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "messageId", "delta"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -977,6 +1128,11 @@ public struct MessageDelta: Codable, Sendable, Equatable {
         try container.encode(self.type, forKey: .type)
         try container.encodeIfPresent(self.messageId, forKey: .messageId)
         try container.encode(self.delta, forKey: .delta)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "messageId", "delta"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -990,11 +1146,14 @@ public struct MessageCompleted: Codable, Sendable, Equatable {
     /// Which message of the turn (default `reply`); the deltas of the same id came before.
     public let messageId: Identifier?
     public let text: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: MessageCompletedType, messageId: Identifier? = nil, text: String) {
+    public init(type: MessageCompletedType, messageId: Identifier? = nil, text: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.messageId = messageId
         self.text = text
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1008,6 +1167,13 @@ public struct MessageCompleted: Codable, Sendable, Equatable {
         self.type = try container.decode(MessageCompletedType.self, forKey: .type)
         self.messageId = try container.decodeIfPresent(Identifier.self, forKey: .messageId)
         self.text = try container.decode(String.self, forKey: .text)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "messageId", "text"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1015,6 +1181,11 @@ public struct MessageCompleted: Codable, Sendable, Equatable {
         try container.encode(self.type, forKey: .type)
         try container.encodeIfPresent(self.messageId, forKey: .messageId)
         try container.encode(self.text, forKey: .text)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "messageId", "text"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1030,12 +1201,15 @@ public struct ToolOutput: Codable, Sendable, Equatable {
     /// Which output (default `stdout`).
     public let stream: ToolOutputStream?
     public let delta: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: ToolOutputType, callId: Identifier, stream: ToolOutputStream? = nil, delta: String) {
+    public init(type: ToolOutputType, callId: Identifier, stream: ToolOutputStream? = nil, delta: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.callId = callId
         self.stream = stream
         self.delta = delta
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1051,6 +1225,13 @@ public struct ToolOutput: Codable, Sendable, Equatable {
         self.callId = try container.decode(Identifier.self, forKey: .callId)
         self.stream = try container.decodeIfPresent(ToolOutputStream.self, forKey: .stream)
         self.delta = try container.decode(String.self, forKey: .delta)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "callId", "stream", "delta"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1059,6 +1240,11 @@ public struct ToolOutput: Codable, Sendable, Equatable {
         try container.encode(self.callId, forKey: .callId)
         try container.encodeIfPresent(self.stream, forKey: .stream)
         try container.encode(self.delta, forKey: .delta)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "callId", "stream", "delta"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1078,19 +1264,22 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
     public let requestId: Identifier
     public let toolName: NonEmptyString
     /// What the user decides on (a command and its explanation, a diff): shown as it is.
-    public let preview: [String: JSONValue]
+    public let preview: [String: AgentProtocolJSONValue]
     /// Why approval is needed.
     public let reason: String?
     /// The `tool:call` the approval is for: its recorded outcome then follows the decision (`user_rejected` when it is not approved).
     public let callId: Identifier?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: ApprovalRequestType, requestId: Identifier, toolName: NonEmptyString, preview: [String: JSONValue], reason: String? = nil, callId: Identifier? = nil) {
+    public init(type: ApprovalRequestType, requestId: Identifier, toolName: NonEmptyString, preview: [String: AgentProtocolJSONValue], reason: String? = nil, callId: Identifier? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.requestId = requestId
         self.toolName = toolName
         self.preview = preview
         self.reason = reason
         self.callId = callId
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1107,9 +1296,16 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
         self.type = try container.decode(ApprovalRequestType.self, forKey: .type)
         self.requestId = try container.decode(Identifier.self, forKey: .requestId)
         self.toolName = try container.decode(NonEmptyString.self, forKey: .toolName)
-        self.preview = try container.decode([String: JSONValue].self, forKey: .preview)
+        self.preview = try container.decode([String: AgentProtocolJSONValue].self, forKey: .preview)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
         self.callId = try container.decodeIfPresent(Identifier.self, forKey: .callId)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "toolName", "preview", "reason", "callId"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1120,6 +1316,11 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
         try container.encode(self.preview, forKey: .preview)
         try container.encodeIfPresent(self.reason, forKey: .reason)
         try container.encodeIfPresent(self.callId, forKey: .callId)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "toolName", "preview", "reason", "callId"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1134,13 +1335,16 @@ public struct InputRequest: Codable, Sendable, Equatable {
     public let title: ControlLabel?
     public let description: ControlDescription?
     public let controls: InputControls
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: InputRequestType, requestId: Identifier, title: ControlLabel? = nil, description: ControlDescription? = nil, controls: InputControls) {
+    public init(type: InputRequestType, requestId: Identifier, title: ControlLabel? = nil, description: ControlDescription? = nil, controls: InputControls, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.requestId = requestId
         self.title = title
         self.description = description
         self.controls = controls
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1158,6 +1362,13 @@ public struct InputRequest: Codable, Sendable, Equatable {
         self.title = try container.decodeIfPresent(ControlLabel.self, forKey: .title)
         self.description = try container.decodeIfPresent(ControlDescription.self, forKey: .description)
         self.controls = try container.decode(InputControls.self, forKey: .controls)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "title", "description", "controls"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1167,6 +1378,11 @@ public struct InputRequest: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.title, forKey: .title)
         try container.encodeIfPresent(self.description, forKey: .description)
         try container.encode(self.controls, forKey: .controls)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "requestId", "title", "description", "controls"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1182,12 +1398,15 @@ public struct TurnEnd: Codable, Sendable, Equatable {
     public let stage: FailStage?
     /// What went wrong, for people.
     public let message: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: TurnEndType, status: TurnEndStatus, stage: FailStage? = nil, message: String? = nil) {
+    public init(type: TurnEndType, status: TurnEndStatus, stage: FailStage? = nil, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.type = type
         self.status = status
         self.stage = stage
         self.message = message
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1203,6 +1422,13 @@ public struct TurnEnd: Codable, Sendable, Equatable {
         self.status = try container.decode(TurnEndStatus.self, forKey: .status)
         self.stage = try container.decodeIfPresent(FailStage.self, forKey: .stage)
         self.message = try container.decodeIfPresent(String.self, forKey: .message)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "status", "stage", "message"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -1211,6 +1437,11 @@ public struct TurnEnd: Codable, Sendable, Equatable {
         try container.encode(self.status, forKey: .status)
         try container.encodeIfPresent(self.stage, forKey: .stage)
         try container.encodeIfPresent(self.message, forKey: .message)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["type", "status", "stage", "message"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1240,13 +1471,16 @@ public struct RunEventEnvelope: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1288,15 +1522,51 @@ public struct RunEventEnvelope: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "RunEventEnvelope.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEventEnvelope.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1343,10 +1613,13 @@ public indirect enum ErrorInfo: Codable, Sendable, Equatable {
 public struct ErrorInfoVariant2: Codable, Sendable, Equatable {
     public let message: String
     public let code: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(message: String, code: String? = nil) {
+    public init(message: String, code: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.message = message
         self.code = code
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1358,22 +1631,37 @@ public struct ErrorInfoVariant2: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.message = try container.decode(String.self, forKey: .message)
         self.code = try container.decodeIfPresent(String.self, forKey: .code)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["message", "code"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.message, forKey: .message)
         try container.encodeIfPresent(self.code, forKey: .code)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["message", "code"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
 public struct PlanStep: Codable, Sendable, Equatable {
     public let id: NonEmptyString
     public let title: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: NonEmptyString, title: String) {
+    public init(id: NonEmptyString, title: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.title = title
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1385,12 +1673,24 @@ public struct PlanStep: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.id = try container.decode(NonEmptyString.self, forKey: .id)
         self.title = try container.decode(String.self, forKey: .title)
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "title"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.title, forKey: .title)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "title"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1425,9 +1725,11 @@ public struct RunStart: Codable, Sendable, Equatable {
     /// Name of the agent that runs.
     public let agent: String?
     /// Opaque input of the run; rendering is the host's business.
-    public let input: JSONValue?
+    public let input: AgentProtocolJSONValue?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunStartType, goal: String? = nil, agent: String? = nil, input: JSONValue? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunStartType, goal: String? = nil, agent: String? = nil, input: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -1437,6 +1739,7 @@ public struct RunStart: Codable, Sendable, Equatable {
         self.goal = goal
         self.agent = agent
         self.input = input
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1461,7 +1764,7 @@ public struct RunStart: Codable, Sendable, Equatable {
         self.type = try container.decode(RunStartType.self, forKey: .type)
         self.goal = try container.decodeIfPresent(String.self, forKey: .goal)
         self.agent = try container.decodeIfPresent(String.self, forKey: .agent)
-        self.input = try container.decodeIfPresent(JSONValue.self, forKey: .input)
+        self.input = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .input)
         if let value = self.id, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "RunStart.id: minLength 1")
         }
@@ -1486,9 +1789,40 @@ public struct RunStart: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "RunStart.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "goal", "agent", "input"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunStart.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -1499,6 +1833,11 @@ public struct RunStart: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.goal, forKey: .goal)
         try container.encodeIfPresent(self.agent, forKey: .agent)
         try container.encodeIfPresent(self.input, forKey: .input)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "goal", "agent", "input"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1525,10 +1864,12 @@ public struct RunDone: Codable, Sendable, Equatable {
     public let schemaVersion: Int?
     public let type: RunDoneType
     /// Opaque output of the run.
-    public let output: JSONValue?
+    public let output: AgentProtocolJSONValue?
     public let summary: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunDoneType, output: JSONValue? = nil, summary: String? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunDoneType, output: AgentProtocolJSONValue? = nil, summary: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -1537,6 +1878,7 @@ public struct RunDone: Codable, Sendable, Equatable {
         self.type = type
         self.output = output
         self.summary = summary
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1558,7 +1900,7 @@ public struct RunDone: Codable, Sendable, Equatable {
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
         self.type = try container.decode(RunDoneType.self, forKey: .type)
-        self.output = try container.decodeIfPresent(JSONValue.self, forKey: .output)
+        self.output = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .output)
         self.summary = try container.decodeIfPresent(String.self, forKey: .summary)
         if let value = self.id, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "RunDone.id: minLength 1")
@@ -1584,9 +1926,40 @@ public struct RunDone: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "RunDone.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "output", "summary"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunDone.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -1596,6 +1969,11 @@ public struct RunDone: Codable, Sendable, Equatable {
         try container.encode(self.type, forKey: .type)
         try container.encodeIfPresent(self.output, forKey: .output)
         try container.encodeIfPresent(self.summary, forKey: .summary)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "output", "summary"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1623,8 +2001,10 @@ public struct RunError: Codable, Sendable, Equatable {
     public let type: RunErrorType
     public let error: ErrorInfo
     public let stepId: NonEmptyString?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunErrorType, error: ErrorInfo, stepId: NonEmptyString? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunErrorType, error: ErrorInfo, stepId: NonEmptyString? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -1633,6 +2013,7 @@ public struct RunError: Codable, Sendable, Equatable {
         self.type = type
         self.error = error
         self.stepId = stepId
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1680,9 +2061,40 @@ public struct RunError: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "RunError.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "error", "stepId"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunError.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -1692,6 +2104,11 @@ public struct RunError: Codable, Sendable, Equatable {
         try container.encode(self.type, forKey: .type)
         try container.encode(self.error, forKey: .error)
         try container.encodeIfPresent(self.stepId, forKey: .stepId)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "error", "stepId"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1719,8 +2136,10 @@ public struct RunPaused: Codable, Sendable, Equatable {
     public let type: RunPausedType
     public let reason: RunPausedReason
     public let message: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunPausedType, reason: RunPausedReason, message: String? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunPausedType, reason: RunPausedReason, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -1729,6 +2148,7 @@ public struct RunPaused: Codable, Sendable, Equatable {
         self.type = type
         self.reason = reason
         self.message = message
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1776,9 +2196,40 @@ public struct RunPaused: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "RunPaused.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "reason", "message"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunPaused.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -1788,6 +2239,11 @@ public struct RunPaused: Codable, Sendable, Equatable {
         try container.encode(self.type, forKey: .type)
         try container.encode(self.reason, forKey: .reason)
         try container.encodeIfPresent(self.message, forKey: .message)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "reason", "message"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1819,8 +2275,10 @@ public struct Plan: Codable, Sendable, Equatable {
     public let schemaVersion: Int?
     public let type: PlanType
     public let steps: [PlanStep]
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: PlanType, steps: [PlanStep]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: PlanType, steps: [PlanStep], extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -1828,6 +2286,7 @@ public struct Plan: Codable, Sendable, Equatable {
         self.schemaVersion = schemaVersion
         self.type = type
         self.steps = steps
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1873,9 +2332,40 @@ public struct Plan: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "Plan.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "steps"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Plan.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -1884,6 +2374,11 @@ public struct Plan: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
         try container.encode(self.type, forKey: .type)
         try container.encode(self.steps, forKey: .steps)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "steps"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -1911,8 +2406,10 @@ public struct StepStart: Codable, Sendable, Equatable {
     public let type: StepStartType
     public let stepId: NonEmptyString
     public let title: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepStartType, stepId: NonEmptyString, title: String? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepStartType, stepId: NonEmptyString, title: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -1921,6 +2418,7 @@ public struct StepStart: Codable, Sendable, Equatable {
         self.type = type
         self.stepId = stepId
         self.title = title
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -1968,9 +2466,40 @@ public struct StepStart: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "StepStart.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "title"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepStart.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -1980,6 +2509,11 @@ public struct StepStart: Codable, Sendable, Equatable {
         try container.encode(self.type, forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.title, forKey: .title)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "title"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -2010,8 +2544,10 @@ public struct StepProgress: Codable, Sendable, Equatable {
     /// Constraints: minimum: 0, maximum: 1
     public let progress: Double?
     public let message: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepProgressType, stepId: NonEmptyString, progress: Double? = nil, message: String? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepProgressType, stepId: NonEmptyString, progress: Double? = nil, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -2021,6 +2557,7 @@ public struct StepProgress: Codable, Sendable, Equatable {
         self.stepId = stepId
         self.progress = progress
         self.message = message
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2070,9 +2607,40 @@ public struct StepProgress: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "StepProgress.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "progress", "message"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepProgress.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -2083,6 +2651,11 @@ public struct StepProgress: Codable, Sendable, Equatable {
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.progress, forKey: .progress)
         try container.encodeIfPresent(self.message, forKey: .message)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "progress", "message"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -2110,9 +2683,11 @@ public struct StepDone: Codable, Sendable, Equatable {
     public let type: StepDoneType
     public let stepId: NonEmptyString
     /// Opaque output of the step.
-    public let output: JSONValue?
+    public let output: AgentProtocolJSONValue?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepDoneType, stepId: NonEmptyString, output: JSONValue? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepDoneType, stepId: NonEmptyString, output: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -2121,6 +2696,7 @@ public struct StepDone: Codable, Sendable, Equatable {
         self.type = type
         self.stepId = stepId
         self.output = output
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2143,7 +2719,7 @@ public struct StepDone: Codable, Sendable, Equatable {
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
         self.type = try container.decode(StepDoneType.self, forKey: .type)
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
-        self.output = try container.decodeIfPresent(JSONValue.self, forKey: .output)
+        self.output = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .output)
         if let value = self.id, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "StepDone.id: minLength 1")
         }
@@ -2168,9 +2744,40 @@ public struct StepDone: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "StepDone.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "output"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepDone.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -2180,6 +2787,11 @@ public struct StepDone: Codable, Sendable, Equatable {
         try container.encode(self.type, forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.output, forKey: .output)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "output"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -2208,8 +2820,10 @@ public struct StepError: Codable, Sendable, Equatable {
     public let stepId: NonEmptyString
     public let error: ErrorInfo
     public let retryable: Bool
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepErrorType, stepId: NonEmptyString, error: ErrorInfo, retryable: Bool) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepErrorType, stepId: NonEmptyString, error: ErrorInfo, retryable: Bool, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -2219,6 +2833,7 @@ public struct StepError: Codable, Sendable, Equatable {
         self.stepId = stepId
         self.error = error
         self.retryable = retryable
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2268,9 +2883,40 @@ public struct StepError: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "StepError.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "error", "retryable"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "StepError.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -2281,6 +2927,11 @@ public struct StepError: Codable, Sendable, Equatable {
         try container.encode(self.stepId, forKey: .stepId)
         try container.encode(self.error, forKey: .error)
         try container.encode(self.retryable, forKey: .retryable)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "error", "retryable"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -2310,9 +2961,11 @@ public struct ToolCall: Codable, Sendable, Equatable {
     public let callId: NonEmptyString?
     public let name: NonEmptyString
     /// Opaque arguments.
-    public let args: JSONValue?
+    public let args: AgentProtocolJSONValue?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: ToolCallType, stepId: NonEmptyString, callId: NonEmptyString? = nil, name: NonEmptyString, args: JSONValue? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: ToolCallType, stepId: NonEmptyString, callId: NonEmptyString? = nil, name: NonEmptyString, args: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -2323,6 +2976,7 @@ public struct ToolCall: Codable, Sendable, Equatable {
         self.callId = callId
         self.name = name
         self.args = args
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2349,7 +3003,7 @@ public struct ToolCall: Codable, Sendable, Equatable {
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.callId = try container.decodeIfPresent(NonEmptyString.self, forKey: .callId)
         self.name = try container.decode(NonEmptyString.self, forKey: .name)
-        self.args = try container.decodeIfPresent(JSONValue.self, forKey: .args)
+        self.args = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .args)
         if let value = self.id, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "ToolCall.id: minLength 1")
         }
@@ -2374,9 +3028,40 @@ public struct ToolCall: Codable, Sendable, Equatable {
         if let value = self.schemaVersion, value > 9007199254740991 {
             throw DecodingError.dataCorruptedError(forKey: .schemaVersion, in: container, debugDescription: "ToolCall.schemaVersion: maximum 9007199254740991")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "callId", "name", "args"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolCall.schemaVersion: maximum 9007199254740991"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -2388,6 +3073,11 @@ public struct ToolCall: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.callId, forKey: .callId)
         try container.encode(self.name, forKey: .name)
         try container.encodeIfPresent(self.args, forKey: .args)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "callId", "name", "args"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -2417,7 +3107,7 @@ public struct ToolResult: Codable, Sendable, Equatable {
     public let stepId: NonEmptyString?
     public let ok: Bool
     /// Opaque result.
-    public let result: JSONValue?
+    public let result: AgentProtocolJSONValue?
     public let error: ErrorInfo?
     /// Duration in milliseconds.
     /// Constraints: minimum: 0
@@ -2431,11 +3121,13 @@ public struct ToolResult: Codable, Sendable, Equatable {
     /// The kind of a result that is not `ok` (default `tool_failed`); ignored when `ok` is true.
     public let outcome: ToolOutcomeKind?
     /// What hosts show for the operation: `{text}`, or `{text, diff}` for a file change (default: a sentence naming the tool and how it ended).
-    public let display: JSONValue?
+    public let display: AgentProtocolJSONValue?
     /// An app-output descriptor and its result, when the tool produced one.
-    public let appOutput: [String: JSONValue]?
+    public let appOutput: [String: AgentProtocolJSONValue]?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: ToolResultType, callId: NonEmptyString, stepId: NonEmptyString? = nil, ok: Bool, result: JSONValue? = nil, error: ErrorInfo? = nil, ms: Double? = nil, tokens: Int? = nil, cost: Double? = nil, outcome: ToolOutcomeKind? = nil, display: JSONValue? = nil, appOutput: [String: JSONValue]? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: ToolResultType, callId: NonEmptyString, stepId: NonEmptyString? = nil, ok: Bool, result: AgentProtocolJSONValue? = nil, error: ErrorInfo? = nil, ms: Double? = nil, tokens: Int? = nil, cost: Double? = nil, outcome: ToolOutcomeKind? = nil, display: AgentProtocolJSONValue? = nil, appOutput: [String: AgentProtocolJSONValue]? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -2453,6 +3145,7 @@ public struct ToolResult: Codable, Sendable, Equatable {
         self.outcome = outcome
         self.display = display
         self.appOutput = appOutput
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2486,14 +3179,14 @@ public struct ToolResult: Codable, Sendable, Equatable {
         self.callId = try container.decode(NonEmptyString.self, forKey: .callId)
         self.stepId = try container.decodeIfPresent(NonEmptyString.self, forKey: .stepId)
         self.ok = try container.decode(Bool.self, forKey: .ok)
-        self.result = try container.decodeIfPresent(JSONValue.self, forKey: .result)
+        self.result = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .result)
         self.error = try container.decodeIfPresent(ErrorInfo.self, forKey: .error)
         self.ms = try container.decodeIfPresent(Double.self, forKey: .ms)
         self.tokens = try container.decodeIfPresent(Int.self, forKey: .tokens)
         self.cost = try container.decodeIfPresent(Double.self, forKey: .cost)
         self.outcome = try container.decodeIfPresent(ToolOutcomeKind.self, forKey: .outcome)
-        self.display = try container.decodeIfPresent(JSONValue.self, forKey: .display)
-        self.appOutput = try container.decodeIfPresent([String: JSONValue].self, forKey: .appOutput)
+        self.display = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .display)
+        self.appOutput = try container.decodeIfPresent([String: AgentProtocolJSONValue].self, forKey: .appOutput)
         if let value = self.id, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "ToolResult.id: minLength 1")
         }
@@ -2521,9 +3214,43 @@ public struct ToolResult: Codable, Sendable, Equatable {
         if let value = self.tokens, value < 0 {
             throw DecodingError.dataCorruptedError(forKey: .tokens, in: container, debugDescription: "ToolResult.tokens: minimum 0")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "callId", "stepId", "ok", "result", "error", "ms", "tokens", "cost", "outcome", "display", "appOutput"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.schemaVersion: maximum 9007199254740991"))
+        }
+        if let value = self.tokens, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.tokens: minimum 0"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -2542,6 +3269,11 @@ public struct ToolResult: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.outcome, forKey: .outcome)
         try container.encodeIfPresent(self.display, forKey: .display)
         try container.encodeIfPresent(self.appOutput, forKey: .appOutput)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "callId", "stepId", "ok", "result", "error", "ms", "tokens", "cost", "outcome", "display", "appOutput"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -2572,8 +3304,10 @@ public struct RetryRequest: Codable, Sendable, Equatable {
     public let reason: String?
     /// Constraints: minimum: 1
     public let attempt: Int?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RetryRequestType, stepId: NonEmptyString, fromEventId: NonEmptyString, reason: String? = nil, attempt: Int? = nil) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RetryRequestType, stepId: NonEmptyString, fromEventId: NonEmptyString, reason: String? = nil, attempt: Int? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
@@ -2584,6 +3318,7 @@ public struct RetryRequest: Codable, Sendable, Equatable {
         self.fromEventId = fromEventId
         self.reason = reason
         self.attempt = attempt
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2638,9 +3373,43 @@ public struct RetryRequest: Codable, Sendable, Equatable {
         if let value = self.attempt, value < 1 {
             throw DecodingError.dataCorruptedError(forKey: .attempt, in: container, debugDescription: "RetryRequest.attempt: minimum 1")
         }
+        let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "fromEventId", "reason", "attempt"]
+        var extra: [String: AgentProtocolJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(AgentProtocolJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.id: minLength 1"))
+        }
+        if let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.runId: minLength 1"))
+        }
+        if let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.seq: minimum 0"))
+        }
+        if let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.seq: maximum 9007199254740991"))
+        }
+        if let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.at: minimum 0"))
+        }
+        if let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.at: maximum 9007199254740991"))
+        }
+        if let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.schemaVersion: minimum 1"))
+        }
+        if let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.schemaVersion: maximum 9007199254740991"))
+        }
+        if let value = self.attempt, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.attempt: minimum 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.id, forKey: .id)
         try container.encodeIfPresent(self.runId, forKey: .runId)
@@ -2652,6 +3421,11 @@ public struct RetryRequest: Codable, Sendable, Equatable {
         try container.encode(self.fromEventId, forKey: .fromEventId)
         try container.encodeIfPresent(self.reason, forKey: .reason)
         try container.encodeIfPresent(self.attempt, forKey: .attempt)
+        var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "fromEventId", "reason", "attempt"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -2680,12 +3454,12 @@ public indirect enum AgentMessage: Codable, Sendable, Equatable {
     case toolResult(ToolResult)
     case retryRequest(RetryRequest)
     /// A variant this version does not know, kept as raw JSON.
-    case unknown(JSONValue)
+    case unknown(AgentProtocolJSONValue)
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let tagKey = AgentProtocolAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "message.delta":
@@ -2730,15 +3504,15 @@ public indirect enum AgentMessage: Codable, Sendable, Equatable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
+        let tagKey = AgentProtocolAnyCodingKey(stringValue: "type")
         // A value without the tag is an error; an unknown tag keeps the value raw when it
         // has every key all variants require.
         let tag = try container.decode(String.self, forKey: tagKey)
         let known: Set<String> = ["message.delta", "message.completed", "tool.output", "approval.request", "input.request", "turn.end", "run:start", "run:done", "run:error", "run:paused", "plan", "step:start", "step:progress", "step:done", "step:error", "tool:call", "tool:result", "retry:request"]
         let envelope: [String] = []
-        if !known.contains(tag) && envelope.allSatisfy({ container.contains(AnyCodingKey(stringValue: $0)) }) {
-            self = .unknown(try JSONValue(from: decoder))
+        if !known.contains(tag) && envelope.allSatisfy({ container.contains(AgentProtocolAnyCodingKey(stringValue: $0)) }) {
+            self = .unknown(try AgentProtocolJSONValue(from: decoder))
             return
         }
         self = try Self.decodeKnown(from: decoder)

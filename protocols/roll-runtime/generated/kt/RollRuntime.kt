@@ -68,19 +68,663 @@ private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: 
     return result
 }
 
+private fun wireObject(raw: Any?, what: String): Map<String, Any?> {
+    require(raw is Map<*, *>) { what + ": expected an object" }
+    for (key in raw.keys) require(key is String) { what + ": keys must be strings" }
+    return raw as Map<String, Any?>
+}
+
+private fun wireField(o: Map<String, Any?>, key: String, what: String): Any? {
+    require(o.containsKey(key)) { what + ": missing key " + key }
+    return o[key]
+}
+
+private fun wireList(raw: Any?): List<Any?> {
+    require(raw is List<*>) { "expected an array" }
+    return raw
+}
+
+private fun wireString(raw: Any?, what: String): String {
+    require(raw is String) { what + ": expected a string" }
+    return raw
+}
+
+private fun wireBoolean(raw: Any?): Boolean {
+    require(raw is Boolean) { "expected a boolean" }
+    return raw
+}
+
+private fun wireLong(raw: Any?): Long = when (raw) {
+    is Long -> raw
+    is Int -> raw.toLong()
+    is Double -> if (raw == Math.rint(raw) && Math.abs(raw) < 9.2e18) raw.toLong() else throw IllegalArgumentException("expected an integer")
+    else -> throw IllegalArgumentException("expected an integer")
+}
+
+private fun wireNumber(raw: Any?): Number {
+    require(raw is Number) { "expected a number" }
+    return raw
+}
+
+private const val DRAFT_07: Boolean = false
+private const val DEFINITIONS_KEY: String = "\$defs"
+
+/** The schema document these types come from, walked by the validators below. */
+private val SCHEMA: Any? by lazy { parseJson(schemaText()) }
+
+private fun schemaText(): String {
+    val text = StringBuilder(57286)
+    text.append("{\"\$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"\$id\":\"urn:agentwire:protocol:roll-runtime\",\"title\":\"Roll Runtime Protocol v1\",\"description\":\"JSON-RPC 2.0 messages of the Roll runtime protocol, one per NDJSON line, wire versions 1.0 to 1.5.\",\"x-agentwire\":{\"name\":\"roll-runtime\",\"version\":\"1.5\",\"minimumCompatibleVersion\":\"1.0\",\"versions\":[\"1.0\",\"1.1\",\"1.2\",\"1.3\",\"1.4\",\"1.5\"],\"features\":[\"thread-management\",\"snapshots\",\"turns\",\"approvals\",\"tool-streaming\",\"reasoning-summary\",\"operation-projection\",\"process-local-sequence\",\"attachments\",\"app-output\"]},\"oneOf\":[{\"\$ref\":\"#/\$defs/clientRequest\"},{\"\$ref\":\"#/\$defs/serverRequest\",\"x-agentwire-since\":\"1.1\"},{\"\$ref\":\"#/\$defs/runtimeEventNotification\"},{\"\$ref\":\"#/\$defs/serverRequestCancelNotification\",\"x-agentwire-since\":\"1.1\"},{\"\$ref\":\"#/\$defs/successResponse\"},{\"\$ref\":\"#/\$defs/errorResponse\"}],\"\$defs\":{\"sharedJsonRpcVersion\":{\"description\":\"The JSON-RPC version marker.\",\"const\":\"2.0\"},\"sharedJsonRpcId\":{\"description\":\"A JSON-RPC request id: a string or a number; never an interaction or mutation id.\",\"type\":[\"string\",\"number\"]},\"sharedUuid\":{\"description\":\"A UUID: version nibble 1-8 and variant nibble 8, 9, a or b (either case), or the nil UUID.\",\"type\":\"string\",\"format\":\"uuid\",\"pattern\":\"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000)\$\"},\"sharedTimestamp\":{\"description\":\"An ISO-8601 date-time with Z or a +-HH:MM offset; seconds and fraction are optional.\",\"type\":\"string\",\"format\":\"date-time\",\"pattern\":\"^(?:(?:\\\\d\\\\d[2468][048]|\\\\d\\\\d[13579][26]|\\\\d\\\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\\\d|30)|02-(?:0[1-9]|1\\\\d|2[0-8])))T(?:[01]\\\\d|2[0-3]):[0-5]\\\\d(?::[0-5]\\\\d(?:\\\\.\\\\d+)?)?(?:Z|[+-](?:[01]\\\\d|2[0-3]):[0-5]\\\\d)\$\"},\"sharedJsonValue\":{\"description\":\"Any JSON value, null included; the key itself must be present where required.\"},\"sharedNonEmptyString\":{\"type\":\"string\",\"minLength\":1},\"sharedNonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"sharedPositiveInteger\":{\"type\":\"integer\",\"minimum\":1},\"sharedInfoString\":{\"description\":\"A client or server info string: 1..100 characters after trimming.\",\"type\":\"string\",\"minLength\":1,\"maxLength\":100,\"pattern\":\"\\\\S\"},\"sharedThreadTitle\":{\"description\":\"A thread title: 1..200 characters after trimming.\",\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"pattern\":\"\\\\S\"},\"sharedPageLimit\":{\"description\":\"A page size: 1..500 (default 100; also at most limits.maxPageSize).\",\"type\":\"integer\",\"minimum\":1,\"maximum\":500},\"sharedDigitCursor\":{\"description\":\"A thread.list page cursor: decimal digits.\",\"type\":\"string\",\"pattern\":\"^\\\\d+\$\"},\"sharedEventCursor\":{\"description\":\"An opaque durable-event cursor of the rte1 family; compare only through the cursor helpers.\",\"type\":\"string\",\"maxLength\":128,\"pattern\":\"^rte1:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:(?:0|[1-9][0-9]*):[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\$\",\"x-agentwire-since\":\"1.3\"},\"sharedEventCursorOrNull\":{\"description\":\"A durable-event cursor, or null for the start of the log.\",\"anyOf\":[{\"\$ref\":\"#/\$defs/sharedEventCursor\"},{\"type\":\"null\"}],\"x-agentwire-since\":\"1.3\"},\"sharedSha256\":{\"description\":\"A SHA-256 digest: 64 lower-case hex characters.\",\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}\$\"},\"sharedNullableSequence\":{\"anyOf\":[{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},{\"type\":\"null\"}]},\"sharedInteractionSensitivity\":{\"enum\":[\"normal\"]},\"sharedFeature\":{\"enum\":[\"thread-management\",\"snapshots\",\"turns\",\"approvals\",\"tool-streaming\",\"reasoning-summary\",\"operation-projection\",\"process-local-sequence\",\"attachments\",\"app-output\"],\"x-agentwire-enum-since\":{\"attachments\":\"1.4\",\"app-output\":\"1.5\"}},\"sharedRollErrorCode\":{\"enum\":[\"PROTOCOL_VERSION_UNSUPPORTED\",\"INITIALIZE_REQUIRED\",\"INVALID_PARAMS\",\"THREAD_NOT_FOUND\",\"THREAD_BUSY\",\"TURN_NOT_FOUND\",\"TURN_ALREADY_ACTIVE\",\"APPROVAL_NOT_FOUND\",\"CAPABILITY_UNAVAILABLE\",\"RUNTIME_CLOSING\",\"OUTCOME_UNKNOWN\",\"INTERNAL_ERROR\",\"CAPABILITY_REVISION_CONFLICT\",\"EVENT_CURSOR_EXPIRED\",\"EVENT_CURSOR_GAP\",\"ATTACHMENT_NOT_FOUND\",\"ATTACHMENT_NOT_COMMITTED\",\"ATTACHMENT_TOO_LARGE\",\"ATTACHMENT_TYPE_UNSUPPORTED\",\"ATTACHMENT_HASH_MISMATCH\",\"ATTACHMENT_QUOTA_EXCEEDED\",\"ATTACHMENT_UPLOAD_INCOMPLETE\",\"ATTACHMENT_PATH_REJECTED\"],\"x-agentwire-enum-since\":{\"CAPABILITY_REVISION_CONFLICT\":\"1.2\",\"EVENT_CURSOR_EXPIRED\":\"1.3\",\"EVENT_CURSOR_GAP\":\"1.3\",\"ATTACHMENT_NOT_FOUND\":\"1.4\",\"ATTACHMENT_NOT_COMMITTED\":\"1.4\",\"ATTACHMENT_TOO_LARGE\":\"1.4\",\"ATTACHMENT_TYPE_UNSUPPORTED\":\"1.4\",\"ATTACHMENT_HASH_MISMATCH\":\"1.4\",\"ATTACHMENT_QUOTA_EXCEEDED\":\"1.4\",\"ATTACHMENT_UPLOAD_INCOMPLETE\":\"1.4\",\"ATTACHMENT_PATH_REJECTED\":\"1.4\"}},\"sharedAttachmentMediaType\":{\"enum\":[\"image/png\",\"image/jpeg\",\"image/gif\",\"image/webp\",\"application/pdf\",\"text/plain\",\"text/markdown\"],\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentSource\":{\"enum\":[\"local-path\",\"chunks\"],\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentFileName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"x-agentwire-since\":\"1.4\"},\"sharedAttachmentBytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,\"x-agentwire-since\":\"1.4\"},\"sharedToolOutcome\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"kind\"],\"properties\":{\"kind\":{\"enum\":[\"success\",\"user_rejected\",\"policy_denied\",\"invalid_input\",\"cancelled\",\"tool_failed\"]},\"reason\":{\"type\":\"string\"}}},\"sharedThreadSummary\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"createdAt\",\"updatedAt\",\"messageCount\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"title\":{\"type\":\"string\"},\"model\":{\"type\":\"string\"},\"createdAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"updatedAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"messageCount\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"}}},\"sharedPendingApproval\":{\"description\":\"An approval waiting for a decision; preview is free-form JSON (explanation, diff).\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"turnId\",\"agentName\",\"toolName\",\"preview\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"agentName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"toolName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"preview\":{\"\$ref\":\"#/\$defs/sharedJsonValue\"},\"reason\":{\"type\":\"string\"}}},\"sharedActiveTurnStatus\":{\"enum\":[\"running\",\"cancelling\",\"waiting-for-user\"],\"x-agentwire-enum-since\":{\"waiting-for-user\":\"1.2\"},\"x-agentwire-map-down\":[{\"below\":\"1.2\",\"map\":{\"waiting-for-user\":\"running\"}}]},\"sharedActiveTurn\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"status\",\"startedAt\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"status\":{\"\$ref\":\"#/\$defs/sharedActiveTurnStatus\"},\"startedAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"}}},\"sharedTextPart\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"text\"],\"properties\":{\"type\":{\"const\":\"text\"},\"text\":{\"type\":\"string\"}}},\"sharedAttachmentPart\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"mediaType\",\"bytes\"],\"properties\":{\"type\":{\"const\":\"attachment\"},\"mediaType\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"bytes\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"displayName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255}},\"x-agentwire-since\":\"1.4\"},\"sharedUiMessage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sequence\",\"role\",\"createdAt\",\"parts\"],\"properties\":{\"sequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"role\":{\"enum\":[\"user\",\"assistant\"]},\"createdAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"parts\":{\"type\":\"array\",\"items\":{\"oneOf\":[{\"\$ref\":\"#/\$defs/sharedTextPart\"},{\"\$ref\":\"#/\$defs/sharedAttachmentPart\",\"x-agentwire-since\":\"1.4\"}]}}}},\"sharedMessagePage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/sharedUiMessage\"}},\"nextBeforeSequence\":{\"\$ref\":\"#/\$defs/sharedNullableSequence\"}}},\"sharedAppOutputDescriptor\":{\"description\":\"What became of a tool's structured app output; never carries the data.\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"schemaId\",\"schemaVersion\"],\"properties\":{\"status\":{\"const\":\"available\"},\"schemaId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256},\"schemaVersion\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"enum\":[\"not_provided\",\"invalid\",\"too_large\",\"expired\",\"denied\"]}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"rejected\"},\"reason\":{\"enum\":[\"credential_field\",\"credential_value\"]},\"field\":{\"type\":\"string\",\"maxLength\":64}}}],\"x-agentwire-since\":\"1.5\"},\"sharedAppOutput\":{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"schemaId\",\"schemaVersion\",\"remoteReadable\",\"data\",\"fallbackText\"],\"properties\":{\"status\":{\"const\":\"available\"},\"schemaId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":256},\"schemaVersion\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\"},\"remoteReadable\":{\"type\":\"boolean\"},\"data\":{\"type\":\"object\"},\"fallbackText\":{\"type\":\"string\",\"maxLength\":4096}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"enum\":[\"not_provided\",\"invalid\",\"too_large\",\"expired\",\"denied\"]}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"rejected\"},\"reason\":{\"enum\":[\"credential_field\",\"credential_value\"]},\"field\":{\"type\":\"string\",\"maxLength\":64}}}],\"x-agentwire-since\":\"1.5\"},\"sharedOperationView\":{\"description\":\"A tool operation as shown in snapshots and operation.get; raw input and evidence never cross the wire.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"sequence\",\"toolCallId\",\"agentName\",\"toolName\",\"createdAt\",\"outcome\",\"display\",\"appOutput\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"sequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"toolCallId\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"agentName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"toolName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"createdAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"outcome\":{\"\$ref\":\"#/\$defs/sharedToolOutcome\"},\"display\":{\"\$ref\":\"#/\$defs/sharedJsonValue\"},\"appOutput\":{\"\$ref\":\"#/\$defs/sharedAppOutputDescriptor\",\"x-agentwire-since\":\"1.5\"}}},\"sharedOperationPage\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/sharedOperationView\"}},\"nextBeforeSequence\":{\"\$ref\":\"#/\$defs/sharedNullableSequence\"}}},\"sharedOperationResultView\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\",\"agentName\",\"toolName\",\"createdAt\",\"output\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"operationId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"agentName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"toolName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"createdAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"output\":{\"\$ref\":\"#/\$defs/sharedAppOutput\"}},\"x-agentwire-since\":\"1.5\"},\"sharedAttachmentDescriptor\":{\"description\":\"A staged or committed attachment; never carries a path or content.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"attachmentId\",\"fileName\",\"displayName\",\"mediaType\",\"bytes\",\"sha256\",\"source\",\"createdAt\"],\"properties\":{\"attachmentId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"fileName\":{\"\$ref\":\"#/\$defs/sharedAttachmentFileName\"},\"displayName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255},\"mediaType\":{\"\$ref\":\"#/\$defs/sharedAttachmentMediaType\"},\"bytes\":{\"\$ref\":\"#/\$defs/sharedAttachmentBytes\"},\"sha256\":{\"\$ref\":\"#/\$defs/sharedSha256\"},\"source\":{\"\$ref\":\"#/\$defs/sharedAttachmentSource\"},\"createdAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"}},\"x-agentwire-since\":\"1.4\"},\"sharedControlId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"pattern\":\"\\\\S\"},\"sharedControlLabel\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"pattern\":\"\\\\S\"},\"sharedControlDescription\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500},\"sharedTextLengthBound\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000},\"userInputTextControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"text\"},\"id\":{\"\$ref\":\"#/\$defs/sharedControlId\"},\"label\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"minLength\":{\"\$ref\":\"#/\$defs/sharedTextLengthBound\"},\"maxLength\":{\"\$ref\":\"#/\$defs/sharedTextLengthBound\"}},\"x-agentwire-since\":\"1.2\"},\"userInputMultilineControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"multiline\"},\"id\":{\"\$ref\":\"#/\$defs/sharedControlId\"},\"label\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"minLength\":{\"\$ref\":\"#/\$defs/sharedTextLengthBound\"},\"maxLength\":{\"\$ref\":\"#/\$defs/sharedTextLengthBound\"}},\"x-agentwire-since\":\"1.2\"},\"userInputNumberControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"number\"},\"id\":{\"\$ref\":\"#/\$defs/sharedControlId\"},\"label\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"min\":{\"type\":\"number\"},\"max\":{\"type\":\"number\"},\"integer\":{\"type\":\"boolean\"}},\"x-agentwire-since\":\"1.2\"},\"userInputBooleanControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\"],\"properties\":{\"type\":{\"const\":\"boolean\"},\"id\":{\"\$ref\":\"#/\$defs/sharedControlId\"},\"label\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"}},\"x-agentwire-since\":\"1.2\"},\"userInputChoiceOption\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"label\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedControlId\"},\"label\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"}},\"x-agentwire-since\":\"1.2\"},\"userInputChoiceControl\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"id\",\"label\",\"required\",\"multiple\",\"options\"],\"properties\":{\"type\":{\"const\":\"choice\"},\"id\":{\"\$ref\":\"#/\$defs/sharedControlId\"},\"label\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"},\"required\":{\"type\":\"boolean\"},\"multiple\":{\"type\":\"boolean\"},\"options\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":50,\"items\":{\"\$ref\":\"#/\$defs/userInputChoiceOption\"}},\"minSelections\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":50},\"maxSelections\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}},\"x-agentwire-since\":\"1.2\"},\"userInputControl\":{\"description\":\"One form control; there is deliberately no secret, password, token or file kind.\",\"oneOf\":[{\"\$ref\":\"#/\$defs/userInputTextControl\"},{\"\$ref\":\"#/\$defs/userInputMultilineControl\"},{\"\$ref\":\"#/\$defs/userInputNumberControl\"},{\"\$ref\":\"#/\$defs/userInputBooleanControl\"},{\"\$ref\":\"#/\$defs/userInputChoiceControl\"}],\"x-agentwire-since\":\"1.2\"},\"userInputControls\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":16,\"items\":{\"\$ref\":\"#/\$defs/userInputControl\"},\"x-agentwire-since\":\"1.2\"},\"userInputValue\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":10000},{\"type\":\"number\"},{\"type\":\"boolean\"},{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\",\"maxLength\":64}}],\"x-agentwire-since\":\"1.2\"},\"pendingApprovalInteraction\":{\"description\":\"The safe projection of a pending approval interaction: metadata only.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"method\",\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"approvalId\"],\"properties\":{\"method\":{\"const\":\"approval.request\"},\"interactionId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"expiresAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"sensitivity\":{\"\$ref\":\"#/\$defs/sharedInteractionSensi")
+    text.append("tivity\"},\"approvalId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}},\"x-agentwire-since\":\"1.2\"},\"pendingUserInputInteraction\":{\"description\":\"The safe projection of a pending user-input interaction: metadata and the form, never submitted values.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"method\",\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"controls\"],\"properties\":{\"method\":{\"const\":\"userInput.request\"},\"interactionId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"expiresAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"sensitivity\":{\"\$ref\":\"#/\$defs/sharedInteractionSensitivity\"},\"title\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"},\"controls\":{\"\$ref\":\"#/\$defs/userInputControls\"}},\"x-agentwire-since\":\"1.2\"},\"sharedPendingInteraction\":{\"oneOf\":[{\"\$ref\":\"#/\$defs/pendingApprovalInteraction\"},{\"\$ref\":\"#/\$defs/pendingUserInputInteraction\"}],\"x-agentwire-since\":\"1.2\"},\"sharedThreadSnapshotFull\":{\"description\":\"A thread snapshot: the newest page of messages and operations plus live state.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\",\"messages\",\"operations\",\"pendingApprovals\",\"pendingInteractions\",\"transcriptCompleteness\",\"eventCursor\"],\"properties\":{\"thread\":{\"\$ref\":\"#/\$defs/sharedThreadSummary\"},\"messages\":{\"\$ref\":\"#/\$defs/sharedMessagePage\"},\"operations\":{\"\$ref\":\"#/\$defs/sharedOperationPage\"},\"activeTurn\":{\"\$ref\":\"#/\$defs/sharedActiveTurn\"},\"pendingApprovals\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/sharedPendingApproval\"}},\"pendingInteractions\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/sharedPendingInteraction\"},\"x-agentwire-since\":\"1.2\"},\"transcriptCompleteness\":{\"enum\":[\"complete\",\"legacy_snapshot\"]},\"eventCursor\":{\"\$ref\":\"#/\$defs/sharedEventCursorOrNull\",\"x-agentwire-since\":\"1.3\"}}},\"sharedThreadRecoverySnapshot\":{\"description\":\"A bounded recovery snapshot: thread, checkpoint and active-turn metadata only, so it always fits one frame.\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\",\"messages\",\"operations\",\"pendingApprovals\",\"pendingInteractions\",\"transcriptCompleteness\",\"eventCursor\",\"recoveryProjection\"],\"properties\":{\"thread\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"createdAt\",\"updatedAt\",\"messageCount\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"title\":{\"type\":\"string\",\"maxLength\":1024},\"model\":{\"type\":\"string\",\"maxLength\":1024},\"createdAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\",\"maxLength\":64},\"updatedAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\",\"maxLength\":64},\"messageCount\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"}}},\"messages\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"maxItems\":0},\"nextBeforeSequence\":{\"type\":\"null\"}}},\"operations\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextBeforeSequence\"],\"properties\":{\"items\":{\"type\":\"array\",\"maxItems\":0},\"nextBeforeSequence\":{\"type\":\"null\"}}},\"activeTurn\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"status\",\"startedAt\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"status\":{\"\$ref\":\"#/\$defs/sharedActiveTurnStatus\"},\"startedAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\",\"maxLength\":64}}},\"pendingApprovals\":{\"type\":\"array\",\"maxItems\":0},\"pendingInteractions\":{\"type\":\"array\",\"maxItems\":0},\"transcriptCompleteness\":{\"enum\":[\"complete\",\"legacy_snapshot\"]},\"eventCursor\":{\"\$ref\":\"#/\$defs/sharedEventCursorOrNull\"},\"recoveryProjection\":{\"const\":true}},\"x-agentwire-since\":\"1.3\"},\"sharedThreadSnapshot\":{\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"\$ref\":\"#/\$defs/sharedThreadSnapshotFull\"},{\"\$ref\":\"#/\$defs/sharedThreadRecoverySnapshot\",\"x-agentwire-since\":\"1.3\"}]},\"initializeParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersions\",\"client\"],\"properties\":{\"protocolVersions\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"}},\"client\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"version\"],\"properties\":{\"name\":{\"\$ref\":\"#/\$defs/sharedInfoString\"},\"version\":{\"\$ref\":\"#/\$defs/sharedInfoString\"}}}}},\"initializeResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"server\",\"features\",\"limits\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"server\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"version\",\"runtimeVersion\"],\"properties\":{\"name\":{\"\$ref\":\"#/\$defs/sharedInfoString\"},\"version\":{\"\$ref\":\"#/\$defs/sharedInfoString\"},\"runtimeVersion\":{\"\$ref\":\"#/\$defs/sharedInfoString\"}}},\"features\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/sharedFeature\"}},\"limits\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"maxFrameBytes\",\"maxPageSize\",\"eventReplay\",\"idempotencyCacheEntries\",\"maxAttachmentBytes\",\"maxAttachmentChunkBytes\",\"maxTurnAttachments\",\"maxStagedAttachments\"],\"properties\":{\"maxFrameBytes\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\"},\"maxPageSize\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\"},\"eventReplay\":{\"type\":\"boolean\",\"const\":true,\"x-agentwire-versions\":[{\"since\":\"1.0\",\"until\":\"1.3\",\"schema\":{\"const\":false}}]},\"idempotencyCacheEntries\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\"},\"maxAttachmentBytes\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxAttachmentChunkBytes\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxTurnAttachments\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"},\"maxStagedAttachments\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\",\"x-agentwire-since\":\"1.4\"}}}}},\"clientCapabilitiesSetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"revision\",\"serverRequestMethods\"],\"properties\":{\"revision\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\"},\"serverRequestMethods\":{\"type\":\"array\",\"maxItems\":64,\"uniqueItems\":true,\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":100}}}},\"clientCapabilitiesSetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"revision\",\"acceptedServerRequestMethods\"],\"properties\":{\"revision\":{\"\$ref\":\"#/\$defs/sharedPositiveInteger\"},\"acceptedServerRequestMethods\":{\"type\":\"array\",\"maxItems\":64,\"uniqueItems\":true,\"items\":{\"enum\":[\"approval.request\",\"userInput.request\"]}}}},\"threadListParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[],\"properties\":{\"cursor\":{\"\$ref\":\"#/\$defs/sharedDigitCursor\"},\"limit\":{\"\$ref\":\"#/\$defs/sharedPageLimit\"}}},\"threadListResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"items\",\"nextCursor\"],\"properties\":{\"items\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/sharedThreadSummary\"}},\"nextCursor\":{\"anyOf\":[{\"\$ref\":\"#/\$defs/sharedDigitCursor\"},{\"type\":\"null\"}]}}},\"threadCreateParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"title\":{\"\$ref\":\"#/\$defs/sharedThreadTitle\"}}},\"threadCreateResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\"],\"properties\":{\"thread\":{\"\$ref\":\"#/\$defs/sharedThreadSummary\"}}},\"threadOpenParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"threadOpenResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"\$ref\":\"#/\$defs/sharedThreadSnapshot\"},\"threadSnapshotParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"messageBeforeSequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"operationBeforeSequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"limit\":{\"\$ref\":\"#/\$defs/sharedPageLimit\"},\"recovery\":{\"const\":true,\"x-agentwire-since\":\"1.3\"}}},\"threadSnapshotResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"\$ref\":\"#/\$defs/sharedThreadSnapshot\"},\"threadRenameParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"title\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"title\":{\"\$ref\":\"#/\$defs/sharedThreadTitle\"}}},\"threadRenameResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"thread\"],\"properties\":{\"thread\":{\"\$ref\":\"#/\$defs/sharedThreadSummary\"}}},\"threadDeleteParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"threadDeleteResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"deleted\"],\"properties\":{\"deleted\":{\"const\":true}}},\"threadDetachParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"threadDetachResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"detached\"],\"properties\":{\"detached\":{\"type\":\"boolean\"}}},\"threadCapabilitiesParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"threadCapabilitiesResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"manifest\"],\"properties\":{\"manifest\":{\"\$ref\":\"#/\$defs/sharedJsonValue\"}}},\"runtimeEventsResumeParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"afterCursor\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"afterCursor\":{\"\$ref\":\"#/\$defs/sharedEventCursorOrNull\"}}},\"runtimeEventsResumeResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"throughCursor\",\"replayedCount\"],\"properties\":{\"throughCursor\":{\"\$ref\":\"#/\$defs/sharedEventCursorOrNull\"},\"replayedCount\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"}}},\"turnStartInput\":{\"description\":\"Turn input: text, and from 1.4 up to 8 committed attachments (text may then be empty).\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"text\"],\"properties\":{\"text\":{\"type\":\"string\",\"minLength\":1}},\"x-agentwire-versions\":[{\"since\":\"1.4\",\"schema\":{\"properties\":{\"text\":{\"type\":\"string\"},\"attachments\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":8,\"items\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"anyOf\":[{\"properties\":{\"text\":{\"minLength\":1}}},{\"required\":[\"attachments\"]}]}}]},\"turnStartParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\",\"input\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"input\":{\"\$ref\":\"#/\$defs/turnStartInput\"}}},\"turnStartResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"accepted\",\"turnId\"],\"properties\":{\"accepted\":{\"const\":true},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"turnCancelParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"turnCancelResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"cancelling\"],\"properties\":{\"cancelling\":{\"type\":\"boolean\"}}},\"approvalRespondParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"turnId\",\"approvalId\",\"decision\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"approvalId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"decision\":{\"enum\":[\"approve\",\"reject\"]},\"reason\":{\"type\":\"string\",\"minLength\":1}}},\"approvalRespondResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"resolved\"],\"properties\":{\"resolved\":{\"const\":true}}},\"operationGetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"operationId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"operationGetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"operation\"],\"properties\":{\"operation\":{\"anyOf\":[{\"\$ref\":\"#/\$defs/sharedOperationView\"},{\"type\":\"null\"}]}}},\"operationResultGetParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"threadId\",\"operationId\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"operationId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"operationResultGetResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"result\"],\"properties\":{\"result\":{\"anyOf\":[{\"\$ref\":\"#/\$defs/sharedOperationResultView\"},{\"type\":\"null\"}]}}},\"attachmentStageParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"fileName\",\"mediaType\",\"bytes\",\"sha256\",\"source\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"fileName\":{\"\$ref\":\"#/\$defs/sharedAttachmentFileName\"},\"mediaType\":{\"\$ref\":\"#/\$defs/sharedAttachmentMediaType\"},\"bytes\":{\"\$ref\":\"#/\$defs/sharedAttachmentBytes\"},\"sha256\":{\"\$ref\":\"#/\$defs/sharedSha256\"},\"source\":{\"\$ref\":\"#/\$defs/sharedAttachmentSource\"},\"sourcePath\":{\"type\":\"string\",\"minLength\":1}},\"oneOf\":[{\"properties\":{\"source\":{\"const\":\"local-path\"}},\"required\":[\"sourcePath\"]},{\"properties\":{\"source\":{\"const\":\"chunks\"}},\"not\":{\"required\":[\"sourcePath\"]}}]},\"attachmentStageResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"attachmentId\",\"state\"],\"properties\":{\"attachmentId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"state\":{\"enum\":[\"staged\",\"committed\"]},\"descriptor\":{\"\$ref\":\"#/\$defs/sharedAttachmentDescriptor\"}}},\"attachmentChunkParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\",\"sequence\",\"dataBase64\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"attachmentId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"sequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"dataBase64\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":2796208,\"pattern\":\"^[A-Za-z0-9+/]+={0,2}\$\"}}},\"attachmentChunkResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"receivedBytes\",\"nextSequence\"],\"properties\":{\"receivedBytes\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"nextSequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"}}},\"attachmentCommitParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"thre")
+    text.append("adId\",\"attachmentId\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"attachmentId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"attachmentCommitResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"descriptor\"],\"properties\":{\"descriptor\":{\"\$ref\":\"#/\$defs/sharedAttachmentDescriptor\"}}},\"attachmentReleaseParams\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"requestId\",\"threadId\",\"attachmentId\"],\"properties\":{\"requestId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"attachmentId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"attachmentReleaseResult\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"released\"],\"properties\":{\"released\":{\"type\":\"boolean\"}}},\"initializeRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"initialize\"},\"params\":{\"\$ref\":\"#/\$defs/initializeParams\"}}},\"clientCapabilitiesSetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"client.capabilities.set\"},\"params\":{\"\$ref\":\"#/\$defs/clientCapabilitiesSetParams\"}}},\"threadListRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.list\"},\"params\":{\"\$ref\":\"#/\$defs/threadListParams\"}}},\"threadCreateRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.create\"},\"params\":{\"\$ref\":\"#/\$defs/threadCreateParams\"}}},\"threadOpenRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.open\"},\"params\":{\"\$ref\":\"#/\$defs/threadOpenParams\"}}},\"threadSnapshotRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.snapshot\"},\"params\":{\"\$ref\":\"#/\$defs/threadSnapshotParams\"}}},\"threadRenameRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.rename\"},\"params\":{\"\$ref\":\"#/\$defs/threadRenameParams\"}}},\"threadDeleteRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.delete\"},\"params\":{\"\$ref\":\"#/\$defs/threadDeleteParams\"}}},\"threadDetachRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.detach\"},\"params\":{\"\$ref\":\"#/\$defs/threadDetachParams\"}}},\"threadCapabilitiesRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"thread.capabilities\"},\"params\":{\"\$ref\":\"#/\$defs/threadCapabilitiesParams\"}}},\"runtimeEventsResumeRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"runtime.events.resume\"},\"params\":{\"\$ref\":\"#/\$defs/runtimeEventsResumeParams\"}}},\"turnStartRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"turn.start\"},\"params\":{\"\$ref\":\"#/\$defs/turnStartParams\"}}},\"turnCancelRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"turn.cancel\"},\"params\":{\"\$ref\":\"#/\$defs/turnCancelParams\"}}},\"approvalRespondRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"approval.respond\"},\"params\":{\"\$ref\":\"#/\$defs/approvalRespondParams\"}}},\"operationGetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"operation.get\"},\"params\":{\"\$ref\":\"#/\$defs/operationGetParams\"}}},\"operationResultGetRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.5\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"operation.result.get\"},\"params\":{\"\$ref\":\"#/\$defs/operationResultGetParams\"}}},\"attachmentStageRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.stage\"},\"params\":{\"\$ref\":\"#/\$defs/attachmentStageParams\"}}},\"attachmentChunkRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.chunk\"},\"params\":{\"\$ref\":\"#/\$defs/attachmentChunkParams\"}}},\"attachmentCommitRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.commit\"},\"params\":{\"\$ref\":\"#/\$defs/attachmentCommitParams\"}}},\"attachmentReleaseRequest\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.4\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"attachment.release\"},\"params\":{\"\$ref\":\"#/\$defs/attachmentReleaseParams\"}}},\"approvalRequestParams\":{\"description\":\"1.1: the legacy {threadId, approval, expiresAt?}; 1.2+: interaction-shaped with a required absolute deadline.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"approval\"],\"properties\":{\"interactionId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"expiresAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"sensitivity\":{\"\$ref\":\"#/\$defs/sharedInteractionSensitivity\"},\"approval\":{\"\$ref\":\"#/\$defs/sharedPendingApproval\"}},\"x-agentwire-versions\":[{\"since\":\"1.1\",\"until\":\"1.2\",\"schema\":{\"required\":[\"threadId\",\"approval\"],\"properties\":{\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"approval\":{\"\$ref\":\"#/\$defs/sharedPendingApproval\"},\"expiresAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"}}}}]},\"approvalRequestResult\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.1\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"decision\"],\"properties\":{\"decision\":{\"const\":\"approve\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"decision\"],\"properties\":{\"decision\":{\"const\":\"reject\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}]},\"userInputRequestParams\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"threadId\",\"turnId\",\"expiresAt\",\"sensitivity\",\"controls\"],\"properties\":{\"interactionId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"expiresAt\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"sensitivity\":{\"\$ref\":\"#/\$defs/sharedInteractionSensitivity\"},\"title\":{\"\$ref\":\"#/\$defs/sharedControlLabel\"},\"description\":{\"\$ref\":\"#/\$defs/sharedControlDescription\"},\"controls\":{\"\$ref\":\"#/\$defs/userInputControls\"}}},\"userInputRequestResult\":{\"x-agentwire-direction\":\"host-to-runtime\",\"x-agentwire-since\":\"1.2\",\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"values\"],\"properties\":{\"status\":{\"const\":\"submitted\"},\"values\":{\"type\":\"array\",\"maxItems\":16,\"items\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"id\",\"value\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/sharedControlId\"},\"value\":{\"\$ref\":\"#/\$defs/userInputValue\"}}}}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"const\":\"cancelled\"},\"reason\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500}}}]},\"approvalRequestServerRequest\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"approval.request\"},\"params\":{\"\$ref\":\"#/\$defs/approvalRequestParams\"}}},\"userInputRequestServerRequest\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.2\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"method\":{\"const\":\"userInput.request\"},\"params\":{\"\$ref\":\"#/\$defs/userInputRequestParams\"}}},\"eventTurnStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"turn.started\"}}},\"eventMessageStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\"],\"properties\":{\"type\":{\"const\":\"message.started\"},\"streamId\":{\"\$ref\":\"#/\$defs/sharedUuid\"}}},\"eventMessageDelta\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\",\"delta\"],\"properties\":{\"type\":{\"const\":\"message.delta\"},\"streamId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"delta\":{\"type\":\"string\"}}},\"eventMessageCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"streamId\",\"text\"],\"properties\":{\"type\":{\"const\":\"message.completed\"},\"streamId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"text\":{\"type\":\"string\"}}},\"eventReasoningSummaryDelta\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"reasoningId\",\"delta\"],\"properties\":{\"type\":{\"const\":\"reasoning.summary.delta\"},\"reasoningId\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"delta\":{\"type\":\"string\"}}},\"eventToolStarted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"input\"],\"properties\":{\"type\":{\"const\":\"tool.started\"},\"toolCallId\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"agentName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"toolName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"input\":{\"\$ref\":\"#/\$defs/sharedJsonValue\"}}},\"eventToolOutput\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"stream\",\"delta\"],\"properties\":{\"type\":{\"const\":\"tool.output\"},\"toolCallId\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"agentName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"toolName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"stream\":{\"enum\":[\"stdout\",\"stderr\"]},\"delta\":{\"type\":\"string\"}}},\"eventToolCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"toolCallId\",\"agentName\",\"toolName\",\"display\"],\"properties\":{\"type\":{\"const\":\"tool.completed\"},\"toolCallId\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"agentName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"toolName\":{\"\$ref\":\"#/\$defs/sharedNonEmptyString\"},\"operationId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"outcome\":{\"\$ref\":\"#/\$defs/sharedToolOutcome\"},\"display\":{\"\$ref\":\"#/\$defs/sharedJsonValue\"},\"appOutput\":{\"\$ref\":\"#/\$defs/sharedAppOutputDescriptor\",\"x-agentwire-since\":\"1.5\"}}},\"eventApprovalRequired\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"approval\"],\"properties\":{\"type\":{\"const\":\"approval.required\"},\"approval\":{\"\$ref\":\"#/\$defs/sharedPendingApproval\"}}},\"eventApprovalResolved\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"approvalId\",\"resolution\"],\"properties\":{\"type\":{\"const\":\"approval.resolved\"},\"approvalId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"resolution\":{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"decision\"],\"properties\":{\"status\":{\"const\":\"resolved\"},\"decision\":{\"const\":\"approve\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"decision\"],\"properties\":{\"status\":{\"const\":\"resolved\"},\"decision\":{\"const\":\"reject\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\",\"reason\"],\"properties\":{\"status\":{\"const\":\"cancelled\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}},{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"status\"],\"properties\":{\"status\":{\"const\":\"expired\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}]}}},\"eventTurnCompleted\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"turn.completed\"}}},\"eventTurnCancelled\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"reason\",\"message\"],\"properties\":{\"type\":{\"const\":\"turn.cancelled\"},\"reason\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}},\"eventTurnFailed\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"stage\",\"message\"],\"properties\":{\"type\":{\"const\":\"turn.failed\"},\"stage\":{\"enum\":[\"bo")
+    text.append("otstrap\",\"plan\",\"execute\"]},\"message\":{\"type\":\"string\"}}},\"eventCapabilitiesChanged\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\"],\"properties\":{\"type\":{\"const\":\"capabilities.changed\"}}},\"runtimeEvent\":{\"description\":\"Every runtime event payload (1.0 has no approval.resolved).\",\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"\$ref\":\"#/\$defs/eventTurnStarted\"},{\"\$ref\":\"#/\$defs/eventMessageStarted\"},{\"\$ref\":\"#/\$defs/eventMessageDelta\"},{\"\$ref\":\"#/\$defs/eventMessageCompleted\"},{\"\$ref\":\"#/\$defs/eventReasoningSummaryDelta\"},{\"\$ref\":\"#/\$defs/eventToolStarted\"},{\"\$ref\":\"#/\$defs/eventToolOutput\"},{\"\$ref\":\"#/\$defs/eventToolCompleted\"},{\"\$ref\":\"#/\$defs/eventApprovalRequired\"},{\"\$ref\":\"#/\$defs/eventApprovalResolved\",\"x-agentwire-since\":\"1.1\"},{\"\$ref\":\"#/\$defs/eventTurnCompleted\"},{\"\$ref\":\"#/\$defs/eventTurnCancelled\"},{\"\$ref\":\"#/\$defs/eventTurnFailed\"},{\"\$ref\":\"#/\$defs/eventCapabilitiesChanged\"}]},\"runtimeDurableEvent\":{\"description\":\"Events committed to the thread's log before they are published, and replayed on resume.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"oneOf\":[{\"\$ref\":\"#/\$defs/eventTurnStarted\"},{\"\$ref\":\"#/\$defs/eventMessageCompleted\"},{\"\$ref\":\"#/\$defs/eventToolCompleted\"},{\"\$ref\":\"#/\$defs/eventApprovalRequired\"},{\"\$ref\":\"#/\$defs/eventApprovalResolved\",\"x-agentwire-since\":\"1.1\"},{\"\$ref\":\"#/\$defs/eventTurnCompleted\"},{\"\$ref\":\"#/\$defs/eventTurnCancelled\"},{\"\$ref\":\"#/\$defs/eventTurnFailed\"},{\"\$ref\":\"#/\$defs/eventCapabilitiesChanged\"}]},\"runtimeEphemeralEvent\":{\"description\":\"Live-only events: never stored, never replayed.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"oneOf\":[{\"\$ref\":\"#/\$defs/eventMessageStarted\"},{\"\$ref\":\"#/\$defs/eventMessageDelta\"},{\"\$ref\":\"#/\$defs/eventReasoningSummaryDelta\"},{\"\$ref\":\"#/\$defs/eventToolStarted\"},{\"\$ref\":\"#/\$defs/eventToolOutput\"}]},\"runtimeEventEnvelopeLegacy\":{\"description\":\"The 1.0-1.2 envelope: process-local sequence only.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-until\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"sequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"event\":{\"\$ref\":\"#/\$defs/runtimeEvent\"}}},\"runtimeEventEnvelopeDurable\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"durability\",\"eventId\",\"cursor\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"sequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"durability\":{\"const\":\"durable\"},\"eventId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"cursor\":{\"\$ref\":\"#/\$defs/sharedEventCursor\"},\"event\":{\"\$ref\":\"#/\$defs/runtimeDurableEvent\"}},\"x-agentwire-map-down\":[{\"below\":\"1.3\",\"as\":\"#/\$defs/runtimeEventEnvelopeLegacy\"}]},\"runtimeEventEnvelopeEphemeral\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.3\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersion\",\"runtimeInstanceId\",\"sequence\",\"timestamp\",\"threadId\",\"durability\",\"event\"],\"properties\":{\"protocolVersion\":{\"type\":\"string\",\"x-agentwire-version-const\":true},\"runtimeInstanceId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"sequence\":{\"\$ref\":\"#/\$defs/sharedNonNegativeInteger\"},\"timestamp\":{\"\$ref\":\"#/\$defs/sharedTimestamp\"},\"threadId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"turnId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"durability\":{\"const\":\"ephemeral\"},\"event\":{\"\$ref\":\"#/\$defs/runtimeEphemeralEvent\"}},\"x-agentwire-map-down\":[{\"below\":\"1.3\",\"as\":\"#/\$defs/runtimeEventEnvelopeLegacy\"}]},\"runtimeEventEnvelope\":{\"x-agentwire-direction\":\"runtime-to-host\",\"oneOf\":[{\"\$ref\":\"#/\$defs/runtimeEventEnvelopeLegacy\",\"x-agentwire-until\":\"1.3\"},{\"\$ref\":\"#/\$defs/runtimeEventEnvelopeDurable\",\"x-agentwire-since\":\"1.3\"},{\"\$ref\":\"#/\$defs/runtimeEventEnvelopeEphemeral\",\"x-agentwire-since\":\"1.3\"}]},\"runtimeEventNotification\":{\"x-agentwire-direction\":\"runtime-to-host\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"method\":{\"const\":\"runtime.event\"},\"params\":{\"\$ref\":\"#/\$defs/runtimeEventEnvelope\"}}},\"serverRequestCancelParams\":{\"description\":\"1.1 names the JSON-RPC id of the request; 1.2+ names the interaction.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"interactionId\",\"reason\"],\"properties\":{\"interactionId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"reason\":{\"type\":\"string\",\"minLength\":1}},\"x-agentwire-versions\":[{\"since\":\"1.1\",\"until\":\"1.2\",\"schema\":{\"required\":[\"serverRequestId\",\"reason\"],\"properties\":{\"serverRequestId\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"approvalId\":{\"\$ref\":\"#/\$defs/sharedUuid\"},\"reason\":{\"type\":\"string\",\"minLength\":1}}}}]},\"serverRequestCancelNotification\":{\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"method\",\"params\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"method\":{\"const\":\"runtime.serverRequest.cancel\"},\"params\":{\"\$ref\":\"#/\$defs/serverRequestCancelParams\"}}},\"clientRequest\":{\"description\":\"A request from the host to the runtime.\",\"x-agentwire-direction\":\"host-to-runtime\",\"oneOf\":[{\"\$ref\":\"#/\$defs/initializeRequest\"},{\"\$ref\":\"#/\$defs/clientCapabilitiesSetRequest\",\"x-agentwire-since\":\"1.2\"},{\"\$ref\":\"#/\$defs/threadListRequest\"},{\"\$ref\":\"#/\$defs/threadCreateRequest\"},{\"\$ref\":\"#/\$defs/threadOpenRequest\"},{\"\$ref\":\"#/\$defs/threadSnapshotRequest\"},{\"\$ref\":\"#/\$defs/threadRenameRequest\"},{\"\$ref\":\"#/\$defs/threadDeleteRequest\"},{\"\$ref\":\"#/\$defs/threadDetachRequest\"},{\"\$ref\":\"#/\$defs/threadCapabilitiesRequest\"},{\"\$ref\":\"#/\$defs/runtimeEventsResumeRequest\",\"x-agentwire-since\":\"1.3\"},{\"\$ref\":\"#/\$defs/turnStartRequest\"},{\"\$ref\":\"#/\$defs/turnCancelRequest\"},{\"\$ref\":\"#/\$defs/approvalRespondRequest\"},{\"\$ref\":\"#/\$defs/operationGetRequest\"},{\"\$ref\":\"#/\$defs/operationResultGetRequest\",\"x-agentwire-since\":\"1.5\"},{\"\$ref\":\"#/\$defs/attachmentStageRequest\",\"x-agentwire-since\":\"1.4\"},{\"\$ref\":\"#/\$defs/attachmentChunkRequest\",\"x-agentwire-since\":\"1.4\"},{\"\$ref\":\"#/\$defs/attachmentCommitRequest\",\"x-agentwire-since\":\"1.4\"},{\"\$ref\":\"#/\$defs/attachmentReleaseRequest\",\"x-agentwire-since\":\"1.4\"}]},\"serverRequest\":{\"description\":\"A request from the runtime to the host.\",\"x-agentwire-direction\":\"runtime-to-host\",\"x-agentwire-since\":\"1.1\",\"oneOf\":[{\"\$ref\":\"#/\$defs/approvalRequestServerRequest\",\"x-agentwire-since\":\"1.1\"},{\"\$ref\":\"#/\$defs/userInputRequestServerRequest\",\"x-agentwire-since\":\"1.2\"}]},\"successResponse\":{\"description\":\"A success response; result is any result of the version, not bound to the request's method.\",\"x-agentwire-direction\":\"both\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"result\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},\"result\":{\"anyOf\":[{\"\$ref\":\"#/\$defs/initializeResult\"},{\"\$ref\":\"#/\$defs/clientCapabilitiesSetResult\",\"x-agentwire-since\":\"1.2\"},{\"\$ref\":\"#/\$defs/threadListResult\"},{\"\$ref\":\"#/\$defs/threadCreateResult\"},{\"\$ref\":\"#/\$defs/threadOpenResult\"},{\"\$ref\":\"#/\$defs/threadSnapshotResult\"},{\"\$ref\":\"#/\$defs/threadRenameResult\"},{\"\$ref\":\"#/\$defs/threadDeleteResult\"},{\"\$ref\":\"#/\$defs/threadDetachResult\"},{\"\$ref\":\"#/\$defs/threadCapabilitiesResult\"},{\"\$ref\":\"#/\$defs/runtimeEventsResumeResult\",\"x-agentwire-since\":\"1.3\"},{\"\$ref\":\"#/\$defs/turnStartResult\"},{\"\$ref\":\"#/\$defs/turnCancelResult\"},{\"\$ref\":\"#/\$defs/approvalRespondResult\"},{\"\$ref\":\"#/\$defs/operationGetResult\"},{\"\$ref\":\"#/\$defs/operationResultGetResult\",\"x-agentwire-since\":\"1.5\"},{\"\$ref\":\"#/\$defs/attachmentStageResult\",\"x-agentwire-since\":\"1.4\"},{\"\$ref\":\"#/\$defs/attachmentChunkResult\",\"x-agentwire-since\":\"1.4\"},{\"\$ref\":\"#/\$defs/attachmentCommitResult\",\"x-agentwire-since\":\"1.4\"},{\"\$ref\":\"#/\$defs/attachmentReleaseResult\",\"x-agentwire-since\":\"1.4\"},{\"\$ref\":\"#/\$defs/approvalRequestResult\",\"x-agentwire-since\":\"1.1\"},{\"\$ref\":\"#/\$defs/userInputRequestResult\",\"x-agentwire-since\":\"1.2\"}]}}},\"errorResponse\":{\"x-agentwire-direction\":\"both\",\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"jsonrpc\",\"id\",\"error\"],\"properties\":{\"jsonrpc\":{\"\$ref\":\"#/\$defs/sharedJsonRpcVersion\"},\"id\":{\"anyOf\":[{\"\$ref\":\"#/\$defs/sharedJsonRpcId\"},{\"type\":\"null\"}]},\"error\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\",\"message\"],\"properties\":{\"code\":{\"type\":\"integer\"},\"message\":{\"type\":\"string\"},\"data\":{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"rollCode\",\"retryable\"],\"properties\":{\"rollCode\":{\"\$ref\":\"#/\$defs/sharedRollErrorCode\"},\"retryable\":{\"type\":\"boolean\"},\"details\":{\"\$ref\":\"#/\$defs/sharedJsonValue\"}}}}}}}}}")
+    return text.toString()
+}
+
+/** One reason a value does not match the schema. */
+data class ValidationError(
+    /** JSON Pointer of the offending value in the instance ("" for the value itself); a missing property is reported at its object. */
+    val instancePath: String,
+    /** The schema keyword that failed (`type`, `required`, `oneOf`, ...). */
+    val keyword: String,
+    /** A sentence saying what is wrong. */
+    val message: String
+)
+
+/** The verdict of a validator: `ok` when `errors` is empty. */
+data class ValidationResult(val ok: Boolean, val errors: List<ValidationError>)
+
+/** Thrown by the `assert*` functions and `fromWire`; carries every error. */
+class ProtocolValidationError(val errors: List<ValidationError>) : IllegalArgumentException(
+    errors.joinToString("; ") { (if (it.instancePath == "") "/" else it.instancePath) + ": " + it.message }
+)
+
+/** Deepest nesting of schema nodes and values one validation follows; deeper input fails with keyword `maxDepth`. */
+const val MAX_VALIDATION_DEPTH: Int = 256
+
+/**
+ * Parses JSON text into the decoded-JSON form the validators and `fromWire` take:
+ * `Map<String, Any?>` (insertion order kept), `List<Any?>`, `String`, `Long` (integers that fit),
+ * `Double`, `Boolean`, `null`. Throws IllegalArgumentException for malformed text.
+ */
+fun parseJson(text: String): Any? {
+    val parser = JsonParser(text)
+    val value = parser.value(0)
+    parser.skipSpace()
+    require(parser.at == text.length) { "JSON: unexpected text at " + parser.at }
+    return value
+}
+
+/** Writes a decoded-JSON value (as `parseJson` returns it, or as `toWire` builds it) as compact JSON text. */
+fun writeJson(value: Any?): String {
+    val out = StringBuilder()
+    writeJsonTo(out, value)
+    return out.toString()
+}
+
+private fun writeJsonTo(out: StringBuilder, value: Any?) {
+    when (value) {
+        null -> out.append("null")
+        is Boolean -> out.append(value.toString())
+        is Long, is Int, is Short, is Byte -> out.append(value.toString())
+        is Number -> {
+            val d = value.toDouble()
+            require(!d.isNaN() && !d.isInfinite()) { "JSON: no text for " + d }
+            if (d == Math.rint(d) && Math.abs(d) < 1e15) out.append(d.toLong().toString()) else out.append(d.toString())
+        }
+        is String -> writeJsonString(out, value)
+        is Map<*, *> -> {
+            out.append('{')
+            var first = true
+            for ((k, v) in value) {
+                if (!first) out.append(',')
+                first = false
+                writeJsonString(out, k as String)
+                out.append(':')
+                writeJsonTo(out, v)
+            }
+            out.append('}')
+        }
+        is List<*> -> {
+            out.append('[')
+            for ((i, v) in value.withIndex()) {
+                if (i > 0) out.append(',')
+                writeJsonTo(out, v)
+            }
+            out.append(']')
+        }
+        else -> throw IllegalArgumentException("JSON: not a JSON value: " + value.javaClass.name)
+    }
+}
+
+private fun writeJsonString(out: StringBuilder, text: String) {
+    out.append('"')
+    for (c in text) {
+        when {
+            c == '"' -> out.append("\\\"")
+            c == '\\' -> out.append("\\\\")
+            c == '\n' -> out.append("\\n")
+            c == '\r' -> out.append("\\r")
+            c == '\t' -> out.append("\\t")
+            c < ' ' -> out.append(String.format("\\u%04x", c.toInt()))
+            else -> out.append(c)
+        }
+    }
+    out.append('"')
+}
+
+private class JsonParser(val text: String) {
+    var at = 0
+
+    fun skipSpace() {
+        while (at < text.length && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) at++
+    }
+
+    fun value(depth: Int): Any? {
+        require(depth <= 512) { "JSON: nesting deeper than 512" }
+        skipSpace()
+        require(at < text.length) { "JSON: unexpected end" }
+        return when (text[at]) {
+            '{' -> {
+                at++
+                val map = LinkedHashMap<String, Any?>()
+                skipSpace()
+                if (at < text.length && text[at] == '}') {
+                    at++
+                    return map
+                }
+                while (true) {
+                    skipSpace()
+                    require(at < text.length && text[at] == '"') { "JSON: expected a key at " + at }
+                    val key = string()
+                    skipSpace()
+                    expect(':')
+                    map[key] = value(depth + 1)
+                    skipSpace()
+                    if (at < text.length && text[at] == ',') {
+                        at++
+                        continue
+                    }
+                    expect('}')
+                    return map
+                }
+                @Suppress("UNREACHABLE_CODE")
+                map
+            }
+            '[' -> {
+                at++
+                val list = ArrayList<Any?>()
+                skipSpace()
+                if (at < text.length && text[at] == ']') {
+                    at++
+                    return list
+                }
+                while (true) {
+                    list.add(value(depth + 1))
+                    skipSpace()
+                    if (at < text.length && text[at] == ',') {
+                        at++
+                        continue
+                    }
+                    expect(']')
+                    return list
+                }
+                @Suppress("UNREACHABLE_CODE")
+                list
+            }
+            '"' -> string()
+            't' -> word("true", true)
+            'f' -> word("false", false)
+            'n' -> word("null", null)
+            else -> number()
+        }
+    }
+
+    fun expect(c: Char) {
+        require(at < text.length && text[at] == c) { "JSON: expected " + c + " at " + at }
+        at++
+    }
+
+    fun word(w: String, value: Any?): Any? {
+        require(text.startsWith(w, at)) { "JSON: unexpected text at " + at }
+        at += w.length
+        return value
+    }
+
+    fun number(): Any? {
+        val start = at
+        if (at < text.length && text[at] == '-') at++
+        while (at < text.length && text[at] in '0'..'9') at++
+        var integral = true
+        if (at < text.length && text[at] == '.') {
+            integral = false
+            at++
+            while (at < text.length && text[at] in '0'..'9') at++
+        }
+        if (at < text.length && (text[at] == 'e' || text[at] == 'E')) {
+            integral = false
+            at++
+            if (at < text.length && (text[at] == '+' || text[at] == '-')) at++
+            while (at < text.length && text[at] in '0'..'9') at++
+        }
+        val literal = text.substring(start, at)
+        require(Regex("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?").matches(literal)) { "JSON: bad number at " + start }
+        if (integral) {
+            val asLong = literal.toLongOrNull()
+            if (asLong != null) return asLong
+        }
+        return literal.toDouble()
+    }
+
+    fun string(): String {
+        expect('"')
+        val out = StringBuilder()
+        while (true) {
+            require(at < text.length) { "JSON: unterminated string" }
+            val c = text[at++]
+            when {
+                c == '"' -> return out.toString()
+                c == '\\' -> {
+                    require(at < text.length) { "JSON: unterminated string" }
+                    when (val e = text[at++]) {
+                        '"' -> out.append('"')
+                        '\\' -> out.append('\\')
+                        '/' -> out.append('/')
+                        'b' -> out.append('\b')
+                        'f' -> out.append('\u000c')
+                        'n' -> out.append('\n')
+                        'r' -> out.append('\r')
+                        't' -> out.append('\t')
+                        'u' -> {
+                            require(at + 4 <= text.length) { "JSON: bad escape" }
+                            out.append(text.substring(at, at + 4).toInt(16).toChar())
+                            at += 4
+                        }
+                        else -> throw IllegalArgumentException("JSON: bad escape \\" + e)
+                    }
+                }
+                c < ' ' -> throw IllegalArgumentException("JSON: control character in a string")
+                else -> out.append(c)
+            }
+        }
+    }
+}
+
+private val patternCache = HashMap<String, java.util.regex.Pattern>()
+
+private fun schemaAt(pointer: String): Any? {
+    var node: Any? = SCHEMA
+    if (pointer == "") return node
+    for (raw in pointer.substring(1).split("/")) {
+        val token = raw.replace("~1", "/").replace("~0", "~")
+        val here = node
+        node = when (here) {
+            is Map<*, *> -> if (here.containsKey(token)) here[token] else return MISSING
+            is List<*> -> {
+                val index = token.toIntOrNull()
+                if (index == null || index < 0 || index >= here.size) return MISSING
+                here[index]
+            }
+            else -> return MISSING
+        }
+    }
+    return node
+}
+
+/** Stands for "no schema node here" (a JSON null is a node). */
+private val MISSING = Any()
+
+private fun escapeToken(token: String): String = token.replace("~", "~0").replace("/", "~1")
+
+private fun isInteger(value: Any?): Boolean = when (value) {
+    is Long, is Int, is Short, is Byte -> true
+    is Double -> !value.isInfinite() && !value.isNaN() && value == Math.floor(value)
+    is Float -> !value.isInfinite() && !value.isNaN() && value.toDouble() == Math.floor(value.toDouble())
+    else -> false
+}
+
+private fun isNumber(value: Any?): Boolean = value is Number && !value.toDouble().isNaN() && !value.toDouble().isInfinite()
+
+private fun hasType(value: Any?, expected: String): Boolean = when (expected) {
+    "null" -> value == null
+    "boolean" -> value is Boolean
+    "integer" -> isInteger(value)
+    "number" -> isNumber(value)
+    "string" -> value is String
+    "array" -> value is List<*>
+    "object" -> value is Map<*, *>
+    else -> false
+}
+
+private fun jsonEqual(a: Any?, b: Any?): Boolean {
+    if (a is Number && b is Number) {
+        if ((a is Long || a is Int) && (b is Long || b is Int)) return a.toLong() == b.toLong()
+        return a.toDouble() == b.toDouble()
+    }
+    if (a is List<*> && b is List<*>) return a.size == b.size && a.indices.all { jsonEqual(a[it], b[it]) }
+    if (a is Map<*, *> && b is Map<*, *>) return a.size == b.size && a.keys.all { b.containsKey(it) && jsonEqual(a[it], b[it]) }
+    return a == b
+}
+
+private fun codePoints(text: String): Int = text.codePointCount(0, text.length)
+
+private val DAYS = intArrayOf(31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+private fun isDate(y: Int, m: Int, d: Int): Boolean {
+    if (m < 1 || m > 12 || d < 1 || d > DAYS[m - 1]) return false
+    return !(m == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+}
+
+private val DATE_TIME = Regex("^(\\d{4})-(\\d{2})-(\\d{2})[Tt ](\\d{2}):(\\d{2}):(\\d{2})(\\.\\d+)?([Zz]|[+-]\\d{2}(?::?\\d{2})?)$")
+private val DATE = Regex("^(\\d{4})-(\\d{2})-(\\d{2})$")
+private val UUID = Regex("^(?:urn:uuid:)?[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+
+private fun checkFormat(format: String, text: String): Boolean = when (format) {
+    "date-time" -> DATE_TIME.find(text)?.groupValues?.let { g ->
+        isDate(g[1].toInt(), g[2].toInt(), g[3].toInt()) && g[4].toInt() <= 23 && g[5].toInt() <= 59 && g[6].toInt() <= 60
+    } ?: false
+    "date" -> DATE.find(text)?.groupValues?.let { g -> isDate(g[1].toInt(), g[2].toInt(), g[3].toInt()) } ?: false
+    "uuid" -> UUID.matches(text)
+    // Formats this validator does not know are annotations.
+    else -> true
+}
+
+private fun matchesPattern(pattern: String, text: String): Boolean {
+    val compiled = synchronized(patternCache) {
+        patternCache.getOrPut(pattern) { java.util.regex.Pattern.compile(pattern) }
+    }
+    return try {
+        compiled.matcher(text).find()
+    } catch (e: StackOverflowError) {
+        // java.util.regex recurses once per character through a repeated group: a long string
+        // overflows a default thread stack where JavaScript and Python engines do not.
+        findOnLargeStack(compiled, text)
+    }
+}
+
+private fun findOnLargeStack(compiled: java.util.regex.Pattern, text: String): Boolean {
+    var found = false
+    var failure: Throwable? = null
+    val thread = Thread(null, {
+        try {
+            found = compiled.matcher(text).find()
+        } catch (e: Throwable) {
+            failure = e
+        }
+    }, "pattern", 1L shl 30)
+    thread.start()
+    thread.join()
+    failure?.let { throw it }
+    return found
+}
+
+private fun numberText(n: Any?): String = if (isInteger(n)) (n as Number).toLong().toString() else n.toString()
+
+private fun walk(value: Any?, node: Any?, path: String, errors: MutableList<ValidationError>, depth: Int) {
+    fun fail(keyword: String, message: String, at: String = path) {
+        errors.add(ValidationError(at, keyword, message))
+    }
+    if (node == true || node === MISSING) return
+    if (node == false) {
+        fail("false", "no value is allowed here")
+        return
+    }
+    if (node !is Map<*, *>) return
+    if (depth > MAX_VALIDATION_DEPTH) {
+        fail("maxDepth", "nesting is deeper than " + MAX_VALIDATION_DEPTH)
+        return
+    }
+    val ref = node["\$ref"]
+    if (ref is String) {
+        val target = if (ref.startsWith("#")) schemaAt(java.net.URLDecoder.decode(ref.substring(1).replace("+", "%2B"), "UTF-8")) else MISSING
+        if (target === MISSING) fail("\$ref", "unresolved schema reference " + ref) else walk(value, target, path, errors, depth + 1)
+        if (DRAFT_07) return
+    }
+    if (node.containsKey("const") && !jsonEqual(value, node["const"])) fail("const", "must equal " + writeJson(node["const"]))
+    val enumValues = node["enum"]
+    if (enumValues is List<*> && enumValues.none { jsonEqual(value, it) }) fail("enum", "must be one of the allowed values")
+    val allOf = node["allOf"]
+    if (allOf is List<*>) for (part in allOf) walk(value, part, path, errors, depth + 1)
+    for (keyword in listOf("oneOf", "anyOf")) {
+        val branches = node[keyword] as? List<*> ?: continue
+        var matches = 0
+        for (branch in branches) {
+            val sub = ArrayList<ValidationError>()
+            walk(value, branch, path, sub, depth + 1)
+            if (sub.isEmpty()) matches++
+        }
+        if (keyword == "oneOf" && matches != 1) fail("oneOf", "must match exactly one branch (" + matches + " match)")
+        if (keyword == "anyOf" && matches == 0) fail("anyOf", "must match at least one branch")
+    }
+    if (node.containsKey("not")) {
+        val sub = ArrayList<ValidationError>()
+        walk(value, node["not"], path, sub, depth + 1)
+        if (sub.isEmpty()) fail("not", "must not match the schema under `not`")
+    }
+    if (node.containsKey("if")) {
+        val sub = ArrayList<ValidationError>()
+        walk(value, node["if"], path, sub, depth + 1)
+        val branch = if (sub.isEmpty()) "then" else "else"
+        if (node.containsKey(branch)) walk(value, node[branch], path, errors, depth + 1)
+    }
+    val type = node["type"]
+    val types: List<String> = when (type) {
+        is List<*> -> type.filterIsInstance<String>()
+        is String -> listOf(type)
+        else -> emptyList()
+    }
+    if (types.isNotEmpty() && types.none { hasType(value, it) }) {
+        fail("type", "must be " + types.joinToString(" or "))
+        return
+    }
+    if (value is String) {
+        val n = if (node.containsKey("minLength") || node.containsKey("maxLength")) codePoints(value) else 0
+        val min = node["minLength"]
+        val max = node["maxLength"]
+        if (min is Number && n < min.toDouble()) fail("minLength", "must have at least " + numberText(min) + " characters")
+        if (max is Number && n > max.toDouble()) fail("maxLength", "must have at most " + numberText(max) + " characters")
+        val pattern = node["pattern"]
+        if (pattern is String && !matchesPattern(pattern, value)) fail("pattern", "must match the pattern " + pattern)
+        val format = node["format"]
+        if (format is String && !checkFormat(format, value)) fail("format", "must be a " + format)
+    }
+    if (isNumber(value) && value !is Boolean) {
+        val v = (value as Number).toDouble()
+        val minimum = node["minimum"]
+        val maximum = node["maximum"]
+        val exclusiveMinimum = node["exclusiveMinimum"]
+        val exclusiveMaximum = node["exclusiveMaximum"]
+        val multipleOf = node["multipleOf"]
+        if (minimum is Number && v < minimum.toDouble()) fail("minimum", "must be >= " + numberText(minimum))
+        if (maximum is Number && v > maximum.toDouble()) fail("maximum", "must be <= " + numberText(maximum))
+        if (exclusiveMinimum is Number && v <= exclusiveMinimum.toDouble()) fail("exclusiveMinimum", "must be > " + numberText(exclusiveMinimum))
+        if (exclusiveMaximum is Number && v >= exclusiveMaximum.toDouble()) fail("exclusiveMaximum", "must be < " + numberText(exclusiveMaximum))
+        if (multipleOf is Number && multipleOf.toDouble() > 0) {
+            val q = v / multipleOf.toDouble()
+            if (q.isInfinite() || q.isNaN() || q != Math.rint(q)) fail("multipleOf", "must be a multiple of " + numberText(multipleOf))
+        }
+    }
+    if (value is List<*>) {
+        val minItems = node["minItems"]
+        val maxItems = node["maxItems"]
+        if (minItems is Number && value.size < minItems.toDouble()) fail("minItems", "must have at least " + numberText(minItems) + " items")
+        if (maxItems is Number && value.size > maxItems.toDouble()) fail("maxItems", "must have at most " + numberText(maxItems) + " items")
+        if (node["uniqueItems"] == true) {
+            run outer@{
+                for (i in value.indices) {
+                    for (j in i + 1 until value.size) {
+                        if (jsonEqual(value[i], value[j])) {
+                            fail("uniqueItems", "items " + i + " and " + j + " are equal")
+                            return@outer
+                        }
+                    }
+                }
+            }
+        }
+        val prefixItems = node["prefixItems"]
+        val items = node["items"]
+        val tuple: List<*>? = when {
+            prefixItems is List<*> -> prefixItems
+            items is List<*> -> items
+            else -> null
+        }
+        val rest: Any? = when {
+            tuple == null -> if (node.containsKey("items")) items else MISSING
+            prefixItems is List<*> -> if (node.containsKey("items")) items else MISSING
+            else -> if (node.containsKey("additionalItems")) node["additionalItems"] else MISSING
+        }
+        for ((i, item) in value.withIndex()) {
+            val schema = if (tuple != null && i < tuple.size) tuple[i] else rest
+            if (schema !== MISSING) walk(item, schema, path + "/" + i, errors, depth + 1)
+        }
+        if (node.containsKey("contains")) {
+            var count = 0
+            for (item in value) {
+                val sub = ArrayList<ValidationError>()
+                walk(item, node["contains"], path, sub, depth + 1)
+                if (sub.isEmpty()) count++
+            }
+            val minContains = node["minContains"]
+            val maxContains = node["maxContains"]
+            val min = if (minContains is Number) minContains.toDouble() else 1.0
+            if (count < min) fail("contains", "must contain at least " + numberText(if (minContains is Number) minContains else 1L) + " matching items")
+            if (maxContains is Number && count > maxContains.toDouble()) fail("maxContains", "must contain at most " + numberText(maxContains) + " matching items")
+        }
+    }
+    if (value is Map<*, *>) {
+        val properties = node["properties"] as? Map<*, *> ?: emptyMap<String, Any?>()
+        val required = node["required"]
+        if (required is List<*>) {
+            for (name in required) {
+                if (!value.containsKey(name)) fail("required", "the property " + writeJson(name) + " is required")
+            }
+        }
+        for ((name, schema) in properties) {
+            if (value.containsKey(name)) walk(value[name], schema, path + "/" + escapeToken(name as String), errors, depth + 1)
+        }
+        val patterns = node["patternProperties"] as? Map<*, *> ?: emptyMap<String, Any?>()
+        for (key in value.keys) {
+            val k = key as String
+            val at = path + "/" + escapeToken(k)
+            var matched = properties.containsKey(k)
+            for ((pattern, schema) in patterns) {
+                if (matchesPattern(pattern as String, k)) {
+                    matched = true
+                    walk(value[k], schema, at, errors, depth + 1)
+                }
+            }
+            if (matched || !node.containsKey("additionalProperties")) continue
+            val additional = node["additionalProperties"]
+            if (additional == false) fail("additionalProperties", "the property " + writeJson(k) + " is not allowed", at)
+            else walk(value[k], additional, at, errors, depth + 1)
+        }
+        if (node.containsKey("propertyNames")) {
+            for (key in value.keys) walk(key, node["propertyNames"], path + "/" + escapeToken(key as String), errors, depth + 1)
+        }
+        val minProperties = node["minProperties"]
+        val maxProperties = node["maxProperties"]
+        if (minProperties is Number && value.size < minProperties.toDouble()) fail("minProperties", "must have at least " + numberText(minProperties) + " properties")
+        if (maxProperties is Number && value.size > maxProperties.toDouble()) fail("maxProperties", "must have at most " + numberText(maxProperties) + " properties")
+        val dependent = node["dependentRequired"]
+        if (dependent is Map<*, *>) {
+            for ((key, names) in dependent) {
+                if (!value.containsKey(key) || names !is List<*>) continue
+                for (name in names) {
+                    if (!value.containsKey(name)) fail("dependentRequired", "the property " + writeJson(name) + " is required when " + writeJson(key) + " is present")
+                }
+            }
+        }
+    }
+}
+
+/** Validates `value` (decoded JSON, see `parseJson`) against the schema node at `pointer` (a JSON Pointer into the embedded schema). */
+fun validateAt(pointer: String, value: Any?): ValidationResult {
+    val node = schemaAt(pointer)
+    if (node === MISSING) return ValidationResult(false, listOf(ValidationError("", "\$ref", "the schema has no node at " + pointer)))
+    val errors = ArrayList<ValidationError>()
+    walk(value, node, "", errors, 0)
+    return ValidationResult(errors.isEmpty(), errors)
+}
+
+/** Validates a whole message against the document root. */
+fun validateProtocolMessage(value: Any?): ValidationResult = validateAt("", value)
+
+/** Validates `value` against the definition `name`. */
+fun validateDefinition(name: String, value: Any?): ValidationResult {
+    val definitions = (SCHEMA as? Map<*, *>)?.get(DEFINITIONS_KEY) as? Map<*, *>
+    if (definitions == null || !definitions.containsKey(name)) {
+        return ValidationResult(false, listOf(ValidationError("", "\$ref", "unknown definition " + writeJson(name))))
+    }
+    return validateAt("/" + DEFINITIONS_KEY + "/" + escapeToken(name), value)
+}
+
+private fun assertValid(result: ValidationResult) {
+    if (!result.ok) throw ProtocolValidationError(result.errors)
+}
+
 /** The JSON-RPC version marker. */
 enum class SharedJsonRpcVersion(val wireValue: String) {
     V2_0("2.0");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedJsonRpcVersion? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedJsonRpcVersion = fromWireValue(wireString(raw, "SharedJsonRpcVersion")) ?: throw IllegalArgumentException("SharedJsonRpcVersion" + ": unknown value " + raw)
     }
 }
 
 sealed class SharedJsonRpcId {
-    data class String(val value: kotlin.String) : SharedJsonRpcId()
-    data class Number(val value: kotlin.Number) : SharedJsonRpcId()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class String(val value: kotlin.String) : SharedJsonRpcId() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class Number(val value: kotlin.Number) : SharedJsonRpcId() {
+        override fun toWire(): kotlin.Any? = value
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedJsonRpcId {
+            if (validate) assertValid(validateAt("/\$defs/sharedJsonRpcId", raw))
+            try {
+                return agentwire.generated.roll_runtime.SharedJsonRpcId.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedJsonRpcId.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedJsonRpcId.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedJsonRpcId.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("SharedJsonRpcId" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedJsonRpcId {
+            if (validate) assertValid(validateAt("/\$defs/sharedJsonRpcId", raw))
+            try {
+                return agentwire.generated.roll_runtime.SharedJsonRpcId.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedJsonRpcId.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("SharedJsonRpcId" + ": no variant matches")
+        }
+    }
 }
 
 /**
@@ -154,9 +798,15 @@ typealias SharedNullableSequence = SharedNonNegativeInteger?
 enum class SharedInteractionSensitivity(val wireValue: String) {
     NORMAL("normal");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedInteractionSensitivity? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedInteractionSensitivity = fromWireValue(wireString(raw, "SharedInteractionSensitivity")) ?: throw IllegalArgumentException("SharedInteractionSensitivity" + ": unknown value " + raw)
     }
 }
 
@@ -172,9 +822,15 @@ enum class SharedFeature(val wireValue: String) {
     ATTACHMENTS("attachments"),
     APP_OUTPUT("app-output");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedFeature? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedFeature = fromWireValue(wireString(raw, "SharedFeature")) ?: throw IllegalArgumentException("SharedFeature" + ": unknown value " + raw)
     }
 }
 
@@ -203,9 +859,15 @@ enum class SharedRollErrorCode(val wireValue: String) {
     ATTACHMENT_UPLOAD_INCOMPLETE("ATTACHMENT_UPLOAD_INCOMPLETE"),
     ATTACHMENT_PATH_REJECTED("ATTACHMENT_PATH_REJECTED");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedRollErrorCode? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedRollErrorCode = fromWireValue(wireString(raw, "SharedRollErrorCode")) ?: throw IllegalArgumentException("SharedRollErrorCode" + ": unknown value " + raw)
     }
 }
 
@@ -219,9 +881,15 @@ enum class SharedAttachmentMediaType(val wireValue: String) {
     TEXT_PLAIN("text/plain"),
     TEXT_MARKDOWN("text/markdown");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAttachmentMediaType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAttachmentMediaType = fromWireValue(wireString(raw, "SharedAttachmentMediaType")) ?: throw IllegalArgumentException("SharedAttachmentMediaType" + ": unknown value " + raw)
     }
 }
 
@@ -230,9 +898,15 @@ enum class SharedAttachmentSource(val wireValue: String) {
     LOCAL_PATH("local-path"),
     CHUNKS("chunks");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAttachmentSource? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAttachmentSource = fromWireValue(wireString(raw, "SharedAttachmentSource")) ?: throw IllegalArgumentException("SharedAttachmentSource" + ": unknown value " + raw)
     }
 }
 
@@ -247,7 +921,31 @@ data class SharedToolOutcome(
     val kind: SharedToolOutcomeKind,
     /** Wire name: `reason`. */
     val reason: String? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["kind"] = this.kind.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedToolOutcome`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedToolOutcome {
+            if (validate) assertValid(validateAt("/\$defs/sharedToolOutcome", raw))
+            val o = wireObject(raw, "SharedToolOutcome")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedToolOutcome" + ": unexpected key " + key }
+            return SharedToolOutcome(
+                kind = agentwire.generated.roll_runtime.SharedToolOutcomeKind.fromWire(wireField(o, "kind", "SharedToolOutcome")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("kind", "reason")
+    }
+}
 
 enum class SharedToolOutcomeKind(val wireValue: String) {
     SUCCESS("success"),
@@ -257,9 +955,15 @@ enum class SharedToolOutcomeKind(val wireValue: String) {
     CANCELLED("cancelled"),
     TOOL_FAILED("tool_failed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedToolOutcomeKind? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedToolOutcomeKind = fromWireValue(wireString(raw, "SharedToolOutcomeKind")) ?: throw IllegalArgumentException("SharedToolOutcomeKind" + ": unknown value " + raw)
     }
 }
 
@@ -276,7 +980,39 @@ data class SharedThreadSummary(
     val updatedAt: SharedTimestamp,
     /** Wire name: `messageCount`. */
     val messageCount: SharedNonNegativeInteger
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        this.title?.let { v -> out["title"] = v }
+        this.model?.let { v -> out["model"] = v }
+        out["createdAt"] = this.createdAt
+        out["updatedAt"] = this.updatedAt
+        out["messageCount"] = this.messageCount
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadSummary`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedThreadSummary {
+            if (validate) assertValid(validateAt("/\$defs/sharedThreadSummary", raw))
+            val o = wireObject(raw, "SharedThreadSummary")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadSummary" + ": unexpected key " + key }
+            return SharedThreadSummary(
+                id = wireString(wireField(o, "id", "SharedThreadSummary"), "string"),
+                title = o["title"]?.let { v -> wireString(v, "string") },
+                model = o["model"]?.let { v -> wireString(v, "string") },
+                createdAt = wireString(wireField(o, "createdAt", "SharedThreadSummary"), "string"),
+                updatedAt = wireString(wireField(o, "updatedAt", "SharedThreadSummary"), "string"),
+                messageCount = wireLong(wireField(o, "messageCount", "SharedThreadSummary"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "title", "model", "createdAt", "updatedAt", "messageCount")
+    }
+}
 
 /** An approval waiting for a decision; preview is free-form JSON (explanation, diff). */
 data class SharedPendingApproval(
@@ -292,16 +1028,54 @@ data class SharedPendingApproval(
     val preview: SharedJsonValue,
     /** Wire name: `reason`. */
     val reason: String? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["turnId"] = this.turnId
+        out["agentName"] = this.agentName
+        out["toolName"] = this.toolName
+        out["preview"] = this.preview
+        this.reason?.let { v -> out["reason"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedPendingApproval`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedPendingApproval {
+            if (validate) assertValid(validateAt("/\$defs/sharedPendingApproval", raw))
+            val o = wireObject(raw, "SharedPendingApproval")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedPendingApproval" + ": unexpected key " + key }
+            return SharedPendingApproval(
+                id = wireString(wireField(o, "id", "SharedPendingApproval"), "string"),
+                turnId = wireString(wireField(o, "turnId", "SharedPendingApproval"), "string"),
+                agentName = wireString(wireField(o, "agentName", "SharedPendingApproval"), "string"),
+                toolName = wireString(wireField(o, "toolName", "SharedPendingApproval"), "string"),
+                preview = wireField(o, "preview", "SharedPendingApproval"),
+                reason = o["reason"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "turnId", "agentName", "toolName", "preview", "reason")
+    }
+}
 
 enum class SharedActiveTurnStatus(val wireValue: String) {
     RUNNING("running"),
     CANCELLING("cancelling"),
     WAITING_FOR_USER("waiting-for-user");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedActiveTurnStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedActiveTurnStatus = fromWireValue(wireString(raw, "SharedActiveTurnStatus")) ?: throw IllegalArgumentException("SharedActiveTurnStatus" + ": unknown value " + raw)
     }
 }
 
@@ -312,21 +1086,77 @@ data class SharedActiveTurn(
     val status: SharedActiveTurnStatus,
     /** Wire name: `startedAt`. */
     val startedAt: SharedTimestamp
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["status"] = this.status.toWire()
+        out["startedAt"] = this.startedAt
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedActiveTurn`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedActiveTurn {
+            if (validate) assertValid(validateAt("/\$defs/sharedActiveTurn", raw))
+            val o = wireObject(raw, "SharedActiveTurn")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedActiveTurn" + ": unexpected key " + key }
+            return SharedActiveTurn(
+                id = wireString(wireField(o, "id", "SharedActiveTurn"), "string"),
+                status = agentwire.generated.roll_runtime.SharedActiveTurnStatus.fromWire(wireField(o, "status", "SharedActiveTurn")),
+                startedAt = wireString(wireField(o, "startedAt", "SharedActiveTurn"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "status", "startedAt")
+    }
+}
 
 data class SharedTextPart(
     /** Wire name: `type`. */
     val type: SharedTextPartType,
     /** Wire name: `text`. */
     val text: String
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["text"] = this.text
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedTextPart`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedTextPart {
+            if (validate) assertValid(validateAt("/\$defs/sharedTextPart", raw))
+            val o = wireObject(raw, "SharedTextPart")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedTextPart" + ": unexpected key " + key }
+            return SharedTextPart(
+                type = agentwire.generated.roll_runtime.SharedTextPartType.fromWire(wireField(o, "type", "SharedTextPart")),
+                text = wireString(wireField(o, "text", "SharedTextPart"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "text")
+    }
+}
 
 enum class SharedTextPartType(val wireValue: String) {
     TEXT("text");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedTextPartType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedTextPartType = fromWireValue(wireString(raw, "SharedTextPartType")) ?: throw IllegalArgumentException("SharedTextPartType" + ": unknown value " + raw)
     }
 }
 
@@ -348,14 +1178,47 @@ data class SharedAttachmentPart(
         require(displayName == null || displayName.codePointCount(0, displayName.length) >= 1) { "SharedAttachmentPart.displayName: minLength 1" }
         require(displayName == null || displayName.codePointCount(0, displayName.length) <= 255) { "SharedAttachmentPart.displayName: maxLength 255" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["mediaType"] = this.mediaType
+        out["bytes"] = this.bytes
+        this.displayName?.let { v -> out["displayName"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAttachmentPart`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedAttachmentPart {
+            if (validate) assertValid(validateAt("/\$defs/sharedAttachmentPart", raw))
+            val o = wireObject(raw, "SharedAttachmentPart")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAttachmentPart" + ": unexpected key " + key }
+            return SharedAttachmentPart(
+                type = agentwire.generated.roll_runtime.SharedAttachmentPartType.fromWire(wireField(o, "type", "SharedAttachmentPart")),
+                mediaType = wireString(wireField(o, "mediaType", "SharedAttachmentPart"), "string"),
+                bytes = wireLong(wireField(o, "bytes", "SharedAttachmentPart")),
+                displayName = o["displayName"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "mediaType", "bytes", "displayName")
+    }
 }
 
 enum class SharedAttachmentPartType(val wireValue: String) {
     ATTACHMENT("attachment");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAttachmentPartType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAttachmentPartType = fromWireValue(wireString(raw, "SharedAttachmentPartType")) ?: throw IllegalArgumentException("SharedAttachmentPartType" + ": unknown value " + raw)
     }
 }
 
@@ -368,21 +1231,83 @@ data class SharedUiMessage(
     val createdAt: SharedTimestamp,
     /** Wire name: `parts`. */
     val parts: List<SharedUiMessagePartsItem>
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["sequence"] = this.sequence
+        out["role"] = this.role.toWire()
+        out["createdAt"] = this.createdAt
+        out["parts"] = this.parts.map { x0 -> x0.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedUiMessage`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedUiMessage {
+            if (validate) assertValid(validateAt("/\$defs/sharedUiMessage", raw))
+            val o = wireObject(raw, "SharedUiMessage")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedUiMessage" + ": unexpected key " + key }
+            return SharedUiMessage(
+                sequence = wireLong(wireField(o, "sequence", "SharedUiMessage")),
+                role = agentwire.generated.roll_runtime.SharedUiMessageRole.fromWire(wireField(o, "role", "SharedUiMessage")),
+                createdAt = wireString(wireField(o, "createdAt", "SharedUiMessage"), "string"),
+                parts = wireList(wireField(o, "parts", "SharedUiMessage")).map { x0 -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.fromWire(x0) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("sequence", "role", "createdAt", "parts")
+    }
+}
 
 enum class SharedUiMessageRole(val wireValue: String) {
     USER("user"),
     ASSISTANT("assistant");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedUiMessageRole? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedUiMessageRole = fromWireValue(wireString(raw, "SharedUiMessageRole")) ?: throw IllegalArgumentException("SharedUiMessageRole" + ": unknown value " + raw)
     }
 }
 
 sealed class SharedUiMessagePartsItem {
-    data class Text(val value: agentwire.generated.roll_runtime.SharedTextPart) : SharedUiMessagePartsItem()
-    data class Attachment(val value: agentwire.generated.roll_runtime.SharedAttachmentPart) : SharedUiMessagePartsItem()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Text(val value: agentwire.generated.roll_runtime.SharedTextPart) : SharedUiMessagePartsItem() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Attachment(val value: agentwire.generated.roll_runtime.SharedAttachmentPart) : SharedUiMessagePartsItem() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?): SharedUiMessagePartsItem {
+            val o = wireObject(raw, "SharedUiMessagePartsItem")
+            return when (wireField(o, "type", "SharedUiMessagePartsItem")) {
+                "text" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Text(agentwire.generated.roll_runtime.SharedTextPart.fromWire(o, false))
+                "attachment" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Attachment(agentwire.generated.roll_runtime.SharedAttachmentPart.fromWire(o, false))
+                else -> throw IllegalArgumentException("SharedUiMessagePartsItem" + ": unknown type " + o["type"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?): SharedUiMessagePartsItem {
+            val o = wireObject(raw, "SharedUiMessagePartsItem")
+            return when (wireField(o, "type", "SharedUiMessagePartsItem")) {
+                "text" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Text(agentwire.generated.roll_runtime.SharedTextPart.fromWire(o, false))
+                "attachment" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Attachment(agentwire.generated.roll_runtime.SharedAttachmentPart.fromWire(o, false))
+                else -> throw IllegalArgumentException("SharedUiMessagePartsItem" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `SharedUiMessagePartsItem`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -402,20 +1327,94 @@ data class SharedMessagePage(
     val items: List<SharedUiMessage>,
     /** Wire name: `nextBeforeSequence`. */
     val nextBeforeSequence: SharedNullableSequence
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["items"] = this.items.map { x0 -> x0.toWire() }
+        out["nextBeforeSequence"] = this.nextBeforeSequence
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedMessagePage`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedMessagePage {
+            if (validate) assertValid(validateAt("/\$defs/sharedMessagePage", raw))
+            val o = wireObject(raw, "SharedMessagePage")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedMessagePage" + ": unexpected key " + key }
+            return SharedMessagePage(
+                items = wireList(wireField(o, "items", "SharedMessagePage")).map { x0 -> agentwire.generated.roll_runtime.SharedUiMessage.fromWire(x0, false) },
+                nextBeforeSequence = wireField(o, "nextBeforeSequence", "SharedMessagePage")?.let { x0 -> wireLong(x0) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("items", "nextBeforeSequence")
+    }
+}
 
 /**
  * What became of a tool's structured app output; never carries the data.
  * Constraints: since: 1.5
  */
 sealed class SharedAppOutputDescriptor {
-    data class Available(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable) : SharedAppOutputDescriptor()
-    data class NotProvided(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided) : SharedAppOutputDescriptor()
-    data class Invalid(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid) : SharedAppOutputDescriptor()
-    data class TooLarge(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge) : SharedAppOutputDescriptor()
-    data class Expired(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired) : SharedAppOutputDescriptor()
-    data class Denied(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied) : SharedAppOutputDescriptor()
-    data class Rejected(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected) : SharedAppOutputDescriptor()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Available(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable) : SharedAppOutputDescriptor() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class NotProvided(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided) : SharedAppOutputDescriptor() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Invalid(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid) : SharedAppOutputDescriptor() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TooLarge(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge) : SharedAppOutputDescriptor() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Expired(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired) : SharedAppOutputDescriptor() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Denied(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied) : SharedAppOutputDescriptor() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Rejected(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected) : SharedAppOutputDescriptor() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `status` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutputDescriptor {
+            if (validate) assertValid(validateAt("/\$defs/sharedAppOutputDescriptor", raw))
+            val o = wireObject(raw, "SharedAppOutputDescriptor")
+            return when (wireField(o, "status", "SharedAppOutputDescriptor")) {
+                "available" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Available(agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable.fromWire(o))
+                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
+                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
+                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
+                "expired" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
+                "denied" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
+                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
+                else -> throw IllegalArgumentException("SharedAppOutputDescriptor" + ": unknown status " + o["status"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `status` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutputDescriptor {
+            if (validate) assertValid(validateAt("/\$defs/sharedAppOutputDescriptor", raw))
+            val o = wireObject(raw, "SharedAppOutputDescriptor")
+            return when (wireField(o, "status", "SharedAppOutputDescriptor")) {
+                "available" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Available(agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable.fromWire(o))
+                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
+                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
+                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
+                "expired" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
+                "denied" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
+                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
+                else -> throw IllegalArgumentException("SharedAppOutputDescriptor" + ": unknown status " + o["status"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `SharedAppOutputDescriptor`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -450,84 +1449,249 @@ data class SharedAppOutputDescriptorAvailable(
         require(schemaId.codePointCount(0, schemaId.length) >= 1) { "SharedAppOutputDescriptorAvailable.schemaId: minLength 1" }
         require(schemaId.codePointCount(0, schemaId.length) <= 256) { "SharedAppOutputDescriptorAvailable.schemaId: maxLength 256" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        out["schemaId"] = this.schemaId
+        out["schemaVersion"] = this.schemaVersion
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorAvailable`. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorAvailable {
+            val o = wireObject(raw, "SharedAppOutputDescriptorAvailable")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorAvailable" + ": unexpected key " + key }
+            return SharedAppOutputDescriptorAvailable(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailableStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorAvailable")),
+                schemaId = wireString(wireField(o, "schemaId", "SharedAppOutputDescriptorAvailable"), "string"),
+                schemaVersion = wireLong(wireField(o, "schemaVersion", "SharedAppOutputDescriptorAvailable"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "schemaId", "schemaVersion")
+    }
 }
 
 enum class SharedAppOutputDescriptorAvailableStatus(val wireValue: String) {
     AVAILABLE("available");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorAvailableStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorAvailableStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorAvailableStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorAvailableStatus" + ": unknown value " + raw)
     }
 }
 
 data class SharedAppOutputDescriptorNotProvided(
     /** Wire name: `status`. */
     val status: SharedAppOutputDescriptorNotProvidedStatus
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorNotProvided`. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorNotProvided {
+            val o = wireObject(raw, "SharedAppOutputDescriptorNotProvided")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorNotProvided" + ": unexpected key " + key }
+            return SharedAppOutputDescriptorNotProvided(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvidedStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorNotProvided"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status")
+    }
+}
 
 enum class SharedAppOutputDescriptorNotProvidedStatus(val wireValue: String) {
     NOT_PROVIDED("not_provided");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorNotProvidedStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorNotProvidedStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorNotProvidedStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorNotProvidedStatus" + ": unknown value " + raw)
     }
 }
 
 data class SharedAppOutputDescriptorInvalid(
     /** Wire name: `status`. */
     val status: SharedAppOutputDescriptorInvalidStatus
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorInvalid`. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorInvalid {
+            val o = wireObject(raw, "SharedAppOutputDescriptorInvalid")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorInvalid" + ": unexpected key " + key }
+            return SharedAppOutputDescriptorInvalid(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalidStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorInvalid"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status")
+    }
+}
 
 enum class SharedAppOutputDescriptorInvalidStatus(val wireValue: String) {
     INVALID("invalid");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorInvalidStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorInvalidStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorInvalidStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorInvalidStatus" + ": unknown value " + raw)
     }
 }
 
 data class SharedAppOutputDescriptorTooLarge(
     /** Wire name: `status`. */
     val status: SharedAppOutputDescriptorTooLargeStatus
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorTooLarge`. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorTooLarge {
+            val o = wireObject(raw, "SharedAppOutputDescriptorTooLarge")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorTooLarge" + ": unexpected key " + key }
+            return SharedAppOutputDescriptorTooLarge(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLargeStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorTooLarge"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status")
+    }
+}
 
 enum class SharedAppOutputDescriptorTooLargeStatus(val wireValue: String) {
     TOO_LARGE("too_large");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorTooLargeStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorTooLargeStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorTooLargeStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorTooLargeStatus" + ": unknown value " + raw)
     }
 }
 
 data class SharedAppOutputDescriptorExpired(
     /** Wire name: `status`. */
     val status: SharedAppOutputDescriptorExpiredStatus
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorExpired`. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorExpired {
+            val o = wireObject(raw, "SharedAppOutputDescriptorExpired")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorExpired" + ": unexpected key " + key }
+            return SharedAppOutputDescriptorExpired(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpiredStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorExpired"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status")
+    }
+}
 
 enum class SharedAppOutputDescriptorExpiredStatus(val wireValue: String) {
     EXPIRED("expired");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorExpiredStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorExpiredStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorExpiredStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorExpiredStatus" + ": unknown value " + raw)
     }
 }
 
 data class SharedAppOutputDescriptorDenied(
     /** Wire name: `status`. */
     val status: SharedAppOutputDescriptorDeniedStatus
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorDenied`. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorDenied {
+            val o = wireObject(raw, "SharedAppOutputDescriptorDenied")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorDenied" + ": unexpected key " + key }
+            return SharedAppOutputDescriptorDenied(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorDeniedStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorDenied"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status")
+    }
+}
 
 enum class SharedAppOutputDescriptorDeniedStatus(val wireValue: String) {
     DENIED("denied");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorDeniedStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorDeniedStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorDeniedStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorDeniedStatus" + ": unknown value " + raw)
     }
 }
 
@@ -545,14 +1709,44 @@ data class SharedAppOutputDescriptorRejected(
     init {
         require(field == null || field.codePointCount(0, field.length) <= 64) { "SharedAppOutputDescriptorRejected.field: maxLength 64" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        out["reason"] = this.reason.toWire()
+        this.field?.let { v -> out["field"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorRejected`. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorRejected {
+            val o = wireObject(raw, "SharedAppOutputDescriptorRejected")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorRejected" + ": unexpected key " + key }
+            return SharedAppOutputDescriptorRejected(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejectedStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorRejected")),
+                reason = agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejectedReason.fromWire(wireField(o, "reason", "SharedAppOutputDescriptorRejected")),
+                field = o["field"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "reason", "field")
+    }
 }
 
 enum class SharedAppOutputDescriptorRejectedStatus(val wireValue: String) {
     REJECTED("rejected");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorRejectedStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorRejectedStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorRejectedStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorRejectedStatus" + ": unknown value " + raw)
     }
 }
 
@@ -560,21 +1754,77 @@ enum class SharedAppOutputDescriptorRejectedReason(val wireValue: String) {
     CREDENTIAL_FIELD("credential_field"),
     CREDENTIAL_VALUE("credential_value");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedAppOutputDescriptorRejectedReason? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedAppOutputDescriptorRejectedReason = fromWireValue(wireString(raw, "SharedAppOutputDescriptorRejectedReason")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorRejectedReason" + ": unknown value " + raw)
     }
 }
 
 /** Constraints: since: 1.5 */
 sealed class SharedAppOutput {
-    data class Available(val value: agentwire.generated.roll_runtime.SharedAppOutputAvailable) : SharedAppOutput()
-    data class NotProvided(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided) : SharedAppOutput()
-    data class Invalid(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid) : SharedAppOutput()
-    data class TooLarge(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge) : SharedAppOutput()
-    data class Expired(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired) : SharedAppOutput()
-    data class Denied(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied) : SharedAppOutput()
-    data class Rejected(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected) : SharedAppOutput()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Available(val value: agentwire.generated.roll_runtime.SharedAppOutputAvailable) : SharedAppOutput() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class NotProvided(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided) : SharedAppOutput() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Invalid(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid) : SharedAppOutput() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TooLarge(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge) : SharedAppOutput() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Expired(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired) : SharedAppOutput() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Denied(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied) : SharedAppOutput() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Rejected(val value: agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected) : SharedAppOutput() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `status` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutput {
+            if (validate) assertValid(validateAt("/\$defs/sharedAppOutput", raw))
+            val o = wireObject(raw, "SharedAppOutput")
+            return when (wireField(o, "status", "SharedAppOutput")) {
+                "available" -> agentwire.generated.roll_runtime.SharedAppOutput.Available(agentwire.generated.roll_runtime.SharedAppOutputAvailable.fromWire(o))
+                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutput.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
+                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutput.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
+                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutput.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
+                "expired" -> agentwire.generated.roll_runtime.SharedAppOutput.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
+                "denied" -> agentwire.generated.roll_runtime.SharedAppOutput.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
+                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutput.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
+                else -> throw IllegalArgumentException("SharedAppOutput" + ": unknown status " + o["status"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `status` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutput {
+            if (validate) assertValid(validateAt("/\$defs/sharedAppOutput", raw))
+            val o = wireObject(raw, "SharedAppOutput")
+            return when (wireField(o, "status", "SharedAppOutput")) {
+                "available" -> agentwire.generated.roll_runtime.SharedAppOutput.Available(agentwire.generated.roll_runtime.SharedAppOutputAvailable.fromWire(o))
+                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutput.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
+                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutput.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
+                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutput.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
+                "expired" -> agentwire.generated.roll_runtime.SharedAppOutput.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
+                "denied" -> agentwire.generated.roll_runtime.SharedAppOutput.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
+                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutput.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
+                else -> throw IllegalArgumentException("SharedAppOutput" + ": unknown status " + o["status"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `SharedAppOutput`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -619,6 +1869,36 @@ data class SharedAppOutputAvailable(
         require(schemaId.codePointCount(0, schemaId.length) <= 256) { "SharedAppOutputAvailable.schemaId: maxLength 256" }
         require(fallbackText.codePointCount(0, fallbackText.length) <= 4096) { "SharedAppOutputAvailable.fallbackText: maxLength 4096" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        out["schemaId"] = this.schemaId
+        out["schemaVersion"] = this.schemaVersion
+        out["remoteReadable"] = this.remoteReadable
+        out["data"] = this.data
+        out["fallbackText"] = this.fallbackText
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputAvailable`. */
+        fun fromWire(raw: Any?): SharedAppOutputAvailable {
+            val o = wireObject(raw, "SharedAppOutputAvailable")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputAvailable" + ": unexpected key " + key }
+            return SharedAppOutputAvailable(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailableStatus.fromWire(wireField(o, "status", "SharedAppOutputAvailable")),
+                schemaId = wireString(wireField(o, "schemaId", "SharedAppOutputAvailable"), "string"),
+                schemaVersion = wireLong(wireField(o, "schemaVersion", "SharedAppOutputAvailable")),
+                remoteReadable = wireBoolean(wireField(o, "remoteReadable", "SharedAppOutputAvailable")),
+                data = wireObject(wireField(o, "data", "SharedAppOutputAvailable"), "object").mapValues { (_, x0) -> x0 },
+                fallbackText = wireString(wireField(o, "fallbackText", "SharedAppOutputAvailable"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText")
+    }
 }
 
 /** A tool operation as shown in snapshots and operation.get; raw input and evidence never cross the wire. */
@@ -644,14 +1924,76 @@ data class SharedOperationView(
      * Wire name: `appOutput`.
      */
     val appOutput: SharedAppOutputDescriptor
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["sequence"] = this.sequence
+        out["toolCallId"] = this.toolCallId
+        out["agentName"] = this.agentName
+        out["toolName"] = this.toolName
+        out["createdAt"] = this.createdAt
+        out["outcome"] = this.outcome.toWire()
+        out["display"] = this.display
+        out["appOutput"] = this.appOutput.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedOperationView`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedOperationView {
+            if (validate) assertValid(validateAt("/\$defs/sharedOperationView", raw))
+            val o = wireObject(raw, "SharedOperationView")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedOperationView" + ": unexpected key " + key }
+            return SharedOperationView(
+                id = wireString(wireField(o, "id", "SharedOperationView"), "string"),
+                sequence = wireLong(wireField(o, "sequence", "SharedOperationView")),
+                toolCallId = wireString(wireField(o, "toolCallId", "SharedOperationView"), "string"),
+                agentName = wireString(wireField(o, "agentName", "SharedOperationView"), "string"),
+                toolName = wireString(wireField(o, "toolName", "SharedOperationView"), "string"),
+                createdAt = wireString(wireField(o, "createdAt", "SharedOperationView"), "string"),
+                outcome = agentwire.generated.roll_runtime.SharedToolOutcome.fromWire(wireField(o, "outcome", "SharedOperationView"), false),
+                display = wireField(o, "display", "SharedOperationView"),
+                appOutput = agentwire.generated.roll_runtime.SharedAppOutputDescriptor.fromWire(wireField(o, "appOutput", "SharedOperationView"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "sequence", "toolCallId", "agentName", "toolName", "createdAt", "outcome", "display", "appOutput")
+    }
+}
 
 data class SharedOperationPage(
     /** Wire name: `items`. */
     val items: List<SharedOperationView>,
     /** Wire name: `nextBeforeSequence`. */
     val nextBeforeSequence: SharedNullableSequence
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["items"] = this.items.map { x0 -> x0.toWire() }
+        out["nextBeforeSequence"] = this.nextBeforeSequence
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedOperationPage`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedOperationPage {
+            if (validate) assertValid(validateAt("/\$defs/sharedOperationPage", raw))
+            val o = wireObject(raw, "SharedOperationPage")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedOperationPage" + ": unexpected key " + key }
+            return SharedOperationPage(
+                items = wireList(wireField(o, "items", "SharedOperationPage")).map { x0 -> agentwire.generated.roll_runtime.SharedOperationView.fromWire(x0, false) },
+                nextBeforeSequence = wireField(o, "nextBeforeSequence", "SharedOperationPage")?.let { x0 -> wireLong(x0) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("items", "nextBeforeSequence")
+    }
+}
 
 /** Constraints: since: 1.5 */
 data class SharedOperationResultView(
@@ -667,7 +2009,39 @@ data class SharedOperationResultView(
     val createdAt: SharedTimestamp,
     /** Wire name: `output`. */
     val output: SharedAppOutput
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["threadId"] = this.threadId
+        out["operationId"] = this.operationId
+        out["agentName"] = this.agentName
+        out["toolName"] = this.toolName
+        out["createdAt"] = this.createdAt
+        out["output"] = this.output.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedOperationResultView`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedOperationResultView {
+            if (validate) assertValid(validateAt("/\$defs/sharedOperationResultView", raw))
+            val o = wireObject(raw, "SharedOperationResultView")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedOperationResultView" + ": unexpected key " + key }
+            return SharedOperationResultView(
+                threadId = wireString(wireField(o, "threadId", "SharedOperationResultView"), "string"),
+                operationId = wireString(wireField(o, "operationId", "SharedOperationResultView"), "string"),
+                agentName = wireString(wireField(o, "agentName", "SharedOperationResultView"), "string"),
+                toolName = wireString(wireField(o, "toolName", "SharedOperationResultView"), "string"),
+                createdAt = wireString(wireField(o, "createdAt", "SharedOperationResultView"), "string"),
+                output = agentwire.generated.roll_runtime.SharedAppOutput.fromWire(wireField(o, "output", "SharedOperationResultView"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("threadId", "operationId", "agentName", "toolName", "createdAt", "output")
+    }
+}
 
 /**
  * A staged or committed attachment; never carries a path or content.
@@ -697,6 +2071,41 @@ data class SharedAttachmentDescriptor(
     init {
         require(displayName.codePointCount(0, displayName.length) >= 1) { "SharedAttachmentDescriptor.displayName: minLength 1" }
         require(displayName.codePointCount(0, displayName.length) <= 255) { "SharedAttachmentDescriptor.displayName: maxLength 255" }
+    }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["attachmentId"] = this.attachmentId
+        out["fileName"] = this.fileName
+        out["displayName"] = this.displayName
+        out["mediaType"] = this.mediaType.toWire()
+        out["bytes"] = this.bytes
+        out["sha256"] = this.sha256
+        out["source"] = this.source.toWire()
+        out["createdAt"] = this.createdAt
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAttachmentDescriptor`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedAttachmentDescriptor {
+            if (validate) assertValid(validateAt("/\$defs/sharedAttachmentDescriptor", raw))
+            val o = wireObject(raw, "SharedAttachmentDescriptor")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAttachmentDescriptor" + ": unexpected key " + key }
+            return SharedAttachmentDescriptor(
+                attachmentId = wireString(wireField(o, "attachmentId", "SharedAttachmentDescriptor"), "string"),
+                fileName = wireString(wireField(o, "fileName", "SharedAttachmentDescriptor"), "string"),
+                displayName = wireString(wireField(o, "displayName", "SharedAttachmentDescriptor"), "string"),
+                mediaType = agentwire.generated.roll_runtime.SharedAttachmentMediaType.fromWire(wireField(o, "mediaType", "SharedAttachmentDescriptor")),
+                bytes = wireLong(wireField(o, "bytes", "SharedAttachmentDescriptor")),
+                sha256 = wireString(wireField(o, "sha256", "SharedAttachmentDescriptor"), "string"),
+                source = agentwire.generated.roll_runtime.SharedAttachmentSource.fromWire(wireField(o, "source", "SharedAttachmentDescriptor")),
+                createdAt = wireString(wireField(o, "createdAt", "SharedAttachmentDescriptor"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("attachmentId", "fileName", "displayName", "mediaType", "bytes", "sha256", "source", "createdAt")
     }
 }
 
@@ -728,7 +2137,41 @@ data class UserInputTextControl(
     val minLength: SharedTextLengthBound? = null,
     /** Wire name: `maxLength`. */
     val maxLength: SharedTextLengthBound? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        this.minLength?.let { v -> out["minLength"] = v }
+        this.maxLength?.let { v -> out["maxLength"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputTextControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputTextControl {
+            if (validate) assertValid(validateAt("/\$defs/userInputTextControl", raw))
+            val o = wireObject(raw, "UserInputTextControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputTextControl" + ": unexpected key " + key }
+            return UserInputTextControl(
+                type = agentwire.generated.roll_runtime.SharedTextPartType.fromWire(wireField(o, "type", "UserInputTextControl")),
+                id = wireString(wireField(o, "id", "UserInputTextControl"), "string"),
+                label = wireString(wireField(o, "label", "UserInputTextControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "UserInputTextControl")),
+                minLength = o["minLength"]?.let { v -> wireLong(v) },
+                maxLength = o["maxLength"]?.let { v -> wireLong(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
+    }
+}
 
 /** Constraints: since: 1.2 */
 data class UserInputMultilineControl(
@@ -746,14 +2189,54 @@ data class UserInputMultilineControl(
     val minLength: SharedTextLengthBound? = null,
     /** Wire name: `maxLength`. */
     val maxLength: SharedTextLengthBound? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        this.minLength?.let { v -> out["minLength"] = v }
+        this.maxLength?.let { v -> out["maxLength"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputMultilineControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputMultilineControl {
+            if (validate) assertValid(validateAt("/\$defs/userInputMultilineControl", raw))
+            val o = wireObject(raw, "UserInputMultilineControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputMultilineControl" + ": unexpected key " + key }
+            return UserInputMultilineControl(
+                type = agentwire.generated.roll_runtime.UserInputMultilineControlType.fromWire(wireField(o, "type", "UserInputMultilineControl")),
+                id = wireString(wireField(o, "id", "UserInputMultilineControl"), "string"),
+                label = wireString(wireField(o, "label", "UserInputMultilineControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "UserInputMultilineControl")),
+                minLength = o["minLength"]?.let { v -> wireLong(v) },
+                maxLength = o["maxLength"]?.let { v -> wireLong(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
+    }
+}
 
 enum class UserInputMultilineControlType(val wireValue: String) {
     MULTILINE("multiline");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): UserInputMultilineControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): UserInputMultilineControlType = fromWireValue(wireString(raw, "UserInputMultilineControlType")) ?: throw IllegalArgumentException("UserInputMultilineControlType" + ": unknown value " + raw)
     }
 }
 
@@ -775,14 +2258,56 @@ data class UserInputNumberControl(
     val max: Number? = null,
     /** Wire name: `integer`. */
     val integer: Boolean? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        this.min?.let { v -> out["min"] = v }
+        this.max?.let { v -> out["max"] = v }
+        this.integer?.let { v -> out["integer"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputNumberControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputNumberControl {
+            if (validate) assertValid(validateAt("/\$defs/userInputNumberControl", raw))
+            val o = wireObject(raw, "UserInputNumberControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputNumberControl" + ": unexpected key " + key }
+            return UserInputNumberControl(
+                type = agentwire.generated.roll_runtime.UserInputNumberControlType.fromWire(wireField(o, "type", "UserInputNumberControl")),
+                id = wireString(wireField(o, "id", "UserInputNumberControl"), "string"),
+                label = wireString(wireField(o, "label", "UserInputNumberControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "UserInputNumberControl")),
+                min = o["min"]?.let { v -> wireNumber(v) },
+                max = o["max"]?.let { v -> wireNumber(v) },
+                integer = o["integer"]?.let { v -> wireBoolean(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "min", "max", "integer")
+    }
+}
 
 enum class UserInputNumberControlType(val wireValue: String) {
     NUMBER("number");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): UserInputNumberControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): UserInputNumberControlType = fromWireValue(wireString(raw, "UserInputNumberControlType")) ?: throw IllegalArgumentException("UserInputNumberControlType" + ": unknown value " + raw)
     }
 }
 
@@ -798,14 +2323,50 @@ data class UserInputBooleanControl(
     val description: SharedControlDescription? = null,
     /** Wire name: `required`. */
     val required: Boolean
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputBooleanControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputBooleanControl {
+            if (validate) assertValid(validateAt("/\$defs/userInputBooleanControl", raw))
+            val o = wireObject(raw, "UserInputBooleanControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputBooleanControl" + ": unexpected key " + key }
+            return UserInputBooleanControl(
+                type = agentwire.generated.roll_runtime.UserInputBooleanControlType.fromWire(wireField(o, "type", "UserInputBooleanControl")),
+                id = wireString(wireField(o, "id", "UserInputBooleanControl"), "string"),
+                label = wireString(wireField(o, "label", "UserInputBooleanControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "UserInputBooleanControl"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required")
+    }
+}
 
 enum class UserInputBooleanControlType(val wireValue: String) {
     BOOLEAN("boolean");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): UserInputBooleanControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): UserInputBooleanControlType = fromWireValue(wireString(raw, "UserInputBooleanControlType")) ?: throw IllegalArgumentException("UserInputBooleanControlType" + ": unknown value " + raw)
     }
 }
 
@@ -817,7 +2378,33 @@ data class UserInputChoiceOption(
     val label: SharedControlLabel,
     /** Wire name: `description`. */
     val description: SharedControlDescription? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputChoiceOption`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputChoiceOption {
+            if (validate) assertValid(validateAt("/\$defs/userInputChoiceOption", raw))
+            val o = wireObject(raw, "UserInputChoiceOption")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputChoiceOption" + ": unexpected key " + key }
+            return UserInputChoiceOption(
+                id = wireString(wireField(o, "id", "UserInputChoiceOption"), "string"),
+                label = wireString(wireField(o, "label", "UserInputChoiceOption"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "label", "description")
+    }
+}
 
 /** Constraints: since: 1.2 */
 data class UserInputChoiceControl(
@@ -857,14 +2444,57 @@ data class UserInputChoiceControl(
         require(maxSelections == null || maxSelections >= 1L) { "UserInputChoiceControl.maxSelections: minimum 1" }
         require(maxSelections == null || maxSelections <= 50L) { "UserInputChoiceControl.maxSelections: maximum 50" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["id"] = this.id
+        out["label"] = this.label
+        this.description?.let { v -> out["description"] = v }
+        out["required"] = this.required
+        out["multiple"] = this.multiple
+        out["options"] = this.options.map { x0 -> x0.toWire() }
+        this.minSelections?.let { v -> out["minSelections"] = v }
+        this.maxSelections?.let { v -> out["maxSelections"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputChoiceControl`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputChoiceControl {
+            if (validate) assertValid(validateAt("/\$defs/userInputChoiceControl", raw))
+            val o = wireObject(raw, "UserInputChoiceControl")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputChoiceControl" + ": unexpected key " + key }
+            return UserInputChoiceControl(
+                type = agentwire.generated.roll_runtime.UserInputChoiceControlType.fromWire(wireField(o, "type", "UserInputChoiceControl")),
+                id = wireString(wireField(o, "id", "UserInputChoiceControl"), "string"),
+                label = wireString(wireField(o, "label", "UserInputChoiceControl"), "string"),
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                required = wireBoolean(wireField(o, "required", "UserInputChoiceControl")),
+                multiple = wireBoolean(wireField(o, "multiple", "UserInputChoiceControl")),
+                options = wireList(wireField(o, "options", "UserInputChoiceControl")).map { x0 -> agentwire.generated.roll_runtime.UserInputChoiceOption.fromWire(x0, false) },
+                minSelections = o["minSelections"]?.let { v -> wireLong(v) },
+                maxSelections = o["maxSelections"]?.let { v -> wireLong(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections")
+    }
 }
 
 enum class UserInputChoiceControlType(val wireValue: String) {
     CHOICE("choice");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): UserInputChoiceControlType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): UserInputChoiceControlType = fromWireValue(wireString(raw, "UserInputChoiceControlType")) ?: throw IllegalArgumentException("UserInputChoiceControlType" + ": unknown value " + raw)
     }
 }
 
@@ -873,11 +2503,53 @@ enum class UserInputChoiceControlType(val wireValue: String) {
  * Constraints: since: 1.2
  */
 sealed class UserInputControl {
-    data class Text(val value: agentwire.generated.roll_runtime.UserInputTextControl) : UserInputControl()
-    data class Multiline(val value: agentwire.generated.roll_runtime.UserInputMultilineControl) : UserInputControl()
-    data class Number(val value: agentwire.generated.roll_runtime.UserInputNumberControl) : UserInputControl()
-    data class Boolean(val value: agentwire.generated.roll_runtime.UserInputBooleanControl) : UserInputControl()
-    data class Choice(val value: agentwire.generated.roll_runtime.UserInputChoiceControl) : UserInputControl()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Text(val value: agentwire.generated.roll_runtime.UserInputTextControl) : UserInputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Multiline(val value: agentwire.generated.roll_runtime.UserInputMultilineControl) : UserInputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Number(val value: agentwire.generated.roll_runtime.UserInputNumberControl) : UserInputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Boolean(val value: agentwire.generated.roll_runtime.UserInputBooleanControl) : UserInputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Choice(val value: agentwire.generated.roll_runtime.UserInputChoiceControl) : UserInputControl() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputControl {
+            if (validate) assertValid(validateAt("/\$defs/userInputControl", raw))
+            val o = wireObject(raw, "UserInputControl")
+            return when (wireField(o, "type", "UserInputControl")) {
+                "text" -> agentwire.generated.roll_runtime.UserInputControl.Text(agentwire.generated.roll_runtime.UserInputTextControl.fromWire(o, false))
+                "multiline" -> agentwire.generated.roll_runtime.UserInputControl.Multiline(agentwire.generated.roll_runtime.UserInputMultilineControl.fromWire(o, false))
+                "number" -> agentwire.generated.roll_runtime.UserInputControl.Number(agentwire.generated.roll_runtime.UserInputNumberControl.fromWire(o, false))
+                "boolean" -> agentwire.generated.roll_runtime.UserInputControl.Boolean(agentwire.generated.roll_runtime.UserInputBooleanControl.fromWire(o, false))
+                "choice" -> agentwire.generated.roll_runtime.UserInputControl.Choice(agentwire.generated.roll_runtime.UserInputChoiceControl.fromWire(o, false))
+                else -> throw IllegalArgumentException("UserInputControl" + ": unknown type " + o["type"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputControl {
+            if (validate) assertValid(validateAt("/\$defs/userInputControl", raw))
+            val o = wireObject(raw, "UserInputControl")
+            return when (wireField(o, "type", "UserInputControl")) {
+                "text" -> agentwire.generated.roll_runtime.UserInputControl.Text(agentwire.generated.roll_runtime.UserInputTextControl.fromWire(o, false))
+                "multiline" -> agentwire.generated.roll_runtime.UserInputControl.Multiline(agentwire.generated.roll_runtime.UserInputMultilineControl.fromWire(o, false))
+                "number" -> agentwire.generated.roll_runtime.UserInputControl.Number(agentwire.generated.roll_runtime.UserInputNumberControl.fromWire(o, false))
+                "boolean" -> agentwire.generated.roll_runtime.UserInputControl.Boolean(agentwire.generated.roll_runtime.UserInputBooleanControl.fromWire(o, false))
+                "choice" -> agentwire.generated.roll_runtime.UserInputControl.Choice(agentwire.generated.roll_runtime.UserInputChoiceControl.fromWire(o, false))
+                else -> throw IllegalArgumentException("UserInputControl" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `UserInputControl`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -900,10 +2572,82 @@ typealias UserInputControls = List<UserInputControl>
 
 /** Constraints: since: 1.2 */
 sealed class UserInputValue {
-    data class String(val value: kotlin.String) : UserInputValue()
-    data class Number(val value: kotlin.Number) : UserInputValue()
-    data class Bool(val value: kotlin.Boolean) : UserInputValue()
-    data class Array(val value: kotlin.collections.List<kotlin.String>) : UserInputValue()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class String(val value: kotlin.String) : UserInputValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class Number(val value: kotlin.Number) : UserInputValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class Bool(val value: kotlin.Boolean) : UserInputValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class Array(val value: kotlin.collections.List<kotlin.String>) : UserInputValue() {
+        override fun toWire(): kotlin.Any? = value
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputValue {
+            if (validate) assertValid(validateAt("/\$defs/userInputValue", raw))
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Bool(wireBoolean(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Bool(wireBoolean(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("UserInputValue" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputValue {
+            if (validate) assertValid(validateAt("/\$defs/userInputValue", raw))
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Number(wireNumber(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Bool(wireBoolean(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.UserInputValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("UserInputValue" + ": no variant matches")
+        }
+    }
 }
 
 /**
@@ -925,14 +2669,54 @@ data class PendingApprovalInteraction(
     val sensitivity: SharedInteractionSensitivity,
     /** Wire name: `approvalId`. */
     val approvalId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["method"] = this.method.toWire()
+        out["interactionId"] = this.interactionId
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        out["expiresAt"] = this.expiresAt
+        out["sensitivity"] = this.sensitivity.toWire()
+        out["approvalId"] = this.approvalId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PendingApprovalInteraction`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): PendingApprovalInteraction {
+            if (validate) assertValid(validateAt("/\$defs/pendingApprovalInteraction", raw))
+            val o = wireObject(raw, "PendingApprovalInteraction")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "PendingApprovalInteraction" + ": unexpected key " + key }
+            return PendingApprovalInteraction(
+                method = agentwire.generated.roll_runtime.PendingApprovalInteractionMethod.fromWire(wireField(o, "method", "PendingApprovalInteraction")),
+                interactionId = wireString(wireField(o, "interactionId", "PendingApprovalInteraction"), "string"),
+                threadId = wireString(wireField(o, "threadId", "PendingApprovalInteraction"), "string"),
+                turnId = wireString(wireField(o, "turnId", "PendingApprovalInteraction"), "string"),
+                expiresAt = wireString(wireField(o, "expiresAt", "PendingApprovalInteraction"), "string"),
+                sensitivity = agentwire.generated.roll_runtime.SharedInteractionSensitivity.fromWire(wireField(o, "sensitivity", "PendingApprovalInteraction")),
+                approvalId = wireString(wireField(o, "approvalId", "PendingApprovalInteraction"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId")
+    }
+}
 
 enum class PendingApprovalInteractionMethod(val wireValue: String) {
     APPROVAL_REQUEST("approval.request");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): PendingApprovalInteractionMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): PendingApprovalInteractionMethod = fromWireValue(wireString(raw, "PendingApprovalInteractionMethod")) ?: throw IllegalArgumentException("PendingApprovalInteractionMethod" + ": unknown value " + raw)
     }
 }
 
@@ -959,21 +2743,95 @@ data class PendingUserInputInteraction(
     val description: SharedControlDescription? = null,
     /** Wire name: `controls`. */
     val controls: UserInputControls
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["method"] = this.method.toWire()
+        out["interactionId"] = this.interactionId
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        out["expiresAt"] = this.expiresAt
+        out["sensitivity"] = this.sensitivity.toWire()
+        this.title?.let { v -> out["title"] = v }
+        this.description?.let { v -> out["description"] = v }
+        out["controls"] = this.controls.map { x0 -> x0.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PendingUserInputInteraction`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): PendingUserInputInteraction {
+            if (validate) assertValid(validateAt("/\$defs/pendingUserInputInteraction", raw))
+            val o = wireObject(raw, "PendingUserInputInteraction")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "PendingUserInputInteraction" + ": unexpected key " + key }
+            return PendingUserInputInteraction(
+                method = agentwire.generated.roll_runtime.PendingUserInputInteractionMethod.fromWire(wireField(o, "method", "PendingUserInputInteraction")),
+                interactionId = wireString(wireField(o, "interactionId", "PendingUserInputInteraction"), "string"),
+                threadId = wireString(wireField(o, "threadId", "PendingUserInputInteraction"), "string"),
+                turnId = wireString(wireField(o, "turnId", "PendingUserInputInteraction"), "string"),
+                expiresAt = wireString(wireField(o, "expiresAt", "PendingUserInputInteraction"), "string"),
+                sensitivity = agentwire.generated.roll_runtime.SharedInteractionSensitivity.fromWire(wireField(o, "sensitivity", "PendingUserInputInteraction")),
+                title = o["title"]?.let { v -> wireString(v, "string") },
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                controls = wireList(wireField(o, "controls", "PendingUserInputInteraction")).map { x0 -> agentwire.generated.roll_runtime.UserInputControl.fromWire(x0, false) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "title", "description", "controls")
+    }
+}
 
 enum class PendingUserInputInteractionMethod(val wireValue: String) {
     USER_INPUT_REQUEST("userInput.request");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): PendingUserInputInteractionMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): PendingUserInputInteractionMethod = fromWireValue(wireString(raw, "PendingUserInputInteractionMethod")) ?: throw IllegalArgumentException("PendingUserInputInteractionMethod" + ": unknown value " + raw)
     }
 }
 
 /** Constraints: since: 1.2 */
 sealed class SharedPendingInteraction {
-    data class ApprovalRequest(val value: agentwire.generated.roll_runtime.PendingApprovalInteraction) : SharedPendingInteraction()
-    data class UserInputRequest(val value: agentwire.generated.roll_runtime.PendingUserInputInteraction) : SharedPendingInteraction()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class ApprovalRequest(val value: agentwire.generated.roll_runtime.PendingApprovalInteraction) : SharedPendingInteraction() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class UserInputRequest(val value: agentwire.generated.roll_runtime.PendingUserInputInteraction) : SharedPendingInteraction() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `method` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedPendingInteraction {
+            if (validate) assertValid(validateAt("/\$defs/sharedPendingInteraction", raw))
+            val o = wireObject(raw, "SharedPendingInteraction")
+            return when (wireField(o, "method", "SharedPendingInteraction")) {
+                "approval.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.ApprovalRequest(agentwire.generated.roll_runtime.PendingApprovalInteraction.fromWire(o, false))
+                "userInput.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.UserInputRequest(agentwire.generated.roll_runtime.PendingUserInputInteraction.fromWire(o, false))
+                else -> throw IllegalArgumentException("SharedPendingInteraction" + ": unknown method " + o["method"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `method` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedPendingInteraction {
+            if (validate) assertValid(validateAt("/\$defs/sharedPendingInteraction", raw))
+            val o = wireObject(raw, "SharedPendingInteraction")
+            return when (wireField(o, "method", "SharedPendingInteraction")) {
+                "approval.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.ApprovalRequest(agentwire.generated.roll_runtime.PendingApprovalInteraction.fromWire(o, false))
+                "userInput.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.UserInputRequest(agentwire.generated.roll_runtime.PendingUserInputInteraction.fromWire(o, false))
+                else -> throw IllegalArgumentException("SharedPendingInteraction" + ": unknown method " + o["method"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `SharedPendingInteraction`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -1012,15 +2870,57 @@ data class SharedThreadSnapshotFull(
      * Wire name: `eventCursor`.
      */
     val eventCursor: SharedEventCursorOrNull
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["thread"] = this.thread.toWire()
+        out["messages"] = this.messages.toWire()
+        out["operations"] = this.operations.toWire()
+        this.activeTurn?.let { v -> out["activeTurn"] = v.toWire() }
+        out["pendingApprovals"] = this.pendingApprovals.map { x0 -> x0.toWire() }
+        out["pendingInteractions"] = this.pendingInteractions.map { x0 -> x0.toWire() }
+        out["transcriptCompleteness"] = this.transcriptCompleteness.toWire()
+        out["eventCursor"] = this.eventCursor
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadSnapshotFull`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedThreadSnapshotFull {
+            if (validate) assertValid(validateAt("/\$defs/sharedThreadSnapshotFull", raw))
+            val o = wireObject(raw, "SharedThreadSnapshotFull")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadSnapshotFull" + ": unexpected key " + key }
+            return SharedThreadSnapshotFull(
+                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(wireField(o, "thread", "SharedThreadSnapshotFull"), false),
+                messages = agentwire.generated.roll_runtime.SharedMessagePage.fromWire(wireField(o, "messages", "SharedThreadSnapshotFull"), false),
+                operations = agentwire.generated.roll_runtime.SharedOperationPage.fromWire(wireField(o, "operations", "SharedThreadSnapshotFull"), false),
+                activeTurn = o["activeTurn"]?.let { v -> agentwire.generated.roll_runtime.SharedActiveTurn.fromWire(v, false) },
+                pendingApprovals = wireList(wireField(o, "pendingApprovals", "SharedThreadSnapshotFull")).map { x0 -> agentwire.generated.roll_runtime.SharedPendingApproval.fromWire(x0, false) },
+                pendingInteractions = wireList(wireField(o, "pendingInteractions", "SharedThreadSnapshotFull")).map { x0 -> agentwire.generated.roll_runtime.SharedPendingInteraction.fromWire(x0, false) },
+                transcriptCompleteness = agentwire.generated.roll_runtime.SharedThreadSnapshotFullTranscriptCompleteness.fromWire(wireField(o, "transcriptCompleteness", "SharedThreadSnapshotFull")),
+                eventCursor = wireField(o, "eventCursor", "SharedThreadSnapshotFull")?.let { x0 -> wireString(x0, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("thread", "messages", "operations", "activeTurn", "pendingApprovals", "pendingInteractions", "transcriptCompleteness", "eventCursor")
+    }
+}
 
 enum class SharedThreadSnapshotFullTranscriptCompleteness(val wireValue: String) {
     COMPLETE("complete"),
     LEGACY_SNAPSHOT("legacy_snapshot");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): SharedThreadSnapshotFullTranscriptCompleteness? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): SharedThreadSnapshotFullTranscriptCompleteness = fromWireValue(wireString(raw, "SharedThreadSnapshotFullTranscriptCompleteness")) ?: throw IllegalArgumentException("SharedThreadSnapshotFullTranscriptCompleteness" + ": unknown value " + raw)
     }
 }
 
@@ -1058,6 +2958,43 @@ data class SharedThreadRecoverySnapshot(
         require(pendingApprovals.size <= 0) { "SharedThreadRecoverySnapshot.pendingApprovals: maxItems 0" }
         require(pendingInteractions.size <= 0) { "SharedThreadRecoverySnapshot.pendingInteractions: maxItems 0" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["thread"] = this.thread.toWire()
+        out["messages"] = this.messages.toWire()
+        out["operations"] = this.operations.toWire()
+        this.activeTurn?.let { v -> out["activeTurn"] = v.toWire() }
+        out["pendingApprovals"] = this.pendingApprovals
+        out["pendingInteractions"] = this.pendingInteractions
+        out["transcriptCompleteness"] = this.transcriptCompleteness.toWire()
+        out["eventCursor"] = this.eventCursor
+        out["recoveryProjection"] = this.recoveryProjection
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshot`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SharedThreadRecoverySnapshot {
+            if (validate) assertValid(validateAt("/\$defs/sharedThreadRecoverySnapshot", raw))
+            val o = wireObject(raw, "SharedThreadRecoverySnapshot")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshot" + ": unexpected key " + key }
+            return SharedThreadRecoverySnapshot(
+                thread = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotThread.fromWire(wireField(o, "thread", "SharedThreadRecoverySnapshot")),
+                messages = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotMessages.fromWire(wireField(o, "messages", "SharedThreadRecoverySnapshot")),
+                operations = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotMessages.fromWire(wireField(o, "operations", "SharedThreadRecoverySnapshot")),
+                activeTurn = o["activeTurn"]?.let { v -> agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotActiveTurn.fromWire(v) },
+                pendingApprovals = wireList(wireField(o, "pendingApprovals", "SharedThreadRecoverySnapshot")).map { x0 -> x0 },
+                pendingInteractions = wireList(wireField(o, "pendingInteractions", "SharedThreadRecoverySnapshot")).map { x0 -> x0 },
+                transcriptCompleteness = agentwire.generated.roll_runtime.SharedThreadSnapshotFullTranscriptCompleteness.fromWire(wireField(o, "transcriptCompleteness", "SharedThreadRecoverySnapshot")),
+                eventCursor = wireField(o, "eventCursor", "SharedThreadRecoverySnapshot")?.let { x0 -> wireString(x0, "string") },
+                recoveryProjection = wireBoolean(wireField(o, "recoveryProjection", "SharedThreadRecoverySnapshot"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("thread", "messages", "operations", "activeTurn", "pendingApprovals", "pendingInteractions", "transcriptCompleteness", "eventCursor", "recoveryProjection")
+    }
 }
 
 data class SharedThreadRecoverySnapshotThread(
@@ -1090,6 +3027,36 @@ data class SharedThreadRecoverySnapshotThread(
         require(title == null || title.codePointCount(0, title.length) <= 1024) { "SharedThreadRecoverySnapshotThread.title: maxLength 1024" }
         require(model == null || model.codePointCount(0, model.length) <= 1024) { "SharedThreadRecoverySnapshotThread.model: maxLength 1024" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        this.title?.let { v -> out["title"] = v }
+        this.model?.let { v -> out["model"] = v }
+        out["createdAt"] = this.createdAt
+        out["updatedAt"] = this.updatedAt
+        out["messageCount"] = this.messageCount
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshotThread`. */
+        fun fromWire(raw: Any?): SharedThreadRecoverySnapshotThread {
+            val o = wireObject(raw, "SharedThreadRecoverySnapshotThread")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshotThread" + ": unexpected key " + key }
+            return SharedThreadRecoverySnapshotThread(
+                id = wireString(wireField(o, "id", "SharedThreadRecoverySnapshotThread"), "string"),
+                title = o["title"]?.let { v -> wireString(v, "string") },
+                model = o["model"]?.let { v -> wireString(v, "string") },
+                createdAt = wireString(wireField(o, "createdAt", "SharedThreadRecoverySnapshotThread"), "string"),
+                updatedAt = wireString(wireField(o, "updatedAt", "SharedThreadRecoverySnapshotThread"), "string"),
+                messageCount = wireLong(wireField(o, "messageCount", "SharedThreadRecoverySnapshotThread"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "title", "model", "createdAt", "updatedAt", "messageCount")
+    }
 }
 
 data class SharedThreadRecoverySnapshotMessages(
@@ -1104,6 +3071,28 @@ data class SharedThreadRecoverySnapshotMessages(
     init {
         require(items.size <= 0) { "SharedThreadRecoverySnapshotMessages.items: maxItems 0" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["items"] = this.items
+        out["nextBeforeSequence"] = this.nextBeforeSequence
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshotMessages`. */
+        fun fromWire(raw: Any?): SharedThreadRecoverySnapshotMessages {
+            val o = wireObject(raw, "SharedThreadRecoverySnapshotMessages")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshotMessages" + ": unexpected key " + key }
+            return SharedThreadRecoverySnapshotMessages(
+                items = wireList(wireField(o, "items", "SharedThreadRecoverySnapshotMessages")).map { x0 -> x0 },
+                nextBeforeSequence = wireField(o, "nextBeforeSequence", "SharedThreadRecoverySnapshotMessages")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("items", "nextBeforeSequence")
+    }
 }
 
 data class SharedThreadRecoverySnapshotActiveTurn(
@@ -1116,11 +3105,80 @@ data class SharedThreadRecoverySnapshotActiveTurn(
      * Wire name: `startedAt`.
      */
     val startedAt: SharedTimestamp
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["status"] = this.status.toWire()
+        out["startedAt"] = this.startedAt
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshotActiveTurn`. */
+        fun fromWire(raw: Any?): SharedThreadRecoverySnapshotActiveTurn {
+            val o = wireObject(raw, "SharedThreadRecoverySnapshotActiveTurn")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshotActiveTurn" + ": unexpected key " + key }
+            return SharedThreadRecoverySnapshotActiveTurn(
+                id = wireString(wireField(o, "id", "SharedThreadRecoverySnapshotActiveTurn"), "string"),
+                status = agentwire.generated.roll_runtime.SharedActiveTurnStatus.fromWire(wireField(o, "status", "SharedThreadRecoverySnapshotActiveTurn")),
+                startedAt = wireString(wireField(o, "startedAt", "SharedThreadRecoverySnapshotActiveTurn"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "status", "startedAt")
+    }
+}
 
 sealed class SharedThreadSnapshot {
-    data class SharedThreadSnapshotFull(val value: agentwire.generated.roll_runtime.SharedThreadSnapshotFull) : SharedThreadSnapshot()
-    data class SharedThreadRecoverySnapshot(val value: agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot) : SharedThreadSnapshot()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class SharedThreadSnapshotFull(val value: agentwire.generated.roll_runtime.SharedThreadSnapshotFull) : SharedThreadSnapshot() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class SharedThreadRecoverySnapshot(val value: agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot) : SharedThreadSnapshot() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedThreadSnapshot {
+            if (validate) assertValid(validateAt("/\$defs/sharedThreadSnapshot", raw))
+            try {
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadSnapshotFull(agentwire.generated.roll_runtime.SharedThreadSnapshotFull.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadRecoverySnapshot(agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadSnapshotFull(agentwire.generated.roll_runtime.SharedThreadSnapshotFull.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadRecoverySnapshot(agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("SharedThreadSnapshot" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedThreadSnapshot {
+            if (validate) assertValid(validateAt("/\$defs/sharedThreadSnapshot", raw))
+            try {
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadSnapshotFull(agentwire.generated.roll_runtime.SharedThreadSnapshotFull.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadRecoverySnapshot(agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("SharedThreadSnapshot" + ": no variant matches")
+        }
+    }
 }
 
 data class InitializeParams(
@@ -1135,6 +3193,29 @@ data class InitializeParams(
     init {
         require(protocolVersions.size >= 1) { "InitializeParams.protocolVersions: minItems 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["protocolVersions"] = this.protocolVersions
+        out["client"] = this.client.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): InitializeParams {
+            if (validate) assertValid(validateAt("/\$defs/initializeParams", raw))
+            val o = wireObject(raw, "InitializeParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeParams" + ": unexpected key " + key }
+            return InitializeParams(
+                protocolVersions = wireList(wireField(o, "protocolVersions", "InitializeParams")).map { x0 -> wireString(x0, "string") },
+                client = agentwire.generated.roll_runtime.InitializeParamsClient.fromWire(wireField(o, "client", "InitializeParams"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("protocolVersions", "client")
+    }
 }
 
 data class InitializeParamsClient(
@@ -1142,7 +3223,30 @@ data class InitializeParamsClient(
     val name: SharedInfoString,
     /** Wire name: `version`. */
     val version: SharedInfoString
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["name"] = this.name
+        out["version"] = this.version
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeParamsClient`. */
+        fun fromWire(raw: Any?): InitializeParamsClient {
+            val o = wireObject(raw, "InitializeParamsClient")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeParamsClient" + ": unexpected key " + key }
+            return InitializeParamsClient(
+                name = wireString(wireField(o, "name", "InitializeParamsClient"), "string"),
+                version = wireString(wireField(o, "version", "InitializeParamsClient"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("name", "version")
+    }
+}
 
 data class InitializeResult(
     /** Wire name: `protocolVersion`. */
@@ -1155,7 +3259,37 @@ data class InitializeResult(
     val features: List<SharedFeature>,
     /** Wire name: `limits`. */
     val limits: InitializeResultLimits
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["protocolVersion"] = this.protocolVersion
+        out["runtimeInstanceId"] = this.runtimeInstanceId
+        out["server"] = this.server.toWire()
+        out["features"] = this.features.map { x0 -> x0.toWire() }
+        out["limits"] = this.limits.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): InitializeResult {
+            if (validate) assertValid(validateAt("/\$defs/initializeResult", raw))
+            val o = wireObject(raw, "InitializeResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeResult" + ": unexpected key " + key }
+            return InitializeResult(
+                protocolVersion = wireString(wireField(o, "protocolVersion", "InitializeResult"), "string"),
+                runtimeInstanceId = wireString(wireField(o, "runtimeInstanceId", "InitializeResult"), "string"),
+                server = agentwire.generated.roll_runtime.InitializeResultServer.fromWire(wireField(o, "server", "InitializeResult")),
+                features = wireList(wireField(o, "features", "InitializeResult")).map { x0 -> agentwire.generated.roll_runtime.SharedFeature.fromWire(x0) },
+                limits = agentwire.generated.roll_runtime.InitializeResultLimits.fromWire(wireField(o, "limits", "InitializeResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("protocolVersion", "runtimeInstanceId", "server", "features", "limits")
+    }
+}
 
 data class InitializeResultServer(
     /** Wire name: `name`. */
@@ -1164,7 +3298,32 @@ data class InitializeResultServer(
     val version: SharedInfoString,
     /** Wire name: `runtimeVersion`. */
     val runtimeVersion: SharedInfoString
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["name"] = this.name
+        out["version"] = this.version
+        out["runtimeVersion"] = this.runtimeVersion
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeResultServer`. */
+        fun fromWire(raw: Any?): InitializeResultServer {
+            val o = wireObject(raw, "InitializeResultServer")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeResultServer" + ": unexpected key " + key }
+            return InitializeResultServer(
+                name = wireString(wireField(o, "name", "InitializeResultServer"), "string"),
+                version = wireString(wireField(o, "version", "InitializeResultServer"), "string"),
+                runtimeVersion = wireString(wireField(o, "runtimeVersion", "InitializeResultServer"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("name", "version", "runtimeVersion")
+    }
+}
 
 data class InitializeResultLimits(
     /** Wire name: `maxFrameBytes`. */
@@ -1195,7 +3354,42 @@ data class InitializeResultLimits(
      * Wire name: `maxStagedAttachments`.
      */
     val maxStagedAttachments: SharedPositiveInteger
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["maxFrameBytes"] = this.maxFrameBytes
+        out["maxPageSize"] = this.maxPageSize
+        out["eventReplay"] = this.eventReplay
+        out["idempotencyCacheEntries"] = this.idempotencyCacheEntries
+        out["maxAttachmentBytes"] = this.maxAttachmentBytes
+        out["maxAttachmentChunkBytes"] = this.maxAttachmentChunkBytes
+        out["maxTurnAttachments"] = this.maxTurnAttachments
+        out["maxStagedAttachments"] = this.maxStagedAttachments
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeResultLimits`. */
+        fun fromWire(raw: Any?): InitializeResultLimits {
+            val o = wireObject(raw, "InitializeResultLimits")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeResultLimits" + ": unexpected key " + key }
+            return InitializeResultLimits(
+                maxFrameBytes = wireLong(wireField(o, "maxFrameBytes", "InitializeResultLimits")),
+                maxPageSize = wireLong(wireField(o, "maxPageSize", "InitializeResultLimits")),
+                eventReplay = wireBoolean(wireField(o, "eventReplay", "InitializeResultLimits")),
+                idempotencyCacheEntries = wireLong(wireField(o, "idempotencyCacheEntries", "InitializeResultLimits")),
+                maxAttachmentBytes = wireLong(wireField(o, "maxAttachmentBytes", "InitializeResultLimits")),
+                maxAttachmentChunkBytes = wireLong(wireField(o, "maxAttachmentChunkBytes", "InitializeResultLimits")),
+                maxTurnAttachments = wireLong(wireField(o, "maxTurnAttachments", "InitializeResultLimits")),
+                maxStagedAttachments = wireLong(wireField(o, "maxStagedAttachments", "InitializeResultLimits"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("maxFrameBytes", "maxPageSize", "eventReplay", "idempotencyCacheEntries", "maxAttachmentBytes", "maxAttachmentChunkBytes", "maxTurnAttachments", "maxStagedAttachments")
+    }
+}
 
 /** Constraints: since: 1.2 */
 data class ClientCapabilitiesSetParams(
@@ -1209,6 +3403,29 @@ data class ClientCapabilitiesSetParams(
 ) {
     init {
         require(serverRequestMethods.size <= 64) { "ClientCapabilitiesSetParams.serverRequestMethods: maxItems 64" }
+    }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["revision"] = this.revision
+        out["serverRequestMethods"] = this.serverRequestMethods
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ClientCapabilitiesSetParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ClientCapabilitiesSetParams {
+            if (validate) assertValid(validateAt("/\$defs/clientCapabilitiesSetParams", raw))
+            val o = wireObject(raw, "ClientCapabilitiesSetParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ClientCapabilitiesSetParams" + ": unexpected key " + key }
+            return ClientCapabilitiesSetParams(
+                revision = wireLong(wireField(o, "revision", "ClientCapabilitiesSetParams")),
+                serverRequestMethods = wireList(wireField(o, "serverRequestMethods", "ClientCapabilitiesSetParams")).map { x0 -> wireString(x0, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("revision", "serverRequestMethods")
     }
 }
 
@@ -1225,15 +3442,44 @@ data class ClientCapabilitiesSetResult(
     init {
         require(acceptedServerRequestMethods.size <= 64) { "ClientCapabilitiesSetResult.acceptedServerRequestMethods: maxItems 64" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["revision"] = this.revision
+        out["acceptedServerRequestMethods"] = this.acceptedServerRequestMethods.map { x0 -> x0.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ClientCapabilitiesSetResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ClientCapabilitiesSetResult {
+            if (validate) assertValid(validateAt("/\$defs/clientCapabilitiesSetResult", raw))
+            val o = wireObject(raw, "ClientCapabilitiesSetResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ClientCapabilitiesSetResult" + ": unexpected key " + key }
+            return ClientCapabilitiesSetResult(
+                revision = wireLong(wireField(o, "revision", "ClientCapabilitiesSetResult")),
+                acceptedServerRequestMethods = wireList(wireField(o, "acceptedServerRequestMethods", "ClientCapabilitiesSetResult")).map { x0 -> agentwire.generated.roll_runtime.ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem.fromWire(x0) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("revision", "acceptedServerRequestMethods")
+    }
 }
 
 enum class ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem(val wireValue: String) {
     APPROVAL_REQUEST("approval.request"),
     USER_INPUT_REQUEST("userInput.request");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem = fromWireValue(wireString(raw, "ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem")) ?: throw IllegalArgumentException("ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem" + ": unknown value " + raw)
     }
 }
 
@@ -1242,31 +3488,147 @@ data class ThreadListParams(
     val cursor: SharedDigitCursor? = null,
     /** Wire name: `limit`. */
     val limit: SharedPageLimit? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.cursor?.let { v -> out["cursor"] = v }
+        this.limit?.let { v -> out["limit"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadListParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadListParams {
+            if (validate) assertValid(validateAt("/\$defs/threadListParams", raw))
+            val o = wireObject(raw, "ThreadListParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadListParams" + ": unexpected key " + key }
+            return ThreadListParams(
+                cursor = o["cursor"]?.let { v -> wireString(v, "string") },
+                limit = o["limit"]?.let { v -> wireLong(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("cursor", "limit")
+    }
+}
 
 data class ThreadListResult(
     /** Wire name: `items`. */
     val items: List<SharedThreadSummary>,
     /** Wire name: `nextCursor`. */
     val nextCursor: SharedDigitCursor?
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["items"] = this.items.map { x0 -> x0.toWire() }
+        out["nextCursor"] = this.nextCursor
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadListResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadListResult {
+            if (validate) assertValid(validateAt("/\$defs/threadListResult", raw))
+            val o = wireObject(raw, "ThreadListResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadListResult" + ": unexpected key " + key }
+            return ThreadListResult(
+                items = wireList(wireField(o, "items", "ThreadListResult")).map { x0 -> agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(x0, false) },
+                nextCursor = wireField(o, "nextCursor", "ThreadListResult")?.let { x0 -> wireString(x0, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("items", "nextCursor")
+    }
+}
 
 data class ThreadCreateParams(
     /** Wire name: `requestId`. */
     val requestId: SharedUuid,
     /** Wire name: `title`. */
     val title: SharedThreadTitle? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        this.title?.let { v -> out["title"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCreateParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCreateParams {
+            if (validate) assertValid(validateAt("/\$defs/threadCreateParams", raw))
+            val o = wireObject(raw, "ThreadCreateParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCreateParams" + ": unexpected key " + key }
+            return ThreadCreateParams(
+                requestId = wireString(wireField(o, "requestId", "ThreadCreateParams"), "string"),
+                title = o["title"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "title")
+    }
+}
 
 data class ThreadCreateResult(
     /** Wire name: `thread`. */
     val thread: SharedThreadSummary
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["thread"] = this.thread.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCreateResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCreateResult {
+            if (validate) assertValid(validateAt("/\$defs/threadCreateResult", raw))
+            val o = wireObject(raw, "ThreadCreateResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCreateResult" + ": unexpected key " + key }
+            return ThreadCreateResult(
+                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(wireField(o, "thread", "ThreadCreateResult"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("thread")
+    }
+}
 
 data class ThreadOpenParams(
     /** Wire name: `threadId`. */
     val threadId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["threadId"] = this.threadId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadOpenParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadOpenParams {
+            if (validate) assertValid(validateAt("/\$defs/threadOpenParams", raw))
+            val o = wireObject(raw, "ThreadOpenParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadOpenParams" + ": unexpected key " + key }
+            return ThreadOpenParams(
+                threadId = wireString(wireField(o, "threadId", "ThreadOpenParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("threadId")
+    }
+}
 
 typealias ThreadOpenResult = SharedThreadSnapshot
 
@@ -1284,7 +3646,37 @@ data class ThreadSnapshotParams(
      * Wire name: `recovery`.
      */
     val recovery: Boolean? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["threadId"] = this.threadId
+        this.messageBeforeSequence?.let { v -> out["messageBeforeSequence"] = v }
+        this.operationBeforeSequence?.let { v -> out["operationBeforeSequence"] = v }
+        this.limit?.let { v -> out["limit"] = v }
+        this.recovery?.let { v -> out["recovery"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadSnapshotParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadSnapshotParams {
+            if (validate) assertValid(validateAt("/\$defs/threadSnapshotParams", raw))
+            val o = wireObject(raw, "ThreadSnapshotParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadSnapshotParams" + ": unexpected key " + key }
+            return ThreadSnapshotParams(
+                threadId = wireString(wireField(o, "threadId", "ThreadSnapshotParams"), "string"),
+                messageBeforeSequence = o["messageBeforeSequence"]?.let { v -> wireLong(v) },
+                operationBeforeSequence = o["operationBeforeSequence"]?.let { v -> wireLong(v) },
+                limit = o["limit"]?.let { v -> wireLong(v) },
+                recovery = o["recovery"]?.let { v -> wireBoolean(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("threadId", "messageBeforeSequence", "operationBeforeSequence", "limit", "recovery")
+    }
+}
 
 typealias ThreadSnapshotResult = SharedThreadSnapshot
 
@@ -1295,46 +3687,230 @@ data class ThreadRenameParams(
     val threadId: SharedUuid,
     /** Wire name: `title`. */
     val title: SharedThreadTitle
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        out["title"] = this.title
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadRenameParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadRenameParams {
+            if (validate) assertValid(validateAt("/\$defs/threadRenameParams", raw))
+            val o = wireObject(raw, "ThreadRenameParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadRenameParams" + ": unexpected key " + key }
+            return ThreadRenameParams(
+                requestId = wireString(wireField(o, "requestId", "ThreadRenameParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "ThreadRenameParams"), "string"),
+                title = wireString(wireField(o, "title", "ThreadRenameParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId", "title")
+    }
+}
 
 data class ThreadRenameResult(
     /** Wire name: `thread`. */
     val thread: SharedThreadSummary
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["thread"] = this.thread.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadRenameResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadRenameResult {
+            if (validate) assertValid(validateAt("/\$defs/threadRenameResult", raw))
+            val o = wireObject(raw, "ThreadRenameResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadRenameResult" + ": unexpected key " + key }
+            return ThreadRenameResult(
+                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(wireField(o, "thread", "ThreadRenameResult"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("thread")
+    }
+}
 
 data class ThreadDeleteParams(
     /** Wire name: `requestId`. */
     val requestId: SharedUuid,
     /** Wire name: `threadId`. */
     val threadId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDeleteParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDeleteParams {
+            if (validate) assertValid(validateAt("/\$defs/threadDeleteParams", raw))
+            val o = wireObject(raw, "ThreadDeleteParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDeleteParams" + ": unexpected key " + key }
+            return ThreadDeleteParams(
+                requestId = wireString(wireField(o, "requestId", "ThreadDeleteParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "ThreadDeleteParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId")
+    }
+}
 
 data class ThreadDeleteResult(
     /** Wire name: `deleted`. */
     val deleted: Boolean
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["deleted"] = this.deleted
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDeleteResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDeleteResult {
+            if (validate) assertValid(validateAt("/\$defs/threadDeleteResult", raw))
+            val o = wireObject(raw, "ThreadDeleteResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDeleteResult" + ": unexpected key " + key }
+            return ThreadDeleteResult(
+                deleted = wireBoolean(wireField(o, "deleted", "ThreadDeleteResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("deleted")
+    }
+}
 
 data class ThreadDetachParams(
     /** Wire name: `requestId`. */
     val requestId: SharedUuid,
     /** Wire name: `threadId`. */
     val threadId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDetachParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDetachParams {
+            if (validate) assertValid(validateAt("/\$defs/threadDetachParams", raw))
+            val o = wireObject(raw, "ThreadDetachParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDetachParams" + ": unexpected key " + key }
+            return ThreadDetachParams(
+                requestId = wireString(wireField(o, "requestId", "ThreadDetachParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "ThreadDetachParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId")
+    }
+}
 
 data class ThreadDetachResult(
     /** Wire name: `detached`. */
     val detached: Boolean
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["detached"] = this.detached
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDetachResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDetachResult {
+            if (validate) assertValid(validateAt("/\$defs/threadDetachResult", raw))
+            val o = wireObject(raw, "ThreadDetachResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDetachResult" + ": unexpected key " + key }
+            return ThreadDetachResult(
+                detached = wireBoolean(wireField(o, "detached", "ThreadDetachResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("detached")
+    }
+}
 
 data class ThreadCapabilitiesParams(
     /** Wire name: `threadId`. */
     val threadId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["threadId"] = this.threadId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCapabilitiesParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCapabilitiesParams {
+            if (validate) assertValid(validateAt("/\$defs/threadCapabilitiesParams", raw))
+            val o = wireObject(raw, "ThreadCapabilitiesParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCapabilitiesParams" + ": unexpected key " + key }
+            return ThreadCapabilitiesParams(
+                threadId = wireString(wireField(o, "threadId", "ThreadCapabilitiesParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("threadId")
+    }
+}
 
 data class ThreadCapabilitiesResult(
     /** Wire name: `manifest`. */
     val manifest: SharedJsonValue
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["manifest"] = this.manifest
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCapabilitiesResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCapabilitiesResult {
+            if (validate) assertValid(validateAt("/\$defs/threadCapabilitiesResult", raw))
+            val o = wireObject(raw, "ThreadCapabilitiesResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCapabilitiesResult" + ": unexpected key " + key }
+            return ThreadCapabilitiesResult(
+                manifest = wireField(o, "manifest", "ThreadCapabilitiesResult")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("manifest")
+    }
+}
 
 /** Constraints: since: 1.3 */
 data class RuntimeEventsResumeParams(
@@ -1342,7 +3918,31 @@ data class RuntimeEventsResumeParams(
     val threadId: SharedUuid,
     /** Wire name: `afterCursor`. */
     val afterCursor: SharedEventCursorOrNull
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["threadId"] = this.threadId
+        out["afterCursor"] = this.afterCursor
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventsResumeParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventsResumeParams {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventsResumeParams", raw))
+            val o = wireObject(raw, "RuntimeEventsResumeParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventsResumeParams" + ": unexpected key " + key }
+            return RuntimeEventsResumeParams(
+                threadId = wireString(wireField(o, "threadId", "RuntimeEventsResumeParams"), "string"),
+                afterCursor = wireField(o, "afterCursor", "RuntimeEventsResumeParams")?.let { x0 -> wireString(x0, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("threadId", "afterCursor")
+    }
+}
 
 /** Constraints: since: 1.3 */
 data class RuntimeEventsResumeResult(
@@ -1350,7 +3950,31 @@ data class RuntimeEventsResumeResult(
     val throughCursor: SharedEventCursorOrNull,
     /** Wire name: `replayedCount`. */
     val replayedCount: SharedNonNegativeInteger
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["throughCursor"] = this.throughCursor
+        out["replayedCount"] = this.replayedCount
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventsResumeResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventsResumeResult {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventsResumeResult", raw))
+            val o = wireObject(raw, "RuntimeEventsResumeResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventsResumeResult" + ": unexpected key " + key }
+            return RuntimeEventsResumeResult(
+                throughCursor = wireField(o, "throughCursor", "RuntimeEventsResumeResult")?.let { x0 -> wireString(x0, "string") },
+                replayedCount = wireLong(wireField(o, "replayedCount", "RuntimeEventsResumeResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("throughCursor", "replayedCount")
+    }
+}
 
 /** Turn input: text, and from 1.4 up to 8 committed attachments (text may then be empty). */
 data class TurnStartInput(
@@ -1363,6 +3987,27 @@ data class TurnStartInput(
     init {
         require(text.codePointCount(0, text.length) >= 1) { "TurnStartInput.text: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["text"] = this.text
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartInput`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartInput {
+            if (validate) assertValid(validateAt("/\$defs/turnStartInput", raw))
+            val o = wireObject(raw, "TurnStartInput")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartInput" + ": unexpected key " + key }
+            return TurnStartInput(
+                text = wireString(wireField(o, "text", "TurnStartInput"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("text")
+    }
 }
 
 data class TurnStartParams(
@@ -1374,14 +4019,66 @@ data class TurnStartParams(
     val turnId: SharedUuid,
     /** Wire name: `input`. */
     val input: TurnStartInput
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        out["input"] = this.input.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartParams {
+            if (validate) assertValid(validateAt("/\$defs/turnStartParams", raw))
+            val o = wireObject(raw, "TurnStartParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartParams" + ": unexpected key " + key }
+            return TurnStartParams(
+                requestId = wireString(wireField(o, "requestId", "TurnStartParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "TurnStartParams"), "string"),
+                turnId = wireString(wireField(o, "turnId", "TurnStartParams"), "string"),
+                input = agentwire.generated.roll_runtime.TurnStartInput.fromWire(wireField(o, "input", "TurnStartParams"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId", "turnId", "input")
+    }
+}
 
 data class TurnStartResult(
     /** Wire name: `accepted`. */
     val accepted: Boolean,
     /** Wire name: `turnId`. */
     val turnId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["accepted"] = this.accepted
+        out["turnId"] = this.turnId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartResult {
+            if (validate) assertValid(validateAt("/\$defs/turnStartResult", raw))
+            val o = wireObject(raw, "TurnStartResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartResult" + ": unexpected key " + key }
+            return TurnStartResult(
+                accepted = wireBoolean(wireField(o, "accepted", "TurnStartResult")),
+                turnId = wireString(wireField(o, "turnId", "TurnStartResult"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("accepted", "turnId")
+    }
+}
 
 data class TurnCancelParams(
     /** Wire name: `requestId`. */
@@ -1390,12 +4087,60 @@ data class TurnCancelParams(
     val threadId: SharedUuid,
     /** Wire name: `turnId`. */
     val turnId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancelParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancelParams {
+            if (validate) assertValid(validateAt("/\$defs/turnCancelParams", raw))
+            val o = wireObject(raw, "TurnCancelParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TurnCancelParams" + ": unexpected key " + key }
+            return TurnCancelParams(
+                requestId = wireString(wireField(o, "requestId", "TurnCancelParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "TurnCancelParams"), "string"),
+                turnId = wireString(wireField(o, "turnId", "TurnCancelParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId", "turnId")
+    }
+}
 
 data class TurnCancelResult(
     /** Wire name: `cancelling`. */
     val cancelling: Boolean
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["cancelling"] = this.cancelling
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancelResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancelResult {
+            if (validate) assertValid(validateAt("/\$defs/turnCancelResult", raw))
+            val o = wireObject(raw, "TurnCancelResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TurnCancelResult" + ": unexpected key " + key }
+            return TurnCancelResult(
+                cancelling = wireBoolean(wireField(o, "cancelling", "TurnCancelResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("cancelling")
+    }
+}
 
 data class ApprovalRespondParams(
     /** Wire name: `requestId`. */
@@ -1417,34 +4162,139 @@ data class ApprovalRespondParams(
     init {
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "ApprovalRespondParams.reason: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        out["approvalId"] = this.approvalId
+        out["decision"] = this.decision.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRespondParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRespondParams {
+            if (validate) assertValid(validateAt("/\$defs/approvalRespondParams", raw))
+            val o = wireObject(raw, "ApprovalRespondParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRespondParams" + ": unexpected key " + key }
+            return ApprovalRespondParams(
+                requestId = wireString(wireField(o, "requestId", "ApprovalRespondParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "ApprovalRespondParams"), "string"),
+                turnId = wireString(wireField(o, "turnId", "ApprovalRespondParams"), "string"),
+                approvalId = wireString(wireField(o, "approvalId", "ApprovalRespondParams"), "string"),
+                decision = agentwire.generated.roll_runtime.ApprovalRespondParamsDecision.fromWire(wireField(o, "decision", "ApprovalRespondParams")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId", "turnId", "approvalId", "decision", "reason")
+    }
 }
 
 enum class ApprovalRespondParamsDecision(val wireValue: String) {
     APPROVE("approve"),
     REJECT("reject");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalRespondParamsDecision? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalRespondParamsDecision = fromWireValue(wireString(raw, "ApprovalRespondParamsDecision")) ?: throw IllegalArgumentException("ApprovalRespondParamsDecision" + ": unknown value " + raw)
     }
 }
 
 data class ApprovalRespondResult(
     /** Wire name: `resolved`. */
     val resolved: Boolean
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["resolved"] = this.resolved
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRespondResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRespondResult {
+            if (validate) assertValid(validateAt("/\$defs/approvalRespondResult", raw))
+            val o = wireObject(raw, "ApprovalRespondResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRespondResult" + ": unexpected key " + key }
+            return ApprovalRespondResult(
+                resolved = wireBoolean(wireField(o, "resolved", "ApprovalRespondResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("resolved")
+    }
+}
 
 data class OperationGetParams(
     /** Wire name: `threadId`. */
     val threadId: SharedUuid,
     /** Wire name: `operationId`. */
     val operationId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["threadId"] = this.threadId
+        out["operationId"] = this.operationId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationGetParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): OperationGetParams {
+            if (validate) assertValid(validateAt("/\$defs/operationGetParams", raw))
+            val o = wireObject(raw, "OperationGetParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "OperationGetParams" + ": unexpected key " + key }
+            return OperationGetParams(
+                threadId = wireString(wireField(o, "threadId", "OperationGetParams"), "string"),
+                operationId = wireString(wireField(o, "operationId", "OperationGetParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("threadId", "operationId")
+    }
+}
 
 data class OperationGetResult(
     /** Wire name: `operation`. */
     val operation: SharedOperationView?
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["operation"] = this.operation?.let { x0 -> x0.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationGetResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): OperationGetResult {
+            if (validate) assertValid(validateAt("/\$defs/operationGetResult", raw))
+            val o = wireObject(raw, "OperationGetResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "OperationGetResult" + ": unexpected key " + key }
+            return OperationGetResult(
+                operation = wireField(o, "operation", "OperationGetResult")?.let { x0 -> agentwire.generated.roll_runtime.SharedOperationView.fromWire(x0, false) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("operation")
+    }
+}
 
 /** Constraints: since: 1.5 */
 data class OperationResultGetParams(
@@ -1452,18 +4302,108 @@ data class OperationResultGetParams(
     val threadId: SharedUuid,
     /** Wire name: `operationId`. */
     val operationId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["threadId"] = this.threadId
+        out["operationId"] = this.operationId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationResultGetParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): OperationResultGetParams {
+            if (validate) assertValid(validateAt("/\$defs/operationResultGetParams", raw))
+            val o = wireObject(raw, "OperationResultGetParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "OperationResultGetParams" + ": unexpected key " + key }
+            return OperationResultGetParams(
+                threadId = wireString(wireField(o, "threadId", "OperationResultGetParams"), "string"),
+                operationId = wireString(wireField(o, "operationId", "OperationResultGetParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("threadId", "operationId")
+    }
+}
 
 /** Constraints: since: 1.5 */
 data class OperationResultGetResult(
     /** Wire name: `result`. */
     val result: SharedOperationResultView?
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["result"] = this.result?.let { x0 -> x0.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationResultGetResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): OperationResultGetResult {
+            if (validate) assertValid(validateAt("/\$defs/operationResultGetResult", raw))
+            val o = wireObject(raw, "OperationResultGetResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "OperationResultGetResult" + ": unexpected key " + key }
+            return OperationResultGetResult(
+                result = wireField(o, "result", "OperationResultGetResult")?.let { x0 -> agentwire.generated.roll_runtime.SharedOperationResultView.fromWire(x0, false) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("result")
+    }
+}
 
 /** Constraints: since: 1.4 */
 sealed class AttachmentStageParams {
-    data class AttachmentStageParamsVariant1(val value: agentwire.generated.roll_runtime.AttachmentStageParamsVariant1) : AttachmentStageParams()
-    data class AttachmentStageParamsVariant2(val value: agentwire.generated.roll_runtime.AttachmentStageParamsVariant2) : AttachmentStageParams()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class AttachmentStageParamsVariant1(val value: agentwire.generated.roll_runtime.AttachmentStageParamsVariant1) : AttachmentStageParams() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentStageParamsVariant2(val value: agentwire.generated.roll_runtime.AttachmentStageParamsVariant2) : AttachmentStageParams() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): AttachmentStageParams {
+            if (validate) assertValid(validateAt("/\$defs/attachmentStageParams", raw))
+            try {
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant1(agentwire.generated.roll_runtime.AttachmentStageParamsVariant1.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant2(agentwire.generated.roll_runtime.AttachmentStageParamsVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant1(agentwire.generated.roll_runtime.AttachmentStageParamsVariant1.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant2(agentwire.generated.roll_runtime.AttachmentStageParamsVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("AttachmentStageParams" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): AttachmentStageParams {
+            if (validate) assertValid(validateAt("/\$defs/attachmentStageParams", raw))
+            try {
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant1(agentwire.generated.roll_runtime.AttachmentStageParamsVariant1.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant2(agentwire.generated.roll_runtime.AttachmentStageParamsVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("AttachmentStageParams" + ": no variant matches")
+        }
+    }
 }
 
 data class AttachmentStageParamsVariant1(
@@ -1471,14 +4411,42 @@ data class AttachmentStageParamsVariant1(
     val source: AttachmentStageParamsVariant1Source? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.source?.let { v -> out["source"] = v.toWire() }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageParamsVariant1`. */
+        fun fromWire(raw: Any?): AttachmentStageParamsVariant1 {
+            val o = wireObject(raw, "AttachmentStageParamsVariant1")
+            return AttachmentStageParamsVariant1(
+                source = o["source"]?.let { v -> agentwire.generated.roll_runtime.AttachmentStageParamsVariant1Source.fromWire(v) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("source")
+    }
+}
 
 enum class AttachmentStageParamsVariant1Source(val wireValue: String) {
     LOCAL_PATH("local-path");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): AttachmentStageParamsVariant1Source? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): AttachmentStageParamsVariant1Source = fromWireValue(wireString(raw, "AttachmentStageParamsVariant1Source")) ?: throw IllegalArgumentException("AttachmentStageParamsVariant1Source" + ": unknown value " + raw)
     }
 }
 
@@ -1487,14 +4455,42 @@ data class AttachmentStageParamsVariant2(
     val source: AttachmentStageParamsVariant2Source? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.source?.let { v -> out["source"] = v.toWire() }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageParamsVariant2`. */
+        fun fromWire(raw: Any?): AttachmentStageParamsVariant2 {
+            val o = wireObject(raw, "AttachmentStageParamsVariant2")
+            return AttachmentStageParamsVariant2(
+                source = o["source"]?.let { v -> agentwire.generated.roll_runtime.AttachmentStageParamsVariant2Source.fromWire(v) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("source")
+    }
+}
 
 enum class AttachmentStageParamsVariant2Source(val wireValue: String) {
     CHUNKS("chunks");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): AttachmentStageParamsVariant2Source? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): AttachmentStageParamsVariant2Source = fromWireValue(wireString(raw, "AttachmentStageParamsVariant2Source")) ?: throw IllegalArgumentException("AttachmentStageParamsVariant2Source" + ": unknown value " + raw)
     }
 }
 
@@ -1506,15 +4502,47 @@ data class AttachmentStageResult(
     val state: AttachmentStageResultState,
     /** Wire name: `descriptor`. */
     val descriptor: SharedAttachmentDescriptor? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["attachmentId"] = this.attachmentId
+        out["state"] = this.state.toWire()
+        this.descriptor?.let { v -> out["descriptor"] = v.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentStageResult {
+            if (validate) assertValid(validateAt("/\$defs/attachmentStageResult", raw))
+            val o = wireObject(raw, "AttachmentStageResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentStageResult" + ": unexpected key " + key }
+            return AttachmentStageResult(
+                attachmentId = wireString(wireField(o, "attachmentId", "AttachmentStageResult"), "string"),
+                state = agentwire.generated.roll_runtime.AttachmentStageResultState.fromWire(wireField(o, "state", "AttachmentStageResult")),
+                descriptor = o["descriptor"]?.let { v -> agentwire.generated.roll_runtime.SharedAttachmentDescriptor.fromWire(v, false) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("attachmentId", "state", "descriptor")
+    }
+}
 
 enum class AttachmentStageResultState(val wireValue: String) {
     STAGED("staged"),
     COMMITTED("committed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): AttachmentStageResultState? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): AttachmentStageResultState = fromWireValue(wireString(raw, "AttachmentStageResultState")) ?: throw IllegalArgumentException("AttachmentStageResultState" + ": unknown value " + raw)
     }
 }
 
@@ -1538,6 +4566,35 @@ data class AttachmentChunkParams(
         require(dataBase64.codePointCount(0, dataBase64.length) >= 1) { "AttachmentChunkParams.dataBase64: minLength 1" }
         require(dataBase64.codePointCount(0, dataBase64.length) <= 2796208) { "AttachmentChunkParams.dataBase64: maxLength 2796208" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        out["attachmentId"] = this.attachmentId
+        out["sequence"] = this.sequence
+        out["dataBase64"] = this.dataBase64
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentChunkParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentChunkParams {
+            if (validate) assertValid(validateAt("/\$defs/attachmentChunkParams", raw))
+            val o = wireObject(raw, "AttachmentChunkParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentChunkParams" + ": unexpected key " + key }
+            return AttachmentChunkParams(
+                requestId = wireString(wireField(o, "requestId", "AttachmentChunkParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "AttachmentChunkParams"), "string"),
+                attachmentId = wireString(wireField(o, "attachmentId", "AttachmentChunkParams"), "string"),
+                sequence = wireLong(wireField(o, "sequence", "AttachmentChunkParams")),
+                dataBase64 = wireString(wireField(o, "dataBase64", "AttachmentChunkParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId", "attachmentId", "sequence", "dataBase64")
+    }
 }
 
 /** Constraints: since: 1.4 */
@@ -1546,7 +4603,31 @@ data class AttachmentChunkResult(
     val receivedBytes: SharedNonNegativeInteger,
     /** Wire name: `nextSequence`. */
     val nextSequence: SharedNonNegativeInteger
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["receivedBytes"] = this.receivedBytes
+        out["nextSequence"] = this.nextSequence
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentChunkResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentChunkResult {
+            if (validate) assertValid(validateAt("/\$defs/attachmentChunkResult", raw))
+            val o = wireObject(raw, "AttachmentChunkResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentChunkResult" + ": unexpected key " + key }
+            return AttachmentChunkResult(
+                receivedBytes = wireLong(wireField(o, "receivedBytes", "AttachmentChunkResult")),
+                nextSequence = wireLong(wireField(o, "nextSequence", "AttachmentChunkResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("receivedBytes", "nextSequence")
+    }
+}
 
 /** Constraints: since: 1.4 */
 data class AttachmentCommitParams(
@@ -1556,13 +4637,61 @@ data class AttachmentCommitParams(
     val threadId: SharedUuid,
     /** Wire name: `attachmentId`. */
     val attachmentId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        out["attachmentId"] = this.attachmentId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentCommitParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentCommitParams {
+            if (validate) assertValid(validateAt("/\$defs/attachmentCommitParams", raw))
+            val o = wireObject(raw, "AttachmentCommitParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentCommitParams" + ": unexpected key " + key }
+            return AttachmentCommitParams(
+                requestId = wireString(wireField(o, "requestId", "AttachmentCommitParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "AttachmentCommitParams"), "string"),
+                attachmentId = wireString(wireField(o, "attachmentId", "AttachmentCommitParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId", "attachmentId")
+    }
+}
 
 /** Constraints: since: 1.4 */
 data class AttachmentCommitResult(
     /** Wire name: `descriptor`. */
     val descriptor: SharedAttachmentDescriptor
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["descriptor"] = this.descriptor.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentCommitResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentCommitResult {
+            if (validate) assertValid(validateAt("/\$defs/attachmentCommitResult", raw))
+            val o = wireObject(raw, "AttachmentCommitResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentCommitResult" + ": unexpected key " + key }
+            return AttachmentCommitResult(
+                descriptor = agentwire.generated.roll_runtime.SharedAttachmentDescriptor.fromWire(wireField(o, "descriptor", "AttachmentCommitResult"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("descriptor")
+    }
+}
 
 /** Constraints: since: 1.4 */
 data class AttachmentReleaseParams(
@@ -1572,13 +4701,61 @@ data class AttachmentReleaseParams(
     val threadId: SharedUuid,
     /** Wire name: `attachmentId`. */
     val attachmentId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["requestId"] = this.requestId
+        out["threadId"] = this.threadId
+        out["attachmentId"] = this.attachmentId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentReleaseParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentReleaseParams {
+            if (validate) assertValid(validateAt("/\$defs/attachmentReleaseParams", raw))
+            val o = wireObject(raw, "AttachmentReleaseParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentReleaseParams" + ": unexpected key " + key }
+            return AttachmentReleaseParams(
+                requestId = wireString(wireField(o, "requestId", "AttachmentReleaseParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "AttachmentReleaseParams"), "string"),
+                attachmentId = wireString(wireField(o, "attachmentId", "AttachmentReleaseParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("requestId", "threadId", "attachmentId")
+    }
+}
 
 /** Constraints: since: 1.4 */
 data class AttachmentReleaseResult(
     /** Wire name: `released`. */
     val released: Boolean
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["released"] = this.released
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentReleaseResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentReleaseResult {
+            if (validate) assertValid(validateAt("/\$defs/attachmentReleaseResult", raw))
+            val o = wireObject(raw, "AttachmentReleaseResult")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentReleaseResult" + ": unexpected key " + key }
+            return AttachmentReleaseResult(
+                released = wireBoolean(wireField(o, "released", "AttachmentReleaseResult"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("released")
+    }
+}
 
 data class InitializeRequest(
     /** Wire name: `jsonrpc`. */
@@ -1589,14 +4766,48 @@ data class InitializeRequest(
     val method: InitializeRequestMethod,
     /** Wire name: `params`. */
     val params: InitializeParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): InitializeRequest {
+            if (validate) assertValid(validateAt("/\$defs/initializeRequest", raw))
+            val o = wireObject(raw, "InitializeRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeRequest" + ": unexpected key " + key }
+            return InitializeRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "InitializeRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "InitializeRequest"), false),
+                method = agentwire.generated.roll_runtime.InitializeRequestMethod.fromWire(wireField(o, "method", "InitializeRequest")),
+                params = agentwire.generated.roll_runtime.InitializeParams.fromWire(wireField(o, "params", "InitializeRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class InitializeRequestMethod(val wireValue: String) {
     INITIALIZE("initialize");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): InitializeRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): InitializeRequestMethod = fromWireValue(wireString(raw, "InitializeRequestMethod")) ?: throw IllegalArgumentException("InitializeRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1610,14 +4821,48 @@ data class ClientCapabilitiesSetRequest(
     val method: ClientCapabilitiesSetRequestMethod,
     /** Wire name: `params`. */
     val params: ClientCapabilitiesSetParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ClientCapabilitiesSetRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ClientCapabilitiesSetRequest {
+            if (validate) assertValid(validateAt("/\$defs/clientCapabilitiesSetRequest", raw))
+            val o = wireObject(raw, "ClientCapabilitiesSetRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ClientCapabilitiesSetRequest" + ": unexpected key " + key }
+            return ClientCapabilitiesSetRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ClientCapabilitiesSetRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ClientCapabilitiesSetRequest"), false),
+                method = agentwire.generated.roll_runtime.ClientCapabilitiesSetRequestMethod.fromWire(wireField(o, "method", "ClientCapabilitiesSetRequest")),
+                params = agentwire.generated.roll_runtime.ClientCapabilitiesSetParams.fromWire(wireField(o, "params", "ClientCapabilitiesSetRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ClientCapabilitiesSetRequestMethod(val wireValue: String) {
     CLIENT_CAPABILITIES_SET("client.capabilities.set");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ClientCapabilitiesSetRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ClientCapabilitiesSetRequestMethod = fromWireValue(wireString(raw, "ClientCapabilitiesSetRequestMethod")) ?: throw IllegalArgumentException("ClientCapabilitiesSetRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1630,14 +4875,48 @@ data class ThreadListRequest(
     val method: ThreadListRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadListParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadListRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadListRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadListRequest", raw))
+            val o = wireObject(raw, "ThreadListRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadListRequest" + ": unexpected key " + key }
+            return ThreadListRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadListRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadListRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadListRequestMethod.fromWire(wireField(o, "method", "ThreadListRequest")),
+                params = agentwire.generated.roll_runtime.ThreadListParams.fromWire(wireField(o, "params", "ThreadListRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadListRequestMethod(val wireValue: String) {
     THREAD_LIST("thread.list");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadListRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadListRequestMethod = fromWireValue(wireString(raw, "ThreadListRequestMethod")) ?: throw IllegalArgumentException("ThreadListRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1650,14 +4929,48 @@ data class ThreadCreateRequest(
     val method: ThreadCreateRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadCreateParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCreateRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCreateRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadCreateRequest", raw))
+            val o = wireObject(raw, "ThreadCreateRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCreateRequest" + ": unexpected key " + key }
+            return ThreadCreateRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadCreateRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadCreateRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadCreateRequestMethod.fromWire(wireField(o, "method", "ThreadCreateRequest")),
+                params = agentwire.generated.roll_runtime.ThreadCreateParams.fromWire(wireField(o, "params", "ThreadCreateRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadCreateRequestMethod(val wireValue: String) {
     THREAD_CREATE("thread.create");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadCreateRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadCreateRequestMethod = fromWireValue(wireString(raw, "ThreadCreateRequestMethod")) ?: throw IllegalArgumentException("ThreadCreateRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1670,14 +4983,48 @@ data class ThreadOpenRequest(
     val method: ThreadOpenRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadOpenParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadOpenRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadOpenRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadOpenRequest", raw))
+            val o = wireObject(raw, "ThreadOpenRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadOpenRequest" + ": unexpected key " + key }
+            return ThreadOpenRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadOpenRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadOpenRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadOpenRequestMethod.fromWire(wireField(o, "method", "ThreadOpenRequest")),
+                params = agentwire.generated.roll_runtime.ThreadOpenParams.fromWire(wireField(o, "params", "ThreadOpenRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadOpenRequestMethod(val wireValue: String) {
     THREAD_OPEN("thread.open");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadOpenRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadOpenRequestMethod = fromWireValue(wireString(raw, "ThreadOpenRequestMethod")) ?: throw IllegalArgumentException("ThreadOpenRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1690,14 +5037,48 @@ data class ThreadSnapshotRequest(
     val method: ThreadSnapshotRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadSnapshotParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadSnapshotRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadSnapshotRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadSnapshotRequest", raw))
+            val o = wireObject(raw, "ThreadSnapshotRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadSnapshotRequest" + ": unexpected key " + key }
+            return ThreadSnapshotRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadSnapshotRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadSnapshotRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadSnapshotRequestMethod.fromWire(wireField(o, "method", "ThreadSnapshotRequest")),
+                params = agentwire.generated.roll_runtime.ThreadSnapshotParams.fromWire(wireField(o, "params", "ThreadSnapshotRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadSnapshotRequestMethod(val wireValue: String) {
     THREAD_SNAPSHOT("thread.snapshot");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadSnapshotRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadSnapshotRequestMethod = fromWireValue(wireString(raw, "ThreadSnapshotRequestMethod")) ?: throw IllegalArgumentException("ThreadSnapshotRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1710,14 +5091,48 @@ data class ThreadRenameRequest(
     val method: ThreadRenameRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadRenameParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadRenameRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadRenameRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadRenameRequest", raw))
+            val o = wireObject(raw, "ThreadRenameRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadRenameRequest" + ": unexpected key " + key }
+            return ThreadRenameRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadRenameRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadRenameRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadRenameRequestMethod.fromWire(wireField(o, "method", "ThreadRenameRequest")),
+                params = agentwire.generated.roll_runtime.ThreadRenameParams.fromWire(wireField(o, "params", "ThreadRenameRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadRenameRequestMethod(val wireValue: String) {
     THREAD_RENAME("thread.rename");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadRenameRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadRenameRequestMethod = fromWireValue(wireString(raw, "ThreadRenameRequestMethod")) ?: throw IllegalArgumentException("ThreadRenameRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1730,14 +5145,48 @@ data class ThreadDeleteRequest(
     val method: ThreadDeleteRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadDeleteParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDeleteRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDeleteRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadDeleteRequest", raw))
+            val o = wireObject(raw, "ThreadDeleteRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDeleteRequest" + ": unexpected key " + key }
+            return ThreadDeleteRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadDeleteRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadDeleteRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadDeleteRequestMethod.fromWire(wireField(o, "method", "ThreadDeleteRequest")),
+                params = agentwire.generated.roll_runtime.ThreadDeleteParams.fromWire(wireField(o, "params", "ThreadDeleteRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadDeleteRequestMethod(val wireValue: String) {
     THREAD_DELETE("thread.delete");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadDeleteRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadDeleteRequestMethod = fromWireValue(wireString(raw, "ThreadDeleteRequestMethod")) ?: throw IllegalArgumentException("ThreadDeleteRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1750,14 +5199,48 @@ data class ThreadDetachRequest(
     val method: ThreadDetachRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadDetachParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDetachRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDetachRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadDetachRequest", raw))
+            val o = wireObject(raw, "ThreadDetachRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDetachRequest" + ": unexpected key " + key }
+            return ThreadDetachRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadDetachRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadDetachRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadDetachRequestMethod.fromWire(wireField(o, "method", "ThreadDetachRequest")),
+                params = agentwire.generated.roll_runtime.ThreadDetachParams.fromWire(wireField(o, "params", "ThreadDetachRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadDetachRequestMethod(val wireValue: String) {
     THREAD_DETACH("thread.detach");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadDetachRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadDetachRequestMethod = fromWireValue(wireString(raw, "ThreadDetachRequestMethod")) ?: throw IllegalArgumentException("ThreadDetachRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1770,14 +5253,48 @@ data class ThreadCapabilitiesRequest(
     val method: ThreadCapabilitiesRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadCapabilitiesParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCapabilitiesRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCapabilitiesRequest {
+            if (validate) assertValid(validateAt("/\$defs/threadCapabilitiesRequest", raw))
+            val o = wireObject(raw, "ThreadCapabilitiesRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCapabilitiesRequest" + ": unexpected key " + key }
+            return ThreadCapabilitiesRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadCapabilitiesRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadCapabilitiesRequest"), false),
+                method = agentwire.generated.roll_runtime.ThreadCapabilitiesRequestMethod.fromWire(wireField(o, "method", "ThreadCapabilitiesRequest")),
+                params = agentwire.generated.roll_runtime.ThreadCapabilitiesParams.fromWire(wireField(o, "params", "ThreadCapabilitiesRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ThreadCapabilitiesRequestMethod(val wireValue: String) {
     THREAD_CAPABILITIES("thread.capabilities");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ThreadCapabilitiesRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ThreadCapabilitiesRequestMethod = fromWireValue(wireString(raw, "ThreadCapabilitiesRequestMethod")) ?: throw IllegalArgumentException("ThreadCapabilitiesRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1791,14 +5308,48 @@ data class RuntimeEventsResumeRequest(
     val method: RuntimeEventsResumeRequestMethod,
     /** Wire name: `params`. */
     val params: RuntimeEventsResumeParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventsResumeRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventsResumeRequest {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventsResumeRequest", raw))
+            val o = wireObject(raw, "RuntimeEventsResumeRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventsResumeRequest" + ": unexpected key " + key }
+            return RuntimeEventsResumeRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "RuntimeEventsResumeRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "RuntimeEventsResumeRequest"), false),
+                method = agentwire.generated.roll_runtime.RuntimeEventsResumeRequestMethod.fromWire(wireField(o, "method", "RuntimeEventsResumeRequest")),
+                params = agentwire.generated.roll_runtime.RuntimeEventsResumeParams.fromWire(wireField(o, "params", "RuntimeEventsResumeRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class RuntimeEventsResumeRequestMethod(val wireValue: String) {
     RUNTIME_EVENTS_RESUME("runtime.events.resume");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RuntimeEventsResumeRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RuntimeEventsResumeRequestMethod = fromWireValue(wireString(raw, "RuntimeEventsResumeRequestMethod")) ?: throw IllegalArgumentException("RuntimeEventsResumeRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1811,14 +5362,48 @@ data class TurnStartRequest(
     val method: TurnStartRequestMethod,
     /** Wire name: `params`. */
     val params: TurnStartParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartRequest {
+            if (validate) assertValid(validateAt("/\$defs/turnStartRequest", raw))
+            val o = wireObject(raw, "TurnStartRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartRequest" + ": unexpected key " + key }
+            return TurnStartRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "TurnStartRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "TurnStartRequest"), false),
+                method = agentwire.generated.roll_runtime.TurnStartRequestMethod.fromWire(wireField(o, "method", "TurnStartRequest")),
+                params = agentwire.generated.roll_runtime.TurnStartParams.fromWire(wireField(o, "params", "TurnStartRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class TurnStartRequestMethod(val wireValue: String) {
     TURN_START("turn.start");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): TurnStartRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): TurnStartRequestMethod = fromWireValue(wireString(raw, "TurnStartRequestMethod")) ?: throw IllegalArgumentException("TurnStartRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1831,14 +5416,48 @@ data class TurnCancelRequest(
     val method: TurnCancelRequestMethod,
     /** Wire name: `params`. */
     val params: TurnCancelParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancelRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancelRequest {
+            if (validate) assertValid(validateAt("/\$defs/turnCancelRequest", raw))
+            val o = wireObject(raw, "TurnCancelRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "TurnCancelRequest" + ": unexpected key " + key }
+            return TurnCancelRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "TurnCancelRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "TurnCancelRequest"), false),
+                method = agentwire.generated.roll_runtime.TurnCancelRequestMethod.fromWire(wireField(o, "method", "TurnCancelRequest")),
+                params = agentwire.generated.roll_runtime.TurnCancelParams.fromWire(wireField(o, "params", "TurnCancelRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class TurnCancelRequestMethod(val wireValue: String) {
     TURN_CANCEL("turn.cancel");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): TurnCancelRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): TurnCancelRequestMethod = fromWireValue(wireString(raw, "TurnCancelRequestMethod")) ?: throw IllegalArgumentException("TurnCancelRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1851,14 +5470,48 @@ data class ApprovalRespondRequest(
     val method: ApprovalRespondRequestMethod,
     /** Wire name: `params`. */
     val params: ApprovalRespondParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRespondRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRespondRequest {
+            if (validate) assertValid(validateAt("/\$defs/approvalRespondRequest", raw))
+            val o = wireObject(raw, "ApprovalRespondRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRespondRequest" + ": unexpected key " + key }
+            return ApprovalRespondRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ApprovalRespondRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ApprovalRespondRequest"), false),
+                method = agentwire.generated.roll_runtime.ApprovalRespondRequestMethod.fromWire(wireField(o, "method", "ApprovalRespondRequest")),
+                params = agentwire.generated.roll_runtime.ApprovalRespondParams.fromWire(wireField(o, "params", "ApprovalRespondRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class ApprovalRespondRequestMethod(val wireValue: String) {
     APPROVAL_RESPOND("approval.respond");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalRespondRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalRespondRequestMethod = fromWireValue(wireString(raw, "ApprovalRespondRequestMethod")) ?: throw IllegalArgumentException("ApprovalRespondRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1871,14 +5524,48 @@ data class OperationGetRequest(
     val method: OperationGetRequestMethod,
     /** Wire name: `params`. */
     val params: OperationGetParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationGetRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): OperationGetRequest {
+            if (validate) assertValid(validateAt("/\$defs/operationGetRequest", raw))
+            val o = wireObject(raw, "OperationGetRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "OperationGetRequest" + ": unexpected key " + key }
+            return OperationGetRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "OperationGetRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "OperationGetRequest"), false),
+                method = agentwire.generated.roll_runtime.OperationGetRequestMethod.fromWire(wireField(o, "method", "OperationGetRequest")),
+                params = agentwire.generated.roll_runtime.OperationGetParams.fromWire(wireField(o, "params", "OperationGetRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class OperationGetRequestMethod(val wireValue: String) {
     OPERATION_GET("operation.get");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): OperationGetRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): OperationGetRequestMethod = fromWireValue(wireString(raw, "OperationGetRequestMethod")) ?: throw IllegalArgumentException("OperationGetRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1892,14 +5579,48 @@ data class OperationResultGetRequest(
     val method: OperationResultGetRequestMethod,
     /** Wire name: `params`. */
     val params: OperationResultGetParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationResultGetRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): OperationResultGetRequest {
+            if (validate) assertValid(validateAt("/\$defs/operationResultGetRequest", raw))
+            val o = wireObject(raw, "OperationResultGetRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "OperationResultGetRequest" + ": unexpected key " + key }
+            return OperationResultGetRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "OperationResultGetRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "OperationResultGetRequest"), false),
+                method = agentwire.generated.roll_runtime.OperationResultGetRequestMethod.fromWire(wireField(o, "method", "OperationResultGetRequest")),
+                params = agentwire.generated.roll_runtime.OperationResultGetParams.fromWire(wireField(o, "params", "OperationResultGetRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class OperationResultGetRequestMethod(val wireValue: String) {
     OPERATION_RESULT_GET("operation.result.get");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): OperationResultGetRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): OperationResultGetRequestMethod = fromWireValue(wireString(raw, "OperationResultGetRequestMethod")) ?: throw IllegalArgumentException("OperationResultGetRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1913,14 +5634,48 @@ data class AttachmentStageRequest(
     val method: AttachmentStageRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentStageParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentStageRequest {
+            if (validate) assertValid(validateAt("/\$defs/attachmentStageRequest", raw))
+            val o = wireObject(raw, "AttachmentStageRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentStageRequest" + ": unexpected key " + key }
+            return AttachmentStageRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentStageRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentStageRequest"), false),
+                method = agentwire.generated.roll_runtime.AttachmentStageRequestMethod.fromWire(wireField(o, "method", "AttachmentStageRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentStageParams.fromWire(wireField(o, "params", "AttachmentStageRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class AttachmentStageRequestMethod(val wireValue: String) {
     ATTACHMENT_STAGE("attachment.stage");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): AttachmentStageRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): AttachmentStageRequestMethod = fromWireValue(wireString(raw, "AttachmentStageRequestMethod")) ?: throw IllegalArgumentException("AttachmentStageRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1934,14 +5689,48 @@ data class AttachmentChunkRequest(
     val method: AttachmentChunkRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentChunkParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentChunkRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentChunkRequest {
+            if (validate) assertValid(validateAt("/\$defs/attachmentChunkRequest", raw))
+            val o = wireObject(raw, "AttachmentChunkRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentChunkRequest" + ": unexpected key " + key }
+            return AttachmentChunkRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentChunkRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentChunkRequest"), false),
+                method = agentwire.generated.roll_runtime.AttachmentChunkRequestMethod.fromWire(wireField(o, "method", "AttachmentChunkRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentChunkParams.fromWire(wireField(o, "params", "AttachmentChunkRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class AttachmentChunkRequestMethod(val wireValue: String) {
     ATTACHMENT_CHUNK("attachment.chunk");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): AttachmentChunkRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): AttachmentChunkRequestMethod = fromWireValue(wireString(raw, "AttachmentChunkRequestMethod")) ?: throw IllegalArgumentException("AttachmentChunkRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1955,14 +5744,48 @@ data class AttachmentCommitRequest(
     val method: AttachmentCommitRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentCommitParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentCommitRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentCommitRequest {
+            if (validate) assertValid(validateAt("/\$defs/attachmentCommitRequest", raw))
+            val o = wireObject(raw, "AttachmentCommitRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentCommitRequest" + ": unexpected key " + key }
+            return AttachmentCommitRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentCommitRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentCommitRequest"), false),
+                method = agentwire.generated.roll_runtime.AttachmentCommitRequestMethod.fromWire(wireField(o, "method", "AttachmentCommitRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentCommitParams.fromWire(wireField(o, "params", "AttachmentCommitRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class AttachmentCommitRequestMethod(val wireValue: String) {
     ATTACHMENT_COMMIT("attachment.commit");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): AttachmentCommitRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): AttachmentCommitRequestMethod = fromWireValue(wireString(raw, "AttachmentCommitRequestMethod")) ?: throw IllegalArgumentException("AttachmentCommitRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -1976,14 +5799,48 @@ data class AttachmentReleaseRequest(
     val method: AttachmentReleaseRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentReleaseParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentReleaseRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentReleaseRequest {
+            if (validate) assertValid(validateAt("/\$defs/attachmentReleaseRequest", raw))
+            val o = wireObject(raw, "AttachmentReleaseRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentReleaseRequest" + ": unexpected key " + key }
+            return AttachmentReleaseRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentReleaseRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentReleaseRequest"), false),
+                method = agentwire.generated.roll_runtime.AttachmentReleaseRequestMethod.fromWire(wireField(o, "method", "AttachmentReleaseRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentReleaseParams.fromWire(wireField(o, "params", "AttachmentReleaseRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 enum class AttachmentReleaseRequestMethod(val wireValue: String) {
     ATTACHMENT_RELEASE("attachment.release");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): AttachmentReleaseRequestMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): AttachmentReleaseRequestMethod = fromWireValue(wireString(raw, "AttachmentReleaseRequestMethod")) ?: throw IllegalArgumentException("AttachmentReleaseRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -2004,12 +5861,74 @@ data class ApprovalRequestParams(
     val sensitivity: SharedInteractionSensitivity,
     /** Wire name: `approval`. */
     val approval: SharedPendingApproval
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["interactionId"] = this.interactionId
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        out["expiresAt"] = this.expiresAt
+        out["sensitivity"] = this.sensitivity.toWire()
+        out["approval"] = this.approval.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequestParams {
+            if (validate) assertValid(validateAt("/\$defs/approvalRequestParams", raw))
+            val o = wireObject(raw, "ApprovalRequestParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestParams" + ": unexpected key " + key }
+            return ApprovalRequestParams(
+                interactionId = wireString(wireField(o, "interactionId", "ApprovalRequestParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "ApprovalRequestParams"), "string"),
+                turnId = wireString(wireField(o, "turnId", "ApprovalRequestParams"), "string"),
+                expiresAt = wireString(wireField(o, "expiresAt", "ApprovalRequestParams"), "string"),
+                sensitivity = agentwire.generated.roll_runtime.SharedInteractionSensitivity.fromWire(wireField(o, "sensitivity", "ApprovalRequestParams")),
+                approval = agentwire.generated.roll_runtime.SharedPendingApproval.fromWire(wireField(o, "approval", "ApprovalRequestParams"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approval")
+    }
+}
 
 /** Constraints: since: 1.1 */
 sealed class ApprovalRequestResult {
-    data class Approve(val value: agentwire.generated.roll_runtime.ApprovalRequestResultApprove) : ApprovalRequestResult()
-    data class Reject(val value: agentwire.generated.roll_runtime.ApprovalRequestResultReject) : ApprovalRequestResult()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Approve(val value: agentwire.generated.roll_runtime.ApprovalRequestResultApprove) : ApprovalRequestResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Reject(val value: agentwire.generated.roll_runtime.ApprovalRequestResultReject) : ApprovalRequestResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `decision` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ApprovalRequestResult {
+            if (validate) assertValid(validateAt("/\$defs/approvalRequestResult", raw))
+            val o = wireObject(raw, "ApprovalRequestResult")
+            return when (wireField(o, "decision", "ApprovalRequestResult")) {
+                "approve" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Approve(agentwire.generated.roll_runtime.ApprovalRequestResultApprove.fromWire(o))
+                "reject" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Reject(agentwire.generated.roll_runtime.ApprovalRequestResultReject.fromWire(o))
+                else -> throw IllegalArgumentException("ApprovalRequestResult" + ": unknown decision " + o["decision"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `decision` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ApprovalRequestResult {
+            if (validate) assertValid(validateAt("/\$defs/approvalRequestResult", raw))
+            val o = wireObject(raw, "ApprovalRequestResult")
+            return when (wireField(o, "decision", "ApprovalRequestResult")) {
+                "approve" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Approve(agentwire.generated.roll_runtime.ApprovalRequestResultApprove.fromWire(o))
+                "reject" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Reject(agentwire.generated.roll_runtime.ApprovalRequestResultReject.fromWire(o))
+                else -> throw IllegalArgumentException("ApprovalRequestResult" + ": unknown decision " + o["decision"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `ApprovalRequestResult`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -2027,14 +5946,41 @@ fun checkApprovalRequestResult(raw: Any?): Map<String, Any?> {
 data class ApprovalRequestResultApprove(
     /** Wire name: `decision`. */
     val decision: ApprovalRequestResultApproveDecision
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["decision"] = this.decision.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestResultApprove`. */
+        fun fromWire(raw: Any?): ApprovalRequestResultApprove {
+            val o = wireObject(raw, "ApprovalRequestResultApprove")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestResultApprove" + ": unexpected key " + key }
+            return ApprovalRequestResultApprove(
+                decision = agentwire.generated.roll_runtime.ApprovalRequestResultApproveDecision.fromWire(wireField(o, "decision", "ApprovalRequestResultApprove"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("decision")
+    }
+}
 
 enum class ApprovalRequestResultApproveDecision(val wireValue: String) {
     APPROVE("approve");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalRequestResultApproveDecision? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalRequestResultApproveDecision = fromWireValue(wireString(raw, "ApprovalRequestResultApproveDecision")) ?: throw IllegalArgumentException("ApprovalRequestResultApproveDecision" + ": unknown value " + raw)
     }
 }
 
@@ -2050,14 +5996,42 @@ data class ApprovalRequestResultReject(
     init {
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "ApprovalRequestResultReject.reason: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["decision"] = this.decision.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestResultReject`. */
+        fun fromWire(raw: Any?): ApprovalRequestResultReject {
+            val o = wireObject(raw, "ApprovalRequestResultReject")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestResultReject" + ": unexpected key " + key }
+            return ApprovalRequestResultReject(
+                decision = agentwire.generated.roll_runtime.ApprovalRequestResultRejectDecision.fromWire(wireField(o, "decision", "ApprovalRequestResultReject")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("decision", "reason")
+    }
 }
 
 enum class ApprovalRequestResultRejectDecision(val wireValue: String) {
     REJECT("reject");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalRequestResultRejectDecision? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalRequestResultRejectDecision = fromWireValue(wireString(raw, "ApprovalRequestResultRejectDecision")) ?: throw IllegalArgumentException("ApprovalRequestResultRejectDecision" + ": unknown value " + raw)
     }
 }
 
@@ -2079,12 +6053,78 @@ data class UserInputRequestParams(
     val description: SharedControlDescription? = null,
     /** Wire name: `controls`. */
     val controls: UserInputControls
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["interactionId"] = this.interactionId
+        out["threadId"] = this.threadId
+        out["turnId"] = this.turnId
+        out["expiresAt"] = this.expiresAt
+        out["sensitivity"] = this.sensitivity.toWire()
+        this.title?.let { v -> out["title"] = v }
+        this.description?.let { v -> out["description"] = v }
+        out["controls"] = this.controls.map { x0 -> x0.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputRequestParams {
+            if (validate) assertValid(validateAt("/\$defs/userInputRequestParams", raw))
+            val o = wireObject(raw, "UserInputRequestParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestParams" + ": unexpected key " + key }
+            return UserInputRequestParams(
+                interactionId = wireString(wireField(o, "interactionId", "UserInputRequestParams"), "string"),
+                threadId = wireString(wireField(o, "threadId", "UserInputRequestParams"), "string"),
+                turnId = wireString(wireField(o, "turnId", "UserInputRequestParams"), "string"),
+                expiresAt = wireString(wireField(o, "expiresAt", "UserInputRequestParams"), "string"),
+                sensitivity = agentwire.generated.roll_runtime.SharedInteractionSensitivity.fromWire(wireField(o, "sensitivity", "UserInputRequestParams")),
+                title = o["title"]?.let { v -> wireString(v, "string") },
+                description = o["description"]?.let { v -> wireString(v, "string") },
+                controls = wireList(wireField(o, "controls", "UserInputRequestParams")).map { x0 -> agentwire.generated.roll_runtime.UserInputControl.fromWire(x0, false) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "title", "description", "controls")
+    }
+}
 
 /** Constraints: since: 1.2 */
 sealed class UserInputRequestResult {
-    data class Submitted(val value: agentwire.generated.roll_runtime.UserInputRequestResultSubmitted) : UserInputRequestResult()
-    data class Cancelled(val value: agentwire.generated.roll_runtime.UserInputRequestResultCancelled) : UserInputRequestResult()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Submitted(val value: agentwire.generated.roll_runtime.UserInputRequestResultSubmitted) : UserInputRequestResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class Cancelled(val value: agentwire.generated.roll_runtime.UserInputRequestResultCancelled) : UserInputRequestResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `status` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputRequestResult {
+            if (validate) assertValid(validateAt("/\$defs/userInputRequestResult", raw))
+            val o = wireObject(raw, "UserInputRequestResult")
+            return when (wireField(o, "status", "UserInputRequestResult")) {
+                "submitted" -> agentwire.generated.roll_runtime.UserInputRequestResult.Submitted(agentwire.generated.roll_runtime.UserInputRequestResultSubmitted.fromWire(o))
+                "cancelled" -> agentwire.generated.roll_runtime.UserInputRequestResult.Cancelled(agentwire.generated.roll_runtime.UserInputRequestResultCancelled.fromWire(o))
+                else -> throw IllegalArgumentException("UserInputRequestResult" + ": unknown status " + o["status"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `status` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputRequestResult {
+            if (validate) assertValid(validateAt("/\$defs/userInputRequestResult", raw))
+            val o = wireObject(raw, "UserInputRequestResult")
+            return when (wireField(o, "status", "UserInputRequestResult")) {
+                "submitted" -> agentwire.generated.roll_runtime.UserInputRequestResult.Submitted(agentwire.generated.roll_runtime.UserInputRequestResultSubmitted.fromWire(o))
+                "cancelled" -> agentwire.generated.roll_runtime.UserInputRequestResult.Cancelled(agentwire.generated.roll_runtime.UserInputRequestResultCancelled.fromWire(o))
+                else -> throw IllegalArgumentException("UserInputRequestResult" + ": unknown status " + o["status"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `UserInputRequestResult`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -2111,14 +6151,42 @@ data class UserInputRequestResultSubmitted(
     init {
         require(values.size <= 16) { "UserInputRequestResultSubmitted.values: maxItems 16" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        out["values"] = this.values.map { x0 -> x0.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestResultSubmitted`. */
+        fun fromWire(raw: Any?): UserInputRequestResultSubmitted {
+            val o = wireObject(raw, "UserInputRequestResultSubmitted")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestResultSubmitted" + ": unexpected key " + key }
+            return UserInputRequestResultSubmitted(
+                status = agentwire.generated.roll_runtime.UserInputRequestResultSubmittedStatus.fromWire(wireField(o, "status", "UserInputRequestResultSubmitted")),
+                values = wireList(wireField(o, "values", "UserInputRequestResultSubmitted")).map { x0 -> agentwire.generated.roll_runtime.UserInputRequestResultSubmittedValuesItem.fromWire(x0) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "values")
+    }
 }
 
 enum class UserInputRequestResultSubmittedStatus(val wireValue: String) {
     SUBMITTED("submitted");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): UserInputRequestResultSubmittedStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): UserInputRequestResultSubmittedStatus = fromWireValue(wireString(raw, "UserInputRequestResultSubmittedStatus")) ?: throw IllegalArgumentException("UserInputRequestResultSubmittedStatus" + ": unknown value " + raw)
     }
 }
 
@@ -2127,7 +6195,30 @@ data class UserInputRequestResultSubmittedValuesItem(
     val id: SharedControlId,
     /** Wire name: `value`. */
     val value: UserInputValue
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["value"] = this.value.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestResultSubmittedValuesItem`. */
+        fun fromWire(raw: Any?): UserInputRequestResultSubmittedValuesItem {
+            val o = wireObject(raw, "UserInputRequestResultSubmittedValuesItem")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestResultSubmittedValuesItem" + ": unexpected key " + key }
+            return UserInputRequestResultSubmittedValuesItem(
+                id = wireString(wireField(o, "id", "UserInputRequestResultSubmittedValuesItem"), "string"),
+                value = agentwire.generated.roll_runtime.UserInputValue.fromWire(wireField(o, "value", "UserInputRequestResultSubmittedValuesItem"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "value")
+    }
+}
 
 data class UserInputRequestResultCancelled(
     /** Wire name: `status`. */
@@ -2142,14 +6233,42 @@ data class UserInputRequestResultCancelled(
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "UserInputRequestResultCancelled.reason: minLength 1" }
         require(reason == null || reason.codePointCount(0, reason.length) <= 500) { "UserInputRequestResultCancelled.reason: maxLength 500" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestResultCancelled`. */
+        fun fromWire(raw: Any?): UserInputRequestResultCancelled {
+            val o = wireObject(raw, "UserInputRequestResultCancelled")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestResultCancelled" + ": unexpected key " + key }
+            return UserInputRequestResultCancelled(
+                status = agentwire.generated.roll_runtime.UserInputRequestResultCancelledStatus.fromWire(wireField(o, "status", "UserInputRequestResultCancelled")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "reason")
+    }
 }
 
 enum class UserInputRequestResultCancelledStatus(val wireValue: String) {
     CANCELLED("cancelled");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): UserInputRequestResultCancelledStatus? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): UserInputRequestResultCancelledStatus = fromWireValue(wireString(raw, "UserInputRequestResultCancelledStatus")) ?: throw IllegalArgumentException("UserInputRequestResultCancelledStatus" + ": unknown value " + raw)
     }
 }
 
@@ -2163,7 +6282,35 @@ data class ApprovalRequestServerRequest(
     val method: PendingApprovalInteractionMethod,
     /** Wire name: `params`. */
     val params: ApprovalRequestParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestServerRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequestServerRequest {
+            if (validate) assertValid(validateAt("/\$defs/approvalRequestServerRequest", raw))
+            val o = wireObject(raw, "ApprovalRequestServerRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestServerRequest" + ": unexpected key " + key }
+            return ApprovalRequestServerRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ApprovalRequestServerRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ApprovalRequestServerRequest"), false),
+                method = agentwire.generated.roll_runtime.PendingApprovalInteractionMethod.fromWire(wireField(o, "method", "ApprovalRequestServerRequest")),
+                params = agentwire.generated.roll_runtime.ApprovalRequestParams.fromWire(wireField(o, "params", "ApprovalRequestServerRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 /** Constraints: since: 1.2 */
 data class UserInputRequestServerRequest(
@@ -2175,19 +6322,75 @@ data class UserInputRequestServerRequest(
     val method: PendingUserInputInteractionMethod,
     /** Wire name: `params`. */
     val params: UserInputRequestParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestServerRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): UserInputRequestServerRequest {
+            if (validate) assertValid(validateAt("/\$defs/userInputRequestServerRequest", raw))
+            val o = wireObject(raw, "UserInputRequestServerRequest")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestServerRequest" + ": unexpected key " + key }
+            return UserInputRequestServerRequest(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "UserInputRequestServerRequest")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "UserInputRequestServerRequest"), false),
+                method = agentwire.generated.roll_runtime.PendingUserInputInteractionMethod.fromWire(wireField(o, "method", "UserInputRequestServerRequest")),
+                params = agentwire.generated.roll_runtime.UserInputRequestParams.fromWire(wireField(o, "params", "UserInputRequestServerRequest"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
+    }
+}
 
 data class EventTurnStarted(
     /** Wire name: `type`. */
     val type: EventTurnStartedType
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnStarted`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnStarted {
+            if (validate) assertValid(validateAt("/\$defs/eventTurnStarted", raw))
+            val o = wireObject(raw, "EventTurnStarted")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnStarted" + ": unexpected key " + key }
+            return EventTurnStarted(
+                type = agentwire.generated.roll_runtime.EventTurnStartedType.fromWire(wireField(o, "type", "EventTurnStarted"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type")
+    }
+}
 
 enum class EventTurnStartedType(val wireValue: String) {
     TURN_STARTED("turn.started");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventTurnStartedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventTurnStartedType = fromWireValue(wireString(raw, "EventTurnStartedType")) ?: throw IllegalArgumentException("EventTurnStartedType" + ": unknown value " + raw)
     }
 }
 
@@ -2196,14 +6399,44 @@ data class EventMessageStarted(
     val type: EventMessageStartedType,
     /** Wire name: `streamId`. */
     val streamId: SharedUuid
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["streamId"] = this.streamId
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventMessageStarted`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventMessageStarted {
+            if (validate) assertValid(validateAt("/\$defs/eventMessageStarted", raw))
+            val o = wireObject(raw, "EventMessageStarted")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventMessageStarted" + ": unexpected key " + key }
+            return EventMessageStarted(
+                type = agentwire.generated.roll_runtime.EventMessageStartedType.fromWire(wireField(o, "type", "EventMessageStarted")),
+                streamId = wireString(wireField(o, "streamId", "EventMessageStarted"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "streamId")
+    }
+}
 
 enum class EventMessageStartedType(val wireValue: String) {
     MESSAGE_STARTED("message.started");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventMessageStartedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventMessageStartedType = fromWireValue(wireString(raw, "EventMessageStartedType")) ?: throw IllegalArgumentException("EventMessageStartedType" + ": unknown value " + raw)
     }
 }
 
@@ -2214,14 +6447,46 @@ data class EventMessageDelta(
     val streamId: SharedUuid,
     /** Wire name: `delta`. */
     val delta: String
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["streamId"] = this.streamId
+        out["delta"] = this.delta
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventMessageDelta`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventMessageDelta {
+            if (validate) assertValid(validateAt("/\$defs/eventMessageDelta", raw))
+            val o = wireObject(raw, "EventMessageDelta")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventMessageDelta" + ": unexpected key " + key }
+            return EventMessageDelta(
+                type = agentwire.generated.roll_runtime.EventMessageDeltaType.fromWire(wireField(o, "type", "EventMessageDelta")),
+                streamId = wireString(wireField(o, "streamId", "EventMessageDelta"), "string"),
+                delta = wireString(wireField(o, "delta", "EventMessageDelta"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "streamId", "delta")
+    }
+}
 
 enum class EventMessageDeltaType(val wireValue: String) {
     MESSAGE_DELTA("message.delta");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventMessageDeltaType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventMessageDeltaType = fromWireValue(wireString(raw, "EventMessageDeltaType")) ?: throw IllegalArgumentException("EventMessageDeltaType" + ": unknown value " + raw)
     }
 }
 
@@ -2232,14 +6497,46 @@ data class EventMessageCompleted(
     val streamId: SharedUuid,
     /** Wire name: `text`. */
     val text: String
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["streamId"] = this.streamId
+        out["text"] = this.text
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventMessageCompleted`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventMessageCompleted {
+            if (validate) assertValid(validateAt("/\$defs/eventMessageCompleted", raw))
+            val o = wireObject(raw, "EventMessageCompleted")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventMessageCompleted" + ": unexpected key " + key }
+            return EventMessageCompleted(
+                type = agentwire.generated.roll_runtime.EventMessageCompletedType.fromWire(wireField(o, "type", "EventMessageCompleted")),
+                streamId = wireString(wireField(o, "streamId", "EventMessageCompleted"), "string"),
+                text = wireString(wireField(o, "text", "EventMessageCompleted"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "streamId", "text")
+    }
+}
 
 enum class EventMessageCompletedType(val wireValue: String) {
     MESSAGE_COMPLETED("message.completed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventMessageCompletedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventMessageCompletedType = fromWireValue(wireString(raw, "EventMessageCompletedType")) ?: throw IllegalArgumentException("EventMessageCompletedType" + ": unknown value " + raw)
     }
 }
 
@@ -2250,14 +6547,46 @@ data class EventReasoningSummaryDelta(
     val reasoningId: SharedNonEmptyString,
     /** Wire name: `delta`. */
     val delta: String
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["reasoningId"] = this.reasoningId
+        out["delta"] = this.delta
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventReasoningSummaryDelta`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventReasoningSummaryDelta {
+            if (validate) assertValid(validateAt("/\$defs/eventReasoningSummaryDelta", raw))
+            val o = wireObject(raw, "EventReasoningSummaryDelta")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventReasoningSummaryDelta" + ": unexpected key " + key }
+            return EventReasoningSummaryDelta(
+                type = agentwire.generated.roll_runtime.EventReasoningSummaryDeltaType.fromWire(wireField(o, "type", "EventReasoningSummaryDelta")),
+                reasoningId = wireString(wireField(o, "reasoningId", "EventReasoningSummaryDelta"), "string"),
+                delta = wireString(wireField(o, "delta", "EventReasoningSummaryDelta"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "reasoningId", "delta")
+    }
+}
 
 enum class EventReasoningSummaryDeltaType(val wireValue: String) {
     REASONING_SUMMARY_DELTA("reasoning.summary.delta");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventReasoningSummaryDeltaType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventReasoningSummaryDeltaType = fromWireValue(wireString(raw, "EventReasoningSummaryDeltaType")) ?: throw IllegalArgumentException("EventReasoningSummaryDeltaType" + ": unknown value " + raw)
     }
 }
 
@@ -2272,14 +6601,50 @@ data class EventToolStarted(
     val toolName: SharedNonEmptyString,
     /** Wire name: `input`. */
     val input: SharedJsonValue
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["toolCallId"] = this.toolCallId
+        out["agentName"] = this.agentName
+        out["toolName"] = this.toolName
+        out["input"] = this.input
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventToolStarted`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventToolStarted {
+            if (validate) assertValid(validateAt("/\$defs/eventToolStarted", raw))
+            val o = wireObject(raw, "EventToolStarted")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventToolStarted" + ": unexpected key " + key }
+            return EventToolStarted(
+                type = agentwire.generated.roll_runtime.EventToolStartedType.fromWire(wireField(o, "type", "EventToolStarted")),
+                toolCallId = wireString(wireField(o, "toolCallId", "EventToolStarted"), "string"),
+                agentName = wireString(wireField(o, "agentName", "EventToolStarted"), "string"),
+                toolName = wireString(wireField(o, "toolName", "EventToolStarted"), "string"),
+                input = wireField(o, "input", "EventToolStarted")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "toolCallId", "agentName", "toolName", "input")
+    }
+}
 
 enum class EventToolStartedType(val wireValue: String) {
     TOOL_STARTED("tool.started");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventToolStartedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventToolStartedType = fromWireValue(wireString(raw, "EventToolStartedType")) ?: throw IllegalArgumentException("EventToolStartedType" + ": unknown value " + raw)
     }
 }
 
@@ -2296,14 +6661,52 @@ data class EventToolOutput(
     val stream: EventToolOutputStream,
     /** Wire name: `delta`. */
     val delta: String
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["toolCallId"] = this.toolCallId
+        out["agentName"] = this.agentName
+        out["toolName"] = this.toolName
+        out["stream"] = this.stream.toWire()
+        out["delta"] = this.delta
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventToolOutput`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventToolOutput {
+            if (validate) assertValid(validateAt("/\$defs/eventToolOutput", raw))
+            val o = wireObject(raw, "EventToolOutput")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventToolOutput" + ": unexpected key " + key }
+            return EventToolOutput(
+                type = agentwire.generated.roll_runtime.EventToolOutputType.fromWire(wireField(o, "type", "EventToolOutput")),
+                toolCallId = wireString(wireField(o, "toolCallId", "EventToolOutput"), "string"),
+                agentName = wireString(wireField(o, "agentName", "EventToolOutput"), "string"),
+                toolName = wireString(wireField(o, "toolName", "EventToolOutput"), "string"),
+                stream = agentwire.generated.roll_runtime.EventToolOutputStream.fromWire(wireField(o, "stream", "EventToolOutput")),
+                delta = wireString(wireField(o, "delta", "EventToolOutput"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "toolCallId", "agentName", "toolName", "stream", "delta")
+    }
+}
 
 enum class EventToolOutputType(val wireValue: String) {
     TOOL_OUTPUT("tool.output");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventToolOutputType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventToolOutputType = fromWireValue(wireString(raw, "EventToolOutputType")) ?: throw IllegalArgumentException("EventToolOutputType" + ": unknown value " + raw)
     }
 }
 
@@ -2311,9 +6714,15 @@ enum class EventToolOutputStream(val wireValue: String) {
     STDOUT("stdout"),
     STDERR("stderr");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventToolOutputStream? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventToolOutputStream = fromWireValue(wireString(raw, "EventToolOutputStream")) ?: throw IllegalArgumentException("EventToolOutputStream" + ": unknown value " + raw)
     }
 }
 
@@ -2337,14 +6746,56 @@ data class EventToolCompleted(
      * Wire name: `appOutput`.
      */
     val appOutput: SharedAppOutputDescriptor? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["toolCallId"] = this.toolCallId
+        out["agentName"] = this.agentName
+        out["toolName"] = this.toolName
+        this.operationId?.let { v -> out["operationId"] = v }
+        this.outcome?.let { v -> out["outcome"] = v.toWire() }
+        out["display"] = this.display
+        this.appOutput?.let { v -> out["appOutput"] = v.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventToolCompleted`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventToolCompleted {
+            if (validate) assertValid(validateAt("/\$defs/eventToolCompleted", raw))
+            val o = wireObject(raw, "EventToolCompleted")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventToolCompleted" + ": unexpected key " + key }
+            return EventToolCompleted(
+                type = agentwire.generated.roll_runtime.EventToolCompletedType.fromWire(wireField(o, "type", "EventToolCompleted")),
+                toolCallId = wireString(wireField(o, "toolCallId", "EventToolCompleted"), "string"),
+                agentName = wireString(wireField(o, "agentName", "EventToolCompleted"), "string"),
+                toolName = wireString(wireField(o, "toolName", "EventToolCompleted"), "string"),
+                operationId = o["operationId"]?.let { v -> wireString(v, "string") },
+                outcome = o["outcome"]?.let { v -> agentwire.generated.roll_runtime.SharedToolOutcome.fromWire(v, false) },
+                display = wireField(o, "display", "EventToolCompleted"),
+                appOutput = o["appOutput"]?.let { v -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.fromWire(v, false) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput")
+    }
+}
 
 enum class EventToolCompletedType(val wireValue: String) {
     TOOL_COMPLETED("tool.completed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventToolCompletedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventToolCompletedType = fromWireValue(wireString(raw, "EventToolCompletedType")) ?: throw IllegalArgumentException("EventToolCompletedType" + ": unknown value " + raw)
     }
 }
 
@@ -2353,14 +6804,44 @@ data class EventApprovalRequired(
     val type: EventApprovalRequiredType,
     /** Wire name: `approval`. */
     val approval: SharedPendingApproval
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["approval"] = this.approval.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalRequired`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventApprovalRequired {
+            if (validate) assertValid(validateAt("/\$defs/eventApprovalRequired", raw))
+            val o = wireObject(raw, "EventApprovalRequired")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalRequired" + ": unexpected key " + key }
+            return EventApprovalRequired(
+                type = agentwire.generated.roll_runtime.EventApprovalRequiredType.fromWire(wireField(o, "type", "EventApprovalRequired")),
+                approval = agentwire.generated.roll_runtime.SharedPendingApproval.fromWire(wireField(o, "approval", "EventApprovalRequired"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "approval")
+    }
+}
 
 enum class EventApprovalRequiredType(val wireValue: String) {
     APPROVAL_REQUIRED("approval.required");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventApprovalRequiredType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventApprovalRequiredType = fromWireValue(wireString(raw, "EventApprovalRequiredType")) ?: throw IllegalArgumentException("EventApprovalRequiredType" + ": unknown value " + raw)
     }
 }
 
@@ -2372,22 +6853,124 @@ data class EventApprovalResolved(
     val approvalId: SharedUuid,
     /** Wire name: `resolution`. */
     val resolution: EventApprovalResolvedResolution
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["approvalId"] = this.approvalId
+        out["resolution"] = this.resolution.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolved`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventApprovalResolved {
+            if (validate) assertValid(validateAt("/\$defs/eventApprovalResolved", raw))
+            val o = wireObject(raw, "EventApprovalResolved")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolved" + ": unexpected key " + key }
+            return EventApprovalResolved(
+                type = agentwire.generated.roll_runtime.EventApprovalResolvedType.fromWire(wireField(o, "type", "EventApprovalResolved")),
+                approvalId = wireString(wireField(o, "approvalId", "EventApprovalResolved"), "string"),
+                resolution = agentwire.generated.roll_runtime.EventApprovalResolvedResolution.fromWire(wireField(o, "resolution", "EventApprovalResolved"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "approvalId", "resolution")
+    }
+}
 
 enum class EventApprovalResolvedType(val wireValue: String) {
     APPROVAL_RESOLVED("approval.resolved");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventApprovalResolvedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventApprovalResolvedType = fromWireValue(wireString(raw, "EventApprovalResolvedType")) ?: throw IllegalArgumentException("EventApprovalResolvedType" + ": unknown value " + raw)
     }
 }
 
 sealed class EventApprovalResolvedResolution {
-    data class EventApprovalResolvedResolutionVariant1(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1) : EventApprovalResolvedResolution()
-    data class EventApprovalResolvedResolutionVariant2(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2) : EventApprovalResolvedResolution()
-    data class EventApprovalResolvedResolutionVariant3(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3) : EventApprovalResolvedResolution()
-    data class EventApprovalResolvedResolutionVariant4(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4) : EventApprovalResolvedResolution()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class EventApprovalResolvedResolutionVariant1(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1) : EventApprovalResolvedResolution() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class EventApprovalResolvedResolutionVariant2(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2) : EventApprovalResolvedResolution() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class EventApprovalResolvedResolutionVariant3(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3) : EventApprovalResolvedResolution() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class EventApprovalResolvedResolutionVariant4(val value: agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4) : EventApprovalResolvedResolution() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?): EventApprovalResolvedResolution {
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant1(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant2(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant3(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant4(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant1(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant2(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant3(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant4(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("EventApprovalResolvedResolution" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?): EventApprovalResolvedResolution {
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant1(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant2(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant3(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant4(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("EventApprovalResolvedResolution" + ": no variant matches")
+        }
+    }
 }
 
 data class EventApprovalResolvedResolutionVariant1(
@@ -2395,14 +6978,43 @@ data class EventApprovalResolvedResolutionVariant1(
     val status: EventApprovalResolvedResolutionVariant1Status,
     /** Wire name: `decision`. */
     val decision: ApprovalRequestResultApproveDecision
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        out["decision"] = this.decision.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant1`. */
+        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant1 {
+            val o = wireObject(raw, "EventApprovalResolvedResolutionVariant1")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant1" + ": unexpected key " + key }
+            return EventApprovalResolvedResolutionVariant1(
+                status = agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1Status.fromWire(wireField(o, "status", "EventApprovalResolvedResolutionVariant1")),
+                decision = agentwire.generated.roll_runtime.ApprovalRequestResultApproveDecision.fromWire(wireField(o, "decision", "EventApprovalResolvedResolutionVariant1"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "decision")
+    }
+}
 
 enum class EventApprovalResolvedResolutionVariant1Status(val wireValue: String) {
     RESOLVED("resolved");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventApprovalResolvedResolutionVariant1Status? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant1Status = fromWireValue(wireString(raw, "EventApprovalResolvedResolutionVariant1Status")) ?: throw IllegalArgumentException("EventApprovalResolvedResolutionVariant1Status" + ": unknown value " + raw)
     }
 }
 
@@ -2420,6 +7032,30 @@ data class EventApprovalResolvedResolutionVariant2(
     init {
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "EventApprovalResolvedResolutionVariant2.reason: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        out["decision"] = this.decision.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant2`. */
+        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant2 {
+            val o = wireObject(raw, "EventApprovalResolvedResolutionVariant2")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant2" + ": unexpected key " + key }
+            return EventApprovalResolvedResolutionVariant2(
+                status = agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1Status.fromWire(wireField(o, "status", "EventApprovalResolvedResolutionVariant2")),
+                decision = agentwire.generated.roll_runtime.ApprovalRequestResultRejectDecision.fromWire(wireField(o, "decision", "EventApprovalResolvedResolutionVariant2")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "decision", "reason")
+    }
 }
 
 data class EventApprovalResolvedResolutionVariant3(
@@ -2433,6 +7069,28 @@ data class EventApprovalResolvedResolutionVariant3(
 ) {
     init {
         require(reason.codePointCount(0, reason.length) >= 1) { "EventApprovalResolvedResolutionVariant3.reason: minLength 1" }
+    }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        out["reason"] = this.reason
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant3`. */
+        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant3 {
+            val o = wireObject(raw, "EventApprovalResolvedResolutionVariant3")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant3" + ": unexpected key " + key }
+            return EventApprovalResolvedResolutionVariant3(
+                status = agentwire.generated.roll_runtime.UserInputRequestResultCancelledStatus.fromWire(wireField(o, "status", "EventApprovalResolvedResolutionVariant3")),
+                reason = wireString(wireField(o, "reason", "EventApprovalResolvedResolutionVariant3"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "reason")
     }
 }
 
@@ -2448,19 +7106,69 @@ data class EventApprovalResolvedResolutionVariant4(
     init {
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "EventApprovalResolvedResolutionVariant4.reason: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["status"] = this.status.toWire()
+        this.reason?.let { v -> out["reason"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant4`. */
+        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant4 {
+            val o = wireObject(raw, "EventApprovalResolvedResolutionVariant4")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant4" + ": unexpected key " + key }
+            return EventApprovalResolvedResolutionVariant4(
+                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpiredStatus.fromWire(wireField(o, "status", "EventApprovalResolvedResolutionVariant4")),
+                reason = o["reason"]?.let { v -> wireString(v, "string") }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("status", "reason")
+    }
 }
 
 data class EventTurnCompleted(
     /** Wire name: `type`. */
     val type: EventTurnCompletedType
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnCompleted`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnCompleted {
+            if (validate) assertValid(validateAt("/\$defs/eventTurnCompleted", raw))
+            val o = wireObject(raw, "EventTurnCompleted")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnCompleted" + ": unexpected key " + key }
+            return EventTurnCompleted(
+                type = agentwire.generated.roll_runtime.EventTurnCompletedType.fromWire(wireField(o, "type", "EventTurnCompleted"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type")
+    }
+}
 
 enum class EventTurnCompletedType(val wireValue: String) {
     TURN_COMPLETED("turn.completed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventTurnCompletedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventTurnCompletedType = fromWireValue(wireString(raw, "EventTurnCompletedType")) ?: throw IllegalArgumentException("EventTurnCompletedType" + ": unknown value " + raw)
     }
 }
 
@@ -2471,14 +7179,46 @@ data class EventTurnCancelled(
     val reason: String,
     /** Wire name: `message`. */
     val message: String
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["reason"] = this.reason
+        out["message"] = this.message
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnCancelled`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnCancelled {
+            if (validate) assertValid(validateAt("/\$defs/eventTurnCancelled", raw))
+            val o = wireObject(raw, "EventTurnCancelled")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnCancelled" + ": unexpected key " + key }
+            return EventTurnCancelled(
+                type = agentwire.generated.roll_runtime.EventTurnCancelledType.fromWire(wireField(o, "type", "EventTurnCancelled")),
+                reason = wireString(wireField(o, "reason", "EventTurnCancelled"), "string"),
+                message = wireString(wireField(o, "message", "EventTurnCancelled"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "reason", "message")
+    }
+}
 
 enum class EventTurnCancelledType(val wireValue: String) {
     TURN_CANCELLED("turn.cancelled");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventTurnCancelledType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventTurnCancelledType = fromWireValue(wireString(raw, "EventTurnCancelledType")) ?: throw IllegalArgumentException("EventTurnCancelledType" + ": unknown value " + raw)
     }
 }
 
@@ -2489,14 +7229,46 @@ data class EventTurnFailed(
     val stage: EventTurnFailedStage,
     /** Wire name: `message`. */
     val message: String
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        out["stage"] = this.stage.toWire()
+        out["message"] = this.message
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnFailed`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnFailed {
+            if (validate) assertValid(validateAt("/\$defs/eventTurnFailed", raw))
+            val o = wireObject(raw, "EventTurnFailed")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnFailed" + ": unexpected key " + key }
+            return EventTurnFailed(
+                type = agentwire.generated.roll_runtime.EventTurnFailedType.fromWire(wireField(o, "type", "EventTurnFailed")),
+                stage = agentwire.generated.roll_runtime.EventTurnFailedStage.fromWire(wireField(o, "stage", "EventTurnFailed")),
+                message = wireString(wireField(o, "message", "EventTurnFailed"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type", "stage", "message")
+    }
+}
 
 enum class EventTurnFailedType(val wireValue: String) {
     TURN_FAILED("turn.failed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventTurnFailedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventTurnFailedType = fromWireValue(wireString(raw, "EventTurnFailedType")) ?: throw IllegalArgumentException("EventTurnFailedType" + ": unknown value " + raw)
     }
 }
 
@@ -2505,42 +7277,154 @@ enum class EventTurnFailedStage(val wireValue: String) {
     PLAN("plan"),
     EXECUTE("execute");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventTurnFailedStage? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventTurnFailedStage = fromWireValue(wireString(raw, "EventTurnFailedStage")) ?: throw IllegalArgumentException("EventTurnFailedStage" + ": unknown value " + raw)
     }
 }
 
 data class EventCapabilitiesChanged(
     /** Wire name: `type`. */
     val type: EventCapabilitiesChangedType
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["type"] = this.type.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventCapabilitiesChanged`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): EventCapabilitiesChanged {
+            if (validate) assertValid(validateAt("/\$defs/eventCapabilitiesChanged", raw))
+            val o = wireObject(raw, "EventCapabilitiesChanged")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventCapabilitiesChanged" + ": unexpected key " + key }
+            return EventCapabilitiesChanged(
+                type = agentwire.generated.roll_runtime.EventCapabilitiesChangedType.fromWire(wireField(o, "type", "EventCapabilitiesChanged"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("type")
+    }
+}
 
 enum class EventCapabilitiesChangedType(val wireValue: String) {
     CAPABILITIES_CHANGED("capabilities.changed");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): EventCapabilitiesChangedType? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): EventCapabilitiesChangedType = fromWireValue(wireString(raw, "EventCapabilitiesChangedType")) ?: throw IllegalArgumentException("EventCapabilitiesChangedType" + ": unknown value " + raw)
     }
 }
 
 /** Every runtime event payload (1.0 has no approval.resolved). */
 sealed class RuntimeEvent {
-    data class TurnStarted(val value: agentwire.generated.roll_runtime.EventTurnStarted) : RuntimeEvent()
-    data class MessageStarted(val value: agentwire.generated.roll_runtime.EventMessageStarted) : RuntimeEvent()
-    data class MessageDelta(val value: agentwire.generated.roll_runtime.EventMessageDelta) : RuntimeEvent()
-    data class MessageCompleted(val value: agentwire.generated.roll_runtime.EventMessageCompleted) : RuntimeEvent()
-    data class ReasoningSummaryDelta(val value: agentwire.generated.roll_runtime.EventReasoningSummaryDelta) : RuntimeEvent()
-    data class ToolStarted(val value: agentwire.generated.roll_runtime.EventToolStarted) : RuntimeEvent()
-    data class ToolOutput(val value: agentwire.generated.roll_runtime.EventToolOutput) : RuntimeEvent()
-    data class ToolCompleted(val value: agentwire.generated.roll_runtime.EventToolCompleted) : RuntimeEvent()
-    data class ApprovalRequired(val value: agentwire.generated.roll_runtime.EventApprovalRequired) : RuntimeEvent()
-    data class ApprovalResolved(val value: agentwire.generated.roll_runtime.EventApprovalResolved) : RuntimeEvent()
-    data class TurnCompleted(val value: agentwire.generated.roll_runtime.EventTurnCompleted) : RuntimeEvent()
-    data class TurnCancelled(val value: agentwire.generated.roll_runtime.EventTurnCancelled) : RuntimeEvent()
-    data class TurnFailed(val value: agentwire.generated.roll_runtime.EventTurnFailed) : RuntimeEvent()
-    data class CapabilitiesChanged(val value: agentwire.generated.roll_runtime.EventCapabilitiesChanged) : RuntimeEvent()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class TurnStarted(val value: agentwire.generated.roll_runtime.EventTurnStarted) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class MessageStarted(val value: agentwire.generated.roll_runtime.EventMessageStarted) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class MessageDelta(val value: agentwire.generated.roll_runtime.EventMessageDelta) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class MessageCompleted(val value: agentwire.generated.roll_runtime.EventMessageCompleted) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ReasoningSummaryDelta(val value: agentwire.generated.roll_runtime.EventReasoningSummaryDelta) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolStarted(val value: agentwire.generated.roll_runtime.EventToolStarted) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolOutput(val value: agentwire.generated.roll_runtime.EventToolOutput) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolCompleted(val value: agentwire.generated.roll_runtime.EventToolCompleted) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalRequired(val value: agentwire.generated.roll_runtime.EventApprovalRequired) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalResolved(val value: agentwire.generated.roll_runtime.EventApprovalResolved) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnCompleted(val value: agentwire.generated.roll_runtime.EventTurnCompleted) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnCancelled(val value: agentwire.generated.roll_runtime.EventTurnCancelled) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnFailed(val value: agentwire.generated.roll_runtime.EventTurnFailed) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class CapabilitiesChanged(val value: agentwire.generated.roll_runtime.EventCapabilitiesChanged) : RuntimeEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEvent {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEvent", raw))
+            val o = wireObject(raw, "RuntimeEvent")
+            return when (wireField(o, "type", "RuntimeEvent")) {
+                "turn.started" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
+                "message.started" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
+                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
+                "message.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
+                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
+                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
+                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
+                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
+                "approval.required" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
+                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
+                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
+                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
+                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
+                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
+                else -> throw IllegalArgumentException("RuntimeEvent" + ": unknown type " + o["type"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEvent {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEvent", raw))
+            val o = wireObject(raw, "RuntimeEvent")
+            return when (wireField(o, "type", "RuntimeEvent")) {
+                "turn.started" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
+                "message.started" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
+                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
+                "message.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
+                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
+                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
+                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
+                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
+                "approval.required" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
+                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
+                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
+                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
+                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
+                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
+                else -> throw IllegalArgumentException("RuntimeEvent" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `RuntimeEvent`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -2572,15 +7456,73 @@ fun checkRuntimeEvent(raw: Any?): Map<String, Any?> {
  * Constraints: since: 1.3
  */
 sealed class RuntimeDurableEvent {
-    data class TurnStarted(val value: agentwire.generated.roll_runtime.EventTurnStarted) : RuntimeDurableEvent()
-    data class MessageCompleted(val value: agentwire.generated.roll_runtime.EventMessageCompleted) : RuntimeDurableEvent()
-    data class ToolCompleted(val value: agentwire.generated.roll_runtime.EventToolCompleted) : RuntimeDurableEvent()
-    data class ApprovalRequired(val value: agentwire.generated.roll_runtime.EventApprovalRequired) : RuntimeDurableEvent()
-    data class ApprovalResolved(val value: agentwire.generated.roll_runtime.EventApprovalResolved) : RuntimeDurableEvent()
-    data class TurnCompleted(val value: agentwire.generated.roll_runtime.EventTurnCompleted) : RuntimeDurableEvent()
-    data class TurnCancelled(val value: agentwire.generated.roll_runtime.EventTurnCancelled) : RuntimeDurableEvent()
-    data class TurnFailed(val value: agentwire.generated.roll_runtime.EventTurnFailed) : RuntimeDurableEvent()
-    data class CapabilitiesChanged(val value: agentwire.generated.roll_runtime.EventCapabilitiesChanged) : RuntimeDurableEvent()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class TurnStarted(val value: agentwire.generated.roll_runtime.EventTurnStarted) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class MessageCompleted(val value: agentwire.generated.roll_runtime.EventMessageCompleted) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolCompleted(val value: agentwire.generated.roll_runtime.EventToolCompleted) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalRequired(val value: agentwire.generated.roll_runtime.EventApprovalRequired) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalResolved(val value: agentwire.generated.roll_runtime.EventApprovalResolved) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnCompleted(val value: agentwire.generated.roll_runtime.EventTurnCompleted) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnCancelled(val value: agentwire.generated.roll_runtime.EventTurnCancelled) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnFailed(val value: agentwire.generated.roll_runtime.EventTurnFailed) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class CapabilitiesChanged(val value: agentwire.generated.roll_runtime.EventCapabilitiesChanged) : RuntimeDurableEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeDurableEvent {
+            if (validate) assertValid(validateAt("/\$defs/runtimeDurableEvent", raw))
+            val o = wireObject(raw, "RuntimeDurableEvent")
+            return when (wireField(o, "type", "RuntimeDurableEvent")) {
+                "turn.started" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
+                "message.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
+                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
+                "approval.required" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
+                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
+                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
+                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
+                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
+                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
+                else -> throw IllegalArgumentException("RuntimeDurableEvent" + ": unknown type " + o["type"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeDurableEvent {
+            if (validate) assertValid(validateAt("/\$defs/runtimeDurableEvent", raw))
+            val o = wireObject(raw, "RuntimeDurableEvent")
+            return when (wireField(o, "type", "RuntimeDurableEvent")) {
+                "turn.started" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
+                "message.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
+                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
+                "approval.required" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
+                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
+                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
+                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
+                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
+                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
+                else -> throw IllegalArgumentException("RuntimeDurableEvent" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `RuntimeDurableEvent`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -2607,11 +7549,53 @@ fun checkRuntimeDurableEvent(raw: Any?): Map<String, Any?> {
  * Constraints: since: 1.3
  */
 sealed class RuntimeEphemeralEvent {
-    data class MessageStarted(val value: agentwire.generated.roll_runtime.EventMessageStarted) : RuntimeEphemeralEvent()
-    data class MessageDelta(val value: agentwire.generated.roll_runtime.EventMessageDelta) : RuntimeEphemeralEvent()
-    data class ReasoningSummaryDelta(val value: agentwire.generated.roll_runtime.EventReasoningSummaryDelta) : RuntimeEphemeralEvent()
-    data class ToolStarted(val value: agentwire.generated.roll_runtime.EventToolStarted) : RuntimeEphemeralEvent()
-    data class ToolOutput(val value: agentwire.generated.roll_runtime.EventToolOutput) : RuntimeEphemeralEvent()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class MessageStarted(val value: agentwire.generated.roll_runtime.EventMessageStarted) : RuntimeEphemeralEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class MessageDelta(val value: agentwire.generated.roll_runtime.EventMessageDelta) : RuntimeEphemeralEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ReasoningSummaryDelta(val value: agentwire.generated.roll_runtime.EventReasoningSummaryDelta) : RuntimeEphemeralEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolStarted(val value: agentwire.generated.roll_runtime.EventToolStarted) : RuntimeEphemeralEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ToolOutput(val value: agentwire.generated.roll_runtime.EventToolOutput) : RuntimeEphemeralEvent() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `type` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEphemeralEvent {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEphemeralEvent", raw))
+            val o = wireObject(raw, "RuntimeEphemeralEvent")
+            return when (wireField(o, "type", "RuntimeEphemeralEvent")) {
+                "message.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
+                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
+                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
+                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
+                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
+                else -> throw IllegalArgumentException("RuntimeEphemeralEvent" + ": unknown type " + o["type"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEphemeralEvent {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEphemeralEvent", raw))
+            val o = wireObject(raw, "RuntimeEphemeralEvent")
+            return when (wireField(o, "type", "RuntimeEphemeralEvent")) {
+                "message.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
+                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
+                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
+                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
+                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
+                else -> throw IllegalArgumentException("RuntimeEphemeralEvent" + ": unknown type " + o["type"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `RuntimeEphemeralEvent`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -2645,7 +7629,41 @@ data class RuntimeEventEnvelopeLegacy(
     val turnId: SharedUuid? = null,
     /** Wire name: `event`. */
     val event: RuntimeEvent
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["protocolVersion"] = this.protocolVersion
+        out["runtimeInstanceId"] = this.runtimeInstanceId
+        out["sequence"] = this.sequence
+        out["timestamp"] = this.timestamp
+        out["threadId"] = this.threadId
+        this.turnId?.let { v -> out["turnId"] = v }
+        out["event"] = this.event.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventEnvelopeLegacy`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventEnvelopeLegacy {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelopeLegacy", raw))
+            val o = wireObject(raw, "RuntimeEventEnvelopeLegacy")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventEnvelopeLegacy" + ": unexpected key " + key }
+            return RuntimeEventEnvelopeLegacy(
+                protocolVersion = wireString(wireField(o, "protocolVersion", "RuntimeEventEnvelopeLegacy"), "string"),
+                runtimeInstanceId = wireString(wireField(o, "runtimeInstanceId", "RuntimeEventEnvelopeLegacy"), "string"),
+                sequence = wireLong(wireField(o, "sequence", "RuntimeEventEnvelopeLegacy")),
+                timestamp = wireString(wireField(o, "timestamp", "RuntimeEventEnvelopeLegacy"), "string"),
+                threadId = wireString(wireField(o, "threadId", "RuntimeEventEnvelopeLegacy"), "string"),
+                turnId = o["turnId"]?.let { v -> wireString(v, "string") },
+                event = agentwire.generated.roll_runtime.RuntimeEvent.fromWire(wireField(o, "event", "RuntimeEventEnvelopeLegacy"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("protocolVersion", "runtimeInstanceId", "sequence", "timestamp", "threadId", "turnId", "event")
+    }
+}
 
 /** Constraints: since: 1.3 */
 data class RuntimeEventEnvelopeDurable(
@@ -2669,14 +7687,60 @@ data class RuntimeEventEnvelopeDurable(
     val cursor: SharedEventCursor,
     /** Wire name: `event`. */
     val event: RuntimeDurableEvent
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["protocolVersion"] = this.protocolVersion
+        out["runtimeInstanceId"] = this.runtimeInstanceId
+        out["sequence"] = this.sequence
+        out["timestamp"] = this.timestamp
+        out["threadId"] = this.threadId
+        this.turnId?.let { v -> out["turnId"] = v }
+        out["durability"] = this.durability.toWire()
+        out["eventId"] = this.eventId
+        out["cursor"] = this.cursor
+        out["event"] = this.event.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventEnvelopeDurable`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventEnvelopeDurable {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelopeDurable", raw))
+            val o = wireObject(raw, "RuntimeEventEnvelopeDurable")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventEnvelopeDurable" + ": unexpected key " + key }
+            return RuntimeEventEnvelopeDurable(
+                protocolVersion = wireString(wireField(o, "protocolVersion", "RuntimeEventEnvelopeDurable"), "string"),
+                runtimeInstanceId = wireString(wireField(o, "runtimeInstanceId", "RuntimeEventEnvelopeDurable"), "string"),
+                sequence = wireLong(wireField(o, "sequence", "RuntimeEventEnvelopeDurable")),
+                timestamp = wireString(wireField(o, "timestamp", "RuntimeEventEnvelopeDurable"), "string"),
+                threadId = wireString(wireField(o, "threadId", "RuntimeEventEnvelopeDurable"), "string"),
+                turnId = o["turnId"]?.let { v -> wireString(v, "string") },
+                durability = agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurableDurability.fromWire(wireField(o, "durability", "RuntimeEventEnvelopeDurable")),
+                eventId = wireString(wireField(o, "eventId", "RuntimeEventEnvelopeDurable"), "string"),
+                cursor = wireString(wireField(o, "cursor", "RuntimeEventEnvelopeDurable"), "string"),
+                event = agentwire.generated.roll_runtime.RuntimeDurableEvent.fromWire(wireField(o, "event", "RuntimeEventEnvelopeDurable"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("protocolVersion", "runtimeInstanceId", "sequence", "timestamp", "threadId", "turnId", "durability", "eventId", "cursor", "event")
+    }
+}
 
 enum class RuntimeEventEnvelopeDurableDurability(val wireValue: String) {
     DURABLE("durable");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RuntimeEventEnvelopeDurableDurability? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RuntimeEventEnvelopeDurableDurability = fromWireValue(wireString(raw, "RuntimeEventEnvelopeDurableDurability")) ?: throw IllegalArgumentException("RuntimeEventEnvelopeDurableDurability" + ": unknown value " + raw)
     }
 }
 
@@ -2698,21 +7762,121 @@ data class RuntimeEventEnvelopeEphemeral(
     val durability: RuntimeEventEnvelopeEphemeralDurability,
     /** Wire name: `event`. */
     val event: RuntimeEphemeralEvent
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["protocolVersion"] = this.protocolVersion
+        out["runtimeInstanceId"] = this.runtimeInstanceId
+        out["sequence"] = this.sequence
+        out["timestamp"] = this.timestamp
+        out["threadId"] = this.threadId
+        this.turnId?.let { v -> out["turnId"] = v }
+        out["durability"] = this.durability.toWire()
+        out["event"] = this.event.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventEnvelopeEphemeral`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventEnvelopeEphemeral {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelopeEphemeral", raw))
+            val o = wireObject(raw, "RuntimeEventEnvelopeEphemeral")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventEnvelopeEphemeral" + ": unexpected key " + key }
+            return RuntimeEventEnvelopeEphemeral(
+                protocolVersion = wireString(wireField(o, "protocolVersion", "RuntimeEventEnvelopeEphemeral"), "string"),
+                runtimeInstanceId = wireString(wireField(o, "runtimeInstanceId", "RuntimeEventEnvelopeEphemeral"), "string"),
+                sequence = wireLong(wireField(o, "sequence", "RuntimeEventEnvelopeEphemeral")),
+                timestamp = wireString(wireField(o, "timestamp", "RuntimeEventEnvelopeEphemeral"), "string"),
+                threadId = wireString(wireField(o, "threadId", "RuntimeEventEnvelopeEphemeral"), "string"),
+                turnId = o["turnId"]?.let { v -> wireString(v, "string") },
+                durability = agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeralDurability.fromWire(wireField(o, "durability", "RuntimeEventEnvelopeEphemeral")),
+                event = agentwire.generated.roll_runtime.RuntimeEphemeralEvent.fromWire(wireField(o, "event", "RuntimeEventEnvelopeEphemeral"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("protocolVersion", "runtimeInstanceId", "sequence", "timestamp", "threadId", "turnId", "durability", "event")
+    }
+}
 
 enum class RuntimeEventEnvelopeEphemeralDurability(val wireValue: String) {
     EPHEMERAL("ephemeral");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RuntimeEventEnvelopeEphemeralDurability? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RuntimeEventEnvelopeEphemeralDurability = fromWireValue(wireString(raw, "RuntimeEventEnvelopeEphemeralDurability")) ?: throw IllegalArgumentException("RuntimeEventEnvelopeEphemeralDurability" + ": unknown value " + raw)
     }
 }
 
 sealed class RuntimeEventEnvelope {
-    data class RuntimeEventEnvelopeLegacy(val value: agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy) : RuntimeEventEnvelope()
-    data class RuntimeEventEnvelopeDurable(val value: agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable) : RuntimeEventEnvelope()
-    data class RuntimeEventEnvelopeEphemeral(val value: agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral) : RuntimeEventEnvelope()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class RuntimeEventEnvelopeLegacy(val value: agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy) : RuntimeEventEnvelope() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RuntimeEventEnvelopeDurable(val value: agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable) : RuntimeEventEnvelope() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RuntimeEventEnvelopeEphemeral(val value: agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral) : RuntimeEventEnvelope() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEventEnvelope {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelope", raw))
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeLegacy(agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeDurable(agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeEphemeral(agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeLegacy(agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeDurable(agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeEphemeral(agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("RuntimeEventEnvelope" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEventEnvelope {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelope", raw))
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeLegacy(agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeDurable(agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeEphemeral(agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("RuntimeEventEnvelope" + ": no variant matches")
+        }
+    }
 }
 
 data class RuntimeEventNotification(
@@ -2722,14 +7886,46 @@ data class RuntimeEventNotification(
     val method: RuntimeEventNotificationMethod,
     /** Wire name: `params`. */
     val params: RuntimeEventEnvelope
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventNotification`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventNotification {
+            if (validate) assertValid(validateAt("/\$defs/runtimeEventNotification", raw))
+            val o = wireObject(raw, "RuntimeEventNotification")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventNotification" + ": unexpected key " + key }
+            return RuntimeEventNotification(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "RuntimeEventNotification")),
+                method = agentwire.generated.roll_runtime.RuntimeEventNotificationMethod.fromWire(wireField(o, "method", "RuntimeEventNotification")),
+                params = agentwire.generated.roll_runtime.RuntimeEventEnvelope.fromWire(wireField(o, "params", "RuntimeEventNotification"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "method", "params")
+    }
+}
 
 enum class RuntimeEventNotificationMethod(val wireValue: String) {
     RUNTIME_EVENT("runtime.event");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RuntimeEventNotificationMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RuntimeEventNotificationMethod = fromWireValue(wireString(raw, "RuntimeEventNotificationMethod")) ?: throw IllegalArgumentException("RuntimeEventNotificationMethod" + ": unknown value " + raw)
     }
 }
 
@@ -2749,6 +7945,29 @@ data class ServerRequestCancelParams(
     init {
         require(reason.codePointCount(0, reason.length) >= 1) { "ServerRequestCancelParams.reason: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["interactionId"] = this.interactionId
+        out["reason"] = this.reason
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ServerRequestCancelParams`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ServerRequestCancelParams {
+            if (validate) assertValid(validateAt("/\$defs/serverRequestCancelParams", raw))
+            val o = wireObject(raw, "ServerRequestCancelParams")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ServerRequestCancelParams" + ": unexpected key " + key }
+            return ServerRequestCancelParams(
+                interactionId = wireString(wireField(o, "interactionId", "ServerRequestCancelParams"), "string"),
+                reason = wireString(wireField(o, "reason", "ServerRequestCancelParams"), "string")
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("interactionId", "reason")
+    }
 }
 
 /** Constraints: since: 1.1 */
@@ -2759,39 +7978,173 @@ data class ServerRequestCancelNotification(
     val method: ServerRequestCancelNotificationMethod,
     /** Wire name: `params`. */
     val params: ServerRequestCancelParams
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["method"] = this.method.toWire()
+        out["params"] = this.params.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ServerRequestCancelNotification`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ServerRequestCancelNotification {
+            if (validate) assertValid(validateAt("/\$defs/serverRequestCancelNotification", raw))
+            val o = wireObject(raw, "ServerRequestCancelNotification")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ServerRequestCancelNotification" + ": unexpected key " + key }
+            return ServerRequestCancelNotification(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ServerRequestCancelNotification")),
+                method = agentwire.generated.roll_runtime.ServerRequestCancelNotificationMethod.fromWire(wireField(o, "method", "ServerRequestCancelNotification")),
+                params = agentwire.generated.roll_runtime.ServerRequestCancelParams.fromWire(wireField(o, "params", "ServerRequestCancelNotification"), false)
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "method", "params")
+    }
+}
 
 enum class ServerRequestCancelNotificationMethod(val wireValue: String) {
     RUNTIME_SERVER_REQUEST_CANCEL("runtime.serverRequest.cancel");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ServerRequestCancelNotificationMethod? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ServerRequestCancelNotificationMethod = fromWireValue(wireString(raw, "ServerRequestCancelNotificationMethod")) ?: throw IllegalArgumentException("ServerRequestCancelNotificationMethod" + ": unknown value " + raw)
     }
 }
 
 /** A request from the host to the runtime. */
 sealed class ClientRequest {
-    data class Initialize(val value: agentwire.generated.roll_runtime.InitializeRequest) : ClientRequest()
-    data class ClientCapabilitiesSet(val value: agentwire.generated.roll_runtime.ClientCapabilitiesSetRequest) : ClientRequest()
-    data class ThreadList(val value: agentwire.generated.roll_runtime.ThreadListRequest) : ClientRequest()
-    data class ThreadCreate(val value: agentwire.generated.roll_runtime.ThreadCreateRequest) : ClientRequest()
-    data class ThreadOpen(val value: agentwire.generated.roll_runtime.ThreadOpenRequest) : ClientRequest()
-    data class ThreadSnapshot(val value: agentwire.generated.roll_runtime.ThreadSnapshotRequest) : ClientRequest()
-    data class ThreadRename(val value: agentwire.generated.roll_runtime.ThreadRenameRequest) : ClientRequest()
-    data class ThreadDelete(val value: agentwire.generated.roll_runtime.ThreadDeleteRequest) : ClientRequest()
-    data class ThreadDetach(val value: agentwire.generated.roll_runtime.ThreadDetachRequest) : ClientRequest()
-    data class ThreadCapabilities(val value: agentwire.generated.roll_runtime.ThreadCapabilitiesRequest) : ClientRequest()
-    data class RuntimeEventsResume(val value: agentwire.generated.roll_runtime.RuntimeEventsResumeRequest) : ClientRequest()
-    data class TurnStart(val value: agentwire.generated.roll_runtime.TurnStartRequest) : ClientRequest()
-    data class TurnCancel(val value: agentwire.generated.roll_runtime.TurnCancelRequest) : ClientRequest()
-    data class ApprovalRespond(val value: agentwire.generated.roll_runtime.ApprovalRespondRequest) : ClientRequest()
-    data class OperationGet(val value: agentwire.generated.roll_runtime.OperationGetRequest) : ClientRequest()
-    data class OperationResultGet(val value: agentwire.generated.roll_runtime.OperationResultGetRequest) : ClientRequest()
-    data class AttachmentStage(val value: agentwire.generated.roll_runtime.AttachmentStageRequest) : ClientRequest()
-    data class AttachmentChunk(val value: agentwire.generated.roll_runtime.AttachmentChunkRequest) : ClientRequest()
-    data class AttachmentCommit(val value: agentwire.generated.roll_runtime.AttachmentCommitRequest) : ClientRequest()
-    data class AttachmentRelease(val value: agentwire.generated.roll_runtime.AttachmentReleaseRequest) : ClientRequest()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class Initialize(val value: agentwire.generated.roll_runtime.InitializeRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ClientCapabilitiesSet(val value: agentwire.generated.roll_runtime.ClientCapabilitiesSetRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadList(val value: agentwire.generated.roll_runtime.ThreadListRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadCreate(val value: agentwire.generated.roll_runtime.ThreadCreateRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadOpen(val value: agentwire.generated.roll_runtime.ThreadOpenRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadSnapshot(val value: agentwire.generated.roll_runtime.ThreadSnapshotRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadRename(val value: agentwire.generated.roll_runtime.ThreadRenameRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadDelete(val value: agentwire.generated.roll_runtime.ThreadDeleteRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadDetach(val value: agentwire.generated.roll_runtime.ThreadDetachRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadCapabilities(val value: agentwire.generated.roll_runtime.ThreadCapabilitiesRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RuntimeEventsResume(val value: agentwire.generated.roll_runtime.RuntimeEventsResumeRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnStart(val value: agentwire.generated.roll_runtime.TurnStartRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnCancel(val value: agentwire.generated.roll_runtime.TurnCancelRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalRespond(val value: agentwire.generated.roll_runtime.ApprovalRespondRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class OperationGet(val value: agentwire.generated.roll_runtime.OperationGetRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class OperationResultGet(val value: agentwire.generated.roll_runtime.OperationResultGetRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentStage(val value: agentwire.generated.roll_runtime.AttachmentStageRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentChunk(val value: agentwire.generated.roll_runtime.AttachmentChunkRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentCommit(val value: agentwire.generated.roll_runtime.AttachmentCommitRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentRelease(val value: agentwire.generated.roll_runtime.AttachmentReleaseRequest) : ClientRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `method` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ClientRequest {
+            if (validate) assertValid(validateAt("/\$defs/clientRequest", raw))
+            val o = wireObject(raw, "ClientRequest")
+            return when (wireField(o, "method", "ClientRequest")) {
+                "initialize" -> agentwire.generated.roll_runtime.ClientRequest.Initialize(agentwire.generated.roll_runtime.InitializeRequest.fromWire(o, false))
+                "client.capabilities.set" -> agentwire.generated.roll_runtime.ClientRequest.ClientCapabilitiesSet(agentwire.generated.roll_runtime.ClientCapabilitiesSetRequest.fromWire(o, false))
+                "thread.list" -> agentwire.generated.roll_runtime.ClientRequest.ThreadList(agentwire.generated.roll_runtime.ThreadListRequest.fromWire(o, false))
+                "thread.create" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCreate(agentwire.generated.roll_runtime.ThreadCreateRequest.fromWire(o, false))
+                "thread.open" -> agentwire.generated.roll_runtime.ClientRequest.ThreadOpen(agentwire.generated.roll_runtime.ThreadOpenRequest.fromWire(o, false))
+                "thread.snapshot" -> agentwire.generated.roll_runtime.ClientRequest.ThreadSnapshot(agentwire.generated.roll_runtime.ThreadSnapshotRequest.fromWire(o, false))
+                "thread.rename" -> agentwire.generated.roll_runtime.ClientRequest.ThreadRename(agentwire.generated.roll_runtime.ThreadRenameRequest.fromWire(o, false))
+                "thread.delete" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDelete(agentwire.generated.roll_runtime.ThreadDeleteRequest.fromWire(o, false))
+                "thread.detach" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDetach(agentwire.generated.roll_runtime.ThreadDetachRequest.fromWire(o, false))
+                "thread.capabilities" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCapabilities(agentwire.generated.roll_runtime.ThreadCapabilitiesRequest.fromWire(o, false))
+                "runtime.events.resume" -> agentwire.generated.roll_runtime.ClientRequest.RuntimeEventsResume(agentwire.generated.roll_runtime.RuntimeEventsResumeRequest.fromWire(o, false))
+                "turn.start" -> agentwire.generated.roll_runtime.ClientRequest.TurnStart(agentwire.generated.roll_runtime.TurnStartRequest.fromWire(o, false))
+                "turn.cancel" -> agentwire.generated.roll_runtime.ClientRequest.TurnCancel(agentwire.generated.roll_runtime.TurnCancelRequest.fromWire(o, false))
+                "approval.respond" -> agentwire.generated.roll_runtime.ClientRequest.ApprovalRespond(agentwire.generated.roll_runtime.ApprovalRespondRequest.fromWire(o, false))
+                "operation.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationGet(agentwire.generated.roll_runtime.OperationGetRequest.fromWire(o, false))
+                "operation.result.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationResultGet(agentwire.generated.roll_runtime.OperationResultGetRequest.fromWire(o, false))
+                "attachment.stage" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentStage(agentwire.generated.roll_runtime.AttachmentStageRequest.fromWire(o, false))
+                "attachment.chunk" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentChunk(agentwire.generated.roll_runtime.AttachmentChunkRequest.fromWire(o, false))
+                "attachment.commit" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentCommit(agentwire.generated.roll_runtime.AttachmentCommitRequest.fromWire(o, false))
+                "attachment.release" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentRelease(agentwire.generated.roll_runtime.AttachmentReleaseRequest.fromWire(o, false))
+                else -> throw IllegalArgumentException("ClientRequest" + ": unknown method " + o["method"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `method` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ClientRequest {
+            if (validate) assertValid(validateAt("/\$defs/clientRequest", raw))
+            val o = wireObject(raw, "ClientRequest")
+            return when (wireField(o, "method", "ClientRequest")) {
+                "initialize" -> agentwire.generated.roll_runtime.ClientRequest.Initialize(agentwire.generated.roll_runtime.InitializeRequest.fromWire(o, false))
+                "client.capabilities.set" -> agentwire.generated.roll_runtime.ClientRequest.ClientCapabilitiesSet(agentwire.generated.roll_runtime.ClientCapabilitiesSetRequest.fromWire(o, false))
+                "thread.list" -> agentwire.generated.roll_runtime.ClientRequest.ThreadList(agentwire.generated.roll_runtime.ThreadListRequest.fromWire(o, false))
+                "thread.create" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCreate(agentwire.generated.roll_runtime.ThreadCreateRequest.fromWire(o, false))
+                "thread.open" -> agentwire.generated.roll_runtime.ClientRequest.ThreadOpen(agentwire.generated.roll_runtime.ThreadOpenRequest.fromWire(o, false))
+                "thread.snapshot" -> agentwire.generated.roll_runtime.ClientRequest.ThreadSnapshot(agentwire.generated.roll_runtime.ThreadSnapshotRequest.fromWire(o, false))
+                "thread.rename" -> agentwire.generated.roll_runtime.ClientRequest.ThreadRename(agentwire.generated.roll_runtime.ThreadRenameRequest.fromWire(o, false))
+                "thread.delete" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDelete(agentwire.generated.roll_runtime.ThreadDeleteRequest.fromWire(o, false))
+                "thread.detach" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDetach(agentwire.generated.roll_runtime.ThreadDetachRequest.fromWire(o, false))
+                "thread.capabilities" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCapabilities(agentwire.generated.roll_runtime.ThreadCapabilitiesRequest.fromWire(o, false))
+                "runtime.events.resume" -> agentwire.generated.roll_runtime.ClientRequest.RuntimeEventsResume(agentwire.generated.roll_runtime.RuntimeEventsResumeRequest.fromWire(o, false))
+                "turn.start" -> agentwire.generated.roll_runtime.ClientRequest.TurnStart(agentwire.generated.roll_runtime.TurnStartRequest.fromWire(o, false))
+                "turn.cancel" -> agentwire.generated.roll_runtime.ClientRequest.TurnCancel(agentwire.generated.roll_runtime.TurnCancelRequest.fromWire(o, false))
+                "approval.respond" -> agentwire.generated.roll_runtime.ClientRequest.ApprovalRespond(agentwire.generated.roll_runtime.ApprovalRespondRequest.fromWire(o, false))
+                "operation.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationGet(agentwire.generated.roll_runtime.OperationGetRequest.fromWire(o, false))
+                "operation.result.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationResultGet(agentwire.generated.roll_runtime.OperationResultGetRequest.fromWire(o, false))
+                "attachment.stage" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentStage(agentwire.generated.roll_runtime.AttachmentStageRequest.fromWire(o, false))
+                "attachment.chunk" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentChunk(agentwire.generated.roll_runtime.AttachmentChunkRequest.fromWire(o, false))
+                "attachment.commit" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentCommit(agentwire.generated.roll_runtime.AttachmentCommitRequest.fromWire(o, false))
+                "attachment.release" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentRelease(agentwire.generated.roll_runtime.AttachmentReleaseRequest.fromWire(o, false))
+                else -> throw IllegalArgumentException("ClientRequest" + ": unknown method " + o["method"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `ClientRequest`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -2829,8 +8182,38 @@ fun checkClientRequest(raw: Any?): Map<String, Any?> {
  * Constraints: since: 1.1
  */
 sealed class ServerRequest {
-    data class ApprovalRequest(val value: agentwire.generated.roll_runtime.ApprovalRequestServerRequest) : ServerRequest()
-    data class UserInputRequest(val value: agentwire.generated.roll_runtime.UserInputRequestServerRequest) : ServerRequest()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class ApprovalRequest(val value: agentwire.generated.roll_runtime.ApprovalRequestServerRequest) : ServerRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class UserInputRequest(val value: agentwire.generated.roll_runtime.UserInputRequestServerRequest) : ServerRequest() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form by its `method` tag. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ServerRequest {
+            if (validate) assertValid(validateAt("/\$defs/serverRequest", raw))
+            val o = wireObject(raw, "ServerRequest")
+            return when (wireField(o, "method", "ServerRequest")) {
+                "approval.request" -> agentwire.generated.roll_runtime.ServerRequest.ApprovalRequest(agentwire.generated.roll_runtime.ApprovalRequestServerRequest.fromWire(o, false))
+                "userInput.request" -> agentwire.generated.roll_runtime.ServerRequest.UserInputRequest(agentwire.generated.roll_runtime.UserInputRequestServerRequest.fromWire(o, false))
+                else -> throw IllegalArgumentException("ServerRequest" + ": unknown method " + o["method"])
+            }
+        }
+        /** Decodes the decoded-JSON form by its `method` tag; an unknown tag is an error even in an open union. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ServerRequest {
+            if (validate) assertValid(validateAt("/\$defs/serverRequest", raw))
+            val o = wireObject(raw, "ServerRequest")
+            return when (wireField(o, "method", "ServerRequest")) {
+                "approval.request" -> agentwire.generated.roll_runtime.ServerRequest.ApprovalRequest(agentwire.generated.roll_runtime.ApprovalRequestServerRequest.fromWire(o, false))
+                "userInput.request" -> agentwire.generated.roll_runtime.ServerRequest.UserInputRequest(agentwire.generated.roll_runtime.UserInputRequestServerRequest.fromWire(o, false))
+                else -> throw IllegalArgumentException("ServerRequest" + ": unknown method " + o["method"])
+            }
+        }
+    }
 }
 
 /** Checks the tag and keys of a decoded `ServerRequest`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
@@ -2853,31 +8236,379 @@ data class SuccessResponse(
     val id: SharedJsonRpcId,
     /** Wire name: `result`. */
     val result: SuccessResponseResult
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id.toWire()
+        out["result"] = this.result.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SuccessResponse`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): SuccessResponse {
+            if (validate) assertValid(validateAt("/\$defs/successResponse", raw))
+            val o = wireObject(raw, "SuccessResponse")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "SuccessResponse" + ": unexpected key " + key }
+            return SuccessResponse(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "SuccessResponse")),
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "SuccessResponse"), false),
+                result = agentwire.generated.roll_runtime.SuccessResponseResult.fromWire(wireField(o, "result", "SuccessResponse"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "result")
+    }
+}
 
 sealed class SuccessResponseResult {
-    data class InitializeResult(val value: agentwire.generated.roll_runtime.InitializeResult) : SuccessResponseResult()
-    data class ClientCapabilitiesSetResult(val value: agentwire.generated.roll_runtime.ClientCapabilitiesSetResult) : SuccessResponseResult()
-    data class ThreadListResult(val value: agentwire.generated.roll_runtime.ThreadListResult) : SuccessResponseResult()
-    data class ThreadCreateResult(val value: agentwire.generated.roll_runtime.ThreadCreateResult) : SuccessResponseResult()
-    data class ThreadOpenResult(val value: agentwire.generated.roll_runtime.ThreadOpenResult) : SuccessResponseResult()
-    data class ThreadSnapshotResult(val value: agentwire.generated.roll_runtime.ThreadSnapshotResult) : SuccessResponseResult()
-    data class ThreadRenameResult(val value: agentwire.generated.roll_runtime.ThreadRenameResult) : SuccessResponseResult()
-    data class ThreadDeleteResult(val value: agentwire.generated.roll_runtime.ThreadDeleteResult) : SuccessResponseResult()
-    data class ThreadDetachResult(val value: agentwire.generated.roll_runtime.ThreadDetachResult) : SuccessResponseResult()
-    data class ThreadCapabilitiesResult(val value: agentwire.generated.roll_runtime.ThreadCapabilitiesResult) : SuccessResponseResult()
-    data class RuntimeEventsResumeResult(val value: agentwire.generated.roll_runtime.RuntimeEventsResumeResult) : SuccessResponseResult()
-    data class TurnStartResult(val value: agentwire.generated.roll_runtime.TurnStartResult) : SuccessResponseResult()
-    data class TurnCancelResult(val value: agentwire.generated.roll_runtime.TurnCancelResult) : SuccessResponseResult()
-    data class ApprovalRespondResult(val value: agentwire.generated.roll_runtime.ApprovalRespondResult) : SuccessResponseResult()
-    data class OperationGetResult(val value: agentwire.generated.roll_runtime.OperationGetResult) : SuccessResponseResult()
-    data class OperationResultGetResult(val value: agentwire.generated.roll_runtime.OperationResultGetResult) : SuccessResponseResult()
-    data class AttachmentStageResult(val value: agentwire.generated.roll_runtime.AttachmentStageResult) : SuccessResponseResult()
-    data class AttachmentChunkResult(val value: agentwire.generated.roll_runtime.AttachmentChunkResult) : SuccessResponseResult()
-    data class AttachmentCommitResult(val value: agentwire.generated.roll_runtime.AttachmentCommitResult) : SuccessResponseResult()
-    data class AttachmentReleaseResult(val value: agentwire.generated.roll_runtime.AttachmentReleaseResult) : SuccessResponseResult()
-    data class ApprovalRequestResult(val value: agentwire.generated.roll_runtime.ApprovalRequestResult) : SuccessResponseResult()
-    data class UserInputRequestResult(val value: agentwire.generated.roll_runtime.UserInputRequestResult) : SuccessResponseResult()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class InitializeResult(val value: agentwire.generated.roll_runtime.InitializeResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ClientCapabilitiesSetResult(val value: agentwire.generated.roll_runtime.ClientCapabilitiesSetResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadListResult(val value: agentwire.generated.roll_runtime.ThreadListResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadCreateResult(val value: agentwire.generated.roll_runtime.ThreadCreateResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadOpenResult(val value: agentwire.generated.roll_runtime.ThreadOpenResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadSnapshotResult(val value: agentwire.generated.roll_runtime.ThreadSnapshotResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadRenameResult(val value: agentwire.generated.roll_runtime.ThreadRenameResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadDeleteResult(val value: agentwire.generated.roll_runtime.ThreadDeleteResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadDetachResult(val value: agentwire.generated.roll_runtime.ThreadDetachResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ThreadCapabilitiesResult(val value: agentwire.generated.roll_runtime.ThreadCapabilitiesResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RuntimeEventsResumeResult(val value: agentwire.generated.roll_runtime.RuntimeEventsResumeResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnStartResult(val value: agentwire.generated.roll_runtime.TurnStartResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class TurnCancelResult(val value: agentwire.generated.roll_runtime.TurnCancelResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalRespondResult(val value: agentwire.generated.roll_runtime.ApprovalRespondResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class OperationGetResult(val value: agentwire.generated.roll_runtime.OperationGetResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class OperationResultGetResult(val value: agentwire.generated.roll_runtime.OperationResultGetResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentStageResult(val value: agentwire.generated.roll_runtime.AttachmentStageResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentChunkResult(val value: agentwire.generated.roll_runtime.AttachmentChunkResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentCommitResult(val value: agentwire.generated.roll_runtime.AttachmentCommitResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class AttachmentReleaseResult(val value: agentwire.generated.roll_runtime.AttachmentReleaseResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ApprovalRequestResult(val value: agentwire.generated.roll_runtime.ApprovalRequestResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class UserInputRequestResult(val value: agentwire.generated.roll_runtime.UserInputRequestResult) : SuccessResponseResult() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?): SuccessResponseResult {
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.InitializeResult(agentwire.generated.roll_runtime.InitializeResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ClientCapabilitiesSetResult(agentwire.generated.roll_runtime.ClientCapabilitiesSetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadListResult(agentwire.generated.roll_runtime.ThreadListResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCreateResult(agentwire.generated.roll_runtime.ThreadCreateResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadOpenResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadSnapshotResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadRenameResult(agentwire.generated.roll_runtime.ThreadRenameResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDeleteResult(agentwire.generated.roll_runtime.ThreadDeleteResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDetachResult(agentwire.generated.roll_runtime.ThreadDetachResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCapabilitiesResult(agentwire.generated.roll_runtime.ThreadCapabilitiesResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.RuntimeEventsResumeResult(agentwire.generated.roll_runtime.RuntimeEventsResumeResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnStartResult(agentwire.generated.roll_runtime.TurnStartResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnCancelResult(agentwire.generated.roll_runtime.TurnCancelResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRespondResult(agentwire.generated.roll_runtime.ApprovalRespondResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationGetResult(agentwire.generated.roll_runtime.OperationGetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationResultGetResult(agentwire.generated.roll_runtime.OperationResultGetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentStageResult(agentwire.generated.roll_runtime.AttachmentStageResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentChunkResult(agentwire.generated.roll_runtime.AttachmentChunkResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentCommitResult(agentwire.generated.roll_runtime.AttachmentCommitResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentReleaseResult(agentwire.generated.roll_runtime.AttachmentReleaseResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.InitializeResult(agentwire.generated.roll_runtime.InitializeResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ClientCapabilitiesSetResult(agentwire.generated.roll_runtime.ClientCapabilitiesSetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadListResult(agentwire.generated.roll_runtime.ThreadListResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCreateResult(agentwire.generated.roll_runtime.ThreadCreateResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadOpenResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadSnapshotResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadRenameResult(agentwire.generated.roll_runtime.ThreadRenameResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDeleteResult(agentwire.generated.roll_runtime.ThreadDeleteResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDetachResult(agentwire.generated.roll_runtime.ThreadDetachResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCapabilitiesResult(agentwire.generated.roll_runtime.ThreadCapabilitiesResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.RuntimeEventsResumeResult(agentwire.generated.roll_runtime.RuntimeEventsResumeResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnStartResult(agentwire.generated.roll_runtime.TurnStartResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnCancelResult(agentwire.generated.roll_runtime.TurnCancelResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRespondResult(agentwire.generated.roll_runtime.ApprovalRespondResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationGetResult(agentwire.generated.roll_runtime.OperationGetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationResultGetResult(agentwire.generated.roll_runtime.OperationResultGetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentStageResult(agentwire.generated.roll_runtime.AttachmentStageResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentChunkResult(agentwire.generated.roll_runtime.AttachmentChunkResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentCommitResult(agentwire.generated.roll_runtime.AttachmentCommitResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentReleaseResult(agentwire.generated.roll_runtime.AttachmentReleaseResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("SuccessResponseResult" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?): SuccessResponseResult {
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.InitializeResult(agentwire.generated.roll_runtime.InitializeResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ClientCapabilitiesSetResult(agentwire.generated.roll_runtime.ClientCapabilitiesSetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadListResult(agentwire.generated.roll_runtime.ThreadListResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCreateResult(agentwire.generated.roll_runtime.ThreadCreateResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadOpenResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadSnapshotResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadRenameResult(agentwire.generated.roll_runtime.ThreadRenameResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDeleteResult(agentwire.generated.roll_runtime.ThreadDeleteResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDetachResult(agentwire.generated.roll_runtime.ThreadDetachResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCapabilitiesResult(agentwire.generated.roll_runtime.ThreadCapabilitiesResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.RuntimeEventsResumeResult(agentwire.generated.roll_runtime.RuntimeEventsResumeResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnStartResult(agentwire.generated.roll_runtime.TurnStartResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnCancelResult(agentwire.generated.roll_runtime.TurnCancelResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRespondResult(agentwire.generated.roll_runtime.ApprovalRespondResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationGetResult(agentwire.generated.roll_runtime.OperationGetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationResultGetResult(agentwire.generated.roll_runtime.OperationResultGetResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentStageResult(agentwire.generated.roll_runtime.AttachmentStageResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentChunkResult(agentwire.generated.roll_runtime.AttachmentChunkResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentCommitResult(agentwire.generated.roll_runtime.AttachmentCommitResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentReleaseResult(agentwire.generated.roll_runtime.AttachmentReleaseResult.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("SuccessResponseResult" + ": no variant matches")
+        }
+    }
 }
 
 data class ErrorResponse(
@@ -2887,7 +8618,33 @@ data class ErrorResponse(
     val id: SharedJsonRpcId?,
     /** Wire name: `error`. */
     val error: ErrorResponseError
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["jsonrpc"] = this.jsonrpc.toWire()
+        out["id"] = this.id?.let { x0 -> x0.toWire() }
+        out["error"] = this.error.toWire()
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorResponse`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ErrorResponse {
+            if (validate) assertValid(validateAt("/\$defs/errorResponse", raw))
+            val o = wireObject(raw, "ErrorResponse")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ErrorResponse" + ": unexpected key " + key }
+            return ErrorResponse(
+                jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ErrorResponse")),
+                id = wireField(o, "id", "ErrorResponse")?.let { x0 -> agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(x0, false) },
+                error = agentwire.generated.roll_runtime.ErrorResponseError.fromWire(wireField(o, "error", "ErrorResponse"))
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "error")
+    }
+}
 
 data class ErrorResponseError(
     /** Wire name: `code`. */
@@ -2896,7 +8653,32 @@ data class ErrorResponseError(
     val message: String,
     /** Wire name: `data`. */
     val data: ErrorResponseErrorData? = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["code"] = this.code
+        out["message"] = this.message
+        this.data?.let { v -> out["data"] = v.toWire() }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorResponseError`. */
+        fun fromWire(raw: Any?): ErrorResponseError {
+            val o = wireObject(raw, "ErrorResponseError")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ErrorResponseError" + ": unexpected key " + key }
+            return ErrorResponseError(
+                code = wireLong(wireField(o, "code", "ErrorResponseError")),
+                message = wireString(wireField(o, "message", "ErrorResponseError"), "string"),
+                data = o["data"]?.let { v -> agentwire.generated.roll_runtime.ErrorResponseErrorData.fromWire(v) }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("code", "message", "data")
+    }
+}
 
 data class ErrorResponseErrorData(
     /** Wire name: `rollCode`. */
@@ -2905,17 +8687,1015 @@ data class ErrorResponseErrorData(
     val retryable: Boolean,
     /** Wire name: `details`. */
     val details: SharedJsonValue = null
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["rollCode"] = this.rollCode.toWire()
+        out["retryable"] = this.retryable
+        this.details?.let { v -> out["details"] = v }
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorResponseErrorData`. */
+        fun fromWire(raw: Any?): ErrorResponseErrorData {
+            val o = wireObject(raw, "ErrorResponseErrorData")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "ErrorResponseErrorData" + ": unexpected key " + key }
+            return ErrorResponseErrorData(
+                rollCode = agentwire.generated.roll_runtime.SharedRollErrorCode.fromWire(wireField(o, "rollCode", "ErrorResponseErrorData")),
+                retryable = wireBoolean(wireField(o, "retryable", "ErrorResponseErrorData")),
+                details = o["details"]?.let { v -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("rollCode", "retryable", "details")
+    }
+}
 
 /**
  * Roll Runtime Protocol v1
  * JSON-RPC 2.0 messages of the Roll runtime protocol, one per NDJSON line, wire versions 1.0 to 1.5.
  */
 sealed class RollRuntimeMessage {
-    data class ClientRequest(val value: agentwire.generated.roll_runtime.ClientRequest) : RollRuntimeMessage()
-    data class ServerRequest(val value: agentwire.generated.roll_runtime.ServerRequest) : RollRuntimeMessage()
-    data class RuntimeEventNotification(val value: agentwire.generated.roll_runtime.RuntimeEventNotification) : RollRuntimeMessage()
-    data class ServerRequestCancelNotification(val value: agentwire.generated.roll_runtime.ServerRequestCancelNotification) : RollRuntimeMessage()
-    data class SuccessResponse(val value: agentwire.generated.roll_runtime.SuccessResponse) : RollRuntimeMessage()
-    data class ErrorResponse(val value: agentwire.generated.roll_runtime.ErrorResponse) : RollRuntimeMessage()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class ClientRequest(val value: agentwire.generated.roll_runtime.ClientRequest) : RollRuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ServerRequest(val value: agentwire.generated.roll_runtime.ServerRequest) : RollRuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class RuntimeEventNotification(val value: agentwire.generated.roll_runtime.RuntimeEventNotification) : RollRuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ServerRequestCancelNotification(val value: agentwire.generated.roll_runtime.ServerRequestCancelNotification) : RollRuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class SuccessResponse(val value: agentwire.generated.roll_runtime.SuccessResponse) : RollRuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+    data class ErrorResponse(val value: agentwire.generated.roll_runtime.ErrorResponse) : RollRuntimeMessage() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RollRuntimeMessage {
+            if (validate) assertValid(validateAt("", raw))
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.RuntimeEventNotification(agentwire.generated.roll_runtime.RuntimeEventNotification.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequestCancelNotification(agentwire.generated.roll_runtime.ServerRequestCancelNotification.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.SuccessResponse(agentwire.generated.roll_runtime.SuccessResponse.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ErrorResponse(agentwire.generated.roll_runtime.ErrorResponse.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.RuntimeEventNotification(agentwire.generated.roll_runtime.RuntimeEventNotification.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequestCancelNotification(agentwire.generated.roll_runtime.ServerRequestCancelNotification.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.SuccessResponse(agentwire.generated.roll_runtime.SuccessResponse.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ErrorResponse(agentwire.generated.roll_runtime.ErrorResponse.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("RollRuntimeMessage" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RollRuntimeMessage {
+            if (validate) assertValid(validateAt("", raw))
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWireKnown(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.RuntimeEventNotification(agentwire.generated.roll_runtime.RuntimeEventNotification.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequestCancelNotification(agentwire.generated.roll_runtime.ServerRequestCancelNotification.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.SuccessResponse(agentwire.generated.roll_runtime.SuccessResponse.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ErrorResponse(agentwire.generated.roll_runtime.ErrorResponse.fromWire(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("RollRuntimeMessage" + ": no variant matches")
+        }
+    }
+}
+
+/** Decodes a whole message (decoded JSON, see `parseJson`) as `RollRuntimeMessage` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */
+fun decodeProtocolMessage(raw: Any?): RollRuntimeMessage {
+    assertValid(validateProtocolMessage(raw))
+    return agentwire.generated.roll_runtime.RollRuntimeMessage.fromWire(raw, false)
+}
+
+/** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */
+fun encodeProtocolMessage(value: RollRuntimeMessage): Any? = value.toWire()
+
+/** Validates `value` (decoded JSON) against the definition `sharedJsonRpcVersion`. */
+fun validateSharedJsonRpcVersion(value: Any?): ValidationResult = validateDefinition("sharedJsonRpcVersion", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedJsonRpcVersion`. */
+fun assertSharedJsonRpcVersion(value: Any?) = assertValid(validateDefinition("sharedJsonRpcVersion", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedJsonRpcId`. */
+fun validateSharedJsonRpcId(value: Any?): ValidationResult = validateDefinition("sharedJsonRpcId", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedJsonRpcId`. */
+fun assertSharedJsonRpcId(value: Any?) = assertValid(validateDefinition("sharedJsonRpcId", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedUuid`. */
+fun validateSharedUuid(value: Any?): ValidationResult = validateDefinition("sharedUuid", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedUuid`. */
+fun assertSharedUuid(value: Any?) = assertValid(validateDefinition("sharedUuid", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedTimestamp`. */
+fun validateSharedTimestamp(value: Any?): ValidationResult = validateDefinition("sharedTimestamp", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedTimestamp`. */
+fun assertSharedTimestamp(value: Any?) = assertValid(validateDefinition("sharedTimestamp", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedJsonValue`. */
+fun validateSharedJsonValue(value: Any?): ValidationResult = validateDefinition("sharedJsonValue", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedJsonValue`. */
+fun assertSharedJsonValue(value: Any?) = assertValid(validateDefinition("sharedJsonValue", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedNonEmptyString`. */
+fun validateSharedNonEmptyString(value: Any?): ValidationResult = validateDefinition("sharedNonEmptyString", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedNonEmptyString`. */
+fun assertSharedNonEmptyString(value: Any?) = assertValid(validateDefinition("sharedNonEmptyString", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedNonNegativeInteger`. */
+fun validateSharedNonNegativeInteger(value: Any?): ValidationResult = validateDefinition("sharedNonNegativeInteger", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedNonNegativeInteger`. */
+fun assertSharedNonNegativeInteger(value: Any?) = assertValid(validateDefinition("sharedNonNegativeInteger", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedPositiveInteger`. */
+fun validateSharedPositiveInteger(value: Any?): ValidationResult = validateDefinition("sharedPositiveInteger", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedPositiveInteger`. */
+fun assertSharedPositiveInteger(value: Any?) = assertValid(validateDefinition("sharedPositiveInteger", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedInfoString`. */
+fun validateSharedInfoString(value: Any?): ValidationResult = validateDefinition("sharedInfoString", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedInfoString`. */
+fun assertSharedInfoString(value: Any?) = assertValid(validateDefinition("sharedInfoString", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedThreadTitle`. */
+fun validateSharedThreadTitle(value: Any?): ValidationResult = validateDefinition("sharedThreadTitle", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedThreadTitle`. */
+fun assertSharedThreadTitle(value: Any?) = assertValid(validateDefinition("sharedThreadTitle", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedPageLimit`. */
+fun validateSharedPageLimit(value: Any?): ValidationResult = validateDefinition("sharedPageLimit", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedPageLimit`. */
+fun assertSharedPageLimit(value: Any?) = assertValid(validateDefinition("sharedPageLimit", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedDigitCursor`. */
+fun validateSharedDigitCursor(value: Any?): ValidationResult = validateDefinition("sharedDigitCursor", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedDigitCursor`. */
+fun assertSharedDigitCursor(value: Any?) = assertValid(validateDefinition("sharedDigitCursor", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedEventCursor`. */
+fun validateSharedEventCursor(value: Any?): ValidationResult = validateDefinition("sharedEventCursor", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedEventCursor`. */
+fun assertSharedEventCursor(value: Any?) = assertValid(validateDefinition("sharedEventCursor", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedEventCursorOrNull`. */
+fun validateSharedEventCursorOrNull(value: Any?): ValidationResult = validateDefinition("sharedEventCursorOrNull", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedEventCursorOrNull`. */
+fun assertSharedEventCursorOrNull(value: Any?) = assertValid(validateDefinition("sharedEventCursorOrNull", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedSha256`. */
+fun validateSharedSha256(value: Any?): ValidationResult = validateDefinition("sharedSha256", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedSha256`. */
+fun assertSharedSha256(value: Any?) = assertValid(validateDefinition("sharedSha256", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedNullableSequence`. */
+fun validateSharedNullableSequence(value: Any?): ValidationResult = validateDefinition("sharedNullableSequence", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedNullableSequence`. */
+fun assertSharedNullableSequence(value: Any?) = assertValid(validateDefinition("sharedNullableSequence", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedInteractionSensitivity`. */
+fun validateSharedInteractionSensitivity(value: Any?): ValidationResult = validateDefinition("sharedInteractionSensitivity", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedInteractionSensitivity`. */
+fun assertSharedInteractionSensitivity(value: Any?) = assertValid(validateDefinition("sharedInteractionSensitivity", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedFeature`. */
+fun validateSharedFeature(value: Any?): ValidationResult = validateDefinition("sharedFeature", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedFeature`. */
+fun assertSharedFeature(value: Any?) = assertValid(validateDefinition("sharedFeature", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedRollErrorCode`. */
+fun validateSharedRollErrorCode(value: Any?): ValidationResult = validateDefinition("sharedRollErrorCode", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedRollErrorCode`. */
+fun assertSharedRollErrorCode(value: Any?) = assertValid(validateDefinition("sharedRollErrorCode", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAttachmentMediaType`. */
+fun validateSharedAttachmentMediaType(value: Any?): ValidationResult = validateDefinition("sharedAttachmentMediaType", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAttachmentMediaType`. */
+fun assertSharedAttachmentMediaType(value: Any?) = assertValid(validateDefinition("sharedAttachmentMediaType", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAttachmentSource`. */
+fun validateSharedAttachmentSource(value: Any?): ValidationResult = validateDefinition("sharedAttachmentSource", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAttachmentSource`. */
+fun assertSharedAttachmentSource(value: Any?) = assertValid(validateDefinition("sharedAttachmentSource", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAttachmentFileName`. */
+fun validateSharedAttachmentFileName(value: Any?): ValidationResult = validateDefinition("sharedAttachmentFileName", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAttachmentFileName`. */
+fun assertSharedAttachmentFileName(value: Any?) = assertValid(validateDefinition("sharedAttachmentFileName", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAttachmentBytes`. */
+fun validateSharedAttachmentBytes(value: Any?): ValidationResult = validateDefinition("sharedAttachmentBytes", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAttachmentBytes`. */
+fun assertSharedAttachmentBytes(value: Any?) = assertValid(validateDefinition("sharedAttachmentBytes", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedToolOutcome`. */
+fun validateSharedToolOutcome(value: Any?): ValidationResult = validateDefinition("sharedToolOutcome", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedToolOutcome`. */
+fun assertSharedToolOutcome(value: Any?) = assertValid(validateDefinition("sharedToolOutcome", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedThreadSummary`. */
+fun validateSharedThreadSummary(value: Any?): ValidationResult = validateDefinition("sharedThreadSummary", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedThreadSummary`. */
+fun assertSharedThreadSummary(value: Any?) = assertValid(validateDefinition("sharedThreadSummary", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedPendingApproval`. */
+fun validateSharedPendingApproval(value: Any?): ValidationResult = validateDefinition("sharedPendingApproval", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedPendingApproval`. */
+fun assertSharedPendingApproval(value: Any?) = assertValid(validateDefinition("sharedPendingApproval", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedActiveTurnStatus`. */
+fun validateSharedActiveTurnStatus(value: Any?): ValidationResult = validateDefinition("sharedActiveTurnStatus", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedActiveTurnStatus`. */
+fun assertSharedActiveTurnStatus(value: Any?) = assertValid(validateDefinition("sharedActiveTurnStatus", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedActiveTurn`. */
+fun validateSharedActiveTurn(value: Any?): ValidationResult = validateDefinition("sharedActiveTurn", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedActiveTurn`. */
+fun assertSharedActiveTurn(value: Any?) = assertValid(validateDefinition("sharedActiveTurn", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedTextPart`. */
+fun validateSharedTextPart(value: Any?): ValidationResult = validateDefinition("sharedTextPart", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedTextPart`. */
+fun assertSharedTextPart(value: Any?) = assertValid(validateDefinition("sharedTextPart", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAttachmentPart`. */
+fun validateSharedAttachmentPart(value: Any?): ValidationResult = validateDefinition("sharedAttachmentPart", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAttachmentPart`. */
+fun assertSharedAttachmentPart(value: Any?) = assertValid(validateDefinition("sharedAttachmentPart", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedUiMessage`. */
+fun validateSharedUiMessage(value: Any?): ValidationResult = validateDefinition("sharedUiMessage", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedUiMessage`. */
+fun assertSharedUiMessage(value: Any?) = assertValid(validateDefinition("sharedUiMessage", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedMessagePage`. */
+fun validateSharedMessagePage(value: Any?): ValidationResult = validateDefinition("sharedMessagePage", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedMessagePage`. */
+fun assertSharedMessagePage(value: Any?) = assertValid(validateDefinition("sharedMessagePage", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAppOutputDescriptor`. */
+fun validateSharedAppOutputDescriptor(value: Any?): ValidationResult = validateDefinition("sharedAppOutputDescriptor", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAppOutputDescriptor`. */
+fun assertSharedAppOutputDescriptor(value: Any?) = assertValid(validateDefinition("sharedAppOutputDescriptor", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAppOutput`. */
+fun validateSharedAppOutput(value: Any?): ValidationResult = validateDefinition("sharedAppOutput", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAppOutput`. */
+fun assertSharedAppOutput(value: Any?) = assertValid(validateDefinition("sharedAppOutput", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedOperationView`. */
+fun validateSharedOperationView(value: Any?): ValidationResult = validateDefinition("sharedOperationView", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedOperationView`. */
+fun assertSharedOperationView(value: Any?) = assertValid(validateDefinition("sharedOperationView", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedOperationPage`. */
+fun validateSharedOperationPage(value: Any?): ValidationResult = validateDefinition("sharedOperationPage", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedOperationPage`. */
+fun assertSharedOperationPage(value: Any?) = assertValid(validateDefinition("sharedOperationPage", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedOperationResultView`. */
+fun validateSharedOperationResultView(value: Any?): ValidationResult = validateDefinition("sharedOperationResultView", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedOperationResultView`. */
+fun assertSharedOperationResultView(value: Any?) = assertValid(validateDefinition("sharedOperationResultView", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedAttachmentDescriptor`. */
+fun validateSharedAttachmentDescriptor(value: Any?): ValidationResult = validateDefinition("sharedAttachmentDescriptor", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedAttachmentDescriptor`. */
+fun assertSharedAttachmentDescriptor(value: Any?) = assertValid(validateDefinition("sharedAttachmentDescriptor", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedControlId`. */
+fun validateSharedControlId(value: Any?): ValidationResult = validateDefinition("sharedControlId", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedControlId`. */
+fun assertSharedControlId(value: Any?) = assertValid(validateDefinition("sharedControlId", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedControlLabel`. */
+fun validateSharedControlLabel(value: Any?): ValidationResult = validateDefinition("sharedControlLabel", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedControlLabel`. */
+fun assertSharedControlLabel(value: Any?) = assertValid(validateDefinition("sharedControlLabel", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedControlDescription`. */
+fun validateSharedControlDescription(value: Any?): ValidationResult = validateDefinition("sharedControlDescription", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedControlDescription`. */
+fun assertSharedControlDescription(value: Any?) = assertValid(validateDefinition("sharedControlDescription", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedTextLengthBound`. */
+fun validateSharedTextLengthBound(value: Any?): ValidationResult = validateDefinition("sharedTextLengthBound", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedTextLengthBound`. */
+fun assertSharedTextLengthBound(value: Any?) = assertValid(validateDefinition("sharedTextLengthBound", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputTextControl`. */
+fun validateUserInputTextControl(value: Any?): ValidationResult = validateDefinition("userInputTextControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputTextControl`. */
+fun assertUserInputTextControl(value: Any?) = assertValid(validateDefinition("userInputTextControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputMultilineControl`. */
+fun validateUserInputMultilineControl(value: Any?): ValidationResult = validateDefinition("userInputMultilineControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputMultilineControl`. */
+fun assertUserInputMultilineControl(value: Any?) = assertValid(validateDefinition("userInputMultilineControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputNumberControl`. */
+fun validateUserInputNumberControl(value: Any?): ValidationResult = validateDefinition("userInputNumberControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputNumberControl`. */
+fun assertUserInputNumberControl(value: Any?) = assertValid(validateDefinition("userInputNumberControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputBooleanControl`. */
+fun validateUserInputBooleanControl(value: Any?): ValidationResult = validateDefinition("userInputBooleanControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputBooleanControl`. */
+fun assertUserInputBooleanControl(value: Any?) = assertValid(validateDefinition("userInputBooleanControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputChoiceOption`. */
+fun validateUserInputChoiceOption(value: Any?): ValidationResult = validateDefinition("userInputChoiceOption", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputChoiceOption`. */
+fun assertUserInputChoiceOption(value: Any?) = assertValid(validateDefinition("userInputChoiceOption", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputChoiceControl`. */
+fun validateUserInputChoiceControl(value: Any?): ValidationResult = validateDefinition("userInputChoiceControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputChoiceControl`. */
+fun assertUserInputChoiceControl(value: Any?) = assertValid(validateDefinition("userInputChoiceControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputControl`. */
+fun validateUserInputControl(value: Any?): ValidationResult = validateDefinition("userInputControl", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputControl`. */
+fun assertUserInputControl(value: Any?) = assertValid(validateDefinition("userInputControl", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputControls`. */
+fun validateUserInputControls(value: Any?): ValidationResult = validateDefinition("userInputControls", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputControls`. */
+fun assertUserInputControls(value: Any?) = assertValid(validateDefinition("userInputControls", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputValue`. */
+fun validateUserInputValue(value: Any?): ValidationResult = validateDefinition("userInputValue", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputValue`. */
+fun assertUserInputValue(value: Any?) = assertValid(validateDefinition("userInputValue", value))
+
+/** Validates `value` (decoded JSON) against the definition `pendingApprovalInteraction`. */
+fun validatePendingApprovalInteraction(value: Any?): ValidationResult = validateDefinition("pendingApprovalInteraction", value)
+/** Throws ProtocolValidationError unless `value` is a valid `pendingApprovalInteraction`. */
+fun assertPendingApprovalInteraction(value: Any?) = assertValid(validateDefinition("pendingApprovalInteraction", value))
+
+/** Validates `value` (decoded JSON) against the definition `pendingUserInputInteraction`. */
+fun validatePendingUserInputInteraction(value: Any?): ValidationResult = validateDefinition("pendingUserInputInteraction", value)
+/** Throws ProtocolValidationError unless `value` is a valid `pendingUserInputInteraction`. */
+fun assertPendingUserInputInteraction(value: Any?) = assertValid(validateDefinition("pendingUserInputInteraction", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedPendingInteraction`. */
+fun validateSharedPendingInteraction(value: Any?): ValidationResult = validateDefinition("sharedPendingInteraction", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedPendingInteraction`. */
+fun assertSharedPendingInteraction(value: Any?) = assertValid(validateDefinition("sharedPendingInteraction", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedThreadSnapshotFull`. */
+fun validateSharedThreadSnapshotFull(value: Any?): ValidationResult = validateDefinition("sharedThreadSnapshotFull", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedThreadSnapshotFull`. */
+fun assertSharedThreadSnapshotFull(value: Any?) = assertValid(validateDefinition("sharedThreadSnapshotFull", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedThreadRecoverySnapshot`. */
+fun validateSharedThreadRecoverySnapshot(value: Any?): ValidationResult = validateDefinition("sharedThreadRecoverySnapshot", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedThreadRecoverySnapshot`. */
+fun assertSharedThreadRecoverySnapshot(value: Any?) = assertValid(validateDefinition("sharedThreadRecoverySnapshot", value))
+
+/** Validates `value` (decoded JSON) against the definition `sharedThreadSnapshot`. */
+fun validateSharedThreadSnapshot(value: Any?): ValidationResult = validateDefinition("sharedThreadSnapshot", value)
+/** Throws ProtocolValidationError unless `value` is a valid `sharedThreadSnapshot`. */
+fun assertSharedThreadSnapshot(value: Any?) = assertValid(validateDefinition("sharedThreadSnapshot", value))
+
+/** Validates `value` (decoded JSON) against the definition `initializeParams`. */
+fun validateInitializeParams(value: Any?): ValidationResult = validateDefinition("initializeParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `initializeParams`. */
+fun assertInitializeParams(value: Any?) = assertValid(validateDefinition("initializeParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `initializeResult`. */
+fun validateInitializeResult(value: Any?): ValidationResult = validateDefinition("initializeResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `initializeResult`. */
+fun assertInitializeResult(value: Any?) = assertValid(validateDefinition("initializeResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `clientCapabilitiesSetParams`. */
+fun validateClientCapabilitiesSetParams(value: Any?): ValidationResult = validateDefinition("clientCapabilitiesSetParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `clientCapabilitiesSetParams`. */
+fun assertClientCapabilitiesSetParams(value: Any?) = assertValid(validateDefinition("clientCapabilitiesSetParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `clientCapabilitiesSetResult`. */
+fun validateClientCapabilitiesSetResult(value: Any?): ValidationResult = validateDefinition("clientCapabilitiesSetResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `clientCapabilitiesSetResult`. */
+fun assertClientCapabilitiesSetResult(value: Any?) = assertValid(validateDefinition("clientCapabilitiesSetResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadListParams`. */
+fun validateThreadListParams(value: Any?): ValidationResult = validateDefinition("threadListParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadListParams`. */
+fun assertThreadListParams(value: Any?) = assertValid(validateDefinition("threadListParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadListResult`. */
+fun validateThreadListResult(value: Any?): ValidationResult = validateDefinition("threadListResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadListResult`. */
+fun assertThreadListResult(value: Any?) = assertValid(validateDefinition("threadListResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadCreateParams`. */
+fun validateThreadCreateParams(value: Any?): ValidationResult = validateDefinition("threadCreateParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadCreateParams`. */
+fun assertThreadCreateParams(value: Any?) = assertValid(validateDefinition("threadCreateParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadCreateResult`. */
+fun validateThreadCreateResult(value: Any?): ValidationResult = validateDefinition("threadCreateResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadCreateResult`. */
+fun assertThreadCreateResult(value: Any?) = assertValid(validateDefinition("threadCreateResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadOpenParams`. */
+fun validateThreadOpenParams(value: Any?): ValidationResult = validateDefinition("threadOpenParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadOpenParams`. */
+fun assertThreadOpenParams(value: Any?) = assertValid(validateDefinition("threadOpenParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadOpenResult`. */
+fun validateThreadOpenResult(value: Any?): ValidationResult = validateDefinition("threadOpenResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadOpenResult`. */
+fun assertThreadOpenResult(value: Any?) = assertValid(validateDefinition("threadOpenResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadSnapshotParams`. */
+fun validateThreadSnapshotParams(value: Any?): ValidationResult = validateDefinition("threadSnapshotParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadSnapshotParams`. */
+fun assertThreadSnapshotParams(value: Any?) = assertValid(validateDefinition("threadSnapshotParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadSnapshotResult`. */
+fun validateThreadSnapshotResult(value: Any?): ValidationResult = validateDefinition("threadSnapshotResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadSnapshotResult`. */
+fun assertThreadSnapshotResult(value: Any?) = assertValid(validateDefinition("threadSnapshotResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadRenameParams`. */
+fun validateThreadRenameParams(value: Any?): ValidationResult = validateDefinition("threadRenameParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadRenameParams`. */
+fun assertThreadRenameParams(value: Any?) = assertValid(validateDefinition("threadRenameParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadRenameResult`. */
+fun validateThreadRenameResult(value: Any?): ValidationResult = validateDefinition("threadRenameResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadRenameResult`. */
+fun assertThreadRenameResult(value: Any?) = assertValid(validateDefinition("threadRenameResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadDeleteParams`. */
+fun validateThreadDeleteParams(value: Any?): ValidationResult = validateDefinition("threadDeleteParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadDeleteParams`. */
+fun assertThreadDeleteParams(value: Any?) = assertValid(validateDefinition("threadDeleteParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadDeleteResult`. */
+fun validateThreadDeleteResult(value: Any?): ValidationResult = validateDefinition("threadDeleteResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadDeleteResult`. */
+fun assertThreadDeleteResult(value: Any?) = assertValid(validateDefinition("threadDeleteResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadDetachParams`. */
+fun validateThreadDetachParams(value: Any?): ValidationResult = validateDefinition("threadDetachParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadDetachParams`. */
+fun assertThreadDetachParams(value: Any?) = assertValid(validateDefinition("threadDetachParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadDetachResult`. */
+fun validateThreadDetachResult(value: Any?): ValidationResult = validateDefinition("threadDetachResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadDetachResult`. */
+fun assertThreadDetachResult(value: Any?) = assertValid(validateDefinition("threadDetachResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadCapabilitiesParams`. */
+fun validateThreadCapabilitiesParams(value: Any?): ValidationResult = validateDefinition("threadCapabilitiesParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadCapabilitiesParams`. */
+fun assertThreadCapabilitiesParams(value: Any?) = assertValid(validateDefinition("threadCapabilitiesParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadCapabilitiesResult`. */
+fun validateThreadCapabilitiesResult(value: Any?): ValidationResult = validateDefinition("threadCapabilitiesResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadCapabilitiesResult`. */
+fun assertThreadCapabilitiesResult(value: Any?) = assertValid(validateDefinition("threadCapabilitiesResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventsResumeParams`. */
+fun validateRuntimeEventsResumeParams(value: Any?): ValidationResult = validateDefinition("runtimeEventsResumeParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventsResumeParams`. */
+fun assertRuntimeEventsResumeParams(value: Any?) = assertValid(validateDefinition("runtimeEventsResumeParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventsResumeResult`. */
+fun validateRuntimeEventsResumeResult(value: Any?): ValidationResult = validateDefinition("runtimeEventsResumeResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventsResumeResult`. */
+fun assertRuntimeEventsResumeResult(value: Any?) = assertValid(validateDefinition("runtimeEventsResumeResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `turnStartInput`. */
+fun validateTurnStartInput(value: Any?): ValidationResult = validateDefinition("turnStartInput", value)
+/** Throws ProtocolValidationError unless `value` is a valid `turnStartInput`. */
+fun assertTurnStartInput(value: Any?) = assertValid(validateDefinition("turnStartInput", value))
+
+/** Validates `value` (decoded JSON) against the definition `turnStartParams`. */
+fun validateTurnStartParams(value: Any?): ValidationResult = validateDefinition("turnStartParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `turnStartParams`. */
+fun assertTurnStartParams(value: Any?) = assertValid(validateDefinition("turnStartParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `turnStartResult`. */
+fun validateTurnStartResult(value: Any?): ValidationResult = validateDefinition("turnStartResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `turnStartResult`. */
+fun assertTurnStartResult(value: Any?) = assertValid(validateDefinition("turnStartResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `turnCancelParams`. */
+fun validateTurnCancelParams(value: Any?): ValidationResult = validateDefinition("turnCancelParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `turnCancelParams`. */
+fun assertTurnCancelParams(value: Any?) = assertValid(validateDefinition("turnCancelParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `turnCancelResult`. */
+fun validateTurnCancelResult(value: Any?): ValidationResult = validateDefinition("turnCancelResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `turnCancelResult`. */
+fun assertTurnCancelResult(value: Any?) = assertValid(validateDefinition("turnCancelResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `approvalRespondParams`. */
+fun validateApprovalRespondParams(value: Any?): ValidationResult = validateDefinition("approvalRespondParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `approvalRespondParams`. */
+fun assertApprovalRespondParams(value: Any?) = assertValid(validateDefinition("approvalRespondParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `approvalRespondResult`. */
+fun validateApprovalRespondResult(value: Any?): ValidationResult = validateDefinition("approvalRespondResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `approvalRespondResult`. */
+fun assertApprovalRespondResult(value: Any?) = assertValid(validateDefinition("approvalRespondResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `operationGetParams`. */
+fun validateOperationGetParams(value: Any?): ValidationResult = validateDefinition("operationGetParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `operationGetParams`. */
+fun assertOperationGetParams(value: Any?) = assertValid(validateDefinition("operationGetParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `operationGetResult`. */
+fun validateOperationGetResult(value: Any?): ValidationResult = validateDefinition("operationGetResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `operationGetResult`. */
+fun assertOperationGetResult(value: Any?) = assertValid(validateDefinition("operationGetResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `operationResultGetParams`. */
+fun validateOperationResultGetParams(value: Any?): ValidationResult = validateDefinition("operationResultGetParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `operationResultGetParams`. */
+fun assertOperationResultGetParams(value: Any?) = assertValid(validateDefinition("operationResultGetParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `operationResultGetResult`. */
+fun validateOperationResultGetResult(value: Any?): ValidationResult = validateDefinition("operationResultGetResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `operationResultGetResult`. */
+fun assertOperationResultGetResult(value: Any?) = assertValid(validateDefinition("operationResultGetResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentStageParams`. */
+fun validateAttachmentStageParams(value: Any?): ValidationResult = validateDefinition("attachmentStageParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentStageParams`. */
+fun assertAttachmentStageParams(value: Any?) = assertValid(validateDefinition("attachmentStageParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentStageResult`. */
+fun validateAttachmentStageResult(value: Any?): ValidationResult = validateDefinition("attachmentStageResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentStageResult`. */
+fun assertAttachmentStageResult(value: Any?) = assertValid(validateDefinition("attachmentStageResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentChunkParams`. */
+fun validateAttachmentChunkParams(value: Any?): ValidationResult = validateDefinition("attachmentChunkParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentChunkParams`. */
+fun assertAttachmentChunkParams(value: Any?) = assertValid(validateDefinition("attachmentChunkParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentChunkResult`. */
+fun validateAttachmentChunkResult(value: Any?): ValidationResult = validateDefinition("attachmentChunkResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentChunkResult`. */
+fun assertAttachmentChunkResult(value: Any?) = assertValid(validateDefinition("attachmentChunkResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentCommitParams`. */
+fun validateAttachmentCommitParams(value: Any?): ValidationResult = validateDefinition("attachmentCommitParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentCommitParams`. */
+fun assertAttachmentCommitParams(value: Any?) = assertValid(validateDefinition("attachmentCommitParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentCommitResult`. */
+fun validateAttachmentCommitResult(value: Any?): ValidationResult = validateDefinition("attachmentCommitResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentCommitResult`. */
+fun assertAttachmentCommitResult(value: Any?) = assertValid(validateDefinition("attachmentCommitResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentReleaseParams`. */
+fun validateAttachmentReleaseParams(value: Any?): ValidationResult = validateDefinition("attachmentReleaseParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentReleaseParams`. */
+fun assertAttachmentReleaseParams(value: Any?) = assertValid(validateDefinition("attachmentReleaseParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentReleaseResult`. */
+fun validateAttachmentReleaseResult(value: Any?): ValidationResult = validateDefinition("attachmentReleaseResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentReleaseResult`. */
+fun assertAttachmentReleaseResult(value: Any?) = assertValid(validateDefinition("attachmentReleaseResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `initializeRequest`. */
+fun validateInitializeRequest(value: Any?): ValidationResult = validateDefinition("initializeRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `initializeRequest`. */
+fun assertInitializeRequest(value: Any?) = assertValid(validateDefinition("initializeRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `clientCapabilitiesSetRequest`. */
+fun validateClientCapabilitiesSetRequest(value: Any?): ValidationResult = validateDefinition("clientCapabilitiesSetRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `clientCapabilitiesSetRequest`. */
+fun assertClientCapabilitiesSetRequest(value: Any?) = assertValid(validateDefinition("clientCapabilitiesSetRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadListRequest`. */
+fun validateThreadListRequest(value: Any?): ValidationResult = validateDefinition("threadListRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadListRequest`. */
+fun assertThreadListRequest(value: Any?) = assertValid(validateDefinition("threadListRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadCreateRequest`. */
+fun validateThreadCreateRequest(value: Any?): ValidationResult = validateDefinition("threadCreateRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadCreateRequest`. */
+fun assertThreadCreateRequest(value: Any?) = assertValid(validateDefinition("threadCreateRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadOpenRequest`. */
+fun validateThreadOpenRequest(value: Any?): ValidationResult = validateDefinition("threadOpenRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadOpenRequest`. */
+fun assertThreadOpenRequest(value: Any?) = assertValid(validateDefinition("threadOpenRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadSnapshotRequest`. */
+fun validateThreadSnapshotRequest(value: Any?): ValidationResult = validateDefinition("threadSnapshotRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadSnapshotRequest`. */
+fun assertThreadSnapshotRequest(value: Any?) = assertValid(validateDefinition("threadSnapshotRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadRenameRequest`. */
+fun validateThreadRenameRequest(value: Any?): ValidationResult = validateDefinition("threadRenameRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadRenameRequest`. */
+fun assertThreadRenameRequest(value: Any?) = assertValid(validateDefinition("threadRenameRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadDeleteRequest`. */
+fun validateThreadDeleteRequest(value: Any?): ValidationResult = validateDefinition("threadDeleteRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadDeleteRequest`. */
+fun assertThreadDeleteRequest(value: Any?) = assertValid(validateDefinition("threadDeleteRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadDetachRequest`. */
+fun validateThreadDetachRequest(value: Any?): ValidationResult = validateDefinition("threadDetachRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadDetachRequest`. */
+fun assertThreadDetachRequest(value: Any?) = assertValid(validateDefinition("threadDetachRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `threadCapabilitiesRequest`. */
+fun validateThreadCapabilitiesRequest(value: Any?): ValidationResult = validateDefinition("threadCapabilitiesRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `threadCapabilitiesRequest`. */
+fun assertThreadCapabilitiesRequest(value: Any?) = assertValid(validateDefinition("threadCapabilitiesRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventsResumeRequest`. */
+fun validateRuntimeEventsResumeRequest(value: Any?): ValidationResult = validateDefinition("runtimeEventsResumeRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventsResumeRequest`. */
+fun assertRuntimeEventsResumeRequest(value: Any?) = assertValid(validateDefinition("runtimeEventsResumeRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `turnStartRequest`. */
+fun validateTurnStartRequest(value: Any?): ValidationResult = validateDefinition("turnStartRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `turnStartRequest`. */
+fun assertTurnStartRequest(value: Any?) = assertValid(validateDefinition("turnStartRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `turnCancelRequest`. */
+fun validateTurnCancelRequest(value: Any?): ValidationResult = validateDefinition("turnCancelRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `turnCancelRequest`. */
+fun assertTurnCancelRequest(value: Any?) = assertValid(validateDefinition("turnCancelRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `approvalRespondRequest`. */
+fun validateApprovalRespondRequest(value: Any?): ValidationResult = validateDefinition("approvalRespondRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `approvalRespondRequest`. */
+fun assertApprovalRespondRequest(value: Any?) = assertValid(validateDefinition("approvalRespondRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `operationGetRequest`. */
+fun validateOperationGetRequest(value: Any?): ValidationResult = validateDefinition("operationGetRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `operationGetRequest`. */
+fun assertOperationGetRequest(value: Any?) = assertValid(validateDefinition("operationGetRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `operationResultGetRequest`. */
+fun validateOperationResultGetRequest(value: Any?): ValidationResult = validateDefinition("operationResultGetRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `operationResultGetRequest`. */
+fun assertOperationResultGetRequest(value: Any?) = assertValid(validateDefinition("operationResultGetRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentStageRequest`. */
+fun validateAttachmentStageRequest(value: Any?): ValidationResult = validateDefinition("attachmentStageRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentStageRequest`. */
+fun assertAttachmentStageRequest(value: Any?) = assertValid(validateDefinition("attachmentStageRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentChunkRequest`. */
+fun validateAttachmentChunkRequest(value: Any?): ValidationResult = validateDefinition("attachmentChunkRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentChunkRequest`. */
+fun assertAttachmentChunkRequest(value: Any?) = assertValid(validateDefinition("attachmentChunkRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentCommitRequest`. */
+fun validateAttachmentCommitRequest(value: Any?): ValidationResult = validateDefinition("attachmentCommitRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentCommitRequest`. */
+fun assertAttachmentCommitRequest(value: Any?) = assertValid(validateDefinition("attachmentCommitRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `attachmentReleaseRequest`. */
+fun validateAttachmentReleaseRequest(value: Any?): ValidationResult = validateDefinition("attachmentReleaseRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `attachmentReleaseRequest`. */
+fun assertAttachmentReleaseRequest(value: Any?) = assertValid(validateDefinition("attachmentReleaseRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `approvalRequestParams`. */
+fun validateApprovalRequestParams(value: Any?): ValidationResult = validateDefinition("approvalRequestParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `approvalRequestParams`. */
+fun assertApprovalRequestParams(value: Any?) = assertValid(validateDefinition("approvalRequestParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `approvalRequestResult`. */
+fun validateApprovalRequestResult(value: Any?): ValidationResult = validateDefinition("approvalRequestResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `approvalRequestResult`. */
+fun assertApprovalRequestResult(value: Any?) = assertValid(validateDefinition("approvalRequestResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputRequestParams`. */
+fun validateUserInputRequestParams(value: Any?): ValidationResult = validateDefinition("userInputRequestParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputRequestParams`. */
+fun assertUserInputRequestParams(value: Any?) = assertValid(validateDefinition("userInputRequestParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputRequestResult`. */
+fun validateUserInputRequestResult(value: Any?): ValidationResult = validateDefinition("userInputRequestResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputRequestResult`. */
+fun assertUserInputRequestResult(value: Any?) = assertValid(validateDefinition("userInputRequestResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `approvalRequestServerRequest`. */
+fun validateApprovalRequestServerRequest(value: Any?): ValidationResult = validateDefinition("approvalRequestServerRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `approvalRequestServerRequest`. */
+fun assertApprovalRequestServerRequest(value: Any?) = assertValid(validateDefinition("approvalRequestServerRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `userInputRequestServerRequest`. */
+fun validateUserInputRequestServerRequest(value: Any?): ValidationResult = validateDefinition("userInputRequestServerRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `userInputRequestServerRequest`. */
+fun assertUserInputRequestServerRequest(value: Any?) = assertValid(validateDefinition("userInputRequestServerRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventTurnStarted`. */
+fun validateEventTurnStarted(value: Any?): ValidationResult = validateDefinition("eventTurnStarted", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventTurnStarted`. */
+fun assertEventTurnStarted(value: Any?) = assertValid(validateDefinition("eventTurnStarted", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventMessageStarted`. */
+fun validateEventMessageStarted(value: Any?): ValidationResult = validateDefinition("eventMessageStarted", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventMessageStarted`. */
+fun assertEventMessageStarted(value: Any?) = assertValid(validateDefinition("eventMessageStarted", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventMessageDelta`. */
+fun validateEventMessageDelta(value: Any?): ValidationResult = validateDefinition("eventMessageDelta", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventMessageDelta`. */
+fun assertEventMessageDelta(value: Any?) = assertValid(validateDefinition("eventMessageDelta", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventMessageCompleted`. */
+fun validateEventMessageCompleted(value: Any?): ValidationResult = validateDefinition("eventMessageCompleted", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventMessageCompleted`. */
+fun assertEventMessageCompleted(value: Any?) = assertValid(validateDefinition("eventMessageCompleted", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventReasoningSummaryDelta`. */
+fun validateEventReasoningSummaryDelta(value: Any?): ValidationResult = validateDefinition("eventReasoningSummaryDelta", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventReasoningSummaryDelta`. */
+fun assertEventReasoningSummaryDelta(value: Any?) = assertValid(validateDefinition("eventReasoningSummaryDelta", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventToolStarted`. */
+fun validateEventToolStarted(value: Any?): ValidationResult = validateDefinition("eventToolStarted", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventToolStarted`. */
+fun assertEventToolStarted(value: Any?) = assertValid(validateDefinition("eventToolStarted", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventToolOutput`. */
+fun validateEventToolOutput(value: Any?): ValidationResult = validateDefinition("eventToolOutput", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventToolOutput`. */
+fun assertEventToolOutput(value: Any?) = assertValid(validateDefinition("eventToolOutput", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventToolCompleted`. */
+fun validateEventToolCompleted(value: Any?): ValidationResult = validateDefinition("eventToolCompleted", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventToolCompleted`. */
+fun assertEventToolCompleted(value: Any?) = assertValid(validateDefinition("eventToolCompleted", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventApprovalRequired`. */
+fun validateEventApprovalRequired(value: Any?): ValidationResult = validateDefinition("eventApprovalRequired", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventApprovalRequired`. */
+fun assertEventApprovalRequired(value: Any?) = assertValid(validateDefinition("eventApprovalRequired", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventApprovalResolved`. */
+fun validateEventApprovalResolved(value: Any?): ValidationResult = validateDefinition("eventApprovalResolved", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventApprovalResolved`. */
+fun assertEventApprovalResolved(value: Any?) = assertValid(validateDefinition("eventApprovalResolved", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventTurnCompleted`. */
+fun validateEventTurnCompleted(value: Any?): ValidationResult = validateDefinition("eventTurnCompleted", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventTurnCompleted`. */
+fun assertEventTurnCompleted(value: Any?) = assertValid(validateDefinition("eventTurnCompleted", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventTurnCancelled`. */
+fun validateEventTurnCancelled(value: Any?): ValidationResult = validateDefinition("eventTurnCancelled", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventTurnCancelled`. */
+fun assertEventTurnCancelled(value: Any?) = assertValid(validateDefinition("eventTurnCancelled", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventTurnFailed`. */
+fun validateEventTurnFailed(value: Any?): ValidationResult = validateDefinition("eventTurnFailed", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventTurnFailed`. */
+fun assertEventTurnFailed(value: Any?) = assertValid(validateDefinition("eventTurnFailed", value))
+
+/** Validates `value` (decoded JSON) against the definition `eventCapabilitiesChanged`. */
+fun validateEventCapabilitiesChanged(value: Any?): ValidationResult = validateDefinition("eventCapabilitiesChanged", value)
+/** Throws ProtocolValidationError unless `value` is a valid `eventCapabilitiesChanged`. */
+fun assertEventCapabilitiesChanged(value: Any?) = assertValid(validateDefinition("eventCapabilitiesChanged", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEvent`. */
+fun validateRuntimeEvent(value: Any?): ValidationResult = validateDefinition("runtimeEvent", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEvent`. */
+fun assertRuntimeEvent(value: Any?) = assertValid(validateDefinition("runtimeEvent", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeDurableEvent`. */
+fun validateRuntimeDurableEvent(value: Any?): ValidationResult = validateDefinition("runtimeDurableEvent", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeDurableEvent`. */
+fun assertRuntimeDurableEvent(value: Any?) = assertValid(validateDefinition("runtimeDurableEvent", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEphemeralEvent`. */
+fun validateRuntimeEphemeralEvent(value: Any?): ValidationResult = validateDefinition("runtimeEphemeralEvent", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEphemeralEvent`. */
+fun assertRuntimeEphemeralEvent(value: Any?) = assertValid(validateDefinition("runtimeEphemeralEvent", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventEnvelopeLegacy`. */
+fun validateRuntimeEventEnvelopeLegacy(value: Any?): ValidationResult = validateDefinition("runtimeEventEnvelopeLegacy", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventEnvelopeLegacy`. */
+fun assertRuntimeEventEnvelopeLegacy(value: Any?) = assertValid(validateDefinition("runtimeEventEnvelopeLegacy", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventEnvelopeDurable`. */
+fun validateRuntimeEventEnvelopeDurable(value: Any?): ValidationResult = validateDefinition("runtimeEventEnvelopeDurable", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventEnvelopeDurable`. */
+fun assertRuntimeEventEnvelopeDurable(value: Any?) = assertValid(validateDefinition("runtimeEventEnvelopeDurable", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventEnvelopeEphemeral`. */
+fun validateRuntimeEventEnvelopeEphemeral(value: Any?): ValidationResult = validateDefinition("runtimeEventEnvelopeEphemeral", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventEnvelopeEphemeral`. */
+fun assertRuntimeEventEnvelopeEphemeral(value: Any?) = assertValid(validateDefinition("runtimeEventEnvelopeEphemeral", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventEnvelope`. */
+fun validateRuntimeEventEnvelope(value: Any?): ValidationResult = validateDefinition("runtimeEventEnvelope", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventEnvelope`. */
+fun assertRuntimeEventEnvelope(value: Any?) = assertValid(validateDefinition("runtimeEventEnvelope", value))
+
+/** Validates `value` (decoded JSON) against the definition `runtimeEventNotification`. */
+fun validateRuntimeEventNotification(value: Any?): ValidationResult = validateDefinition("runtimeEventNotification", value)
+/** Throws ProtocolValidationError unless `value` is a valid `runtimeEventNotification`. */
+fun assertRuntimeEventNotification(value: Any?) = assertValid(validateDefinition("runtimeEventNotification", value))
+
+/** Validates `value` (decoded JSON) against the definition `serverRequestCancelParams`. */
+fun validateServerRequestCancelParams(value: Any?): ValidationResult = validateDefinition("serverRequestCancelParams", value)
+/** Throws ProtocolValidationError unless `value` is a valid `serverRequestCancelParams`. */
+fun assertServerRequestCancelParams(value: Any?) = assertValid(validateDefinition("serverRequestCancelParams", value))
+
+/** Validates `value` (decoded JSON) against the definition `serverRequestCancelNotification`. */
+fun validateServerRequestCancelNotification(value: Any?): ValidationResult = validateDefinition("serverRequestCancelNotification", value)
+/** Throws ProtocolValidationError unless `value` is a valid `serverRequestCancelNotification`. */
+fun assertServerRequestCancelNotification(value: Any?) = assertValid(validateDefinition("serverRequestCancelNotification", value))
+
+/** Validates `value` (decoded JSON) against the definition `clientRequest`. */
+fun validateClientRequest(value: Any?): ValidationResult = validateDefinition("clientRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `clientRequest`. */
+fun assertClientRequest(value: Any?) = assertValid(validateDefinition("clientRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `serverRequest`. */
+fun validateServerRequest(value: Any?): ValidationResult = validateDefinition("serverRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `serverRequest`. */
+fun assertServerRequest(value: Any?) = assertValid(validateDefinition("serverRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `successResponse`. */
+fun validateSuccessResponse(value: Any?): ValidationResult = validateDefinition("successResponse", value)
+/** Throws ProtocolValidationError unless `value` is a valid `successResponse`. */
+fun assertSuccessResponse(value: Any?) = assertValid(validateDefinition("successResponse", value))
+
+/** Validates `value` (decoded JSON) against the definition `errorResponse`. */
+fun validateErrorResponse(value: Any?): ValidationResult = validateDefinition("errorResponse", value)
+/** Throws ProtocolValidationError unless `value` is a valid `errorResponse`. */
+fun assertErrorResponse(value: Any?) = assertValid(validateDefinition("errorResponse", value))
+
+/** Who sends a method's message. */
+enum class MethodDirection(val wireValue: String) {
+    /** A request the client sends and the server answers. */
+    CLIENT_REQUEST("clientRequest"),
+    /** A request the server sends and the client answers. */
+    SERVER_REQUEST("serverRequest"),
+    /** A message nobody answers. */
+    NOTIFICATION("notification")
+}
+
+/**
+ * One method: its wire name, who sends it, the names of its params and result types (null when
+ * they are not a named type: no params, any JSON value), and the schema's scope and since. The
+ * type parameters are the Kotlin types of the params and the result (`Unit`: none).
+ */
+class MethodInfo<P, R>(
+    val name: String,
+    val direction: MethodDirection,
+    val params: String?,
+    val result: String?,
+    val scope: String?,
+    val since: String?
+)
+
+/** Every method of the protocol, one value each, and `ALL` in schema order. */
+object Methods {
+    /** `initialize`. */
+    val INITIALIZE: MethodInfo<InitializeParams, InitializeResult> = MethodInfo("initialize", MethodDirection.CLIENT_REQUEST, "InitializeParams", "InitializeResult", null, null)
+    /** `client.capabilities.set`. */
+    val CLIENT_CAPABILITIES_SET: MethodInfo<ClientCapabilitiesSetParams, ClientCapabilitiesSetResult> = MethodInfo("client.capabilities.set", MethodDirection.CLIENT_REQUEST, "ClientCapabilitiesSetParams", "ClientCapabilitiesSetResult", null, "1.2")
+    /** `thread.list`. */
+    val THREAD_LIST: MethodInfo<ThreadListParams, ThreadListResult> = MethodInfo("thread.list", MethodDirection.CLIENT_REQUEST, "ThreadListParams", "ThreadListResult", null, null)
+    /** `thread.create`. */
+    val THREAD_CREATE: MethodInfo<ThreadCreateParams, ThreadCreateResult> = MethodInfo("thread.create", MethodDirection.CLIENT_REQUEST, "ThreadCreateParams", "ThreadCreateResult", null, null)
+    /** `thread.open`. */
+    val THREAD_OPEN: MethodInfo<ThreadOpenParams, ThreadOpenResult> = MethodInfo("thread.open", MethodDirection.CLIENT_REQUEST, "ThreadOpenParams", "ThreadOpenResult", null, null)
+    /** `thread.snapshot`. */
+    val THREAD_SNAPSHOT: MethodInfo<ThreadSnapshotParams, ThreadSnapshotResult> = MethodInfo("thread.snapshot", MethodDirection.CLIENT_REQUEST, "ThreadSnapshotParams", "ThreadSnapshotResult", null, null)
+    /** `thread.rename`. */
+    val THREAD_RENAME: MethodInfo<ThreadRenameParams, ThreadRenameResult> = MethodInfo("thread.rename", MethodDirection.CLIENT_REQUEST, "ThreadRenameParams", "ThreadRenameResult", null, null)
+    /** `thread.delete`. */
+    val THREAD_DELETE: MethodInfo<ThreadDeleteParams, ThreadDeleteResult> = MethodInfo("thread.delete", MethodDirection.CLIENT_REQUEST, "ThreadDeleteParams", "ThreadDeleteResult", null, null)
+    /** `thread.detach`. */
+    val THREAD_DETACH: MethodInfo<ThreadDetachParams, ThreadDetachResult> = MethodInfo("thread.detach", MethodDirection.CLIENT_REQUEST, "ThreadDetachParams", "ThreadDetachResult", null, null)
+    /** `thread.capabilities`. */
+    val THREAD_CAPABILITIES: MethodInfo<ThreadCapabilitiesParams, ThreadCapabilitiesResult> = MethodInfo("thread.capabilities", MethodDirection.CLIENT_REQUEST, "ThreadCapabilitiesParams", "ThreadCapabilitiesResult", null, null)
+    /** `runtime.events.resume`. */
+    val RUNTIME_EVENTS_RESUME: MethodInfo<RuntimeEventsResumeParams, RuntimeEventsResumeResult> = MethodInfo("runtime.events.resume", MethodDirection.CLIENT_REQUEST, "RuntimeEventsResumeParams", "RuntimeEventsResumeResult", null, "1.3")
+    /** `turn.start`. */
+    val TURN_START: MethodInfo<TurnStartParams, TurnStartResult> = MethodInfo("turn.start", MethodDirection.CLIENT_REQUEST, "TurnStartParams", "TurnStartResult", null, null)
+    /** `turn.cancel`. */
+    val TURN_CANCEL: MethodInfo<TurnCancelParams, TurnCancelResult> = MethodInfo("turn.cancel", MethodDirection.CLIENT_REQUEST, "TurnCancelParams", "TurnCancelResult", null, null)
+    /** `approval.respond`. */
+    val APPROVAL_RESPOND: MethodInfo<ApprovalRespondParams, ApprovalRespondResult> = MethodInfo("approval.respond", MethodDirection.CLIENT_REQUEST, "ApprovalRespondParams", "ApprovalRespondResult", null, null)
+    /** `operation.get`. */
+    val OPERATION_GET: MethodInfo<OperationGetParams, OperationGetResult> = MethodInfo("operation.get", MethodDirection.CLIENT_REQUEST, "OperationGetParams", "OperationGetResult", null, null)
+    /** `operation.result.get`. */
+    val OPERATION_RESULT_GET: MethodInfo<OperationResultGetParams, OperationResultGetResult> = MethodInfo("operation.result.get", MethodDirection.CLIENT_REQUEST, "OperationResultGetParams", "OperationResultGetResult", null, "1.5")
+    /** `attachment.stage`. */
+    val ATTACHMENT_STAGE: MethodInfo<AttachmentStageParams, AttachmentStageResult> = MethodInfo("attachment.stage", MethodDirection.CLIENT_REQUEST, "AttachmentStageParams", "AttachmentStageResult", null, "1.4")
+    /** `attachment.chunk`. */
+    val ATTACHMENT_CHUNK: MethodInfo<AttachmentChunkParams, AttachmentChunkResult> = MethodInfo("attachment.chunk", MethodDirection.CLIENT_REQUEST, "AttachmentChunkParams", "AttachmentChunkResult", null, "1.4")
+    /** `attachment.commit`. */
+    val ATTACHMENT_COMMIT: MethodInfo<AttachmentCommitParams, AttachmentCommitResult> = MethodInfo("attachment.commit", MethodDirection.CLIENT_REQUEST, "AttachmentCommitParams", "AttachmentCommitResult", null, "1.4")
+    /** `attachment.release`. */
+    val ATTACHMENT_RELEASE: MethodInfo<AttachmentReleaseParams, AttachmentReleaseResult> = MethodInfo("attachment.release", MethodDirection.CLIENT_REQUEST, "AttachmentReleaseParams", "AttachmentReleaseResult", null, "1.4")
+    /** `approval.request`. */
+    val APPROVAL_REQUEST: MethodInfo<ApprovalRequestParams, ApprovalRequestResult> = MethodInfo("approval.request", MethodDirection.SERVER_REQUEST, "ApprovalRequestParams", "ApprovalRequestResult", null, "1.1")
+    /** `userInput.request`. */
+    val USER_INPUT_REQUEST: MethodInfo<UserInputRequestParams, UserInputRequestResult> = MethodInfo("userInput.request", MethodDirection.SERVER_REQUEST, "UserInputRequestParams", "UserInputRequestResult", null, "1.2")
+    /** `runtime.event`. */
+    val RUNTIME_EVENT: MethodInfo<RuntimeEventEnvelope, Unit> = MethodInfo("runtime.event", MethodDirection.NOTIFICATION, "RuntimeEventEnvelope", null, null, null)
+    /** `runtime.serverRequest.cancel`. */
+    val RUNTIME_SERVER_REQUEST_CANCEL: MethodInfo<ServerRequestCancelParams, Unit> = MethodInfo("runtime.serverRequest.cancel", MethodDirection.NOTIFICATION, "ServerRequestCancelParams", null, null, "1.1")
+
+    /** Every method, in schema order. */
+    val ALL: List<MethodInfo<*, *>> = listOf(
+        INITIALIZE,
+        CLIENT_CAPABILITIES_SET,
+        THREAD_LIST,
+        THREAD_CREATE,
+        THREAD_OPEN,
+        THREAD_SNAPSHOT,
+        THREAD_RENAME,
+        THREAD_DELETE,
+        THREAD_DETACH,
+        THREAD_CAPABILITIES,
+        RUNTIME_EVENTS_RESUME,
+        TURN_START,
+        TURN_CANCEL,
+        APPROVAL_RESPOND,
+        OPERATION_GET,
+        OPERATION_RESULT_GET,
+        ATTACHMENT_STAGE,
+        ATTACHMENT_CHUNK,
+        ATTACHMENT_COMMIT,
+        ATTACHMENT_RELEASE,
+        APPROVAL_REQUEST,
+        USER_INPUT_REQUEST,
+        RUNTIME_EVENT,
+        RUNTIME_SERVER_REQUEST_CANCEL
+    )
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union, cast
+from typing import TYPE_CHECKING, Dict, List, Literal, Mapping, NamedTuple, Optional, Tuple, TypedDict, Union, cast, overload
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
@@ -4304,3 +4304,308 @@ def assert_error_response(value: object) -> "ErrorResponse":
     "Returns value typed as ErrorResponse, or raises ProtocolValidationError."
     _assert_valid(validate_definition("errorResponse", value))
     return cast("ErrorResponse", value)
+
+
+
+class MethodInfo(NamedTuple):
+    """One method: its wire name, who sends it (clientRequest, serverRequest, notification), the
+    names of its params and result types (None when they are not a named type: no params, any
+    JSON value), and the schema's scope and since."""
+
+    name: str
+    direction: str
+    params: Optional[str]
+    result: Optional[str]
+    scope: Optional[str]
+    since: Optional[str]
+
+
+# Every method of the protocol, in schema order.
+METHOD_TABLE: Tuple[MethodInfo, ...] = (
+    MethodInfo("initialize", "clientRequest", "InitializeParams", "InitializeResult", None, None),
+    MethodInfo("client.capabilities.set", "clientRequest", "ClientCapabilitiesSetParams", "ClientCapabilitiesSetResult", None, "1.2"),
+    MethodInfo("thread.list", "clientRequest", "ThreadListParams", "ThreadListResult", None, None),
+    MethodInfo("thread.create", "clientRequest", "ThreadCreateParams", "ThreadCreateResult", None, None),
+    MethodInfo("thread.open", "clientRequest", "ThreadOpenParams", "ThreadOpenResult", None, None),
+    MethodInfo("thread.snapshot", "clientRequest", "ThreadSnapshotParams", "ThreadSnapshotResult", None, None),
+    MethodInfo("thread.rename", "clientRequest", "ThreadRenameParams", "ThreadRenameResult", None, None),
+    MethodInfo("thread.delete", "clientRequest", "ThreadDeleteParams", "ThreadDeleteResult", None, None),
+    MethodInfo("thread.detach", "clientRequest", "ThreadDetachParams", "ThreadDetachResult", None, None),
+    MethodInfo("thread.capabilities", "clientRequest", "ThreadCapabilitiesParams", "ThreadCapabilitiesResult", None, None),
+    MethodInfo("runtime.events.resume", "clientRequest", "RuntimeEventsResumeParams", "RuntimeEventsResumeResult", None, "1.3"),
+    MethodInfo("turn.start", "clientRequest", "TurnStartParams", "TurnStartResult", None, None),
+    MethodInfo("turn.cancel", "clientRequest", "TurnCancelParams", "TurnCancelResult", None, None),
+    MethodInfo("approval.respond", "clientRequest", "ApprovalRespondParams", "ApprovalRespondResult", None, None),
+    MethodInfo("operation.get", "clientRequest", "OperationGetParams", "OperationGetResult", None, None),
+    MethodInfo("operation.result.get", "clientRequest", "OperationResultGetParams", "OperationResultGetResult", None, "1.5"),
+    MethodInfo("attachment.stage", "clientRequest", "AttachmentStageParams", "AttachmentStageResult", None, "1.4"),
+    MethodInfo("attachment.chunk", "clientRequest", "AttachmentChunkParams", "AttachmentChunkResult", None, "1.4"),
+    MethodInfo("attachment.commit", "clientRequest", "AttachmentCommitParams", "AttachmentCommitResult", None, "1.4"),
+    MethodInfo("attachment.release", "clientRequest", "AttachmentReleaseParams", "AttachmentReleaseResult", None, "1.4"),
+    MethodInfo("approval.request", "serverRequest", "ApprovalRequestParams", "ApprovalRequestResult", None, "1.1"),
+    MethodInfo("userInput.request", "serverRequest", "UserInputRequestParams", "UserInputRequestResult", None, "1.2"),
+    MethodInfo("runtime.event", "notification", "RuntimeEventEnvelope", None, None, None),
+    MethodInfo("runtime.serverRequest.cancel", "notification", "ServerRequestCancelParams", None, None, "1.1"),
+)
+
+_METHOD_SCHEMAS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
+    "clientRequest initialize": ("/$defs/initializeParams", "/$defs/initializeResult"),
+    "clientRequest client.capabilities.set": ("/$defs/clientCapabilitiesSetParams", "/$defs/clientCapabilitiesSetResult"),
+    "clientRequest thread.list": ("/$defs/threadListParams", "/$defs/threadListResult"),
+    "clientRequest thread.create": ("/$defs/threadCreateParams", "/$defs/threadCreateResult"),
+    "clientRequest thread.open": ("/$defs/threadOpenParams", "/$defs/threadOpenResult"),
+    "clientRequest thread.snapshot": ("/$defs/threadSnapshotParams", "/$defs/threadSnapshotResult"),
+    "clientRequest thread.rename": ("/$defs/threadRenameParams", "/$defs/threadRenameResult"),
+    "clientRequest thread.delete": ("/$defs/threadDeleteParams", "/$defs/threadDeleteResult"),
+    "clientRequest thread.detach": ("/$defs/threadDetachParams", "/$defs/threadDetachResult"),
+    "clientRequest thread.capabilities": ("/$defs/threadCapabilitiesParams", "/$defs/threadCapabilitiesResult"),
+    "clientRequest runtime.events.resume": ("/$defs/runtimeEventsResumeParams", "/$defs/runtimeEventsResumeResult"),
+    "clientRequest turn.start": ("/$defs/turnStartParams", "/$defs/turnStartResult"),
+    "clientRequest turn.cancel": ("/$defs/turnCancelParams", "/$defs/turnCancelResult"),
+    "clientRequest approval.respond": ("/$defs/approvalRespondParams", "/$defs/approvalRespondResult"),
+    "clientRequest operation.get": ("/$defs/operationGetParams", "/$defs/operationGetResult"),
+    "clientRequest operation.result.get": ("/$defs/operationResultGetParams", "/$defs/operationResultGetResult"),
+    "clientRequest attachment.stage": ("/$defs/attachmentStageParams", "/$defs/attachmentStageResult"),
+    "clientRequest attachment.chunk": ("/$defs/attachmentChunkParams", "/$defs/attachmentChunkResult"),
+    "clientRequest attachment.commit": ("/$defs/attachmentCommitParams", "/$defs/attachmentCommitResult"),
+    "clientRequest attachment.release": ("/$defs/attachmentReleaseParams", "/$defs/attachmentReleaseResult"),
+    "serverRequest approval.request": ("/$defs/approvalRequestParams", "/$defs/approvalRequestResult"),
+    "serverRequest userInput.request": ("/$defs/userInputRequestParams", "/$defs/userInputRequestResult"),
+    "notification runtime.event": ("/$defs/runtimeEventEnvelope", None),
+    "notification runtime.serverRequest.cancel": ("/$defs/serverRequestCancelParams", None),
+}
+
+
+
+def _validate_method_part(direction: str, method: str, part: int, value: object) -> ValidationResult:
+    schemas = _METHOD_SCHEMAS.get(direction + " " + method)
+    if schemas is None:
+        return ValidationResult(False, (ValidationError("", "method", "unknown " + direction + " method " + json.dumps(method)),))
+    pointer = schemas[part]
+    return ValidationResult(True, ()) if pointer is None else validate_at(pointer, value)
+
+
+def validate_params(direction: str, method: str, params: object) -> ValidationResult:
+    """Validates the params of method sent as direction against its params type (any value
+    passes when the type is not a named one)."""
+    return _validate_method_part(direction, method, 0, params)
+
+
+def validate_result(direction: str, method: str, result: object) -> ValidationResult:
+    """Validates the result of a method request against its result type (any value passes when
+    the schema does not name one)."""
+    return _validate_method_part(direction, method, 1, result)
+
+
+@overload
+def parse_client_request_params(method: Literal["initialize"], value: object) -> "InitializeParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["client.capabilities.set"], value: object) -> "ClientCapabilitiesSetParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.list"], value: object) -> "ThreadListParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.create"], value: object) -> "ThreadCreateParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.open"], value: object) -> "ThreadOpenParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.snapshot"], value: object) -> "ThreadSnapshotParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.rename"], value: object) -> "ThreadRenameParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.delete"], value: object) -> "ThreadDeleteParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.detach"], value: object) -> "ThreadDetachParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["thread.capabilities"], value: object) -> "ThreadCapabilitiesParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["runtime.events.resume"], value: object) -> "RuntimeEventsResumeParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["turn.start"], value: object) -> "TurnStartParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["turn.cancel"], value: object) -> "TurnCancelParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["approval.respond"], value: object) -> "ApprovalRespondParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["operation.get"], value: object) -> "OperationGetParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["operation.result.get"], value: object) -> "OperationResultGetParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["attachment.stage"], value: object) -> "AttachmentStageParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["attachment.chunk"], value: object) -> "AttachmentChunkParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["attachment.commit"], value: object) -> "AttachmentCommitParams": ...
+
+
+@overload
+def parse_client_request_params(method: Literal["attachment.release"], value: object) -> "AttachmentReleaseParams": ...
+
+
+def parse_client_request_params(method: str, value: object) -> object:
+    "Returns the params of a clientRequest method typed, or raises ProtocolValidationError."
+    _assert_valid(_validate_method_part("clientRequest", method, 0, value))
+    return value
+
+
+@overload
+def parse_client_request_result(method: Literal["initialize"], value: object) -> "InitializeResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["client.capabilities.set"], value: object) -> "ClientCapabilitiesSetResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.list"], value: object) -> "ThreadListResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.create"], value: object) -> "ThreadCreateResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.open"], value: object) -> "ThreadOpenResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.snapshot"], value: object) -> "ThreadSnapshotResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.rename"], value: object) -> "ThreadRenameResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.delete"], value: object) -> "ThreadDeleteResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.detach"], value: object) -> "ThreadDetachResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["thread.capabilities"], value: object) -> "ThreadCapabilitiesResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["runtime.events.resume"], value: object) -> "RuntimeEventsResumeResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["turn.start"], value: object) -> "TurnStartResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["turn.cancel"], value: object) -> "TurnCancelResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["approval.respond"], value: object) -> "ApprovalRespondResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["operation.get"], value: object) -> "OperationGetResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["operation.result.get"], value: object) -> "OperationResultGetResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["attachment.stage"], value: object) -> "AttachmentStageResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["attachment.chunk"], value: object) -> "AttachmentChunkResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["attachment.commit"], value: object) -> "AttachmentCommitResult": ...
+
+
+@overload
+def parse_client_request_result(method: Literal["attachment.release"], value: object) -> "AttachmentReleaseResult": ...
+
+
+def parse_client_request_result(method: str, value: object) -> object:
+    "Returns the result of a clientRequest method typed, or raises ProtocolValidationError."
+    _assert_valid(_validate_method_part("clientRequest", method, 1, value))
+    return value
+
+
+@overload
+def parse_server_request_params(method: Literal["approval.request"], value: object) -> "ApprovalRequestParams": ...
+
+
+@overload
+def parse_server_request_params(method: Literal["userInput.request"], value: object) -> "UserInputRequestParams": ...
+
+
+def parse_server_request_params(method: str, value: object) -> object:
+    "Returns the params of a serverRequest method typed, or raises ProtocolValidationError."
+    _assert_valid(_validate_method_part("serverRequest", method, 0, value))
+    return value
+
+
+@overload
+def parse_server_request_result(method: Literal["approval.request"], value: object) -> "ApprovalRequestResult": ...
+
+
+@overload
+def parse_server_request_result(method: Literal["userInput.request"], value: object) -> "UserInputRequestResult": ...
+
+
+def parse_server_request_result(method: str, value: object) -> object:
+    "Returns the result of a serverRequest method typed, or raises ProtocolValidationError."
+    _assert_valid(_validate_method_part("serverRequest", method, 1, value))
+    return value
+
+
+@overload
+def parse_notification_params(method: Literal["runtime.event"], value: object) -> "RuntimeEventEnvelope": ...
+
+
+@overload
+def parse_notification_params(method: Literal["runtime.serverRequest.cancel"], value: object) -> "ServerRequestCancelParams": ...
+
+
+def parse_notification_params(method: str, value: object) -> object:
+    "Returns the params of a notification method typed, or raises ProtocolValidationError."
+    _assert_valid(_validate_method_part("notification", method, 0, value))
+    return value

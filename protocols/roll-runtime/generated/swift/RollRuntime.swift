@@ -2,65 +2,68 @@
 
 import Foundation
 
-/// Protocol digest of the schema these types come from.
-public let SCHEMA_DIGEST = "sha256:ae6b1e7580442be69344af518a4eaeaf5ad6d842285b9c65563c5a4d9ed2fd46"
-/// `$id` of the schema.
-public let SCHEMA_ID = "urn:agentwire:protocol:roll-runtime"
-/// Protocol name.
-public let PROTOCOL_NAME = "roll-runtime"
-/// Newest wire version.
-public let PROTOCOL_VERSION = "1.5"
-/// Oldest wire version a peer may speak.
-public let PROTOCOL_MIN_VERSION = "1.0"
-/// Protocol features.
-public let PROTOCOL_FEATURES: [String] = [
-    "thread-management",
-    "snapshots",
-    "turns",
-    "approvals",
-    "tool-streaming",
-    "reasoning-summary",
-    "operation-projection",
-    "process-local-sequence",
-    "attachments",
-    "app-output",
-]
-/// Method names.
-public let METHODS: [String] = [
-    "approval.request",
-    "userInput.request",
-    "initialize",
-    "client.capabilities.set",
-    "thread.list",
-    "thread.create",
-    "thread.open",
-    "thread.snapshot",
-    "thread.rename",
-    "thread.delete",
-    "thread.detach",
-    "thread.capabilities",
-    "runtime.events.resume",
-    "turn.start",
-    "turn.cancel",
-    "approval.respond",
-    "operation.get",
-    "operation.result.get",
-    "attachment.stage",
-    "attachment.chunk",
-    "attachment.commit",
-    "attachment.release",
-    "runtime.event",
-    "runtime.serverRequest.cancel",
-]
+/// The protocol constants of this file.
+public enum RollRuntimeProtocol {
+    /// Protocol digest of the schema these types come from.
+    public static let SCHEMA_DIGEST = "sha256:ae6b1e7580442be69344af518a4eaeaf5ad6d842285b9c65563c5a4d9ed2fd46"
+    /// `$id` of the schema.
+    public static let SCHEMA_ID = "urn:agentwire:protocol:roll-runtime"
+    /// Protocol name.
+    public static let PROTOCOL_NAME = "roll-runtime"
+    /// Newest wire version.
+    public static let PROTOCOL_VERSION = "1.5"
+    /// Oldest wire version a peer may speak.
+    public static let PROTOCOL_MIN_VERSION = "1.0"
+    /// Protocol features.
+    public static let PROTOCOL_FEATURES: [String] = [
+        "thread-management",
+        "snapshots",
+        "turns",
+        "approvals",
+        "tool-streaming",
+        "reasoning-summary",
+        "operation-projection",
+        "process-local-sequence",
+        "attachments",
+        "app-output",
+    ]
+    /// Method names.
+    public static let METHODS: [String] = [
+        "approval.request",
+        "userInput.request",
+        "initialize",
+        "client.capabilities.set",
+        "thread.list",
+        "thread.create",
+        "thread.open",
+        "thread.snapshot",
+        "thread.rename",
+        "thread.delete",
+        "thread.detach",
+        "thread.capabilities",
+        "runtime.events.resume",
+        "turn.start",
+        "turn.cancel",
+        "approval.respond",
+        "operation.get",
+        "operation.result.get",
+        "attachment.stage",
+        "attachment.chunk",
+        "attachment.commit",
+        "attachment.release",
+        "runtime.event",
+        "runtime.serverRequest.cancel",
+    ]
+}
 
 /// Any JSON value.
-public indirect enum JSONValue: Codable, Sendable, Equatable {
+public indirect enum RollRuntimeJSONValue: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([RollRuntimeJSONValue])
+    case object([String: RollRuntimeJSONValue])
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -72,10 +75,10 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try? container.decode([RollRuntimeJSONValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: RollRuntimeJSONValue].self))
         }
     }
 
@@ -93,7 +96,7 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
 }
 
 /// A value stored out of line, so that a type can contain itself.
-public indirect enum Indirect<Wrapped: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+public indirect enum RollRuntimeIndirect<Wrapped: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
     case boxed(Wrapped)
 
     public init(_ value: Wrapped) { self = .boxed(value) }
@@ -111,7 +114,7 @@ public indirect enum Indirect<Wrapped: Codable & Sendable & Equatable>: Codable,
 }
 
 /// A coding key for any property name.
-public struct AnyCodingKey: CodingKey, Sendable {
+public struct RollRuntimeAnyCodingKey: CodingKey, Sendable {
     public let stringValue: String
     public let intValue: Int?
     public init(stringValue: String) { self.stringValue = stringValue; self.intValue = nil }
@@ -119,8 +122,8 @@ public struct AnyCodingKey: CodingKey, Sendable {
 }
 
 /// Throws when the object being decoded has a key outside `allowed` (closed objects).
-func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
-    let container = try decoder.container(keyedBy: AnyCodingKey.self)
+fileprivate func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
+    let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
     for key in container.allKeys where !allowed.contains(key.stringValue) {
         throw DecodingError.dataCorruptedError(
             forKey: key, in: container, debugDescription: "\(type): unexpected key \(key.stringValue)")
@@ -180,7 +183,7 @@ public typealias SharedUuid = String
 public typealias SharedTimestamp = String
 
 /// Any JSON value, null included; the key itself must be present where required.
-public typealias SharedJsonValue = JSONValue
+public typealias SharedJsonValue = RollRuntimeJSONValue
 
 /// Constraints: minLength: 1
 public typealias SharedNonEmptyString = String
@@ -530,6 +533,12 @@ public struct SharedAttachmentPart: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.displayName, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAttachmentPart.displayName: minLength 1"))
+        }
+        if let value = self.displayName, value.unicodeScalars.count > 255 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAttachmentPart.displayName: maxLength 255"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.type, forKey: .type)
         try container.encode(self.mediaType, forKey: .mediaType)
@@ -591,8 +600,8 @@ public indirect enum SharedUiMessagePartsItem: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "text":
@@ -657,8 +666,8 @@ public indirect enum SharedAppOutputDescriptor: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "status")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "status")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "available":
@@ -730,6 +739,12 @@ public struct SharedAppOutputDescriptorAvailable: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.schemaId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputDescriptorAvailable.schemaId: minLength 1"))
+        }
+        if case let value = self.schemaId, value.unicodeScalars.count > 256 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputDescriptorAvailable.schemaId: maxLength 256"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encode(self.schemaId, forKey: .schemaId)
@@ -906,6 +921,9 @@ public struct SharedAppOutputDescriptorRejected: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.field, value.unicodeScalars.count > 64 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputDescriptorRejected.field: maxLength 64"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encode(self.reason, forKey: .reason)
@@ -934,8 +952,8 @@ public indirect enum SharedAppOutput: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "status")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "status")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "available":
@@ -980,11 +998,11 @@ public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
     public let schemaId: String
     public let schemaVersion: SharedPositiveInteger
     public let remoteReadable: Bool
-    public let data: [String: JSONValue]
+    public let data: [String: RollRuntimeJSONValue]
     /// Constraints: maxLength: 4096
     public let fallbackText: String
 
-    public init(status: SharedAppOutputDescriptorAvailableStatus, schemaId: String, schemaVersion: SharedPositiveInteger, remoteReadable: Bool, data: [String: JSONValue], fallbackText: String) {
+    public init(status: SharedAppOutputDescriptorAvailableStatus, schemaId: String, schemaVersion: SharedPositiveInteger, remoteReadable: Bool, data: [String: RollRuntimeJSONValue], fallbackText: String) {
         self.status = status
         self.schemaId = schemaId
         self.schemaVersion = schemaVersion
@@ -1009,7 +1027,7 @@ public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
         self.schemaId = try container.decode(String.self, forKey: .schemaId)
         self.schemaVersion = try container.decode(SharedPositiveInteger.self, forKey: .schemaVersion)
         self.remoteReadable = try container.decode(Bool.self, forKey: .remoteReadable)
-        self.data = try container.decode([String: JSONValue].self, forKey: .data)
+        self.data = try container.decode([String: RollRuntimeJSONValue].self, forKey: .data)
         self.fallbackText = try container.decode(String.self, forKey: .fallbackText)
         if case let value = self.schemaId, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .schemaId, in: container, debugDescription: "SharedAppOutputAvailable.schemaId: minLength 1")
@@ -1023,6 +1041,15 @@ public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.schemaId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputAvailable.schemaId: minLength 1"))
+        }
+        if case let value = self.schemaId, value.unicodeScalars.count > 256 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputAvailable.schemaId: maxLength 256"))
+        }
+        if case let value = self.fallbackText, value.unicodeScalars.count > 4096 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputAvailable.fallbackText: maxLength 4096"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encode(self.schemaId, forKey: .schemaId)
@@ -1230,6 +1257,12 @@ public struct SharedAttachmentDescriptor: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.displayName, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAttachmentDescriptor.displayName: minLength 1"))
+        }
+        if case let value = self.displayName, value.unicodeScalars.count > 255 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAttachmentDescriptor.displayName: maxLength 255"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.attachmentId, forKey: .attachmentId)
         try container.encode(self.fileName, forKey: .fileName)
@@ -1583,6 +1616,24 @@ public struct UserInputChoiceControl: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.options, value.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputChoiceControl.options: minItems 1"))
+        }
+        if case let value = self.options, value.count > 50 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputChoiceControl.options: maxItems 50"))
+        }
+        if let value = self.minSelections, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputChoiceControl.minSelections: minimum 0"))
+        }
+        if let value = self.minSelections, value > 50 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputChoiceControl.minSelections: maximum 50"))
+        }
+        if let value = self.maxSelections, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputChoiceControl.maxSelections: minimum 1"))
+        }
+        if let value = self.maxSelections, value > 50 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputChoiceControl.maxSelections: maximum 50"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.type, forKey: .type)
         try container.encode(self.id, forKey: .id)
@@ -1611,8 +1662,8 @@ public indirect enum UserInputControl: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "text":
@@ -1841,8 +1892,8 @@ public indirect enum SharedPendingInteraction: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "method")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "method")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "approval.request":
@@ -1940,14 +1991,14 @@ public struct SharedThreadRecoverySnapshot: Codable, Sendable, Equatable {
     public let operations: SharedThreadRecoverySnapshotMessages
     public let activeTurn: SharedThreadRecoverySnapshotActiveTurn?
     /// Constraints: maxItems: 0
-    public let pendingApprovals: [JSONValue]
+    public let pendingApprovals: [RollRuntimeJSONValue]
     /// Constraints: maxItems: 0
-    public let pendingInteractions: [JSONValue]
+    public let pendingInteractions: [RollRuntimeJSONValue]
     public let transcriptCompleteness: SharedThreadSnapshotFullTranscriptCompleteness
     public let eventCursor: SharedEventCursorOrNull
     public let recoveryProjection: Bool
 
-    public init(thread: SharedThreadRecoverySnapshotThread, messages: SharedThreadRecoverySnapshotMessages, operations: SharedThreadRecoverySnapshotMessages, activeTurn: SharedThreadRecoverySnapshotActiveTurn? = nil, pendingApprovals: [JSONValue], pendingInteractions: [JSONValue], transcriptCompleteness: SharedThreadSnapshotFullTranscriptCompleteness, eventCursor: SharedEventCursorOrNull, recoveryProjection: Bool) {
+    public init(thread: SharedThreadRecoverySnapshotThread, messages: SharedThreadRecoverySnapshotMessages, operations: SharedThreadRecoverySnapshotMessages, activeTurn: SharedThreadRecoverySnapshotActiveTurn? = nil, pendingApprovals: [RollRuntimeJSONValue], pendingInteractions: [RollRuntimeJSONValue], transcriptCompleteness: SharedThreadSnapshotFullTranscriptCompleteness, eventCursor: SharedEventCursorOrNull, recoveryProjection: Bool) {
         self.thread = thread
         self.messages = messages
         self.operations = operations
@@ -1978,8 +2029,8 @@ public struct SharedThreadRecoverySnapshot: Codable, Sendable, Equatable {
         self.messages = try container.decode(SharedThreadRecoverySnapshotMessages.self, forKey: .messages)
         self.operations = try container.decode(SharedThreadRecoverySnapshotMessages.self, forKey: .operations)
         self.activeTurn = try container.decodeIfPresent(SharedThreadRecoverySnapshotActiveTurn.self, forKey: .activeTurn)
-        self.pendingApprovals = try container.decode([JSONValue].self, forKey: .pendingApprovals)
-        self.pendingInteractions = try container.decode([JSONValue].self, forKey: .pendingInteractions)
+        self.pendingApprovals = try container.decode([RollRuntimeJSONValue].self, forKey: .pendingApprovals)
+        self.pendingInteractions = try container.decode([RollRuntimeJSONValue].self, forKey: .pendingInteractions)
         self.transcriptCompleteness = try container.decode(SharedThreadSnapshotFullTranscriptCompleteness.self, forKey: .transcriptCompleteness)
         self.eventCursor = try container.decode(SharedEventCursorOrNull.self, forKey: .eventCursor)
         self.recoveryProjection = try container.decode(Bool.self, forKey: .recoveryProjection)
@@ -1992,6 +2043,12 @@ public struct SharedThreadRecoverySnapshot: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.pendingApprovals, value.count > 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedThreadRecoverySnapshot.pendingApprovals: maxItems 0"))
+        }
+        if case let value = self.pendingInteractions, value.count > 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedThreadRecoverySnapshot.pendingInteractions: maxItems 0"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.thread, forKey: .thread)
         try container.encode(self.messages, forKey: .messages)
@@ -2053,6 +2110,12 @@ public struct SharedThreadRecoverySnapshotThread: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.title, value.unicodeScalars.count > 1024 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedThreadRecoverySnapshotThread.title: maxLength 1024"))
+        }
+        if let value = self.model, value.unicodeScalars.count > 1024 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedThreadRecoverySnapshotThread.model: maxLength 1024"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.id, forKey: .id)
         try container.encodeIfPresent(self.title, forKey: .title)
@@ -2065,10 +2128,10 @@ public struct SharedThreadRecoverySnapshotThread: Codable, Sendable, Equatable {
 
 public struct SharedThreadRecoverySnapshotMessages: Codable, Sendable, Equatable {
     /// Constraints: maxItems: 0
-    public let items: [JSONValue]
-    public let nextBeforeSequence: JSONValue
+    public let items: [RollRuntimeJSONValue]
+    public let nextBeforeSequence: RollRuntimeJSONValue
 
-    public init(items: [JSONValue], nextBeforeSequence: JSONValue) {
+    public init(items: [RollRuntimeJSONValue], nextBeforeSequence: RollRuntimeJSONValue) {
         self.items = items
         self.nextBeforeSequence = nextBeforeSequence
     }
@@ -2081,14 +2144,17 @@ public struct SharedThreadRecoverySnapshotMessages: Codable, Sendable, Equatable
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["items", "nextBeforeSequence"], in: "SharedThreadRecoverySnapshotMessages")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.items = try container.decode([JSONValue].self, forKey: .items)
-        self.nextBeforeSequence = try container.decode(JSONValue.self, forKey: .nextBeforeSequence)
+        self.items = try container.decode([RollRuntimeJSONValue].self, forKey: .items)
+        self.nextBeforeSequence = try container.decode(RollRuntimeJSONValue.self, forKey: .nextBeforeSequence)
         if case let value = self.items, value.count > 0 {
             throw DecodingError.dataCorruptedError(forKey: .items, in: container, debugDescription: "SharedThreadRecoverySnapshotMessages.items: maxItems 0")
         }
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.items, value.count > 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedThreadRecoverySnapshotMessages.items: maxItems 0"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.items, forKey: .items)
         try container.encode(self.nextBeforeSequence, forKey: .nextBeforeSequence)
@@ -2194,6 +2260,9 @@ public struct InitializeParams: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.protocolVersions, value.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "InitializeParams.protocolVersions: minItems 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.protocolVersions, forKey: .protocolVersions)
         try container.encode(self.client, forKey: .client)
@@ -2393,6 +2462,9 @@ public struct ClientCapabilitiesSetParams: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.serverRequestMethods, value.count > 64 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ClientCapabilitiesSetParams.serverRequestMethods: maxItems 64"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.revision, forKey: .revision)
         try container.encode(self.serverRequestMethods, forKey: .serverRequestMethods)
@@ -2426,6 +2498,9 @@ public struct ClientCapabilitiesSetResult: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.acceptedServerRequestMethods, value.count > 64 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ClientCapabilitiesSetResult.acceptedServerRequestMethods: maxItems 64"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.revision, forKey: .revision)
         try container.encode(self.acceptedServerRequestMethods, forKey: .acceptedServerRequestMethods)
@@ -2903,6 +2978,9 @@ public struct TurnStartInput: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.text, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "TurnStartInput.text: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.text, forKey: .text)
     }
@@ -3072,6 +3150,9 @@ public struct ApprovalRespondParams: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ApprovalRespondParams.reason: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.requestId, forKey: .requestId)
         try container.encode(self.threadId, forKey: .threadId)
@@ -3262,9 +3343,12 @@ public indirect enum AttachmentStageParams: Codable, Sendable, Equatable {
 
 public struct AttachmentStageParamsVariant1: Codable, Sendable, Equatable {
     public let source: AttachmentStageParamsVariant1Source?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: RollRuntimeJSONValue]
 
-    public init(source: AttachmentStageParamsVariant1Source? = nil) {
+    public init(source: AttachmentStageParamsVariant1Source? = nil, extra: [String: RollRuntimeJSONValue] = [:]) {
         self.source = source
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -3274,11 +3358,23 @@ public struct AttachmentStageParamsVariant1: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.source = try container.decodeIfPresent(AttachmentStageParamsVariant1Source.self, forKey: .source)
+        let all = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let known: Set<String> = ["source"]
+        var extra: [String: RollRuntimeJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(RollRuntimeJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.source, forKey: .source)
+        var rest = encoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let known: Set<String> = ["source"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: RollRuntimeAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -3288,9 +3384,12 @@ public enum AttachmentStageParamsVariant1Source: String, Codable, Sendable, Case
 
 public struct AttachmentStageParamsVariant2: Codable, Sendable, Equatable {
     public let source: AttachmentStageParamsVariant2Source?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: RollRuntimeJSONValue]
 
-    public init(source: AttachmentStageParamsVariant2Source? = nil) {
+    public init(source: AttachmentStageParamsVariant2Source? = nil, extra: [String: RollRuntimeJSONValue] = [:]) {
         self.source = source
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -3300,11 +3399,23 @@ public struct AttachmentStageParamsVariant2: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.source = try container.decodeIfPresent(AttachmentStageParamsVariant2Source.self, forKey: .source)
+        let all = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let known: Set<String> = ["source"]
+        var extra: [String: RollRuntimeJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(RollRuntimeJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.source, forKey: .source)
+        var rest = encoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let known: Set<String> = ["source"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: RollRuntimeAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -3393,6 +3504,12 @@ public struct AttachmentChunkParams: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.dataBase64, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "AttachmentChunkParams.dataBase64: minLength 1"))
+        }
+        if case let value = self.dataBase64, value.unicodeScalars.count > 2796208 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "AttachmentChunkParams.dataBase64: maxLength 2796208"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.requestId, forKey: .requestId)
         try container.encode(self.threadId, forKey: .threadId)
@@ -4451,8 +4568,8 @@ public indirect enum ApprovalRequestResult: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "decision")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "decision")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "approve":
@@ -4529,6 +4646,9 @@ public struct ApprovalRequestResultReject: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ApprovalRequestResultReject.reason: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.decision, forKey: .decision)
         try container.encodeIfPresent(self.reason, forKey: .reason)
@@ -4605,8 +4725,8 @@ public indirect enum UserInputRequestResult: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "status")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "status")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "submitted":
@@ -4656,6 +4776,9 @@ public struct UserInputRequestResultSubmitted: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.values, value.count > 16 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputRequestResultSubmitted.values: maxItems 16"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encode(self.values, forKey: .values)
@@ -4723,6 +4846,12 @@ public struct UserInputRequestResultCancelled: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputRequestResultCancelled.reason: minLength 1"))
+        }
+        if let value = self.reason, value.unicodeScalars.count > 500 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputRequestResultCancelled.reason: maxLength 500"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encodeIfPresent(self.reason, forKey: .reason)
@@ -5337,6 +5466,9 @@ public struct EventApprovalResolvedResolutionVariant2: Codable, Sendable, Equata
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "EventApprovalResolvedResolutionVariant2.reason: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encode(self.decision, forKey: .decision)
@@ -5370,6 +5502,9 @@ public struct EventApprovalResolvedResolutionVariant3: Codable, Sendable, Equata
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.reason, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "EventApprovalResolvedResolutionVariant3.reason: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encode(self.reason, forKey: .reason)
@@ -5402,6 +5537,9 @@ public struct EventApprovalResolvedResolutionVariant4: Codable, Sendable, Equata
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.reason, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "EventApprovalResolvedResolutionVariant4.reason: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.status, forKey: .status)
         try container.encodeIfPresent(self.reason, forKey: .reason)
@@ -5561,8 +5699,8 @@ public indirect enum RuntimeEvent: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "turn.started":
@@ -5637,8 +5775,8 @@ public indirect enum RuntimeDurableEvent: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "turn.started":
@@ -5694,8 +5832,8 @@ public indirect enum RuntimeEphemeralEvent: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "type")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "type")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "message.started":
@@ -6031,6 +6169,9 @@ public struct ServerRequestCancelParams: Codable, Sendable, Equatable {
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.reason, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ServerRequestCancelParams.reason: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.interactionId, forKey: .interactionId)
         try container.encode(self.reason, forKey: .reason)
@@ -6100,8 +6241,8 @@ public indirect enum ClientRequest: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "method")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "method")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "initialize":
@@ -6187,8 +6328,8 @@ public indirect enum ServerRequest: Codable, Sendable, Equatable {
 
     /// Decodes a known variant only: an unknown one throws here.
     public static func decodeKnown(from decoder: Decoder) throws -> Self {
-        let container = try decoder.container(keyedBy: AnyCodingKey.self)
-        let tagKey = AnyCodingKey(stringValue: "method")
+        let container = try decoder.container(keyedBy: RollRuntimeAnyCodingKey.self)
+        let tagKey = RollRuntimeAnyCodingKey(stringValue: "method")
         let tag = try container.decode(String.self, forKey: tagKey)
         switch tag {
         case "approval.request":
@@ -6642,4 +6783,208 @@ public indirect enum RollRuntimeMessage: Codable, Sendable, Equatable {
         case .errorResponse(let value): try value.encode(to: encoder)
         }
     }
+}
+
+/// Who sends a method's message.
+public enum RollRuntimeMethodDirection: String, Sendable {
+    /// A request the client sends and the server answers.
+    case clientRequest
+    /// A request the server sends and the client answers.
+    case serverRequest
+    /// A message nobody answers.
+    case notification
+}
+
+/// One method: its wire name, who sends it, the names of its params and result types (nil
+/// when they are not a named type: no params, any JSON value), and the schema's scope and since.
+public struct RollRuntimeMethodInfo: Sendable, Equatable {
+    public let name: String
+    public let direction: RollRuntimeMethodDirection
+    public let params: String?
+    public let result: String?
+    public let scope: String?
+    public let since: String?
+}
+
+/// A method as a type: its metadata and the types of its params and result (`Void`: none).
+public protocol RollRuntimeMethod {
+    associatedtype Params
+    associatedtype Result
+    static var info: RollRuntimeMethodInfo { get }
+}
+
+/// One type per method, and `all` in schema order.
+public enum RollRuntimeMethods {
+    /// `initialize`.
+    public enum InitializeMethod: RollRuntimeMethod {
+        public typealias Params = InitializeParams
+        public typealias Result = InitializeResult
+        public static let info = RollRuntimeMethodInfo(name: "initialize", direction: .clientRequest, params: "InitializeParams", result: "InitializeResult", scope: nil, since: nil)
+    }
+    /// `client.capabilities.set`.
+    public enum ClientCapabilitiesSetMethod: RollRuntimeMethod {
+        public typealias Params = ClientCapabilitiesSetParams
+        public typealias Result = ClientCapabilitiesSetResult
+        public static let info = RollRuntimeMethodInfo(name: "client.capabilities.set", direction: .clientRequest, params: "ClientCapabilitiesSetParams", result: "ClientCapabilitiesSetResult", scope: nil, since: "1.2")
+    }
+    /// `thread.list`.
+    public enum ThreadListMethod: RollRuntimeMethod {
+        public typealias Params = ThreadListParams
+        public typealias Result = ThreadListResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.list", direction: .clientRequest, params: "ThreadListParams", result: "ThreadListResult", scope: nil, since: nil)
+    }
+    /// `thread.create`.
+    public enum ThreadCreateMethod: RollRuntimeMethod {
+        public typealias Params = ThreadCreateParams
+        public typealias Result = ThreadCreateResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.create", direction: .clientRequest, params: "ThreadCreateParams", result: "ThreadCreateResult", scope: nil, since: nil)
+    }
+    /// `thread.open`.
+    public enum ThreadOpenMethod: RollRuntimeMethod {
+        public typealias Params = ThreadOpenParams
+        public typealias Result = ThreadOpenResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.open", direction: .clientRequest, params: "ThreadOpenParams", result: "ThreadOpenResult", scope: nil, since: nil)
+    }
+    /// `thread.snapshot`.
+    public enum ThreadSnapshotMethod: RollRuntimeMethod {
+        public typealias Params = ThreadSnapshotParams
+        public typealias Result = ThreadSnapshotResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.snapshot", direction: .clientRequest, params: "ThreadSnapshotParams", result: "ThreadSnapshotResult", scope: nil, since: nil)
+    }
+    /// `thread.rename`.
+    public enum ThreadRenameMethod: RollRuntimeMethod {
+        public typealias Params = ThreadRenameParams
+        public typealias Result = ThreadRenameResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.rename", direction: .clientRequest, params: "ThreadRenameParams", result: "ThreadRenameResult", scope: nil, since: nil)
+    }
+    /// `thread.delete`.
+    public enum ThreadDeleteMethod: RollRuntimeMethod {
+        public typealias Params = ThreadDeleteParams
+        public typealias Result = ThreadDeleteResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.delete", direction: .clientRequest, params: "ThreadDeleteParams", result: "ThreadDeleteResult", scope: nil, since: nil)
+    }
+    /// `thread.detach`.
+    public enum ThreadDetachMethod: RollRuntimeMethod {
+        public typealias Params = ThreadDetachParams
+        public typealias Result = ThreadDetachResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.detach", direction: .clientRequest, params: "ThreadDetachParams", result: "ThreadDetachResult", scope: nil, since: nil)
+    }
+    /// `thread.capabilities`.
+    public enum ThreadCapabilitiesMethod: RollRuntimeMethod {
+        public typealias Params = ThreadCapabilitiesParams
+        public typealias Result = ThreadCapabilitiesResult
+        public static let info = RollRuntimeMethodInfo(name: "thread.capabilities", direction: .clientRequest, params: "ThreadCapabilitiesParams", result: "ThreadCapabilitiesResult", scope: nil, since: nil)
+    }
+    /// `runtime.events.resume`.
+    public enum RuntimeEventsResumeMethod: RollRuntimeMethod {
+        public typealias Params = RuntimeEventsResumeParams
+        public typealias Result = RuntimeEventsResumeResult
+        public static let info = RollRuntimeMethodInfo(name: "runtime.events.resume", direction: .clientRequest, params: "RuntimeEventsResumeParams", result: "RuntimeEventsResumeResult", scope: nil, since: "1.3")
+    }
+    /// `turn.start`.
+    public enum TurnStartMethod: RollRuntimeMethod {
+        public typealias Params = TurnStartParams
+        public typealias Result = TurnStartResult
+        public static let info = RollRuntimeMethodInfo(name: "turn.start", direction: .clientRequest, params: "TurnStartParams", result: "TurnStartResult", scope: nil, since: nil)
+    }
+    /// `turn.cancel`.
+    public enum TurnCancelMethod: RollRuntimeMethod {
+        public typealias Params = TurnCancelParams
+        public typealias Result = TurnCancelResult
+        public static let info = RollRuntimeMethodInfo(name: "turn.cancel", direction: .clientRequest, params: "TurnCancelParams", result: "TurnCancelResult", scope: nil, since: nil)
+    }
+    /// `approval.respond`.
+    public enum ApprovalRespondMethod: RollRuntimeMethod {
+        public typealias Params = ApprovalRespondParams
+        public typealias Result = ApprovalRespondResult
+        public static let info = RollRuntimeMethodInfo(name: "approval.respond", direction: .clientRequest, params: "ApprovalRespondParams", result: "ApprovalRespondResult", scope: nil, since: nil)
+    }
+    /// `operation.get`.
+    public enum OperationGetMethod: RollRuntimeMethod {
+        public typealias Params = OperationGetParams
+        public typealias Result = OperationGetResult
+        public static let info = RollRuntimeMethodInfo(name: "operation.get", direction: .clientRequest, params: "OperationGetParams", result: "OperationGetResult", scope: nil, since: nil)
+    }
+    /// `operation.result.get`.
+    public enum OperationResultGetMethod: RollRuntimeMethod {
+        public typealias Params = OperationResultGetParams
+        public typealias Result = OperationResultGetResult
+        public static let info = RollRuntimeMethodInfo(name: "operation.result.get", direction: .clientRequest, params: "OperationResultGetParams", result: "OperationResultGetResult", scope: nil, since: "1.5")
+    }
+    /// `attachment.stage`.
+    public enum AttachmentStageMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentStageParams
+        public typealias Result = AttachmentStageResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.stage", direction: .clientRequest, params: "AttachmentStageParams", result: "AttachmentStageResult", scope: nil, since: "1.4")
+    }
+    /// `attachment.chunk`.
+    public enum AttachmentChunkMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentChunkParams
+        public typealias Result = AttachmentChunkResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.chunk", direction: .clientRequest, params: "AttachmentChunkParams", result: "AttachmentChunkResult", scope: nil, since: "1.4")
+    }
+    /// `attachment.commit`.
+    public enum AttachmentCommitMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentCommitParams
+        public typealias Result = AttachmentCommitResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.commit", direction: .clientRequest, params: "AttachmentCommitParams", result: "AttachmentCommitResult", scope: nil, since: "1.4")
+    }
+    /// `attachment.release`.
+    public enum AttachmentReleaseMethod: RollRuntimeMethod {
+        public typealias Params = AttachmentReleaseParams
+        public typealias Result = AttachmentReleaseResult
+        public static let info = RollRuntimeMethodInfo(name: "attachment.release", direction: .clientRequest, params: "AttachmentReleaseParams", result: "AttachmentReleaseResult", scope: nil, since: "1.4")
+    }
+    /// `approval.request`.
+    public enum ApprovalRequestMethod: RollRuntimeMethod {
+        public typealias Params = ApprovalRequestParams
+        public typealias Result = ApprovalRequestResult
+        public static let info = RollRuntimeMethodInfo(name: "approval.request", direction: .serverRequest, params: "ApprovalRequestParams", result: "ApprovalRequestResult", scope: nil, since: "1.1")
+    }
+    /// `userInput.request`.
+    public enum UserInputRequestMethod: RollRuntimeMethod {
+        public typealias Params = UserInputRequestParams
+        public typealias Result = UserInputRequestResult
+        public static let info = RollRuntimeMethodInfo(name: "userInput.request", direction: .serverRequest, params: "UserInputRequestParams", result: "UserInputRequestResult", scope: nil, since: "1.2")
+    }
+    /// `runtime.event`.
+    public enum RuntimeEventMethod: RollRuntimeMethod {
+        public typealias Params = RuntimeEventEnvelope
+        public typealias Result = Void
+        public static let info = RollRuntimeMethodInfo(name: "runtime.event", direction: .notification, params: "RuntimeEventEnvelope", result: nil, scope: nil, since: nil)
+    }
+    /// `runtime.serverRequest.cancel`.
+    public enum RuntimeServerRequestCancelMethod: RollRuntimeMethod {
+        public typealias Params = ServerRequestCancelParams
+        public typealias Result = Void
+        public static let info = RollRuntimeMethodInfo(name: "runtime.serverRequest.cancel", direction: .notification, params: "ServerRequestCancelParams", result: nil, scope: nil, since: "1.1")
+    }
+
+    /// Every method, in schema order.
+    public static let all: [RollRuntimeMethodInfo] = [
+        InitializeMethod.info,
+        ClientCapabilitiesSetMethod.info,
+        ThreadListMethod.info,
+        ThreadCreateMethod.info,
+        ThreadOpenMethod.info,
+        ThreadSnapshotMethod.info,
+        ThreadRenameMethod.info,
+        ThreadDeleteMethod.info,
+        ThreadDetachMethod.info,
+        ThreadCapabilitiesMethod.info,
+        RuntimeEventsResumeMethod.info,
+        TurnStartMethod.info,
+        TurnCancelMethod.info,
+        ApprovalRespondMethod.info,
+        OperationGetMethod.info,
+        OperationResultGetMethod.info,
+        AttachmentStageMethod.info,
+        AttachmentChunkMethod.info,
+        AttachmentCommitMethod.info,
+        AttachmentReleaseMethod.info,
+        ApprovalRequestMethod.info,
+        UserInputRequestMethod.info,
+        RuntimeEventMethod.info,
+        RuntimeServerRequestCancelMethod.info,
+    ]
 }

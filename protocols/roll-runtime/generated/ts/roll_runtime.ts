@@ -3580,3 +3580,132 @@ export function validateErrorResponse(value: unknown): ValidationResult {
 export function assertErrorResponse(value: unknown): asserts value is ErrorResponse {
   assertValid(validateDefinition("errorResponse", value));
 }
+
+/** Who sends a method's message. */
+export type MethodDirection = "clientRequest" | "serverRequest" | "notification";
+
+/**
+ * One method: its wire name, who sends it, the names of its params and result types (`null`
+ * when they are not a named type: no params, any JSON value), and the schema's `scope` and
+ * `since`.
+ */
+export interface MethodInfo {
+  readonly name: string;
+  readonly direction: MethodDirection;
+  readonly params: string | null;
+  readonly result: string | null;
+  readonly scope: string | null;
+  readonly since: string | null;
+}
+
+/** Every method of the protocol, in schema order. */
+export const METHOD_TABLE: readonly MethodInfo[] = [
+  { name: "initialize", direction: "clientRequest", params: "InitializeParams", result: "InitializeResult", scope: null, since: null },
+  { name: "client.capabilities.set", direction: "clientRequest", params: "ClientCapabilitiesSetParams", result: "ClientCapabilitiesSetResult", scope: null, since: "1.2" },
+  { name: "thread.list", direction: "clientRequest", params: "ThreadListParams", result: "ThreadListResult", scope: null, since: null },
+  { name: "thread.create", direction: "clientRequest", params: "ThreadCreateParams", result: "ThreadCreateResult", scope: null, since: null },
+  { name: "thread.open", direction: "clientRequest", params: "ThreadOpenParams", result: "ThreadOpenResult", scope: null, since: null },
+  { name: "thread.snapshot", direction: "clientRequest", params: "ThreadSnapshotParams", result: "ThreadSnapshotResult", scope: null, since: null },
+  { name: "thread.rename", direction: "clientRequest", params: "ThreadRenameParams", result: "ThreadRenameResult", scope: null, since: null },
+  { name: "thread.delete", direction: "clientRequest", params: "ThreadDeleteParams", result: "ThreadDeleteResult", scope: null, since: null },
+  { name: "thread.detach", direction: "clientRequest", params: "ThreadDetachParams", result: "ThreadDetachResult", scope: null, since: null },
+  { name: "thread.capabilities", direction: "clientRequest", params: "ThreadCapabilitiesParams", result: "ThreadCapabilitiesResult", scope: null, since: null },
+  { name: "runtime.events.resume", direction: "clientRequest", params: "RuntimeEventsResumeParams", result: "RuntimeEventsResumeResult", scope: null, since: "1.3" },
+  { name: "turn.start", direction: "clientRequest", params: "TurnStartParams", result: "TurnStartResult", scope: null, since: null },
+  { name: "turn.cancel", direction: "clientRequest", params: "TurnCancelParams", result: "TurnCancelResult", scope: null, since: null },
+  { name: "approval.respond", direction: "clientRequest", params: "ApprovalRespondParams", result: "ApprovalRespondResult", scope: null, since: null },
+  { name: "operation.get", direction: "clientRequest", params: "OperationGetParams", result: "OperationGetResult", scope: null, since: null },
+  { name: "operation.result.get", direction: "clientRequest", params: "OperationResultGetParams", result: "OperationResultGetResult", scope: null, since: "1.5" },
+  { name: "attachment.stage", direction: "clientRequest", params: "AttachmentStageParams", result: "AttachmentStageResult", scope: null, since: "1.4" },
+  { name: "attachment.chunk", direction: "clientRequest", params: "AttachmentChunkParams", result: "AttachmentChunkResult", scope: null, since: "1.4" },
+  { name: "attachment.commit", direction: "clientRequest", params: "AttachmentCommitParams", result: "AttachmentCommitResult", scope: null, since: "1.4" },
+  { name: "attachment.release", direction: "clientRequest", params: "AttachmentReleaseParams", result: "AttachmentReleaseResult", scope: null, since: "1.4" },
+  { name: "approval.request", direction: "serverRequest", params: "ApprovalRequestParams", result: "ApprovalRequestResult", scope: null, since: "1.1" },
+  { name: "userInput.request", direction: "serverRequest", params: "UserInputRequestParams", result: "UserInputRequestResult", scope: null, since: "1.2" },
+  { name: "runtime.event", direction: "notification", params: "RuntimeEventEnvelope", result: null, scope: null, since: null },
+  { name: "runtime.serverRequest.cancel", direction: "notification", params: "ServerRequestCancelParams", result: null, scope: null, since: "1.1" },
+];
+
+/** Requests the client sends: method name to its params and result types. */
+export interface ClientRequests {
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "client.capabilities.set": { params: ClientCapabilitiesSetParams; result: ClientCapabilitiesSetResult };
+  "thread.list": { params: ThreadListParams; result: ThreadListResult };
+  "thread.create": { params: ThreadCreateParams; result: ThreadCreateResult };
+  "thread.open": { params: ThreadOpenParams; result: ThreadOpenResult };
+  "thread.snapshot": { params: ThreadSnapshotParams; result: ThreadSnapshotResult };
+  "thread.rename": { params: ThreadRenameParams; result: ThreadRenameResult };
+  "thread.delete": { params: ThreadDeleteParams; result: ThreadDeleteResult };
+  "thread.detach": { params: ThreadDetachParams; result: ThreadDetachResult };
+  "thread.capabilities": { params: ThreadCapabilitiesParams; result: ThreadCapabilitiesResult };
+  "runtime.events.resume": { params: RuntimeEventsResumeParams; result: RuntimeEventsResumeResult };
+  "turn.start": { params: TurnStartParams; result: TurnStartResult };
+  "turn.cancel": { params: TurnCancelParams; result: TurnCancelResult };
+  "approval.respond": { params: ApprovalRespondParams; result: ApprovalRespondResult };
+  "operation.get": { params: OperationGetParams; result: OperationGetResult };
+  "operation.result.get": { params: OperationResultGetParams; result: OperationResultGetResult };
+  "attachment.stage": { params: AttachmentStageParams; result: AttachmentStageResult };
+  "attachment.chunk": { params: AttachmentChunkParams; result: AttachmentChunkResult };
+  "attachment.commit": { params: AttachmentCommitParams; result: AttachmentCommitResult };
+  "attachment.release": { params: AttachmentReleaseParams; result: AttachmentReleaseResult };
+}
+
+/** Requests the server sends: method name to its params and result types. */
+export interface ServerRequests {
+  "approval.request": { params: ApprovalRequestParams; result: ApprovalRequestResult };
+  "userInput.request": { params: UserInputRequestParams; result: UserInputRequestResult };
+}
+
+/** Notifications: method name to its params type. */
+export interface Notifications {
+  "runtime.event": { params: RuntimeEventEnvelope };
+  "runtime.serverRequest.cancel": { params: ServerRequestCancelParams };
+}
+
+const METHOD_SCHEMAS: { [key: string]: [string | null, string | null] } = {
+  "clientRequest initialize": ["/$defs/initializeParams", "/$defs/initializeResult"],
+  "clientRequest client.capabilities.set": ["/$defs/clientCapabilitiesSetParams", "/$defs/clientCapabilitiesSetResult"],
+  "clientRequest thread.list": ["/$defs/threadListParams", "/$defs/threadListResult"],
+  "clientRequest thread.create": ["/$defs/threadCreateParams", "/$defs/threadCreateResult"],
+  "clientRequest thread.open": ["/$defs/threadOpenParams", "/$defs/threadOpenResult"],
+  "clientRequest thread.snapshot": ["/$defs/threadSnapshotParams", "/$defs/threadSnapshotResult"],
+  "clientRequest thread.rename": ["/$defs/threadRenameParams", "/$defs/threadRenameResult"],
+  "clientRequest thread.delete": ["/$defs/threadDeleteParams", "/$defs/threadDeleteResult"],
+  "clientRequest thread.detach": ["/$defs/threadDetachParams", "/$defs/threadDetachResult"],
+  "clientRequest thread.capabilities": ["/$defs/threadCapabilitiesParams", "/$defs/threadCapabilitiesResult"],
+  "clientRequest runtime.events.resume": ["/$defs/runtimeEventsResumeParams", "/$defs/runtimeEventsResumeResult"],
+  "clientRequest turn.start": ["/$defs/turnStartParams", "/$defs/turnStartResult"],
+  "clientRequest turn.cancel": ["/$defs/turnCancelParams", "/$defs/turnCancelResult"],
+  "clientRequest approval.respond": ["/$defs/approvalRespondParams", "/$defs/approvalRespondResult"],
+  "clientRequest operation.get": ["/$defs/operationGetParams", "/$defs/operationGetResult"],
+  "clientRequest operation.result.get": ["/$defs/operationResultGetParams", "/$defs/operationResultGetResult"],
+  "clientRequest attachment.stage": ["/$defs/attachmentStageParams", "/$defs/attachmentStageResult"],
+  "clientRequest attachment.chunk": ["/$defs/attachmentChunkParams", "/$defs/attachmentChunkResult"],
+  "clientRequest attachment.commit": ["/$defs/attachmentCommitParams", "/$defs/attachmentCommitResult"],
+  "clientRequest attachment.release": ["/$defs/attachmentReleaseParams", "/$defs/attachmentReleaseResult"],
+  "serverRequest approval.request": ["/$defs/approvalRequestParams", "/$defs/approvalRequestResult"],
+  "serverRequest userInput.request": ["/$defs/userInputRequestParams", "/$defs/userInputRequestResult"],
+  "notification runtime.event": ["/$defs/runtimeEventEnvelope", null],
+  "notification runtime.serverRequest.cancel": ["/$defs/serverRequestCancelParams", null],
+};
+
+function validateMethodPart(direction: MethodDirection, method: string, part: 0 | 1, value: unknown): ValidationResult {
+  const schemas = Object.prototype.hasOwnProperty.call(METHOD_SCHEMAS, direction + " " + method)
+    ? METHOD_SCHEMAS[direction + " " + method]
+    : undefined;
+  if (schemas === undefined) {
+    return { ok: false, errors: [{ instancePath: "", keyword: "method", message: "unknown " + direction + " method " + JSON.stringify(method) }] };
+  }
+  const pointer = schemas[part];
+  return pointer === null ? { ok: true, errors: [] } : validateAt(pointer, value);
+}
+
+/** Validates the params of `method` sent as `direction` against its params type (any value passes when the type is not a named one). */
+export function validateParams(direction: MethodDirection, method: string, params: unknown): ValidationResult {
+  return validateMethodPart(direction, method, 0, params);
+}
+
+/** Validates the result of a `method` request against its result type (any value passes when the schema does not name one). */
+export function validateResult(direction: MethodDirection, method: string, result: unknown): ValidationResult {
+  return validateMethodPart(direction, method, 1, result);
+}

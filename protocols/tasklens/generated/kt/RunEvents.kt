@@ -34,13 +34,648 @@ private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: 
     return result
 }
 
+private fun wireObject(raw: Any?, what: String): Map<String, Any?> {
+    require(raw is Map<*, *>) { what + ": expected an object" }
+    for (key in raw.keys) require(key is String) { what + ": keys must be strings" }
+    return raw as Map<String, Any?>
+}
+
+private fun wireField(o: Map<String, Any?>, key: String, what: String): Any? {
+    require(o.containsKey(key)) { what + ": missing key " + key }
+    return o[key]
+}
+
+private fun wireList(raw: Any?): List<Any?> {
+    require(raw is List<*>) { "expected an array" }
+    return raw
+}
+
+private fun wireString(raw: Any?, what: String): String {
+    require(raw is String) { what + ": expected a string" }
+    return raw
+}
+
+private fun wireBoolean(raw: Any?): Boolean {
+    require(raw is Boolean) { "expected a boolean" }
+    return raw
+}
+
+private fun wireLong(raw: Any?): Long = when (raw) {
+    is Long -> raw
+    is Int -> raw.toLong()
+    is Double -> if (raw == Math.rint(raw) && Math.abs(raw) < 9.2e18) raw.toLong() else throw IllegalArgumentException("expected an integer")
+    else -> throw IllegalArgumentException("expected an integer")
+}
+
+private fun wireNumber(raw: Any?): Number {
+    require(raw is Number) { "expected a number" }
+    return raw
+}
+
+private const val DRAFT_07: Boolean = false
+private const val DEFINITIONS_KEY: String = "\$defs"
+
+/** The schema document these types come from, walked by the validators below. */
+private val SCHEMA: Any? by lazy { parseJson(schemaText()) }
+
+private fun schemaText(): String {
+    val text = StringBuilder(9550)
+    text.append("{\"\$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"\$id\":\"https://agentwire.dev/protocols/tasklens/run-events.schema.json\",\"title\":\"TaskLens run events\",\"description\":\"An append-only stream of the events of an agent run (run, plan, step, tool, approval, retry); every view of a run is derived from it.\",\"x-agentwire\":{\"name\":\"tasklens-run-events\",\"version\":\"1\",\"minimumCompatibleVersion\":\"1\",\"versions\":[\"1\"],\"features\":[\"unknown-types-fold\",\"approvals\",\"retries\"]},\"x-agentwire-direction\":\"runtime-to-host\",\"\$ref\":\"#/\$defs/RunEvent\",\"\$defs\":{\"NonEmptyString\":{\"type\":\"string\",\"minLength\":1},\"ErrorInfo\":{\"description\":\"An error: a message, or an object with a message and an optional code.\",\"anyOf\":[{\"type\":\"string\"},{\"type\":\"object\",\"required\":[\"message\"],\"properties\":{\"message\":{\"type\":\"string\"},\"code\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true}]},\"Risk\":{\"description\":\"Risk of an approval; weights low 1, medium 2, high 3, critical 4.\",\"enum\":[\"low\",\"medium\",\"high\",\"critical\"]},\"PlanStep\":{\"type\":\"object\",\"required\":[\"id\",\"title\"],\"properties\":{\"id\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"title\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"Envelope\":{\"description\":\"Fields every event carries. An event whose type is not known, or whose schemaVersion is above 1, is valid when its envelope is; it is folded, never executed.\",\"type\":\"object\",\"required\":[\"id\",\"runId\",\"seq\",\"at\",\"schemaVersion\",\"type\"],\"properties\":{\"id\":{\"description\":\"Globally unique; the deduplication key.\",\"type\":\"string\",\"minLength\":1},\"runId\":{\"description\":\"The run the event belongs to.\",\"type\":\"string\",\"minLength\":1},\"seq\":{\"description\":\"Monotonic order key of the run (never `at`).\",\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991},\"at\":{\"description\":\"Unix time in milliseconds; for display only.\",\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991},\"schemaVersion\":{\"description\":\"Major version of the event protocol; 1 today. A higher major is treated as an unknown event.\",\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991},\"type\":{\"description\":\"Event type; unknown types are valid and folded.\",\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunStart\":{\"description\":\"A run begins. `goal` is what the run is for, in the user's words.\",\"type\":\"object\",\"properties\":{\"goal\":{\"type\":\"string\"},\"agent\":{\"type\":\"string\",\"description\":\"Name of the agent that runs.\"},\"input\":{\"description\":\"Opaque input of the run; rendering is the host's business.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunDone\":{\"description\":\"The run finished.\",\"type\":\"object\",\"properties\":{\"output\":{\"description\":\"Opaque output of the run.\"},\"summary\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunError\":{\"description\":\"The run failed and stopped.\",\"type\":\"object\",\"required\":[\"error\"],\"properties\":{\"error\":{\"\$ref\":\"#/\$defs/ErrorInfo\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunPaused\":{\"description\":\"The run waits: for an approval decision (`approval`) or for the user (`user`).\",\"type\":\"object\",\"required\":[\"reason\"],\"properties\":{\"reason\":{\"enum\":[\"approval\",\"user\"]},\"message\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"Plan\":{\"description\":\"The step plan; used to render how many steps are left.\",\"type\":\"object\",\"required\":[\"steps\"],\"properties\":{\"steps\":{\"type\":\"array\",\"items\":{\"\$ref\":\"#/\$defs/PlanStep\"}}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepStart\":{\"description\":\"A step starts (again, after a retry).\",\"type\":\"object\",\"required\":[\"stepId\"],\"properties\":{\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"title\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepProgress\":{\"description\":\"Progress inside a running step.\",\"type\":\"object\",\"required\":[\"stepId\"],\"properties\":{\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"progress\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"description\":\"Fraction done, 0 to 1.\"},\"message\":{\"type\":\"string\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepDone\":{\"description\":\"A step finished.\",\"type\":\"object\",\"required\":[\"stepId\"],\"properties\":{\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"output\":{\"description\":\"Opaque output of the step.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"StepError\":{\"description\":\"A step failed. `retryable` says whether retrying it may help.\",\"type\":\"object\",\"required\":[\"stepId\",\"error\",\"retryable\"],\"properties\":{\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"error\":{\"\$ref\":\"#/\$defs/ErrorInfo\"},\"retryable\":{\"type\":\"boolean\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ToolCall\":{\"description\":\"A tool is called inside a step. The call is identified by `callId`, or by the event `id` when `callId` is absent.\",\"type\":\"object\",\"required\":[\"stepId\",\"name\"],\"properties\":{\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"callId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"name\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"args\":{\"description\":\"Opaque arguments.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ToolResult\":{\"description\":\"The result of a tool call, paired by `callId`.\",\"type\":\"object\",\"required\":[\"callId\",\"ok\"],\"properties\":{\"callId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"ok\":{\"type\":\"boolean\"},\"result\":{\"description\":\"Opaque result.\"},\"error\":{\"\$ref\":\"#/\$defs/ErrorInfo\"},\"ms\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Duration in milliseconds.\"},\"tokens\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Model tokens spent by the call.\"},\"cost\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Cost of the call, in US dollars.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ApprovalRequest\":{\"description\":\"A person must decide before the step goes on. The request is identified by `approvalId`, or by the event `id` when `approvalId` is absent.\",\"type\":\"object\",\"required\":[\"stepId\",\"summary\",\"risk\"],\"properties\":{\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"approvalId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"summary\":{\"type\":\"string\"},\"risk\":{\"\$ref\":\"#/\$defs/Risk\"},\"preview\":{\"type\":\"object\",\"description\":\"Structured preview of what will happen (for example the arguments of the tool call awaiting approval).\"},\"callId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"ApprovalDecision\":{\"description\":\"The decision on an approval request.\",\"type\":\"object\",\"required\":[\"approvalId\",\"decision\"],\"properties\":{\"approvalId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"decision\":{\"enum\":[\"approve\",\"edit\",\"reject\"]},\"by\":{\"type\":\"string\"},\"comment\":{\"type\":\"string\"},\"edited\":{\"description\":\"The edited proposal when `decision` is `edit`.\"}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RetryRequest\":{\"description\":\"A step is retried, anchored to the event it restarts from.\",\"type\":\"object\",\"required\":[\"stepId\",\"fromEventId\"],\"properties\":{\"stepId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"fromEventId\":{\"\$ref\":\"#/\$defs/NonEmptyString\"},\"reason\":{\"type\":\"string\"},\"attempt\":{\"type\":\"integer\",\"minimum\":1}},\"additionalProperties\":true,\"x-agentwire-open\":true},\"RunEvent\":{\"description\":\"One event of a run: the envelope plus, for a known type at schemaVersion 1, that type's payload.\",\"allOf\":[{\"\$ref\":\"#/\$defs/Envelope\"},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:start\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/RunStart\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:done\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/RunDone\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:error\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/RunError\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"run:paused\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/RunPaused\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"plan\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/Plan\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:start\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/StepStart\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:progress\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/StepProgress\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:done\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/StepDone\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"step:error\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/StepError\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"tool:call\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/ToolCall\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"tool:result\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/ToolResult\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"approval:request\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/ApprovalRequest\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"approval:decision\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/ApprovalDecision\"}},{\"if\":{\"required\":[\"type\",\"schemaVersion\"],\"properties\":{\"type\":{\"const\":\"retry:request\"},\"schemaVersion\":{\"const\":1}}},\"then\":{\"\$ref\":\"#/\$defs/RetryRequest\"}}]}}}")
+    return text.toString()
+}
+
+/** One reason a value does not match the schema. */
+data class ValidationError(
+    /** JSON Pointer of the offending value in the instance ("" for the value itself); a missing property is reported at its object. */
+    val instancePath: String,
+    /** The schema keyword that failed (`type`, `required`, `oneOf`, ...). */
+    val keyword: String,
+    /** A sentence saying what is wrong. */
+    val message: String
+)
+
+/** The verdict of a validator: `ok` when `errors` is empty. */
+data class ValidationResult(val ok: Boolean, val errors: List<ValidationError>)
+
+/** Thrown by the `assert*` functions and `fromWire`; carries every error. */
+class ProtocolValidationError(val errors: List<ValidationError>) : IllegalArgumentException(
+    errors.joinToString("; ") { (if (it.instancePath == "") "/" else it.instancePath) + ": " + it.message }
+)
+
+/** Deepest nesting of schema nodes and values one validation follows; deeper input fails with keyword `maxDepth`. */
+const val MAX_VALIDATION_DEPTH: Int = 256
+
+/**
+ * Parses JSON text into the decoded-JSON form the validators and `fromWire` take:
+ * `Map<String, Any?>` (insertion order kept), `List<Any?>`, `String`, `Long` (integers that fit),
+ * `Double`, `Boolean`, `null`. Throws IllegalArgumentException for malformed text.
+ */
+fun parseJson(text: String): Any? {
+    val parser = JsonParser(text)
+    val value = parser.value(0)
+    parser.skipSpace()
+    require(parser.at == text.length) { "JSON: unexpected text at " + parser.at }
+    return value
+}
+
+/** Writes a decoded-JSON value (as `parseJson` returns it, or as `toWire` builds it) as compact JSON text. */
+fun writeJson(value: Any?): String {
+    val out = StringBuilder()
+    writeJsonTo(out, value)
+    return out.toString()
+}
+
+private fun writeJsonTo(out: StringBuilder, value: Any?) {
+    when (value) {
+        null -> out.append("null")
+        is Boolean -> out.append(value.toString())
+        is Long, is Int, is Short, is Byte -> out.append(value.toString())
+        is Number -> {
+            val d = value.toDouble()
+            require(!d.isNaN() && !d.isInfinite()) { "JSON: no text for " + d }
+            if (d == Math.rint(d) && Math.abs(d) < 1e15) out.append(d.toLong().toString()) else out.append(d.toString())
+        }
+        is String -> writeJsonString(out, value)
+        is Map<*, *> -> {
+            out.append('{')
+            var first = true
+            for ((k, v) in value) {
+                if (!first) out.append(',')
+                first = false
+                writeJsonString(out, k as String)
+                out.append(':')
+                writeJsonTo(out, v)
+            }
+            out.append('}')
+        }
+        is List<*> -> {
+            out.append('[')
+            for ((i, v) in value.withIndex()) {
+                if (i > 0) out.append(',')
+                writeJsonTo(out, v)
+            }
+            out.append(']')
+        }
+        else -> throw IllegalArgumentException("JSON: not a JSON value: " + value.javaClass.name)
+    }
+}
+
+private fun writeJsonString(out: StringBuilder, text: String) {
+    out.append('"')
+    for (c in text) {
+        when {
+            c == '"' -> out.append("\\\"")
+            c == '\\' -> out.append("\\\\")
+            c == '\n' -> out.append("\\n")
+            c == '\r' -> out.append("\\r")
+            c == '\t' -> out.append("\\t")
+            c < ' ' -> out.append(String.format("\\u%04x", c.toInt()))
+            else -> out.append(c)
+        }
+    }
+    out.append('"')
+}
+
+private class JsonParser(val text: String) {
+    var at = 0
+
+    fun skipSpace() {
+        while (at < text.length && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) at++
+    }
+
+    fun value(depth: Int): Any? {
+        require(depth <= 512) { "JSON: nesting deeper than 512" }
+        skipSpace()
+        require(at < text.length) { "JSON: unexpected end" }
+        return when (text[at]) {
+            '{' -> {
+                at++
+                val map = LinkedHashMap<String, Any?>()
+                skipSpace()
+                if (at < text.length && text[at] == '}') {
+                    at++
+                    return map
+                }
+                while (true) {
+                    skipSpace()
+                    require(at < text.length && text[at] == '"') { "JSON: expected a key at " + at }
+                    val key = string()
+                    skipSpace()
+                    expect(':')
+                    map[key] = value(depth + 1)
+                    skipSpace()
+                    if (at < text.length && text[at] == ',') {
+                        at++
+                        continue
+                    }
+                    expect('}')
+                    return map
+                }
+                @Suppress("UNREACHABLE_CODE")
+                map
+            }
+            '[' -> {
+                at++
+                val list = ArrayList<Any?>()
+                skipSpace()
+                if (at < text.length && text[at] == ']') {
+                    at++
+                    return list
+                }
+                while (true) {
+                    list.add(value(depth + 1))
+                    skipSpace()
+                    if (at < text.length && text[at] == ',') {
+                        at++
+                        continue
+                    }
+                    expect(']')
+                    return list
+                }
+                @Suppress("UNREACHABLE_CODE")
+                list
+            }
+            '"' -> string()
+            't' -> word("true", true)
+            'f' -> word("false", false)
+            'n' -> word("null", null)
+            else -> number()
+        }
+    }
+
+    fun expect(c: Char) {
+        require(at < text.length && text[at] == c) { "JSON: expected " + c + " at " + at }
+        at++
+    }
+
+    fun word(w: String, value: Any?): Any? {
+        require(text.startsWith(w, at)) { "JSON: unexpected text at " + at }
+        at += w.length
+        return value
+    }
+
+    fun number(): Any? {
+        val start = at
+        if (at < text.length && text[at] == '-') at++
+        while (at < text.length && text[at] in '0'..'9') at++
+        var integral = true
+        if (at < text.length && text[at] == '.') {
+            integral = false
+            at++
+            while (at < text.length && text[at] in '0'..'9') at++
+        }
+        if (at < text.length && (text[at] == 'e' || text[at] == 'E')) {
+            integral = false
+            at++
+            if (at < text.length && (text[at] == '+' || text[at] == '-')) at++
+            while (at < text.length && text[at] in '0'..'9') at++
+        }
+        val literal = text.substring(start, at)
+        require(Regex("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?").matches(literal)) { "JSON: bad number at " + start }
+        if (integral) {
+            val asLong = literal.toLongOrNull()
+            if (asLong != null) return asLong
+        }
+        return literal.toDouble()
+    }
+
+    fun string(): String {
+        expect('"')
+        val out = StringBuilder()
+        while (true) {
+            require(at < text.length) { "JSON: unterminated string" }
+            val c = text[at++]
+            when {
+                c == '"' -> return out.toString()
+                c == '\\' -> {
+                    require(at < text.length) { "JSON: unterminated string" }
+                    when (val e = text[at++]) {
+                        '"' -> out.append('"')
+                        '\\' -> out.append('\\')
+                        '/' -> out.append('/')
+                        'b' -> out.append('\b')
+                        'f' -> out.append('\u000c')
+                        'n' -> out.append('\n')
+                        'r' -> out.append('\r')
+                        't' -> out.append('\t')
+                        'u' -> {
+                            require(at + 4 <= text.length) { "JSON: bad escape" }
+                            out.append(text.substring(at, at + 4).toInt(16).toChar())
+                            at += 4
+                        }
+                        else -> throw IllegalArgumentException("JSON: bad escape \\" + e)
+                    }
+                }
+                c < ' ' -> throw IllegalArgumentException("JSON: control character in a string")
+                else -> out.append(c)
+            }
+        }
+    }
+}
+
+private val patternCache = HashMap<String, java.util.regex.Pattern>()
+
+private fun schemaAt(pointer: String): Any? {
+    var node: Any? = SCHEMA
+    if (pointer == "") return node
+    for (raw in pointer.substring(1).split("/")) {
+        val token = raw.replace("~1", "/").replace("~0", "~")
+        val here = node
+        node = when (here) {
+            is Map<*, *> -> if (here.containsKey(token)) here[token] else return MISSING
+            is List<*> -> {
+                val index = token.toIntOrNull()
+                if (index == null || index < 0 || index >= here.size) return MISSING
+                here[index]
+            }
+            else -> return MISSING
+        }
+    }
+    return node
+}
+
+/** Stands for "no schema node here" (a JSON null is a node). */
+private val MISSING = Any()
+
+private fun escapeToken(token: String): String = token.replace("~", "~0").replace("/", "~1")
+
+private fun isInteger(value: Any?): Boolean = when (value) {
+    is Long, is Int, is Short, is Byte -> true
+    is Double -> !value.isInfinite() && !value.isNaN() && value == Math.floor(value)
+    is Float -> !value.isInfinite() && !value.isNaN() && value.toDouble() == Math.floor(value.toDouble())
+    else -> false
+}
+
+private fun isNumber(value: Any?): Boolean = value is Number && !value.toDouble().isNaN() && !value.toDouble().isInfinite()
+
+private fun hasType(value: Any?, expected: String): Boolean = when (expected) {
+    "null" -> value == null
+    "boolean" -> value is Boolean
+    "integer" -> isInteger(value)
+    "number" -> isNumber(value)
+    "string" -> value is String
+    "array" -> value is List<*>
+    "object" -> value is Map<*, *>
+    else -> false
+}
+
+private fun jsonEqual(a: Any?, b: Any?): Boolean {
+    if (a is Number && b is Number) {
+        if ((a is Long || a is Int) && (b is Long || b is Int)) return a.toLong() == b.toLong()
+        return a.toDouble() == b.toDouble()
+    }
+    if (a is List<*> && b is List<*>) return a.size == b.size && a.indices.all { jsonEqual(a[it], b[it]) }
+    if (a is Map<*, *> && b is Map<*, *>) return a.size == b.size && a.keys.all { b.containsKey(it) && jsonEqual(a[it], b[it]) }
+    return a == b
+}
+
+private fun codePoints(text: String): Int = text.codePointCount(0, text.length)
+
+private val DAYS = intArrayOf(31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+private fun isDate(y: Int, m: Int, d: Int): Boolean {
+    if (m < 1 || m > 12 || d < 1 || d > DAYS[m - 1]) return false
+    return !(m == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+}
+
+private val DATE_TIME = Regex("^(\\d{4})-(\\d{2})-(\\d{2})[Tt ](\\d{2}):(\\d{2}):(\\d{2})(\\.\\d+)?([Zz]|[+-]\\d{2}(?::?\\d{2})?)$")
+private val DATE = Regex("^(\\d{4})-(\\d{2})-(\\d{2})$")
+private val UUID = Regex("^(?:urn:uuid:)?[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+
+private fun checkFormat(format: String, text: String): Boolean = when (format) {
+    "date-time" -> DATE_TIME.find(text)?.groupValues?.let { g ->
+        isDate(g[1].toInt(), g[2].toInt(), g[3].toInt()) && g[4].toInt() <= 23 && g[5].toInt() <= 59 && g[6].toInt() <= 60
+    } ?: false
+    "date" -> DATE.find(text)?.groupValues?.let { g -> isDate(g[1].toInt(), g[2].toInt(), g[3].toInt()) } ?: false
+    "uuid" -> UUID.matches(text)
+    // Formats this validator does not know are annotations.
+    else -> true
+}
+
+private fun matchesPattern(pattern: String, text: String): Boolean {
+    val compiled = synchronized(patternCache) {
+        patternCache.getOrPut(pattern) { java.util.regex.Pattern.compile(pattern) }
+    }
+    return try {
+        compiled.matcher(text).find()
+    } catch (e: StackOverflowError) {
+        // java.util.regex recurses once per character through a repeated group: a long string
+        // overflows a default thread stack where JavaScript and Python engines do not.
+        findOnLargeStack(compiled, text)
+    }
+}
+
+private fun findOnLargeStack(compiled: java.util.regex.Pattern, text: String): Boolean {
+    var found = false
+    var failure: Throwable? = null
+    val thread = Thread(null, {
+        try {
+            found = compiled.matcher(text).find()
+        } catch (e: Throwable) {
+            failure = e
+        }
+    }, "pattern", 1L shl 30)
+    thread.start()
+    thread.join()
+    failure?.let { throw it }
+    return found
+}
+
+private fun numberText(n: Any?): String = if (isInteger(n)) (n as Number).toLong().toString() else n.toString()
+
+private fun walk(value: Any?, node: Any?, path: String, errors: MutableList<ValidationError>, depth: Int) {
+    fun fail(keyword: String, message: String, at: String = path) {
+        errors.add(ValidationError(at, keyword, message))
+    }
+    if (node == true || node === MISSING) return
+    if (node == false) {
+        fail("false", "no value is allowed here")
+        return
+    }
+    if (node !is Map<*, *>) return
+    if (depth > MAX_VALIDATION_DEPTH) {
+        fail("maxDepth", "nesting is deeper than " + MAX_VALIDATION_DEPTH)
+        return
+    }
+    val ref = node["\$ref"]
+    if (ref is String) {
+        val target = if (ref.startsWith("#")) schemaAt(java.net.URLDecoder.decode(ref.substring(1).replace("+", "%2B"), "UTF-8")) else MISSING
+        if (target === MISSING) fail("\$ref", "unresolved schema reference " + ref) else walk(value, target, path, errors, depth + 1)
+        if (DRAFT_07) return
+    }
+    if (node.containsKey("const") && !jsonEqual(value, node["const"])) fail("const", "must equal " + writeJson(node["const"]))
+    val enumValues = node["enum"]
+    if (enumValues is List<*> && enumValues.none { jsonEqual(value, it) }) fail("enum", "must be one of the allowed values")
+    val allOf = node["allOf"]
+    if (allOf is List<*>) for (part in allOf) walk(value, part, path, errors, depth + 1)
+    for (keyword in listOf("oneOf", "anyOf")) {
+        val branches = node[keyword] as? List<*> ?: continue
+        var matches = 0
+        for (branch in branches) {
+            val sub = ArrayList<ValidationError>()
+            walk(value, branch, path, sub, depth + 1)
+            if (sub.isEmpty()) matches++
+        }
+        if (keyword == "oneOf" && matches != 1) fail("oneOf", "must match exactly one branch (" + matches + " match)")
+        if (keyword == "anyOf" && matches == 0) fail("anyOf", "must match at least one branch")
+    }
+    if (node.containsKey("not")) {
+        val sub = ArrayList<ValidationError>()
+        walk(value, node["not"], path, sub, depth + 1)
+        if (sub.isEmpty()) fail("not", "must not match the schema under `not`")
+    }
+    if (node.containsKey("if")) {
+        val sub = ArrayList<ValidationError>()
+        walk(value, node["if"], path, sub, depth + 1)
+        val branch = if (sub.isEmpty()) "then" else "else"
+        if (node.containsKey(branch)) walk(value, node[branch], path, errors, depth + 1)
+    }
+    val type = node["type"]
+    val types: List<String> = when (type) {
+        is List<*> -> type.filterIsInstance<String>()
+        is String -> listOf(type)
+        else -> emptyList()
+    }
+    if (types.isNotEmpty() && types.none { hasType(value, it) }) {
+        fail("type", "must be " + types.joinToString(" or "))
+        return
+    }
+    if (value is String) {
+        val n = if (node.containsKey("minLength") || node.containsKey("maxLength")) codePoints(value) else 0
+        val min = node["minLength"]
+        val max = node["maxLength"]
+        if (min is Number && n < min.toDouble()) fail("minLength", "must have at least " + numberText(min) + " characters")
+        if (max is Number && n > max.toDouble()) fail("maxLength", "must have at most " + numberText(max) + " characters")
+        val pattern = node["pattern"]
+        if (pattern is String && !matchesPattern(pattern, value)) fail("pattern", "must match the pattern " + pattern)
+        val format = node["format"]
+        if (format is String && !checkFormat(format, value)) fail("format", "must be a " + format)
+    }
+    if (isNumber(value) && value !is Boolean) {
+        val v = (value as Number).toDouble()
+        val minimum = node["minimum"]
+        val maximum = node["maximum"]
+        val exclusiveMinimum = node["exclusiveMinimum"]
+        val exclusiveMaximum = node["exclusiveMaximum"]
+        val multipleOf = node["multipleOf"]
+        if (minimum is Number && v < minimum.toDouble()) fail("minimum", "must be >= " + numberText(minimum))
+        if (maximum is Number && v > maximum.toDouble()) fail("maximum", "must be <= " + numberText(maximum))
+        if (exclusiveMinimum is Number && v <= exclusiveMinimum.toDouble()) fail("exclusiveMinimum", "must be > " + numberText(exclusiveMinimum))
+        if (exclusiveMaximum is Number && v >= exclusiveMaximum.toDouble()) fail("exclusiveMaximum", "must be < " + numberText(exclusiveMaximum))
+        if (multipleOf is Number && multipleOf.toDouble() > 0) {
+            val q = v / multipleOf.toDouble()
+            if (q.isInfinite() || q.isNaN() || q != Math.rint(q)) fail("multipleOf", "must be a multiple of " + numberText(multipleOf))
+        }
+    }
+    if (value is List<*>) {
+        val minItems = node["minItems"]
+        val maxItems = node["maxItems"]
+        if (minItems is Number && value.size < minItems.toDouble()) fail("minItems", "must have at least " + numberText(minItems) + " items")
+        if (maxItems is Number && value.size > maxItems.toDouble()) fail("maxItems", "must have at most " + numberText(maxItems) + " items")
+        if (node["uniqueItems"] == true) {
+            run outer@{
+                for (i in value.indices) {
+                    for (j in i + 1 until value.size) {
+                        if (jsonEqual(value[i], value[j])) {
+                            fail("uniqueItems", "items " + i + " and " + j + " are equal")
+                            return@outer
+                        }
+                    }
+                }
+            }
+        }
+        val prefixItems = node["prefixItems"]
+        val items = node["items"]
+        val tuple: List<*>? = when {
+            prefixItems is List<*> -> prefixItems
+            items is List<*> -> items
+            else -> null
+        }
+        val rest: Any? = when {
+            tuple == null -> if (node.containsKey("items")) items else MISSING
+            prefixItems is List<*> -> if (node.containsKey("items")) items else MISSING
+            else -> if (node.containsKey("additionalItems")) node["additionalItems"] else MISSING
+        }
+        for ((i, item) in value.withIndex()) {
+            val schema = if (tuple != null && i < tuple.size) tuple[i] else rest
+            if (schema !== MISSING) walk(item, schema, path + "/" + i, errors, depth + 1)
+        }
+        if (node.containsKey("contains")) {
+            var count = 0
+            for (item in value) {
+                val sub = ArrayList<ValidationError>()
+                walk(item, node["contains"], path, sub, depth + 1)
+                if (sub.isEmpty()) count++
+            }
+            val minContains = node["minContains"]
+            val maxContains = node["maxContains"]
+            val min = if (minContains is Number) minContains.toDouble() else 1.0
+            if (count < min) fail("contains", "must contain at least " + numberText(if (minContains is Number) minContains else 1L) + " matching items")
+            if (maxContains is Number && count > maxContains.toDouble()) fail("maxContains", "must contain at most " + numberText(maxContains) + " matching items")
+        }
+    }
+    if (value is Map<*, *>) {
+        val properties = node["properties"] as? Map<*, *> ?: emptyMap<String, Any?>()
+        val required = node["required"]
+        if (required is List<*>) {
+            for (name in required) {
+                if (!value.containsKey(name)) fail("required", "the property " + writeJson(name) + " is required")
+            }
+        }
+        for ((name, schema) in properties) {
+            if (value.containsKey(name)) walk(value[name], schema, path + "/" + escapeToken(name as String), errors, depth + 1)
+        }
+        val patterns = node["patternProperties"] as? Map<*, *> ?: emptyMap<String, Any?>()
+        for (key in value.keys) {
+            val k = key as String
+            val at = path + "/" + escapeToken(k)
+            var matched = properties.containsKey(k)
+            for ((pattern, schema) in patterns) {
+                if (matchesPattern(pattern as String, k)) {
+                    matched = true
+                    walk(value[k], schema, at, errors, depth + 1)
+                }
+            }
+            if (matched || !node.containsKey("additionalProperties")) continue
+            val additional = node["additionalProperties"]
+            if (additional == false) fail("additionalProperties", "the property " + writeJson(k) + " is not allowed", at)
+            else walk(value[k], additional, at, errors, depth + 1)
+        }
+        if (node.containsKey("propertyNames")) {
+            for (key in value.keys) walk(key, node["propertyNames"], path + "/" + escapeToken(key as String), errors, depth + 1)
+        }
+        val minProperties = node["minProperties"]
+        val maxProperties = node["maxProperties"]
+        if (minProperties is Number && value.size < minProperties.toDouble()) fail("minProperties", "must have at least " + numberText(minProperties) + " properties")
+        if (maxProperties is Number && value.size > maxProperties.toDouble()) fail("maxProperties", "must have at most " + numberText(maxProperties) + " properties")
+        val dependent = node["dependentRequired"]
+        if (dependent is Map<*, *>) {
+            for ((key, names) in dependent) {
+                if (!value.containsKey(key) || names !is List<*>) continue
+                for (name in names) {
+                    if (!value.containsKey(name)) fail("dependentRequired", "the property " + writeJson(name) + " is required when " + writeJson(key) + " is present")
+                }
+            }
+        }
+    }
+}
+
+/** Validates `value` (decoded JSON, see `parseJson`) against the schema node at `pointer` (a JSON Pointer into the embedded schema). */
+fun validateAt(pointer: String, value: Any?): ValidationResult {
+    val node = schemaAt(pointer)
+    if (node === MISSING) return ValidationResult(false, listOf(ValidationError("", "\$ref", "the schema has no node at " + pointer)))
+    val errors = ArrayList<ValidationError>()
+    walk(value, node, "", errors, 0)
+    return ValidationResult(errors.isEmpty(), errors)
+}
+
+/** Validates a whole message against the document root. */
+fun validateProtocolMessage(value: Any?): ValidationResult = validateAt("", value)
+
+/** Validates `value` against the definition `name`. */
+fun validateDefinition(name: String, value: Any?): ValidationResult {
+    val definitions = (SCHEMA as? Map<*, *>)?.get(DEFINITIONS_KEY) as? Map<*, *>
+    if (definitions == null || !definitions.containsKey(name)) {
+        return ValidationResult(false, listOf(ValidationError("", "\$ref", "unknown definition " + writeJson(name))))
+    }
+    return validateAt("/" + DEFINITIONS_KEY + "/" + escapeToken(name), value)
+}
+
+private fun assertValid(result: ValidationResult) {
+    if (!result.ok) throw ProtocolValidationError(result.errors)
+}
+
 /** Constraints: minLength: 1 */
 typealias NonEmptyString = String
 
 /** An error: a message, or an object with a message and an optional code. */
 sealed class ErrorInfo {
-    data class String(val value: kotlin.String) : ErrorInfo()
-    data class ErrorInfoVariant2(val value: agentwire.generated.run_events.ErrorInfoVariant2) : ErrorInfo()
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    abstract fun toWire(): kotlin.Any?
+
+    data class String(val value: kotlin.String) : ErrorInfo() {
+        override fun toWire(): kotlin.Any? = value
+    }
+    data class ErrorInfoVariant2(val value: agentwire.generated.run_events.ErrorInfoVariant2) : ErrorInfo() {
+        override fun toWire(): kotlin.Any? = value.toWire()
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
+            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            try {
+                return agentwire.generated.run_events.ErrorInfo.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.run_events.ErrorInfo.ErrorInfoVariant2(agentwire.generated.run_events.ErrorInfoVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.run_events.ErrorInfo.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.run_events.ErrorInfo.ErrorInfoVariant2(agentwire.generated.run_events.ErrorInfoVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
+        }
+        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
+            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            try {
+                return agentwire.generated.run_events.ErrorInfo.String(wireString(raw, "string"))
+            } catch (e: IllegalArgumentException) {
+            }
+            try {
+                return agentwire.generated.run_events.ErrorInfo.ErrorInfoVariant2(agentwire.generated.run_events.ErrorInfoVariant2.fromWire(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
+        }
+    }
 }
 
 data class ErrorInfoVariant2(
@@ -50,7 +685,31 @@ data class ErrorInfoVariant2(
     val code: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["message"] = this.message
+        this.code?.let { v -> out["code"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorInfoVariant2`. */
+        fun fromWire(raw: Any?): ErrorInfoVariant2 {
+            val o = wireObject(raw, "ErrorInfoVariant2")
+            return ErrorInfoVariant2(
+                message = wireString(wireField(o, "message", "ErrorInfoVariant2"), "string"),
+                code = o["code"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("message", "code")
+    }
+}
 
 /** Risk of an approval; weights low 1, medium 2, high 3, critical 4. */
 enum class Risk(val wireValue: String) {
@@ -59,9 +718,15 @@ enum class Risk(val wireValue: String) {
     HIGH("high"),
     CRITICAL("critical");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): Risk? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): Risk = fromWireValue(wireString(raw, "Risk")) ?: throw IllegalArgumentException("Risk" + ": unknown value " + raw)
     }
 }
 
@@ -72,7 +737,32 @@ data class PlanStep(
     val title: String,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["title"] = this.title
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PlanStep`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): PlanStep {
+            if (validate) assertValid(validateAt("/\$defs/PlanStep", raw))
+            val o = wireObject(raw, "PlanStep")
+            return PlanStep(
+                id = wireString(wireField(o, "id", "PlanStep"), "string"),
+                title = wireString(wireField(o, "title", "PlanStep"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "title")
+    }
+}
 
 /** Fields every event carries. An event whose type is not known, or whose schemaVersion is above 1, is valid when its envelope is; it is folded, never executed. */
 data class Envelope(
@@ -126,6 +816,38 @@ data class Envelope(
         require(schemaVersion <= 9007199254740991L) { "Envelope.schemaVersion: maximum 9007199254740991" }
         require(type.codePointCount(0, type.length) >= 1) { "Envelope.type: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["runId"] = this.runId
+        out["seq"] = this.seq
+        out["at"] = this.at
+        out["schemaVersion"] = this.schemaVersion
+        out["type"] = this.type
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `Envelope`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): Envelope {
+            if (validate) assertValid(validateAt("/\$defs/Envelope", raw))
+            val o = wireObject(raw, "Envelope")
+            return Envelope(
+                id = wireString(wireField(o, "id", "Envelope"), "string"),
+                runId = wireString(wireField(o, "runId", "Envelope"), "string"),
+                seq = wireLong(wireField(o, "seq", "Envelope")),
+                at = wireLong(wireField(o, "at", "Envelope")),
+                schemaVersion = wireLong(wireField(o, "schemaVersion", "Envelope")),
+                type = wireString(wireField(o, "type", "Envelope"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type")
+    }
 }
 
 /** A run begins. `goal` is what the run is for, in the user's words. */
@@ -144,7 +866,34 @@ data class RunStart(
     val input: Any? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.goal?.let { v -> out["goal"] = v }
+        this.agent?.let { v -> out["agent"] = v }
+        this.input?.let { v -> out["input"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunStart`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunStart {
+            if (validate) assertValid(validateAt("/\$defs/RunStart", raw))
+            val o = wireObject(raw, "RunStart")
+            return RunStart(
+                goal = o["goal"]?.let { v -> wireString(v, "string") },
+                agent = o["agent"]?.let { v -> wireString(v, "string") },
+                input = o["input"]?.let { v -> v },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("goal", "agent", "input")
+    }
+}
 
 /** The run finished. */
 data class RunDone(
@@ -157,7 +906,32 @@ data class RunDone(
     val summary: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        this.output?.let { v -> out["output"] = v }
+        this.summary?.let { v -> out["summary"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunDone`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunDone {
+            if (validate) assertValid(validateAt("/\$defs/RunDone", raw))
+            val o = wireObject(raw, "RunDone")
+            return RunDone(
+                output = o["output"]?.let { v -> v },
+                summary = o["summary"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("output", "summary")
+    }
+}
 
 /** The run failed and stopped. */
 data class RunError(
@@ -167,7 +941,32 @@ data class RunError(
     val stepId: NonEmptyString? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["error"] = this.error.toWire()
+        this.stepId?.let { v -> out["stepId"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunError`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunError {
+            if (validate) assertValid(validateAt("/\$defs/RunError", raw))
+            val o = wireObject(raw, "RunError")
+            return RunError(
+                error = agentwire.generated.run_events.ErrorInfo.fromWire(wireField(o, "error", "RunError"), false),
+                stepId = o["stepId"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("error", "stepId")
+    }
+}
 
 /** The run waits: for an approval decision (`approval`) or for the user (`user`). */
 data class RunPaused(
@@ -177,15 +976,46 @@ data class RunPaused(
     val message: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["reason"] = this.reason.toWire()
+        this.message?.let { v -> out["message"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunPaused`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunPaused {
+            if (validate) assertValid(validateAt("/\$defs/RunPaused", raw))
+            val o = wireObject(raw, "RunPaused")
+            return RunPaused(
+                reason = agentwire.generated.run_events.RunPausedReason.fromWire(wireField(o, "reason", "RunPaused")),
+                message = o["message"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("reason", "message")
+    }
+}
 
 enum class RunPausedReason(val wireValue: String) {
     APPROVAL("approval"),
     USER("user");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): RunPausedReason? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): RunPausedReason = fromWireValue(wireString(raw, "RunPausedReason")) ?: throw IllegalArgumentException("RunPausedReason" + ": unknown value " + raw)
     }
 }
 
@@ -195,7 +1025,30 @@ data class Plan(
     val steps: List<PlanStep>,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["steps"] = this.steps.map { x0 -> x0.toWire() }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `Plan`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): Plan {
+            if (validate) assertValid(validateAt("/\$defs/Plan", raw))
+            val o = wireObject(raw, "Plan")
+            return Plan(
+                steps = wireList(wireField(o, "steps", "Plan")).map { x0 -> agentwire.generated.run_events.PlanStep.fromWire(x0, false) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("steps")
+    }
+}
 
 /** A step starts (again, after a retry). */
 data class StepStart(
@@ -205,7 +1058,32 @@ data class StepStart(
     val title: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["stepId"] = this.stepId
+        this.title?.let { v -> out["title"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepStart`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepStart {
+            if (validate) assertValid(validateAt("/\$defs/StepStart", raw))
+            val o = wireObject(raw, "StepStart")
+            return StepStart(
+                stepId = wireString(wireField(o, "stepId", "StepStart"), "string"),
+                title = o["title"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("stepId", "title")
+    }
+}
 
 /** Progress inside a running step. */
 data class StepProgress(
@@ -221,7 +1099,34 @@ data class StepProgress(
     val message: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["stepId"] = this.stepId
+        this.progress?.let { v -> out["progress"] = v }
+        this.message?.let { v -> out["message"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepProgress`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepProgress {
+            if (validate) assertValid(validateAt("/\$defs/StepProgress", raw))
+            val o = wireObject(raw, "StepProgress")
+            return StepProgress(
+                stepId = wireString(wireField(o, "stepId", "StepProgress"), "string"),
+                progress = o["progress"]?.let { v -> wireNumber(v) },
+                message = o["message"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("stepId", "progress", "message")
+    }
+}
 
 /** A step finished. */
 data class StepDone(
@@ -234,7 +1139,32 @@ data class StepDone(
     val output: Any? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["stepId"] = this.stepId
+        this.output?.let { v -> out["output"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepDone`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepDone {
+            if (validate) assertValid(validateAt("/\$defs/StepDone", raw))
+            val o = wireObject(raw, "StepDone")
+            return StepDone(
+                stepId = wireString(wireField(o, "stepId", "StepDone"), "string"),
+                output = o["output"]?.let { v -> v },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("stepId", "output")
+    }
+}
 
 /** A step failed. `retryable` says whether retrying it may help. */
 data class StepError(
@@ -246,7 +1176,34 @@ data class StepError(
     val retryable: Boolean,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["stepId"] = this.stepId
+        out["error"] = this.error.toWire()
+        out["retryable"] = this.retryable
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepError`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): StepError {
+            if (validate) assertValid(validateAt("/\$defs/StepError", raw))
+            val o = wireObject(raw, "StepError")
+            return StepError(
+                stepId = wireString(wireField(o, "stepId", "StepError"), "string"),
+                error = agentwire.generated.run_events.ErrorInfo.fromWire(wireField(o, "error", "StepError"), false),
+                retryable = wireBoolean(wireField(o, "retryable", "StepError")),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("stepId", "error", "retryable")
+    }
+}
 
 /** A tool is called inside a step. The call is identified by `callId`, or by the event `id` when `callId` is absent. */
 data class ToolCall(
@@ -263,7 +1220,36 @@ data class ToolCall(
     val args: Any? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["stepId"] = this.stepId
+        this.callId?.let { v -> out["callId"] = v }
+        out["name"] = this.name
+        this.args?.let { v -> out["args"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolCall`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ToolCall {
+            if (validate) assertValid(validateAt("/\$defs/ToolCall", raw))
+            val o = wireObject(raw, "ToolCall")
+            return ToolCall(
+                stepId = wireString(wireField(o, "stepId", "ToolCall"), "string"),
+                callId = o["callId"]?.let { v -> wireString(v, "string") },
+                name = wireString(wireField(o, "name", "ToolCall"), "string"),
+                args = o["args"]?.let { v -> v },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("stepId", "callId", "name", "args")
+    }
+}
 
 /** The result of a tool call, paired by `callId`. */
 data class ToolResult(
@@ -304,6 +1290,42 @@ data class ToolResult(
     init {
         require(tokens == null || tokens >= 0L) { "ToolResult.tokens: minimum 0" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["callId"] = this.callId
+        this.stepId?.let { v -> out["stepId"] = v }
+        out["ok"] = this.ok
+        this.result?.let { v -> out["result"] = v }
+        this.error?.let { v -> out["error"] = v.toWire() }
+        this.ms?.let { v -> out["ms"] = v }
+        this.tokens?.let { v -> out["tokens"] = v }
+        this.cost?.let { v -> out["cost"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolResult`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ToolResult {
+            if (validate) assertValid(validateAt("/\$defs/ToolResult", raw))
+            val o = wireObject(raw, "ToolResult")
+            return ToolResult(
+                callId = wireString(wireField(o, "callId", "ToolResult"), "string"),
+                stepId = o["stepId"]?.let { v -> wireString(v, "string") },
+                ok = wireBoolean(wireField(o, "ok", "ToolResult")),
+                result = o["result"]?.let { v -> v },
+                error = o["error"]?.let { v -> agentwire.generated.run_events.ErrorInfo.fromWire(v, false) },
+                ms = o["ms"]?.let { v -> wireNumber(v) },
+                tokens = o["tokens"]?.let { v -> wireLong(v) },
+                cost = o["cost"]?.let { v -> wireNumber(v) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("callId", "stepId", "ok", "result", "error", "ms", "tokens", "cost")
+    }
 }
 
 /** A person must decide before the step goes on. The request is identified by `approvalId`, or by the event `id` when `approvalId` is absent. */
@@ -325,7 +1347,40 @@ data class ApprovalRequest(
     val callId: NonEmptyString? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["stepId"] = this.stepId
+        this.approvalId?.let { v -> out["approvalId"] = v }
+        out["summary"] = this.summary
+        out["risk"] = this.risk.toWire()
+        this.preview?.let { v -> out["preview"] = v }
+        this.callId?.let { v -> out["callId"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequest {
+            if (validate) assertValid(validateAt("/\$defs/ApprovalRequest", raw))
+            val o = wireObject(raw, "ApprovalRequest")
+            return ApprovalRequest(
+                stepId = wireString(wireField(o, "stepId", "ApprovalRequest"), "string"),
+                approvalId = o["approvalId"]?.let { v -> wireString(v, "string") },
+                summary = wireString(wireField(o, "summary", "ApprovalRequest"), "string"),
+                risk = agentwire.generated.run_events.Risk.fromWire(wireField(o, "risk", "ApprovalRequest")),
+                preview = o["preview"]?.let { v -> wireObject(v, "object").mapValues { (_, x1) -> x1 } },
+                callId = o["callId"]?.let { v -> wireString(v, "string") },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("stepId", "approvalId", "summary", "risk", "preview", "callId")
+    }
+}
 
 /** The decision on an approval request. */
 data class ApprovalDecision(
@@ -344,16 +1399,53 @@ data class ApprovalDecision(
     val edited: Any? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
-)
+) {
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["approvalId"] = this.approvalId
+        out["decision"] = this.decision.toWire()
+        this.by?.let { v -> out["by"] = v }
+        this.comment?.let { v -> out["comment"] = v }
+        this.edited?.let { v -> out["edited"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalDecision`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalDecision {
+            if (validate) assertValid(validateAt("/\$defs/ApprovalDecision", raw))
+            val o = wireObject(raw, "ApprovalDecision")
+            return ApprovalDecision(
+                approvalId = wireString(wireField(o, "approvalId", "ApprovalDecision"), "string"),
+                decision = agentwire.generated.run_events.ApprovalDecisionDecision.fromWire(wireField(o, "decision", "ApprovalDecision")),
+                by = o["by"]?.let { v -> wireString(v, "string") },
+                comment = o["comment"]?.let { v -> wireString(v, "string") },
+                edited = o["edited"]?.let { v -> v },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("approvalId", "decision", "by", "comment", "edited")
+    }
+}
 
 enum class ApprovalDecisionDecision(val wireValue: String) {
     APPROVE("approve"),
     EDIT("edit"),
     REJECT("reject");
 
+    /** The wire form: the wire value. */
+    fun toWire(): String = wireValue
+
     companion object {
         /** The entry with this wire value, or null for a value this version does not know. */
         fun fromWireValue(value: String): ApprovalDecisionDecision? = values().firstOrNull { it.wireValue == value }
+
+        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
+        fun fromWire(raw: Any?): ApprovalDecisionDecision = fromWireValue(wireString(raw, "ApprovalDecisionDecision")) ?: throw IllegalArgumentException("ApprovalDecisionDecision" + ": unknown value " + raw)
     }
 }
 
@@ -375,6 +1467,34 @@ data class RetryRequest(
 ) {
     init {
         require(attempt == null || attempt >= 1L) { "RetryRequest.attempt: minimum 1" }
+    }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["stepId"] = this.stepId
+        out["fromEventId"] = this.fromEventId
+        this.reason?.let { v -> out["reason"] = v }
+        this.attempt?.let { v -> out["attempt"] = v }
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RetryRequest`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RetryRequest {
+            if (validate) assertValid(validateAt("/\$defs/RetryRequest", raw))
+            val o = wireObject(raw, "RetryRequest")
+            return RetryRequest(
+                stepId = wireString(wireField(o, "stepId", "RetryRequest"), "string"),
+                fromEventId = wireString(wireField(o, "fromEventId", "RetryRequest"), "string"),
+                reason = o["reason"]?.let { v -> wireString(v, "string") },
+                attempt = o["attempt"]?.let { v -> wireLong(v) },
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("stepId", "fromEventId", "reason", "attempt")
     }
 }
 
@@ -430,6 +1550,38 @@ data class RunEvent(
         require(schemaVersion <= 9007199254740991L) { "RunEvent.schemaVersion: maximum 9007199254740991" }
         require(type.codePointCount(0, type.length) >= 1) { "RunEvent.type: minLength 1" }
     }
+
+    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
+    fun toWire(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        out["id"] = this.id
+        out["runId"] = this.runId
+        out["seq"] = this.seq
+        out["at"] = this.at
+        out["schemaVersion"] = this.schemaVersion
+        out["type"] = this.type
+        for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
+        return out
+    }
+
+    companion object {
+        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunEvent`. */
+        fun fromWire(raw: Any?, validate: Boolean = true): RunEvent {
+            if (validate) assertValid(validateAt("/\$defs/RunEvent", raw))
+            val o = wireObject(raw, "RunEvent")
+            return RunEvent(
+                id = wireString(wireField(o, "id", "RunEvent"), "string"),
+                runId = wireString(wireField(o, "runId", "RunEvent"), "string"),
+                seq = wireLong(wireField(o, "seq", "RunEvent")),
+                at = wireLong(wireField(o, "at", "RunEvent")),
+                schemaVersion = wireLong(wireField(o, "schemaVersion", "RunEvent")),
+                type = wireString(wireField(o, "type", "RunEvent"), "string"),
+                extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
+            )
+        }
+
+        private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type")
+    }
 }
 
 /**
@@ -437,3 +1589,112 @@ data class RunEvent(
  * An append-only stream of the events of an agent run (run, plan, step, tool, approval, retry); every view of a run is derived from it.
  */
 typealias TasklensRunEventsMessage = RunEvent
+
+/** Decodes a whole message (decoded JSON, see `parseJson`) as `TasklensRunEventsMessage` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */
+fun decodeProtocolMessage(raw: Any?): TasklensRunEventsMessage {
+    assertValid(validateProtocolMessage(raw))
+    return agentwire.generated.run_events.RunEvent.fromWire(raw, false)
+}
+
+/** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */
+fun encodeProtocolMessage(value: TasklensRunEventsMessage): Any? = value.toWire()
+
+/** Validates `value` (decoded JSON) against the definition `NonEmptyString`. */
+fun validateNonEmptyString(value: Any?): ValidationResult = validateDefinition("NonEmptyString", value)
+/** Throws ProtocolValidationError unless `value` is a valid `NonEmptyString`. */
+fun assertNonEmptyString(value: Any?) = assertValid(validateDefinition("NonEmptyString", value))
+
+/** Validates `value` (decoded JSON) against the definition `ErrorInfo`. */
+fun validateErrorInfo(value: Any?): ValidationResult = validateDefinition("ErrorInfo", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ErrorInfo`. */
+fun assertErrorInfo(value: Any?) = assertValid(validateDefinition("ErrorInfo", value))
+
+/** Validates `value` (decoded JSON) against the definition `Risk`. */
+fun validateRisk(value: Any?): ValidationResult = validateDefinition("Risk", value)
+/** Throws ProtocolValidationError unless `value` is a valid `Risk`. */
+fun assertRisk(value: Any?) = assertValid(validateDefinition("Risk", value))
+
+/** Validates `value` (decoded JSON) against the definition `PlanStep`. */
+fun validatePlanStep(value: Any?): ValidationResult = validateDefinition("PlanStep", value)
+/** Throws ProtocolValidationError unless `value` is a valid `PlanStep`. */
+fun assertPlanStep(value: Any?) = assertValid(validateDefinition("PlanStep", value))
+
+/** Validates `value` (decoded JSON) against the definition `Envelope`. */
+fun validateEnvelope(value: Any?): ValidationResult = validateDefinition("Envelope", value)
+/** Throws ProtocolValidationError unless `value` is a valid `Envelope`. */
+fun assertEnvelope(value: Any?) = assertValid(validateDefinition("Envelope", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunStart`. */
+fun validateRunStart(value: Any?): ValidationResult = validateDefinition("RunStart", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunStart`. */
+fun assertRunStart(value: Any?) = assertValid(validateDefinition("RunStart", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunDone`. */
+fun validateRunDone(value: Any?): ValidationResult = validateDefinition("RunDone", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunDone`. */
+fun assertRunDone(value: Any?) = assertValid(validateDefinition("RunDone", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunError`. */
+fun validateRunError(value: Any?): ValidationResult = validateDefinition("RunError", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunError`. */
+fun assertRunError(value: Any?) = assertValid(validateDefinition("RunError", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunPaused`. */
+fun validateRunPaused(value: Any?): ValidationResult = validateDefinition("RunPaused", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunPaused`. */
+fun assertRunPaused(value: Any?) = assertValid(validateDefinition("RunPaused", value))
+
+/** Validates `value` (decoded JSON) against the definition `Plan`. */
+fun validatePlan(value: Any?): ValidationResult = validateDefinition("Plan", value)
+/** Throws ProtocolValidationError unless `value` is a valid `Plan`. */
+fun assertPlan(value: Any?) = assertValid(validateDefinition("Plan", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepStart`. */
+fun validateStepStart(value: Any?): ValidationResult = validateDefinition("StepStart", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepStart`. */
+fun assertStepStart(value: Any?) = assertValid(validateDefinition("StepStart", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepProgress`. */
+fun validateStepProgress(value: Any?): ValidationResult = validateDefinition("StepProgress", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepProgress`. */
+fun assertStepProgress(value: Any?) = assertValid(validateDefinition("StepProgress", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepDone`. */
+fun validateStepDone(value: Any?): ValidationResult = validateDefinition("StepDone", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepDone`. */
+fun assertStepDone(value: Any?) = assertValid(validateDefinition("StepDone", value))
+
+/** Validates `value` (decoded JSON) against the definition `StepError`. */
+fun validateStepError(value: Any?): ValidationResult = validateDefinition("StepError", value)
+/** Throws ProtocolValidationError unless `value` is a valid `StepError`. */
+fun assertStepError(value: Any?) = assertValid(validateDefinition("StepError", value))
+
+/** Validates `value` (decoded JSON) against the definition `ToolCall`. */
+fun validateToolCall(value: Any?): ValidationResult = validateDefinition("ToolCall", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ToolCall`. */
+fun assertToolCall(value: Any?) = assertValid(validateDefinition("ToolCall", value))
+
+/** Validates `value` (decoded JSON) against the definition `ToolResult`. */
+fun validateToolResult(value: Any?): ValidationResult = validateDefinition("ToolResult", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ToolResult`. */
+fun assertToolResult(value: Any?) = assertValid(validateDefinition("ToolResult", value))
+
+/** Validates `value` (decoded JSON) against the definition `ApprovalRequest`. */
+fun validateApprovalRequest(value: Any?): ValidationResult = validateDefinition("ApprovalRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ApprovalRequest`. */
+fun assertApprovalRequest(value: Any?) = assertValid(validateDefinition("ApprovalRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `ApprovalDecision`. */
+fun validateApprovalDecision(value: Any?): ValidationResult = validateDefinition("ApprovalDecision", value)
+/** Throws ProtocolValidationError unless `value` is a valid `ApprovalDecision`. */
+fun assertApprovalDecision(value: Any?) = assertValid(validateDefinition("ApprovalDecision", value))
+
+/** Validates `value` (decoded JSON) against the definition `RetryRequest`. */
+fun validateRetryRequest(value: Any?): ValidationResult = validateDefinition("RetryRequest", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RetryRequest`. */
+fun assertRetryRequest(value: Any?) = assertValid(validateDefinition("RetryRequest", value))
+
+/** Validates `value` (decoded JSON) against the definition `RunEvent`. */
+fun validateRunEvent(value: Any?): ValidationResult = validateDefinition("RunEvent", value)
+/** Throws ProtocolValidationError unless `value` is a valid `RunEvent`. */
+fun assertRunEvent(value: Any?) = assertValid(validateDefinition("RunEvent", value))

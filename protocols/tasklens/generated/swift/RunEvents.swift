@@ -2,31 +2,34 @@
 
 import Foundation
 
-/// Protocol digest of the schema these types come from.
-public let SCHEMA_DIGEST = "sha256:158047cb8d56ef722e4213dff9b8e8336f2640692548db5b95f931096bf74386"
-/// `$id` of the schema.
-public let SCHEMA_ID = "https://agentwire.dev/protocols/tasklens/run-events.schema.json"
-/// Protocol name.
-public let PROTOCOL_NAME = "tasklens-run-events"
-/// Newest wire version.
-public let PROTOCOL_VERSION = "1"
-/// Oldest wire version a peer may speak.
-public let PROTOCOL_MIN_VERSION = "1"
-/// Protocol features.
-public let PROTOCOL_FEATURES: [String] = [
-    "unknown-types-fold",
-    "approvals",
-    "retries",
-]
+/// The protocol constants of this file.
+public enum TasklensRunEventsProtocol {
+    /// Protocol digest of the schema these types come from.
+    public static let SCHEMA_DIGEST = "sha256:158047cb8d56ef722e4213dff9b8e8336f2640692548db5b95f931096bf74386"
+    /// `$id` of the schema.
+    public static let SCHEMA_ID = "https://agentwire.dev/protocols/tasklens/run-events.schema.json"
+    /// Protocol name.
+    public static let PROTOCOL_NAME = "tasklens-run-events"
+    /// Newest wire version.
+    public static let PROTOCOL_VERSION = "1"
+    /// Oldest wire version a peer may speak.
+    public static let PROTOCOL_MIN_VERSION = "1"
+    /// Protocol features.
+    public static let PROTOCOL_FEATURES: [String] = [
+        "unknown-types-fold",
+        "approvals",
+        "retries",
+    ]
+}
 
 /// Any JSON value.
-public indirect enum JSONValue: Codable, Sendable, Equatable {
+public indirect enum TasklensRunEventsJSONValue: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([TasklensRunEventsJSONValue])
+    case object([String: TasklensRunEventsJSONValue])
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -38,10 +41,10 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try? container.decode([TasklensRunEventsJSONValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: TasklensRunEventsJSONValue].self))
         }
     }
 
@@ -59,7 +62,7 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
 }
 
 /// A value stored out of line, so that a type can contain itself.
-public indirect enum Indirect<Wrapped: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+public indirect enum TasklensRunEventsIndirect<Wrapped: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
     case boxed(Wrapped)
 
     public init(_ value: Wrapped) { self = .boxed(value) }
@@ -77,7 +80,7 @@ public indirect enum Indirect<Wrapped: Codable & Sendable & Equatable>: Codable,
 }
 
 /// A coding key for any property name.
-public struct AnyCodingKey: CodingKey, Sendable {
+public struct TasklensRunEventsAnyCodingKey: CodingKey, Sendable {
     public let stringValue: String
     public let intValue: Int?
     public init(stringValue: String) { self.stringValue = stringValue; self.intValue = nil }
@@ -85,8 +88,8 @@ public struct AnyCodingKey: CodingKey, Sendable {
 }
 
 /// Throws when the object being decoded has a key outside `allowed` (closed objects).
-func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
-    let container = try decoder.container(keyedBy: AnyCodingKey.self)
+fileprivate func rejectUnknownKeys(_ decoder: Decoder, allowed: Set<String>, in type: String) throws {
+    let container = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
     for key in container.allKeys where !allowed.contains(key.stringValue) {
         throw DecodingError.dataCorruptedError(
             forKey: key, in: container, debugDescription: "\(type): unexpected key \(key.stringValue)")
@@ -139,10 +142,13 @@ public indirect enum ErrorInfo: Codable, Sendable, Equatable {
 public struct ErrorInfoVariant2: Codable, Sendable, Equatable {
     public let message: String
     public let code: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(message: String, code: String? = nil) {
+    public init(message: String, code: String? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.message = message
         self.code = code
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -154,12 +160,24 @@ public struct ErrorInfoVariant2: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.message = try container.decode(String.self, forKey: .message)
         self.code = try container.decodeIfPresent(String.self, forKey: .code)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["message", "code"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.message, forKey: .message)
         try container.encodeIfPresent(self.code, forKey: .code)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["message", "code"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -174,10 +192,13 @@ public enum Risk: String, Codable, Sendable, CaseIterable {
 public struct PlanStep: Codable, Sendable, Equatable {
     public let id: NonEmptyString
     public let title: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(id: NonEmptyString, title: String) {
+    public init(id: NonEmptyString, title: String, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.id = id
         self.title = title
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -189,12 +210,24 @@ public struct PlanStep: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.id = try container.decode(NonEmptyString.self, forKey: .id)
         self.title = try container.decode(String.self, forKey: .title)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["id", "title"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.title, forKey: .title)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["id", "title"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -218,14 +251,17 @@ public struct Envelope: Codable, Sendable, Equatable {
     /// Event type; unknown types are valid and folded.
     /// Constraints: minLength: 1
     public let type: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(id: String, runId: String, seq: Int, at: Int, schemaVersion: Int, type: String) {
+    public init(id: String, runId: String, seq: Int, at: Int, schemaVersion: Int, type: String, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
         self.type = type
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -272,9 +308,43 @@ public struct Envelope: Codable, Sendable, Equatable {
         if case let value = self.type, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "Envelope.type: minLength 1")
         }
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.id: minLength 1"))
+        }
+        if case let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.runId: minLength 1"))
+        }
+        if case let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.seq: minimum 0"))
+        }
+        if case let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.seq: maximum 9007199254740991"))
+        }
+        if case let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.at: minimum 0"))
+        }
+        if case let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.at: maximum 9007199254740991"))
+        }
+        if case let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.schemaVersion: minimum 1"))
+        }
+        if case let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.schemaVersion: maximum 9007199254740991"))
+        }
+        if case let value = self.type, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "Envelope.type: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.runId, forKey: .runId)
@@ -282,6 +352,11 @@ public struct Envelope: Codable, Sendable, Equatable {
         try container.encode(self.at, forKey: .at)
         try container.encode(self.schemaVersion, forKey: .schemaVersion)
         try container.encode(self.type, forKey: .type)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -291,12 +366,15 @@ public struct RunStart: Codable, Sendable, Equatable {
     /// Name of the agent that runs.
     public let agent: String?
     /// Opaque input of the run; rendering is the host's business.
-    public let input: JSONValue?
+    public let input: TasklensRunEventsJSONValue?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(goal: String? = nil, agent: String? = nil, input: JSONValue? = nil) {
+    public init(goal: String? = nil, agent: String? = nil, input: TasklensRunEventsJSONValue? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.goal = goal
         self.agent = agent
         self.input = input
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -309,7 +387,14 @@ public struct RunStart: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.goal = try container.decodeIfPresent(String.self, forKey: .goal)
         self.agent = try container.decodeIfPresent(String.self, forKey: .agent)
-        self.input = try container.decodeIfPresent(JSONValue.self, forKey: .input)
+        self.input = try container.decodeIfPresent(TasklensRunEventsJSONValue.self, forKey: .input)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["goal", "agent", "input"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -317,18 +402,26 @@ public struct RunStart: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.goal, forKey: .goal)
         try container.encodeIfPresent(self.agent, forKey: .agent)
         try container.encodeIfPresent(self.input, forKey: .input)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["goal", "agent", "input"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
 /// The run finished.
 public struct RunDone: Codable, Sendable, Equatable {
     /// Opaque output of the run.
-    public let output: JSONValue?
+    public let output: TasklensRunEventsJSONValue?
     public let summary: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(output: JSONValue? = nil, summary: String? = nil) {
+    public init(output: TasklensRunEventsJSONValue? = nil, summary: String? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.output = output
         self.summary = summary
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -338,14 +431,26 @@ public struct RunDone: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.output = try container.decodeIfPresent(JSONValue.self, forKey: .output)
+        self.output = try container.decodeIfPresent(TasklensRunEventsJSONValue.self, forKey: .output)
         self.summary = try container.decodeIfPresent(String.self, forKey: .summary)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["output", "summary"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.output, forKey: .output)
         try container.encodeIfPresent(self.summary, forKey: .summary)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["output", "summary"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -353,10 +458,13 @@ public struct RunDone: Codable, Sendable, Equatable {
 public struct RunError: Codable, Sendable, Equatable {
     public let error: ErrorInfo
     public let stepId: NonEmptyString?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(error: ErrorInfo, stepId: NonEmptyString? = nil) {
+    public init(error: ErrorInfo, stepId: NonEmptyString? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.error = error
         self.stepId = stepId
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -368,12 +476,24 @@ public struct RunError: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.error = try container.decode(ErrorInfo.self, forKey: .error)
         self.stepId = try container.decodeIfPresent(NonEmptyString.self, forKey: .stepId)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["error", "stepId"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.error, forKey: .error)
         try container.encodeIfPresent(self.stepId, forKey: .stepId)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["error", "stepId"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -381,10 +501,13 @@ public struct RunError: Codable, Sendable, Equatable {
 public struct RunPaused: Codable, Sendable, Equatable {
     public let reason: RunPausedReason
     public let message: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(reason: RunPausedReason, message: String? = nil) {
+    public init(reason: RunPausedReason, message: String? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.reason = reason
         self.message = message
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -396,12 +519,24 @@ public struct RunPaused: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.reason = try container.decode(RunPausedReason.self, forKey: .reason)
         self.message = try container.decodeIfPresent(String.self, forKey: .message)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["reason", "message"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.reason, forKey: .reason)
         try container.encodeIfPresent(self.message, forKey: .message)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["reason", "message"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -413,9 +548,12 @@ public enum RunPausedReason: String, Codable, Sendable, CaseIterable {
 /// The step plan; used to render how many steps are left.
 public struct Plan: Codable, Sendable, Equatable {
     public let steps: [PlanStep]
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(steps: [PlanStep]) {
+    public init(steps: [PlanStep], extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.steps = steps
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -425,11 +563,23 @@ public struct Plan: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.steps = try container.decode([PlanStep].self, forKey: .steps)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["steps"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.steps, forKey: .steps)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["steps"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -437,10 +587,13 @@ public struct Plan: Codable, Sendable, Equatable {
 public struct StepStart: Codable, Sendable, Equatable {
     public let stepId: NonEmptyString
     public let title: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(stepId: NonEmptyString, title: String? = nil) {
+    public init(stepId: NonEmptyString, title: String? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.stepId = stepId
         self.title = title
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -452,12 +605,24 @@ public struct StepStart: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.title = try container.decodeIfPresent(String.self, forKey: .title)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "title"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.title, forKey: .title)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "title"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -468,11 +633,14 @@ public struct StepProgress: Codable, Sendable, Equatable {
     /// Constraints: minimum: 0, maximum: 1
     public let progress: Double?
     public let message: String?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(stepId: NonEmptyString, progress: Double? = nil, message: String? = nil) {
+    public init(stepId: NonEmptyString, progress: Double? = nil, message: String? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.stepId = stepId
         self.progress = progress
         self.message = message
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -486,6 +654,13 @@ public struct StepProgress: Codable, Sendable, Equatable {
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.progress = try container.decodeIfPresent(Double.self, forKey: .progress)
         self.message = try container.decodeIfPresent(String.self, forKey: .message)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "progress", "message"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -493,6 +668,11 @@ public struct StepProgress: Codable, Sendable, Equatable {
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.progress, forKey: .progress)
         try container.encodeIfPresent(self.message, forKey: .message)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "progress", "message"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -500,11 +680,14 @@ public struct StepProgress: Codable, Sendable, Equatable {
 public struct StepDone: Codable, Sendable, Equatable {
     public let stepId: NonEmptyString
     /// Opaque output of the step.
-    public let output: JSONValue?
+    public let output: TasklensRunEventsJSONValue?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(stepId: NonEmptyString, output: JSONValue? = nil) {
+    public init(stepId: NonEmptyString, output: TasklensRunEventsJSONValue? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.stepId = stepId
         self.output = output
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -515,13 +698,25 @@ public struct StepDone: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
-        self.output = try container.decodeIfPresent(JSONValue.self, forKey: .output)
+        self.output = try container.decodeIfPresent(TasklensRunEventsJSONValue.self, forKey: .output)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "output"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.output, forKey: .output)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "output"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -530,11 +725,14 @@ public struct StepError: Codable, Sendable, Equatable {
     public let stepId: NonEmptyString
     public let error: ErrorInfo
     public let retryable: Bool
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(stepId: NonEmptyString, error: ErrorInfo, retryable: Bool) {
+    public init(stepId: NonEmptyString, error: ErrorInfo, retryable: Bool, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.stepId = stepId
         self.error = error
         self.retryable = retryable
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -548,6 +746,13 @@ public struct StepError: Codable, Sendable, Equatable {
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.error = try container.decode(ErrorInfo.self, forKey: .error)
         self.retryable = try container.decode(Bool.self, forKey: .retryable)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "error", "retryable"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -555,6 +760,11 @@ public struct StepError: Codable, Sendable, Equatable {
         try container.encode(self.stepId, forKey: .stepId)
         try container.encode(self.error, forKey: .error)
         try container.encode(self.retryable, forKey: .retryable)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "error", "retryable"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -564,13 +774,16 @@ public struct ToolCall: Codable, Sendable, Equatable {
     public let callId: NonEmptyString?
     public let name: NonEmptyString
     /// Opaque arguments.
-    public let args: JSONValue?
+    public let args: TasklensRunEventsJSONValue?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(stepId: NonEmptyString, callId: NonEmptyString? = nil, name: NonEmptyString, args: JSONValue? = nil) {
+    public init(stepId: NonEmptyString, callId: NonEmptyString? = nil, name: NonEmptyString, args: TasklensRunEventsJSONValue? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.stepId = stepId
         self.callId = callId
         self.name = name
         self.args = args
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -585,7 +798,14 @@ public struct ToolCall: Codable, Sendable, Equatable {
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.callId = try container.decodeIfPresent(NonEmptyString.self, forKey: .callId)
         self.name = try container.decode(NonEmptyString.self, forKey: .name)
-        self.args = try container.decodeIfPresent(JSONValue.self, forKey: .args)
+        self.args = try container.decodeIfPresent(TasklensRunEventsJSONValue.self, forKey: .args)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "callId", "name", "args"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -594,6 +814,11 @@ public struct ToolCall: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.callId, forKey: .callId)
         try container.encode(self.name, forKey: .name)
         try container.encodeIfPresent(self.args, forKey: .args)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "callId", "name", "args"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -603,7 +828,7 @@ public struct ToolResult: Codable, Sendable, Equatable {
     public let stepId: NonEmptyString?
     public let ok: Bool
     /// Opaque result.
-    public let result: JSONValue?
+    public let result: TasklensRunEventsJSONValue?
     public let error: ErrorInfo?
     /// Duration in milliseconds.
     /// Constraints: minimum: 0
@@ -614,8 +839,10 @@ public struct ToolResult: Codable, Sendable, Equatable {
     /// Cost of the call, in US dollars.
     /// Constraints: minimum: 0
     public let cost: Double?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(callId: NonEmptyString, stepId: NonEmptyString? = nil, ok: Bool, result: JSONValue? = nil, error: ErrorInfo? = nil, ms: Double? = nil, tokens: Int? = nil, cost: Double? = nil) {
+    public init(callId: NonEmptyString, stepId: NonEmptyString? = nil, ok: Bool, result: TasklensRunEventsJSONValue? = nil, error: ErrorInfo? = nil, ms: Double? = nil, tokens: Int? = nil, cost: Double? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.callId = callId
         self.stepId = stepId
         self.ok = ok
@@ -624,6 +851,7 @@ public struct ToolResult: Codable, Sendable, Equatable {
         self.ms = ms
         self.tokens = tokens
         self.cost = cost
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -642,7 +870,7 @@ public struct ToolResult: Codable, Sendable, Equatable {
         self.callId = try container.decode(NonEmptyString.self, forKey: .callId)
         self.stepId = try container.decodeIfPresent(NonEmptyString.self, forKey: .stepId)
         self.ok = try container.decode(Bool.self, forKey: .ok)
-        self.result = try container.decodeIfPresent(JSONValue.self, forKey: .result)
+        self.result = try container.decodeIfPresent(TasklensRunEventsJSONValue.self, forKey: .result)
         self.error = try container.decodeIfPresent(ErrorInfo.self, forKey: .error)
         self.ms = try container.decodeIfPresent(Double.self, forKey: .ms)
         self.tokens = try container.decodeIfPresent(Int.self, forKey: .tokens)
@@ -650,9 +878,19 @@ public struct ToolResult: Codable, Sendable, Equatable {
         if let value = self.tokens, value < 0 {
             throw DecodingError.dataCorruptedError(forKey: .tokens, in: container, debugDescription: "ToolResult.tokens: minimum 0")
         }
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["callId", "stepId", "ok", "result", "error", "ms", "tokens", "cost"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.tokens, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ToolResult.tokens: minimum 0"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.callId, forKey: .callId)
         try container.encodeIfPresent(self.stepId, forKey: .stepId)
@@ -662,6 +900,11 @@ public struct ToolResult: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.ms, forKey: .ms)
         try container.encodeIfPresent(self.tokens, forKey: .tokens)
         try container.encodeIfPresent(self.cost, forKey: .cost)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["callId", "stepId", "ok", "result", "error", "ms", "tokens", "cost"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -672,16 +915,19 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
     public let summary: String
     public let risk: Risk
     /// Structured preview of what will happen (for example the arguments of the tool call awaiting approval).
-    public let preview: [String: JSONValue]?
+    public let preview: [String: TasklensRunEventsJSONValue]?
     public let callId: NonEmptyString?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(stepId: NonEmptyString, approvalId: NonEmptyString? = nil, summary: String, risk: Risk, preview: [String: JSONValue]? = nil, callId: NonEmptyString? = nil) {
+    public init(stepId: NonEmptyString, approvalId: NonEmptyString? = nil, summary: String, risk: Risk, preview: [String: TasklensRunEventsJSONValue]? = nil, callId: NonEmptyString? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.stepId = stepId
         self.approvalId = approvalId
         self.summary = summary
         self.risk = risk
         self.preview = preview
         self.callId = callId
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -699,8 +945,15 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
         self.approvalId = try container.decodeIfPresent(NonEmptyString.self, forKey: .approvalId)
         self.summary = try container.decode(String.self, forKey: .summary)
         self.risk = try container.decode(Risk.self, forKey: .risk)
-        self.preview = try container.decodeIfPresent([String: JSONValue].self, forKey: .preview)
+        self.preview = try container.decodeIfPresent([String: TasklensRunEventsJSONValue].self, forKey: .preview)
         self.callId = try container.decodeIfPresent(NonEmptyString.self, forKey: .callId)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "approvalId", "summary", "risk", "preview", "callId"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -711,6 +964,11 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
         try container.encode(self.risk, forKey: .risk)
         try container.encodeIfPresent(self.preview, forKey: .preview)
         try container.encodeIfPresent(self.callId, forKey: .callId)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "approvalId", "summary", "risk", "preview", "callId"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -721,14 +979,17 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
     public let by: String?
     public let comment: String?
     /// The edited proposal when `decision` is `edit`.
-    public let edited: JSONValue?
+    public let edited: TasklensRunEventsJSONValue?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(approvalId: NonEmptyString, decision: ApprovalDecisionDecision, by: String? = nil, comment: String? = nil, edited: JSONValue? = nil) {
+    public init(approvalId: NonEmptyString, decision: ApprovalDecisionDecision, by: String? = nil, comment: String? = nil, edited: TasklensRunEventsJSONValue? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.approvalId = approvalId
         self.decision = decision
         self.by = by
         self.comment = comment
         self.edited = edited
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -745,7 +1006,14 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
         self.decision = try container.decode(ApprovalDecisionDecision.self, forKey: .decision)
         self.by = try container.decodeIfPresent(String.self, forKey: .by)
         self.comment = try container.decodeIfPresent(String.self, forKey: .comment)
-        self.edited = try container.decodeIfPresent(JSONValue.self, forKey: .edited)
+        self.edited = try container.decodeIfPresent(TasklensRunEventsJSONValue.self, forKey: .edited)
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["approvalId", "decision", "by", "comment", "edited"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -755,6 +1023,11 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.by, forKey: .by)
         try container.encodeIfPresent(self.comment, forKey: .comment)
         try container.encodeIfPresent(self.edited, forKey: .edited)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["approvalId", "decision", "by", "comment", "edited"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -771,12 +1044,15 @@ public struct RetryRequest: Codable, Sendable, Equatable {
     public let reason: String?
     /// Constraints: minimum: 1
     public let attempt: Int?
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(stepId: NonEmptyString, fromEventId: NonEmptyString, reason: String? = nil, attempt: Int? = nil) {
+    public init(stepId: NonEmptyString, fromEventId: NonEmptyString, reason: String? = nil, attempt: Int? = nil, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.stepId = stepId
         self.fromEventId = fromEventId
         self.reason = reason
         self.attempt = attempt
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -795,14 +1071,29 @@ public struct RetryRequest: Codable, Sendable, Equatable {
         if let value = self.attempt, value < 1 {
             throw DecodingError.dataCorruptedError(forKey: .attempt, in: container, debugDescription: "RetryRequest.attempt: minimum 1")
         }
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "fromEventId", "reason", "attempt"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if let value = self.attempt, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RetryRequest.attempt: minimum 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encode(self.fromEventId, forKey: .fromEventId)
         try container.encodeIfPresent(self.reason, forKey: .reason)
         try container.encodeIfPresent(self.attempt, forKey: .attempt)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["stepId", "fromEventId", "reason", "attempt"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 
@@ -826,14 +1117,17 @@ public struct RunEvent: Codable, Sendable, Equatable {
     /// Event type; unknown types are valid and folded.
     /// Constraints: minLength: 1
     public let type: String
+    /// Properties the schema does not name, kept as they are.
+    public let extra: [String: TasklensRunEventsJSONValue]
 
-    public init(id: String, runId: String, seq: Int, at: Int, schemaVersion: Int, type: String) {
+    public init(id: String, runId: String, seq: Int, at: Int, schemaVersion: Int, type: String, extra: [String: TasklensRunEventsJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
         self.type = type
+        self.extra = extra
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -880,9 +1174,43 @@ public struct RunEvent: Codable, Sendable, Equatable {
         if case let value = self.type, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "RunEvent.type: minLength 1")
         }
+        let all = try decoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type"]
+        var extra: [String: TasklensRunEventsJSONValue] = [:]
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try all.decode(TasklensRunEventsJSONValue.self, forKey: key)
+        }
+        self.extra = extra
     }
 
     public func encode(to encoder: Encoder) throws {
+        if case let value = self.id, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.id: minLength 1"))
+        }
+        if case let value = self.runId, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.runId: minLength 1"))
+        }
+        if case let value = self.seq, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.seq: minimum 0"))
+        }
+        if case let value = self.seq, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.seq: maximum 9007199254740991"))
+        }
+        if case let value = self.at, value < 0 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.at: minimum 0"))
+        }
+        if case let value = self.at, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.at: maximum 9007199254740991"))
+        }
+        if case let value = self.schemaVersion, value < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.schemaVersion: minimum 1"))
+        }
+        if case let value = self.schemaVersion, value > 9007199254740991 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.schemaVersion: maximum 9007199254740991"))
+        }
+        if case let value = self.type, value.unicodeScalars.count < 1 {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "RunEvent.type: minLength 1"))
+        }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.runId, forKey: .runId)
@@ -890,6 +1218,11 @@ public struct RunEvent: Codable, Sendable, Equatable {
         try container.encode(self.at, forKey: .at)
         try container.encode(self.schemaVersion, forKey: .schemaVersion)
         try container.encode(self.type, forKey: .type)
+        var rest = encoder.container(keyedBy: TasklensRunEventsAnyCodingKey.self)
+        let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type"]
+        for (key, value) in self.extra where !known.contains(key) {
+            try rest.encode(value, forKey: TasklensRunEventsAnyCodingKey(stringValue: key))
+        }
     }
 }
 

@@ -4609,3 +4609,315 @@ impl<'de> Deserialize<'de> for ProtocolMessage {
         known.map_err(serde::de::Error::custom)
     }
 }
+
+/// Who sends a method's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MethodDirection {
+    /// A request the client sends and the server answers.
+    ClientRequest,
+    /// A request the server sends and the client answers.
+    ServerRequest,
+    /// A message nobody answers.
+    Notification,
+}
+
+/// One method: its wire name, who sends it, the names of its params and result types (`None`
+/// when they are not a named type: no params, any JSON value), and the schema's `scope` and
+/// `since`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodInfo {
+    pub name: &'static str,
+    pub direction: MethodDirection,
+    pub params: ::std::option::Option<&'static str>,
+    pub result: ::std::option::Option<&'static str>,
+    pub scope: ::std::option::Option<&'static str>,
+    pub since: ::std::option::Option<&'static str>,
+}
+
+impl MethodInfo {
+    /// The method named `name` sent in `direction`.
+    pub fn find(name: &str, direction: MethodDirection) -> ::std::option::Option<&'static MethodInfo> {
+        METHOD_TABLE.iter().find(|m| m.name == name && m.direction == direction)
+    }
+}
+
+/// A method as a type: its wire name, direction, and the types of its params and result (`()`
+/// for a message without params and for a notification's result).
+pub trait Method {
+    const METHOD: &'static str;
+    const DIRECTION: MethodDirection;
+    type Params;
+    type Result;
+}
+
+/// Every method of the protocol, in schema order.
+pub const METHOD_TABLE: &[MethodInfo] = &[
+    MethodInfo { name: "initialize", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("InitializeParams"), result: ::std::option::Option::Some("InitializeResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "client.capabilities.set", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ClientCapabilitiesSetParams"), result: ::std::option::Option::Some("ClientCapabilitiesSetResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.list", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadListParams"), result: ::std::option::Option::Some("ThreadListResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.create", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadCreateParams"), result: ::std::option::Option::Some("ThreadCreateResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.open", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadOpenParams"), result: ::std::option::Option::Some("ThreadOpenResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.snapshot", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadSnapshotParams"), result: ::std::option::Option::Some("ThreadSnapshotResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.rename", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadRenameParams"), result: ::std::option::Option::Some("ThreadRenameResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.delete", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadDeleteParams"), result: ::std::option::Option::Some("ThreadDeleteResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.detach", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadDetachParams"), result: ::std::option::Option::Some("ThreadDetachResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "thread.capabilities", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ThreadCapabilitiesParams"), result: ::std::option::Option::Some("ThreadCapabilitiesResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "runtime.events.resume", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("RuntimeEventsResumeParams"), result: ::std::option::Option::Some("RuntimeEventsResumeResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "turn.start", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("TurnStartParams"), result: ::std::option::Option::Some("TurnStartResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "turn.cancel", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("TurnCancelParams"), result: ::std::option::Option::Some("TurnCancelResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "approval.respond", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("ApprovalRespondParams"), result: ::std::option::Option::Some("ApprovalRespondResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "operation.get", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("OperationGetParams"), result: ::std::option::Option::Some("OperationGetResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "operation.result.get", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("OperationResultGetParams"), result: ::std::option::Option::Some("OperationResultGetResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "attachment.stage", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("AttachmentStageParams"), result: ::std::option::Option::Some("AttachmentStageResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "attachment.chunk", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("AttachmentChunkParams"), result: ::std::option::Option::Some("AttachmentChunkResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "attachment.commit", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("AttachmentCommitParams"), result: ::std::option::Option::Some("AttachmentCommitResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "attachment.release", direction: MethodDirection::ClientRequest, params: ::std::option::Option::Some("AttachmentReleaseParams"), result: ::std::option::Option::Some("AttachmentReleaseResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "approval.request", direction: MethodDirection::ServerRequest, params: ::std::option::Option::Some("ApprovalRequestParams"), result: ::std::option::Option::Some("ApprovalRequestResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "userInput.request", direction: MethodDirection::ServerRequest, params: ::std::option::Option::Some("UserInputRequestParams"), result: ::std::option::Option::Some("UserInputRequestResult"), scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "runtime.event", direction: MethodDirection::Notification, params: ::std::option::Option::Some("RuntimeEventEnvelope"), result: ::std::option::Option::None, scope: ::std::option::Option::None, since: ::std::option::Option::None },
+    MethodInfo { name: "runtime.serverRequest.cancel", direction: MethodDirection::Notification, params: ::std::option::Option::Some("ServerRequestCancelParams"), result: ::std::option::Option::None, scope: ::std::option::Option::None, since: ::std::option::Option::None },
+];
+
+/// One type per method, implementing [`Method`].
+pub mod methods {
+    /// `initialize`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Initialize {}
+    /// `client.capabilities.set`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ClientCapabilitiesSet {}
+    /// `thread.list`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadList {}
+    /// `thread.create`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadCreate {}
+    /// `thread.open`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadOpen {}
+    /// `thread.snapshot`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadSnapshot {}
+    /// `thread.rename`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadRename {}
+    /// `thread.delete`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadDelete {}
+    /// `thread.detach`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadDetach {}
+    /// `thread.capabilities`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ThreadCapabilities {}
+    /// `runtime.events.resume`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum RuntimeEventsResume {}
+    /// `turn.start`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum TurnStart {}
+    /// `turn.cancel`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum TurnCancel {}
+    /// `approval.respond`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ApprovalRespond {}
+    /// `operation.get`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum OperationGet {}
+    /// `operation.result.get`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum OperationResultGet {}
+    /// `attachment.stage`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AttachmentStage {}
+    /// `attachment.chunk`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AttachmentChunk {}
+    /// `attachment.commit`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AttachmentCommit {}
+    /// `attachment.release`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AttachmentRelease {}
+    /// `approval.request`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ApprovalRequest {}
+    /// `userInput.request`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum UserInputRequest {}
+    /// `runtime.event`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum RuntimeEvent {}
+    /// `runtime.serverRequest.cancel`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum RuntimeServerRequestCancel {}
+}
+
+impl Method for methods::Initialize {
+    const METHOD: &'static str = "initialize";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = InitializeParams;
+    type Result = InitializeResult;
+}
+
+impl Method for methods::ClientCapabilitiesSet {
+    const METHOD: &'static str = "client.capabilities.set";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ClientCapabilitiesSetParams;
+    type Result = ClientCapabilitiesSetResult;
+}
+
+impl Method for methods::ThreadList {
+    const METHOD: &'static str = "thread.list";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadListParams;
+    type Result = ThreadListResult;
+}
+
+impl Method for methods::ThreadCreate {
+    const METHOD: &'static str = "thread.create";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadCreateParams;
+    type Result = ThreadCreateResult;
+}
+
+impl Method for methods::ThreadOpen {
+    const METHOD: &'static str = "thread.open";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadOpenParams;
+    type Result = ThreadOpenResult;
+}
+
+impl Method for methods::ThreadSnapshot {
+    const METHOD: &'static str = "thread.snapshot";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadSnapshotParams;
+    type Result = ThreadSnapshotResult;
+}
+
+impl Method for methods::ThreadRename {
+    const METHOD: &'static str = "thread.rename";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadRenameParams;
+    type Result = ThreadRenameResult;
+}
+
+impl Method for methods::ThreadDelete {
+    const METHOD: &'static str = "thread.delete";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadDeleteParams;
+    type Result = ThreadDeleteResult;
+}
+
+impl Method for methods::ThreadDetach {
+    const METHOD: &'static str = "thread.detach";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadDetachParams;
+    type Result = ThreadDetachResult;
+}
+
+impl Method for methods::ThreadCapabilities {
+    const METHOD: &'static str = "thread.capabilities";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ThreadCapabilitiesParams;
+    type Result = ThreadCapabilitiesResult;
+}
+
+impl Method for methods::RuntimeEventsResume {
+    const METHOD: &'static str = "runtime.events.resume";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = RuntimeEventsResumeParams;
+    type Result = RuntimeEventsResumeResult;
+}
+
+impl Method for methods::TurnStart {
+    const METHOD: &'static str = "turn.start";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = TurnStartParams;
+    type Result = TurnStartResult;
+}
+
+impl Method for methods::TurnCancel {
+    const METHOD: &'static str = "turn.cancel";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = TurnCancelParams;
+    type Result = TurnCancelResult;
+}
+
+impl Method for methods::ApprovalRespond {
+    const METHOD: &'static str = "approval.respond";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = ApprovalRespondParams;
+    type Result = ApprovalRespondResult;
+}
+
+impl Method for methods::OperationGet {
+    const METHOD: &'static str = "operation.get";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = OperationGetParams;
+    type Result = OperationGetResult;
+}
+
+impl Method for methods::OperationResultGet {
+    const METHOD: &'static str = "operation.result.get";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = OperationResultGetParams;
+    type Result = OperationResultGetResult;
+}
+
+impl Method for methods::AttachmentStage {
+    const METHOD: &'static str = "attachment.stage";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = AttachmentStageParams;
+    type Result = AttachmentStageResult;
+}
+
+impl Method for methods::AttachmentChunk {
+    const METHOD: &'static str = "attachment.chunk";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = AttachmentChunkParams;
+    type Result = AttachmentChunkResult;
+}
+
+impl Method for methods::AttachmentCommit {
+    const METHOD: &'static str = "attachment.commit";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = AttachmentCommitParams;
+    type Result = AttachmentCommitResult;
+}
+
+impl Method for methods::AttachmentRelease {
+    const METHOD: &'static str = "attachment.release";
+    const DIRECTION: MethodDirection = MethodDirection::ClientRequest;
+    type Params = AttachmentReleaseParams;
+    type Result = AttachmentReleaseResult;
+}
+
+impl Method for methods::ApprovalRequest {
+    const METHOD: &'static str = "approval.request";
+    const DIRECTION: MethodDirection = MethodDirection::ServerRequest;
+    type Params = ApprovalRequestParams;
+    type Result = ApprovalRequestResult;
+}
+
+impl Method for methods::UserInputRequest {
+    const METHOD: &'static str = "userInput.request";
+    const DIRECTION: MethodDirection = MethodDirection::ServerRequest;
+    type Params = UserInputRequestParams;
+    type Result = UserInputRequestResult;
+}
+
+impl Method for methods::RuntimeEvent {
+    const METHOD: &'static str = "runtime.event";
+    const DIRECTION: MethodDirection = MethodDirection::Notification;
+    type Params = RuntimeEventEnvelope;
+    type Result = ();
+}
+
+impl Method for methods::RuntimeServerRequestCancel {
+    const METHOD: &'static str = "runtime.serverRequest.cancel";
+    const DIRECTION: MethodDirection = MethodDirection::Notification;
+    type Params = ServerRequestCancelParams;
+    type Result = ();
+}

@@ -1,0 +1,309 @@
+//! Every Roll fixture (the peer's and our own) and every TaskLens fixture through the checked-in
+//! bindings' decoders in TypeScript, Python and Kotlin: each language's verdict is the one
+//! `agentwire-schema`'s validator gives on the same document, and a valid message decoded and
+//! encoded again is the same JSON value (open objects keep their extra keys).
+//!
+//! TypeScript and Python type plain JSON values, so their decoder is the validator and their
+//! encoding is the value itself; Kotlin builds typed values (`decodeProtocolMessage`, the
+//! `fromWire` functions) and writes them back (`encodeProtocolMessage`, `toWire`).
+
+// Helpers outside #[test] functions panic on failure too: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use agentwire_schema::SchemaDocument;
+use agentwire_schema::validate::ValidatorCompiler;
+use serde_json::{Value, json};
+
+/// One protocol: its key in the corpus, schema, checked-in bindings and fixture folders.
+struct Protocol {
+    key: &'static str,
+    schema: &'static str,
+    ts: &'static str,
+    py: &'static str,
+    kt: &'static str,
+    kotlin_package: &'static str,
+    fixtures: Vec<PathBuf>,
+}
+
+fn protocols() -> Vec<Protocol> {
+    let repo = agentwire_testkit::repo_root();
+    vec![
+        Protocol {
+            key: "roll",
+            schema: "protocols/roll-runtime/roll-runtime.schema.json",
+            ts: "protocols/roll-runtime/generated/ts/roll_runtime.ts",
+            py: "roll_runtime",
+            kt: "protocols/roll-runtime/generated/kt/RollRuntime.kt",
+            kotlin_package: "agentwire.generated.roll_runtime",
+            fixtures: vec![
+                agentwire_testkit::peer_fixture("roll-agent/fixtures"),
+                repo.join("protocols/roll-runtime/fixtures"),
+            ],
+        },
+        Protocol {
+            key: "tasklens",
+            schema: "protocols/tasklens/run-events.schema.json",
+            ts: "protocols/tasklens/generated/ts/run_events.ts",
+            py: "run_events",
+            kt: "protocols/tasklens/generated/kt/RunEvents.kt",
+            kotlin_package: "agentwire.generated.run_events",
+            fixtures: vec![repo.join("protocols/tasklens/fixtures")],
+        },
+    ]
+}
+
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            json_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
+}
+
+/// `{"s": protocol, "name": file, "m": message, "valid": our validator's verdict}` per fixture.
+fn corpus() -> Vec<Value> {
+    let repo = agentwire_testkit::repo_root();
+    let mut out = Vec::new();
+    for p in protocols() {
+        let doc = SchemaDocument::open(repo.join(p.schema)).unwrap();
+        let validator = ValidatorCompiler::new(&doc).unwrap().root().unwrap();
+        let mut files = Vec::new();
+        for dir in &p.fixtures {
+            json_files(dir, &mut files);
+        }
+        assert!(files.len() >= 50, "{}: {} fixtures", p.key, files.len());
+        for file in files {
+            let value = agentwire_testkit::read_json(&file);
+            let valid = validator.is_valid(&value);
+            let name = file
+                .strip_prefix(&repo)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            out.push(json!({"s": p.key, "name": name, "m": value, "valid": valid}));
+        }
+    }
+    out
+}
+
+/// Numbers compare by value (`1` and `1.0` are one JSON number), everything else exactly.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn scratch() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-round-trips");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write_corpus(cases: &[Value]) -> PathBuf {
+    let path = scratch().join("corpus.ndjson");
+    let text: String = cases
+        .iter()
+        .map(|c| format!("{}\n", json!({"s": c["s"], "m": c["m"]})))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Checks one language's `[ok, re-encoded message or null, error or null]` lines against the
+/// corpus; returns the problems.
+fn compare(lang: &str, cases: &[Value], got: &[Value]) -> Vec<String> {
+    assert_eq!(got.len(), cases.len(), "{lang}: one verdict per case");
+    let mut problems = Vec::new();
+    for (case, row) in cases.iter().zip(got) {
+        let name = case["name"].as_str().unwrap();
+        if row[0] != case["valid"] {
+            problems.push(format!(
+                "{lang} {name}: decoded={} validator={} ({})",
+                row[0], case["valid"], row[2]
+            ));
+        } else if row[0] == json!(true) && !same_json(&row[1], &case["m"]) {
+            problems.push(format!("{lang} {name}: re-encoded as {}", row[1]));
+        }
+    }
+    problems
+}
+
+const TS_SCRIPT: &str = r#"
+const fs = require("fs");
+const modules = { roll: require(process.argv[1]), tasklens: require(process.argv[2]) };
+const out = [];
+for (const line of fs.readFileSync(process.argv[3], "utf8").split("\n")) {
+  if (line === "") continue;
+  const { s, m } = JSON.parse(line);
+  const r = modules[s].validateProtocolMessage(m);
+  out.push(JSON.stringify([r.ok, r.ok ? JSON.parse(JSON.stringify(m)) : null, r.ok ? null : r.errors[0].instancePath + " " + r.errors[0].keyword]));
+}
+process.stdout.write(out.join("\n") + "\n");
+"#;
+
+const PY_SCRIPT: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import roll_runtime, run_events
+modules = {"roll": roll_runtime, "tasklens": run_events}
+for line in open(sys.argv[3], encoding="utf-8"):
+    if not line.strip():
+        continue
+    case = json.loads(line)
+    r = modules[case["s"]].validate_protocol_message(case["m"])
+    back = json.loads(json.dumps(case["m"])) if r.ok else None
+    error = None if r.ok else r.errors[0].instance_path + " " + r.errors[0].keyword
+    print(json.dumps([r.ok, back, error]))
+"#;
+
+fn kotlin_main() -> String {
+    let mut imports = String::new();
+    let mut arms = String::new();
+    for p in protocols() {
+        let alias = format!("{}Decode", p.key);
+        imports.push_str(&format!(
+            "import {}.decodeProtocolMessage as {alias}\nimport {}.encodeProtocolMessage as {}Encode\n",
+            p.kotlin_package, p.kotlin_package, p.key
+        ));
+        arms.push_str(&format!(
+            "                \"{}\" -> writeJson({}Encode({alias}(m)))\n",
+            p.key, p.key
+        ));
+    }
+    format!(
+        r#"package agentwire.roundtrip
+
+import agentwire.generated.roll_runtime.parseJson
+import agentwire.generated.roll_runtime.writeJson
+{imports}
+fun main(args: Array<String>) {{
+    val out = StringBuilder()
+    java.io.File(args[0]).forEachLine(Charsets.UTF_8) {{ line ->
+        if (line.isNotBlank()) {{
+            val case = parseJson(line) as Map<*, *>
+            val m = case["m"]
+            val row = try {{
+                val back = when (case["s"]) {{
+{arms}                    else -> throw IllegalStateException("no protocol " + case["s"])
+                }}
+                "[true," + back + ",null]"
+            }} catch (e: IllegalArgumentException) {{
+                "[false,null," + writeJson(e.javaClass.simpleName + ": " + e.message) + "]"
+            }}
+            out.append(row).append('\n')
+        }}
+    }}
+    print(out)
+}}
+"#
+    )
+}
+
+#[test]
+fn roll_and_tasklens_fixtures_decode_as_the_validator_says_and_round_trip() {
+    let repo = agentwire_testkit::repo_root();
+    let cases = corpus();
+    let corpus_path = write_corpus(&cases);
+    let valid = cases.iter().filter(|c| c["valid"] == json!(true)).count();
+    assert!(
+        valid >= 40 && cases.len() - valid >= 40,
+        "{valid} valid of {}",
+        cases.len()
+    );
+    let mut problems = Vec::new();
+
+    let js = scratch().join("js");
+    let ps = protocols();
+    agentwire_testkit::run_ok(
+        agentwire_testkit::require_tsc()
+            .args([
+                "--strict", "--target", "es2020", "--module", "commonjs", "--outDir",
+            ])
+            .arg(&js)
+            .args(ps.iter().map(|p| repo.join(p.ts))),
+    );
+    let ts = agentwire_testkit::run_ok(
+        agentwire_testkit::require_node()
+            .arg("-e")
+            .arg(TS_SCRIPT)
+            // tsc keeps the folders below the inputs' common root (`protocols/`).
+            .arg(js.join("roll-runtime/generated/ts/roll_runtime.js"))
+            .arg(js.join("tasklens/generated/ts/run_events.js"))
+            .arg(&corpus_path),
+    );
+    problems.extend(compare("ts", &cases, &lines(&ts.stdout)));
+
+    let py_dir = |p: &Protocol| {
+        repo.join(p.kt.replace("/kt/", "/py/"))
+            .parent()
+            .unwrap()
+            .to_path_buf()
+    };
+    assert!(
+        ps.iter()
+            .all(|p| py_dir(p).join(format!("{}.py", p.py)).is_file())
+    );
+    let py = agentwire_testkit::run_ok(
+        agentwire_testkit::require_python()
+            .arg("-c")
+            .arg(PY_SCRIPT)
+            .arg(py_dir(&ps[0]))
+            .arg(py_dir(&ps[1]))
+            .arg(&corpus_path),
+    );
+    problems.extend(compare("py", &cases, &lines(&py.stdout)));
+
+    let main = scratch().join("RoundTrip.kt");
+    std::fs::write(&main, kotlin_main()).unwrap();
+    let classes = scratch().join("kotlin-classes");
+    agentwire_testkit::run_ok(
+        agentwire_testkit::require_kotlinc()
+            .args(["-J-Xmx2g", "-nowarn"])
+            .args(ps.iter().map(|p| repo.join(p.kt)))
+            .arg(&main)
+            .arg("-d")
+            .arg(&classes),
+    );
+    let kt = agentwire_testkit::run_ok(
+        agentwire_testkit::require_kotlin()
+            .arg("-classpath")
+            .arg(&classes)
+            .arg("agentwire.roundtrip.RoundTripKt")
+            .arg(&corpus_path),
+    );
+    problems.extend(compare("kt", &cases, &lines(&kt.stdout)));
+
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
