@@ -19,11 +19,6 @@ use clap::{Parser, Subcommand};
 
 use crate::output::Format;
 
-/// mimalloc: the runtime and the run-log commands allocate many small, short-lived values on
-/// several threads, where it is measurably faster than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Toolkit for agent protocols: schemas, validation, bindings, compatibility and run logs.
 #[derive(Debug, Parser)]
 #[command(name = "agentwire", version, about, propagate_version = true)]
