@@ -662,11 +662,6 @@ impl Gen<'_> {
         if ir.method_table.is_empty() {
             return;
         }
-        let lit = |s: Option<&str>| s.map_or_else(|| "null".to_owned(), q);
-        let named = |ty: Option<&Ty>| match ty {
-            Some(Ty::Ref(name)) => Some(self.name(name)),
-            _ => None,
-        };
         let mut s = String::from(METHOD_SUPPORT);
         s.push_str("\n/** Every method of the protocol, one value each, and `ALL` in schema order. */\nobject Methods {\n");
         let mut scope = NameScope::with_reserved(&["ALL"]);
@@ -682,14 +677,11 @@ impl Gen<'_> {
                 .as_ref()
                 .map_or_else(|| "Unit".to_owned(), |t| self.ty(t, false));
             let direction = names::screaming(m.direction.wire());
+            let row = super::method_row(m, q, "null", |n| self.name(n));
             s.push_str(&format!(
                 "    /** `{}`. */\n    val {value}: MethodInfo<{params}, {result}> = MethodInfo({}, MethodDirection.{direction}, {}, {}, {}, {})\n",
                 m.name.replace("*/", "*\\/").replace('`', "'"),
-                q(&m.name),
-                lit(named(m.params.as_ref()).as_deref()),
-                lit(named(m.result.as_ref()).as_deref()),
-                lit(m.scope.as_deref()),
-                lit(m.since.as_deref()),
+                row[0], row[2], row[3], row[4], row[5],
             ));
             values.push(value);
         }

@@ -82,6 +82,30 @@ pub(crate) fn quote(text: &str, style: Quote) -> String {
 
 /// Documentation lines made safe inside a `/** … */` or `///` comment: no comment terminator,
 /// no fenced code block that a doc tool would compile, ASCII only.
+/// The literals of a method-table row in a language: the method's name, its direction, the
+/// names of its params and result types, its scope and since (`none` where there is none).
+/// `quote` writes a string literal; `type_name` names a referenced type.
+pub(crate) fn method_row(
+    method: &crate::methods::Method,
+    quote: impl Fn(&str) -> String,
+    none: &str,
+    type_name: impl Fn(&str) -> String,
+) -> [String; 6] {
+    let lit = |text: Option<String>| text.map_or_else(|| none.to_owned(), |t| quote(&t));
+    let named = |ty: Option<&crate::ir::Ty>| match ty {
+        Some(crate::ir::Ty::Ref(name)) => Some(type_name(name)),
+        _ => None,
+    };
+    [
+        quote(&method.name),
+        quote(method.direction.wire()),
+        lit(named(method.params.as_ref())),
+        lit(named(method.result.as_ref())),
+        lit(method.scope.clone()),
+        lit(method.since.clone()),
+    ]
+}
+
 pub(crate) fn doc_safe(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     for c in line

@@ -329,7 +329,6 @@ impl Gen<'_> {
         }
     }
 
-    /// `validate_<definition>` and `assert_<definition>` for every definition.
     /// The method metadata: `METHOD_TABLE`, `validate_params`/`validate_result`, and one
     /// overloaded `parse_<direction>_params`/`_result` per direction whose overloads map each
     /// method name to its params or result type; nothing when the schema has no methods.
@@ -339,21 +338,13 @@ impl Gen<'_> {
             return;
         }
         let lit = |s: Option<&str>| s.map_or_else(|| "None".to_owned(), q);
-        let named = |ty: Option<&Ty>| match ty {
-            Some(Ty::Ref(name)) => Some(self.name(name)),
-            _ => None,
-        };
         let mut s = String::from(METHOD_SUPPORT);
         s.push_str("\n\n# Every method of the protocol, in schema order.\nMETHOD_TABLE: Tuple[MethodInfo, ...] = (\n");
         for m in &ir.method_table {
+            let row = super::method_row(m, q, "None", |n| self.name(n));
             s.push_str(&format!(
                 "    MethodInfo({}, {}, {}, {}, {}, {}),\n",
-                q(&m.name),
-                q(m.direction.wire()),
-                lit(named(m.params.as_ref()).as_deref()),
-                lit(named(m.result.as_ref()).as_deref()),
-                lit(m.scope.as_deref()),
-                lit(m.since.as_deref()),
+                row[0], row[1], row[2], row[3], row[4], row[5],
             ));
         }
         s.push_str(")\n\n_METHOD_SCHEMAS: Dict[str, Tuple[Optional[str], Optional[str]]] = {\n");
@@ -421,6 +412,7 @@ impl Gen<'_> {
         self.out.push_str(&s);
     }
 
+    /// `validate_<definition>` and `assert_<definition>` for every definition.
     fn definition_validators(&mut self) {
         let mut scope = names::NameScope::with_reserved(&[
             "validate_at",

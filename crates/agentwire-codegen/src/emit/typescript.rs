@@ -338,21 +338,13 @@ impl Gen<'_> {
             return;
         }
         let lit = |s: Option<&str>| s.map_or_else(|| "null".to_owned(), q);
-        let named = |ty: Option<&Ty>| match ty {
-            Some(Ty::Ref(name)) => Some(self.name(name)),
-            _ => None,
-        };
         let mut s = String::from(METHOD_SUPPORT);
         s.push_str("\n/** Every method of the protocol, in schema order. */\nexport const METHOD_TABLE: readonly MethodInfo[] = [\n");
         for m in &ir.method_table {
+            let row = super::method_row(m, q, "null", |n| self.name(n));
             s.push_str(&format!(
                 "  {{ name: {}, direction: {}, params: {}, result: {}, scope: {}, since: {} }},\n",
-                q(&m.name),
-                q(m.direction.wire()),
-                lit(named(m.params.as_ref()).as_deref()),
-                lit(named(m.result.as_ref()).as_deref()),
-                lit(m.scope.as_deref()),
-                lit(m.since.as_deref()),
+                row[0], row[1], row[2], row[3], row[4], row[5],
             ));
         }
         s.push_str("];\n");
