@@ -575,16 +575,21 @@ async fn generic_batches_are_answered_with_one_array() {
 
 #[tokio::test]
 async fn a_notification_batch_is_written_in_order_or_not_at_all() {
-    let (peer, mut raw) = serve(Profile::chainlesschain_app_server(), echo_handlers());
-    // Over one outbound buffer, so the batch spans several writes.
+    // A 64 KiB write queue: the 3 MB batch is queued as dozens of buffers.
+    let mut profile = Profile::chainlesschain_app_server();
+    profile.write_queue_bytes = 64 * 1024;
+    let (peer, mut raw) = serve(profile, echo_handlers());
     let pad = "p".repeat(1_000);
     let items: Vec<Value> = (0..3_000).map(|i| json!({"i": i, "pad": pad})).collect();
-    peer.notify_batch("item/delta", &items).await.unwrap();
+    // Read while it is queued: the queue only drains as the other side reads.
+    let sender = peer.clone();
+    let sent = tokio::spawn(async move { sender.notify_batch("item/delta", &items).await });
     for i in 0..3_000 {
         let line = raw.next().await;
         assert_eq!(line["method"], "item/delta");
         assert_eq!(line["params"]["i"], i);
     }
+    sent.await.unwrap().unwrap();
     // One item over the line limit: nothing of the batch is written.
     let big = vec![
         json!({"i": "a"}),
