@@ -19,8 +19,11 @@
 //!   returning one [`Verdict`] per instance, many instances per process start
 //! - servers: [`postgres_server`], a private PostgreSQL cluster per test binary
 //! - helpers: [`run_ok`], [`read_json`], [`write_temp_json`]
+//! - command-line runs: [`Cli`] (arguments, directory, standard input; fails on a panic),
+//!   [`dir_with`], [`utf8`]
 
 mod artifacts;
+mod cli;
 mod paths;
 mod postgres;
 mod process;
@@ -31,6 +34,7 @@ pub use artifacts::{
     CHAINLESSCHAIN_DEFINITION_COUNT, CHAINLESSCHAIN_SCHEMA_DIGEST, OPENCLAW_SCHEMA_SHA256,
     chainlesschain_published_digest, chainlesschain_schema_path, openclaw_schema_path, sha256_hex,
 };
+pub use cli::{Cli, dir_with, utf8};
 pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools_dir};
 pub use postgres::{POSTGRES_BINDIR, PostgresServer, postgres_server};
 pub use process::{read_json, run_ok, write_temp_json};

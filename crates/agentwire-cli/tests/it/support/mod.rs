@@ -1,0 +1,19 @@
+//! What the command-line tests share: the binary under test as a [`Cli`] run, and a scripted
+//! Roll host over a real pipe ([`roll_host`]).
+
+pub(crate) mod roll_host;
+
+pub(crate) use agentwire_testkit::{Cli, dir_with, utf8};
+
+/// The `agentwire` binary built with these tests.
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_agentwire");
+
+/// A run of the `agentwire` binary.
+pub(crate) fn agentwire() -> Cli {
+    Cli::new(BIN)
+}
+
+/// What a run printed on standard output, as text.
+pub(crate) fn stdout(output: &std::process::Output) -> String {
+    utf8(&output.stdout)
+}

@@ -1,0 +1,7 @@
+//! The runtime's tests, one binary: the core without I/O, the running core over a real SQLite
+//! log, attachments, and agent processes.
+
+mod attachments;
+mod core;
+mod process;
+mod running;
