@@ -13,7 +13,7 @@ use agentwire_roll::{ProtocolVersion, schema};
 use agentwire_schema::fast::{FastSchema, Tape};
 use agentwire_schema::validate::ValidatorCompiler;
 use agentwire_schema::{SchemaDocument, parse_json};
-use agentwire_testkit::{files_with_extension, node_script, peer_fixture, read_json, repo_root};
+use agentwire_testkit::{node_script, repo_root, roll_own_fixtures, roll_upstream_fixtures};
 use serde_json::{Value, json};
 
 /// Messages in the workload (the fixtures, repeated).
@@ -22,24 +22,13 @@ const MESSAGES: usize = 2_000;
 const MIN_ROUND: Duration = Duration::from_secs(2);
 
 fn corpus() -> Vec<String> {
-    let mut files = Vec::new();
-    for folder in ["v1", "v1.2", "v1.3", "v1.4", "v1.5"] {
-        files.extend(files_with_extension(
-            peer_fixture(format!("roll-agent/fixtures/{folder}")),
-            "json",
-        ));
-    }
-    for version in agentwire_roll::SUPPORTED_VERSIONS {
-        files.extend(files_with_extension(
-            repo_root().join(format!("protocols/roll-runtime/fixtures/v{version}")),
-            "json",
-        ));
-    }
+    let fixtures = roll_upstream_fixtures()
+        .into_iter()
+        .chain(roll_own_fixtures());
     // Messages of every size would let the few 10 KB fixtures dominate; keep the frames a
     // runtime sends most (under 4 KB), valid and invalid alike.
-    let texts: Vec<String> = files
-        .iter()
-        .map(|p| serde_json::to_string(&read_json(p)).unwrap())
+    let texts: Vec<String> = fixtures
+        .map(|f| serde_json::to_string(&f.message).unwrap())
         .filter(|t| t.len() < 4_096)
         .collect();
     texts.iter().cycle().take(MESSAGES).cloned().collect()

@@ -1,7 +1,16 @@
-//! Down-projection to older wire versions: snapshots, event envelopes, operation views,
-//! `initialize` results, server-request params, cancel notifications, and whole messages. Every
-//! projected message is checked against the target version's export.
+//! Down-projection to older wire versions. Whole messages go through [`RollProjector`]: the
+//! generic schema-driven [`Projector`] over the canonical document plus the hooks for what its
+//! annotations cannot express; every projected message is checked against the target version's
+//! export. The runtime's own values (snapshots, event envelopes, operation views, `initialize`
+//! results, server-request params and the internal cancel form, which carry what the runtime
+//! knows beyond any one wire message) are brought to a version by the functions beside it.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::rc::Rc;
+
+use agentwire_schema::{ProjectError, ProjectErrorKind, ProjectTarget, Projector};
 use serde_json::{Map, Value, json};
 
 use crate::schema::{self, SchemaIssue};
@@ -35,6 +44,10 @@ pub enum ProjectionError {
     /// A 1.2+ cancel cannot become a 1.1 cancel without the JSON-RPC id of the request.
     #[error("a 1.1 cancel needs the serverRequestId of the cancelled request")]
     MissingServerRequestId,
+    /// The generic engine refused the message for a reason no Roll rule names (a variant or
+    /// value the annotations do not map, or nesting beyond its depth limit).
+    #[error("{0}")]
+    Engine(ProjectError),
 }
 
 impl ProjectionError {
@@ -46,6 +59,7 @@ impl ProjectionError {
             ProjectionError::InvalidInput { .. } => "roll.project.invalid_input",
             ProjectionError::InvalidOutput { .. } => "roll.project.invalid_output",
             ProjectionError::MissingServerRequestId => "roll.project.missing_server_request_id",
+            ProjectionError::Engine(e) => e.code(),
         }
     }
 }
@@ -86,16 +100,11 @@ pub fn project_thread_snapshot(snapshot: &Value, to: ProtocolVersion) -> Value {
             *item = project_operation_view(item, to);
         }
     }
-    if to < ProtocolVersion::V1_4
-        && let Some(Value::Array(messages)) =
-            out.get_mut("messages").and_then(|m| m.get_mut("items"))
-    {
-        for message in messages.iter_mut() {
-            if let Some(Value::Array(parts)) = message.get_mut("parts") {
-                parts.retain(|part| part.get("type") == Some(&Value::String("text".into())));
-            }
-        }
-    }
+    let mut out = Value::Object(out);
+    keep_text_parts(&mut out, to);
+    let Value::Object(mut out) = out else {
+        return out;
+    };
     if to < ProtocolVersion::V1_3 {
         // Rebuilt from the keys 1.2 has, so a recovery snapshot becomes an ordinary one.
         const KEEP: [&str; 7] = [
@@ -220,138 +229,336 @@ pub fn project_initialize_result(result: &Value, to: ProtocolVersion) -> Value {
     let mut out = result.clone();
     if let Value::Object(map) = &mut out {
         map.insert("protocolVersion".into(), Value::String(to.as_str().into()));
-        if let Some(Value::Array(features)) = map.get_mut("features") {
-            features.retain(|f| {
-                f.as_str()
-                    .and_then(Feature::from_wire)
-                    .is_some_and(|f| f.is_available(to))
-            });
-        }
         if let Some(Value::Object(limits)) = map.get_mut("limits") {
             limits.retain(|key, _| to.limits_keys().contains(&key.as_str()));
-            limits.insert(
-                "eventReplay".into(),
-                Value::Bool(to.capabilities().durable_events),
-            );
         }
     }
+    initialize_result(&mut out, to);
     out
 }
 
-fn project_request(message: &Value, to: ProtocolVersion) -> Result<Value, ProjectionError> {
-    let name = message
-        .get("method")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let method =
-        Method::from_wire(name).ok_or_else(|| unsupported(format!("method {name}"), to))?;
-    if !method.is_available(to) {
-        return Err(unsupported(format!("method {name}"), to));
-    }
-    let params = message.get("params").cloned().unwrap_or(Value::Null);
-    match method {
-        Method::ThreadSnapshot
-            if params.get("recovery").is_some() && to < ProtocolVersion::V1_3 =>
-        {
-            Err(unsupported("a recovery snapshot request", to))
-        }
-        Method::TurnStart
-            if params.pointer("/input/attachments").is_some() && to < ProtocolVersion::V1_4 =>
-        {
-            Err(unsupported("a turn with attachments", to))
-        }
-        _ => Ok(message.clone()),
-    }
-}
-
-fn project_result(
-    result: &Value,
+/// Projects whole Roll messages of one version down to another: the generic schema-driven
+/// [`Projector`] over the canonical document, plus the hooks for what its annotations cannot
+/// express. Build once, project many.
+pub struct RollProjector {
     from: ProtocolVersion,
     to: ProtocolVersion,
-) -> Result<Value, ProjectionError> {
-    let is = |definition: &str| schema::validate_definition(from, definition, result).is_ok();
-    if is("sharedThreadSnapshot") {
-        return Ok(project_thread_snapshot(result, to));
-    }
-    if is("operationGetResult") {
-        let mut out = result.clone();
-        if let Some(view) = out.get_mut("operation").filter(|v| v.is_object()) {
-            *view = project_operation_view(view, to);
-        }
-        return Ok(out);
-    }
-    if is("initializeResult") {
-        return Ok(project_initialize_result(result, to));
-    }
-    // A result only the target's missing methods produce cannot be sent there (a JSON-RPC
-    // response does not name its method, so the shape decides).
-    let methods = Method::ALL
-        .into_iter()
-        .map(|m| (m.as_str(), m.is_available(to)));
-    let server = ServerRequestMethod::ALL
-        .into_iter()
-        .map(|m| (m.as_str(), m.is_available(to)));
-    let mut producers = methods
-        .chain(server)
-        .filter(|(name, _)| is(&format!("{}Result", crate::parse::definition_stem(name))))
-        .peekable();
-    if let Some((first, _)) = producers.peek().copied()
-        && producers.all(|(_, available)| !available)
-    {
-        return Err(unsupported(format!("a result of {first}"), to));
-    }
-    Ok(result.clone())
+    generic: Projector,
 }
 
-/// Projects one whole message valid under `from` down to `to`, and checks the result there.
+impl fmt::Debug for RollProjector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RollProjector")
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RollProjector {
+    /// Prepares the projection of messages of `from` down to `to`.
+    pub fn new(
+        from: ProtocolVersion,
+        to: ProtocolVersion,
+    ) -> Result<RollProjector, ProjectionError> {
+        if to > from {
+            return Err(ProjectionError::Upward { from, to });
+        }
+        let document = schema::canonical_document().map_err(|message| {
+            ProjectionError::Engine(ProjectError {
+                kind: ProjectErrorKind::Version,
+                pointer: String::new(),
+                message: format!("the built-in roll-runtime schema: {message}"),
+            })
+        })?;
+        let generic = Projector::new(document, from.as_str(), to.as_str(), ProjectTarget::Root)
+            .map_err(ProjectionError::Engine)?;
+        Ok(RollProjector { from, to, generic })
+    }
+
+    /// The version messages are projected from.
+    pub fn from_version(&self) -> ProtocolVersion {
+        self.from
+    }
+
+    /// The version messages are projected to.
+    pub fn to_version(&self) -> ProtocolVersion {
+        self.to
+    }
+
+    /// Projects one message valid under `from` down to `to`: the hooks refuse what `to` has no
+    /// form for and reshape what the annotations cannot, then the generic engine strips and maps
+    /// by the annotations and checks the result under `to`.
+    pub fn project(&self, message: &Value) -> Result<Value, ProjectionError> {
+        let (from, to) = (self.from, self.to);
+        schema::validate_message(from, message).map_err(|issues| {
+            ProjectionError::InvalidInput {
+                version: from,
+                issues,
+            }
+        })?;
+        match hooks::before(message, from, to)? {
+            Prepared::Walk(prepared) => self.generic.project(&prepared).map_err(|e| match e.kind {
+                ProjectErrorKind::NotValidInTarget => ProjectionError::InvalidOutput {
+                    version: to,
+                    issues: target_issues(to, &prepared, &e),
+                },
+                _ => ProjectionError::Engine(e),
+            }),
+            Prepared::Projected(projected) => {
+                schema::validate_message(to, &projected).map_err(|issues| {
+                    ProjectionError::InvalidOutput {
+                        version: to,
+                        issues,
+                    }
+                })?;
+                Ok(projected)
+            }
+        }
+    }
+}
+
+/// What the hooks hand on.
+enum Prepared {
+    /// A message still valid under `from`, for the generic engine to walk down to `to`.
+    Walk(Value),
+    /// A message the hooks brought to `to` themselves, because no message of `from` leads there
+    /// by the annotations (a value that is a constant of each version, a variant that becomes
+    /// another); the engine only checks it under `to`.
+    Projected(Value),
+}
+
+/// The issues of a message the engine found invalid under `to`, as the export reports them.
+fn target_issues(to: ProtocolVersion, message: &Value, error: &ProjectError) -> Vec<SchemaIssue> {
+    vec![SchemaIssue {
+        instance_path: error.pointer.clone(),
+        schema_path: String::new(),
+        message: match schema::validate_message(to, message) {
+            Err(issues) if !issues.is_empty() => issues[0].message.clone(),
+            _ => error.message.clone(),
+        },
+    }]
+}
+
+/// Projects one whole message valid under `from` down to `to`, and checks the result there
+/// (a [`RollProjector`] per version pair, kept per thread).
 pub fn project_message(
     message: &Value,
     from: ProtocolVersion,
     to: ProtocolVersion,
 ) -> Result<Value, ProjectionError> {
+    thread_local! {
+        static PROJECTORS: RefCell<HashMap<(ProtocolVersion, ProtocolVersion), Rc<RollProjector>>> =
+            RefCell::new(HashMap::new());
+    }
     if to > from {
         return Err(ProjectionError::Upward { from, to });
     }
-    schema::validate_message(from, message).map_err(|issues| ProjectionError::InvalidInput {
-        version: from,
-        issues,
+    let projector = PROJECTORS.with(|cache| -> Result<Rc<RollProjector>, ProjectionError> {
+        if let Some(found) = cache.borrow().get(&(from, to)) {
+            return Ok(found.clone());
+        }
+        let built = Rc::new(RollProjector::new(from, to)?);
+        cache.borrow_mut().insert((from, to), built.clone());
+        Ok(built)
     })?;
-    let method = message.get("method").and_then(Value::as_str);
-    let has_id = message.get("id").is_some();
-    let mut out = message.clone();
-    match (method, has_id) {
-        (Some("runtime.event"), false) => {
-            let params = project_event_envelope(&message["params"], to)?;
-            out["params"] = params;
-        }
-        (Some("runtime.serverRequest.cancel"), false) => {
-            let params = project_server_request_cancel_params(&message["params"], to)?;
-            out["params"] = params;
-        }
-        (Some(name @ ("approval.request" | "userInput.request")), true) => {
-            let params = project_server_request_params(name, &message["params"], to)?;
-            out["params"] = params;
-        }
-        (Some(_), true) => out = project_request(message, to)?,
-        (None, _) => {
-            if let Some(result) = message.get("result") {
-                out["result"] = project_result(result, from, to)?;
-            }
-            if let Some(code) = message
-                .pointer("/error/data/rollCode")
-                .and_then(Value::as_str)
-            {
-                let known = crate::errors::RollErrorCode::from_wire(code);
-                if known.is_none_or(|c| !c.is_available(to)) {
-                    return Err(unsupported(format!("error code {code}"), to));
+    projector.project(message)
+}
+
+/// The rules of whole-message projection the schema annotations cannot express. Each runs on a
+/// message already valid under `from` and leaves it valid there, so the generic engine walks it
+/// next.
+mod hooks {
+    use super::*;
+
+    /// Refuses what `to` cannot carry, with the protocol's own reasons, and reshapes what the
+    /// annotations cannot.
+    pub(super) fn before(
+        message: &Value,
+        from: ProtocolVersion,
+        to: ProtocolVersion,
+    ) -> Result<Prepared, ProjectionError> {
+        let method = message.get("method").and_then(Value::as_str);
+        let has_id = message.get("id").is_some();
+        match (method, has_id) {
+            // An event kind missing in `to` is the protocol's refusal, not a schema mismatch.
+            (Some(crate::version::NOTIFICATION_RUNTIME_EVENT), false) => {
+                if message.pointer("/params/event/type")
+                    == Some(&Value::String("approval.resolved".into()))
+                    && !to.capabilities().approval_resolved_events
+                {
+                    return Err(unsupported("an approval.resolved event", to));
                 }
+                Ok(Prepared::Walk(message.clone()))
+            }
+            // The 1.1 cancel names the request by its JSON-RPC id, which a 1.2+ cancel does not
+            // carry: it cannot be derived from the message.
+            (Some(crate::version::NOTIFICATION_SERVER_REQUEST_CANCEL), false) => {
+                if !to.capabilities().server_requests {
+                    return Err(unsupported("runtime.serverRequest.cancel", to));
+                }
+                if !to.capabilities().server_request_capability_negotiation
+                    && message.pointer("/params/serverRequestId").is_none()
+                {
+                    return Err(ProjectionError::MissingServerRequestId);
+                }
+                Ok(Prepared::Walk(message.clone()))
+            }
+            (Some(name @ ("approval.request" | "userInput.request")), true) => {
+                let legacy_approval = name == "approval.request"
+                    && !to.capabilities().server_request_capability_negotiation;
+                if !to.capabilities().server_requests
+                    || !(to.capabilities().server_request_capability_negotiation || legacy_approval)
+                {
+                    return Err(unsupported(format!("server request {name}"), to));
+                }
+                Ok(Prepared::Walk(message.clone()))
+            }
+            (Some(name), true) => {
+                request(message, name, to)?;
+                Ok(Prepared::Walk(message.clone()))
+            }
+            (None, _) => response(message, from, to),
+            (Some(_), false) => Ok(Prepared::Walk(message.clone())),
+        }
+    }
+
+    /// A request whose method, or a form of it, `to` does not have.
+    fn request(message: &Value, name: &str, to: ProtocolVersion) -> Result<(), ProjectionError> {
+        let method =
+            Method::from_wire(name).ok_or_else(|| unsupported(format!("method {name}"), to))?;
+        if !method.is_available(to) {
+            return Err(unsupported(format!("method {name}"), to));
+        }
+        let params = message.get("params");
+        match method {
+            Method::ThreadSnapshot
+                if params.and_then(|p| p.get("recovery")).is_some()
+                    && to < ProtocolVersion::V1_3 =>
+            {
+                Err(unsupported("a recovery snapshot request", to))
+            }
+            Method::TurnStart
+                if params
+                    .and_then(|p| p.pointer("/input/attachments"))
+                    .is_some()
+                    && to < ProtocolVersion::V1_4 =>
+            {
+                Err(unsupported("a turn with attachments", to))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A response: results are recognised by their shape (a JSON-RPC response does not name its
+    /// method), errors by their Roll code.
+    fn response(
+        message: &Value,
+        from: ProtocolVersion,
+        to: ProtocolVersion,
+    ) -> Result<Prepared, ProjectionError> {
+        if let Some(code) = message
+            .pointer("/error/data/rollCode")
+            .and_then(Value::as_str)
+        {
+            let known = crate::errors::RollErrorCode::from_wire(code);
+            if known.is_none_or(|c| !c.is_available(to)) {
+                return Err(unsupported(format!("error code {code}"), to));
             }
         }
-        (Some(_), false) => {}
+        let Some(result) = message.get("result") else {
+            return Ok(Prepared::Walk(message.clone()));
+        };
+        let mut out = message.clone();
+        Ok(match result_of(result, from, to)? {
+            Prepared::Walk(result) => {
+                out["result"] = result;
+                Prepared::Walk(out)
+            }
+            Prepared::Projected(result) => {
+                out["result"] = result;
+                Prepared::Projected(out)
+            }
+        })
     }
-    schema::validate_message(to, &out).map_err(|issues| ProjectionError::InvalidOutput {
-        version: to,
-        issues,
-    })?;
-    Ok(out)
+
+    fn result_of(
+        result: &Value,
+        from: ProtocolVersion,
+        to: ProtocolVersion,
+    ) -> Result<Prepared, ProjectionError> {
+        let is = |definition: &str| schema::validate_definition(from, definition, result).is_ok();
+        if is("sharedThreadSnapshot") {
+            // A recovery snapshot has no form below 1.3: it becomes an ordinary one there.
+            if to < ProtocolVersion::V1_3 && result.get("recoveryProjection").is_some() {
+                return Ok(Prepared::Projected(project_thread_snapshot(result, to)));
+            }
+            let mut out = result.clone();
+            keep_text_parts(&mut out, to);
+            return Ok(Prepared::Walk(out));
+        }
+        if is("initializeResult") {
+            // `limits.eventReplay` is a constant of each version, so no 1.3+ value is valid
+            // below 1.3: the result is restated at `to`.
+            return Ok(Prepared::Projected(project_initialize_result(result, to)));
+        }
+        // A result only the target's missing methods produce cannot be sent there.
+        let methods = Method::ALL
+            .into_iter()
+            .map(|m| (m.as_str(), m.is_available(to)));
+        let server = ServerRequestMethod::ALL
+            .into_iter()
+            .map(|m| (m.as_str(), m.is_available(to)));
+        let mut producers = methods
+            .chain(server)
+            .filter(|(name, _)| is(&format!("{}Result", crate::parse::definition_stem(name))))
+            .peekable();
+        if let Some((first, _)) = producers.peek().copied()
+            && producers.all(|(_, available)| !available)
+        {
+            return Err(unsupported(format!("a result of {first}"), to));
+        }
+        Ok(Prepared::Walk(result.clone()))
+    }
+}
+
+/// Below 1.4 a message part is text only: the other parts are dropped (a part is content, and
+/// a transcript without the attachment still says what was written). The annotations can strip
+/// a property but not drop array members.
+fn keep_text_parts(snapshot: &mut Value, to: ProtocolVersion) {
+    if to >= ProtocolVersion::V1_4 {
+        return;
+    }
+    if let Some(Value::Array(messages)) = snapshot
+        .get_mut("messages")
+        .and_then(|m| m.get_mut("items"))
+    {
+        for message in messages.iter_mut() {
+            if let Some(Value::Array(parts)) = message.get_mut("parts") {
+                parts.retain(|part| part.get("type") == Some(&Value::String("text".into())));
+            }
+        }
+    }
+}
+
+/// The `initialize` result's features are what `to` has (a feature is a claim, so one `to` does
+/// not know is left out rather than refused), and `limits.eventReplay` says whether `to` replays
+/// events: values, not shapes, which the annotations do not rewrite.
+fn initialize_result(result: &mut Value, to: ProtocolVersion) {
+    let Value::Object(map) = result else {
+        return;
+    };
+    if let Some(Value::Array(features)) = map.get_mut("features") {
+        features.retain(|f| {
+            f.as_str()
+                .and_then(Feature::from_wire)
+                .is_some_and(|f| f.is_available(to))
+        });
+    }
+    if let Some(Value::Object(limits)) = map.get_mut("limits") {
+        limits.insert(
+            "eventReplay".into(),
+            Value::Bool(to.capabilities().durable_events),
+        );
+    }
 }

@@ -13,6 +13,18 @@ use crate::version::ProtocolVersion;
 pub const CANONICAL_SCHEMA: &str =
     include_str!("../../../protocols/roll-runtime/roll-runtime.schema.json");
 
+/// The canonical document, loaded once; `Err` only if the checked-in document failed to load (a
+/// build defect the schema tests catch), which every projection then reports.
+pub fn canonical_document() -> Result<&'static SchemaDocument, &'static str> {
+    static DOCUMENT: OnceLock<Result<SchemaDocument, String>> = OnceLock::new();
+    DOCUMENT
+        .get_or_init(|| {
+            SchemaDocument::from_slice(CANONICAL_SCHEMA.as_bytes()).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(String::as_str)
+}
+
 /// The built-in protocol name.
 pub const PROTOCOL_NAME: &str = "roll-runtime";
 

@@ -17,6 +17,8 @@
 //!   [`chainlesschain_published_digest`]
 //! - cross-validators: [`ajv_verdicts`], [`py_jsonschema_verdicts`], [`cc_sdk_verdicts`], all
 //!   returning one [`Verdict`] per instance, many instances per process start
+//! - fixtures: [`roll_upstream_fixtures`], [`roll_own_fixtures`], the Roll fixture walk (folder →
+//!   version, name → verdict)
 //! - servers: [`postgres_server`], a private PostgreSQL cluster per test binary
 //! - helpers: [`run_ok`], [`read_json`], [`write_temp_json`]
 //! - command-line runs: [`Cli`] (arguments, directory, standard input; fails on a panic),
@@ -27,6 +29,7 @@ mod cli;
 mod paths;
 mod postgres;
 mod process;
+mod roll_fixtures;
 mod tools;
 mod verdicts;
 
@@ -38,6 +41,9 @@ pub use cli::{Cli, dir_with, utf8};
 pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools_dir};
 pub use postgres::{POSTGRES_BINDIR, PostgresServer, postgres_server};
 pub use process::{read_json, run_ok, write_temp_json};
+pub use roll_fixtures::{
+    ROLL_UPSTREAM_FOLDERS, ROLL_VERSIONS, RollFixture, roll_own_fixtures, roll_upstream_fixtures,
+};
 pub use tools::{
     CHROMIUM_HEADLESS_FLAGS, chromium_headless, node_script, python_script, require_chromium,
     require_kotlin, require_kotlinc, require_mypy, require_node, require_node_module,

@@ -1,13 +1,15 @@
 //! `agentwire project --schema S --to V [--from V] [--def NAME] [INPUT|-]`: projects messages (an
 //! NDJSON stream or one JSON document) of one wire version down to an older one. `--protocol
-//! roll-runtime` uses the protocol's own projection rules (agentwire-roll) instead of the generic
+//! roll-runtime` adds the protocol's own hooks (agentwire-roll's `RollProjector`) to the generic
 //! annotation engine. A message that says its own version is read at that version.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use agentwire_roll::ProtocolVersion;
+use agentwire_roll::project::RollProjector;
 use agentwire_schema::{
     JsonErrorKind, ProjectError, ProjectTarget, Projector, SchemaDocument, parse_json, pointer,
 };
@@ -64,8 +66,8 @@ impl From<ProjectError> for Failure {
     }
 }
 
-/// What projects one message: the generic engine over an annotated document, or a built-in
-/// protocol's own rules.
+/// What projects one message: the generic engine over an annotated document, or over a built-in
+/// protocol's document with that protocol's hooks.
 enum Engine {
     Generic {
         doc: Box<SchemaDocument>,
@@ -80,6 +82,8 @@ enum Engine {
     Roll {
         from: ProtocolVersion,
         to: ProtocolVersion,
+        /// Projectors by source version, built on first use (at most one per Roll version).
+        projectors: HashMap<ProtocolVersion, RollProjector>,
         sites: Vec<String>,
     },
 }
@@ -97,6 +101,7 @@ impl Engine {
             return Ok(Engine::Roll {
                 from,
                 to,
+                projectors: HashMap::new(),
                 sites: version_sites(&canonical, ""),
             });
         }
@@ -167,7 +172,12 @@ impl Engine {
                     }),
                 }
             }
-            Engine::Roll { from, to, sites } => {
+            Engine::Roll {
+                from,
+                to,
+                projectors,
+                sites,
+            } => {
                 let source = match roll_stated_version(message, sites) {
                     Some((text, at)) => ProtocolVersion::parse(text).ok_or_else(|| Failure {
                         code: "roll.project.unknown_version".to_owned(),
@@ -178,13 +188,18 @@ impl Engine {
                     })?,
                     None => *from,
                 };
-                agentwire_roll::project::project_message(message, source, *to).map_err(|e| {
-                    Failure {
-                        code: e.code().to_owned(),
-                        pointer: String::new(),
-                        message: e.to_string(),
+                let failure = |e: agentwire_roll::project::ProjectionError| Failure {
+                    code: e.code().to_owned(),
+                    pointer: String::new(),
+                    message: e.to_string(),
+                };
+                let projector = match projectors.entry(source) {
+                    Entry::Occupied(found) => found.into_mut(),
+                    Entry::Vacant(slot) => {
+                        slot.insert(RollProjector::new(source, *to).map_err(failure)?)
                     }
-                })
+                };
+                projector.project(message).map_err(failure)
             }
         }
     }

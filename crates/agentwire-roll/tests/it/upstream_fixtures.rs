@@ -9,6 +9,7 @@ use agentwire_roll::ProtocolVersion;
 use agentwire_roll::schema;
 use agentwire_testkit::{
     ajv_verdicts, files_with_extension, peer_fixture, py_jsonschema_verdicts, read_json, repo_root,
+    roll_upstream_fixtures,
 };
 use serde_json::Value;
 
@@ -19,35 +20,17 @@ struct Case {
     valid: bool,
 }
 
-fn folder_version(folder: &str) -> ProtocolVersion {
-    match folder {
-        "v1" => ProtocolVersion::V1_1,
-        other => ProtocolVersion::parse(other.trim_start_matches('v')).expect("fixture folder"),
-    }
-}
-
 /// The folder's default version, overridden by a supported `params.protocolVersion`.
 fn cases() -> Vec<Case> {
-    let mut cases = Vec::new();
-    for folder in ["v1", "v1.2", "v1.3", "v1.4", "v1.5"] {
-        let dir = peer_fixture(format!("roll-agent/fixtures/{folder}"));
-        for path in files_with_extension(&dir, "json") {
-            let message = read_json(&path);
-            let version = message
-                .pointer("/params/protocolVersion")
-                .and_then(Value::as_str)
-                .and_then(ProtocolVersion::parse)
-                .unwrap_or_else(|| folder_version(folder));
-            let valid = file_name(&path).starts_with("valid-");
-            cases.push(Case {
-                path,
-                message,
-                version,
-                valid,
-            });
-        }
-    }
-    cases
+    roll_upstream_fixtures()
+        .into_iter()
+        .map(|fixture| Case {
+            version: ProtocolVersion::parse(fixture.version()).expect("a Roll version"),
+            path: fixture.path,
+            message: fixture.message,
+            valid: fixture.valid,
+        })
+        .collect()
 }
 
 fn file_name(path: &Path) -> &str {

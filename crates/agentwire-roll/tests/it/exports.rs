@@ -37,6 +37,6 @@ fn exports_are_fresh() {
     }
     assert!(
         stale.is_empty(),
-        "stale exports {stale:?}; run `AGENTWIRE_BLESS=1 cargo test -p agentwire-roll --test exports`"
+        "stale exports {stale:?}; run `AGENTWIRE_BLESS=1 cargo test -p agentwire-roll --test it exports`"
     );
 }

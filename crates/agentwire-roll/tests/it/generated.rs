@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use agentwire_codegen::{Language, Options};
 use agentwire_roll::generated::ProtocolMessage;
-use agentwire_testkit::{files_with_extension, peer_fixture, read_json, repo_root};
+use agentwire_testkit::{repo_root, roll_own_fixtures, roll_upstream_fixtures};
 
 #[test]
 fn generated_types_are_fresh() {
@@ -33,22 +33,13 @@ fn generated_types_are_fresh() {
 #[test]
 fn valid_1_5_messages_round_trip_through_the_generated_types() {
     // Every valid fixture of any folder that is also a valid 1.5 message.
-    let mut files = Vec::new();
-    for folder in ["v1", "v1.2", "v1.3", "v1.4", "v1.5"] {
-        files.extend(files_with_extension(
-            peer_fixture(format!("roll-agent/fixtures/{folder}")),
-            "json",
-        ));
-    }
-    for version in agentwire_roll::SUPPORTED_VERSIONS {
-        let dir = repo_root().join(format!("protocols/roll-runtime/fixtures/v{version}"));
-        files.extend(files_with_extension(dir, "json"));
-    }
+    let fixtures = roll_upstream_fixtures()
+        .into_iter()
+        .chain(roll_own_fixtures());
     let mut checked = 0;
-    for path in files {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let message = read_json(&path);
-        if !name.starts_with("valid-")
+    for fixture in fixtures {
+        let (name, message) = (fixture.name(), fixture.message);
+        if !fixture.valid
             || !agentwire_roll::schema::is_valid(agentwire_roll::ProtocolVersion::V1_5, &message)
         {
             continue;

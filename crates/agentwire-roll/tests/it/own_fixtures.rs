@@ -5,20 +5,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use agentwire_roll::{ProtocolVersion, SUPPORTED_VERSIONS, schema};
-use agentwire_testkit::{
-    ajv_verdicts, files_with_extension, py_jsonschema_verdicts, read_json, repo_root,
-};
+use agentwire_testkit::{ajv_verdicts, py_jsonschema_verdicts, repo_root, roll_own_fixtures};
 use serde_json::Value;
 
+/// `(file name, message, valid)` of each fixture of `version`'s folder.
 fn fixtures(version: ProtocolVersion) -> Vec<(String, Value, bool)> {
-    let dir = repo_root().join(format!("protocols/roll-runtime/fixtures/v{version}"));
-    files_with_extension(&dir, "json")
+    roll_own_fixtures()
         .into_iter()
-        .map(|path| {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let valid = name.starts_with("valid-");
-            (name, read_json(&path), valid)
-        })
+        .filter(|f| f.folder_version == version.as_str())
+        .map(|f| (f.file_name, f.message, f.valid))
         .collect()
 }
 
