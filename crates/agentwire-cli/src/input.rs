@@ -138,6 +138,20 @@ pub(crate) struct NumberedLine<'a> {
     pub(crate) consumed: u64,
 }
 
+/// The lines of an opened input.
+pub(crate) type InputLines = LineReader<io::BufReader<Box<dyn Read>>>;
+
+/// The NDJSON lines of an input (a file, or standard input for `-`), read as [`LineReader`]
+/// reads them, with the input's size when it is a regular file.
+pub(crate) fn ndjson(
+    path: &Path,
+    max_line: usize,
+) -> Result<(InputLines, Option<u64>), InputError> {
+    let (reader, len) = open(path)?;
+    let reader = io::BufReader::with_capacity(READ_BUFFER_BYTES, reader);
+    Ok((LineReader::new(reader, max_line, display_name(path)), len))
+}
+
 /// Reads the non-blank lines of an NDJSON input, holding at most `max_line` bytes of one line
 /// (plus a carriage return) in memory; a longer line is drained and reported as
 /// [`Line::TooLong`]. A line of `max_line` bytes is accepted whether it ends in LF or CRLF.
@@ -145,15 +159,18 @@ pub(crate) struct NumberedLine<'a> {
 pub(crate) struct LineReader<R> {
     reader: R,
     max_line: usize,
+    /// How read errors name the input.
+    name: String,
     number: u64,
     line: Vec<u8>,
 }
 
 impl<R: BufRead> LineReader<R> {
-    pub(crate) fn new(reader: R, max_line: usize) -> Self {
+    pub(crate) fn new(reader: R, max_line: usize, name: String) -> Self {
         LineReader {
             reader,
             max_line,
+            name,
             number: 0,
             line: Vec::new(),
         }
@@ -165,76 +182,96 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// The next non-blank line, or `None` at the end of the input.
-    pub(crate) fn next_line(&mut self) -> io::Result<Option<NumberedLine<'_>>> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<NumberedLine<'_>>, InputError> {
+        let LineReader {
+            reader,
+            max_line,
+            name,
+            number,
+            line,
+        } = self;
+        read_line(reader, *max_line, number, line).map_err(|source| InputError::Read {
+            name: name.clone(),
+            source,
+        })
+    }
+}
+
+/// One step of [`LineReader::next_line`], over the reader's parts.
+fn read_line<'l, R: BufRead>(
+    reader: &mut R,
+    max_line: usize,
+    number: &mut u64,
+    line: &'l mut Vec<u8>,
+) -> io::Result<Option<NumberedLine<'l>>> {
+    loop {
+        line.clear();
+        let mut length: u64 = 0;
+        let mut too_long = false;
+        let mut ended = false;
+        let mut last = None;
+        let mut any = false;
         loop {
-            self.line.clear();
-            let mut length: u64 = 0;
-            let mut too_long = false;
-            let mut ended = false;
-            let mut last = None;
-            let mut any = false;
-            loop {
-                let chunk = match self.reader.fill_buf() {
-                    Ok(chunk) => chunk,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                };
-                if chunk.is_empty() {
-                    break;
-                }
-                any = true;
-                let (piece, ends_line) = match memchr::memchr(b'\n', chunk) {
-                    Some(i) => (&chunk[..i], true),
-                    None => (chunk, false),
-                };
-                length += piece.len() as u64;
-                if let Some(&b) = piece.last() {
-                    last = Some(b);
-                }
-                // One byte of slack keeps the carriage return of a CRLF line of exactly
-                // `max_line` bytes.
-                if !too_long {
-                    if self.line.len() + piece.len() > self.max_line + 1 {
-                        too_long = true;
-                        self.line = Vec::new();
-                    } else {
-                        self.line.extend_from_slice(piece);
-                    }
-                }
-                let used = piece.len() + usize::from(ends_line);
-                self.reader.consume(used);
-                if ends_line {
-                    ended = true;
-                    break;
+            let chunk = match reader.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            any = true;
+            let (piece, ends_line) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (&chunk[..i], true),
+                None => (chunk, false),
+            };
+            length += piece.len() as u64;
+            if let Some(&b) = piece.last() {
+                last = Some(b);
+            }
+            // One byte of slack keeps the carriage return of a CRLF line of exactly
+            // `max_line` bytes.
+            if !too_long {
+                if line.len() + piece.len() > max_line + 1 {
+                    too_long = true;
+                    *line = Vec::new();
+                } else {
+                    line.extend_from_slice(piece);
                 }
             }
-            if !any {
-                return Ok(None);
+            let used = piece.len() + usize::from(ends_line);
+            reader.consume(used);
+            if ends_line {
+                ended = true;
+                break;
             }
-            self.number += 1;
-            let consumed = length + u64::from(ended);
-            let text_length = length - u64::from(last == Some(b'\r'));
-            if too_long || text_length > self.max_line as u64 {
-                self.line = Vec::new();
-                return Ok(Some(NumberedLine {
-                    number: self.number,
-                    line: Line::TooLong(text_length),
-                    consumed,
-                }));
-            }
-            if self.line.last() == Some(&b'\r') {
-                self.line.pop();
-            }
-            if self.line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let text = &self.line[..];
+        }
+        if !any {
+            return Ok(None);
+        }
+        *number += 1;
+        let consumed = length + u64::from(ended);
+        let text_length = length - u64::from(last == Some(b'\r'));
+        if too_long || text_length > max_line as u64 {
+            *line = Vec::new();
             return Ok(Some(NumberedLine {
-                number: self.number,
-                line: Line::Text(text),
+                number: *number,
+                line: Line::TooLong(text_length),
                 consumed,
             }));
         }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let text = &line[..];
+        return Ok(Some(NumberedLine {
+            number: *number,
+            line: Line::Text(text),
+            consumed,
+        }));
     }
 }
 
@@ -258,7 +295,7 @@ mod tests {
     fn lines(input: &[u8], max: usize) -> Vec<(u64, String, u64)> {
         let mut seen = Vec::new();
         // A tiny buffer makes lines span several reads.
-        let mut reader = LineReader::new(BufReader::with_capacity(3, input), max);
+        let mut reader = LineReader::new(BufReader::with_capacity(3, input), max, "t".into());
         while let Some(l) = reader.next_line().unwrap() {
             let text = match l.line {
                 Line::Text(t) => String::from_utf8_lossy(t).into_owned(),

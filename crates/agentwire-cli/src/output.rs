@@ -165,14 +165,9 @@ fn error_code(err: &anyhow::Error) -> &'static str {
     "error"
 }
 
-/// Reads a whole input: a file path, or standard input for `-`.
-pub(crate) fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
-    Ok(input::read_document(path)?)
-}
-
 /// Loads a schema document from a path (or `-`).
 pub(crate) fn load_schema(path: &Path) -> anyhow::Result<agentwire_schema::SchemaDocument> {
-    let bytes = read_input(path)?;
+    let bytes = input::read_document(path)?;
     agentwire_schema::SchemaDocument::from_slice(&bytes)
         .with_context(|| format!("cannot load schema {}", path.display()))
 }

@@ -8,8 +8,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use agentwire_runlog::{
-    CoerceOptions, Deriver, RunEvent, coerce_and_derive_ndjson, create_mock_event,
-    derive_run_state, derive_run_state_owned, to_run_events_from_slice,
+    CoerceOptions, Deriver, RunEvent, create_mock_event, derive_run_state,
+    derive_run_state_from_slice, derive_run_state_owned, to_run_events_from_slice,
 };
 use serde_json::json;
 
@@ -295,7 +295,7 @@ fn main() {
     // first so the peak memory is its own.
     let (rss_before, _) = memory();
     let (t, state) = best_of(runs, || {
-        coerce_and_derive_ndjson(black_box(&text), &CoerceOptions::default())
+        derive_run_state_from_slice(black_box(&text), &CoerceOptions::default())
     });
     let (rss_after, peak) = memory();
     assert_eq!(state.event_count as usize, n);

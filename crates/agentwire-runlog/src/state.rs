@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
-use crate::coerce::{CoerceOptions, to_run_events};
 use crate::event::{Decision, EventKind, PauseReason, Risk, RunEvent};
 use crate::opaque::Json;
 
@@ -1222,15 +1221,6 @@ pub fn derive_run_state_owned(events: impl IntoIterator<Item = RunEvent>) -> Run
     let mut deriver = Deriver::new();
     deriver.push_grouped(events);
     deriver.into_state()
-}
-
-/// Derives a state from any JSON without asking the caller to validate it: the input goes
-/// through the lenient parser ([`to_run_events`]), then is normalized and derived. Never fails.
-pub fn derive_run_state_from_unknown(input: Value) -> RunState {
-    let coerced = to_run_events(input, &CoerceOptions::default());
-    let mut events = coerced.into_events();
-    crate::stream::normalize_in_place(&mut events);
-    derive_run_state_owned(events)
 }
 
 #[cfg(test)]

@@ -353,7 +353,7 @@ fn fields_ok(map: &Map<String, Value>, rules: &[(&str, Rule, bool)]) -> bool {
 
 /// Whether the payload fields of a known type are valid: the verdict of
 /// [`validate_payload_fields`] without building issues.
-pub fn payload_fields_valid(kind: EventKind, map: &Map<String, Value>) -> bool {
+pub(crate) fn payload_fields_valid(kind: EventKind, map: &Map<String, Value>) -> bool {
     fields_ok(map, payload_rules(kind))
 }
 
@@ -371,7 +371,7 @@ const ENVELOPE_RULES: &[(&str, Rule, bool)] = &[
 ];
 
 /// Checks the six envelope fields of a value.
-pub fn validate_envelope(value: &Value) -> Vec<ValidationIssue> {
+fn validate_envelope(value: &Value) -> Vec<ValidationIssue> {
     let mut issues = Vec::new();
     match value {
         Value::Object(map) => check_fields(map, ENVELOPE_RULES, "", &mut issues),
@@ -386,7 +386,7 @@ pub fn validate_envelope(value: &Value) -> Vec<ValidationIssue> {
 
 /// Checks the payload of a value for its declared type. Unknown types, and versions above
 /// [`SCHEMA_VERSION`], have no payload rules.
-pub fn validate_payload(value: &Value) -> Vec<ValidationIssue> {
+fn validate_payload(value: &Value) -> Vec<ValidationIssue> {
     let mut issues = Vec::new();
     if let Value::Object(map) = value {
         let version = map.get("schemaVersion").and_then(json_u64);
@@ -404,7 +404,10 @@ pub fn validate_payload(value: &Value) -> Vec<ValidationIssue> {
 
 /// Checks the payload fields of a known type (`map` holds the payload, with or without the
 /// envelope).
-pub fn validate_payload_fields(kind: EventKind, map: &Map<String, Value>) -> Vec<ValidationIssue> {
+pub(crate) fn validate_payload_fields(
+    kind: EventKind,
+    map: &Map<String, Value>,
+) -> Vec<ValidationIssue> {
     let mut issues = Vec::new();
     check_fields(map, payload_rules(kind), "", &mut issues);
     issues
@@ -437,11 +440,6 @@ pub fn is_valid_event(value: &Value) -> bool {
     }
 }
 
-/// Whether a value has a valid envelope (its payload is not checked).
-pub fn is_envelope(value: &Value) -> bool {
-    validate_envelope(value).is_empty()
-}
-
 /// Whether a typed event is valid (its envelope is valid by construction except for empty
 /// strings and a zero version, which are checked too).
 pub fn is_valid_run_event(event: &RunEvent) -> bool {
@@ -454,7 +452,7 @@ pub fn is_valid_run_event(event: &RunEvent) -> bool {
             .is_none_or(|kind| payload_fields_valid(kind, &event.payload))
 }
 
-/// An event that failed [`assert_event`].
+/// Why a value is not a run event: every reason ([`RunEvent::try_from`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid run event: {}", .issues.iter().map(|i| format!("{} {}", if i.pointer.is_empty() { "(event)" } else { &i.pointer }, i.message)).collect::<Vec<_>>().join("; "))]
 pub struct InvalidEvent {
@@ -469,23 +467,28 @@ impl InvalidEvent {
     }
 }
 
-/// Converts a value into a typed event, or says every reason it is not one.
-pub fn assert_event(value: Value) -> Result<RunEvent, InvalidEvent> {
-    let issues = validate_event(&value);
-    if !issues.is_empty() {
-        return Err(InvalidEvent { issues });
-    }
-    match value {
-        Value::Object(map) => event_from_object(map).map_err(|_| InvalidEvent {
-            issues: vec![ValidationIssue::new(
-                "",
-                "type",
-                "the envelope does not fit 64-bit integers",
-            )],
-        }),
-        _ => Err(InvalidEvent {
-            issues: vec![ValidationIssue::new("", "not-object", "not an object")],
-        }),
+/// A value read as a typed event when it is a valid one; otherwise every reason it is not
+/// ([`validate_event`]'s issues).
+impl TryFrom<Value> for RunEvent {
+    type Error = InvalidEvent;
+
+    fn try_from(value: Value) -> Result<RunEvent, InvalidEvent> {
+        let issues = validate_event(&value);
+        if !issues.is_empty() {
+            return Err(InvalidEvent { issues });
+        }
+        match value {
+            Value::Object(map) => event_from_object(map).map_err(|_| InvalidEvent {
+                issues: vec![ValidationIssue::new(
+                    "",
+                    "type",
+                    "the envelope does not fit 64-bit integers",
+                )],
+            }),
+            _ => Err(InvalidEvent {
+                issues: vec![ValidationIssue::new("", "not-object", "not an object")],
+            }),
+        }
     }
 }
 

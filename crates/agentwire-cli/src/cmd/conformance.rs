@@ -61,7 +61,7 @@ fn options(args: Args) -> anyhow::Result<Options> {
     let script = match &args.script {
         None => Script::default(),
         Some(path) => {
-            let bytes = output::read_input(path)?;
+            let bytes = crate::input::read_document(path)?;
             Script::from_json(&bytes)
                 .with_context(|| format!("cannot use the script {}", path.display()))?
         }

@@ -21,7 +21,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let bytes = output::read_input(&args.file)?;
+    let bytes = crate::input::read_document(&args.file)?;
     let value = agentwire_schema::parse_json(&bytes)
         .with_context(|| format!("cannot parse {}", args.file.display()))?;
     let text = agentwire_schema::canonical_text(&value, args.newline);

@@ -31,7 +31,7 @@ enum Definitions {
 
 pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let name = args.file.display().to_string();
-    let bytes = output::read_input(&args.file)?;
+    let bytes = crate::input::read_document(&args.file)?;
     let value = parse_json(&bytes).with_context(|| format!("cannot parse {name}"))?;
     let definitions = match args.definitions {
         Definitions::Auto => DefinitionRoots::Auto,

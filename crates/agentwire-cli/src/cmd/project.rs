@@ -5,7 +5,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use agentwire_roll::ProtocolVersion;
@@ -17,7 +17,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::cmd::Usage;
-use crate::input::{self, Line, LineReader, MAX_LINE_BYTES, READ_BUFFER_BYTES};
+use crate::input::{self, Line, MAX_LINE_BYTES};
 use crate::output::{self, Format};
 
 /// Deepest schema nesting searched for the places where a message says its version.
@@ -319,12 +319,7 @@ fn roll_stated_version<'m>(message: &'m Value, sites: &[String]) -> Option<(&'m 
 
 pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let mut engine = Engine::new(&args)?;
-    let (reader, _) = input::open(&args.input)?;
-    let name = input::display_name(&args.input);
-    let mut lines = LineReader::new(
-        BufReader::with_capacity(READ_BUFFER_BYTES, reader),
-        MAX_LINE_BYTES,
-    );
+    let (mut lines, _) = input::ndjson(&args.input, MAX_LINE_BYTES)?;
     let mut run = Run {
         out,
         format,
@@ -332,10 +327,7 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
     };
     // The first message decides the shape of the input: a line that is a whole JSON value starts
     // an NDJSON stream; a line that ends inside a value starts one (pretty-printed) document.
-    let Some(first) = lines
-        .next_line()
-        .with_context(|| format!("cannot read {name}"))?
-    else {
+    let Some(first) = lines.next_line()? else {
         return Ok(output::EXIT_OK);
     };
     if let Line::Text(text) = first.line {
@@ -361,10 +353,7 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
         if lines.buffered().is_empty() {
             run.out.flush()?;
         }
-        let Some(line) = lines
-            .next_line()
-            .with_context(|| format!("cannot read {name}"))?
-        else {
+        let Some(line) = lines.next_line()? else {
             break;
         };
         match line.line {

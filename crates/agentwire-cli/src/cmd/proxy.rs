@@ -5,7 +5,7 @@
 //! people, or NDJSON for programs. See docs/proxy.md.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::cmd::Usage;
 use crate::cmd::runlog::ColorChoice;
-use crate::input::{self, Line, LineReader};
+use crate::input::{self, Line};
 use crate::output::{self, Format};
 
 /// The longest record `proxy replay` reads (a frame at the largest line limit, with room for
@@ -599,24 +599,12 @@ fn replay(args: &ReplayArgs, format: Format, out: &mut dyn Write) -> anyhow::Res
         ColorChoice::Never => false,
         ColorChoice::Auto => io::stdout().is_terminal(),
     };
-    let (reader, _) = input::open(&args.file)?;
-    let mut lines = LineReader::new(
-        BufReader::with_capacity(input::READ_BUFFER_BYTES, reader),
-        MAX_RECORD_BYTES,
-    );
+    let (mut lines, _) = input::ndjson(&args.file, MAX_RECORD_BYTES)?;
     let session = Session::new();
     let mut start = None;
     let mut totals = Totals::default();
     let mut first = true;
-    let name = input::display_name(&args.file);
-    loop {
-        let numbered = lines
-            .next_line()
-            .map_err(|source| input::InputError::Read {
-                name: name.clone(),
-                source,
-            })?;
-        let Some(numbered) = numbered else { break };
+    while let Some(numbered) = lines.next_line()? {
         let number = numbered.number;
         let record = match numbered.line {
             Line::Text(bytes) => serde_json::from_slice::<Record>(bytes)

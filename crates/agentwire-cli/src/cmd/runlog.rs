@@ -6,10 +6,9 @@ use std::path::PathBuf;
 
 use agentwire_runlog::mock::MAX_MOCK_STEPS;
 use agentwire_runlog::{
-    ApprovalOutcome, CoerceMeta, CoerceOptions, CoerceResult, Issue, IssueGroups, IssueLevel,
-    IssueList, LinePlan, MetaCount, MockRunOptions, RunEvent, RunState, STREAM_PIECE_BYTES,
-    StreamedState, TextOptions, create_mock_run, derive_run_state, derive_run_state_from_slice,
-    derive_run_state_owned, normalize_in_place, plan_by_line, plan_by_line_from, render_html,
+    ApprovalOutcome, CoerceMeta, CoerceOptions, Issue, IssueGroups, IssueLevel, IssueList,
+    LinePlan, MetaCount, MockRunOptions, RunState, STREAM_PIECE_BYTES, StreamedState, TextOptions,
+    create_mock_run, derive_run_state_from_slice, plan_by_line, plan_by_line_from, render_html,
     scenarios, summary_line, terminal_safe, to_run_events_from_slice, write_issue_summary,
     write_text, write_text_by_line,
 };
@@ -153,25 +152,6 @@ fn coerce_options(input: &InputArgs) -> CoerceOptions {
         synthesize_run_start: !input.no_synthesize_run_start,
         ..CoerceOptions::default()
     }
-}
-
-/// The state of the normalized events. Events already in `seq` order with unique ids are what
-/// `normalize` returns unchanged, so they are derived where they are instead of copied.
-fn derive(result: &CoerceResult) -> RunState {
-    let mut ids = std::collections::HashSet::with_capacity(result.meta.events);
-    let mut last_seq = 0;
-    let normalized = result.events().all(|e| {
-        let in_order = e.seq >= last_seq;
-        last_seq = e.seq;
-        in_order && ids.insert(e.id.as_str())
-    });
-    drop(ids);
-    if normalized {
-        return derive_run_state(result.events());
-    }
-    let mut events: Vec<RunEvent> = result.events().cloned().collect();
-    normalize_in_place(&mut events);
-    derive_run_state_owned(events)
 }
 
 fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> std::io::Result<()> {
@@ -379,7 +359,7 @@ fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<
     }
     let result = to_run_events_from_slice(&passes.read_whole()?, &coerce_options);
     drop(passes);
-    let state = derive(&result);
+    let state = result.state();
     if let Some(path) = &args.html {
         let page = render_html(&result, &state);
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;

@@ -1,7 +1,7 @@
 //! `agentwire validate --schema FILE [--def NAME] [--ndjson] [INPUT…|-]`: one report per message,
 //! continuing past bad ones; NDJSON inputs are streamed line by line in bounded memory.
 
-use std::io::{self, BufReader, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use agentwire_schema::fast::Tape;
@@ -10,7 +10,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
-use crate::input::{self, Line, LineReader, MAX_LINE_BYTES, READ_BUFFER_BYTES};
+use crate::input::{self, Line, MAX_LINE_BYTES};
 use crate::output::{self, Format};
 
 /// Inputs at least this large show a progress bar when standard error is a terminal.
@@ -158,17 +158,10 @@ fn validate_stream(
     tape: &mut Tape,
     report: &mut Report<'_>,
 ) -> anyhow::Result<()> {
-    let (reader, len) = input::open(input)?;
+    let (mut lines, len) = input::ndjson(input, MAX_LINE_BYTES)?;
     let progress = Progress::new(len);
-    let mut lines = LineReader::new(
-        BufReader::with_capacity(READ_BUFFER_BYTES, reader),
-        MAX_LINE_BYTES,
-    );
     let name = input::display_name(input);
-    while let Some(line) = lines
-        .next_line()
-        .with_context(|| format!("cannot read {name}"))?
-    {
+    while let Some(line) = lines.next_line()? {
         progress.advance(line.consumed);
         match line.line {
             Line::Text(bytes) => {

@@ -1,16 +1,15 @@
 //! The fast line reader of the streamed path reads exactly what the strict path reads: the
-//! state of `coerce_and_derive_ndjson` equals the full coercer's on lines written every way
+//! state of the streamed path (`StreamedState::derive`) equals the full coercer's on lines written every way
 //! JSON allows (escapes, number spellings, whitespace, nesting, duplicate keys, extra fields),
 //! on the calling thread (small inputs) and scanned in parallel (inputs of 1 MiB or more).
 
-use agentwire_runlog::{
-    CoerceOptions, Json, PIPELINE_MIN_BYTES, RunState, coerce_and_derive_ndjson,
-    derive_run_state_owned, stream_coerce_and_derive, to_run_events_from_slice,
-};
+use agentwire_runlog::{CoerceOptions, Json, PIPELINE_MIN_BYTES, RunState, StreamedState};
 use proptest::prelude::*;
 
+use crate::support::coerce_and_derive;
+
 fn full(bytes: &[u8]) -> RunState {
-    derive_run_state_owned(to_run_events_from_slice(bytes, &CoerceOptions::default()).into_events())
+    crate::support::full_state(bytes, &CoerceOptions::default())
 }
 
 /// Spellings of opaque values: canonical ones the reader keeps as text, others it must
@@ -133,7 +132,7 @@ fn every_spelling_reads_the_same_on_both_paths() {
                 let x = o + t;
                 let bytes = log(&[(0, 0, 0, 0, false), (kind, o, t, x, o % 2 == 0)], 1);
                 assert_eq!(
-                    coerce_and_derive_ndjson(&bytes, &CoerceOptions::default()),
+                    coerce_and_derive(&bytes, &CoerceOptions::default()),
                     full(&bytes),
                     "{}",
                     String::from_utf8_lossy(&bytes)
@@ -146,7 +145,7 @@ fn every_spelling_reads_the_same_on_both_paths() {
 #[test]
 fn opaque_values_are_kept_as_canonical_text() {
     let bytes = log(&[(1, 2, 0, 0, false), (2, 3, 0, 0, true)], 1);
-    let state = coerce_and_derive_ndjson(&bytes, &CoerceOptions::default());
+    let state = coerce_and_derive(&bytes, &CoerceOptions::default());
     let call = &state.tool_calls[0];
     assert_eq!(
         call.args.as_ref().map(Json::as_str),
@@ -232,11 +231,11 @@ fn needs_the_full_coercer(base: &[u8], last: u64) {
     for log in cases.iter().chain([&not_utf8]) {
         let options = CoerceOptions::default();
         assert!(
-            stream_coerce_and_derive(log, &options).is_none(),
+            StreamedState::derive(log, &options).is_none(),
             "streamed: {}",
             String::from_utf8_lossy(&log[log.len().saturating_sub(300)..])
         );
-        assert_eq!(coerce_and_derive_ndjson(log, &options), full(log));
+        assert_eq!(coerce_and_derive(log, &options), full(log));
     }
 }
 
@@ -244,15 +243,12 @@ fn needs_the_full_coercer(base: &[u8], last: u64) {
 fn a_clean_log_streams_and_repetitions_do_not() {
     let base = log(&clean_picks(), 1);
     let options = CoerceOptions::default();
-    let streamed = stream_coerce_and_derive(&base, &options);
+    let streamed = StreamedState::derive(&base, &options);
     assert!(streamed.is_some(), "{}", String::from_utf8_lossy(&base));
     assert_eq!(streamed, Some(full(&base)));
     // With lines the reader reads fast and lines it declines, both valid, the log streams.
     let mixed = with_lines(&base, &[], &[declined("d9", 49), fast("f9", 50)]);
-    assert_eq!(
-        stream_coerce_and_derive(&mixed, &options),
-        Some(full(&mixed))
-    );
+    assert_eq!(StreamedState::derive(&mixed, &options), Some(full(&mixed)));
     needs_the_full_coercer(&base, 48);
 }
 
@@ -261,7 +257,7 @@ fn a_large_input_is_scanned_in_parallel_and_reads_the_same() {
     let base = log(&clean_picks(), 400);
     assert!(base.len() >= PIPELINE_MIN_BYTES, "{} bytes", base.len());
     let options = CoerceOptions::default();
-    let streamed = stream_coerce_and_derive(&base, &options);
+    let streamed = StreamedState::derive(&base, &options);
     assert!(streamed.is_some());
     assert_eq!(streamed, Some(full(&base)));
     let last = 48 * 400;
@@ -270,10 +266,7 @@ fn a_large_input_is_scanned_in_parallel_and_reads_the_same() {
         &[],
         &[declined("d9", last + 1), fast("f9", last + 2)],
     );
-    assert_eq!(
-        stream_coerce_and_derive(&mixed, &options),
-        Some(full(&mixed))
-    );
+    assert_eq!(StreamedState::derive(&mixed, &options), Some(full(&mixed)));
     needs_the_full_coercer(&base, last);
     // The messier spellings too (some need the full coercer, some do not).
     let picks: Vec<_> = (0..48usize)
@@ -288,7 +281,7 @@ fn a_large_input_is_scanned_in_parallel_and_reads_the_same() {
         })
         .collect();
     let messy = log(&picks, 400);
-    assert_eq!(coerce_and_derive_ndjson(&messy, &options), full(&messy));
+    assert_eq!(coerce_and_derive(&messy, &options), full(&messy));
 }
 
 proptest! {
@@ -301,7 +294,7 @@ proptest! {
     ) {
         let bytes = log(&picks, 1);
         prop_assert_eq!(
-            coerce_and_derive_ndjson(&bytes, &CoerceOptions::default()),
+            coerce_and_derive(&bytes, &CoerceOptions::default()),
             full(&bytes)
         );
     }

@@ -18,14 +18,17 @@ use std::sync::Arc;
 use ahash::AHashSet as HashSet;
 use serde_json::{Map, Value};
 
+use super::envelope::{Candidate, IdAction, envelope, is_envelope_code, wrap};
+use super::payload::{RunTrack, payload};
+use super::text::{
+    Body, UTF8_BOM, body_at, body_id, body_kind, body_run_id, body_seq, has_second_line,
+    line_ranges, parse_body,
+};
 use super::{
-    Body, Candidate, CoerceMeta, CoerceOptions, CoerceResult, Coercer, DEFAULT_RUN_ID, IdAction,
-    InputShape, Issue, IssueLevel, MalformedLine, RunTrack, UTF8_BOM, body_at, body_id, body_kind,
-    body_run_id, body_seq, envelope, has_second_line, is_envelope_code, line_ranges, parse_body,
-    payload, wrap,
+    CoerceMeta, CoerceOptions, CoerceResult, Coercer, DEFAULT_RUN_ID, InputShape, Issue,
+    IssueLevel, MalformedLine,
 };
 use crate::event::{EventKind, RunEvent, SCHEMA_VERSION};
-use crate::state::{Deriver, RunState};
 
 /// One entry of the coercer's output, in output order.
 #[derive(Debug, Clone, PartialEq)]
@@ -381,18 +384,6 @@ impl LinePlan<'_> {
             seq: 0,
             pending,
         }
-    }
-
-    /// The state of the valid events in output order (what `derive_run_state_owned` of the
-    /// result's events gives), folded as they come.
-    pub fn derive(&self) -> RunState {
-        let mut deriver = Deriver::new();
-        for (item, _) in self.items() {
-            if let Some(event) = item.as_ref().and_then(LineItem::event) {
-                deriver.push(event);
-            }
-        }
-        deriver.into_state()
     }
 
     /// The whole result, as [`super::to_run_events_from_slice`] gives it (for tests and for

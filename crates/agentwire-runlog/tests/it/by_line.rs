@@ -2,9 +2,8 @@
 #![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use agentwire_runlog::{
-    CoerceOptions, IssueList, LineItem, TextOptions, derive_run_state_from_slice,
-    derive_run_state_owned, normalize_in_place, plan_by_line, to_run_events_from_slice, write_text,
-    write_text_by_line,
+    CoerceOptions, IssueList, LineItem, TextOptions, derive_run_state_from_slice, plan_by_line,
+    to_run_events_from_slice, write_text, write_text_by_line,
 };
 use proptest::prelude::*;
 
@@ -96,9 +95,7 @@ proptest! {
             let plan = plan_by_line(&bytes, &options).expect("plan");
             prop_assert_eq!(serde_json::to_value(&plan).expect("json"), want);
             // And its state is the normalized derivation.
-            let mut events = to_run_events_from_slice(&bytes, &options).into_events();
-            normalize_in_place(&mut events);
-            let normalized = derive_run_state_owned(events);
+            let normalized = crate::support::normalized_state(&bytes, &options);
             if plan.run_ids().len() <= 1 {
                 prop_assert_eq!(&plan.derive(), &normalized);
                 // The terminal view written from passes is the view of the whole result.
@@ -125,11 +122,7 @@ proptest! {
 
 #[test]
 fn the_example_log_by_line_is_the_full_result() {
-    let bytes = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/deploy-run.ndjson"
-    ))
-    .expect("example");
+    let bytes = crate::support::example_log();
     assert_eq!(
         by_line(&bytes, &CoerceOptions::default()),
         Some(full(&bytes))

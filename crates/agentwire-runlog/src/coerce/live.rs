@@ -12,10 +12,10 @@
 use ahash::{AHashMap as HashMap, RandomState};
 use serde_json::Value;
 
-use super::{
-    Body, Candidate, Coercer, IdAction, Issue, IssueLevel, LineItem, RunTrack, body_at, body_id,
-    body_value, envelope, is_envelope_code, parse_body, payload, wrap,
-};
+use super::envelope::{Candidate, IdAction, envelope, is_envelope_code, wrap};
+use super::payload::{RunTrack, payload};
+use super::text::{Body, body_at, body_id, body_value, parse_body};
+use super::{Coercer, Issue, IssueLevel, LineItem};
 
 /// Seeds of the two fixed hashers whose outputs form a line's 128-bit fingerprint.
 const FINGERPRINT_SEEDS: [[u64; 4]; 2] = [

@@ -1,4 +1,4 @@
-//! The line-by-line path (`coerce_and_derive_ndjson`) derives exactly the state of the full
+//! The streamed path (`StreamedState::derive`) and the line-by-line plan derive exactly the state of the full
 //! coercer followed by derivation, on clean logs (streamed) and on logs that need a whole-log
 //! rule (sent through the full coercer); `derive_run_state_from_slice` (what `runlog state`
 //! prints) equals the normalized full path the same way. The same text pushed in pieces
@@ -9,24 +9,16 @@
 use std::borrow::Cow;
 
 use agentwire_runlog::{
-    CoerceOptions, LineSource, MockRunOptions, RunState, StreamedState, coerce_and_derive_ndjson,
-    create_mock_event, create_mock_run, derive_run_state_from_slice, derive_run_state_owned,
-    normalize_in_place, plan_by_line, plan_by_line_from, scenarios, stream_coerce_and_derive,
+    CoerceOptions, LineSource, MockRunOptions, RunState, StreamedState, create_mock_event,
+    create_mock_run, derive_run_state_from_slice, plan_by_line, plan_by_line_from, scenarios,
     to_run_events_from_slice,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-fn full(bytes: &[u8], options: &CoerceOptions) -> RunState {
-    derive_run_state_owned(to_run_events_from_slice(bytes, options).into_events())
-}
-
-/// What `runlog state` derives: the normalized events of the full coercer.
-fn normalized(bytes: &[u8], options: &CoerceOptions) -> RunState {
-    let mut events = to_run_events_from_slice(bytes, options).into_events();
-    normalize_in_place(&mut events);
-    derive_run_state_owned(events)
-}
+use crate::support::{
+    coerce_and_derive, example_log, full_state as full, normalized_state as normalized,
+};
 
 fn ndjson(lines: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -86,7 +78,7 @@ impl LineSource for Reread<'_> {
 /// path answers on the whole text; a plan read from a source gives the whole-text plan's
 /// result whenever it gives a plan.
 fn assert_pieces_agree(bytes: &[u8], options: &CoerceOptions) {
-    let whole = stream_coerce_and_derive(bytes, options);
+    let whole = StreamedState::derive(bytes, options);
     // Large logs in pieces the parallel scan takes, and in many small ones.
     let sizes: &[usize] = if bytes.len() > 1 << 20 {
         &[64 << 10, 1 << 20]
@@ -124,7 +116,7 @@ fn assert_same_with(bytes: &[u8], synthesize: &[bool]) {
             ..CoerceOptions::default()
         };
         assert_eq!(
-            coerce_and_derive_ndjson(bytes, &options),
+            coerce_and_derive(bytes, &options),
             full(bytes, &options),
             "input:\n{}",
             String::from_utf8_lossy(bytes)
@@ -151,13 +143,7 @@ fn mock_runs_and_scenarios_derive_the_same_state() {
 
 #[test]
 fn the_example_log_derives_the_same_state() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/deploy-run.ndjson"
-    );
-    let bytes = std::fs::read(path).unwrap_or_default();
-    assert!(!bytes.is_empty(), "{path} is readable");
-    assert_same(&bytes);
+    assert_same(&example_log());
 }
 
 #[test]

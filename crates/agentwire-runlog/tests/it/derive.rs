@@ -2,9 +2,9 @@
 #![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
 use agentwire_runlog::{
-    Applied, ApprovalStatus, Deriver, ErrorSource, Json, PauseReason, RunEvent, RunStatus,
-    StepStatus, ToolCallStatus, create_mock_event, derive_run_state, derive_run_state_from_unknown,
-    get_scenario, has_pending_approval, normalize,
+    Applied, ApprovalStatus, CoerceOptions, Deriver, ErrorSource, Json, PauseReason, RunEvent,
+    RunStatus, StepStatus, ToolCallStatus, create_mock_event, derive_run_state, get_scenario,
+    has_pending_approval, normalize, to_run_events,
 };
 use serde_json::{Value, json};
 
@@ -178,11 +178,13 @@ fn derive_from_unknown_never_fails() {
         json!([1, {"type": 3}]),
         json!({"events": 5}),
     ] {
-        let state = derive_run_state_from_unknown(input);
+        let state = to_run_events(input, &CoerceOptions::default()).into_state();
         assert!(state.tool_calls.is_empty());
     }
-    let state = derive_run_state_from_unknown(
+    let state = to_run_events(
         json!([{"type": "run:start", "goal": "g"}, {"type": "step:start", "stepId": "s"}]),
-    );
+        &CoerceOptions::default(),
+    )
+    .into_state();
     assert_eq!((state.goal.as_deref(), state.steps.len()), (Some("g"), 1));
 }

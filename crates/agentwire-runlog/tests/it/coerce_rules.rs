@@ -688,3 +688,15 @@ fn a_large_ndjson_log_parsed_in_parallel_keeps_order_and_line_numbers() {
     assert_eq!(one(&r, "unparsable-line").line, bad_line);
     assert_eq!(r.into_events(), events, "every event, in order");
 }
+
+/// A container's goal with no run to give it to is kept with the container's other keys.
+#[test]
+fn a_container_goal_without_a_run_id_is_kept_not_dropped() {
+    let r = coerce(json!({"goal": "G", "events": [start()]}));
+    assert_eq!(
+        serde_json::to_value(&r.malformed).expect("json"),
+        json!([{"line": 0, "raw": {"goal": "G"}}])
+    );
+    assert_eq!(one(&r, "container-keys-kept").level, IssueLevel::Degraded);
+    assert_eq!(r.meta.goal.as_deref(), Some("g"));
+}
