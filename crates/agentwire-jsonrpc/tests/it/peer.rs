@@ -495,6 +495,57 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(mut future: F) -> Opt
     .await
 }
 
+/// The server's runtime is torn down while its handler awaits: the handler is dropped with every
+/// other task of that peer, the teardown does not panic, and the caller's request fails as
+/// closed instead of waiting for an answer that can no longer come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_torn_down_under_a_running_handler_fails_the_call_instead_of_hanging() {
+    let (ours, theirs) = transport::memory_pair();
+    let client = Peer::spawn(ours.0, ours.1, Profile::generic(), Handlers::new());
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let handlers = Handlers::new().on_request("hang", move |_ctx, _params| {
+            let started = started_tx.clone();
+            async move {
+                started.send(()).unwrap();
+                std::future::pending::<Result<Value, ErrorObject>>().await
+            }
+        });
+        let peer = {
+            let _inside = runtime.enter();
+            Peer::spawn(theirs.0, theirs.1, Profile::generic(), handlers)
+        };
+        stop_rx.recv().unwrap();
+        // Every task of the server (reader, writer, the handler's) is dropped here.
+        drop(runtime);
+        drop(peer);
+    });
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.request::<_, Value>("hang", &json!({})).await }
+    });
+    tokio::task::spawn_blocking(move || started_rx.recv_timeout(STUCK))
+        .await
+        .unwrap()
+        .expect("the handler never started");
+    stop_tx.send(()).unwrap();
+    server.join().expect("tearing the server down panicked");
+    let outcome = tokio::time::timeout(STUCK, call)
+        .await
+        .expect("the call hung after the server's runtime went away")
+        .unwrap();
+    assert_eq!(outcome, Err(CallError::Closed));
+    tokio::time::timeout(STUCK, client.closed())
+        .await
+        .expect("the client never saw the connection close");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_fails_every_pending_call_at_once_and_later_calls_too() {
     let (peer, raw) = serve(Profile::generic(), Handlers::new());
