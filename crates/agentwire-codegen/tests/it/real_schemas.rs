@@ -325,38 +325,29 @@ fun main() {{
     (source, cases.len())
 }
 
-/// One `kotlinc` run for both schemas (each file has its own package) and the approval check:
-/// the compiler's start-up is a large part of its cost. Then the check runs:
-/// `checkApprovalDecision` rejects an unknown kind and extra keys (FACTS §6 fixture).
+/// The Kotlin sources this file contributes to the one compile of `crate::kotlin`: both
+/// schemas' bindings (each file has its own package), the project's own bindings and the
+/// approval check program.
+pub(crate) fn kotlin_sources(dir: &Path) -> Vec<PathBuf> {
+    let check_path = dir.join("ApprovalCheck.kt");
+    write_if_changed(&check_path, kotlin_approval_check().0);
+    let mut sources = vec![
+        file(chainlesschain(), Language::Kotlin).0,
+        file(openclaw(), Language::Kotlin).0,
+        check_path,
+    ];
+    sources.extend(own_kotlin());
+    sources
+}
+
+/// Kotlin compiles, and the check runs: `checkApprovalDecision` rejects an unknown kind and extra
+/// keys (FACTS §6 fixture).
 #[test]
 fn kotlin_compiles_and_approval_checks_fail_closed() {
-    let cc = file(chainlesschain(), Language::Kotlin).0;
-    let oc = file(openclaw(), Language::Kotlin).0;
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-real");
-    let out = dir.join("kotlin-classes");
-    let (check, cases) = kotlin_approval_check();
-    let check_path = dir.join("ApprovalCheck.kt");
-    write_if_changed(&check_path, check);
-    run(
-        agentwire_testkit::require_kotlinc()
-            .args(["-J-Xmx2g", "-nowarn"])
-            .arg(&cc)
-            .arg(&oc)
-            .arg(&check_path)
-            .args(own_kotlin())
-            .arg("-d")
-            .arg(&out),
-        "kotlinc",
-    );
-    let output = run(
-        agentwire_testkit::require_kotlin()
-            .arg("-classpath")
-            .arg(&out)
-            .arg("agentwire.check.ApprovalCheckKt"),
-        "kotlin approval check",
-    );
+    let cases = kotlin_approval_check().1;
+    let stdout = crate::kotlin::run("agentwire.check.ApprovalCheckKt", &[]);
     assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
+        String::from_utf8_lossy(&stdout).trim(),
         format!(
             "methods 50 3 context/plan ContextPlan\nopenclaw 410 operator.read <=2026.7\nok {cases}"
         )

@@ -183,6 +183,14 @@ for line in open(sys.argv[3], encoding="utf-8"):
     print(json.dumps([r.ok, back, error]))
 "#;
 
+/// The round-trip program this file contributes to the one compile of `crate::kotlin` (the
+/// checked-in bindings it calls are among `crate::real_schemas`'s sources).
+pub(crate) fn kotlin_main_file(dir: &Path) -> PathBuf {
+    let path = dir.join("RoundTrip.kt");
+    std::fs::write(&path, kotlin_main()).unwrap();
+    path
+}
+
 fn kotlin_main() -> String {
     let mut imports = String::new();
     let mut arms = String::new();
@@ -280,25 +288,8 @@ fn roll_and_tasklens_fixtures_decode_as_the_validator_says_and_round_trip() {
     );
     problems.extend(compare("py", &cases, &lines(&py.stdout)));
 
-    let main = scratch().join("RoundTrip.kt");
-    std::fs::write(&main, kotlin_main()).unwrap();
-    let classes = scratch().join("kotlin-classes");
-    agentwire_testkit::run_ok(
-        agentwire_testkit::require_kotlinc()
-            .args(["-J-Xmx2g", "-nowarn"])
-            .args(ps.iter().map(|p| repo.join(p.kt)))
-            .arg(&main)
-            .arg("-d")
-            .arg(&classes),
-    );
-    let kt = agentwire_testkit::run_ok(
-        agentwire_testkit::require_kotlin()
-            .arg("-classpath")
-            .arg(&classes)
-            .arg("agentwire.roundtrip.RoundTripKt")
-            .arg(&corpus_path),
-    );
-    problems.extend(compare("kt", &cases, &lines(&kt.stdout)));
+    let kt = crate::kotlin::run("agentwire.roundtrip.RoundTripKt", &[&corpus_path]);
+    problems.extend(compare("kt", &cases, &lines(&kt)));
 
     assert!(
         problems.is_empty(),

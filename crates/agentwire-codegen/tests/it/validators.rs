@@ -336,7 +336,7 @@ fn generate(schema: &Path, base: &str, root_name: Option<&str>) -> PathBuf {
     let files = agentwire_codegen::generate_from_document(
         &doc,
         name,
-        &[Language::TypeScript, Language::Python, Language::Kotlin],
+        &[Language::TypeScript, Language::Python],
         &options,
     )
     .unwrap();
@@ -427,11 +427,12 @@ for line in open(sys.argv[3], encoding="utf-8"):
     parse_lines(&output.stdout)
 }
 
-/// `[ok, first instance pointer or null]` per corpus line from the generated Kotlin (its own
-/// `parseJson` reads the lines, `writeJson` prints the verdicts).
-fn kt_verdicts(dir: &Path, base: &str, corpus: &Path) -> Vec<Value> {
-    let main = format!(
-        r#"package agentwire.verdicts
+/// The verdict program of one schema's generated Kotlin (its own `parseJson` reads the corpus
+/// lines, `writeJson` prints `[ok, first instance pointer or null]` per line), in package
+/// `agentwire.verdicts.<base>`.
+fn kotlin_verdicts_main(base: &str) -> String {
+    format!(
+        r#"package agentwire.verdicts.{base}
 
 import agentwire.generated.{base}.parseJson
 import agentwire.generated.{base}.validateDefinition
@@ -451,26 +452,31 @@ fun main(args: Array<String>) {{
     print(out)
 }}
 "#
-    );
-    let main_path = dir.join("Verdicts.kt");
-    std::fs::write(&main_path, main).unwrap();
-    let classes = dir.join("kotlin-classes");
-    agentwire_testkit::run_ok(
-        agentwire_testkit::require_kotlinc()
-            .args(["-J-Xmx2g", "-nowarn"])
-            .arg(dir.join(format!("kt/{}.kt", agentwire_codegen::names::pascal(base))))
-            .arg(&main_path)
-            .arg("-d")
-            .arg(&classes),
-    );
-    let output = agentwire_testkit::run_ok(
-        agentwire_testkit::require_kotlin()
-            .arg("-classpath")
-            .arg(&classes)
-            .arg("agentwire.verdicts.VerdictsKt")
-            .arg(corpus),
-    );
-    parse_lines(&output.stdout)
+    )
+}
+
+/// The verdict programs this file contributes to the one compile of `crate::kotlin` (the
+/// bindings they call come from `crate::real_schemas`, generated with the same options).
+pub(crate) fn kotlin_mains(dir: &Path) -> Vec<PathBuf> {
+    ["chainlesschain", "openclaw"]
+        .into_iter()
+        .map(|base| {
+            // `Verdicts.kt` in each package's folder: its main class is `<package>.VerdictsKt`.
+            let folder = dir.join("verdicts").join(base);
+            std::fs::create_dir_all(&folder).unwrap();
+            let path = folder.join("Verdicts.kt");
+            std::fs::write(&path, kotlin_verdicts_main(base)).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// `[ok, first instance pointer or null]` per corpus line from the generated Kotlin.
+fn kt_verdicts(base: &str, corpus: &Path) -> Vec<Value> {
+    parse_lines(&crate::kotlin::run(
+        &format!("agentwire.verdicts.{base}.VerdictsKt"),
+        &[corpus],
+    ))
 }
 
 fn parse_lines(stdout: &[u8]) -> Vec<Value> {
@@ -526,7 +532,7 @@ fn chainlesschain_validators_agree_with_the_sdk() {
     write_ndjson(&corpus_path, &cases);
     let ts = ts_verdicts(&dir, "chainlesschain", &corpus_path);
     let py = py_verdicts(&dir, "chainlesschain", &corpus_path, true);
-    let kt = kt_verdicts(&dir, "chainlesschain", &corpus_path);
+    let kt = kt_verdicts("chainlesschain", &corpus_path);
     assert_eq!(ts.len(), cases.len());
     assert_eq!(py.len(), cases.len());
     assert_eq!(kt.len(), cases.len());
@@ -617,7 +623,7 @@ fn openclaw_validators_agree_with_ajv() {
     write_ndjson(&corpus_path, &cases);
     let ts = ts_verdicts(&dir, "openclaw", &corpus_path);
     let py = py_verdicts(&dir, "openclaw", &corpus_path, false);
-    let kt = kt_verdicts(&dir, "openclaw", &corpus_path);
+    let kt = kt_verdicts("openclaw", &corpus_path);
     let ajv = agentwire_testkit::run_ok(
         agentwire_testkit::require_node()
             .arg("-e")

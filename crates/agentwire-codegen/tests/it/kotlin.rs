@@ -1,0 +1,42 @@
+//! One `kotlinc` run for every Kotlin program of these tests: the compiler's start-up and the two
+//! large generated files (ChainlessChain, OpenClaw) are most of the cost, so the generated
+//! bindings of the real schemas and of the project's own protocols are compiled once, together
+//! with each test's main program (each in its own package), and each test runs its own main
+//! class from the shared classes.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The compiled classes; the first caller compiles, the others wait for it.
+pub(crate) fn classes() -> &'static Path {
+    static CLASSES: OnceLock<PathBuf> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-kotlin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut sources = crate::real_schemas::kotlin_sources(&dir);
+        sources.extend(crate::validators::kotlin_mains(&dir));
+        sources.push(crate::round_trips::kotlin_main_file(&dir));
+        let out = dir.join("classes");
+        let _ = std::fs::remove_dir_all(&out);
+        agentwire_testkit::run_ok(
+            agentwire_testkit::require_kotlinc()
+                .args(["-J-Xmx2g", "-nowarn"])
+                .args(&sources)
+                .arg("-d")
+                .arg(&out),
+        );
+        out
+    })
+}
+
+/// Runs `main_class` from the shared classes with `args`; its standard output.
+pub(crate) fn run(main_class: &str, args: &[&Path]) -> Vec<u8> {
+    agentwire_testkit::run_ok(
+        agentwire_testkit::require_kotlin()
+            .arg("-classpath")
+            .arg(classes())
+            .arg(main_class)
+            .args(args),
+    )
+    .stdout
+}
