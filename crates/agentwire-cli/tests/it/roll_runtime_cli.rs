@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use agentwire_testkit::{files_with_extension, peer_fixture, read_json};
+use agentwire_testkit::{peer_fixture, read_json};
 use serde_json::Value;
 use crate::support::BIN;
 
@@ -15,37 +15,15 @@ fn agentwire() -> Command {
     Command::new(BIN)
 }
 
-/// The fixture's version: its folder's (`v1` = 1.1), or its own supported `params.protocolVersion`.
+/// Every upstream fixture with the version it is read at (the test kit's walk) and its verdict.
 fn fixtures() -> Vec<(PathBuf, String, bool)> {
-    let supported = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"];
-    let mut out = Vec::new();
-    for (folder, default) in [
-        ("v1", "1.1"),
-        ("v1.2", "1.2"),
-        ("v1.3", "1.3"),
-        ("v1.4", "1.4"),
-        ("v1.5", "1.5"),
-    ] {
-        for path in files_with_extension(
-            peer_fixture(format!("roll-agent/fixtures/{folder}")),
-            "json",
-        ) {
-            let message = read_json(&path);
-            let version = message
-                .pointer("/params/protocolVersion")
-                .and_then(Value::as_str)
-                .filter(|v| supported.contains(v))
-                .unwrap_or(default)
-                .to_owned();
-            let valid = path
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("valid-");
-            out.push((path, version, valid));
-        }
-    }
-    out
+    agentwire_testkit::roll_upstream_fixtures()
+        .into_iter()
+        .map(|f| {
+            let version = f.version().to_owned();
+            (f.path, version, f.valid)
+        })
+        .collect()
 }
 
 #[test]
