@@ -21,7 +21,7 @@ use crate::document::SchemaDocument;
 use crate::json::{self, JsonError};
 use crate::pointer;
 pub use ecma::PATTERN_BACKTRACK_LIMIT;
-pub use tape::{Tape, string_special};
+pub use tape::Tape;
 
 pub use eval::{EvalLimit, MAX_EVAL_DEPTH, WALK_STEPS_BASE, WALK_STEPS_PER_VALUE};
 use eval::{Instance, bounded, budget, count_values};
