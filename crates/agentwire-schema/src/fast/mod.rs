@@ -9,6 +9,7 @@
 pub(crate) mod ecma;
 mod eval;
 mod plan;
+#[cfg(feature = "sample")]
 pub mod sample;
 mod tape;
 
