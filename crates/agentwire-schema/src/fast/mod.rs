@@ -8,6 +8,7 @@
 
 pub(crate) mod ecma;
 mod eval;
+mod instance;
 mod plan;
 #[cfg(feature = "sample")]
 pub mod sample;
@@ -25,7 +26,8 @@ pub use ecma::PATTERN_BACKTRACK_LIMIT;
 pub use tape::Tape;
 
 pub use eval::{EvalLimit, MAX_EVAL_DEPTH, WALK_STEPS_BASE, WALK_STEPS_PER_VALUE};
-use eval::{Instance, bounded, budget, count_values};
+use eval::{bounded, budget, count_values};
+use instance::{Instance, Kind};
 use plan::{Compiler, NodeId, Plan};
 
 /// Why a schema cannot be compiled into a fast plan.
@@ -284,7 +286,6 @@ impl Parsed<'_> {
 }
 
 fn to_value<'a, I: Instance<'a>>(i: I) -> Value {
-    use eval::Kind;
     match i.kind() {
         Kind::Null => Value::Null,
         Kind::Bool => Value::Bool(i.as_bool()),

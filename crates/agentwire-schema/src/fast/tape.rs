@@ -6,7 +6,7 @@
 
 use agentwire_jsonscan as scan;
 
-use crate::fast::eval::{Instance, Key, Kind};
+use crate::fast::instance::{Instance, Key, Kind, key_print, print_of_word};
 use crate::json::MAX_JSON_DEPTH;
 
 /// Objects with at most this many members are checked for duplicate keys pairwise.
@@ -102,7 +102,7 @@ impl Tape {
         }
     }
 
-    /// The [`key_print`](crate::fast::plan::key_print) of the string token `idx`, read from the
+    /// The [`key_print`] of the string token `idx`, read from the
     /// bytes of `text` (or of the arena, for a string with escapes).
     #[inline]
     fn print_at(&self, text: &str, idx: u32) -> u64 {
@@ -387,7 +387,7 @@ impl Reader<'_, '_> {
     }
 }
 
-/// A key's [`key_print`](crate::fast::plan::key_print), read from `from`, which starts at the
+/// A key's [`key_print`], read from `from`, which starts at the
 /// key and may run past its `len` bytes.
 #[inline]
 fn fingerprint(from: &[u8], len: u32) -> u64 {
@@ -405,7 +405,7 @@ fn fingerprint(from: &[u8], len: u32) -> u64 {
     } else {
         word
     };
-    crate::fast::plan::print_of_word(word, len as usize)
+    print_of_word(word, len as usize)
 }
 
 /// One value on a tape.
@@ -594,7 +594,7 @@ impl<'a> Instance<'a> for TapeRef<'a> {
         TapeKeyedEntries(self.entries())
     }
     fn get(self, key: &str) -> Option<TapeRef<'a>> {
-        let print = crate::fast::plan::key_print(key);
+        let print = key_print(key);
         let short = key.len() < 8;
         self.keyed_entries()
             .find(|(k, _)| k.print() == print && (short || k.text() == key))
@@ -626,12 +626,12 @@ mod tests {
             let input = format!("{key}\":1,\"zzzzzzzz\"");
             assert_eq!(
                 fingerprint(input.as_bytes(), key.len() as u32),
-                crate::fast::plan::key_print(key),
+                key_print(key),
                 "{key:?}"
             );
             assert_eq!(
                 fingerprint(key.as_bytes(), key.len() as u32),
-                crate::fast::plan::key_print(key)
+                key_print(key)
             );
         }
     }
@@ -656,10 +656,7 @@ mod tests {
         let prints: Vec<u64> = root.keyed_entries().map(|(k, _)| k.print()).collect();
         let texts: Vec<&str> = root.keyed_entries().map(|(k, _)| k.text()).collect();
         assert_eq!(texts, ["abc", "abcdefghij", "abcdefghik", "x", "xy"]);
-        let expected: Vec<u64> = texts
-            .iter()
-            .map(|t| crate::fast::plan::key_print(t))
-            .collect();
+        let expected: Vec<u64> = texts.iter().map(|t| key_print(t)).collect();
         assert_eq!(prints, expected);
     }
 
