@@ -1,440 +1,18 @@
-//! The compatibility checker: compares an old and a new schema document and classifies every
-//! change as breaking or additive, taking into account which side receives each message
-//! (`x-agentwire-direction`) and whether the receiver tolerates unknown members
-//! (`x-agentwire-open`). Rules and their classes are listed in docs/compat.md.
+//! The comparison of two documents: the root, then every definition, node by node, each
+//! difference reported as a [`Change`] classified for the direction of the node it is in.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use crate::document::SchemaDocument;
-use crate::identity::{AGENTWIRE_IDENTITY, IdentitySource};
+use crate::compat::direction::{
+    DirectionMap, Receivers, has_direction, is_open, local_ref_target, ref_definition,
+};
+use crate::compat::{Change, Direction, Rule, classify, definitions_of};
 use crate::pointer;
-use crate::versions::{self, ANNOTATION_PREFIX, ViewMode, WireVersion};
+use crate::versions::ANNOTATION_PREFIX;
 
-/// Most nested comparisons (schema nesting plus followed references) before the checker gives
-/// up on a branch and reports it as a breaking `comparison-too-deep` change.
-pub const MAX_COMPARE_DEPTH: usize = 512;
-/// Stack of the thread the comparison runs on: room for [`MAX_COMPARE_DEPTH`] nested levels.
-pub const COMPARE_STACK_BYTES: usize = 64 * 1024 * 1024;
-/// Depth limit used when no comparison thread can be started and the caller's stack is used.
-pub const MAX_COMPARE_DEPTH_INLINE: usize = 48;
-
-/// `x-agentwire-direction`: who receives instances of a node.
-pub const DIRECTION: &str = "x-agentwire-direction";
-/// `x-agentwire-open`: receivers tolerate unknown properties, enum values or variants.
-pub const OPEN: &str = "x-agentwire-open";
-
-/// Who receives (validates) the instances of a schema node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// Sent by the host, received by the runtime.
-    HostToRuntime,
-    /// Sent by the runtime, received by the host.
-    RuntimeToHost,
-    /// Received by both sides.
-    Both,
-    /// Nothing says: judged as ChainlessChain's checker judges every change (tightening is
-    /// breaking, additions are additive), see docs/compat.md.
-    Unspecified,
-}
-
-impl Direction {
-    /// The annotation value (`host-to-runtime`, `runtime-to-host`, `both`, `unspecified`).
-    pub fn id(self) -> &'static str {
-        match self {
-            Direction::HostToRuntime => "host-to-runtime",
-            Direction::RuntimeToHost => "runtime-to-host",
-            Direction::Both => "both",
-            Direction::Unspecified => "unspecified",
-        }
-    }
-
-    /// Parses an annotation or command-line value.
-    pub fn parse(text: &str) -> Option<Direction> {
-        match text {
-            "host-to-runtime" => Some(Direction::HostToRuntime),
-            "runtime-to-host" => Some(Direction::RuntimeToHost),
-            "both" => Some(Direction::Both),
-            "unspecified" => Some(Direction::Unspecified),
-            _ => None,
-        }
-    }
-
-    fn receivers(self) -> Receivers {
-        match self {
-            Direction::HostToRuntime => Receivers::RUNTIME,
-            Direction::RuntimeToHost => Receivers::HOST,
-            Direction::Both => Receivers(Receivers::RUNTIME.0 | Receivers::HOST.0),
-            Direction::Unspecified => Receivers::NONE,
-        }
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.id())
-    }
-}
-
-/// The set of receivers of a node, accumulated over every place it is reached from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Receivers(u8);
-
-impl Receivers {
-    const NONE: Receivers = Receivers(0);
-    const RUNTIME: Receivers = Receivers(1);
-    const HOST: Receivers = Receivers(2);
-
-    fn union(self, other: Receivers) -> Receivers {
-        Receivers(self.0 | other.0)
-    }
-
-    fn direction(self, default: Direction) -> Direction {
-        match self.0 {
-            1 => Direction::HostToRuntime,
-            2 => Direction::RuntimeToHost,
-            3 => Direction::Both,
-            _ => default,
-        }
-    }
-}
-
-/// Whether a change breaks a peer that still speaks the old schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChangeClass {
-    /// A peer built against the old schema fails against one built against the new.
-    Breaking,
-    /// Old and new peers keep working together.
-    Additive,
-}
-
-impl ChangeClass {
-    /// `breaking` or `additive`.
-    pub fn id(self) -> &'static str {
-        match self {
-            ChangeClass::Breaking => "breaking",
-            ChangeClass::Additive => "additive",
-        }
-    }
-}
-
-/// What a change does to the set of instances a node accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    /// The new schema accepts less.
-    Tightens,
-    /// The new schema accepts more.
-    Loosens,
-    /// The new schema accepts a new member (property, enum value, variant) that a receiver
-    /// marked open tolerates.
-    Adds,
-    /// A new member that is also required: the runtime demands it and a closed host rejects it.
-    TightensAndAdds,
-    /// Neither a subset nor a superset (or the generated bindings lose something).
-    Incompatible,
-    /// Nothing changes on the wire.
-    Neutral,
-}
-
-macro_rules! rules {
-    ($($variant:ident => $id:literal, $effect:ident, $doc:literal;)*) => {
-        /// A compatibility rule: a stable id and what the change it detects does.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum Rule {
-            $(#[doc = $doc] $variant,)*
-        }
-
-        impl Rule {
-            /// Every rule, in documentation order.
-            pub const ALL: &'static [Rule] = &[$(Rule::$variant,)*];
-
-            /// The stable id of the rule.
-            pub fn id(self) -> &'static str {
-                match self { $(Rule::$variant => $id,)* }
-            }
-
-            /// What a change of this kind does to the accepted instances.
-            pub fn effect(self) -> Effect {
-                match self { $(Rule::$variant => Effect::$effect,)* }
-            }
-
-            /// One sentence saying what the rule detects.
-            pub fn description(self) -> &'static str {
-                match self { $(Rule::$variant => $doc,)* }
-            }
-        }
-    };
-}
-
-rules! {
-    DefinitionRemoved => "definition-removed", Incompatible, "A named definition disappeared.";
-    DefinitionAdded => "definition-added", Neutral, "A new named definition.";
-    VersionRemoved => "version-removed", Incompatible, "A wire version the old document carried is gone.";
-    SchemaRemoved => "schema-removed", Tightens, "A subschema became `false` (nothing matches).";
-    SchemaRestored => "schema-restored", Loosens, "A `false` subschema became satisfiable.";
-    SchemaConstrained => "schema-constrained", Tightens, "A subschema that accepted anything gained constraints.";
-    SchemaUnconstrained => "schema-unconstrained", Loosens, "A subschema became `true` (accepts anything).";
-    ConstraintChanged => "constraint-changed", Incompatible, "A keyword without a finer rule (not, if/then/else, contains, propertyNames, dependencies, tuple shape, a non-schema value) changed.";
-    TypeNarrowed => "type-narrowed", Tightens, "`type` accepts fewer JSON types (or appeared).";
-    TypeWidened => "type-widened", Loosens, "`type` accepts more JSON types (or disappeared).";
-    TypeChanged => "type-changed", Incompatible, "`type` changed to an unrelated set of types.";
-    ConstChanged => "const-changed", Incompatible, "`const` changed value.";
-    ConstAdded => "const-added", Tightens, "A node gained `const`.";
-    ConstRemoved => "const-removed", Loosens, "A node lost `const`.";
-    EnumAdded => "enum-added", Tightens, "A node gained `enum`.";
-    EnumRemoved => "enum-removed", Loosens, "A node lost `enum`.";
-    EnumValueRemoved => "enum-value-removed", Tightens, "An `enum` (or `const`) value is no longer accepted.";
-    EnumValueAdded => "enum-value-added", Adds, "A new `enum` value.";
-    RequiredAdded => "required-added", Tightens, "An existing property became required.";
-    RequiredRemoved => "required-removed", Loosens, "A property is no longer required.";
-    PropertyRemoved => "property-removed", Incompatible, "A property disappeared from `properties`.";
-    RequiredPropertyAdded => "required-property-added", TightensAndAdds, "A new property that is also required.";
-    PropertyAdded => "property-added", Adds, "A new optional property.";
-    AdditionalPropertiesClosed => "additional-properties-closed", Tightens, "`additionalProperties` (or `unevaluatedProperties`) became `false`.";
-    AdditionalPropertiesOpened => "additional-properties-opened", Adds, "`additionalProperties` (or `unevaluatedProperties`) is no longer `false`.";
-    PatternPropertiesChanged => "pattern-properties-changed", Incompatible, "A `patternProperties` entry was added or removed.";
-    LowerBoundTightened => "lower-bound-tightened", Tightens, "minimum/exclusiveMinimum/minLength/minItems/minProperties/minContains appeared or rose.";
-    LowerBoundLoosened => "lower-bound-loosened", Loosens, "A lower bound disappeared or fell.";
-    UpperBoundTightened => "upper-bound-tightened", Tightens, "maximum/exclusiveMaximum/maxLength/maxItems/maxProperties/maxContains appeared or fell.";
-    UpperBoundLoosened => "upper-bound-loosened", Loosens, "An upper bound disappeared or rose.";
-    MultipleOfTightened => "multiple-of-tightened", Tightens, "`multipleOf` appeared or became a multiple of the old one.";
-    MultipleOfLoosened => "multiple-of-loosened", Loosens, "`multipleOf` disappeared or became a divisor of the old one.";
-    MultipleOfChanged => "multiple-of-changed", Incompatible, "`multipleOf` changed to an unrelated factor.";
-    PatternAdded => "pattern-added", Tightens, "A string gained `pattern`.";
-    PatternRemoved => "pattern-removed", Loosens, "A string lost `pattern`.";
-    PatternChanged => "pattern-changed", Incompatible, "`pattern` changed.";
-    FormatAdded => "format-added", Tightens, "A string gained `format`.";
-    FormatRemoved => "format-removed", Loosens, "A string lost `format`.";
-    FormatChanged => "format-changed", Incompatible, "`format` changed.";
-    UniqueItemsAdded => "unique-items-added", Tightens, "An array now requires unique items.";
-    UniqueItemsRemoved => "unique-items-removed", Loosens, "An array no longer requires unique items.";
-    VariantRemoved => "variant-removed", Tightens, "A `oneOf`/`anyOf` branch disappeared.";
-    VariantAdded => "variant-added", Adds, "A new `oneOf`/`anyOf` branch.";
-    AllOfBranchAdded => "all-of-branch-added", Tightens, "A new `allOf` branch.";
-    AllOfBranchRemoved => "all-of-branch-removed", Loosens, "An `allOf` branch disappeared.";
-    RefRetargeted => "ref-retargeted", Incompatible, "A `$ref` now names another definition.";
-    ComparisonTooDeep => "comparison-too-deep", Incompatible, "The comparison went deeper than MAX_COMPARE_DEPTH; judged breaking to fail closed.";
-}
-
-/// One difference between two schema documents.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    /// The rule that detected it.
-    pub rule: Rule,
-    /// JSON Pointer of the node in the new document (in the old one for removals).
-    pub pointer: String,
-    /// The old value (keyword value, enum value, property schema), if any.
-    pub old: Option<Value>,
-    /// The new value, if any.
-    pub new: Option<Value>,
-    /// Breaking or additive, for the node's direction.
-    pub class: ChangeClass,
-    /// Who receives the node the change is in.
-    pub direction: Direction,
-    /// The wire version whose views were compared, for multi-version documents.
-    pub version: Option<String>,
-}
-
-impl Change {
-    /// The change as JSON: `{rule, class, direction, pointer, old?, new?, version?}`.
-    pub fn to_json(&self) -> Value {
-        let mut out = Map::new();
-        out.insert("rule".to_owned(), json!(self.rule.id()));
-        out.insert("class".to_owned(), json!(self.class.id()));
-        out.insert("direction".to_owned(), json!(self.direction.id()));
-        out.insert("pointer".to_owned(), json!(self.pointer));
-        if let Some(v) = &self.version {
-            out.insert("version".to_owned(), json!(v));
-        }
-        if let Some(v) = &self.old {
-            out.insert("old".to_owned(), v.clone());
-        }
-        if let Some(v) = &self.new {
-            out.insert("new".to_owned(), v.clone());
-        }
-        Value::Object(out)
-    }
-}
-
-/// Every change found between two documents.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CompatReport {
-    /// The changes, root first, then definitions in the old document's order, then additions.
-    pub changes: Vec<Change>,
-}
-
-impl CompatReport {
-    /// True when no change is breaking.
-    pub fn is_compatible(&self) -> bool {
-        self.changes
-            .iter()
-            .all(|c| c.class == ChangeClass::Additive)
-    }
-
-    /// The breaking changes.
-    pub fn breaking(&self) -> impl Iterator<Item = &Change> {
-        self.changes
-            .iter()
-            .filter(|c| c.class == ChangeClass::Breaking)
-    }
-
-    /// The report as JSON: `{compatible, breaking, additive, changes}`.
-    pub fn to_json(&self) -> Value {
-        let breaking = self.breaking().count();
-        json!({
-            "compatible": breaking == 0,
-            "breaking": breaking,
-            "additive": self.changes.len() - breaking,
-            "changes": self.changes.iter().map(Change::to_json).collect::<Vec<_>>(),
-        })
-    }
-}
-
-/// How to judge nodes that no direction annotation reaches.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CompatOptions {
-    /// Direction of nodes no annotation reaches. `None`: `both` when the new document has an
-    /// `x-agentwire` identity block (our own documents), `unspecified` otherwise.
-    pub default_direction: Option<Direction>,
-}
-
-/// Compares two documents with the default options.
-pub fn compat(old: &SchemaDocument, new: &SchemaDocument) -> CompatReport {
-    compat_with(old, new, &CompatOptions::default())
-}
-
-/// Compares two documents.
-///
-/// Documents that both carry several wire versions (`x-agentwire.versions`) are compared version
-/// by version: the view of every old version is compared with the new document's view of the same
-/// version, and an old version the new document lacks is a breaking `version-removed`.
-pub fn compat_with(
-    old: &SchemaDocument,
-    new: &SchemaDocument,
-    options: &CompatOptions,
-) -> CompatReport {
-    if old.value() == new.value() {
-        return CompatReport::default();
-    }
-    // Deeply nested or long reference chains recurse deeply: run on a stack sized for the limit.
-    std::thread::scope(|scope| {
-        let spawned = std::thread::Builder::new()
-            .name("agentwire-compat".to_owned())
-            .stack_size(COMPARE_STACK_BYTES)
-            .spawn_scoped(scope, || {
-                compat_on_stack(old, new, options, MAX_COMPARE_DEPTH)
-            });
-        match spawned {
-            Ok(handle) => match handle.join() {
-                Ok(report) => report,
-                Err(panic) => std::panic::resume_unwind(panic),
-            },
-            Err(_) => compat_on_stack(old, new, options, MAX_COMPARE_DEPTH_INLINE),
-        }
-    })
-}
-
-fn compat_on_stack(
-    old: &SchemaDocument,
-    new: &SchemaDocument,
-    options: &CompatOptions,
-    max_depth: usize,
-) -> CompatReport {
-    let default = options.default_direction.unwrap_or_else(|| {
-        if new.value().get(AGENTWIRE_IDENTITY).is_some() {
-            Direction::Both
-        } else {
-            Direction::Unspecified
-        }
-    });
-    if let Some(report) = compat_versions(old, new, default, max_depth) {
-        return report;
-    }
-    let mut report = CompatReport::default();
-    compare_documents(
-        old.value(),
-        new.value(),
-        default,
-        None,
-        max_depth,
-        &mut report.changes,
-    );
-    report
-}
-
-/// Version-by-version comparison, when both documents declare versions and at least one
-/// carries more than one.
-fn compat_versions(
-    old: &SchemaDocument,
-    new: &SchemaDocument,
-    default: Direction,
-    max_depth: usize,
-) -> Option<CompatReport> {
-    let old_id = old.identity().ok()?;
-    let new_id = new.identity().ok()?;
-    if old_id.source != Some(IdentitySource::Agentwire)
-        || new_id.source != Some(IdentitySource::Agentwire)
-    {
-        return None;
-    }
-    if old_id.versions.len() < 2 && new_id.versions.len() < 2 {
-        return None;
-    }
-    let mut report = CompatReport::default();
-    for version in &old_id.versions {
-        let version_text = Some(version.as_str().to_owned());
-        let Some(new_version) = new_id.versions.iter().find(|v| *v == version) else {
-            report.changes.push(Change {
-                rule: Rule::VersionRemoved,
-                pointer: pointer::from_tokens([AGENTWIRE_IDENTITY, "versions"]),
-                old: Some(json!(version.as_str())),
-                new: None,
-                class: ChangeClass::Breaking,
-                direction: default,
-                version: version_text,
-            });
-            continue;
-        };
-        match (view_of(old, version), view_of(new, new_version)) {
-            (Ok(o), Ok(n)) => compare_documents(
-                &o,
-                &n,
-                default,
-                version_text,
-                max_depth,
-                &mut report.changes,
-            ),
-            // A view that cannot be built is compared as the raw document would be: fail closed.
-            _ => compare_documents(
-                old.value(),
-                new.value(),
-                default,
-                version_text,
-                max_depth,
-                &mut report.changes,
-            ),
-        }
-    }
-    Some(report)
-}
-
-fn view_of(doc: &SchemaDocument, version: &WireVersion) -> Result<Value, versions::VersionError> {
-    versions::view(doc, version, ViewMode::Annotated)
-}
-
-fn definitions_of(root: &Value) -> Option<(&'static str, &Map<String, Value>)> {
-    for key in ["$defs", "definitions"] {
-        if let Some(Value::Object(m)) = root.get(key) {
-            return Some((key, m));
-        }
-    }
-    None
-}
-
-fn compare_documents(
+pub(super) fn compare_documents(
     old: &Value,
     new: &Value,
     default: Direction,
@@ -494,118 +72,7 @@ fn compare_documents(
     }
 }
 
-/// The receivers of every "entry" node of one document: the root, every definition, every
-/// `$ref` target and every node annotated with `x-agentwire-direction`. A node's receivers are
-/// its own annotation plus everything that reaches it (through nesting or references).
-struct DirectionMap {
-    receivers: HashMap<String, Receivers>,
-}
-
-impl DirectionMap {
-    fn build(root: &Value) -> DirectionMap {
-        let mut own: HashMap<String, Receivers> = HashMap::new();
-        let mut entries: HashSet<String> = HashSet::new();
-        entries.insert(String::new());
-        if let Some((kw, defs)) = definitions_of(root) {
-            for name in defs.keys() {
-                entries.insert(pointer::from_tokens([kw, name.as_str()]));
-            }
-        }
-        crate::walk::for_each_subschema(root, |at, schema| {
-            let Value::Object(map) = schema else { return };
-            if let Some(Value::String(d)) = map.get(DIRECTION)
-                && let Some(dir) = Direction::parse(d)
-            {
-                own.insert(at.to_owned(), dir.receivers());
-                entries.insert(at.to_owned());
-            }
-            if let Some(Value::String(r)) = map.get("$ref")
-                && let Some(target) = local_ref_target(r)
-            {
-                entries.insert(target);
-            }
-        });
-        if own.is_empty() {
-            // Nothing is annotated: every node takes the default direction.
-            return DirectionMap {
-                receivers: HashMap::new(),
-            };
-        }
-        // Edges: an entry reaches the entries nested in it (stopping at them) and the targets of
-        // the references inside it.
-        let mut edges: HashMap<String, Vec<String>> = HashMap::new();
-        for entry in &entries {
-            let Some(node) = pointer::resolve(root, entry) else {
-                continue;
-            };
-            let mut targets = Vec::new();
-            let mut stack: Vec<(String, &Value)> = vec![(entry.clone(), node)];
-            while let Some((at, schema)) = stack.pop() {
-                if at != *entry && entries.contains(&at) {
-                    targets.push(at);
-                    continue;
-                }
-                if let Some(Value::String(r)) = schema.get("$ref")
-                    && let Some(t) = local_ref_target(r)
-                {
-                    targets.push(t);
-                }
-                crate::walk::subschemas(&at, schema, |child_at, child| {
-                    let is_defs = child_at.starts_with(&pointer::push(&at, "$defs"))
-                        || child_at.starts_with(&pointer::push(&at, "definitions"));
-                    if !is_defs {
-                        stack.push((child_at, child));
-                    }
-                });
-            }
-            edges.insert(entry.clone(), targets);
-        }
-        let mut receivers: HashMap<String, Receivers> = entries
-            .iter()
-            .map(|e| (e.clone(), own.get(e).copied().unwrap_or(Receivers::NONE)))
-            .collect();
-        let mut work: Vec<String> = entries.iter().cloned().collect();
-        while let Some(entry) = work.pop() {
-            let here = receivers.get(&entry).copied().unwrap_or(Receivers::NONE);
-            if here == Receivers::NONE {
-                continue;
-            }
-            for target in edges.get(&entry).map(Vec::as_slice).unwrap_or(&[]) {
-                let Some(current) = receivers.get_mut(target) else {
-                    continue;
-                };
-                let merged = current.union(here);
-                if merged != *current {
-                    *current = merged;
-                    work.push(target.clone());
-                }
-            }
-        }
-        DirectionMap { receivers }
-    }
-
-    fn get(&self, at: &str) -> Option<Receivers> {
-        self.receivers.get(at).copied()
-    }
-}
-
-fn local_ref_target(reference: &str) -> Option<String> {
-    let fragment = reference.split_once('#').map(|(_, f)| f)?;
-    let decoded = pointer::percent_decode(fragment)?;
-    (decoded.is_empty() || decoded.starts_with('/')).then_some(decoded)
-}
-
-/// The definition name a local `$ref` points at, if it points at a definition.
-fn ref_definition(reference: &str) -> Option<String> {
-    let target = local_ref_target(reference)?;
-    let tokens = pointer::tokens(&target)?;
-    match tokens.as_slice() {
-        [kw, name] if kw == "$defs" || kw == "definitions" => Some(name.clone()),
-        _ => None,
-    }
-}
-
-struct Comparer<'a> {
+pub(super) struct Comparer<'a> {
     old_root: &'a Value,
     new_root: &'a Value,
     old_dirs: &'a DirectionMap,
@@ -617,10 +84,10 @@ struct Comparer<'a> {
     out: &'a mut Vec<Change>,
 }
 
-const LOWER_BOUNDS: &[&str] = &["minLength", "minItems", "minProperties", "minContains"];
-const UPPER_BOUNDS: &[&str] = &["maxLength", "maxItems", "maxProperties", "maxContains"];
+pub(super) const LOWER_BOUNDS: &[&str] = &["minLength", "minItems", "minProperties", "minContains"];
+pub(super) const UPPER_BOUNDS: &[&str] = &["maxLength", "maxItems", "maxProperties", "maxContains"];
 /// Assertion keywords without a finer rule: any difference is `constraint-changed`.
-const OTHER_ASSERTIONS: &[&str] = &[
+pub(super) const OTHER_ASSERTIONS: &[&str] = &[
     "not",
     "if",
     "then",
@@ -1372,50 +839,13 @@ impl Comparer<'_> {
     }
 }
 
-/// Whether a change with `effect`, in a node received as `direction`, breaks.
-///
-/// The checker assumes the runtime upgrades first: the new schema is what the runtime speaks, the
-/// old one what a lagging host speaks. What the runtime receives breaks when it tightens (an old
-/// host's message is rejected); what the host receives breaks when it loosens (the new runtime
-/// sends something an old host rejects), unless the change only adds a member to something the
-/// old host keeps open.
-pub fn classify(effect: Effect, direction: Direction, open: bool) -> ChangeClass {
-    let runtime_breaks = matches!(
-        effect,
-        Effect::Tightens | Effect::TightensAndAdds | Effect::Incompatible
-    );
-    let host_breaks = match effect {
-        Effect::Loosens | Effect::Incompatible => true,
-        Effect::Adds | Effect::TightensAndAdds => !open,
-        Effect::Tightens | Effect::Neutral => false,
-    };
-    let breaks = match direction {
-        Direction::HostToRuntime | Direction::Unspecified => runtime_breaks,
-        Direction::RuntimeToHost => host_breaks,
-        Direction::Both => runtime_breaks || host_breaks,
-    };
-    if breaks {
-        ChangeClass::Breaking
-    } else {
-        ChangeClass::Additive
-    }
-}
-
-fn has_direction(v: &Value) -> bool {
-    v.get(DIRECTION).is_some()
-}
-
-fn is_open(m: &Map<String, Value>) -> bool {
-    m.get(OPEN) == Some(&Value::Bool(true))
-}
-
-fn is_closed_object(m: &Map<String, Value>) -> bool {
+pub(super) fn is_closed_object(m: &Map<String, Value>) -> bool {
     m.get("additionalProperties") == Some(&Value::Bool(false))
         || m.get("unevaluatedProperties") == Some(&Value::Bool(false))
 }
 
 /// A schema object with nothing but annotations accepts everything, like `true`.
-fn is_trivial(m: &Map<String, Value>) -> bool {
+pub(super) fn is_trivial(m: &Map<String, Value>) -> bool {
     m.keys().all(|k| {
         k.starts_with(ANNOTATION_PREFIX)
             || k.starts_with("x-")
@@ -1436,16 +866,16 @@ fn is_trivial(m: &Map<String, Value>) -> bool {
     })
 }
 
-const T_NULL: u8 = 1;
-const T_BOOL: u8 = 2;
-const T_OBJECT: u8 = 4;
-const T_ARRAY: u8 = 8;
-const T_STRING: u8 = 16;
-const T_INTEGER: u8 = 32;
-const T_FRACTION: u8 = 64;
-const T_ALL: u8 = 127;
+pub(super) const T_NULL: u8 = 1;
+pub(super) const T_BOOL: u8 = 2;
+pub(super) const T_OBJECT: u8 = 4;
+pub(super) const T_ARRAY: u8 = 8;
+pub(super) const T_STRING: u8 = 16;
+pub(super) const T_INTEGER: u8 = 32;
+pub(super) const T_FRACTION: u8 = 64;
+pub(super) const T_ALL: u8 = 127;
 
-fn type_bits(name: &str) -> u8 {
+pub(super) fn type_bits(name: &str) -> u8 {
     match name {
         "null" => T_NULL,
         "boolean" => T_BOOL,
@@ -1458,7 +888,7 @@ fn type_bits(name: &str) -> u8 {
     }
 }
 
-fn type_set(t: Option<&Value>) -> u8 {
+pub(super) fn type_set(t: Option<&Value>) -> u8 {
     match t {
         None => T_ALL,
         Some(Value::String(s)) => type_bits(s),
@@ -1470,7 +900,7 @@ fn type_set(t: Option<&Value>) -> u8 {
     }
 }
 
-fn allowed_values(m: &Map<String, Value>) -> Option<Vec<&Value>> {
+pub(super) fn allowed_values(m: &Map<String, Value>) -> Option<Vec<&Value>> {
     if let Some(c) = m.get("const") {
         return Some(vec![c]);
     }
@@ -1482,7 +912,7 @@ fn allowed_values(m: &Map<String, Value>) -> Option<Vec<&Value>> {
 
 /// `enum` values looked up in constant time (arrays and objects, rare in an `enum`, by
 /// comparison), so that comparing two enums of 300,000 values is linear.
-struct ValueSet<'a> {
+pub(super) struct ValueSet<'a> {
     scalars: std::collections::HashSet<Scalar<'a>>,
     others: Vec<&'a Value>,
 }
@@ -1490,7 +920,7 @@ struct ValueSet<'a> {
 /// A value that is neither an array nor an object, keyed as `serde_json` compares it (`1` and
 /// `1.0` differ).
 #[derive(PartialEq, Eq, Hash)]
-enum Scalar<'a> {
+pub(super) enum Scalar<'a> {
     Null,
     Bool(bool),
     Number(String),
@@ -1522,7 +952,7 @@ impl<'a> ValueSet<'a> {
     }
 }
 
-fn scalar(v: &Value) -> Option<Scalar<'_>> {
+pub(super) fn scalar(v: &Value) -> Option<Scalar<'_>> {
     Some(match v {
         Value::Null => Scalar::Null,
         Value::Bool(b) => Scalar::Bool(*b),
@@ -1534,7 +964,7 @@ fn scalar(v: &Value) -> Option<Scalar<'_>> {
 
 /// The strings of a `required` list, in order, with a set of them for lookups: two lists of
 /// 200,000 names are compared in linear time, not by a search of one per name of the other.
-struct StringSet<'a> {
+pub(super) struct StringSet<'a> {
     order: Vec<&'a str>,
     set: std::collections::HashSet<&'a str>,
 }
@@ -1545,7 +975,7 @@ impl<'a> StringSet<'a> {
     }
 }
 
-fn string_set(v: Option<&Value>) -> StringSet<'_> {
+pub(super) fn string_set(v: Option<&Value>) -> StringSet<'_> {
     let order: Vec<&str> = match v {
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
@@ -1555,12 +985,12 @@ fn string_set(v: Option<&Value>) -> StringSet<'_> {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-struct Bound {
+pub(super) struct Bound {
     value: f64,
     exclusive: bool,
 }
 
-fn numeric_bound(
+pub(super) fn numeric_bound(
     m: &Map<String, Value>,
     inclusive: &str,
     exclusive: &str,
@@ -1585,7 +1015,7 @@ fn numeric_bound(
 }
 
 /// Whether bound `x` admits fewer numbers than bound `y`.
-fn bound_is_tighter(x: &Bound, y: &Bound, lower: bool) -> bool {
+pub(super) fn bound_is_tighter(x: &Bound, y: &Bound, lower: bool) -> bool {
     if x.value == y.value {
         x.exclusive && !y.exclusive
     } else if lower {
@@ -1595,7 +1025,11 @@ fn bound_is_tighter(x: &Bound, y: &Bound, lower: bool) -> bool {
     }
 }
 
-fn bound_keywords(m: &Map<String, Value>, inclusive: &str, exclusive: &str) -> Option<Value> {
+pub(super) fn bound_keywords(
+    m: &Map<String, Value>,
+    inclusive: &str,
+    exclusive: &str,
+) -> Option<Value> {
     let mut out = Map::new();
     for key in [inclusive, exclusive] {
         if let Some(v) = m.get(key) {
@@ -1605,7 +1039,7 @@ fn bound_keywords(m: &Map<String, Value>, inclusive: &str, exclusive: &str) -> O
     (!out.is_empty()).then_some(Value::Object(out))
 }
 
-fn is_multiple(x: f64, of: f64) -> bool {
+pub(super) fn is_multiple(x: f64, of: f64) -> bool {
     if of == 0.0 {
         return false;
     }
@@ -1615,7 +1049,7 @@ fn is_multiple(x: f64, of: f64) -> bool {
 
 /// Pairs old branches with new ones (old index → new index): by discriminating tag when every
 /// branch has one, else by referenced definition, then by equality, then by position.
-fn match_branches(
+pub(super) fn match_branches(
     old: &[Value],
     new: &[Value],
     old_root: &Value,
@@ -1698,7 +1132,12 @@ fn match_branches(
 }
 
 /// A property that every branch on both sides fixes with `const` or a string `enum`.
-fn common_tag(old: &[Value], new: &[Value], old_root: &Value, new_root: &Value) -> Option<String> {
+pub(super) fn common_tag(
+    old: &[Value],
+    new: &[Value],
+    old_root: &Value,
+    new_root: &Value,
+) -> Option<String> {
     let first = old.first().or(new.first())?;
     let root = if old.is_empty() { new_root } else { old_root };
     let candidates: Vec<String> = resolve_branch(first, root)?
@@ -1713,14 +1152,14 @@ fn common_tag(old: &[Value], new: &[Value], old_root: &Value, new_root: &Value) 
     })
 }
 
-fn resolve_branch<'v>(branch: &'v Value, root: &'v Value) -> Option<&'v Value> {
+pub(super) fn resolve_branch<'v>(branch: &'v Value, root: &'v Value) -> Option<&'v Value> {
     match branch.get("$ref").and_then(Value::as_str) {
         Some(r) => pointer::resolve(root, &local_ref_target(r)?),
         None => Some(branch),
     }
 }
 
-fn branch_tag(branch: &Value, tag: &str, root: &Value) -> Option<Vec<Value>> {
+pub(super) fn branch_tag(branch: &Value, tag: &str, root: &Value) -> Option<Vec<Value>> {
     let schema = resolve_branch(branch, root)?.get("properties")?.get(tag)?;
     let schema = resolve_branch(schema, root)?;
     if let Some(c) = schema.get("const") {
@@ -1729,204 +1168,5 @@ fn branch_tag(branch: &Value, tag: &str, root: &Value) -> Option<Vec<Value>> {
     match schema.get("enum") {
         Some(Value::Array(items)) if !items.is_empty() => Some(items.clone()),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn classification_table() {
-        use ChangeClass::{Additive as A, Breaking as B};
-        use Direction::*;
-        let cases = [
-            (Effect::Tightens, HostToRuntime, false, B),
-            (Effect::Tightens, RuntimeToHost, false, A),
-            (Effect::Loosens, HostToRuntime, false, A),
-            (Effect::Loosens, RuntimeToHost, false, B),
-            (Effect::Adds, RuntimeToHost, false, B),
-            (Effect::Adds, RuntimeToHost, true, A),
-            (Effect::Adds, Both, false, B),
-            (Effect::Adds, Both, true, A),
-            (Effect::Adds, Unspecified, false, A),
-            (Effect::TightensAndAdds, RuntimeToHost, true, A),
-            (Effect::TightensAndAdds, HostToRuntime, true, B),
-            (Effect::Incompatible, RuntimeToHost, true, B),
-            (Effect::Neutral, Both, false, A),
-        ];
-        for (effect, dir, open, want) in cases {
-            assert_eq!(
-                classify(effect, dir, open),
-                want,
-                "{effect:?} {dir:?} open={open}"
-            );
-        }
-    }
-
-    #[test]
-    fn rule_ids_are_unique_and_kebab_case() {
-        let mut seen = HashSet::new();
-        for rule in Rule::ALL {
-            assert!(seen.insert(rule.id()), "{}", rule.id());
-            assert!(
-                rule.id()
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b == b'-')
-            );
-        }
-    }
-}
-
-/// What freezing a schema over an existing baseline amounts to (see [`freeze_decision`]).
-#[derive(Debug, Clone, PartialEq)]
-pub enum FreezeDecision {
-    /// No baseline yet: write it.
-    Create,
-    /// The baseline already holds exactly this document.
-    Unchanged,
-    /// The wire version was bumped and nothing breaks a version still supported: replace it.
-    Bumped(CompatReport),
-    /// Same wire version, only additive changes, and the caller allowed that: replace it.
-    Additive(CompatReport),
-    /// Refused: same wire version (pass the additive permission to replace it when nothing breaks).
-    SameVersion(CompatReport),
-    /// Refused: changes break a version the new document still claims to support.
-    Breaking(CompatReport),
-    /// Refused: the new wire version is older than the baseline's.
-    Downgrade {
-        /// The baseline's version.
-        baseline: String,
-        /// The new document's version.
-        new: String,
-    },
-    /// Refused: a document does not declare its wire version.
-    NoVersion,
-}
-
-impl FreezeDecision {
-    /// Whether the baseline may be (or already is) written.
-    pub fn allows_write(&self) -> bool {
-        matches!(
-            self,
-            FreezeDecision::Create
-                | FreezeDecision::Unchanged
-                | FreezeDecision::Bumped(_)
-                | FreezeDecision::Additive(_)
-        )
-    }
-
-    /// Stable code of the decision.
-    pub fn code(&self) -> &'static str {
-        match self {
-            FreezeDecision::Create => "baseline.created",
-            FreezeDecision::Unchanged => "baseline.unchanged",
-            FreezeDecision::Bumped(_) => "baseline.bumped",
-            FreezeDecision::Additive(_) => "baseline.additive",
-            FreezeDecision::SameVersion(_) => "baseline.same-version",
-            FreezeDecision::Breaking(_) => "baseline.breaking",
-            FreezeDecision::Downgrade { .. } => "baseline.downgrade",
-            FreezeDecision::NoVersion => "baseline.no-version",
-        }
-    }
-
-    /// The comparison with the old baseline, when one was made.
-    pub fn report(&self) -> Option<&CompatReport> {
-        match self {
-            FreezeDecision::Bumped(r)
-            | FreezeDecision::Additive(r)
-            | FreezeDecision::SameVersion(r)
-            | FreezeDecision::Breaking(r) => Some(r),
-            _ => None,
-        }
-    }
-
-    /// A sentence a person understands.
-    pub fn describe(&self) -> String {
-        match self {
-            FreezeDecision::Create => "baseline written".to_owned(),
-            FreezeDecision::Unchanged => "baseline already up to date".to_owned(),
-            FreezeDecision::Bumped(_) => "wire version bumped; baseline replaced".to_owned(),
-            FreezeDecision::Additive(r) => {
-                format!(
-                    "same wire version, {} additive change(s); baseline replaced",
-                    r.changes.len()
-                )
-            }
-            FreezeDecision::SameVersion(r) => format!(
-                "refused: the wire version was not bumped ({} change(s), {} breaking); bump it, or allow additive re-freezing",
-                r.changes.len(),
-                r.breaking().count()
-            ),
-            FreezeDecision::Breaking(r) => format!(
-                "refused: {} breaking change(s) against a version the new schema still supports",
-                r.breaking().count()
-            ),
-            FreezeDecision::Downgrade { baseline, new } => {
-                format!("refused: wire version {new} is older than the baseline's {baseline}")
-            }
-            FreezeDecision::NoVersion => {
-                "refused: both documents must declare a wire version (x-agentwire or x-cc-protocol)"
-                    .to_owned()
-            }
-        }
-    }
-}
-
-/// Decides whether `new` may replace the frozen `baseline`.
-///
-/// A missing baseline is created. Otherwise the wire versions (identity) decide: a newer version
-/// may replace the baseline as long as no breaking change touches a version the new document
-/// still supports (a change in version `V`, or in the baseline's version for single-version
-/// documents, is tolerated only when `V` is below the new `minimumCompatibleVersion`); the same
-/// version is refused, unless `allow_additive` and nothing breaks; an older version is refused.
-pub fn freeze_decision(
-    baseline: Option<&SchemaDocument>,
-    new: &SchemaDocument,
-    allow_additive: bool,
-) -> Result<FreezeDecision, crate::identity::IdentityError> {
-    let Some(baseline) = baseline else {
-        return Ok(FreezeDecision::Create);
-    };
-    if baseline.value() == new.value() {
-        return Ok(FreezeDecision::Unchanged);
-    }
-    let old_id = baseline.identity()?;
-    let new_id = new.identity()?;
-    let (Some(old_version), Some(new_version)) = (old_id.version.clone(), new_id.version.clone())
-    else {
-        return Ok(FreezeDecision::NoVersion);
-    };
-    if new_version < old_version {
-        return Ok(FreezeDecision::Downgrade {
-            baseline: old_version.as_str().to_owned(),
-            new: new_version.as_str().to_owned(),
-        });
-    }
-    let report = compat(baseline, new);
-    if new_version == old_version {
-        return Ok(if report.is_compatible() && allow_additive {
-            FreezeDecision::Additive(report)
-        } else if report.is_compatible() {
-            FreezeDecision::SameVersion(report)
-        } else {
-            FreezeDecision::Breaking(report)
-        });
-    }
-    let still_supported = |change: &Change| {
-        let affected = change
-            .version
-            .as_deref()
-            .and_then(|v| WireVersion::parse(v).ok())
-            .unwrap_or_else(|| old_version.clone());
-        new_id
-            .minimum_compatible_version
-            .as_ref()
-            .is_none_or(|min| affected >= *min)
-    };
-    if report.breaking().any(still_supported) {
-        Ok(FreezeDecision::Breaking(report))
-    } else {
-        Ok(FreezeDecision::Bumped(report))
     }
 }
