@@ -1,367 +1,19 @@
-//! Lint: findings about a schema document, each with a stable `AWnnn` code, a severity fixed by
-//! the code, the JSON Pointer of the culprit and a sentence a person understands.
-//!
-//! Lint works on documents that do not load (see [`lint_value`]): it reports every unresolved
-//! reference, not only the first one the loader stops at. The table of codes is
-//! [`LintCode::ALL`] and `docs/lint.md`.
+//! The linter: one walk over a schema document (or a value that does not load) that applies
+//! every rule and collects its findings.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::fmt::Write as _;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::document::{self, Draft, LoadOptions, RefProblem, SchemaDocument, SchemaErrorKind};
+use crate::document::{self, Draft, RefProblem};
 use crate::json::MAX_JSON_DEPTH;
+use crate::lint::{DefinitionRoots, Finding, LintCode};
 use crate::pointer;
 use crate::walk;
 
-/// How bad a finding is. Only errors make `agentwire lint` exit 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The document is broken: validators will reject it, disagree about it, or it can never
-    /// accept an instance it plainly means to accept.
-    Error,
-    /// Probably a mistake, or a policy the protocol should state explicitly.
-    Warning,
-    /// Worth knowing; nothing to fix.
-    Info,
-}
-
-impl Severity {
-    /// `error`, `warning` or `info`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// What a finding is about. Each code is stable (`AW001` …) and has one severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum LintCode {
-    /// `AW001`: a `$ref` (or a `discriminator.mapping` entry) whose target does not exist.
-    UnresolvedRef,
-    /// `AW002`: a `$ref` into another document.
-    ExternalRef,
-    /// `AW003`: a reference cycle that never descends into the instance.
-    RefCycle,
-    /// `AW004`: `$schema` names a dialect other than draft-07 and 2020-12.
-    UnknownDraft,
-    /// `AW005`: a keyword whose value has the wrong shape, or a non-schema where a schema belongs.
-    MalformedKeyword,
-    /// `AW010`: a keyword that is not part of the document's draft (nor an annotation, a vendor
-    /// `x-*` key or `discriminator`).
-    UnknownKeyword,
-    /// `AW011`: a keyword of the other supported draft, which this draft ignores.
-    OtherDraftKeyword,
-    /// `AW020`: a `type` value that is not a JSON Schema type.
-    InvalidType,
-    /// `AW021`: bounds that no value can meet (`minimum > maximum`, `minLength > maxLength` …).
-    ContradictoryBounds,
-    /// `AW022`: a `pattern` or `patternProperties` key that is not an ECMA-262 regular expression.
-    InvalidPattern,
-    /// `AW030`: an `enum` that lists the same JSON value twice.
-    DuplicateEnumValue,
-    /// `AW031`: a `required` name that the object's `properties` do not declare.
-    RequiredUndeclared,
-    /// `AW032`: a `required` name that `additionalProperties: false` forbids.
-    RequiredForbidden,
-    /// `AW040`: an object with `properties` and no explicit `additionalProperties` policy.
-    OpenObject,
-    /// `AW050`: a definition that nothing references (rooted documents).
-    UnreachableDefinition,
-    /// `AW051`: most definitions are referenced by nothing: the document is a registry.
-    RegistryDocument,
-}
-
-impl LintCode {
-    /// Every code, in code order.
-    pub const ALL: &'static [LintCode] = &[
-        LintCode::UnresolvedRef,
-        LintCode::ExternalRef,
-        LintCode::RefCycle,
-        LintCode::UnknownDraft,
-        LintCode::MalformedKeyword,
-        LintCode::UnknownKeyword,
-        LintCode::OtherDraftKeyword,
-        LintCode::InvalidType,
-        LintCode::ContradictoryBounds,
-        LintCode::InvalidPattern,
-        LintCode::DuplicateEnumValue,
-        LintCode::RequiredUndeclared,
-        LintCode::RequiredForbidden,
-        LintCode::OpenObject,
-        LintCode::UnreachableDefinition,
-        LintCode::RegistryDocument,
-    ];
-
-    /// The stable code, `AW` and three digits.
-    pub fn code(self) -> &'static str {
-        match self {
-            LintCode::UnresolvedRef => "AW001",
-            LintCode::ExternalRef => "AW002",
-            LintCode::RefCycle => "AW003",
-            LintCode::UnknownDraft => "AW004",
-            LintCode::MalformedKeyword => "AW005",
-            LintCode::UnknownKeyword => "AW010",
-            LintCode::OtherDraftKeyword => "AW011",
-            LintCode::InvalidType => "AW020",
-            LintCode::ContradictoryBounds => "AW021",
-            LintCode::InvalidPattern => "AW022",
-            LintCode::DuplicateEnumValue => "AW030",
-            LintCode::RequiredUndeclared => "AW031",
-            LintCode::RequiredForbidden => "AW032",
-            LintCode::OpenObject => "AW040",
-            LintCode::UnreachableDefinition => "AW050",
-            LintCode::RegistryDocument => "AW051",
-        }
-    }
-
-    /// A short kebab-case name of the rule, for tables and documentation.
-    pub fn name(self) -> &'static str {
-        match self {
-            LintCode::UnresolvedRef => "unresolved-ref",
-            LintCode::ExternalRef => "external-ref",
-            LintCode::RefCycle => "ref-cycle",
-            LintCode::UnknownDraft => "unknown-draft",
-            LintCode::MalformedKeyword => "malformed-keyword",
-            LintCode::UnknownKeyword => "unknown-keyword",
-            LintCode::OtherDraftKeyword => "other-draft-keyword",
-            LintCode::InvalidType => "invalid-type",
-            LintCode::ContradictoryBounds => "contradictory-bounds",
-            LintCode::InvalidPattern => "invalid-pattern",
-            LintCode::DuplicateEnumValue => "duplicate-enum-value",
-            LintCode::RequiredUndeclared => "required-undeclared",
-            LintCode::RequiredForbidden => "required-forbidden",
-            LintCode::OpenObject => "open-object",
-            LintCode::UnreachableDefinition => "unreachable-definition",
-            LintCode::RegistryDocument => "registry-document",
-        }
-    }
-
-    /// The severity every finding with this code has.
-    pub fn severity(self) -> Severity {
-        match self {
-            LintCode::UnresolvedRef
-            | LintCode::ExternalRef
-            | LintCode::RefCycle
-            | LintCode::UnknownDraft
-            | LintCode::MalformedKeyword
-            | LintCode::InvalidType
-            | LintCode::ContradictoryBounds
-            | LintCode::InvalidPattern
-            | LintCode::RequiredForbidden => Severity::Error,
-            LintCode::UnknownKeyword
-            | LintCode::OtherDraftKeyword
-            | LintCode::DuplicateEnumValue
-            | LintCode::RequiredUndeclared
-            | LintCode::OpenObject
-            | LintCode::UnreachableDefinition => Severity::Warning,
-            LintCode::RegistryDocument => Severity::Info,
-        }
-    }
-}
-
-impl fmt::Display for LintCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.code())
-    }
-}
-
-impl Serialize for LintCode {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.code())
-    }
-}
-
-/// One lint finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// Stable code (`AW001` …).
-    pub code: LintCode,
-    /// Severity (always `code.severity()`).
-    pub severity: Severity,
-    /// JSON Pointer of the culprit inside the document (empty for the whole document).
-    pub pointer: String,
-    /// A sentence a person understands.
-    pub message: String,
-}
-
-impl Finding {
-    fn new(code: LintCode, pointer: impl Into<String>, message: String) -> Self {
-        Finding {
-            code,
-            severity: code.severity(),
-            pointer: pointer.into(),
-            message,
-        }
-    }
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "(root)"
-        } else {
-            self.pointer.as_str()
-        };
-        write!(
-            f,
-            "{} {} {}: {}",
-            self.severity, self.code, at, self.message
-        )
-    }
-}
-
-/// How many findings of each severity.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct LintSummary {
-    /// Findings with severity `error`.
-    pub errors: usize,
-    /// Findings with severity `warning`.
-    pub warnings: usize,
-    /// Findings with severity `info`.
-    pub infos: usize,
-}
-
-impl LintSummary {
-    /// Counts findings by severity.
-    pub fn of(findings: &[Finding]) -> Self {
-        let mut summary = LintSummary::default();
-        for finding in findings {
-            match finding.severity {
-                Severity::Error => summary.errors += 1,
-                Severity::Warning => summary.warnings += 1,
-                Severity::Info => summary.infos += 1,
-            }
-        }
-        summary
-    }
-}
-
-/// How the unreachable-definition rule treats definitions no reference reaches.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum DefinitionRoots {
-    /// Decide per document: a document where more than half of the definitions are unreferenced
-    /// is a registry (one `AW051` info); otherwise each unreferenced definition is an `AW050`.
-    #[default]
-    Auto,
-    /// Definitions exist to serve the root schema: report each unreferenced one (`AW050`).
-    Rooted,
-    /// Definitions are entry points addressed by name: report none.
-    Registry,
-}
-
-/// Options of [`lint_value_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LintOptions {
-    /// How the document is read (the draft assumed when `$schema` is absent).
-    pub load: LoadOptions,
-    /// How unreferenced definitions are reported.
-    pub definitions: DefinitionRoots,
-}
-
-/// Lints a loaded document.
-pub fn lint(doc: &SchemaDocument) -> Vec<Finding> {
-    lint_document(doc, DefinitionRoots::default())
-}
-
-/// Lints a loaded document with a choice of how unreferenced definitions are reported.
-pub fn lint_document(doc: &SchemaDocument, definitions: DefinitionRoots) -> Vec<Finding> {
-    // A loaded document has no reference cycle and its `$schema` is known.
-    Linter::new(doc.value(), Some(doc.draft()), doc.id(), definitions).run()
-}
-
-/// Lints a parsed value that may not load as a document, with the default options.
-pub fn lint_value(value: &Value) -> Vec<Finding> {
-    lint_value_with(value, LintOptions::default())
-}
-
-/// Lints a parsed value that may not load as a document.
-pub fn lint_value_with(value: &Value, options: LintOptions) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    if !walk::is_schema(value) {
-        findings.push(Finding::new(
-            LintCode::MalformedKeyword,
-            "",
-            "a schema document must be an object or a boolean".to_owned(),
-        ));
-        return findings;
-    }
-    let draft = match value.get("$schema") {
-        None => Some(options.load.default_draft),
-        Some(Value::String(uri)) => {
-            let draft = Draft::from_uri(uri);
-            if draft.is_none() {
-                findings.push(Finding::new(
-                    LintCode::UnknownDraft,
-                    "/$schema",
-                    format!(
-                        "unknown dialect {uri:?}; supported: {} and {}",
-                        Draft::Draft07.uri(),
-                        Draft::Draft202012.uri()
-                    ),
-                ));
-            }
-            draft
-        }
-        Some(_) => {
-            findings.push(Finding::new(
-                LintCode::MalformedKeyword,
-                "/$schema",
-                "$schema must be a string".to_owned(),
-            ));
-            None
-        }
-    };
-    let id = value.get("$id").and_then(Value::as_str);
-    findings.extend(Linter::new(value, draft, id, options.definitions).run());
-    let refs_ok = !findings.iter().any(|f| {
-        matches!(f.code, LintCode::UnresolvedRef | LintCode::ExternalRef)
-            || (f.code == LintCode::MalformedKeyword && f.pointer.ends_with("/$ref"))
-    });
-    if refs_ok && let Some(draft) = draft {
-        // Cycle detection is the loader's; it only runs once every reference resolves. Whatever
-        // else still stops the loader is reported too, so that a document without error
-        // findings always loads.
-        let load = LoadOptions {
-            default_draft: draft,
-        };
-        if let Err(err) = SchemaDocument::from_value_with(value.clone(), load) {
-            let code = match err.kind {
-                SchemaErrorKind::RefCycle => Some(LintCode::RefCycle),
-                SchemaErrorKind::UnresolvedRef => Some(LintCode::UnresolvedRef),
-                SchemaErrorKind::UnsupportedRef => Some(LintCode::ExternalRef),
-                SchemaErrorKind::InvalidSchema => Some(LintCode::MalformedKeyword),
-                _ => None,
-            };
-            // The walk may have found the same problem already (a `multipleOf` of 0, say).
-            if let Some(code) = code
-                && !findings
-                    .iter()
-                    .any(|f| f.code == code && f.pointer == err.pointer)
-            {
-                findings.push(Finding::new(code, err.pointer, err.message));
-            }
-        }
-    }
-    findings
-}
-
 /// Keywords both drafts know, including the annotations.
-const COMMON_KEYWORDS: &[&str] = &[
+pub(super) const COMMON_KEYWORDS: &[&str] = &[
     "$schema",
     "$id",
     "$ref",
@@ -409,10 +61,10 @@ const COMMON_KEYWORDS: &[&str] = &[
 ];
 
 /// Keywords only draft-07 has.
-const DRAFT07_ONLY: &[&str] = &["definitions", "dependencies", "additionalItems"];
+pub(super) const DRAFT07_ONLY: &[&str] = &["definitions", "dependencies", "additionalItems"];
 
 /// Keywords only 2020-12 has.
-const DRAFT202012_ONLY: &[&str] = &[
+pub(super) const DRAFT202012_ONLY: &[&str] = &[
     "$defs",
     "$anchor",
     "$dynamicRef",
@@ -430,9 +82,9 @@ const DRAFT202012_ONLY: &[&str] = &[
 
 /// Keys that are not JSON Schema keywords but carry protocol data the toolkit understands.
 /// `methods` is only known at the root (OpenClaw's method table).
-const VENDOR_KEYWORDS: &[&str] = &["discriminator"];
+pub(super) const VENDOR_KEYWORDS: &[&str] = &["discriminator"];
 
-const JSON_TYPES: &[&str] = &[
+pub(super) const JSON_TYPES: &[&str] = &[
     "null", "boolean", "object", "array", "number", "string", "integer",
 ];
 
@@ -440,13 +92,13 @@ const JSON_TYPES: &[&str] = &[
 pub const REGISTRY_UNREFERENCED_PERCENT: usize = 50;
 
 /// Where a reference points, or why it does not.
-enum RefTarget {
+pub(super) enum RefTarget {
     Pointer(String),
     External,
     Unresolved(String),
 }
 
-struct Linter<'v> {
+pub(super) struct Linter<'v> {
     root: &'v Value,
     draft: Option<Draft>,
     id: Option<&'v str>,
@@ -458,7 +110,7 @@ struct Linter<'v> {
 }
 
 impl<'v> Linter<'v> {
-    fn new(
+    pub(super) fn new(
         root: &'v Value,
         draft: Option<Draft>,
         id: Option<&'v str>,
@@ -487,7 +139,7 @@ impl<'v> Linter<'v> {
         self.findings.push(Finding::new(code, at, message));
     }
 
-    fn run(mut self) -> Vec<Finding> {
+    pub(super) fn run(mut self) -> Vec<Finding> {
         let root = self.root;
         walk::for_each_subschema(root, |at, schema| self.check_schema(at, schema));
         self.check_definitions();
@@ -1191,21 +843,21 @@ impl<'v> Linter<'v> {
     }
 }
 
-fn draft_title(draft: Draft) -> &'static str {
+pub(super) fn draft_title(draft: Draft) -> &'static str {
     match draft {
         Draft::Draft07 => "draft-07",
         Draft::Draft202012 => "2020-12",
     }
 }
 
-fn invalid_type_message(name: &str) -> String {
+pub(super) fn invalid_type_message(name: &str) -> String {
     format!(
         "{name:?} is not a JSON Schema type (one of {})",
         JSON_TYPES.join(", ")
     )
 }
 
-fn kind_of(value: &Value) -> &'static str {
+pub(super) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -1216,7 +868,7 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-fn is_count_keyword(key: &str) -> bool {
+pub(super) fn is_count_keyword(key: &str) -> bool {
     matches!(
         key,
         "minLength"
@@ -1231,7 +883,7 @@ fn is_count_keyword(key: &str) -> bool {
 }
 
 /// A non-negative integer, written as an integer or as a float with no fraction (`2.0`).
-fn count(value: &Value) -> Option<u64> {
+pub(super) fn count(value: &Value) -> Option<u64> {
     if let Some(n) = value.as_u64() {
         return Some(n);
     }
@@ -1241,22 +893,22 @@ fn count(value: &Value) -> Option<u64> {
 }
 
 /// Flags patterns are compiled with: Unicode mode, as AJV and the validator compile them.
-const PATTERN_FLAGS: &str = "u";
+pub(super) const PATTERN_FLAGS: &str = "u";
 
 /// Whether `pattern` compiles as the ECMA-262 `RegExp(pattern, "u")` validators run.
-fn is_ecma_regex(pattern: &str) -> bool {
+pub(super) fn is_ecma_regex(pattern: &str) -> bool {
     regress::Regex::with_flags(pattern, PATTERN_FLAGS).is_ok()
 }
 
 /// A text that is equal for two values exactly when they are equal as JSON: object key order
 /// does not matter and numbers compare by value (`1` equals `1.0`). `None` for values nested
 /// deeper than [`MAX_JSON_DEPTH`], which are then never reported as duplicates.
-fn equality_key(value: &Value) -> Option<String> {
+pub(super) fn equality_key(value: &Value) -> Option<String> {
     let mut out = String::new();
     write_key(&mut out, value, 0).then_some(out)
 }
 
-fn write_key(out: &mut String, value: &Value, depth: usize) -> bool {
+pub(super) fn write_key(out: &mut String, value: &Value, depth: usize) -> bool {
     if depth > MAX_JSON_DEPTH {
         return false;
     }
@@ -1305,7 +957,7 @@ fn write_key(out: &mut String, value: &Value, depth: usize) -> bool {
 
 /// Whether the schema at `at` is the value of an `if` or `not` keyword (and not, say, a property
 /// named `if`).
-fn is_condition(at: &str) -> bool {
+pub(super) fn is_condition(at: &str) -> bool {
     let Some((parent, last)) = at.rsplit_once('/') else {
         return false;
     };
@@ -1320,15 +972,6 @@ fn is_condition(at: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn codes_are_unique_and_ordered() {
-        let codes: Vec<&str> = LintCode::ALL.iter().map(|c| c.code()).collect();
-        let mut sorted = codes.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(codes, sorted);
-    }
 
     #[test]
     fn equality_key_is_json_equality() {
