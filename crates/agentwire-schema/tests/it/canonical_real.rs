@@ -1,8 +1,6 @@
 //! Canonical text and digest on the peers' published artifacts: the ChainlessChain schema's digest
 //! equals the one its SDK publishes, and OpenClaw's `protocol.schema.json` re-emits byte for byte.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use agentwire_schema::{SchemaDocument, canonical_text, parse_json};
 
 #[test]

@@ -2,8 +2,6 @@
 //! turns a breaking addition into an additive one, and directions are inherited through nesting
 //! and references.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use agentwire_schema::SchemaDocument;
 use agentwire_schema::compat::{self, ChangeClass, CompatOptions, Direction, Rule};
 use serde_json::{Value, json};

@@ -1,8 +1,6 @@
 //! The checker on the peers' real schemas: ChainlessChain's frozen v1 baseline against the schema
 //! of SDK 0.2.9 (their own checker finds no breaking change), and OpenClaw's 877 definitions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Instant;
 
 use agentwire_schema::SchemaDocument;

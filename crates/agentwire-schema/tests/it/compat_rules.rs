@@ -2,16 +2,16 @@
 //! (`old`, `new`, the root `direction` and the exact expected changes); this file checks each
 //! verdict and that no rule is left without a case.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::PathBuf;
 
 use agentwire_schema::SchemaDocument;
 use agentwire_schema::compat::{self, CompatOptions, Direction, MAX_COMPARE_DEPTH, Rule};
 use serde_json::{Value, json};
 
+use crate::support::data_path;
+
 fn rules_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/compat/rules")
+    data_path("compat/rules")
 }
 
 fn with_direction(mut schema: Value, direction: Option<&str>) -> Value {

@@ -2,17 +2,14 @@
 //! the older views, a change inside one version's view is reported with that version, and a
 //! version that disappears is breaking.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use agentwire_schema::SchemaDocument;
 use agentwire_schema::compat::{self, ChangeClass, Rule};
 use serde_json::{Value, json};
 
+use crate::support::data_path;
+
 fn staged() -> Value {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/versions/staged-runtime.json");
+    let path = data_path("versions/staged-runtime.json");
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 

@@ -3,8 +3,6 @@
 //! drafts (draft-07 and 2020-12). The fixtures are the ChainlessChain ones (peers' test data) and
 //! the OpenClaw handshake frames of its protocol documentation.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::fmt::Write as _;
 
 use agentwire_schema::{Draft, SchemaDocument, export};

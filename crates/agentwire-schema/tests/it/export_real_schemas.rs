@@ -1,8 +1,6 @@
 //! Export of the real protocol schemas: each export validates against its draft's metaschema,
 //! and converting there and back gives the original document, byte for byte in canonical text.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use agentwire_schema::{Draft, SchemaDocument, export};
 use agentwire_testkit::{
     CHAINLESSCHAIN_SCHEMA_DIGEST, chainlesschain_schema_path, openclaw_schema_path,

@@ -1,8 +1,6 @@
 //! Each export conversion rule on a small document: the exact output, the way back, and the
 //! target metaschema's verdict.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use agentwire_schema::{Draft, ExportErrorKind, SchemaDocument, export};
 use serde_json::{Value, json};
 

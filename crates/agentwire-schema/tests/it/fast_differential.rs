@@ -5,8 +5,6 @@
 //! a message is invalid.
 
 // Test and benchmark helpers fail loudly on broken setup, like the tests they serve.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;

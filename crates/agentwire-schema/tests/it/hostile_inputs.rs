@@ -2,40 +2,10 @@
 //! hang, blow up or answer wrongly, and checks the answer it gets now (the verdict, the issue
 //! codes and sentences, the error and its code).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use agentwire_schema::{SchemaDocument, SchemaErrorKind, Validator, parse_json};
 use serde_json::{Value, json};
 
-fn doc(v: Value) -> SchemaDocument {
-    SchemaDocument::from_value(v).unwrap()
-}
-
-/// `(instance pointer, schema pointer, code, message)` of every issue, after checking that the
-/// verdict agrees with the report.
-fn issues(validator: &Validator, instance: &Value) -> Vec<(String, String, &'static str, String)> {
-    let found = validator.validate(instance);
-    assert_eq!(
-        validator.is_valid(instance),
-        found.is_empty(),
-        "is_valid disagrees with validate for {instance}: {found:?}"
-    );
-    found
-        .into_iter()
-        .map(|i| {
-            (
-                i.instance_pointer,
-                i.schema_pointer,
-                i.code.code(),
-                i.message,
-            )
-        })
-        .collect()
-}
-
-fn one(p: &str, s: &str, code: &'static str, m: &str) -> (String, String, &'static str, String) {
-    (p.to_owned(), s.to_owned(), code, m.to_owned())
-}
+use crate::support::{doc, issues, one};
 
 #[test]
 fn multiple_of_is_decided_by_the_quotient_on_both_passes() {

@@ -2,8 +2,6 @@
 //! canonical schema): the number of findings per code is held by a snapshot, so that a change to
 //! a rule (or to the artifacts) shows in review.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -4,8 +4,6 @@
 //! events that do not exist yet cannot be sent, and what an older version requires but the message
 //! lacks — the legacy cancel notification's `serverRequestId`, a turn's text — is not invented).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::PathBuf;
 
 use agentwire_schema::{ProjectErrorKind, ProjectTarget, Projector, SchemaDocument};

@@ -2,9 +2,6 @@
 //! generate messages of each version, check them against that version's export, project them
 //! down to every older version and check them again under the older export.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use agentwire_schema::fast::sample::{Generator, Rng, Size};
@@ -12,6 +9,8 @@ use agentwire_schema::versions::export_version;
 use agentwire_schema::{ProjectErrorKind, ProjectTarget, Projector, SchemaDocument, Validator};
 use proptest::prelude::*;
 use serde_json::Value;
+
+use crate::support::staged_runtime;
 
 const VERSIONS: [&str; 6] = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"];
 
@@ -24,9 +23,7 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/versions/staged-runtime.json");
-        let doc = SchemaDocument::open(path).expect("staged-runtime loads");
+        let doc = staged_runtime();
         let exports: Vec<SchemaDocument> = VERSIONS
             .iter()
             .map(|v| {

@@ -1,18 +1,10 @@
 //! Down-projection of hand-written messages: exactly what the annotations say is stripped and
 //! mapped, and what cannot be projected fails with a specific error at the right place.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use agentwire_schema::{ProjectErrorKind, ProjectTarget, Projector, SchemaDocument, project};
 use serde_json::{Value, json};
 
-fn staged() -> SchemaDocument {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/versions/staged-runtime.json");
-    SchemaDocument::open(path).expect("staged-runtime loads")
-}
+use crate::support::staged_runtime;
 
 fn event(version: &str, extra: Value, event: Value) -> Value {
     let mut params = json!({"protocolVersion": version, "runtimeInstanceId": "rt", "sequence": 3, "threadId": "t1"});
@@ -29,7 +21,7 @@ fn durable() -> Value {
 
 #[test]
 fn newer_envelope_fields_are_stripped_and_the_version_relabelled() {
-    let doc = staged();
+    let doc = staged_runtime();
     let message = event(
         "1.5",
         durable(),
@@ -57,7 +49,7 @@ fn newer_envelope_fields_are_stripped_and_the_version_relabelled() {
 
 #[test]
 fn enum_values_map_down() {
-    let doc = staged();
+    let doc = staged_runtime();
     let waiting = event(
         "1.5",
         durable(),
@@ -78,7 +70,7 @@ fn enum_values_map_down() {
 
 #[test]
 fn a_variant_the_target_lacks_is_an_error_at_its_place() {
-    let doc = staged();
+    let doc = staged_runtime();
     let resolved = event(
         "1.3",
         durable(),
@@ -102,7 +94,7 @@ fn a_variant_the_target_lacks_is_an_error_at_its_place() {
 
 #[test]
 fn a_value_the_target_lacks_is_an_error() {
-    let doc = staged();
+    let doc = staged_runtime();
     let ask = json!({"jsonrpc": "2.0", "id": 4, "method": "userInput.request", "params": {"approvalId": "a1", "interactionId": "i1"}});
     let err = project(&doc, &ask, "1.5", "1.1", ProjectTarget::Root).unwrap_err();
     assert_eq!(
@@ -116,7 +108,7 @@ fn a_value_the_target_lacks_is_an_error() {
 
 #[test]
 fn requests_lose_newer_parameters() {
-    let doc = staged();
+    let doc = staged_runtime();
     let open = json!({"jsonrpc": "2.0", "id": 1, "method": "thread.open", "params": {
         "threadId": "t1", "recovery": true, "attachments": [{"id": "f1", "mediaType": "image/png"}]
     }});
@@ -128,7 +120,7 @@ fn requests_lose_newer_parameters() {
 
 #[test]
 fn a_definition_can_be_the_target() {
-    let doc = staged();
+    let doc = staged_runtime();
     let projector = Projector::new(
         &doc,
         "1.4",
@@ -150,7 +142,7 @@ fn a_definition_can_be_the_target() {
 
 #[test]
 fn setup_and_source_errors() {
-    let doc = staged();
+    let doc = staged_runtime();
     assert_eq!(
         Projector::new(&doc, "1.2", "1.3", ProjectTarget::Root)
             .unwrap_err()

@@ -1,38 +1,14 @@
 //! Validator behaviour on small schemas: every issue with its pointers, keyword, code and
 //! sentence; discriminated unions; strict input; formats and ECMA-262 patterns; compile errors.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use agentwire_schema::{IssueCode, JsonErrorKind, SchemaDocument, SchemaErrorKind, Validator};
 use serde_json::{Value, json};
 
-fn doc(v: Value) -> SchemaDocument {
-    SchemaDocument::from_value(v).unwrap()
-}
+use crate::support::{self, IssueRow, doc, one};
 
-/// `(instance pointer, schema pointer, code, message)` of every issue.
-fn issues(validator: &Validator, instance: Value) -> Vec<(String, String, &'static str, String)> {
-    let found = validator.validate(&instance);
-    assert_eq!(
-        validator.is_valid(&instance),
-        found.is_empty(),
-        "is_valid disagrees for {instance}"
-    );
-    found
-        .into_iter()
-        .map(|i| {
-            (
-                i.instance_pointer,
-                i.schema_pointer,
-                i.code.code(),
-                i.message,
-            )
-        })
-        .collect()
-}
-
-fn one(p: &str, s: &str, code: &'static str, m: &str) -> (String, String, &'static str, String) {
-    (p.to_owned(), s.to_owned(), code, m.to_owned())
+/// Every issue of `instance` (see [`support::issues`]).
+fn issues(validator: &Validator, instance: Value) -> Vec<IssueRow> {
+    support::issues(validator, &instance)
 }
 
 fn shapes() -> SchemaDocument {

@@ -3,8 +3,6 @@
 //! definition of OpenClaw's published schema, for valid, mutated and malformed messages read one
 //! after another into the same tape.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use agentwire_schema::SchemaDocument;
 use agentwire_schema::fast::Tape;
 use agentwire_schema::fast::sample::{Generator, Rng, Size, mutate};

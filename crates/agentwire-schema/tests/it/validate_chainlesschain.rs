@@ -22,8 +22,6 @@
 //! both; JavaScript counts UTF-16 units), integers beyond 2^53 (JavaScript's
 //! `Number.isSafeInteger` rejects them).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 
 use agentwire_schema::{SchemaDocument, ValidatorCompiler};

@@ -3,8 +3,6 @@
 //! handshake frames validate, and the invalid frames its documentation warns about fail at the
 //! right place. Ajv, the validator OpenClaw itself runs, gives the same verdicts.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Instant;
 
 use agentwire_schema::{SchemaDocument, ValidatorCompiler};

@@ -2,22 +2,14 @@
 //! that loads, validates against its metaschema, carries no annotation, and rejects what that
 //! version does not know.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use agentwire_schema::versions::{VersionErrorKind, export_version};
 use agentwire_schema::{IdentitySource, SchemaDocument};
 use serde_json::{Value, json};
 
-fn staged() -> SchemaDocument {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/versions/staged-runtime.json");
-    SchemaDocument::open(path).expect("staged-runtime loads")
-}
+use crate::support::staged_runtime;
 
 fn export(version: &str) -> Value {
-    export_version(&staged(), version).unwrap_or_else(|e| panic!("export {version}: {e}"))
+    export_version(&staged_runtime(), version).unwrap_or_else(|e| panic!("export {version}: {e}"))
 }
 
 fn valid(version: &str, message: &Value) -> bool {
@@ -40,7 +32,7 @@ fn has_annotation(value: &Value) -> bool {
 
 #[test]
 fn identity_lists_the_versions() {
-    let id = staged().identity().expect("identity");
+    let id = staged_runtime().identity().expect("identity");
     assert_eq!(id.source, Some(IdentitySource::Agentwire));
     assert_eq!(id.name.as_deref(), Some("staged-runtime"));
     let versions: Vec<&str> = id.versions.iter().map(|v| v.as_str()).collect();
@@ -208,11 +200,11 @@ fn what_a_version_does_not_know_is_rejected() {
 #[test]
 fn unknown_versions_and_bad_annotations_are_errors() {
     assert_eq!(
-        export_version(&staged(), "1.6").unwrap_err().kind,
+        export_version(&staged_runtime(), "1.6").unwrap_err().kind,
         VersionErrorKind::UnknownVersion
     );
     assert_eq!(
-        export_version(&staged(), "one").unwrap_err().kind,
+        export_version(&staged_runtime(), "one").unwrap_err().kind,
         VersionErrorKind::Malformed
     );
     let plain = SchemaDocument::from_value(json!({"type": "string"})).expect("loads");
