@@ -11,9 +11,10 @@ use std::cell::Cell;
 use serde_json::{Number, Value};
 
 use crate::event::{EventKind, MAX_SAFE_INTEGER, SCHEMA_VERSION};
-use crate::opaque::{Json, canonical_end, number_end, string_end, valid_json_number};
+use crate::opaque::{Json, canonical_end};
 use crate::state::{EventView, Key};
 use crate::validate::{Rule, payload_rules, rule_ok};
+use agentwire_jsonscan::{canonical_string_end, skip_ws};
 
 /// Lines with more top-level members than this are declined (duplicate keys are checked
 /// pairwise).
@@ -103,14 +104,6 @@ pub(crate) fn opaque_name(kind: EventKind) -> Option<Key> {
     }
 }
 
-#[inline]
-fn ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\r' | b'\n') {
-        i += 1;
-    }
-    i
-}
-
 /// A plain non-negative integer (digits only, no leading zero) of at most `MAX_SAFE_INTEGER`.
 fn safe_u64(t: &[u8]) -> Option<u64> {
     if t.is_empty() || t.len() > 16 || (t.len() > 1 && t[0] == b'0') {
@@ -158,16 +151,16 @@ fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
     let (mut id, mut run_id, mut event_type) = (None, None, None);
     let (mut seq, mut at, mut version) = (None, None, None);
     let mut slots = [NO_SLOT; Key::COUNT];
-    let mut i = ws(b, 0);
+    let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    i = ws(b, i + 1);
+    i = skip_ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         return None;
     }
     loop {
-        let key_end = string_end(b, i)?;
+        let key_end = canonical_string_end(b, i)?;
         let key = &b[i + 1..key_end - 1];
         if key.contains(&b'\\')
             || nkeys == MAX_FIELDS
@@ -180,15 +173,15 @@ fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
         let key_span = ((i + 1) as u32, (key_end - 1) as u32);
         keys[nkeys] = key_span;
         nkeys += 1;
-        i = ws(b, key_end);
+        i = skip_ws(b, key_end);
         if b.get(i) != Some(&b':') {
             return None;
         }
-        i = ws(b, i + 1);
+        i = skip_ws(b, i + 1);
         let start = i;
         let (kind, end, escaped) = match *b.get(i)? {
             b'"' => {
-                let end = string_end(b, i)?;
+                let end = canonical_string_end(b, i)?;
                 (Kind::Str, end, b[i + 1..end - 1].contains(&b'\\'))
             }
             b'{' => (Kind::Obj, canonical_end(b, i, 2)?, false),
@@ -197,13 +190,12 @@ fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
             b'f' if b[i..].starts_with(b"false") => (Kind::Bool(false), i + 5, false),
             b'n' if b[i..].starts_with(b"null") => (Kind::Null, i + 4, false),
             b'-' | b'0'..=b'9' => {
-                let end = number_end(b, i);
-                let t = &b[i..end];
+                let number = agentwire_jsonscan::number(b, i)?;
+                let end = number.end;
                 // A number the strict parser rejects (out of range) is declined; short plain
                 // integers are in range without asking the float parser.
-                let short_int = t.len() <= 15 && t.iter().all(u8::is_ascii_digit);
-                let finite = valid_json_number(t)
-                    && (short_int || text[i..end].parse::<f64>().is_ok_and(f64::is_finite));
+                let short_int = end - i <= 15 && number.integer && b[i] != b'-';
+                let finite = short_int || text[i..end].parse::<f64>().is_ok_and(f64::is_finite);
                 if !finite {
                     return None;
                 }
@@ -234,9 +226,9 @@ fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
                 });
             }
         }
-        i = ws(b, end);
+        i = skip_ws(b, end);
         match b.get(i) {
-            Some(b',') => i = ws(b, i + 1),
+            Some(b',') => i = skip_ws(b, i + 1),
             Some(b'}') => {
                 i += 1;
                 break;
@@ -244,7 +236,7 @@ fn scan_into(text: &str, fields: &mut Vec<Field>) -> Option<Scan> {
             _ => return None,
         }
     }
-    if ws(b, i) != b.len() {
+    if skip_ws(b, i) != b.len() {
         return None;
     }
     let (id, run_id, event_type) = (id?, run_id?, event_type?);

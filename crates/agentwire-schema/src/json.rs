@@ -146,8 +146,8 @@ fn lone_surrogate_before(text: &str, line: usize, column: usize) -> Option<(usiz
             if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
                 return None;
             }
+            let code = agentwire_jsonscan::hex4(bytes, at + 2)?;
             let digits = text.get(at + 2..at + 6)?;
-            let code = u16::from_str_radix(digits, 16).ok()?;
             (0xD800..=0xDFFF)
                 .contains(&code)
                 .then_some((line.max(1), at - line_start + 1, digits))

@@ -8,9 +8,10 @@ use std::cmp::Ordering;
 use serde_json::Value;
 
 use crate::fast::ecma::format_is_valid;
+use crate::fast::instance::{Instance, Key, Kind};
 use crate::fast::plan::{
     ArrPlan, Check, CondTable, Guard, INLINE_NAME_BITS, NodeId, NumChecks, ObjPlan, Plan, Rest,
-    StrChecks, T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union, key_print,
+    StrChecks, T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR, Union,
 };
 use crate::pointer;
 use crate::validate::number::is_multiple_of;
@@ -100,129 +101,6 @@ pub(crate) fn bounded<T>(steps: u64, f: impl FnOnce() -> T) -> Result<T, EvalLim
     match limit {
         Some(limit) => Err(limit),
         None => Ok(answer),
-    }
-}
-
-/// The kinds of JSON value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Null,
-    Bool,
-    Number,
-    String,
-    Array,
-    Object,
-}
-
-/// A member name of an object instance: its [`key_print`], and its text, which a view may make
-/// only when asked (a tape reads the print straight from the input's bytes).
-pub(crate) trait Key<'a>: Copy {
-    fn print(self) -> u64;
-    fn text(self) -> &'a str;
-}
-
-impl<'a> Key<'a> for &'a str {
-    #[inline]
-    fn print(self) -> u64 {
-        key_print(self)
-    }
-    #[inline]
-    fn text(self) -> &'a str {
-        self
-    }
-}
-
-/// A read-only view of one JSON value.
-pub(crate) trait Instance<'a>: Copy {
-    type Items: Iterator<Item = Self>;
-    type Entries: Iterator<Item = (&'a str, Self)>;
-    type Key: Key<'a>;
-    type KeyedEntries: Iterator<Item = (Self::Key, Self)>;
-    fn kind(self) -> Kind;
-    fn as_bool(self) -> bool;
-    fn as_f64(self) -> f64;
-    fn as_str(self) -> &'a str;
-    /// Elements of an array (empty for other kinds).
-    fn items(self) -> Self::Items;
-    fn len(self) -> usize;
-    /// Members of an object in document order (empty for other kinds).
-    fn entries(self) -> Self::Entries;
-    /// [`Instance::entries`] with keys as [`Key`]s.
-    fn keyed_entries(self) -> Self::KeyedEntries;
-    fn get(self, key: &str) -> Option<Self>;
-}
-
-impl<'a> Instance<'a> for &'a Value {
-    type Items = std::slice::Iter<'a, Value>;
-    type Entries = ValueEntries<'a>;
-    type Key = &'a str;
-    type KeyedEntries = ValueEntries<'a>;
-
-    #[inline]
-    fn kind(self) -> Kind {
-        match self {
-            Value::Null => Kind::Null,
-            Value::Bool(_) => Kind::Bool,
-            Value::Number(_) => Kind::Number,
-            Value::String(_) => Kind::String,
-            Value::Array(_) => Kind::Array,
-            Value::Object(_) => Kind::Object,
-        }
-    }
-    #[inline]
-    fn as_bool(self) -> bool {
-        matches!(self, Value::Bool(true))
-    }
-    #[inline]
-    fn as_f64(self) -> f64 {
-        self.as_f64().unwrap_or(f64::NAN)
-    }
-    #[inline]
-    fn as_str(self) -> &'a str {
-        self.as_str().unwrap_or("")
-    }
-    #[inline]
-    fn items(self) -> Self::Items {
-        match self {
-            Value::Array(a) => a.iter(),
-            _ => [].iter(),
-        }
-    }
-    #[inline]
-    fn len(self) -> usize {
-        match self {
-            Value::Array(a) => a.len(),
-            Value::Object(o) => o.len(),
-            _ => 0,
-        }
-    }
-    #[inline]
-    fn entries(self) -> Self::Entries {
-        ValueEntries(match self {
-            Value::Object(o) => Some(o.iter()),
-            _ => None,
-        })
-    }
-    #[inline]
-    fn keyed_entries(self) -> Self::KeyedEntries {
-        self.entries()
-    }
-    #[inline]
-    fn get(self, key: &str) -> Option<Self> {
-        match self {
-            Value::Object(o) => o.get(key),
-            _ => None,
-        }
-    }
-}
-
-pub(crate) struct ValueEntries<'a>(Option<serde_json::map::Iter<'a>>);
-
-impl<'a> Iterator for ValueEntries<'a> {
-    type Item = (&'a str, &'a Value);
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        self.0.as_mut()?.next().map(|(k, v)| (k.as_str(), v))
     }
 }
 

@@ -8,7 +8,9 @@
 
 pub(crate) mod ecma;
 mod eval;
+mod instance;
 mod plan;
+#[cfg(feature = "sample")]
 pub mod sample;
 mod tape;
 
@@ -21,10 +23,11 @@ use crate::document::SchemaDocument;
 use crate::json::{self, JsonError};
 use crate::pointer;
 pub use ecma::PATTERN_BACKTRACK_LIMIT;
-pub use tape::{Tape, string_special};
+pub use tape::Tape;
 
 pub use eval::{EvalLimit, MAX_EVAL_DEPTH, WALK_STEPS_BASE, WALK_STEPS_PER_VALUE};
-use eval::{Instance, bounded, budget, count_values};
+use eval::{bounded, budget, count_values};
+use instance::{Instance, Kind};
 use plan::{Compiler, NodeId, Plan};
 
 /// Why a schema cannot be compiled into a fast plan.
@@ -283,7 +286,6 @@ impl Parsed<'_> {
 }
 
 fn to_value<'a, I: Instance<'a>>(i: I) -> Value {
-    use eval::Kind;
     match i.kind() {
         Kind::Null => Value::Null,
         Kind::Bool => Value::Bool(i.as_bool()),

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::document::{Draft, SchemaDocument};
 use crate::fast::FastError;
 use crate::fast::ecma::{Format, Pattern};
-use crate::fast::eval::Key;
+use crate::fast::instance::{Key, key_print};
 use crate::pointer;
 
 /// Index of a node in [`Plan::nodes`].
@@ -262,41 +262,10 @@ pub(crate) enum Lookup {
     Hash(AHashMap<Box<str>, u32>),
 }
 
-/// A name's first bytes and length in one word: names under eight bytes are equal exactly when
-/// their prints are (see [`print_of_word`]); longer ones share a print when their first seven
-/// bytes and length (up to 255) do.
-#[inline]
-pub(crate) fn key_print(key: &str) -> u64 {
-    let bytes = key.as_bytes();
-    let n = bytes.len();
-    // The first min(n, 8) bytes, little-endian, read with at most two loads: four-byte loads
-    // from both ends overlap for 4..8 bytes, three byte loads cover 1..3.
-    let word = if let Some(eight) = bytes.first_chunk::<8>() {
-        u64::from_le_bytes(*eight)
-    } else if let (Some(lo), Some(hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
-        u64::from(u32::from_le_bytes(*lo)) | u64::from(u32::from_le_bytes(*hi)) << (8 * (n - 4))
-    } else if let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) {
-        u64::from(first)
-            | u64::from(bytes[n / 2]) << (8 * (n / 2))
-            | u64::from(last) << (8 * (n - 1))
-    } else {
-        0
-    };
-    print_of_word(word, n)
-}
-
 /// One of 64 bits picked by a print (for a set of names as one word).
 #[inline]
 pub(crate) fn print_bit(print: u64) -> u64 {
     1 << (print.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
-}
-
-/// The print of a name of `len` bytes whose first min(len, 8) bytes are `word` (little-endian,
-/// zero above): its first seven bytes, then its length in the low byte (255 for 255 or more). A
-/// name under eight bytes fits whole, and its low byte (below 8) is one no longer name has.
-#[inline]
-pub(crate) fn print_of_word(word: u64, len: usize) -> u64 {
-    word << 8 | len.min(255) as u64
 }
 
 /// Compiles schemas of one document into a shared plan.
@@ -1112,48 +1081,4 @@ pub(crate) fn enum_set(values: impl Iterator<Item = Value>) -> EnumSet {
         set.string_set = Some(set.strings.iter().cloned().collect());
     }
     set
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Names under eight bytes are equal exactly when their prints are, and share none with a
-    /// longer name (what `ObjPlan::index_of` relies on).
-    #[test]
-    fn key_prints_tell_short_names_apart_exactly() {
-        let alphabet = [
-            "a", "b", "\"", "é", "日", "\u{0}", "\u{f}", "\u{8}", "\u{ff}",
-        ];
-        let mut names = vec![String::new()];
-        for _ in 0..4 {
-            let longer: Vec<String> = names
-                .iter()
-                .flat_map(|n| alphabet.iter().map(move |c| format!("{n}{c}")))
-                .collect();
-            names.extend(longer);
-            names.sort();
-            names.dedup();
-        }
-        let naive = |k: &str| {
-            let mut word = [0u8; 8];
-            let n = k.len().min(8);
-            word[..n].copy_from_slice(&k.as_bytes()[..n]);
-            u64::from_le_bytes(word) << 8 | k.len().min(255) as u64
-        };
-        let mut short = AHashMap::new();
-        for name in &names {
-            let print = key_print(name);
-            assert_eq!(print, naive(name), "{name:?}");
-            if name.len() < 8
-                && let Some(other) = short.insert(print, name.clone())
-            {
-                panic!("{name:?} and {other:?} share a print");
-            }
-        }
-        for name in names.iter().filter(|n| n.len() >= 8) {
-            assert!(!short.contains_key(&key_print(name)), "{name:?}");
-        }
-        assert!(names.len() > 1000);
-    }
 }

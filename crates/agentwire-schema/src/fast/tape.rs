@@ -4,7 +4,9 @@
 //! [`crate::parse_json`] would accept the same way is reported as [`Unsure`], and the caller
 //! takes the strict parser's word for it.
 
-use crate::fast::eval::{Instance, Key, Kind};
+use agentwire_jsonscan as scan;
+
+use crate::fast::instance::{Instance, Key, Kind, key_print, print_of_word};
 use crate::json::MAX_JSON_DEPTH;
 
 /// Objects with at most this many members are checked for duplicate keys pairwise.
@@ -100,7 +102,7 @@ impl Tape {
         }
     }
 
-    /// The [`key_print`](crate::fast::plan::key_print) of the string token `idx`, read from the
+    /// The [`key_print`] of the string token `idx`, read from the
     /// bytes of `text` (or of the arena, for a string with escapes).
     #[inline]
     fn print_at(&self, text: &str, idx: u32) -> u64 {
@@ -130,13 +132,7 @@ struct Reader<'t, 'a> {
 impl Reader<'_, '_> {
     #[inline]
     fn ws(&mut self) {
-        while let Some(c) = self.b.get(self.pos) {
-            if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
-                self.pos += 1;
-            } else {
-                break;
-            }
-        }
+        self.pos = scan::skip_ws(self.b, self.pos);
     }
 
     #[inline]
@@ -170,51 +166,13 @@ impl Reader<'_, '_> {
     fn number(&mut self) -> Result<(), Unsure> {
         let start = self.pos;
         let b = self.b;
-        let mut i = start;
-        if b.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        let int_start = i;
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while b.get(i).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                }
-            }
-            _ => return Err(Unsure),
-        }
-        let int_end = i;
-        let mut simple = true;
-        if b.get(i) == Some(&b'.') {
-            simple = false;
-            i += 1;
-            let s = i;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            if i == s {
-                return Err(Unsure);
-            }
-        }
-        if matches!(b.get(i), Some(b'e' | b'E')) {
-            simple = false;
-            i += 1;
-            if matches!(b.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            let s = i;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            if i == s {
-                return Err(Unsure);
-            }
-        }
+        let span = scan::number(b, start).ok_or(Unsure)?;
+        let i = span.end;
+        let int_start = start + usize::from(b[start] == b'-');
         self.pos = i;
-        let v = if simple && int_end - int_start <= FAST_INT_DIGITS {
+        let v = if span.integer && i - int_start <= FAST_INT_DIGITS {
             let mut n: u64 = 0;
-            for d in &b[int_start..int_end] {
+            for d in &b[int_start..i] {
                 n = n * 10 + u64::from(d - b'0');
             }
             let f = n as f64;
@@ -234,7 +192,7 @@ impl Reader<'_, '_> {
     #[inline]
     fn string(&mut self) -> Result<(), Unsure> {
         let start = self.pos + 1;
-        let i = skip_plain(self.b, start);
+        let i = scan::skip_plain(self.b, start);
         let tok = if self.b.get(i) == Some(&b'"') {
             self.pos = i + 1;
             Tok::Str {
@@ -266,7 +224,7 @@ impl Reader<'_, '_> {
                 }
                 Some(b'\\') => break,
                 Some(c) if *c < 0x20 => return Err(Unsure),
-                Some(_) => i = skip_plain(b, i + 1),
+                Some(_) => i = scan::skip_plain(b, i + 1),
                 None => return Err(Unsure),
             }
         }
@@ -288,42 +246,14 @@ impl Reader<'_, '_> {
                     });
                 }
                 Some(b'\\') => {
-                    let c = match b.get(i + 1).ok_or(Unsure)? {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let hi = hex4(b, i + 2)?;
-                            i += 4;
-                            if (0xD800..0xDC00).contains(&hi) {
-                                if b.get(i + 2) != Some(&b'\\') || b.get(i + 3) != Some(&b'u') {
-                                    return Err(Unsure);
-                                }
-                                let lo = hex4(b, i + 4)?;
-                                if !(0xDC00..0xE000).contains(&lo) {
-                                    return Err(Unsure);
-                                }
-                                i += 6;
-                                char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
-                                    .ok_or(Unsure)?
-                            } else {
-                                char::from_u32(hi).ok_or(Unsure)?
-                            }
-                        }
-                        _ => return Err(Unsure),
-                    };
+                    let (c, len) = scan::escape(b, i).ok_or(Unsure)?;
                     self.tape.arena.push(c);
-                    i += 2;
+                    i += len;
                 }
                 Some(c) if *c < 0x20 => return Err(Unsure),
                 Some(_) => {
                     let s = i;
-                    i = skip_plain(b, i);
+                    i = scan::skip_plain(b, i);
                     while b
                         .get(i)
                         .is_some_and(|c| *c != b'"' && *c != b'\\' && *c >= 0x20)
@@ -457,7 +387,7 @@ impl Reader<'_, '_> {
     }
 }
 
-/// A key's [`key_print`](crate::fast::plan::key_print), read from `from`, which starts at the
+/// A key's [`key_print`], read from `from`, which starts at the
 /// key and may run past its `len` bytes.
 #[inline]
 fn fingerprint(from: &[u8], len: u32) -> u64 {
@@ -475,56 +405,7 @@ fn fingerprint(from: &[u8], len: u32) -> u64 {
     } else {
         word
     };
-    crate::fast::plan::print_of_word(word, len as usize)
-}
-
-/// Skips string bytes that need no attention (not `"`, `\\` or a control character) eight at
-/// a time, stopping at the first one that does (or, within the input's last 7 bytes, at or
-/// before it).
-#[inline]
-fn skip_plain(b: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    while let Some(chunk) = b.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let quote = w ^ (ONES * u64::from(b'"'));
-        let slash = w ^ (ONES * u64::from(b'\\'));
-        // A zero byte in `quote`/`slash` marks a `"`/`\\`; `w - 0x20` borrowing marks a byte
-        // below 0x20. Borrows may flag later bytes too, which only ends the fast scan early.
-        let special = (quote.wrapping_sub(ONES) & !quote)
-            | (slash.wrapping_sub(ONES) & !slash)
-            | (w.wrapping_sub(ONES * 0x20) & !w);
-        if special & HIGH != 0 {
-            // False marks only ever follow a true one (a borrow runs towards later bytes), so
-            // the first mark is the first byte that needs attention.
-            return i + ((special & HIGH).trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i
-}
-
-/// The index of the first `"`, `\\` or control character (below 0x20) at or after `i`: the
-/// bytes a JSON string's body cannot hold as they are. Eight bytes at a time, then byte by byte
-/// in the input's last seven.
-#[inline]
-pub fn string_special(b: &[u8], i: usize) -> Option<usize> {
-    let i = skip_plain(b, i);
-    b.get(i..)?
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        .map(|p| i + p)
-}
-
-fn hex4(b: &[u8], at: usize) -> Result<u32, Unsure> {
-    let digits = b.get(at..at + 4).ok_or(Unsure)?;
-    let mut v = 0u32;
-    for d in digits {
-        v = v * 16 + (*d as char).to_digit(16).ok_or(Unsure)?;
-    }
-    Ok(v)
+    print_of_word(word, len as usize)
 }
 
 /// One value on a tape.
@@ -713,7 +594,7 @@ impl<'a> Instance<'a> for TapeRef<'a> {
         TapeKeyedEntries(self.entries())
     }
     fn get(self, key: &str) -> Option<TapeRef<'a>> {
-        let print = crate::fast::plan::key_print(key);
+        let print = key_print(key);
         let short = key.len() < 8;
         self.keyed_entries()
             .find(|(k, _)| k.print() == print && (short || k.text() == key))
@@ -729,33 +610,9 @@ mod tests {
         Tape::new().parse(s)
     }
 
-    /// `skip_plain` stops exactly at the first byte that needs attention whenever eight bytes
-    /// are left to read there, and never past it.
+    /// A key's fingerprint is its print, whatever follows it in the input.
     #[test]
-    fn skip_plain_stops_at_the_first_special_byte() {
-        let plain = "abcdé日本x ~\u{7f}";
-        for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}"] {
-            for before in 0..20 {
-                for after in 0..12 {
-                    let text: String = plain.chars().cycle().take(before).collect::<String>()
-                        + special
-                        + &"z".repeat(after);
-                    let b = text.as_bytes();
-                    let first = b
-                        .iter()
-                        .position(|c| *c == b'"' || *c == b'\\' || *c < 0x20)
-                        .unwrap_or(b.len());
-                    for from in 0..=first {
-                        let stop = skip_plain(b, from);
-                        assert!(stop <= first, "{text:?} from {from}: {stop} > {first}");
-                        if first + 8 <= b.len() {
-                            assert_eq!(stop, first, "{text:?} from {from}");
-                        }
-                    }
-                }
-            }
-        }
-        // A key's fingerprint is its print, whatever follows it in the input.
+    fn a_fingerprint_is_the_key_print() {
         for key in [
             "",
             "a",
@@ -769,36 +626,13 @@ mod tests {
             let input = format!("{key}\":1,\"zzzzzzzz\"");
             assert_eq!(
                 fingerprint(input.as_bytes(), key.len() as u32),
-                crate::fast::plan::key_print(key),
+                key_print(key),
                 "{key:?}"
             );
             assert_eq!(
                 fingerprint(key.as_bytes(), key.len() as u32),
-                crate::fast::plan::key_print(key)
+                key_print(key)
             );
-        }
-    }
-
-    #[test]
-    fn string_special_finds_what_a_byte_loop_finds() {
-        let naive = |b: &[u8], i: usize| {
-            b[i..]
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-                .map(|p| i + p)
-        };
-        let texts: [&[u8]; 6] = [
-            b"plain text without anything special in it at all....",
-            "é中文 and \u{7f}\u{ff} then a quote\" here".as_bytes(),
-            b"0123456\\89abcdef",
-            b"tab\there and \x01",
-            b"\x1f\x20\x21\x22",
-            b"",
-        ];
-        for text in texts {
-            for i in 0..=text.len() {
-                assert_eq!(string_special(text, i), naive(text, i), "{text:?} at {i}");
-            }
         }
     }
 
@@ -822,10 +656,7 @@ mod tests {
         let prints: Vec<u64> = root.keyed_entries().map(|(k, _)| k.print()).collect();
         let texts: Vec<&str> = root.keyed_entries().map(|(k, _)| k.text()).collect();
         assert_eq!(texts, ["abc", "abcdefghij", "abcdefghik", "x", "xy"]);
-        let expected: Vec<u64> = texts
-            .iter()
-            .map(|t| crate::fast::plan::key_print(t))
-            .collect();
+        let expected: Vec<u64> = texts.iter().map(|t| key_print(t)).collect();
         assert_eq!(prints, expected);
     }
 

@@ -1,0 +1,168 @@
+//! Every compatibility rule has a pair of small schemas in `tests/data/compat/rules/<rule>.json`
+//! (`old`, `new`, the root `direction` and the exact expected changes); this file checks each
+//! verdict and that no rule is left without a case.
+
+use std::path::PathBuf;
+
+use agentwire_schema::SchemaDocument;
+use agentwire_schema::compat::{self, CompatOptions, Direction, MAX_COMPARE_DEPTH, Rule};
+use serde_json::{Value, json};
+
+use crate::support::data_path;
+
+fn rules_dir() -> PathBuf {
+    data_path("compat/rules")
+}
+
+fn with_direction(mut schema: Value, direction: Option<&str>) -> Value {
+    if let (Some(d), Value::Object(map)) = (direction, &mut schema) {
+        map.insert("x-agentwire-direction".to_owned(), json!(d));
+    }
+    schema
+}
+
+fn verdict(old: Value, new: Value) -> Vec<(String, String, String)> {
+    let old = SchemaDocument::from_value(old).expect("old loads");
+    let new = SchemaDocument::from_value(new).expect("new loads");
+    compat::compat(&old, &new)
+        .changes
+        .iter()
+        .map(|c| {
+            (
+                c.rule.id().to_owned(),
+                c.class.id().to_owned(),
+                c.pointer.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_rule_case_gives_its_verdict() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(rules_dir()).expect("rules dir") {
+        let path = entry.expect("entry").path();
+        let case: Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        let direction = case.get("direction").and_then(Value::as_str);
+        let got = verdict(
+            with_direction(case["old"].clone(), direction),
+            with_direction(case["new"].clone(), direction),
+        );
+        let want: Vec<(String, String, String)> = case["expect"]
+            .as_array()
+            .expect("expect")
+            .iter()
+            .map(|e| {
+                (
+                    e[0].as_str().expect("rule").to_owned(),
+                    e[1].as_str().expect("class").to_owned(),
+                    e[2].as_str().expect("pointer").to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{}", path.display());
+        checked += 1;
+    }
+    assert_eq!(
+        checked,
+        Rule::ALL.len() - 1,
+        "one case per rule (comparison-too-deep is built in code)"
+    );
+}
+
+#[test]
+fn every_rule_has_a_case_file() {
+    for rule in Rule::ALL {
+        if *rule == Rule::ComparisonTooDeep {
+            continue;
+        }
+        let path = rules_dir().join(format!("{}.json", rule.id()));
+        assert!(
+            path.is_file(),
+            "no case for rule {}: {}",
+            rule.id(),
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn identical_documents_have_no_changes() {
+    for entry in std::fs::read_dir(rules_dir()).expect("rules dir") {
+        let case: Value =
+            serde_json::from_slice(&std::fs::read(entry.expect("entry").path()).expect("read"))
+                .expect("json");
+        assert!(verdict(case["new"].clone(), case["new"].clone()).is_empty());
+    }
+}
+
+/// A chain of definitions whose references are all retargeted goes deeper than the limit: the
+/// checker stops there and fails closed instead of overflowing the stack.
+#[test]
+fn comparison_depth_is_bounded() {
+    let n = MAX_COMPARE_DEPTH + 10;
+    let mut old_defs = serde_json::Map::new();
+    let mut new_defs = serde_json::Map::new();
+    for i in 0..n {
+        let next = |p: &str| json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/{p}{}", i + 1)}}});
+        let leaf = json!({"type": "string"});
+        for (defs, p) in [(&mut old_defs, "D"), (&mut new_defs, "E")] {
+            defs.insert(
+                format!("D{i}"),
+                if i + 1 == n { leaf.clone() } else { next(p) },
+            );
+            defs.insert(
+                format!("E{i}"),
+                if i + 1 == n {
+                    json!({"type": "integer"})
+                } else {
+                    next(p)
+                },
+            );
+        }
+    }
+    let old =
+        SchemaDocument::from_value(json!({"$defs": old_defs, "$ref": "#/$defs/D0"})).expect("old");
+    let new =
+        SchemaDocument::from_value(json!({"$defs": new_defs, "$ref": "#/$defs/D0"})).expect("new");
+    let report = compat::compat_with(
+        &old,
+        &new,
+        &CompatOptions {
+            default_direction: Some(Direction::Both),
+        },
+    );
+    assert!(
+        report
+            .changes
+            .iter()
+            .any(|c| c.rule == Rule::ComparisonTooDeep)
+    );
+    assert!(!report.is_compatible());
+}
+
+/// Mutually recursive definitions whose references are retargeted into each other terminate
+/// (the seen-set stops the cycle) and report each retargeting once.
+#[test]
+fn reference_cycles_terminate() {
+    let tree = |to: &str| json!({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": format!("#/$defs/{to}")}}}});
+    let old = json!({"$defs": {"A": tree("A"), "B": tree("B")}, "$ref": "#/$defs/A"});
+    let new = json!({"$defs": {"A": tree("B"), "B": tree("A")}, "$ref": "#/$defs/A"});
+    let got = verdict(old, new);
+    assert_eq!(
+        got,
+        [
+            (
+                "ref-retargeted".to_owned(),
+                "breaking".to_owned(),
+                "/$defs/A/properties/kids/items/$ref".to_owned()
+            ),
+            (
+                "ref-retargeted".to_owned(),
+                "breaking".to_owned(),
+                "/$defs/B/properties/kids/items/$ref".to_owned()
+            ),
+        ]
+    );
+}
