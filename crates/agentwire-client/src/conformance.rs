@@ -104,8 +104,8 @@ impl ConformanceError {
     pub fn code(&self) -> &'static str {
         match self {
             ConformanceError::Command(_) => "conformance.command",
-            ConformanceError::TrimHook(_) => "conformance.trim_hook",
-            ConformanceError::UnknownScenario { .. } => "conformance.unknown_scenario",
+            ConformanceError::TrimHook(_) => "conformance.trim-hook",
+            ConformanceError::UnknownScenario { .. } => "conformance.unknown-scenario",
             ConformanceError::Timeout => "conformance.timeout",
             ConformanceError::Spawn { .. } => "conformance.spawn",
         }
@@ -370,7 +370,7 @@ mod tests {
         let names: Vec<&str> = suite.scenarios().iter().map(|s| s.name).collect();
         assert_eq!(names, ["negotiation", "resume"]);
         let error = Suite::select(&["resumes"]).unwrap_err();
-        assert_eq!(error.code(), "conformance.unknown_scenario");
+        assert_eq!(error.code(), "conformance.unknown-scenario");
         assert!(
             error.to_string().contains("negotiation, capabilities"),
             "{error}"

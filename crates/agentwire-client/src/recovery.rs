@@ -128,15 +128,15 @@ impl FallbackReason {
     /// Stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            FallbackReason::CursorExpired => "client.recovery.cursor_expired",
-            FallbackReason::CursorGap => "client.recovery.cursor_gap",
-            FallbackReason::NewRuntimeInstance => "client.recovery.new_runtime_instance",
-            FallbackReason::CursorConflict { .. } => "client.recovery.cursor_conflict",
-            FallbackReason::OtherLog => "client.recovery.other_log",
-            FallbackReason::StagingOverflow { .. } => "client.recovery.staging_overflow",
-            FallbackReason::BarrierMismatch { .. } => "client.recovery.barrier_mismatch",
-            FallbackReason::ReplayGap { .. } => "client.recovery.replay_gap",
-            FallbackReason::LiveGap { .. } => "client.recovery.live_gap",
+            FallbackReason::CursorExpired => "client.recovery.cursor-expired",
+            FallbackReason::CursorGap => "client.recovery.cursor-gap",
+            FallbackReason::NewRuntimeInstance => "client.recovery.new-runtime-instance",
+            FallbackReason::CursorConflict { .. } => "client.recovery.cursor-conflict",
+            FallbackReason::OtherLog => "client.recovery.other-log",
+            FallbackReason::StagingOverflow { .. } => "client.recovery.staging-overflow",
+            FallbackReason::BarrierMismatch { .. } => "client.recovery.barrier-mismatch",
+            FallbackReason::ReplayGap { .. } => "client.recovery.replay-gap",
+            FallbackReason::LiveGap { .. } => "client.recovery.live-gap",
         }
     }
 }
@@ -162,9 +162,9 @@ impl RecoveryError {
     /// Stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            RecoveryError::NotResuming => "client.recovery.not_resuming",
-            RecoveryError::UnexpectedSnapshot => "client.recovery.unexpected_snapshot",
-            RecoveryError::ResumeRefused { .. } => "client.recovery.resume_refused",
+            RecoveryError::NotResuming => "client.recovery.not-resuming",
+            RecoveryError::UnexpectedSnapshot => "client.recovery.unexpected-snapshot",
+            RecoveryError::ResumeRefused { .. } => "client.recovery.resume-refused",
         }
     }
 }

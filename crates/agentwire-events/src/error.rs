@@ -97,31 +97,31 @@ pub enum Error {
 }
 
 impl Error {
-    /// The stable code of this error (`EVENTS_…`), as listed in `docs/events.md`.
+    /// The stable code of this error (`events.…`), as listed in `docs/events.md`.
     pub fn code(&self) -> &'static str {
         match self {
-            Error::InvalidUrl { .. } => "EVENTS_INVALID_URL",
-            Error::InvalidThreadId { .. } => "EVENTS_INVALID_THREAD_ID",
-            Error::InvalidKind { .. } => "EVENTS_INVALID_KIND",
-            Error::RecordTooLarge { .. } => "EVENTS_RECORD_TOO_LARGE",
-            Error::CheckpointTooLarge { .. } => "EVENTS_CHECKPOINT_TOO_LARGE",
-            Error::InvalidAppend { .. } => "EVENTS_INVALID_APPEND",
-            Error::Conflict { .. } => "EVENTS_CONFLICT",
-            Error::Expired { .. } => "EVENTS_EXPIRED",
-            Error::PositionAhead { .. } => "EVENTS_POSITION_AHEAD",
-            Error::ForeignLog { .. } => "EVENTS_FOREIGN_LOG",
-            Error::ThreadDeleted { .. } => "EVENTS_THREAD_DELETED",
-            Error::InvalidLimit { .. } => "EVENTS_INVALID_LIMIT",
-            Error::InvalidSetting { .. } => "EVENTS_INVALID_SETTING",
-            Error::SchemaTooNew { .. } => "EVENTS_SCHEMA_TOO_NEW",
-            Error::Corrupt { .. } => "EVENTS_CORRUPT",
-            Error::Closed => "EVENTS_CLOSED",
-            Error::CommitOutcomeUnknown { .. } => "EVENTS_COMMIT_OUTCOME_UNKNOWN",
-            Error::WriteFailed { .. } => "EVENTS_WRITE_FAILED",
-            Error::Sqlite(_) => "EVENTS_SQLITE",
-            Error::Postgres(_) => "EVENTS_POSTGRES",
-            Error::Pool { .. } => "EVENTS_POOL",
-            Error::Io(_) => "EVENTS_IO",
+            Error::InvalidUrl { .. } => "events.invalid-url",
+            Error::InvalidThreadId { .. } => "events.invalid-thread-id",
+            Error::InvalidKind { .. } => "events.invalid-kind",
+            Error::RecordTooLarge { .. } => "events.record-too-large",
+            Error::CheckpointTooLarge { .. } => "events.checkpoint-too-large",
+            Error::InvalidAppend { .. } => "events.invalid-append",
+            Error::Conflict { .. } => "events.conflict",
+            Error::Expired { .. } => "events.expired",
+            Error::PositionAhead { .. } => "events.position-ahead",
+            Error::ForeignLog { .. } => "events.foreign-log",
+            Error::ThreadDeleted { .. } => "events.thread-deleted",
+            Error::InvalidLimit { .. } => "events.invalid-limit",
+            Error::InvalidSetting { .. } => "events.invalid-setting",
+            Error::SchemaTooNew { .. } => "events.schema-too-new",
+            Error::Corrupt { .. } => "events.corrupt",
+            Error::Closed => "events.closed",
+            Error::CommitOutcomeUnknown { .. } => "events.commit-outcome-unknown",
+            Error::WriteFailed { .. } => "events.write-failed",
+            Error::Sqlite(_) => "events.sqlite",
+            Error::Postgres(_) => "events.postgres",
+            Error::Pool { .. } => "events.pool",
+            Error::Io(_) => "events.io",
         }
     }
 }

@@ -52,10 +52,10 @@ impl CursorError {
     pub fn code(&self) -> &'static str {
         match self {
             CursorError::Malformed(_) => "roll.cursor.malformed",
-            CursorError::SequenceOutOfRange => "roll.cursor.sequence_out_of_range",
-            CursorError::DifferentLog => "roll.cursor.different_log",
+            CursorError::SequenceOutOfRange => "roll.cursor.sequence-out-of-range",
+            CursorError::DifferentLog => "roll.cursor.different-log",
             CursorError::Conflict => "roll.cursor.conflict",
-            CursorError::OtherLog => "roll.cursor.other_log",
+            CursorError::OtherLog => "roll.cursor.other-log",
             CursorError::Forged => "roll.cursor.forged",
         }
     }

@@ -32,7 +32,7 @@ pub struct InvalidUuid(pub String);
 impl InvalidUuid {
     /// Stable error code.
     pub fn code(&self) -> &'static str {
-        "roll.invalid_uuid"
+        "roll.invalid-uuid"
     }
 }
 

@@ -75,27 +75,27 @@ impl NegotiationError {
     /// Stable error code.
     pub fn code(&self) -> &'static str {
         match self {
-            NegotiationError::VersionUnsupported { .. } => "roll.negotiation.version_unsupported",
-            NegotiationError::AlreadyInitialized => "roll.negotiation.already_initialized",
-            NegotiationError::InitializeRequired => "roll.negotiation.initialize_required",
-            NegotiationError::MethodNotFound { .. } => "roll.negotiation.method_not_found",
+            NegotiationError::VersionUnsupported { .. } => "roll.negotiation.version-unsupported",
+            NegotiationError::AlreadyInitialized => "roll.negotiation.already-initialized",
+            NegotiationError::InitializeRequired => "roll.negotiation.initialize-required",
+            NegotiationError::MethodNotFound { .. } => "roll.negotiation.method-not-found",
             NegotiationError::CapabilityUnavailable { .. } => {
-                "roll.negotiation.capability_unavailable"
+                "roll.negotiation.capability-unavailable"
             }
-            NegotiationError::InvalidCapabilities(_) => "roll.negotiation.invalid_capabilities",
-            NegotiationError::RevisionConflict { .. } => "roll.negotiation.revision_conflict",
+            NegotiationError::InvalidCapabilities(_) => "roll.negotiation.invalid-capabilities",
+            NegotiationError::RevisionConflict { .. } => "roll.negotiation.revision-conflict",
             NegotiationError::InboundBudgetTooSmall { .. } => {
-                "roll.negotiation.inbound_budget_too_small"
+                "roll.negotiation.inbound-budget-too-small"
             }
             NegotiationError::MissingRequiredHandler { .. } => {
-                "roll.negotiation.missing_required_handler"
+                "roll.negotiation.missing-required-handler"
             }
             NegotiationError::AckRevisionMismatch { .. } => {
-                "roll.negotiation.ack_revision_mismatch"
+                "roll.negotiation.ack-revision-mismatch"
             }
-            NegotiationError::AckUnrequestedMethod(_) => "roll.negotiation.ack_unrequested_method",
+            NegotiationError::AckUnrequestedMethod(_) => "roll.negotiation.ack-unrequested-method",
             NegotiationError::ServerRequestNotAllowed { .. } => {
-                "roll.negotiation.server_request_not_allowed"
+                "roll.negotiation.server-request-not-allowed"
             }
         }
     }

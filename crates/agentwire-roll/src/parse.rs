@@ -44,7 +44,7 @@ impl ParseError {
     /// Stable error code.
     pub fn code(&self) -> &'static str {
         match self {
-            ParseError::UnknownMethod { .. } => "roll.parse.unknown_method",
+            ParseError::UnknownMethod { .. } => "roll.parse.unknown-method",
             ParseError::Schema { .. } => "roll.parse.schema",
             ParseError::Rule(_) => "roll.parse.rule",
             ParseError::UserInput(error) => error.code(),

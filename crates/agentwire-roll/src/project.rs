@@ -56,9 +56,9 @@ impl ProjectionError {
         match self {
             ProjectionError::Unsupported { .. } => "roll.project.unsupported",
             ProjectionError::Upward { .. } => "roll.project.upward",
-            ProjectionError::InvalidInput { .. } => "roll.project.invalid_input",
-            ProjectionError::InvalidOutput { .. } => "roll.project.invalid_output",
-            ProjectionError::MissingServerRequestId => "roll.project.missing_server_request_id",
+            ProjectionError::InvalidInput { .. } => "roll.project.invalid-input",
+            ProjectionError::InvalidOutput { .. } => "roll.project.invalid-output",
+            ProjectionError::MissingServerRequestId => "roll.project.missing-server-request-id",
             ProjectionError::Engine(e) => e.code(),
         }
     }

@@ -211,18 +211,18 @@ impl UserInputError {
     /// Stable error code.
     pub fn code(&self) -> &'static str {
         match self {
-            UserInputError::ControlCount(_) => "roll.user_input.control_count",
-            UserInputError::DuplicateId(_) => "roll.user_input.duplicate_id",
-            UserInputError::BadText { .. } => "roll.user_input.bad_text",
-            UserInputError::InconsistentBounds(_) => "roll.user_input.inconsistent_bounds",
-            UserInputError::OptionCount(_) => "roll.user_input.option_count",
-            UserInputError::UnknownControl(_) => "roll.user_input.unknown_control",
-            UserInputError::DuplicateValue(_) => "roll.user_input.duplicate_value",
-            UserInputError::MissingRequired(_) => "roll.user_input.missing_required",
-            UserInputError::WrongType(_) => "roll.user_input.wrong_type",
-            UserInputError::OutOfBounds(_) => "roll.user_input.out_of_bounds",
-            UserInputError::BadOption(_) => "roll.user_input.bad_option",
-            UserInputError::Malformed(_) => "roll.user_input.malformed",
+            UserInputError::ControlCount(_) => "roll.user-input.control-count",
+            UserInputError::DuplicateId(_) => "roll.user-input.duplicate-id",
+            UserInputError::BadText { .. } => "roll.user-input.bad-text",
+            UserInputError::InconsistentBounds(_) => "roll.user-input.inconsistent-bounds",
+            UserInputError::OptionCount(_) => "roll.user-input.option-count",
+            UserInputError::UnknownControl(_) => "roll.user-input.unknown-control",
+            UserInputError::DuplicateValue(_) => "roll.user-input.duplicate-value",
+            UserInputError::MissingRequired(_) => "roll.user-input.missing-required",
+            UserInputError::WrongType(_) => "roll.user-input.wrong-type",
+            UserInputError::OutOfBounds(_) => "roll.user-input.out-of-bounds",
+            UserInputError::BadOption(_) => "roll.user-input.bad-option",
+            UserInputError::Malformed(_) => "roll.user-input.malformed",
         }
     }
 }

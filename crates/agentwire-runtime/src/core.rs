@@ -188,11 +188,11 @@ impl RuntimeError {
     /// Stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            RuntimeError::ThreadNotFound(_) => "runtime.thread_not_found",
-            RuntimeError::TurnAlreadyActive { .. } => "runtime.turn_already_active",
-            RuntimeError::TurnNotFound(_) => "runtime.turn_not_found",
-            RuntimeError::InteractionNotFound(_) => "runtime.interaction_not_found",
-            RuntimeError::InvalidInput(_) => "runtime.invalid_input",
+            RuntimeError::ThreadNotFound(_) => "runtime.thread-not-found",
+            RuntimeError::TurnAlreadyActive { .. } => "runtime.turn-already-active",
+            RuntimeError::TurnNotFound(_) => "runtime.turn-not-found",
+            RuntimeError::InteractionNotFound(_) => "runtime.interaction-not-found",
+            RuntimeError::InvalidInput(_) => "runtime.invalid-input",
             RuntimeError::Log(_) => "runtime.log",
             RuntimeError::Fold { .. } => "runtime.fold",
             RuntimeError::Undecodable { .. } => "runtime.undecodable",

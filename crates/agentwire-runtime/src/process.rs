@@ -110,9 +110,9 @@ impl AgentCommandError {
     /// Stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            AgentCommandError::Empty => "runtime.agent_command_empty",
-            AgentCommandError::Syntax { .. } => "runtime.agent_command_syntax",
-            AgentCommandError::Setting { .. } => "runtime.agent_setting",
+            AgentCommandError::Empty => "runtime.agent-command-empty",
+            AgentCommandError::Syntax { .. } => "runtime.agent-command-syntax",
+            AgentCommandError::Setting { .. } => "runtime.agent-setting",
         }
     }
 }
@@ -1384,10 +1384,10 @@ mod tests {
         for line in ["", "   ", "''"] {
             let e = AgentProcessConfig::from_command_line(line).unwrap_err();
             assert_eq!(e, AgentCommandError::Empty, "{line:?}");
-            assert_eq!(e.code(), "runtime.agent_command_empty");
+            assert_eq!(e.code(), "runtime.agent-command-empty");
         }
         let e = AgentProcessConfig::from_command_line("python3 'agent.py").unwrap_err();
-        assert_eq!(e.code(), "runtime.agent_command_syntax");
+        assert_eq!(e.code(), "runtime.agent-command-syntax");
         assert_eq!(
             e.to_string(),
             "the agent command \"python3 'agent.py\" cannot be split into words: missing closing quote"
@@ -1402,7 +1402,7 @@ mod tests {
             e.to_string(),
             "the agent setting max_line_bytes must be more than zero"
         );
-        assert_eq!(e.code(), "runtime.agent_setting");
+        assert_eq!(e.code(), "runtime.agent-setting");
     }
 
     #[test]

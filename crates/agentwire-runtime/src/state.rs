@@ -77,9 +77,9 @@ impl FoldError {
     pub fn code(&self) -> &'static str {
         match self {
             FoldError::Creation { .. } => "runtime.fold.creation",
-            FoldError::AfterDeletion { .. } => "runtime.fold.after_deletion",
-            FoldError::TurnAlreadyActive { .. } => "runtime.fold.turn_already_active",
-            FoldError::TurnNotActive { .. } => "runtime.fold.turn_not_active",
+            FoldError::AfterDeletion { .. } => "runtime.fold.after-deletion",
+            FoldError::TurnAlreadyActive { .. } => "runtime.fold.turn-already-active",
+            FoldError::TurnNotActive { .. } => "runtime.fold.turn-not-active",
             FoldError::Interaction { .. } => "runtime.fold.interaction",
             FoldError::Position { .. } => "runtime.fold.position",
         }

@@ -180,7 +180,7 @@ impl Engine {
             } => {
                 let source = match roll_stated_version(message, sites) {
                     Some((text, at)) => ProtocolVersion::parse(text).ok_or_else(|| Failure {
-                        code: "roll.project.unknown_version".to_owned(),
+                        code: "roll.project.unknown-version".to_owned(),
                         pointer: at,
                         message: format!(
                             "the message says it is version {text:?}, which roll-runtime does not have"

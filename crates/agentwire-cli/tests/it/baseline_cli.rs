@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::support::BIN;
 use agentwire_testkit::{chainlesschain_schema_path, peer_fixture};
 use serde_json::{Value, json};
-use crate::support::BIN;
 
 fn freeze(schema: &Path, out: &Path, extra: &[&str]) -> Output {
     Command::new(BIN)

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::BIN;
 use agentwire_client::roll::{
     ApprovalRequest, ClientError, ClientEvent, ClientOptions, FollowOptions, Followed,
     InitializeOptions, Interactions, RollClient, ShutdownStage, fresh_request_id, fresh_turn_id,
@@ -26,7 +27,6 @@ use agentwire_roll::types::{
 use agentwire_roll::user_input::{Control, SubmittedValue, UserInputResult};
 use agentwire_roll::{Method, ProtocolVersion, ServerRequestMethod, request};
 use tokio::sync::mpsc;
-use crate::support::BIN;
 
 /// A guard against a hung test, not a timing assertion.
 const STUCK: Duration = Duration::from_secs(60);

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::process::Output;
 
+use crate::support::agentwire;
 use agentwire_testkit::{chainlesschain_schema_path, peer_fixture};
 use serde_json::{Value, json};
-use crate::support::agentwire;
 
 fn write(dir: &Path, name: &str, value: &Value) -> String {
     let path = dir.join(name);

@@ -9,9 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
 use crate::support::BIN;
-
+use serde_json::Value;
 
 fn broken(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -321,7 +320,7 @@ fn usage_and_spawn_errors_exit_2() {
     for (args, code) in [
         (
             vec!["--stdio", "x", "--scenario", "no-such-scenario"],
-            "conformance.unknown_scenario",
+            "conformance.unknown-scenario",
         ),
         (
             vec!["--stdio", "x", "--versions", "1.9"],
@@ -330,7 +329,7 @@ fn usage_and_spawn_errors_exit_2() {
         (vec!["--stdio", "'unterminated"], "conformance.command"),
         (
             vec!["--stdio", "x", "--trim-hook", ""],
-            "conformance.trim_hook",
+            "conformance.trim-hook",
         ),
     ] {
         let (json, exit) = report(&args);
@@ -343,7 +342,7 @@ fn usage_and_spawn_errors_exit_2() {
     let (json, exit) = report(&["--stdio", "x", "--script", script.to_str().unwrap()]);
     assert_eq!(exit, 2);
     assert_eq!(
-        json["error"]["code"], "conformance.script.unknown_hook",
+        json["error"]["code"], "conformance.script.unknown-hook",
         "{json}"
     );
 }

@@ -5,8 +5,8 @@
 
 use std::process::Command;
 
-use serde_json::Value;
 use crate::support::BIN;
+use serde_json::Value;
 
 fn demo(state: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(BIN)

@@ -2,14 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Output;
 use crate::support::{self, utf8 as text};
+use std::process::Output;
 
 fn agentwire(args: &[&str], stdin: Option<&[u8]>) -> Output {
     support::agentwire().args(args).stdin_opt(stdin).output()
 }
-
-
 
 #[test]
 fn digest_of_the_chainlesschain_schema_is_the_published_one() {

@@ -7,15 +7,13 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::support::{self, BIN, utf8 as text};
 use agentwire_events::{EventLog, Expected, NewEvent, Retention, ThreadId};
 use serde_json::{Value, json};
-use crate::support::{self, BIN, utf8 as text};
 
 fn agentwire(args: &[&str]) -> Output {
     support::agentwire().args(args).output()
 }
-
-
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -178,13 +176,13 @@ fn tail_prints_events_after_a_position_and_refuses_an_expired_start() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(error["error"]["code"], "EVENTS_EXPIRED");
+    assert_eq!(error["error"]["code"], "events.expired");
     let out = agentwire(&[
         "--format", "json", "events", "tail", "--store", &url, "--thread", "gone",
     ]);
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(error["error"]["code"], "EVENTS_THREAD_DELETED");
+    assert_eq!(error["error"]["code"], "events.thread-deleted");
 }
 
 #[test]
@@ -287,7 +285,7 @@ fn a_missing_sqlite_file_or_unknown_url_is_an_error() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(error["error"]["code"], "EVENTS_INVALID_URL");
+    assert_eq!(error["error"]["code"], "events.invalid-url");
 }
 
 #[test]

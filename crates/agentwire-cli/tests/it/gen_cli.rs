@@ -3,9 +3,9 @@
 // Helpers outside #[test] functions panic on failure too: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use crate::support;
 
 fn schema() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -9,8 +9,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use serde_json::{Value, json};
 use crate::support::{self, BIN};
+use serde_json::{Value, json};
 
 /// What `agentwire` exits with when its reader closes standard output early (docs/cli.md).
 const EXIT_BROKEN_PIPE: i32 = 141;

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::process::Output;
 
+use crate::support::{agentwire, dir_with, stdout};
 use agentwire_testkit::openclaw_schema_path;
 use serde_json::{Value, json};
-use crate::support::{agentwire, dir_with, stdout};
 
 /// A draft-07 document that does not load (two unresolved refs) and breaks several rules.
 const BROKEN: &str = r##"{
@@ -38,10 +38,6 @@ const CLEAN: &str = r##"{
 fn run(dir: &Path, args: &[&str]) -> Output {
     agentwire().args(args).current_dir(dir).output()
 }
-
-
-
-
 
 fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()

@@ -9,6 +9,7 @@ mod compat_cli;
 mod conformance_cli;
 mod demo_cli;
 mod digest_fmt;
+mod error_codes;
 mod events_cli;
 mod fatal_errors;
 mod gen_cli;

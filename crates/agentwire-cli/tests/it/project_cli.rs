@@ -3,10 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::BIN;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use crate::support::BIN;
 
 fn staged() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -233,7 +233,7 @@ fn a_message_that_says_its_version_is_read_at_it() {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersions":["9.9"],"client":{"name":"c","version":"1"}}}"#;
     let (code, out) = roll_project(&["--to", "1.0"], &format!("{init}\n"));
     assert_eq!(code, Some(1));
-    assert_eq!(out[0]["error"]["code"], "roll.project.unknown_version");
+    assert_eq!(out[0]["error"]["code"], "roll.project.unknown-version");
     assert_eq!(out[0]["error"]["pointer"], "/params/protocolVersions/0");
 }
 

@@ -11,12 +11,11 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use crate::support::BIN;
+use serde_json::{Value, json};
 
 /// A guard against a hung test, not a timing assertion.
 const STUCK: Duration = Duration::from_secs(60);
-
 
 fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()

@@ -7,9 +7,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::support::BIN;
 use agentwire_testkit::{peer_fixture, read_json};
 use serde_json::Value;
-use crate::support::BIN;
 
 fn agentwire() -> Command {
     Command::new(BIN)
@@ -223,7 +223,7 @@ fn project_takes_every_valid_fixture_to_every_older_version() {
                     assert!(
                         [
                             "roll.project.unsupported",
-                            "roll.project.missing_server_request_id"
+                            "roll.project.missing-server-request-id"
                         ]
                         .contains(&code),
                         "{from} -> {to}: {input} {error}"

@@ -4,14 +4,12 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use serde_json::{Value, json};
 use crate::support::{self, BIN, stdout};
+use serde_json::{Value, json};
 
 fn agentwire(args: &[&str], stdin: Option<&[u8]>) -> Output {
     support::agentwire().args(args).stdin_opt(stdin).output()
 }
-
-
 
 const HANDWRITTEN: &str = r#"[
   { "type": "run:start", "goal": "给 20 位未激活用户发激活邮件" },

@@ -4,8 +4,8 @@
 
 use std::process::Command;
 
-use serde_json::Value;
 use crate::support::BIN;
+use serde_json::Value;
 
 #[test]
 fn html_view_renders_in_chromium_without_errors() {

@@ -4,10 +4,10 @@
 //! and never held whole.
 #![allow(clippy::expect_used)] // In test helpers, a panic is the failure report.
 
+use crate::support::BIN;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use crate::support::BIN;
 
 const TIME: &str = "/usr/bin/time";
 

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::process::Output;
 
+use crate::support::{agentwire, dir_with, stdout};
 use agentwire_testkit::{chainlesschain_schema_path, openclaw_schema_path};
 use serde_json::{Value, json};
-use crate::support::{agentwire, dir_with, stdout};
 
 const TUPLE07: &str = r##"{"$schema": "http://json-schema.org/draft-07/schema#",
   "$id": "https://example.com/pair.json",
@@ -20,10 +20,6 @@ const TUPLE07: &str = r##"{"$schema": "http://json-schema.org/draft-07/schema#",
 fn run(dir: &Path, args: &[&str]) -> Output {
     agentwire().args(args).current_dir(dir).output()
 }
-
-
-
-
 
 #[test]
 fn export_to_2020_12_prints_canonical_text() {

@@ -5,12 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-
 use std::time::Duration;
 
+use crate::support::BIN;
 use crate::support::roll_host::{Host, assert_fixture_shape, fixture, roll_code, types, uuid};
 use serde_json::{Value, json};
-use crate::support::BIN;
 
 const VERSIONS: [&str; 6] = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"];
 const HANDLERS: [&str; 2] = ["approval.request", "userInput.request"];

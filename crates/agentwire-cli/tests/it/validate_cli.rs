@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use serde_json::{Value, json};
 use crate::support::{agentwire, dir_with, utf8 as text};
+use serde_json::{Value, json};
 
 const SCHEMA: &str = r##"{
   "$schema": "http://json-schema.org/draft-07/schema#",
@@ -31,9 +31,6 @@ const SCHEMA: &str = r##"{
   }
 }"##;
 
-
-
-
 fn run(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
     agentwire()
         .args(args)
@@ -41,8 +38,6 @@ fn run(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
         .stdin_opt(stdin)
         .output()
 }
-
-
 
 #[test]
 fn documents_are_reported_one_by_one() {

@@ -10,8 +10,8 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use crate::support::BIN;
+use serde_json::{Value, json};
 
 /// Bytes streamed through the validator.
 const INPUT_BYTES: u64 = 1 << 30;

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
 use crate::support;
+use serde_json::{Value, json};
 
 fn staged() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

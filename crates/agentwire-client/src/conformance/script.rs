@@ -156,9 +156,9 @@ impl ScriptError {
     /// Stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ScriptError::NotAnObject(_) => "conformance.script.not_an_object",
-            ScriptError::UnknownHook(_) => "conformance.script.unknown_hook",
-            ScriptError::NotText(_) => "conformance.script.not_text",
+            ScriptError::NotAnObject(_) => "conformance.script.not-an-object",
+            ScriptError::UnknownHook(_) => "conformance.script.unknown-hook",
+            ScriptError::NotText(_) => "conformance.script.not-text",
         }
     }
 }

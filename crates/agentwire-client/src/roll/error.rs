@@ -109,16 +109,16 @@ impl ProtocolViolation {
     pub fn code(&self) -> &'static str {
         match self {
             ProtocolViolation::VersionNotOffered { .. } => {
-                "client.roll.violation.version_not_offered"
+                "client.roll.violation.version-not-offered"
             }
-            ProtocolViolation::InitializeResult(_) => "client.roll.violation.initialize_result",
-            ProtocolViolation::CapabilityResult(_) => "client.roll.violation.capability_result",
-            ProtocolViolation::CapabilityAck(_) => "client.roll.violation.capability_ack",
+            ProtocolViolation::InitializeResult(_) => "client.roll.violation.initialize-result",
+            ProtocolViolation::CapabilityResult(_) => "client.roll.violation.capability-result",
+            ProtocolViolation::CapabilityAck(_) => "client.roll.violation.capability-ack",
             ProtocolViolation::UncorrelatedError { .. } => {
-                "client.roll.violation.uncorrelated_error"
+                "client.roll.violation.uncorrelated-error"
             }
             ProtocolViolation::TransportEventsLost { .. } => {
-                "client.roll.violation.transport_events_lost"
+                "client.roll.violation.transport-events-lost"
             }
         }
     }
@@ -283,23 +283,23 @@ impl ClientError {
     pub fn code(&self) -> &'static str {
         match self {
             ClientError::Spawn { .. } => "client.roll.spawn",
-            ClientError::NotInitialized => "client.roll.not_initialized",
-            ClientError::AlreadyInitialized => "client.roll.already_initialized",
+            ClientError::NotInitialized => "client.roll.not-initialized",
+            ClientError::AlreadyInitialized => "client.roll.already-initialized",
             ClientError::Advertisement(_) => "client.roll.advertisement",
-            ClientError::MethodUnavailable { .. } => "client.roll.method_unavailable",
-            ClientError::FeatureUnavailable { .. } => "client.roll.feature_unavailable",
-            ClientError::ReservedMethod { .. } => "client.roll.reserved_method",
-            ClientError::InvalidParams { .. } => "client.roll.invalid_params",
-            ClientError::EncodeParams { .. } => "client.roll.encode_params",
-            ClientError::OutboundTooLarge { .. } => "client.roll.outbound_too_large",
+            ClientError::MethodUnavailable { .. } => "client.roll.method-unavailable",
+            ClientError::FeatureUnavailable { .. } => "client.roll.feature-unavailable",
+            ClientError::ReservedMethod { .. } => "client.roll.reserved-method",
+            ClientError::InvalidParams { .. } => "client.roll.invalid-params",
+            ClientError::EncodeParams { .. } => "client.roll.encode-params",
+            ClientError::OutboundTooLarge { .. } => "client.roll.outbound-too-large",
             ClientError::Timeout { .. } => "client.roll.timeout",
             ClientError::Remote { .. } => "client.roll.remote",
-            ClientError::InvalidResult { .. } => "client.roll.invalid_result",
-            ClientError::ProtocolViolation(_) => "client.roll.protocol_violation",
+            ClientError::InvalidResult { .. } => "client.roll.invalid-result",
+            ClientError::ProtocolViolation(_) => "client.roll.protocol-violation",
             ClientError::Closed { .. } => "client.roll.closed",
             ClientError::Transport(_) => "client.roll.transport",
-            ClientError::RequiredHandler { .. } => "client.roll.required_handler",
-            ClientError::AlreadyFollowing { .. } => "client.roll.already_following",
+            ClientError::RequiredHandler { .. } => "client.roll.required-handler",
+            ClientError::AlreadyFollowing { .. } => "client.roll.already-following",
             ClientError::Recovery(_) => "client.roll.recovery",
             ClientError::Shutdown(_) => "client.roll.shutdown",
         }

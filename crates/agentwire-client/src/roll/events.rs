@@ -143,7 +143,7 @@ impl Shared {
             NOTIFICATION_SERVER_REQUEST_CANCEL => self.server_request_cancelled(peer, &params),
             other => self.reject(
                 other,
-                "client.roll.unknown_notification",
+                "client.roll.unknown-notification",
                 "not a notification of the protocol",
             ),
         }
@@ -155,7 +155,7 @@ impl Shared {
         let Some(version) = self.version() else {
             self.reject(
                 NOTIFICATION_RUNTIME_EVENT,
-                "client.roll.not_initialized",
+                "client.roll.not-initialized",
                 "an event before initialize",
             );
             return;

@@ -417,7 +417,7 @@ impl Shared {
     pub(super) fn server_request_cancelled(&self, peer: &Peer, params: &Value) {
         let method = agentwire_roll::version::NOTIFICATION_SERVER_REQUEST_CANCEL;
         let Some(version) = self.version() else {
-            self.reject(method, "client.roll.not_initialized", "before initialize");
+            self.reject(method, "client.roll.not-initialized", "before initialize");
             return;
         };
         match parse_server_request_cancel_params(version, params) {
@@ -487,7 +487,7 @@ impl Shared {
         answer: &T,
     ) -> Result<Value, ErrorObject> {
         let value = serde_json::to_value(answer).map_err(|error| {
-            self.failed_answer(method, "client.roll.handler_result", &error.to_string())
+            self.failed_answer(method, "client.roll.handler-result", &error.to_string())
         })?;
         if let Err(error) = parse_server_request_result(version, method.as_str(), &value) {
             return Err(self.failed_answer(method, error.code(), &error.to_string()));
@@ -497,7 +497,7 @@ impl Shared {
         if length > limit {
             return Err(self.failed_answer(
                 method,
-                "client.roll.outbound_too_large",
+                "client.roll.outbound-too-large",
                 &format!("an answer of {length} bytes exceeds the outbound frame limit of {limit}"),
             ));
         }
@@ -541,7 +541,7 @@ pub(super) async fn serve(
                     params,
                 };
                 let decision = handler(request).await.map_err(|e| {
-                    shared.failed_answer(method, "client.roll.handler_failed", &e.0)
+                    shared.failed_answer(method, "client.roll.handler-failed", &e.0)
                 })?;
                 shared.answer(version, method, &id, &decision)
             }
@@ -551,7 +551,7 @@ pub(super) async fn serve(
                     params,
                 };
                 let decision = handler(request).await.map_err(|e| {
-                    shared.failed_answer(method, "client.roll.handler_failed", &e.0)
+                    shared.failed_answer(method, "client.roll.handler-failed", &e.0)
                 })?;
                 shared.answer(version, method, &id, &decision)
             }
@@ -562,7 +562,7 @@ pub(super) async fn serve(
                     params,
                 };
                 let result = handler(request).await.map_err(|e| {
-                    shared.failed_answer(method, "client.roll.handler_failed", &e.0)
+                    shared.failed_answer(method, "client.roll.handler-failed", &e.0)
                 })?;
                 let normalized = normalize_user_input_result_for_form(&controls, result)
                     .map_err(|e| shared.failed_answer(method, e.code(), &e.to_string()))?;
@@ -572,7 +572,7 @@ pub(super) async fn serve(
             // a handler failure so the runtime fails closed.
             _ => Err(shared.failed_answer(
                 method,
-                "client.roll.handler_failed",
+                "client.roll.handler-failed",
                 "no handler for this request shape",
             )),
         }

@@ -92,12 +92,12 @@ fn each_fallback_condition_asks_for_a_recovery_snapshot_and_resets_the_stream() 
         (
             "expired",
             Box::new(|m| m.resume_failed("EVENT_CURSOR_EXPIRED").unwrap()),
-            "client.recovery.cursor_expired",
+            "client.recovery.cursor-expired",
         ),
         (
             "gap",
             Box::new(|m| m.resume_failed("EVENT_CURSOR_GAP").unwrap()),
-            "client.recovery.cursor_gap",
+            "client.recovery.cursor-gap",
         ),
         (
             "barrier count",
@@ -105,7 +105,7 @@ fn each_fallback_condition_asks_for_a_recovery_snapshot_and_resets_the_stream() 
                 m.event(event(3));
                 m.resumed(Some(&cursor(3)), 2).unwrap()
             }),
-            "client.recovery.barrier_mismatch",
+            "client.recovery.barrier-mismatch",
         ),
         (
             "replay hole",
@@ -113,7 +113,7 @@ fn each_fallback_condition_asks_for_a_recovery_snapshot_and_resets_the_stream() 
                 m.event(event(4));
                 m.resumed(Some(&cursor(4)), 2).unwrap()
             }),
-            "client.recovery.replay_gap",
+            "client.recovery.replay-gap",
         ),
         (
             "live hole after the barrier",
@@ -122,7 +122,7 @@ fn each_fallback_condition_asks_for_a_recovery_snapshot_and_resets_the_stream() 
                 m.event(event(5));
                 m.resumed(Some(&cursor(3)), 1).unwrap()
             }),
-            "client.recovery.live_gap",
+            "client.recovery.live-gap",
         ),
         (
             "conflict",
@@ -132,7 +132,7 @@ fn each_fallback_condition_asks_for_a_recovery_snapshot_and_resets_the_stream() 
                 other.cursor = EventCursor::new(LOG, 3, [9; 16]);
                 m.event(other)
             }),
-            "client.recovery.cursor_conflict",
+            "client.recovery.cursor-conflict",
         ),
         (
             "other log",
@@ -143,7 +143,7 @@ fn each_fallback_condition_asks_for_a_recovery_snapshot_and_resets_the_stream() 
                     event: 3,
                 })
             }),
-            "client.recovery.other_log",
+            "client.recovery.other-log",
         ),
         (
             "overflow",
@@ -155,7 +155,7 @@ fn each_fallback_condition_asks_for_a_recovery_snapshot_and_resets_the_stream() 
                     event: 4,
                 })
             }),
-            "client.recovery.staging_overflow",
+            "client.recovery.staging-overflow",
         ),
     ];
     for (name, trigger, code) in cases {
@@ -241,7 +241,7 @@ fn misplaced_answers_are_errors_and_unrepairable_refusals_are_reported() {
     m.connected("instance-a");
     assert_eq!(
         m.snapshot(None).unwrap_err().code(),
-        "client.recovery.unexpected_snapshot"
+        "client.recovery.unexpected-snapshot"
     );
     assert_eq!(
         m.resume_failed("THREAD_NOT_FOUND"),

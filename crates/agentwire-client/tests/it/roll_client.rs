@@ -342,7 +342,7 @@ async fn initialize_happens_once_and_calls_wait_for_it() {
         .await
         .unwrap_err();
     assert_eq!(again, ClientError::AlreadyInitialized);
-    assert_eq!(again.code(), "client.roll.already_initialized");
+    assert_eq!(again.code(), "client.roll.already-initialized");
     assert_eq!(runtime.methods(), ["initialize", "client.capabilities.set"]);
 }
 
@@ -387,7 +387,7 @@ async fn the_outbound_limit_is_the_smaller_of_the_budget_and_max_frame_bytes() {
         matches!(error, ClientError::OutboundTooLarge { method: Method::TurnStart, limit: 2048, length } if length > 3000),
         "{error:?}"
     );
-    assert_eq!(error.code(), "client.roll.outbound_too_large");
+    assert_eq!(error.code(), "client.roll.outbound-too-large");
 
     let short = TurnInput {
         text: "hello".into(),
@@ -525,7 +525,7 @@ async fn an_ack_accepting_a_method_that_was_not_requested_closes_the_connection(
         "userInput.request".into(),
     ));
     assert_eq!(error, ClientError::ProtocolViolation(violation.clone()));
-    assert_eq!(error.code(), "client.roll.protocol_violation");
+    assert_eq!(error.code(), "client.roll.protocol-violation");
     assert!(client.is_closed());
     let later = client
         .call::<request::ThreadList>(ThreadListParams {
@@ -609,7 +609,7 @@ async fn typed_calls_are_checked_against_the_negotiated_version() {
             version: ProtocolVersion::V1_4
         }
     );
-    assert_eq!(unavailable.code(), "client.roll.method_unavailable");
+    assert_eq!(unavailable.code(), "client.roll.method-unavailable");
     let respond = json!({
         "threadId": THREAD, "turnId": TURN, "approvalId": "00000000-0000-4000-8000-000000000005",
         "decision": "approve"
@@ -618,7 +618,7 @@ async fn typed_calls_are_checked_against_the_negotiated_version() {
         .call_value(Method::ApprovalRespond, respond)
         .await
         .unwrap_err();
-    assert_eq!(refused.code(), "client.roll.method_unavailable");
+    assert_eq!(refused.code(), "client.roll.method-unavailable");
     let reserved = client
         .call::<request::Initialize>(agentwire_roll::types::InitializeParams {
             protocol_versions: vec!["1.4".into()],
@@ -629,7 +629,7 @@ async fn typed_calls_are_checked_against_the_negotiated_version() {
         })
         .await
         .unwrap_err();
-    assert_eq!(reserved.code(), "client.roll.reserved_method");
+    assert_eq!(reserved.code(), "client.roll.reserved-method");
     let invalid = client
         .call::<request::ThreadSnapshot>(ThreadSnapshotParams {
             thread_id: thread_id(),
@@ -640,7 +640,7 @@ async fn typed_calls_are_checked_against_the_negotiated_version() {
         })
         .await
         .unwrap_err();
-    assert_eq!(invalid.code(), "client.roll.invalid_params");
+    assert_eq!(invalid.code(), "client.roll.invalid-params");
     assert_eq!(
         runtime.methods(),
         ["initialize", "client.capabilities.set", "thread.list"],
@@ -711,7 +711,7 @@ async fn a_result_that_breaks_the_schema_is_an_invalid_result() {
         ),
         "{error:?}"
     );
-    assert_eq!(error.code(), "client.roll.invalid_result");
+    assert_eq!(error.code(), "client.roll.invalid-result");
 }
 
 #[tokio::test]
@@ -998,8 +998,8 @@ async fn a_user_input_answer_the_form_does_not_allow_is_answered_32603() {
     let mut events = client.events().unwrap();
     init(&client).await;
     for expected_code in [
-        "roll.user_input.out_of_bounds",
-        "client.roll.handler_failed",
+        "roll.user-input.out-of-bounds",
+        "client.roll.handler-failed",
     ] {
         let error = runtime
             .server_request("userInput.request", &form_request())
@@ -1354,7 +1354,7 @@ async fn following_stages_live_events_during_the_replay_and_delivers_each_once_i
     let again = client
         .follow(thread_id(), FollowOptions::default())
         .unwrap_err();
-    assert_eq!(again.code(), "client.roll.already_following");
+    assert_eq!(again.code(), "client.roll.already-following");
     let mut seen = Vec::new();
     for _ in 0..3 {
         seen.push(shown(&follower.next().await.unwrap()));

@@ -3,16 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::support::{Store, events, thread};
 use agentwire_events::{
     After, Checkpoint, Error, EventLog, Expected, LogId, MAX_CHECKPOINT_BYTES, MAX_PAGE_EVENTS,
     MAX_RECORD_BYTES, NewEvent, Position, Retention, Tail,
 };
-use crate::support::{Store, events, thread};
 use uuid::Uuid;
 
 /// A bound on waits that should end at once, so a broken wake-up fails instead of hanging.
@@ -120,7 +119,7 @@ async fn conflicting_append_writes_nothing(store: Store) {
         ),
         "{err:?}"
     );
-    assert_eq!(err.code(), "EVENTS_CONFLICT");
+    assert_eq!(err.code(), "events.conflict");
     let err = log
         .append(&t, Expected::Next(7), events("a", "ahead", 1))
         .await
@@ -202,10 +201,10 @@ async fn read_after_and_paging(store: Store) {
         seq: 3,
     });
     let err = log.read(&t, foreign, 10).await.expect_err("foreign log");
-    assert_eq!(err.code(), "EVENTS_FOREIGN_LOG");
+    assert_eq!(err.code(), "events.foreign-log");
     for limit in [0, MAX_PAGE_EVENTS + 1] {
         let err = log.read(&t, After::Start, limit).await.expect_err("limit");
-        assert_eq!(err.code(), "EVENTS_INVALID_LIMIT");
+        assert_eq!(err.code(), "events.invalid-limit");
     }
     // A thread never written reads as empty from the start, and knows no later position.
     let none = thread("paging-none");
@@ -216,7 +215,7 @@ async fn read_after_and_paging(store: Store) {
         .read(&none, after(&*log, 0), 10)
         .await
         .expect_err("ahead");
-    assert_eq!(err.code(), "EVENTS_POSITION_AHEAD");
+    assert_eq!(err.code(), "events.position-ahead");
 }
 
 async fn live_tail_wakes_on_commit(store: Store) {
@@ -306,7 +305,7 @@ async fn retention_by_count_is_exact(store: Store) {
         ),
         "{err:?}"
     );
-    assert_eq!(err.code(), "EVENTS_EXPIRED");
+    assert_eq!(err.code(), "events.expired");
     // After 4 wants 5, which is gone: never a shorter answer.
     let err = log
         .read(&t, after(&*log, 4), 10)
@@ -387,7 +386,7 @@ async fn retention_by_bytes_is_exact(store: Store) {
         .read(&t, after(&*log, 8), 10)
         .await
         .expect_err("expired");
-    assert_eq!(err.code(), "EVENTS_EXPIRED");
+    assert_eq!(err.code(), "events.expired");
 }
 
 async fn retention_by_age_is_exact(store: Store) {
@@ -444,12 +443,12 @@ async fn thread_deletion(store: Store) {
         .expect("append");
     assert!(log.delete_thread(&t).await.expect("delete"));
     let err = log.read(&t, After::Start, 10).await.expect_err("deleted");
-    assert_eq!(err.code(), "EVENTS_THREAD_DELETED");
+    assert_eq!(err.code(), "events.thread-deleted");
     let err = log
         .append(&t, Expected::Any, events("e", "d", 1))
         .await
         .expect_err("deleted");
-    assert_eq!(err.code(), "EVENTS_THREAD_DELETED");
+    assert_eq!(err.code(), "events.thread-deleted");
     let info = log.thread(&t).await.expect("thread").expect("known");
     assert!(info.deleted);
     assert_eq!((info.records, info.bytes), (0, 0));
@@ -475,7 +474,7 @@ async fn checkpoints(store: Store) {
         .put_checkpoint(&t, checkpoint(0, "x"))
         .await
         .expect_err("ahead");
-    assert_eq!(err.code(), "EVENTS_POSITION_AHEAD");
+    assert_eq!(err.code(), "events.position-ahead");
     log.append(&t, Expected::Any, events("e", "k", 10))
         .await
         .expect("append");
@@ -483,7 +482,7 @@ async fn checkpoints(store: Store) {
         .put_checkpoint(&t, checkpoint(10, "x"))
         .await
         .expect_err("ahead");
-    assert_eq!(err.code(), "EVENTS_POSITION_AHEAD");
+    assert_eq!(err.code(), "events.position-ahead");
     log.put_checkpoint(&t, checkpoint(4, "through 4"))
         .await
         .expect("put");
@@ -526,7 +525,7 @@ async fn checkpoints(store: Store) {
         )
         .await
         .expect_err("too large");
-    assert_eq!(err.code(), "EVENTS_CHECKPOINT_TOO_LARGE");
+    assert_eq!(err.code(), "events.checkpoint-too-large");
     // It goes with the thread, and a deleted thread takes no new one.
     assert!(log.delete_thread(&t).await.expect("delete"));
     assert_eq!(log.checkpoint(&t).await.expect("read"), None);
@@ -534,7 +533,7 @@ async fn checkpoints(store: Store) {
         .put_checkpoint(&t, checkpoint(9, "late"))
         .await
         .expect_err("deleted");
-    assert_eq!(err.code(), "EVENTS_THREAD_DELETED");
+    assert_eq!(err.code(), "events.thread-deleted");
     // It survives a restart.
     let other = thread("reopened");
     log.append(&other, Expected::Any, events("e", "r", 3))
@@ -569,7 +568,7 @@ async fn record_limit(store: Store) {
         matches!(err, Error::RecordTooLarge { size, limit } if size == MAX_RECORD_BYTES + 1 && limit == MAX_RECORD_BYTES),
         "{err:?}"
     );
-    assert_eq!(err.code(), "EVENTS_RECORD_TOO_LARGE");
+    assert_eq!(err.code(), "events.record-too-large");
     let page = log.read(&t, After::Start, 10).await.expect("read");
     assert_eq!(page.events.len(), 1, "the rejected append wrote nothing");
     assert_eq!(page.events[0].payload.len(), MAX_RECORD_BYTES - kind.len());
@@ -578,12 +577,12 @@ async fn record_limit(store: Store) {
         .append(&t, Expected::Any, Vec::new())
         .await
         .expect_err("empty");
-    assert_eq!(err.code(), "EVENTS_INVALID_APPEND");
+    assert_eq!(err.code(), "events.invalid-append");
     let err = log
         .append(&t, Expected::Any, vec![NewEvent::new("", "x")])
         .await
         .expect_err("no kind");
-    assert_eq!(err.code(), "EVENTS_INVALID_KIND");
+    assert_eq!(err.code(), "events.invalid-kind");
 }
 
 async fn restart_keeps_positions_watermarks_and_log_id(store: Store) {
@@ -611,7 +610,7 @@ async fn restart_keeps_positions_watermarks_and_log_id(store: Store) {
         .append(&t, Expected::Any, events("e", "late", 1))
         .await
         .expect_err("closed");
-    assert_eq!(err.code(), "EVENTS_CLOSED");
+    assert_eq!(err.code(), "events.closed");
     drop(log);
 
     let log = store.open().await;

@@ -98,7 +98,7 @@ async fn sqlite_store_from_a_newer_build_is_refused() {
     .unwrap();
     drop(conn);
     let err = open(&url).await.unwrap_err();
-    assert_eq!(err.code(), "EVENTS_SCHEMA_TOO_NEW");
+    assert_eq!(err.code(), "events.schema-too-new");
     assert!(
         err.to_string()
             .contains(&format!("version {}", SQLITE_SCHEMA_VERSION + 1))
@@ -189,7 +189,7 @@ async fn settings_and_urls_are_checked() {
         },
     ] {
         let err = open_with(&url, bad).await.unwrap_err();
-        assert_eq!(err.code(), "EVENTS_INVALID_SETTING");
+        assert_eq!(err.code(), "events.invalid-setting");
     }
     for bad in [
         "",
@@ -199,7 +199,7 @@ async fn settings_and_urls_are_checked() {
         "events.db",
     ] {
         let err = StoreUrl::parse(bad).unwrap_err();
-        assert_eq!(err.code(), "EVENTS_INVALID_URL", "{bad:?}");
+        assert_eq!(err.code(), "events.invalid-url", "{bad:?}");
     }
     assert_eq!(
         StoreUrl::parse("sqlite://var/e.db").unwrap(),
@@ -223,7 +223,7 @@ async fn settings_and_urls_are_checked() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "EVENTS_RECORD_TOO_LARGE");
+    assert_eq!(err.code(), "events.record-too-large");
     for bad in [
         "",
         &"x".repeat(agentwire_events::MAX_THREAD_ID_BYTES + 1),
@@ -231,7 +231,7 @@ async fn settings_and_urls_are_checked() {
     ] {
         assert_eq!(
             ThreadId::new(bad).unwrap_err().code(),
-            "EVENTS_INVALID_THREAD_ID"
+            "events.invalid-thread-id"
         );
     }
 }
@@ -287,5 +287,5 @@ async fn postgres_store_from_a_newer_build_is_refused() {
         .await
         .unwrap();
     let err = open(&url).await.unwrap_err();
-    assert_eq!(err.code(), "EVENTS_SCHEMA_TOO_NEW");
+    assert_eq!(err.code(), "events.schema-too-new");
 }

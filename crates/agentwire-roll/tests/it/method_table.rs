@@ -97,7 +97,7 @@ fn parsed_params_and_results_know_their_method() {
             &serde_json::json!({}),
         )
         .unwrap_err();
-    assert_eq!(err.code(), "roll.parse.unknown_method");
+    assert_eq!(err.code(), "roll.parse.unknown-method");
 }
 
 #[test]

@@ -327,18 +327,18 @@ fn error_codes_are_stable() {
     let errors = [
         (
             NegotiationError::AlreadyInitialized,
-            "roll.negotiation.already_initialized",
+            "roll.negotiation.already-initialized",
         ),
         (
             NegotiationError::InitializeRequired,
-            "roll.negotiation.initialize_required",
+            "roll.negotiation.initialize-required",
         ),
         (
             NegotiationError::RevisionConflict {
                 revision: 1,
                 current: 2,
             },
-            "roll.negotiation.revision_conflict",
+            "roll.negotiation.revision-conflict",
         ),
     ];
     for (error, code) in errors {

@@ -193,7 +193,7 @@ async fn a_local_path_must_be_an_absolute_regular_file_that_is_no_symlink() {
             .unwrap_err();
         assert_codes(
             &error,
-            "runtime.attachment.path_rejected",
+            "runtime.attachment.path-rejected",
             Some("ATTACHMENT_PATH_REJECTED"),
         );
         match &error {
@@ -216,7 +216,7 @@ async fn a_local_file_unlike_its_declaration_is_a_hash_mismatch_and_kept_nowhere
     let error = fx.store.stage(THREAD, wrong_hash).await.unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.hash_mismatch",
+        "runtime.attachment.hash-mismatch",
         Some("ATTACHMENT_HASH_MISMATCH"),
     );
     assert!(
@@ -228,7 +228,7 @@ async fn a_local_file_unlike_its_declaration_is_a_hash_mismatch_and_kept_nowhere
     let mut wrong_size = local("diagram.png", "image/png", PNG, &path);
     wrong_size.bytes += 1;
     let error = fx.store.stage(THREAD, wrong_size).await.unwrap_err();
-    assert_eq!(error.code(), "runtime.attachment.hash_mismatch");
+    assert_eq!(error.code(), "runtime.attachment.hash-mismatch");
 
     assert_eq!(fx.store.retained().await.unwrap(), 0);
     assert_eq!(fx.spool_files(), 0);
@@ -248,7 +248,7 @@ async fn a_local_file_over_the_limit_is_too_large_by_declaration_or_by_content()
         .unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.too_large",
+        "runtime.attachment.too-large",
         Some("ATTACHMENT_TOO_LARGE"),
     );
     assert!(
@@ -377,7 +377,7 @@ async fn the_last_chunk_sent_again_with_the_same_data_is_answered_as_before() {
     assert_eq!(fx.store.chunk(THREAD, &id, 0, b"abc").await.unwrap(), first);
 
     let error = fx.store.chunk(THREAD, &id, 0, b"abd").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.chunk_conflict", None);
+    assert_codes(&error, "runtime.attachment.chunk-conflict", None);
     assert!(error.is_invalid_params());
     assert!(matches!(
         error,
@@ -399,7 +399,7 @@ async fn a_chunk_out_of_order_is_refused_and_changes_nothing() {
     let fx = Fixture::standard();
     let id = fx.stage_chunks(THREAD, "diagram.png", b"abcdef").await;
     let error = fx.store.chunk(THREAD, &id, 1, b"abc").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.chunk_out_of_order", None);
+    assert_codes(&error, "runtime.attachment.chunk-out-of-order", None);
     assert!(error.is_invalid_params());
     assert!(matches!(
         error,
@@ -437,7 +437,7 @@ async fn a_chunk_over_the_chunk_limit_is_too_large_and_changes_nothing() {
     let error = fx.store.chunk(THREAD, &id, 0, b"abcde").await.unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.too_large",
+        "runtime.attachment.too-large",
         Some("ATTACHMENT_TOO_LARGE"),
     );
     assert!(
@@ -452,7 +452,7 @@ async fn a_chunk_over_the_chunk_limit_is_too_large_and_changes_nothing() {
         "{error:?}"
     );
     let error = fx.store.chunk(THREAD, &id, 0, b"").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.empty_chunk", None);
+    assert_codes(&error, "runtime.attachment.empty-chunk", None);
     let progress = fx.store.chunk(THREAD, &id, 0, b"abcd").await.unwrap();
     assert_eq!(progress.received_bytes, 4);
 }
@@ -465,7 +465,7 @@ async fn chunks_over_the_declared_size_are_too_large_and_the_chunk_is_not_kept()
     let error = fx.store.chunk(THREAD, &id, 1, b"efgh").await.unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.too_large",
+        "runtime.attachment.too-large",
         Some("ATTACHMENT_TOO_LARGE"),
     );
     assert!(
@@ -495,7 +495,7 @@ async fn a_commit_before_every_byte_arrived_is_incomplete_and_stays_staged() {
     let error = fx.store.commit(THREAD, &id).await.unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.upload_incomplete",
+        "runtime.attachment.upload-incomplete",
         Some("ATTACHMENT_UPLOAD_INCOMPLETE"),
     );
     assert!(matches!(
@@ -520,7 +520,7 @@ async fn a_commit_of_other_content_is_a_hash_mismatch_and_the_data_is_discarded(
     let error = fx.store.commit(THREAD, &id).await.unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.hash_mismatch",
+        "runtime.attachment.hash-mismatch",
         Some("ATTACHMENT_HASH_MISMATCH"),
     );
     assert!(
@@ -533,11 +533,11 @@ async fn a_commit_of_other_content_is_a_hash_mismatch_and_the_data_is_discarded(
     let error = fx.store.commit(THREAD, &id).await.unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.not_found",
+        "runtime.attachment.not-found",
         Some("ATTACHMENT_NOT_FOUND"),
     );
     let error = fx.store.chunk(THREAD, &id, 1, b"g").await.unwrap_err();
-    assert_eq!(error.code(), "runtime.attachment.not_found");
+    assert_eq!(error.code(), "runtime.attachment.not-found");
 }
 
 #[tokio::test]
@@ -549,7 +549,7 @@ async fn a_repeated_commit_answers_the_same_descriptor_and_takes_no_more_chunks(
     fx.clock.advance(1_000);
     assert_eq!(fx.store.commit(THREAD, &id).await.unwrap(), first);
     let error = fx.store.chunk(THREAD, &id, 0, b"abc").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.not_uploading", None);
+    assert_codes(&error, "runtime.attachment.not-uploading", None);
     assert!(error.is_invalid_params());
 }
 
@@ -576,7 +576,7 @@ async fn media_types_are_the_accepted_ones_and_agree_with_the_extension() {
             .unwrap_err();
         assert_codes(
             &error,
-            "runtime.attachment.type_unsupported",
+            "runtime.attachment.type-unsupported",
             Some("ATTACHMENT_TYPE_UNSUPPORTED"),
         );
         match error {
@@ -637,18 +637,18 @@ async fn malformed_declarations_are_invalid_params_of_their_own_kind() {
     let mut upper = chunks("a.png", "image/png", b"abc");
     upper.sha256 = upper.sha256.to_uppercase();
     let error = stage(upper).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.invalid_sha256", None);
+    assert_codes(&error, "runtime.attachment.invalid-sha256", None);
     assert!(error.is_invalid_params());
 
     let mut short = chunks("a.png", "image/png", b"abc");
     short.sha256.pop();
     assert_eq!(
         stage(short).await.unwrap_err().code(),
-        "runtime.attachment.invalid_sha256"
+        "runtime.attachment.invalid-sha256"
     );
 
     let error = stage(chunks("", "image/png", b"abc")).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.invalid_file_name", None);
+    assert_codes(&error, "runtime.attachment.invalid-file-name", None);
     assert!(matches!(
         error,
         AttachmentError::InvalidFileName { units: 0 }
@@ -669,7 +669,7 @@ async fn malformed_declarations_are_invalid_params_of_their_own_kind() {
     let mut empty = chunks("a.png", "image/png", b"");
     empty.sha256 = sha256(b"");
     let error = stage(empty).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.invalid_size", None);
+    assert_codes(&error, "runtime.attachment.invalid-size", None);
     assert!(error.is_invalid_params());
 
     let mut declared_too_large = chunks("a.png", "image/png", b"abc");
@@ -700,7 +700,7 @@ async fn the_quota_counts_staged_and_committed_attachments_of_every_thread_until
     let mut unlike = local("b.png", "image/png", PNG, &path);
     unlike.sha256 = sha256(b"other");
     let error = fx.store.stage(THREAD, unlike).await.unwrap_err();
-    assert_eq!(error.code(), "runtime.attachment.hash_mismatch");
+    assert_eq!(error.code(), "runtime.attachment.hash-mismatch");
     let committed = fx.committed(OTHER_THREAD, b"def").await;
     for thread in [THREAD, OTHER_THREAD] {
         let error = fx
@@ -710,7 +710,7 @@ async fn the_quota_counts_staged_and_committed_attachments_of_every_thread_until
             .unwrap_err();
         assert_codes(
             &error,
-            "runtime.attachment.quota_exceeded",
+            "runtime.attachment.quota-exceeded",
             Some("ATTACHMENT_QUOTA_EXCEEDED"),
         );
         assert!(matches!(error, AttachmentError::QuotaExceeded { max: 2 }));
@@ -796,7 +796,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
 
     let nine: Vec<String> = (0..9).map(|_| good.clone()).collect();
     let error = fx.store.for_turn(THREAD, &nine).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.too_many_for_turn", None);
+    assert_codes(&error, "runtime.attachment.too-many-for-turn", None);
     assert!(error.is_invalid_params());
     assert!(matches!(
         error,
@@ -808,7 +808,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
         .for_turn(THREAD, &[&good, &good])
         .await
         .unwrap_err();
-    assert_codes(&error, "runtime.attachment.duplicate_in_turn", None);
+    assert_codes(&error, "runtime.attachment.duplicate-in-turn", None);
 
     let uncommitted = fx.stage_chunks(THREAD, "wip.png", b"wip").await;
     let error = fx
@@ -818,7 +818,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
         .unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.not_committed",
+        "runtime.attachment.not-committed",
         Some("ATTACHMENT_NOT_COMMITTED"),
     );
     assert!(
@@ -836,7 +836,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
             .unwrap_err();
         assert_codes(
             &error,
-            "runtime.attachment.not_found",
+            "runtime.attachment.not-found",
             Some("ATTACHMENT_NOT_FOUND"),
         );
         assert!(
@@ -875,7 +875,7 @@ async fn attachments_expire_a_ttl_after_stage_or_commit_and_their_files_go() {
     let error = fx.store.commit(THREAD, &staged).await.unwrap_err();
     assert_codes(
         &error,
-        "runtime.attachment.not_found",
+        "runtime.attachment.not-found",
         Some("ATTACHMENT_NOT_FOUND"),
     );
     assert_eq!(fx.spool_files(), 1);
@@ -910,11 +910,11 @@ async fn another_thread_sees_none_of_the_attachment() {
         .chunk(OTHER_THREAD, &id, 0, b"abc")
         .await
         .unwrap_err();
-    assert_eq!(error.code(), "runtime.attachment.not_found");
+    assert_eq!(error.code(), "runtime.attachment.not-found");
     let error = fx.store.commit(OTHER_THREAD, &id).await.unwrap_err();
-    assert_eq!(error.code(), "runtime.attachment.not_found");
+    assert_eq!(error.code(), "runtime.attachment.not-found");
     let error = fx.store.open(OTHER_THREAD, &id).await.unwrap_err();
-    assert_eq!(error.code(), "runtime.attachment.not_found");
+    assert_eq!(error.code(), "runtime.attachment.not-found");
     assert!(!fx.store.release(OTHER_THREAD, &id).await.unwrap());
     fx.store.chunk(THREAD, &id, 0, b"abc").await.unwrap();
 }
@@ -1027,54 +1027,54 @@ fn each_roll_code_has_exactly_one_kind() {
         table,
         [
             (
-                "runtime.attachment.not_found",
+                "runtime.attachment.not-found",
                 Some("ATTACHMENT_NOT_FOUND"),
                 false
             ),
             (
-                "runtime.attachment.not_committed",
+                "runtime.attachment.not-committed",
                 Some("ATTACHMENT_NOT_COMMITTED"),
                 false
             ),
             (
-                "runtime.attachment.too_large",
+                "runtime.attachment.too-large",
                 Some("ATTACHMENT_TOO_LARGE"),
                 false
             ),
             (
-                "runtime.attachment.type_unsupported",
+                "runtime.attachment.type-unsupported",
                 Some("ATTACHMENT_TYPE_UNSUPPORTED"),
                 false
             ),
             (
-                "runtime.attachment.hash_mismatch",
+                "runtime.attachment.hash-mismatch",
                 Some("ATTACHMENT_HASH_MISMATCH"),
                 false
             ),
             (
-                "runtime.attachment.quota_exceeded",
+                "runtime.attachment.quota-exceeded",
                 Some("ATTACHMENT_QUOTA_EXCEEDED"),
                 false
             ),
             (
-                "runtime.attachment.upload_incomplete",
+                "runtime.attachment.upload-incomplete",
                 Some("ATTACHMENT_UPLOAD_INCOMPLETE"),
                 false
             ),
             (
-                "runtime.attachment.path_rejected",
+                "runtime.attachment.path-rejected",
                 Some("ATTACHMENT_PATH_REJECTED"),
                 false
             ),
-            ("runtime.attachment.invalid_file_name", None, true),
-            ("runtime.attachment.invalid_sha256", None, true),
-            ("runtime.attachment.invalid_size", None, true),
-            ("runtime.attachment.empty_chunk", None, true),
-            ("runtime.attachment.chunk_out_of_order", None, true),
-            ("runtime.attachment.chunk_conflict", None, true),
-            ("runtime.attachment.not_uploading", None, true),
-            ("runtime.attachment.too_many_for_turn", None, true),
-            ("runtime.attachment.duplicate_in_turn", None, true),
+            ("runtime.attachment.invalid-file-name", None, true),
+            ("runtime.attachment.invalid-sha256", None, true),
+            ("runtime.attachment.invalid-size", None, true),
+            ("runtime.attachment.empty-chunk", None, true),
+            ("runtime.attachment.chunk-out-of-order", None, true),
+            ("runtime.attachment.chunk-conflict", None, true),
+            ("runtime.attachment.not-uploading", None, true),
+            ("runtime.attachment.too-many-for-turn", None, true),
+            ("runtime.attachment.duplicate-in-turn", None, true),
             ("runtime.attachment.storage", None, false),
         ]
     );

@@ -255,7 +255,7 @@ fn logs_that_do_not_fit_are_refused_with_their_code_and_leave_the_state_unchange
         (created(), "runtime.fold.creation"),
         (
             at(3, started("t2", "y")),
-            "runtime.fold.turn_already_active",
+            "runtime.fold.turn-already-active",
         ),
         (
             at(
@@ -264,7 +264,7 @@ fn logs_that_do_not_fit_are_refused_with_their_code_and_leave_the_state_unchange
                     turn_id: "t9".into(),
                 },
             ),
-            "runtime.fold.turn_not_active",
+            "runtime.fold.turn-not-active",
         ),
         (
             at(
@@ -299,7 +299,7 @@ fn logs_that_do_not_fit_are_refused_with_their_code_and_leave_the_state_unchange
     ];
     assert_eq!(
         ThreadState::replay(&deleted).unwrap_err().code(),
-        "runtime.fold.after_deletion"
+        "runtime.fold.after-deletion"
     );
 }
 

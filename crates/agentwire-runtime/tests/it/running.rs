@@ -266,7 +266,7 @@ async fn approvals_approved_rejected_and_expired_decide_the_tool_outcome() {
         let again = runtime
             .resolve(&thread, &interaction.id, Resolution::Approved)
             .await;
-        assert_eq!(again.unwrap_err().code(), "runtime.interaction_not_found");
+        assert_eq!(again.unwrap_err().code(), "runtime.interaction-not-found");
         until(&mut rx, is_turn_end).await;
         let state = runtime.snapshot(&thread).await.unwrap();
         assert_eq!(state.operations[0].outcome.kind, outcome);
@@ -362,7 +362,7 @@ async fn a_submitted_form_is_quoted_and_a_cancelled_turn_ends_cancelled() {
     assert!(state.active_turn.is_none() && state.pending.is_empty());
     assert_eq!(
         runtime.cancel_turn(&thread, "t2").await.unwrap_err().code(),
-        "runtime.turn_not_found"
+        "runtime.turn-not-found"
     );
 }
 
@@ -380,7 +380,7 @@ async fn one_active_turn_per_thread_and_failures_at_the_asked_stage() {
         .start_turn(&thread, "t2", input("hi"))
         .await
         .unwrap_err();
-    assert_eq!(busy.code(), "runtime.turn_already_active");
+    assert_eq!(busy.code(), "runtime.turn-already-active");
     until(&mut rx, is_turn_end).await;
     runtime
         .start_turn(&thread, "t3", input("/fail plan"))
@@ -400,7 +400,7 @@ async fn one_active_turn_per_thread_and_failures_at_the_asked_stage() {
             .await
             .unwrap_err()
             .code(),
-        "runtime.thread_not_found"
+        "runtime.thread-not-found"
     );
 }
 
@@ -507,7 +507,7 @@ async fn a_restart_brings_threads_back_and_ends_what_the_stop_interrupted() {
     assert_eq!(runtime.thread_ids(), std::slice::from_ref(&thread));
     assert_eq!(
         runtime.snapshot(&deleted).await.unwrap_err().code(),
-        "runtime.thread_not_found"
+        "runtime.thread-not-found"
     );
     // The deleted thread's events are gone from the log; its tombstone stays.
     let deleted_log = ThreadId::new(deleted.clone()).unwrap();
