@@ -138,22 +138,56 @@ async fn threads(log: &dyn EventLog, only: Option<&str>) -> anyhow::Result<Vec<T
     Ok(all)
 }
 
+/// The position a thread's checkpoint covers through and the size of its state, if it has one.
+async fn checkpoints(
+    log: &dyn EventLog,
+    threads: &[ThreadInfo],
+) -> anyhow::Result<Vec<Option<(u64, usize)>>> {
+    let mut out = Vec::with_capacity(threads.len());
+    for t in threads {
+        let checkpoint = if t.deleted {
+            None
+        } else {
+            log.checkpoint(&t.thread).await?
+        };
+        out.push(checkpoint.map(|c| (c.through, c.payload.len())));
+    }
+    Ok(out)
+}
+
 async fn inspect(args: InspectArgs, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let log = open(&args.store).await?;
     let threads = threads(&*log, args.thread.as_deref()).await?;
     if let (Some(name), true) = (&args.thread, threads.is_empty()) {
         anyhow::bail!("thread {name:?} is not in the log");
     }
+    let checkpoints = checkpoints(&*log, &threads).await?;
     match format {
-        Format::Json => writeln!(
-            out,
-            "{}",
-            json!({
-                "log_id": log.log_id(),
-                "backend": log.backend(),
-                "threads": threads,
-            })
-        )?,
+        Format::Json => {
+            let mut rows = Vec::with_capacity(threads.len());
+            for (t, checkpoint) in threads.iter().zip(&checkpoints) {
+                let mut row = serde_json::to_value(t)?;
+                if let Some(fields) = row.as_object_mut() {
+                    fields.insert(
+                        "checkpoint".to_owned(),
+                        match checkpoint {
+                            Some((through, bytes)) => json!({"through": through, "bytes": bytes}),
+                            None => serde_json::Value::Null,
+                        },
+                    );
+                }
+                rows.push(row);
+            }
+            writeln!(
+                out,
+                "{}",
+                json!({
+                    "log_id": log.log_id(),
+                    "backend": log.backend(),
+                    "threads": rows,
+                })
+            )?
+        }
         Format::Human => {
             let backend = serde_json::to_value(log.backend())?;
             writeln!(
@@ -173,18 +207,23 @@ async fn inspect(args: InspectArgs, format: Format, out: &mut dyn Write) -> anyh
                     .max("thread".len());
                 writeln!(
                     out,
-                    "{:<width$}  {:>10}  {:>10}  {:>8}  {:>12}  state",
-                    "thread", "low", "next", "records", "bytes"
+                    "{:<width$}  {:>10}  {:>10}  {:>8}  {:>12}  {:>10}  state",
+                    "thread", "low", "next", "records", "bytes", "checkpoint"
                 )?;
-                for t in &threads {
+                for (t, checkpoint) in threads.iter().zip(&checkpoints) {
+                    let through = match checkpoint {
+                        Some((through, _)) => through.to_string(),
+                        None => "-".to_owned(),
+                    };
                     writeln!(
                         out,
-                        "{:<width$}  {:>10}  {:>10}  {:>8}  {:>12}  {}",
+                        "{:<width$}  {:>10}  {:>10}  {:>8}  {:>12}  {:>10}  {}",
                         t.thread.as_str(),
                         t.low_watermark,
                         t.next_seq,
                         t.records,
                         t.bytes,
+                        through,
                         if t.deleted { "deleted" } else { "live" }
                     )?;
                 }

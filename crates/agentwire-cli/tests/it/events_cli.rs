@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::support::{self, BIN, utf8 as text};
-use agentwire_events::{EventLog, Expected, NewEvent, Retention, ThreadId};
+use agentwire_events::{Checkpoint, EventLog, Expected, NewEvent, Retention, ThreadId};
 use serde_json::{Value, json};
 
 fn agentwire(args: &[&str]) -> Output {
@@ -27,8 +27,8 @@ fn tid(name: &str) -> ThreadId {
     ThreadId::new(name).unwrap()
 }
 
-/// A log with thread `alpha` (3 events), `beta` (4 events, the first 2 trimmed, one not UTF-8)
-/// and `gone` (deleted).
+/// A log with thread `alpha` (3 events and a checkpoint through position 2), `beta` (4 events,
+/// the first 2 trimmed, one not UTF-8) and `gone` (deleted).
 async fn seed(url: &str) -> Arc<dyn EventLog> {
     let log = agentwire_events::open(url).await.unwrap();
     log.append(
@@ -39,6 +39,15 @@ async fn seed(url: &str) -> Arc<dyn EventLog> {
             NewEvent::new("message.completed", r#"{"text":"hi"}"#),
             NewEvent::new("turn.completed", "{}"),
         ],
+    )
+    .await
+    .unwrap();
+    log.put_checkpoint(
+        &tid("alpha"),
+        Checkpoint {
+            through: 2,
+            payload: b"{\"state\":1}".to_vec(),
+        },
     )
     .await
     .unwrap();
@@ -94,11 +103,12 @@ fn inspect_lists_threads_with_positions_watermarks_and_sizes() {
             "backend": "sqlite",
             "threads": [
                 {"thread": "alpha", "low_watermark": 0, "next_seq": 3, "records": 3,
-                 "bytes": 12 + 2 + 17 + 13 + 14 + 2, "deleted": false},
+                 "bytes": 12 + 2 + 17 + 13 + 14 + 2, "deleted": false,
+                 "checkpoint": {"through": 2, "bytes": 11}},
                 {"thread": "beta", "low_watermark": 2, "next_seq": 4, "records": 2,
-                 "bytes": 1 + 5 + 1 + 2, "deleted": false},
+                 "bytes": 1 + 5 + 1 + 2, "deleted": false, "checkpoint": null},
                 {"thread": "gone", "low_watermark": 1, "next_seq": 1, "records": 0,
-                 "bytes": 0, "deleted": true},
+                 "bytes": 0, "deleted": true, "checkpoint": null},
             ]
         })
     );
@@ -108,10 +118,10 @@ fn inspect_lists_threads_with_positions_watermarks_and_sizes() {
         text(&out.stdout),
         format!(
             "log {log_id} (sqlite), 3 threads\n\
-             thread         low        next   records         bytes  state\n\
-             alpha            0           3         3            60  live\n\
-             beta             2           4         2             9  live\n\
-             gone             1           1         0             0  deleted\n"
+             thread         low        next   records         bytes  checkpoint  state\n\
+             alpha            0           3         3            60           2  live\n\
+             beta             2           4         2             9           -  live\n\
+             gone             1           1         0             0           -  deleted\n"
         )
     );
     let out = agentwire(&[
@@ -309,7 +319,7 @@ fn inspect_reads_a_postgres_store() {
             "log_id": log_id.to_string(),
             "backend": "postgres",
             "threads": [{"thread": "beta", "low_watermark": 2, "next_seq": 4, "records": 2,
-                         "bytes": 9, "deleted": false}]
+                         "bytes": 9, "deleted": false, "checkpoint": null}]
         })
     );
 }
