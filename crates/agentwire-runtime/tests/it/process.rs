@@ -13,10 +13,8 @@ use std::time::Duration;
 use agentwire_events::EventLog;
 use agentwire_runtime::*;
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
-/// A bound on how long a test waits for an event, so a bug fails instead of hanging.
-const WAIT: Duration = Duration::from_secs(30);
+use crate::support::{input, is_turn_end, until};
 
 /// `python3` from `PATH`, which every agent script of these tests runs on.
 fn python3() -> String {
@@ -83,43 +81,6 @@ fn moody() -> AgentProcess {
     .unwrap()
 }
 
-fn input(text: &str) -> TurnInput {
-    TurnInput {
-        text: text.into(),
-        attachments: vec![],
-    }
-}
-
-/// Collects what is published until a durable event matches `done`.
-async fn until(
-    rx: &mut broadcast::Receiver<Published>,
-    done: impl Fn(&ThreadEvent) -> bool,
-) -> Vec<Published> {
-    let mut seen = Vec::new();
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let published = rx.recv().await.unwrap();
-            let finished =
-                matches!(&published, Published::Durable { event, .. } if done(&event.event));
-            seen.push(published);
-            if finished {
-                break;
-            }
-        }
-    })
-    .await
-    .expect("the awaited event was published");
-    seen
-}
-
-fn is_turn_end(event: &ThreadEvent) -> bool {
-    matches!(
-        event,
-        ThreadEvent::TurnCompleted { .. }
-            | ThreadEvent::TurnFailed { .. }
-            | ThreadEvent::TurnCancelled { .. }
-    )
-}
 
 fn is_waiting(event: &ThreadEvent) -> bool {
     matches!(

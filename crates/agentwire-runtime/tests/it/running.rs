@@ -11,7 +11,8 @@ use agentwire_events::{After, EventLog, ThreadId};
 use agentwire_runtime::*;
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::sync::broadcast;
+
+use crate::support::{input, is_turn_end, until};
 
 /// A bound on how long a test waits for an event, so a bug fails instead of hanging.
 const WAIT: Duration = Duration::from_secs(20);
@@ -44,43 +45,6 @@ async fn demo_runtime(dir: &tempfile::TempDir) -> Runtime {
     .await
 }
 
-fn input(text: &str) -> TurnInput {
-    TurnInput {
-        text: text.into(),
-        attachments: vec![],
-    }
-}
-
-/// Collects what is published until a durable event matches `done`.
-async fn until(
-    rx: &mut broadcast::Receiver<Published>,
-    done: impl Fn(&ThreadEvent) -> bool,
-) -> Vec<Published> {
-    let mut seen = Vec::new();
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let published = rx.recv().await.unwrap();
-            let finished =
-                matches!(&published, Published::Durable { event, .. } if done(&event.event));
-            seen.push(published);
-            if finished {
-                break;
-            }
-        }
-    })
-    .await
-    .expect("the awaited event was published");
-    seen
-}
-
-fn is_turn_end(event: &ThreadEvent) -> bool {
-    matches!(
-        event,
-        ThreadEvent::TurnCompleted { .. }
-            | ThreadEvent::TurnFailed { .. }
-            | ThreadEvent::TurnCancelled { .. }
-    )
-}
 
 fn durable_kinds(seen: &[Published]) -> Vec<&'static str> {
     seen.iter()
