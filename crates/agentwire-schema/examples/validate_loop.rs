@@ -9,7 +9,7 @@
 //! ```
 //!
 //! The inclusive counts of `fast::parse` and `fast::Parsed::is_valid_at`, divided by
-//! `passes × messages`, are the per-message figures docs/PERFORMANCE.md quotes.
+//! `passes × messages`, are the per-message instruction counts of parsing and of validating.
 
 use std::error::Error;
 use std::path::Path;

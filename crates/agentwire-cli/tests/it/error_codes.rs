@@ -5,6 +5,8 @@
 //! protocol defines on its wire (Roll's `EVENT_CURSOR_EXPIRED`, JSON-RPC's numbers) keep that
 //! protocol's spelling and are not ours to change.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 
 /// The first segment of every code family the crates define.
