@@ -1,6 +1,9 @@
 //! The command-line tests, one binary: each module drives the `agentwire` binary through one
 //! command or workflow, as a user or another program would.
 
+// Helpers outside #[test] functions panic on failure too: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 mod baseline_cli;

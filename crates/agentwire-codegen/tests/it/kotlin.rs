@@ -4,6 +4,8 @@
 //! with each test's main program (each in its own package), and each test runs its own main
 //! class from the shared classes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

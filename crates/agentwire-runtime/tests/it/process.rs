@@ -81,7 +81,6 @@ fn moody() -> AgentProcess {
     .unwrap()
 }
 
-
 fn is_waiting(event: &ThreadEvent) -> bool {
     matches!(
         event,

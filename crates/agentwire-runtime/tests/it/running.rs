@@ -45,7 +45,6 @@ async fn demo_runtime(dir: &tempfile::TempDir) -> Runtime {
     .await
 }
 
-
 fn durable_kinds(seen: &[Published]) -> Vec<&'static str> {
     seen.iter()
         .filter_map(|p| match p {

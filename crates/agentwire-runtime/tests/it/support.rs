@@ -1,6 +1,8 @@
 //! What the runtime's test modules share: a turn's input, collecting what is published until
 //! an event arrives, and what ends a turn.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Duration;
 
 use agentwire_runtime::{Published, ThreadEvent, TurnInput};
