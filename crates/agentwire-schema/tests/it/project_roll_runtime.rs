@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use agentwire_schema::{ProjectErrorKind, ProjectTarget, Projector, SchemaDocument};
-use agentwire_testkit::{files_with_extension, peer_fixture, read_json};
+use agentwire_testkit::{peer_fixture, read_json};
 use serde_json::{Value, json};
 
 const VERSIONS: [&str; 6] = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"];
@@ -20,27 +20,14 @@ fn roll() -> SchemaDocument {
     SchemaDocument::from_value(read_json(&path)).expect("roll-runtime loads")
 }
 
-/// `(version, file name, message)` for every valid upstream fixture (folder `v1` is 1.1).
+/// `(version, folder/file name, message)` for every valid upstream fixture (folder `v1` is 1.1),
+/// through the test kit's walk.
 fn fixtures() -> Vec<(&'static str, String, Value)> {
-    let mut out = Vec::new();
-    for (folder, version) in [
-        ("v1", "1.1"),
-        ("v1.2", "1.2"),
-        ("v1.3", "1.3"),
-        ("v1.4", "1.4"),
-        ("v1.5", "1.5"),
-    ] {
-        for path in files_with_extension(
-            peer_fixture(format!("roll-agent/fixtures/{folder}")),
-            "json",
-        ) {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name.starts_with("valid-") {
-                out.push((version, format!("{folder}/{name}"), read_json(&path)));
-            }
-        }
-    }
-    out
+    agentwire_testkit::roll_upstream_fixtures()
+        .into_iter()
+        .filter(|f| f.valid)
+        .map(|f| (f.folder_version, f.name(), f.message))
+        .collect()
 }
 
 #[test]
