@@ -52,12 +52,6 @@ impl Cli {
         self
     }
 
-    /// Sets an environment variable for the program.
-    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Cli {
-        self.command.env(key, value);
-        self
-    }
-
     /// Feeds `bytes` to standard input, then closes it.
     pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Cli {
         self.stdin = Some(bytes.into());
@@ -70,12 +64,6 @@ impl Cli {
             Some(bytes) => self.stdin(bytes),
             None => self,
         }
-    }
-
-    /// The underlying command, for what the builder does not cover (spawning and driving the
-    /// child by hand).
-    pub fn into_command(self) -> Command {
-        self.command
     }
 
     /// Runs the program to completion and returns its output, whatever its exit status.
