@@ -36,8 +36,8 @@ pub use settings::{Settings, StoreUrl, Synchronous};
 pub use sqlite::{SQLITE_SCHEMA_VERSION, SqliteLog};
 pub use tail::Tail;
 pub use types::{
-    After, Appended, Backend, Checkpoint, Expected, LogId, NewEvent, Page, Position, Retention,
-    StoredEvent, ThreadId, ThreadInfo, Trimmed,
+    After, Appended, Backend, Checkpoint, CheckpointInfo, Expected, LogId, NewEvent, Page,
+    Position, Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed,
 };
 
 /// A durable, per-thread ordered event log.
@@ -96,6 +96,10 @@ pub trait EventLog: Send + Sync + std::fmt::Debug {
 
     /// The thread's checkpoint, or `None` when it has none.
     async fn checkpoint(&self, thread: &ThreadId) -> Result<Option<Checkpoint>>;
+
+    /// The position and size of the thread's checkpoint, or `None` when it has none, without
+    /// reading its state.
+    async fn checkpoint_info(&self, thread: &ThreadId) -> Result<Option<CheckpointInfo>>;
 
     /// Deletes a thread's events and checkpoint. The thread stays known as deleted: appends and
     /// reads of it fail with [`Error::ThreadDeleted`]. Returns false if it was never written.

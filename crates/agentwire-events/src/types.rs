@@ -247,6 +247,15 @@ pub struct Checkpoint {
     pub payload: Vec<u8>,
 }
 
+/// Where a thread's checkpoint stands, without its state: what operators and tools list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CheckpointInfo {
+    /// The last position the checkpoint covers.
+    pub through: u64,
+    /// The size of its state in bytes.
+    pub bytes: u64,
+}
+
 /// A thread as the log knows it, for operators and for the runtime's restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ThreadInfo {

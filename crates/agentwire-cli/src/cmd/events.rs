@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agentwire_events::{
-    After, EventLog, MAX_PAGE_EVENTS, Position, Retention, StoredEvent, Tail, ThreadId, ThreadInfo,
+    After, CheckpointInfo, EventLog, MAX_PAGE_EVENTS, Position, Retention, StoredEvent, Tail,
+    ThreadId, ThreadInfo,
 };
 use anyhow::Context;
 use serde_json::json;
@@ -138,19 +139,18 @@ async fn threads(log: &dyn EventLog, only: Option<&str>) -> anyhow::Result<Vec<T
     Ok(all)
 }
 
-/// The position a thread's checkpoint covers through and the size of its state, if it has one.
+/// Each thread's checkpoint position and size (`None` when it has none), without its state.
 async fn checkpoints(
     log: &dyn EventLog,
     threads: &[ThreadInfo],
-) -> anyhow::Result<Vec<Option<(u64, usize)>>> {
+) -> anyhow::Result<Vec<Option<CheckpointInfo>>> {
     let mut out = Vec::with_capacity(threads.len());
     for t in threads {
-        let checkpoint = if t.deleted {
+        out.push(if t.deleted {
             None
         } else {
-            log.checkpoint(&t.thread).await?
-        };
-        out.push(checkpoint.map(|c| (c.through, c.payload.len())));
+            log.checkpoint_info(&t.thread).await?
+        });
     }
     Ok(out)
 }
@@ -168,13 +168,7 @@ async fn inspect(args: InspectArgs, format: Format, out: &mut dyn Write) -> anyh
             for (t, checkpoint) in threads.iter().zip(&checkpoints) {
                 let mut row = serde_json::to_value(t)?;
                 if let Some(fields) = row.as_object_mut() {
-                    fields.insert(
-                        "checkpoint".to_owned(),
-                        match checkpoint {
-                            Some((through, bytes)) => json!({"through": through, "bytes": bytes}),
-                            None => serde_json::Value::Null,
-                        },
-                    );
+                    fields.insert("checkpoint".to_owned(), serde_json::to_value(checkpoint)?);
                 }
                 rows.push(row);
             }
@@ -212,7 +206,7 @@ async fn inspect(args: InspectArgs, format: Format, out: &mut dyn Write) -> anyh
                 )?;
                 for (t, checkpoint) in threads.iter().zip(&checkpoints) {
                     let through = match checkpoint {
-                        Some((through, _)) => through.to_string(),
+                        Some(c) => c.through.to_string(),
                         None => "-".to_owned(),
                     };
                     writeln!(

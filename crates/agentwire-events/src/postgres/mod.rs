@@ -21,9 +21,9 @@ use crate::retention::{age_cutoff_ms, new_low_watermark};
 use crate::settings::Settings;
 use crate::sqlite::check_limit;
 use crate::types::{
-    After, Appended, Backend, Checkpoint, Expected, LogId, NewEvent, Page, Retention, StoredEvent,
-    ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint, check_checkpoint_position,
-    check_read_bounds, first_wanted,
+    After, Appended, Backend, Checkpoint, CheckpointInfo, Expected, LogId, NewEvent, Page,
+    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint,
+    check_checkpoint_position, check_read_bounds, first_wanted,
 };
 
 pub use schema::POSTGRES_SCHEMA_VERSION;
@@ -347,6 +347,20 @@ impl EventLog for PostgresLog {
         Ok(row.map(|r| Checkpoint {
             through: r.get::<_, i64>(0) as u64,
             payload: r.get(1),
+        }))
+    }
+
+    async fn checkpoint_info(&self, thread: &ThreadId) -> Result<Option<CheckpointInfo>> {
+        let client = self.reader().await?;
+        let row = client
+            .query_opt(
+                "SELECT through, octet_length(payload)::int8 FROM aw_checkpoints WHERE thread = $1",
+                &[&thread.as_str()],
+            )
+            .await?;
+        Ok(row.map(|r| CheckpointInfo {
+            through: r.get::<_, i64>(0) as u64,
+            bytes: r.get::<_, i64>(1) as u64,
         }))
     }
 

@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 use crate::limits::{MAX_CHECKPOINT_BYTES, MAX_PAGE_BYTES, MAX_PAGE_EVENTS};
 use crate::settings::Settings;
 use crate::types::{
-    After, Appended, Backend, Checkpoint, Expected, LogId, NewEvent, Page, Retention, StoredEvent,
-    ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint, check_read_bounds, first_wanted,
+    After, Appended, Backend, Checkpoint, CheckpointInfo, Expected, LogId, NewEvent, Page,
+    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint,
+    check_read_bounds, first_wanted,
 };
 
 pub use schema::SQLITE_SCHEMA_VERSION;
@@ -223,6 +224,26 @@ impl EventLog for SqliteLog {
                         Ok(Checkpoint {
                             through: r.get::<_, i64>(0)? as u64,
                             payload: r.get(1)?,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(Error::from)
+            })
+            .await
+    }
+
+    async fn checkpoint_info(&self, thread: &ThreadId) -> Result<Option<CheckpointInfo>> {
+        let thread = thread.clone();
+        self.readers
+            .with(move |conn| {
+                conn.query_row(
+                    "SELECT through, length(payload) FROM aw_checkpoints WHERE thread = ?1",
+                    [thread.as_str()],
+                    |r| {
+                        Ok(CheckpointInfo {
+                            through: r.get::<_, i64>(0)? as u64,
+                            bytes: r.get::<_, i64>(1)? as u64,
                         })
                     },
                 )

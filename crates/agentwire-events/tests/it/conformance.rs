@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::{Store, events, thread};
 use agentwire_events::{
-    After, Checkpoint, Error, EventLog, Expected, LogId, MAX_CHECKPOINT_BYTES, MAX_PAGE_EVENTS,
-    MAX_RECORD_BYTES, NewEvent, Position, Retention, Tail,
+    After, Checkpoint, CheckpointInfo, Error, EventLog, Expected, LogId, MAX_CHECKPOINT_BYTES,
+    MAX_PAGE_EVENTS, MAX_RECORD_BYTES, NewEvent, Position, Retention, Tail,
 };
 use uuid::Uuid;
 
@@ -469,6 +469,7 @@ async fn checkpoints(store: Store) {
         payload: text.as_bytes().to_vec(),
     };
     assert_eq!(log.checkpoint(&t).await.expect("read"), None);
+    assert_eq!(log.checkpoint_info(&t).await.expect("info"), None);
     // Only a position the thread has reached.
     let err = log
         .put_checkpoint(&t, checkpoint(0, "x"))
@@ -500,6 +501,13 @@ async fn checkpoints(store: Store) {
         log.checkpoint(&t).await.expect("read"),
         Some(checkpoint(7, "through 7"))
     );
+    assert_eq!(
+        log.checkpoint_info(&t).await.expect("info"),
+        Some(CheckpointInfo {
+            through: 7,
+            bytes: 9
+        })
+    );
     // Retention does not touch it, even when every event goes.
     let everything = Retention {
         max_records: 0,
@@ -529,6 +537,7 @@ async fn checkpoints(store: Store) {
     // It goes with the thread, and a deleted thread takes no new one.
     assert!(log.delete_thread(&t).await.expect("delete"));
     assert_eq!(log.checkpoint(&t).await.expect("read"), None);
+    assert_eq!(log.checkpoint_info(&t).await.expect("info"), None);
     let err = log
         .put_checkpoint(&t, checkpoint(9, "late"))
         .await
