@@ -36,6 +36,7 @@
 //! every generated message and keeps out of exactly these cases.
 
 mod dispatch;
+mod engine_document;
 mod format;
 pub mod message;
 pub(crate) mod number;
@@ -55,6 +56,8 @@ use crate::json::{self, JsonError, JsonErrorKind, MAX_JSON_DEPTH};
 use crate::pointer;
 
 use dispatch::DispatchTable;
+pub use engine_document::MAX_ENGINE_REF_DEPTH;
+use engine_document::{Pruning, collapse_ref_chains, fragment_escape};
 pub use message::{MAX_LISTED_VALUES, MAX_PREVIEW_CHARS};
 use walk_budget::WalkGraph;
 
@@ -283,16 +286,41 @@ impl fmt::Debug for ValidatorCompiler {
 }
 
 /// What the engine (`jsonschema`) builds a validator from: the indexed document, its base URI
-/// and draft.
+/// and draft, and for a document whose references nest too deep for one engine, what a report
+/// builds a smaller one from.
 struct EngineSource {
     registry: Registry<'static>,
     base: String,
     draft: jsonschema::Draft,
+    pruning: Option<Pruning>,
 }
 
 impl EngineSource {
+    /// Indexes `document` (the engine's document) under `base`.
+    fn registry(
+        draft: jsonschema::Draft,
+        base: &str,
+        document: Value,
+    ) -> Result<Registry<'static>, SchemaError> {
+        Registry::new()
+            .draft(draft)
+            .retrieve_known_draft_meta_schemas(false)
+            .add(base, Arc::new(document))
+            .and_then(|builder| builder.prepare())
+            .map_err(|e| SchemaError::new(SchemaErrorKind::InvalidSchema, "", e.to_string()))
+    }
+
     /// The engine's validator for the schema at `ptr`.
     fn build(&self, ptr: &str) -> Result<jsonschema::Validator, SchemaError> {
+        self.build_in(&self.registry, ptr)
+    }
+
+    /// The engine's validator for the schema at `ptr` of the document `registry` indexes.
+    fn build_in(
+        &self,
+        registry: &Registry<'static>,
+        ptr: &str,
+    ) -> Result<jsonschema::Validator, SchemaError> {
         // The wrapper only refers into the indexed document, so every `$ref` of the target
         // resolves against the document's own base and errors carry document locations.
         let wrapper = json!({ "$ref": format!("{}#{}", self.base, fragment_escape(ptr)) });
@@ -307,7 +335,7 @@ impl EngineSource {
                 jsonschema::PatternOptions::fancy_regex()
                     .backtrack_limit(crate::fast::PATTERN_BACKTRACK_LIMIT),
             )
-            .with_registry(&self.registry)
+            .with_registry(registry)
             .build(&wrapper)
             .map_err(|e| build_error(ptr, &e))
     }
@@ -325,19 +353,20 @@ impl ValidatorCompiler {
             Draft::Draft07 => jsonschema::Draft::Draft7,
             Draft::Draft202012 => jsonschema::Draft::Draft202012,
         };
-        let registry = Registry::new()
-            .draft(draft)
-            .retrieve_known_draft_meta_schemas(false)
-            .add(&base, Arc::new(collapse_ref_chains(doc)))
-            .and_then(|builder| builder.prepare())
-            .map_err(|e| SchemaError::new(SchemaErrorKind::InvalidSchema, "", e.to_string()))?;
+        let engine_document = collapse_ref_chains(doc);
         let fast = FastSchema::compile(doc).ok().map(Arc::new);
+        // Pruning needs the plan: it tells which definitions a value reaches.
+        let pruning = fast
+            .as_ref()
+            .and_then(|_| Pruning::for_document(doc, &engine_document));
+        let registry = EngineSource::registry(draft, &base, engine_document)?;
         Ok(ValidatorCompiler {
             document,
             engine: Arc::new(EngineSource {
                 registry,
                 base,
                 draft,
+                pruning,
             }),
             definitions_keyword: doc.definitions_keyword(),
             dispatch: Arc::new(dispatch::build(doc)),
@@ -410,87 +439,6 @@ impl ValidatorCompiler {
     }
 }
 
-/// Keywords beside a `$ref` that assert nothing, so that the schema means what its target
-/// means.
-const ANNOTATION_KEYWORDS: &[&str] = &[
-    "$comment",
-    "$anchor",
-    "$defs",
-    "definitions",
-    "title",
-    "description",
-    "default",
-    "examples",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-];
-
-/// The document the engine compiles: every `$ref` that lands on a chain of schemas that are a
-/// `$ref` alone points at the chain's end instead, so that a chain of any length is one
-/// reference to compile and to follow (the engine recurses per reference, and compiles a long
-/// chain in quadratic time). Where a subschema has its own `$id` (which changes how its
-/// references resolve), the document is left as it is.
-fn collapse_ref_chains(doc: &SchemaDocument) -> Value {
-    let mut value = doc.value().clone();
-    let mut nested_id = false;
-    crate::walk::for_each_subschema(doc.value(), |at, schema| {
-        if !at.is_empty()
-            && let Some(Value::String(id)) = schema.get("$id")
-            && !id.starts_with('#')
-        {
-            nested_id = true;
-        }
-    });
-    if nested_id {
-        return value;
-    }
-    let is_alias = |at: &str| {
-        matches!(
-            pointer::resolve(doc.value(), at),
-            Some(Value::Object(map)) if map.keys().all(|k| {
-                k == "$ref" || ANNOTATION_KEYWORDS.contains(&k.as_str()) || k.starts_with("x-")
-            })
-        )
-    };
-    let next: std::collections::HashMap<&str, &str> = doc
-        .refs()
-        .iter()
-        .filter(|r| is_alias(&r.at))
-        .map(|r| (r.at.as_str(), r.target.as_str()))
-        .collect();
-    let mut ends: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
-    for site in doc.refs() {
-        let mut path = Vec::new();
-        let mut at = site.target.as_str();
-        let end = loop {
-            if let Some(end) = ends.get(at) {
-                break *end;
-            }
-            match next.get(at) {
-                // The loader rejects cycles; the bound keeps this finite anyway.
-                Some(target) if path.len() <= next.len() => {
-                    path.push(at);
-                    at = target;
-                }
-                _ => break at,
-            }
-        };
-        for visited in path {
-            ends.insert(visited, end);
-        }
-        if end != site.target
-            && let Some(Value::Object(map)) = value.pointer_mut(&site.at)
-        {
-            map.insert(
-                "$ref".to_owned(),
-                Value::String(format!("#{}", fragment_escape(end))),
-            );
-        }
-    }
-    value
-}
-
 fn build_error(ptr: &str, err: &ValidationError<'_>) -> SchemaError {
     let at = err.instance_path().as_str();
     let message = match err.kind() {
@@ -517,20 +465,6 @@ fn is_absolute_uri(id: &str) -> bool {
         }
         None => false,
     }
-}
-
-/// Percent-encodes a JSON Pointer for use as a URI fragment.
-fn fragment_escape(ptr: &str) -> String {
-    let mut out = String::with_capacity(ptr.len());
-    for byte in ptr.bytes() {
-        let c = byte as char;
-        if c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/".contains(c) {
-            out.push(c);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 impl SchemaDocument {
@@ -615,14 +549,18 @@ impl Validator {
     /// levels (the strict parser guarantees it).
     fn validate_shallow(&self, instance: &Value) -> Vec<Issue> {
         // Collecting errors costs more than deciding; most messages are valid.
+        let mut pruned = None;
         match &self.fast {
             Some((plan, target)) => {
                 // The engine collects every error of its walk at once: a walk over budget is
                 // answered by the limit, not by millions of issues.
-                let walked = match plan.verdict(*target, instance) {
-                    Ok(true) => return Vec::new(),
-                    Ok(false) => plan.report_within_budget(*target, instance),
-                    Err(limit) => Err(limit),
+                let walked = match (plan.verdict(*target, instance), &self.engine.pruning) {
+                    (Ok(true), _) => return Vec::new(),
+                    (Ok(false), None) => plan.report_within_budget(*target, instance),
+                    (Ok(false), Some(pruning)) => plan
+                        .report_reaches(*target, instance, pruning.targets())
+                        .map(|reached| pruned = pruning.document_for(&reached, &self.pointer)),
+                    (Err(limit), _) => Err(limit),
                 };
                 if let Err(limit) = walked {
                     return vec![self.limit_issue(limit)];
@@ -642,9 +580,25 @@ impl Validator {
             root: instance,
             out: Vec::new(),
         };
-        let engine = match self.engine() {
-            Ok(engine) => engine,
-            Err(err) => return vec![self.engine_issue(&err)],
+        // A document whose references nest too deep for one engine gets one built for the
+        // definitions this value reaches (the others are `true` in it).
+        let own;
+        let engine = match pruned {
+            Some(document) => {
+                match EngineSource::registry(self.engine.draft, &self.engine.base, document)
+                    .and_then(|registry| self.engine.build_in(&registry, &self.pointer))
+                {
+                    Ok(engine) => {
+                        own = engine;
+                        &own
+                    }
+                    Err(err) => return vec![self.engine_issue(&err)],
+                }
+            }
+            None => match self.engine() {
+                Ok(engine) => engine,
+                Err(err) => return vec![self.engine_issue(&err)],
+            },
         };
         for err in engine.iter_errors(instance) {
             reporter.report(&err, 0);

@@ -68,15 +68,113 @@ fn is_surrogate(c: u32) -> bool {
     (0xD800..=0xDFFF).contains(&c)
 }
 
+/// The capturing groups of a pattern, in their ECMA-262 numbering (named groups are numbered
+/// too), and where lookbehinds are: what a backreference's translation depends on.
+struct Groups {
+    /// Per group number − 1: the index of its `(` and its name.
+    opens: Vec<(usize, Option<String>)>,
+    /// `(start, end)` char ranges of lookbehind assertions.
+    lookbehinds: Vec<(usize, usize)>,
+}
+
+impl Groups {
+    fn scan(chars: &[char]) -> Groups {
+        let mut opens = Vec::new();
+        let mut lookbehinds = Vec::new();
+        // Per open parenthesis: whether it starts a lookbehind, and where.
+        let mut stack: Vec<Option<usize>> = Vec::new();
+        let mut in_class = false;
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '\\' => i += 1,
+                '[' if !in_class => in_class = true,
+                ']' if in_class => in_class = false,
+                '(' if !in_class => {
+                    let next = |k: usize| chars.get(i + k).copied();
+                    match (next(1), next(2), next(3)) {
+                        (Some('?'), Some('<'), Some('=' | '!')) => stack.push(Some(i)),
+                        (Some('?'), Some('<'), _) => {
+                            let name: String =
+                                chars[i + 3..].iter().take_while(|c| **c != '>').collect();
+                            opens.push((i, Some(name)));
+                            stack.push(None);
+                        }
+                        (Some('?'), _, _) => stack.push(None),
+                        _ => {
+                            opens.push((i, None));
+                            stack.push(None);
+                        }
+                    }
+                }
+                ')' if !in_class => {
+                    if let Some(Some(start)) = stack.pop() {
+                        lookbehinds.push((start, i));
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Groups { opens, lookbehinds }
+    }
+
+    /// The Rust text of the backreference at `chars[i] == '\\'` (`\N` or `\k<name>`, outside
+    /// a class), and how many chars it used; `None` when it is not one. ECMA-262 matches a
+    /// reference to a group that has not participated as the empty string, where Rust's
+    /// backtracking engine fails it: a reference to a group that opens later (outside a
+    /// lookbehind) is always empty, and any other one is empty unless its group matched. A
+    /// reference inside a lookbehind is an error: ECMA-262 matches a lookbehind backwards, so
+    /// the reference sees the groups to its right, and the backtracking engine matches it
+    /// forwards.
+    fn backreference(&self, chars: &[char], i: usize) -> Option<Result<(String, usize), String>> {
+        let (group, used) = match chars.get(i + 1)? {
+            '1'..='9' => {
+                let digits: String = chars[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                (digits.parse::<usize>().ok()?, digits.len() + 1)
+            }
+            'k' if chars.get(i + 2) == Some(&'<') => {
+                let name: String = chars[i + 3..].iter().take_while(|c| **c != '>').collect();
+                let number = self
+                    .opens
+                    .iter()
+                    .position(|(_, n)| n.as_deref() == Some(name.as_str()))?;
+                (number + 1, name.chars().count() + 4)
+            }
+            _ => return None,
+        };
+        let (open, _) = self.opens.get(group.checked_sub(1)?)?;
+        if self.lookbehinds.iter().any(|(s, e)| (*s..=*e).contains(&i)) {
+            return Some(Err(
+                "a backreference inside a lookbehind, which ECMA-262 matches backwards".to_owned(),
+            ));
+        }
+        if *open > i {
+            return Some(Ok(("(?:)".to_owned(), used)));
+        }
+        Some(Ok((format!("(?({group})\\{group}|)"), used)))
+    }
+}
+
 /// Translates a JavaScript `u`-mode pattern into Rust regex syntax.
 pub(crate) fn translate(source: &str) -> Result<String, String> {
     let chars: Vec<char> = source.chars().collect();
+    let groups = Groups::scan(&chars);
     let mut out = String::with_capacity(source.len() + 16);
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         match c {
             '\\' => {
+                if let Some(reference) = groups.backreference(&chars, i) {
+                    let (piece, used) = reference?;
+                    out.push_str(&piece);
+                    i += used;
+                    continue;
+                }
                 let (piece, used) = escape(&chars, i, false)?;
                 match piece {
                     Escaped::Text(t) => out.push_str(&t),

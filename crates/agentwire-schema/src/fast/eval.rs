@@ -231,7 +231,14 @@ pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth:
 /// Visits what a full report of `node` on `i` visits: every check and every branch, without
 /// stopping at a failure, one step each. Run under [`bounded`] before the report pass, whose
 /// engine collects every error of such a walk: a walk over budget is not reported in full.
-pub(crate) fn walk_all<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) {
+pub(crate) fn walk_all<'a, I: Instance<'a>, F: FnMut(NodeId)>(
+    plan: &Plan,
+    node: NodeId,
+    i: I,
+    depth: u32,
+    seen: &mut F,
+) {
+    seen(node);
     let node = plan.alias[node as usize];
     if !step(depth) {
         return;
@@ -242,30 +249,32 @@ pub(crate) fn walk_all<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, dep
             return;
         }
         match check {
-            Check::Ref(s) | Check::Not(s) => walk_all(plan, *s, i, d),
+            Check::Ref(s) | Check::Not(s) => walk_all(plan, *s, i, d, seen),
             Check::AnyOf(u) | Check::OneOf(u) => {
-                u.branches.iter().for_each(|b| walk_all(plan, *b, i, d));
+                u.branches
+                    .iter()
+                    .for_each(|b| walk_all(plan, *b, i, d, seen));
             }
-            Check::AllOf(all) => all.iter().for_each(|s| walk_all(plan, *s, i, d)),
-            Check::AllOfTagged(t) => t.all.iter().for_each(|s| walk_all(plan, *s, i, d)),
+            Check::AllOf(all) => all.iter().for_each(|s| walk_all(plan, *s, i, d, seen)),
+            Check::AllOfTagged(t) => t.all.iter().for_each(|s| walk_all(plan, *s, i, d, seen)),
             Check::If {
                 cond,
                 then,
                 otherwise,
             } => {
-                walk_all(plan, *cond, i, d);
+                walk_all(plan, *cond, i, d, seen);
                 then.iter()
                     .chain(otherwise)
-                    .for_each(|s| walk_all(plan, *s, i, d));
+                    .for_each(|s| walk_all(plan, *s, i, d, seen));
             }
             Check::Arr(a) if i.kind() == Kind::Array => {
                 for (k, item) in i.items().enumerate() {
                     match (a.prefix.get(k), &a.rest) {
-                        (Some(s), _) | (None, Rest::Schema(s)) => walk_all(plan, *s, item, d),
+                        (Some(s), _) | (None, Rest::Schema(s)) => walk_all(plan, *s, item, d, seen),
                         _ => {}
                     }
                     if let Some(c) = a.contains {
-                        walk_all(plan, c, item, d);
+                        walk_all(plan, c, item, d, seen);
                     }
                 }
             }
@@ -273,25 +282,25 @@ pub(crate) fn walk_all<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, dep
                 for (key, value) in i.entries() {
                     let declared = o.index_of(key).and_then(|k| o.props[k as usize]);
                     if let Some(s) = declared {
-                        walk_all(plan, s, value, d);
+                        walk_all(plan, s, value, d, seen);
                     }
                     let mut matched = false;
                     for (p, s) in o.pattern_props.iter() {
                         if plan.patterns[*p as usize].is_match(key) != Some(false) {
                             matched = true;
-                            walk_all(plan, *s, value, d);
+                            walk_all(plan, *s, value, d, seen);
                         }
                     }
                     if let (None, false, Rest::Schema(s)) = (declared, matched, &o.additional) {
-                        walk_all(plan, *s, value, d);
+                        walk_all(plan, *s, value, d, seen);
                     }
                     if let Some(pn) = o.property_names {
-                        walk_all(plan, pn, KeyInstance(key), d);
+                        walk_all(plan, pn, KeyInstance(key), d, seen);
                     }
                 }
                 for (k, s) in o.dependent_schemas.iter() {
                     if i.get(&o.names[*k as usize]).is_some() {
-                        walk_all(plan, *s, i, d);
+                        walk_all(plan, *s, i, d, seen);
                     }
                 }
             }

@@ -187,8 +187,44 @@ impl FastSchema {
     /// the report pass visits) stays within the step budget.
     pub fn report_within_budget(&self, target: Target, value: &Value) -> Result<(), EvalLimit> {
         bounded(budget(count_values(value)), || {
-            eval::walk_all(&self.plan, target.0, value, 0)
+            eval::walk_all(&self.plan, target.0, value, 0, &mut |_| {})
         })
+    }
+
+    /// [`report_within_budget`](FastSchema::report_within_budget), answering which of
+    /// `pointers` (schema pointers) the report checks `value` against: `true` for each one
+    /// whose schema the walk visits, in place or through references (chains of `$ref`-only
+    /// schemas included), and for each one the plan did not compile.
+    pub(crate) fn report_reaches(
+        &self,
+        target: Target,
+        value: &Value,
+        pointers: &[String],
+    ) -> Result<Vec<bool>, EvalLimit> {
+        let nodes = &self.plan.nodes;
+        let mut visited = vec![false; nodes.len()];
+        bounded(budget(count_values(value)), || {
+            eval::walk_all(&self.plan, target.0, value, 0, &mut |start| {
+                let mut at = start;
+                while !visited[at as usize] {
+                    visited[at as usize] = true;
+                    let node = &nodes[at as usize];
+                    match node.checks.as_slice() {
+                        [plan::Check::Ref(next)] if node.types == plan::T_ANY => at = *next,
+                        _ => break,
+                    }
+                }
+            })
+        })?;
+        Ok(pointers
+            .iter()
+            .map(|p| {
+                self.plan
+                    .by_pointer
+                    .get(p)
+                    .is_none_or(|n| visited[*n as usize])
+            })
+            .collect())
     }
 
     /// The instance path of the first error, in the order AJV (`allErrors: false`) reports

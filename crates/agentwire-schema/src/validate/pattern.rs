@@ -28,8 +28,9 @@ pub(super) struct EcmaPattern {
 
 impl EcmaPattern {
     /// Compiles `source`; an error for what is not ECMA-262 syntax, and for the rare forms the
-    /// translation cannot carry to a bounded engine (a named reference before its group): an
-    /// ECMA-262 backtracking engine would run them with no bound on its steps.
+    /// translation cannot carry to a bounded engine (a backreference inside a lookbehind, which
+    /// ECMA-262 matches backwards): an ECMA-262 backtracking engine would run them with no
+    /// bound on its steps.
     pub(super) fn compile(source: &str) -> Result<Self, String> {
         regress::Regex::with_flags(source, PATTERN_FLAGS).map_err(|e| e.to_string())?;
         let pattern = Pattern::new(source).map_err(|e| {
@@ -147,6 +148,17 @@ mod tests {
             (r"^[^\W]$", "é", false),
             (r"^(?<q>a)\k<q>$", "aa", true),
             (r"^(?<q>a)\k<q>$", "ab", false),
+            // A reference to a group that has not participated matches the empty string.
+            (r"^(?:(a)|b)\1$", "b", true),
+            (r"^(?:(a)|b)\1$", "aa", true),
+            (r"^(?:(a)|b)\1$", "a", false),
+            (r"^(?:(?<n>a)|b)\k<n>c$", "bc", true),
+            // So does one to a group that opens later.
+            (r"^\k<x>(?<x>a)$", "a", true),
+            (r"^\k<x>(?<x>a)$", "aa", false),
+            (r"^\2(a)(b)$", "ab", true),
+            (r"^(a\1)$", "a", true),
+            (r"^(?:\1(a))+$", "aa", true),
             (r"\uD800", "\u{10000}", false),
         ];
         for (source, text, expected) in cases {
@@ -194,7 +206,12 @@ mod tests {
 
     #[test]
     fn what_no_bounded_engine_runs_is_refused_when_compiled() {
-        let err = EcmaPattern::compile(r"\k<x>(?<x>a)|^(a+)+$").err().unwrap();
-        assert!(err.starts_with(UNBOUNDED_MESSAGE_START), "{err}");
+        // A lookbehind matches backwards in ECMA-262 (a reference in it sees the groups to its
+        // right); the backtracking engine matches it forwards.
+        for source in [r"(?<=(a)\1)b", r"(?<=\k<x>(?<x>a))b|^(a+)+$"] {
+            let err = EcmaPattern::compile(source).err().unwrap();
+            assert!(err.starts_with(UNBOUNDED_MESSAGE_START), "{err}");
+            assert!(err.contains("inside a lookbehind"), "{err}");
+        }
     }
 }

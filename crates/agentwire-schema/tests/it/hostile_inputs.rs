@@ -194,11 +194,12 @@ fn patterns_with_properties_rust_lacks_run_in_linear_time() {
     assert_eq!(found[0].2, "validate.property-names");
 }
 
-/// What neither the linear-time engine nor the step-budgeted one can run (a named reference
-/// before its group) is refused when the schema is compiled, never run without a bound.
+/// What neither the linear-time engine nor the step-budgeted one can run with its ECMA-262
+/// meaning (a backreference inside a lookbehind, matched backwards) is refused when the schema
+/// is compiled, never run without a bound.
 #[test]
 fn a_pattern_no_bounded_engine_runs_is_a_schema_error() {
-    let err = doc(json!({"pattern": "\\k<x>(?<x>a)|^(a+)+$"}))
+    let err = doc(json!({"pattern": "(?<=(a)\\1)b|^(a+)+$"}))
         .validator()
         .unwrap_err();
     assert_eq!(err.code(), "schema.invalid");
@@ -206,6 +207,25 @@ fn a_pattern_no_bounded_engine_runs_is_a_schema_error() {
         err.message
             .contains("the pattern cannot be run by the linear-time or the step-budgeted engine"),
         "{err}"
+    );
+}
+
+/// A reference to a group that opens later matches the empty string (ECMA-262), so the pattern
+/// needs no backtracking engine: it runs in linear time beside a nested quantifier.
+#[test]
+fn a_reference_before_its_group_matches_empty_and_runs_in_linear_time() {
+    let v = doc(json!({"pattern": "\\k<x>(?<x>a)|^(a+)+$"}))
+        .validator()
+        .unwrap();
+    assert!(v.is_valid(&json!("a")));
+    assert!(v.is_valid(&json!("xyz-a")));
+    let evil = format!("{}!", "b".repeat(100_000));
+    assert_eq!(
+        issues(&v, &json!(evil))
+            .iter()
+            .map(|i| i.2)
+            .collect::<Vec<_>>(),
+        ["validate.pattern"]
     );
 }
 
@@ -493,8 +513,9 @@ fn compat_of_two_large_required_lists_is_linear() {
 }
 
 /// `d_i = {type: object, properties: {next: {$ref: d_{i+1}}}}`, 100,000 deep: the engine that
-/// lists issues compiles such a chain in quadratic time (minutes), so it is built only for the
-/// report of an invalid value; the compiled plan decides valid ones alone.
+/// lists issues compiles such a chain in quadratic time (minutes), so the compiled plan decides
+/// valid values alone, and the report of an invalid one compiles only the definitions it
+/// reaches.
 fn object_chain(n: usize) -> SchemaDocument {
     chain(
         n,
@@ -503,13 +524,60 @@ fn object_chain(n: usize) -> SchemaDocument {
 }
 
 #[test]
-fn a_document_of_100000_chained_definitions_decides_valid_values_without_the_engine() {
+fn a_document_of_100000_chained_definitions_decides_values_and_reports_what_they_reach() {
     let v = object_chain(100_000).validator().unwrap();
     let valid = json!({"v": "a", "next": {"v": "b", "next": {"next": {}}}});
     assert!(v.is_valid(&valid));
     assert!(v.validate(&valid).is_empty());
     assert!(v.validate_bytes(valid.to_string().as_bytes()).is_empty());
     assert!(!v.is_valid(&json!({"next": {"v": 5}})));
+    // One engine for the whole chain would take minutes; the report builds one for the
+    // definitions the value reaches.
+    assert_eq!(
+        issues(&v, &json!("x")),
+        [one(
+            "",
+            "/$defs/d0/type",
+            "validate.type",
+            "\"x\" is a string, expected object"
+        )]
+    );
+    assert_eq!(
+        issues(&v, &json!({"v": 1, "next": {"next": {"v": true}}})),
+        [
+            one(
+                "/v",
+                "/$defs/d0/properties/v/type",
+                "validate.type",
+                "1 is an integer, expected string"
+            ),
+            one(
+                "/next/next/v",
+                "/$defs/d2/properties/v/type",
+                "validate.type",
+                "true is a boolean, expected string"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_report_from_the_reached_definitions_equals_the_report_of_the_whole_document() {
+    // 1,500 nested definitions are past `MAX_ENGINE_REF_DEPTH`, 12 are not: the same values
+    // get the same issues from a pruned engine and from one built for everything.
+    const { assert!(agentwire_schema::validate::MAX_ENGINE_REF_DEPTH < 1_500) };
+    let deep = object_chain(1_500).validator().unwrap();
+    let short = object_chain(12).validator().unwrap();
+    for value in [
+        json!(5),
+        json!({"v": 1}),
+        json!({"next": {"v": [1], "next": 7}}),
+        json!({"next": {"next": {"next": {"v": {}, "next": null}}}, "v": "ok"}),
+        json!({"next": {"next": {"next": {"next": {"v": "fine"}}}}}),
+    ] {
+        assert_eq!(issues(&deep, &value), issues(&short, &value), "{value}");
+    }
+    assert!(!issues(&deep, &json!({"next": {"v": 1}})).is_empty());
 }
 
 #[test]
