@@ -302,12 +302,12 @@ impl EngineSource {
     fn registry(
         draft: jsonschema::Draft,
         base: &str,
-        document: Value,
+        document: Arc<Value>,
     ) -> Result<Registry<'static>, SchemaError> {
         Registry::new()
             .draft(draft)
             .retrieve_known_draft_meta_schemas(false)
-            .add(base, Arc::new(document))
+            .add(base, document)
             .and_then(|builder| builder.prepare())
             .map_err(|e| SchemaError::new(SchemaErrorKind::InvalidSchema, "", e.to_string()))
     }
@@ -355,7 +355,7 @@ impl ValidatorCompiler {
             Draft::Draft07 => jsonschema::Draft::Draft7,
             Draft::Draft202012 => jsonschema::Draft::Draft202012,
         };
-        let engine_document = collapse_ref_chains(doc);
+        let engine_document = Arc::new(collapse_ref_chains(doc));
         let fast = FastSchema::compile(doc).ok().map(Arc::new);
         // Pruning needs the plan: it tells which definitions a value reaches.
         let pruning = fast
@@ -587,8 +587,12 @@ impl Validator {
         let own;
         let engine = match pruned {
             Some(document) => {
-                match EngineSource::registry(self.engine.draft, &self.engine.base, document)
-                    .and_then(|registry| self.engine.build_in(&registry, &self.pointer))
+                match EngineSource::registry(
+                    self.engine.draft,
+                    &self.engine.base,
+                    Arc::new(document),
+                )
+                .and_then(|registry| self.engine.build_in(&registry, &self.pointer))
                 {
                     Ok(engine) => {
                         own = engine;

@@ -3,6 +3,7 @@
 //! compiles in reasonable time, each report compiles only the references the value reaches.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -235,8 +236,8 @@ fn within<'s, 'p>(
 /// A document whose references nest too deep for one engine: what a report needs to build an
 /// engine for the part of the document a value reaches.
 pub(super) struct Pruning {
-    /// The engine's document ([`collapse_ref_chains`]).
-    document: Value,
+    /// The engine's document ([`collapse_ref_chains`]), shared with the whole-document engine.
+    document: Arc<Value>,
     /// Every reference target, sorted and distinct.
     targets: Vec<String>,
 }
@@ -244,7 +245,10 @@ pub(super) struct Pruning {
 impl Pruning {
     /// `Some` when the document's references nest deeper than [`MAX_ENGINE_REF_DEPTH`] and no
     /// subschema below the root names itself (an `$id`, an anchor, a dynamic reference).
-    pub(super) fn for_document(doc: &SchemaDocument, engine_document: &Value) -> Option<Pruning> {
+    pub(super) fn for_document(
+        doc: &SchemaDocument,
+        engine_document: &Arc<Value>,
+    ) -> Option<Pruning> {
         let mut named = false;
         crate::walk::for_each_subschema(doc.value(), |at, schema| {
             if !at.is_empty() && NAMING_KEYWORDS.iter().any(|k| schema.get(*k).is_some()) {
@@ -258,7 +262,7 @@ impl Pruning {
         targets.sort_unstable();
         targets.dedup();
         Some(Pruning {
-            document: engine_document.clone(),
+            document: Arc::clone(engine_document),
             targets,
         })
     }
@@ -296,7 +300,7 @@ impl Pruning {
             if holds_kept(target) {
                 continue;
             }
-            let doc = document.get_or_insert_with(|| self.document.clone());
+            let doc = document.get_or_insert_with(|| Value::clone(&self.document));
             if let Some(schema) = Value::pointer_mut(doc, target) {
                 *schema = Value::Bool(true);
             }
@@ -353,7 +357,7 @@ mod tests {
         let d = doc(
             json!({"$defs": defs, "$ref": "#/$defs/d0", "not": {"$ref": "#/$defs/inner/$defs/x"}, "if": {"$ref": "#/$defs/inner"}}),
         );
-        let engine_document = collapse_ref_chains(&d);
+        let engine_document = Arc::new(collapse_ref_chains(&d));
         let pruning = Pruning::for_document(&d, &engine_document).expect("deep enough");
         let reached: Vec<bool> = pruning
             .targets()
@@ -377,6 +381,6 @@ mod tests {
         assert_eq!(pruning.document_for(&vec![true; reached.len()], ""), None);
         // A document with an anchor below its root is never pruned.
         let named = doc(json!({"$defs": {"a": {"$anchor": "x"}}, "$ref": "#/$defs/a"}));
-        assert!(Pruning::for_document(&named, &collapse_ref_chains(&named)).is_none());
+        assert!(Pruning::for_document(&named, &Arc::new(collapse_ref_chains(&named))).is_none());
     }
 }
