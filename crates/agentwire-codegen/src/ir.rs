@@ -308,6 +308,22 @@ impl Ir {
         self.index.get(name).map(|&i| &self.types[i])
     }
 
+    /// Whether `ty` is a string, directly or through aliases.
+    pub fn string_leaf(&self, ty: &Ty) -> bool {
+        let mut ty = ty;
+        for _ in 0..MAX_LOWERING_DEPTH {
+            match ty {
+                Ty::String => return true,
+                Ty::Ref(name) => match self.get(name).map(|t| &t.kind) {
+                    Some(TypeKind::Alias(inner)) => ty = inner,
+                    _ => return false,
+                },
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// The object behind a type, following aliases.
     pub fn object_of(&self, ty: &Ty) -> Option<&ObjectType> {
         let mut ty = ty;
