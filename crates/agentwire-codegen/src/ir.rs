@@ -38,6 +38,25 @@ pub const MAX_VIEW_STEPS: usize = 250_000;
 pub const LONG_CYCLE: usize = 24;
 /// Deepest nesting of schema nodes the lowering follows (the JSON parser already stops at 127).
 pub const MAX_LOWERING_DEPTH: usize = 256;
+/// Keywords that constrain a value without changing its type, kept in documentation comments.
+pub const CONSTRAINT_KEYWORDS: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "default",
+    "deprecated",
+];
 
 /// The protocol's identity, from the root `x-agentwire` block or ChainlessChain's `x-cc-protocol`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1536,24 +1555,7 @@ fn doc_lines(schema: &Value) -> Vec<String> {
         }
     }
     let mut constraints = Vec::new();
-    for key in [
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "minProperties",
-        "maxProperties",
-        "default",
-        "deprecated",
-    ] {
+    for &key in CONSTRAINT_KEYWORDS {
         if let Some(v) = map.get(key) {
             constraints.push(format!("{key}: {}", canonical::compact_text(v)));
         }

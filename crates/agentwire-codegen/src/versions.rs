@@ -27,34 +27,24 @@ use agentwire_schema::walk::{
 use serde_json::{Map, Value};
 
 use crate::error::CodegenError;
-use crate::ir::MAX_LOWERING_DEPTH;
+use crate::ir::{CONSTRAINT_KEYWORDS, MAX_LOWERING_DEPTH};
 
-/// Keywords an override may change without changing the type of the node.
-const CONSTRAINT_KEYWORDS: &[&str] = &[
+/// Keywords an override may change, besides [`CONSTRAINT_KEYWORDS`], without changing the type
+/// of the node.
+const ANNOTATION_AND_CONDITION_KEYWORDS: &[&str] = &[
     "title",
     "description",
-    "default",
     "examples",
-    "deprecated",
-    "format",
-    "pattern",
-    "minLength",
-    "maxLength",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "minProperties",
-    "maxProperties",
     "not",
     "if",
     "then",
     "else",
 ];
+
+/// Whether an override of `key` leaves the node's type as it is.
+fn only_constrains(key: &str) -> bool {
+    CONSTRAINT_KEYWORDS.contains(&key) || ANNOTATION_AND_CONDITION_KEYWORDS.contains(&key)
+}
 
 /// Builds the all-versions view of `doc` (see the module documentation). A document that
 /// declares no versions comes back unchanged.
@@ -253,7 +243,7 @@ impl Merger<'_> {
             }
             let mut shape_changed = false;
             for (key, value) in schema {
-                if base.get(key) == Some(value) || CONSTRAINT_KEYWORDS.contains(&key.as_str()) {
+                if base.get(key) == Some(value) || only_constrains(key) {
                     continue;
                 }
                 match key.as_str() {
