@@ -305,8 +305,10 @@ pub enum ServerRequestCancelParams {
 
 /// How an approval ended, in `approval.resolved`.
 ///
-/// Written by hand: the schema's four branches differ only in which `status` and `decision`
-/// values they allow (rules the validator checks); two shapes carry what a host reads.
+/// Written by hand: the schema's four branches share the tag value `resolved` (so the generated
+/// union is untagged, `Variant1` to `Variant4`) and differ in the `status` and `decision` values
+/// they allow and in whether `reason` is required (rules the validator checks); two shapes carry
+/// what a host reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ApprovalResolution {

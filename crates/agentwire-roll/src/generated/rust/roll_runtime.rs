@@ -142,7 +142,24 @@ pub type SharedSha256 = ::std::string::String;
 pub type SharedNullableSequence = ::std::option::Option<SharedNonNegativeInteger>;
 
 /// `/$defs/sharedInteractionSensitivity`
-pub type SharedInteractionSensitivity = crate::approval::Sensitivity;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub enum SharedInteractionSensitivity {
+    #[default]
+    #[serde(rename = "normal")]
+    Normal,
+}
+
+impl SharedInteractionSensitivity {
+    /// Every value, in schema order.
+    pub const ALL: &'static [SharedInteractionSensitivity] = &[SharedInteractionSensitivity::Normal];
+
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SharedInteractionSensitivity::Normal => "normal",
+        }
+    }
+}
 
 /// `/$defs/sharedFeature`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -401,7 +418,20 @@ pub struct SharedThreadSummary {
 }
 
 /// An approval waiting for a decision; preview is free-form JSON (explanation, diff).
-pub type SharedPendingApproval = crate::approval::PendingApproval;
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPendingApproval {
+    pub id: crate::ids::ApprovalId,
+    #[serde(rename = "turnId")]
+    pub turn_id: crate::ids::TurnId,
+    #[serde(rename = "agentName")]
+    pub agent_name: SharedNonEmptyString,
+    #[serde(rename = "toolName")]
+    pub tool_name: SharedNonEmptyString,
+    pub preview: SharedJsonValue,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub reason: ::std::option::Option<::std::string::String>,
+}
 
 /// `/$defs/sharedActiveTurnStatus`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -1721,7 +1751,22 @@ pub struct TurnCancelResult {
 }
 
 /// `/$defs/approvalRespondParams`
-pub type ApprovalRespondParams = crate::approval::ApprovalRespondParams;
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRespondParams {
+    #[serde(rename = "requestId")]
+    pub request_id: crate::ids::RequestId,
+    #[serde(rename = "threadId")]
+    pub thread_id: crate::ids::ThreadId,
+    #[serde(rename = "turnId")]
+    pub turn_id: crate::ids::TurnId,
+    #[serde(rename = "approvalId")]
+    pub approval_id: crate::ids::ApprovalId,
+    pub decision: ApprovalRespondParamsDecision,
+    /// Constraints: minLength: 1
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub reason: ::std::option::Option<::std::string::String>,
+}
 
 /// `/$defs/approvalRespondParams/properties/decision`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
