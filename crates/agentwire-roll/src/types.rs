@@ -271,8 +271,9 @@ pub struct AttachmentStageParams {
     pub media_type: AttachmentMediaType,
     /// Size in bytes.
     pub bytes: u64,
-    /// SHA-256 of the content, lower-case hex.
-    pub sha256: String,
+    /// SHA-256 of the content, lower-case hex (named as the generated types name `sha256`).
+    #[serde(rename = "sha256")]
+    pub sha_256: String,
     /// Where the bytes come from.
     pub source: AttachmentSource,
     /// The local path, for `source: local-path`.

@@ -344,7 +344,7 @@ async fn exercise_methods(
         file_name: name.into(),
         media_type: AttachmentMediaType::ImagePng,
         bytes: content.len() as u64,
-        sha256: sha256_hex(&content),
+        sha_256: sha256_hex(&content),
         source: AttachmentSource::Chunks,
         source_path: None,
     };
