@@ -362,7 +362,7 @@ impl ClientCore {
                 .result
                 .features
                 .iter()
-                .any(|f| f == feature.as_str())
+                .any(|f| f.as_str() == feature.as_str())
         {
             return Err(ClientError::FeatureUnavailable { method, feature });
         }
@@ -537,12 +537,12 @@ impl ClientCore {
                 return Err(error);
             }
         };
-        let accepted = match check_capability_ack(
-            revision,
-            &names,
-            ack.revision,
-            &ack.accepted_server_request_methods,
-        ) {
+        let acked: Vec<&str> = ack
+            .accepted_server_request_methods
+            .iter()
+            .map(|m| m.as_str())
+            .collect();
+        let accepted = match check_capability_ack(revision, &names, ack.revision, &acked) {
             Ok(accepted) => accepted,
             Err(error) => {
                 clear_pending();

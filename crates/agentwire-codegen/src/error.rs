@@ -42,6 +42,26 @@ pub enum CodegenError {
         /// What was given.
         given: String,
     },
+    /// `--all-versions` met a keyword override that one type cannot carry for every version.
+    #[error("{pointer}: {message}")]
+    VersionMerge {
+        /// Where, as a JSON Pointer into the document.
+        pointer: String,
+        /// What the override changes.
+        message: String,
+    },
+    /// An entry of `--rust-types` names no type or property of the schema, or a property whose
+    /// type is not a string.
+    #[error("--rust-types entry {key:?}: {message}")]
+    RustType {
+        /// The entry's key.
+        key: String,
+        /// Why it cannot apply.
+        message: String,
+    },
+    /// `--all-versions` was asked for a language other than Rust.
+    #[error("--all-versions generates Rust only, not {0}")]
+    AllVersionsLanguage(&'static str),
     /// A language name that is not one of rust, ts, py, kt, swift.
     #[error("unknown language {0:?}; expected rust, ts, py, kt or swift")]
     UnknownLanguage(String),
@@ -65,6 +85,9 @@ impl CodegenError {
             CodegenError::TooComplex { .. } => "codegen.too-complex",
             CodegenError::TooDeep { .. } => "codegen.too-deep",
             CodegenError::IdentityConflict { .. } => "codegen.identity-conflict",
+            CodegenError::VersionMerge { .. } => "codegen.version-merge",
+            CodegenError::RustType { .. } => "codegen.rust-type",
+            CodegenError::AllVersionsLanguage(_) => "codegen.all-versions-language",
             CodegenError::UnknownLanguage(_) => "codegen.unknown-language",
             CodegenError::Io { .. } => "codegen.io",
         }

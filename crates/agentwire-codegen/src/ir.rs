@@ -38,6 +38,25 @@ pub const MAX_VIEW_STEPS: usize = 250_000;
 pub const LONG_CYCLE: usize = 24;
 /// Deepest nesting of schema nodes the lowering follows (the JSON parser already stops at 127).
 pub const MAX_LOWERING_DEPTH: usize = 256;
+/// Keywords that constrain a value without changing its type, kept in documentation comments.
+pub const CONSTRAINT_KEYWORDS: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "default",
+    "deprecated",
+];
 
 /// The protocol's identity, from the root `x-agentwire` block or ChainlessChain's `x-cc-protocol`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -306,6 +325,22 @@ impl Ir {
     /// A named type.
     pub fn get(&self, name: &str) -> Option<&TypeDef> {
         self.index.get(name).map(|&i| &self.types[i])
+    }
+
+    /// Whether `ty` is a string, directly or through aliases.
+    pub fn string_leaf(&self, ty: &Ty) -> bool {
+        let mut ty = ty;
+        for _ in 0..MAX_LOWERING_DEPTH {
+            match ty {
+                Ty::String => return true,
+                Ty::Ref(name) => match self.get(name).map(|t| &t.kind) {
+                    Some(TypeKind::Alias(inner)) => ty = inner,
+                    _ => return false,
+                },
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// The object behind a type, following aliases.
@@ -1520,24 +1555,7 @@ fn doc_lines(schema: &Value) -> Vec<String> {
         }
     }
     let mut constraints = Vec::new();
-    for key in [
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "minProperties",
-        "maxProperties",
-        "default",
-        "deprecated",
-    ] {
+    for &key in CONSTRAINT_KEYWORDS {
         if let Some(v) = map.get(key) {
             constraints.push(format!("{key}: {}", canonical::compact_text(v)));
         }

@@ -9,7 +9,9 @@ pub mod error;
 pub mod ir;
 pub mod methods;
 pub mod names;
+pub mod versions;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agentwire_schema::SchemaDocument;
@@ -91,6 +93,14 @@ pub struct Options {
     pub protocol_version: Option<String>,
     /// `PROTOCOL_MIN_VERSION` for a schema whose identity block has none.
     pub min_version: Option<String>,
+    /// Generate from the all-versions view of a document annotated with wire versions
+    /// ([`versions::all_versions`]): types that decode the messages of every version. Rust only.
+    pub all_versions: bool,
+    /// Rust types used in place of generated ones, keyed by `Type` (the generated type becomes
+    /// an alias of the given path), `Type.property` (that property's string type, through
+    /// `Option` and `Vec`) or `*.property` (the property of every object). The path must
+    /// (de)serialize as the schema's type does.
+    pub rust_types: BTreeMap<String, String>,
 }
 
 impl Options {
@@ -109,6 +119,8 @@ impl Options {
             root_name: None,
             protocol_version: None,
             min_version: None,
+            all_versions: false,
+            rust_types: BTreeMap::new(),
             base_name,
         }
     }
@@ -138,7 +150,18 @@ pub fn generate_from_document(
     languages: &[Language],
     options: &Options,
 ) -> Result<Vec<GeneratedFile>, CodegenError> {
-    let mut ir = Ir::lower_with_root_name(doc, schema_name, options.root_name.as_deref())?;
+    let mut ir = if options.all_versions {
+        if let Some(other) = languages.iter().find(|&&l| l != Language::Rust) {
+            return Err(CodegenError::AllVersionsLanguage(other.code()));
+        }
+        let view = versions::all_versions(doc)?;
+        let mut ir = Ir::lower_with_root_name(&view, schema_name, options.root_name.as_deref())?;
+        // The header names the document given, not the view built from it.
+        ir.digest = doc.digest().as_str().to_owned();
+        ir
+    } else {
+        Ir::lower_with_root_name(doc, schema_name, options.root_name.as_deref())?
+    };
     for (given, slot, field) in [
         (
             &options.protocol_version,
@@ -169,7 +192,60 @@ pub fn generate_from_document(
             }
         }
     }
+    check_rust_types(&ir, &options.rust_types)?;
     Ok(generate(&ir, languages, options))
+}
+
+/// Checks that every entry of [`Options::rust_types`] applies to the schema.
+fn check_rust_types(ir: &Ir, rust_types: &BTreeMap<String, String>) -> Result<(), CodegenError> {
+    let fail = |key: &str, message: String| CodegenError::RustType {
+        key: key.to_owned(),
+        message,
+    };
+    let string_field = |field: &ir::Field| {
+        let mut ty = &field.ty;
+        while let ir::Ty::Nullable(inner) | ir::Ty::Array(inner) = ty {
+            ty = inner;
+        }
+        ir.string_leaf(ty)
+    };
+    for (key, path) in rust_types {
+        if path.trim().is_empty() {
+            return Err(fail(key, "the Rust type is empty".to_owned()));
+        }
+        let Some((owner, wire)) = key.split_once('.') else {
+            if ir.get(key).is_none() {
+                return Err(fail(key, "the schema has no type of that name".to_owned()));
+            }
+            continue;
+        };
+        let objects: Vec<&ir::ObjectType> = ir
+            .types
+            .iter()
+            .filter(|t| owner == "*" || t.name == owner)
+            .filter_map(|t| match &t.kind {
+                ir::TypeKind::Object(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        let fields: Vec<&ir::Field> = objects
+            .iter()
+            .flat_map(|o| o.fields.iter().filter(|f| f.wire == wire))
+            .collect();
+        if fields.is_empty() {
+            return Err(fail(
+                key,
+                "no object of the schema has that property".to_owned(),
+            ));
+        }
+        if !fields.iter().all(|f| string_field(f)) {
+            return Err(fail(
+                key,
+                "the property is not a string (or an array or nullable of strings)".to_owned(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Why a file on disk does not match what would be generated.
@@ -252,5 +328,96 @@ mod tests {
         options.min_version = Some("0.9".into());
         let err = generate_ts(schema, &options).unwrap_err();
         assert_eq!(err.code(), "codegen.identity-conflict");
+    }
+
+    fn generate_rust(schema: serde_json::Value, options: &Options) -> Result<String, CodegenError> {
+        let doc = SchemaDocument::from_value(schema)?;
+        let files = generate_from_document(&doc, "t.schema.json", &[Language::Rust], options)?;
+        Ok(files[0].contents.clone())
+    }
+
+    fn versioned() -> serde_json::Value {
+        json!({"x-agentwire": {"name": "p", "version": "1.1", "minimumCompatibleVersion": "1.0",
+            "versions": ["1.0", "1.1"]},
+            "$defs": {
+                "Id": {"type": "string"},
+                "Count": {"type": "integer", "minimum": 0},
+                "Item": {"type": "object", "additionalProperties": false,
+                    "required": ["threadId", "ids", "count", "later"],
+                    "properties": {"threadId": {"$ref": "#/$defs/Id"},
+                        "ids": {"type": "array", "items": {"$ref": "#/$defs/Id"}},
+                        "count": {"$ref": "#/$defs/Count"},
+                        "later": {"type": "string", "x-agentwire-since": "1.1"}}}}})
+    }
+
+    #[test]
+    fn rust_types_replace_types_and_string_properties() {
+        let mut options = Options::for_schema("t.schema.json");
+        options.rust_types = [
+            ("Count", "u64"),
+            ("*.threadId", "crate::ThreadId"),
+            ("Item.ids", "crate::ItemId"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let rust = generate_rust(versioned(), &options).unwrap();
+        assert!(rust.contains("pub type Count = u64;\n"), "{rust}");
+        assert!(rust.contains("pub thread_id: crate::ThreadId,\n"), "{rust}");
+        assert!(
+            rust.contains("pub ids: ::std::vec::Vec<crate::ItemId>,\n"),
+            "{rust}"
+        );
+        // Without --all-versions the property of 1.1 only stays required.
+        assert!(
+            rust.contains("pub later: ::std::string::String,\n"),
+            "{rust}"
+        );
+    }
+
+    #[test]
+    fn a_rust_type_that_applies_to_nothing_is_an_error() {
+        for (key, why) in [
+            ("Missing", "no type"),
+            ("*.nothing", "no object"),
+            ("Item.count", "not a string"),
+        ] {
+            let mut options = Options::for_schema("t.schema.json");
+            options.rust_types.insert(key.to_owned(), "u64".to_owned());
+            let err = generate_rust(versioned(), &options).unwrap_err();
+            assert_eq!(err.code(), "codegen.rust-type", "{key}");
+            assert!(err.to_string().contains(why), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn all_versions_makes_later_properties_optional_and_names_the_document() {
+        let mut options = Options::for_schema("t.schema.json");
+        options.all_versions = true;
+        let rust = generate_rust(versioned(), &options).unwrap();
+        assert!(
+            rust.contains("pub later: ::std::option::Option<::std::string::String>,\n"),
+            "{rust}"
+        );
+        let digest = SchemaDocument::from_value(versioned()).unwrap().digest();
+        assert!(rust.starts_with(&format!(
+            "// generated by agentwire gen from t.schema.json {}; do not edit\n",
+            digest.as_str()
+        )));
+    }
+
+    #[test]
+    fn all_versions_is_rust_only() {
+        let mut options = Options::for_schema("t.schema.json");
+        options.all_versions = true;
+        let doc = SchemaDocument::from_value(versioned()).unwrap();
+        let err = generate_from_document(
+            &doc,
+            "t.schema.json",
+            &[Language::Rust, Language::TypeScript],
+            &options,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "codegen.all-versions-language");
     }
 }

@@ -1,6 +1,7 @@
 //! Approvals: the three wire shapes (1.0 `approval.required` + `approval.respond`, 1.1 legacy
-//! `approval.request`, 1.2+ interaction-shaped `approval.request`), the decision a host returns,
-//! and the display aids that ride inside the free-form `preview` and `display` JSON.
+//! `approval.request`, 1.2+ interaction-shaped `approval.request`, named here from the generated
+//! types), the decision a host returns, and the display aids that ride inside the free-form
+//! `preview` and `display` JSON.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -8,74 +9,31 @@ use serde_json::Value;
 use crate::constants::{
     MAX_APPROVAL_EXPLANATION_CHARS, MAX_DIFF_PATH_CHARS, MAX_DIFF_UNIFIED_CHARS, js_length,
 };
-use crate::ids::{ApprovalId, InteractionId, RequestId, ThreadId, TurnId};
+use crate::generated as g;
 
 /// An approval waiting for a decision (the `approval` object in every shape).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PendingApproval {
-    pub id: ApprovalId,
-    pub turn_id: TurnId,
-    pub agent_name: String,
-    pub tool_name: String,
-    /// Free-form: may hold `explanation` and `diff` (see the helpers below).
-    pub preview: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
+pub type PendingApproval = g::SharedPendingApproval;
 
 /// `approval.request` params in 1.1: the request is named by its JSON-RPC id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LegacyApprovalRequestParams {
-    pub thread_id: ThreadId,
-    pub approval: PendingApproval,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
-}
+pub type LegacyApprovalRequestParams = g::ApprovalRequestParamsSince11;
 
 /// Interaction sensitivity; the protocol has exactly one value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Sensitivity {
-    Normal,
-}
+pub type Sensitivity = g::SharedInteractionSensitivity;
 
 /// `approval.request` params in 1.2+: an interaction with an absolute deadline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ApprovalRequestParams {
-    pub interaction_id: InteractionId,
-    pub thread_id: ThreadId,
-    pub turn_id: TurnId,
-    pub expires_at: String,
-    pub sensitivity: Sensitivity,
-    pub approval: PendingApproval,
-}
+pub type ApprovalRequestParams = g::ApprovalRequestParamsSince12;
 
 /// `approval.respond` params (1.0 only; later versions answer `CAPABILITY_UNAVAILABLE`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ApprovalRespondParams {
-    pub request_id: RequestId,
-    pub thread_id: ThreadId,
-    pub turn_id: TurnId,
-    pub approval_id: ApprovalId,
-    pub decision: ApprovalVerdict,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
+pub use g::ApprovalRespondParams;
 
-/// Approve or reject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ApprovalVerdict {
-    Approve,
-    Reject,
-}
+/// Approve or reject, in `approval.respond`.
+pub type ApprovalVerdict = g::ApprovalRespondParamsDecision;
 
 /// The host's answer to `approval.request` (every version). Anything else — `defer`, an
 /// unknown key — fails validation, and the runtime then fails closed.
+///
+/// Written by hand: a tagged union matched by field (`ApprovalDecision::Reject { reason }`),
+/// where the generator makes one struct per variant carrying its tag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "camelCase", deny_unknown_fields)]
 pub enum ApprovalDecision {

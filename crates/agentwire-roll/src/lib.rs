@@ -5,9 +5,10 @@ pub mod approval;
 pub mod constants;
 pub mod cursor;
 pub mod errors;
-/// Wire types generated from the 1.5 export (`agentwire gen`); the hand-written [`types`] cover
-/// every version, these pin the newest one to the schema.
-#[path = "generated/rust/roll_runtime_1_5.rs"]
+/// Wire types of every version 1.0 to 1.5, generated from the canonical document
+/// `protocols/roll-runtime/roll-runtime.schema.json` (`agentwire gen --all-versions`); [`types`]
+/// names them for users.
+#[path = "generated/rust/roll_runtime.rs"]
 #[rustfmt::skip]
 pub mod generated;
 pub mod ids;

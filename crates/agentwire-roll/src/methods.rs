@@ -8,10 +8,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::approval::ApprovalRespondParams;
+use crate::generated::*;
 use crate::parse::{ParseError, checked, definition_stem};
 use crate::registry::wire_enum;
-use crate::types::*;
 use crate::version::{Feature, ProtocolVersion};
 
 /// How a method behaves on retry.
@@ -119,8 +118,9 @@ macro_rules! roll_methods {
             }
         }
 
-        /// Typed params of a client request, one variant per method.
-        #[derive(Debug, Clone, PartialEq)]
+        /// Typed params of a client request, one variant per method; serializes as the params.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(untagged)]
         pub enum MethodParams { $($(#[$doc])* $variant($params)),+ }
 
         impl MethodParams {
@@ -130,8 +130,9 @@ macro_rules! roll_methods {
             }
         }
 
-        /// Typed result of a client request, one variant per method.
-        #[derive(Debug, Clone, PartialEq)]
+        /// Typed result of a client request, one variant per method; serializes as the result.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(untagged)]
         pub enum MethodResult { $($(#[$doc])* $variant(result_slot!($result $($boxed)?))),+ }
 
         impl MethodResult {
@@ -171,25 +172,25 @@ roll_methods! {
         ThreadListParams => ThreadListResult, RetryableRead;
     /// `thread.create`.
     ThreadCreate = "thread.create", since V1_0,
-        ThreadCreateParams => ThreadResult, Mutation;
+        ThreadCreateParams => ThreadCreateResult, Mutation;
     /// `thread.open`: attach to a thread and get its snapshot.
     ThreadOpen = "thread.open", since V1_0,
-        ThreadIdParams => ThreadSnapshot (boxed), Other;
+        ThreadOpenParams => ThreadOpenResult (boxed), Other;
     /// `thread.snapshot`: a thread's state, paged (a recovery projection from 1.3).
     ThreadSnapshot = "thread.snapshot", since V1_0,
-        ThreadSnapshotParams => ThreadSnapshot (boxed), RetryableRead;
+        ThreadSnapshotParams => ThreadSnapshotResult (boxed), RetryableRead;
     /// `thread.rename`.
     ThreadRename = "thread.rename", since V1_0,
-        ThreadRenameParams => ThreadResult, Mutation;
+        ThreadRenameParams => ThreadRenameResult, Mutation;
     /// `thread.delete`.
     ThreadDelete = "thread.delete", since V1_0,
-        ThreadMutationParams => ThreadDeleteResult, Mutation;
+        ThreadDeleteParams => ThreadDeleteResult, Mutation;
     /// `thread.detach`: stop receiving a thread's events.
     ThreadDetach = "thread.detach", since V1_0,
-        ThreadMutationParams => ThreadDetachResult, Mutation;
+        ThreadDetachParams => ThreadDetachResult, Mutation;
     /// `thread.capabilities`: what the thread's agent offers.
     ThreadCapabilities = "thread.capabilities", since V1_0,
-        ThreadIdParams => ThreadCapabilitiesResult, RetryableRead;
+        ThreadCapabilitiesParams => ThreadCapabilitiesResult, RetryableRead;
     /// `runtime.events.resume`: replay strictly after a cursor, then the barrier.
     RuntimeEventsResume = "runtime.events.resume", since V1_3,
         RuntimeEventsResumeParams => RuntimeEventsResumeResult, Other;
@@ -204,10 +205,10 @@ roll_methods! {
         ApprovalRespondParams => ApprovalRespondResult, Mutation;
     /// `operation.get`: one tool operation's view.
     OperationGet = "operation.get", since V1_0,
-        OperationParams => OperationGetResult, RetryableRead;
+        OperationGetParams => OperationGetResult, RetryableRead;
     /// `operation.result.get`: a stored app-output result.
     OperationResultGet = "operation.result.get", since V1_5,
-        OperationParams => OperationResultGetResult, Other, needs AppOutput;
+        OperationResultGetParams => OperationResultGetResult, Other, needs AppOutput;
     /// `attachment.stage`: from a local path or for chunked upload.
     AttachmentStage = "attachment.stage", since V1_4,
         AttachmentStageParams => AttachmentStageResult, Mutation, needs Attachments;
@@ -216,10 +217,10 @@ roll_methods! {
         AttachmentChunkParams => AttachmentChunkResult, Mutation, needs Attachments;
     /// `attachment.commit`: size and sha256 verified.
     AttachmentCommit = "attachment.commit", since V1_4,
-        AttachmentParams => AttachmentCommitResult, Mutation, needs Attachments;
+        AttachmentCommitParams => AttachmentCommitResult, Mutation, needs Attachments;
     /// `attachment.release`.
     AttachmentRelease = "attachment.release", since V1_4,
-        AttachmentParams => AttachmentReleaseResult, Mutation, needs Attachments;
+        AttachmentReleaseParams => AttachmentReleaseResult, Mutation, needs Attachments;
 }
 
 impl Method {

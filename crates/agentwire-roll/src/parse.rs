@@ -115,8 +115,9 @@ fn method_in(version: ProtocolVersion, method: &str) -> Result<Method, ParseErro
         })
 }
 
-/// Typed params of a server request.
-#[derive(Debug, Clone, PartialEq)]
+/// Typed params of a server request; serializes as the params.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 pub enum ServerRequestParams {
     /// 1.1 `approval.request`.
     LegacyApproval(LegacyApprovalRequestParams),

@@ -1,102 +1,150 @@
-//! Wire types of every method, server request, notification and event, as plain serde structs.
-//! They are written by hand and held to the schema by tests that round-trip every fixture
-//! through them; typed parsing validates against the version's export first, so these types
-//! only need to carry what the schema already guarantees.
+//! Wire types of every method, server request, notification and event, for every version 1.0
+//! to 1.5 at once.
+//!
+//! Most are the generated ones ([`crate::generated`], from the canonical document
+//! `protocols/roll-runtime/roll-runtime.schema.json` with `agentwire gen --all-versions`), named
+//! here as users know them. Typed parsing validates against the negotiated version's export
+//! first, so one set of types only has to accept every version's messages: a property that not
+//! every version has is an `Option`, an enum has the values of every version, and a shape that
+//! changed is a union of the shapes. Ids are the newtypes of [`crate::ids`], cursors
+//! [`EventCursor`], counts `u64` (`src/generated/rust-types.json` maps them).
+//!
+//! The types below the aliases are written by hand; each says why.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::{PendingApproval, Sensitivity};
 use crate::cursor::EventCursor;
+use crate::generated as g;
 use crate::ids::{
-    ApprovalId, AttachmentId, EventId, InteractionId, JsonRpcId, OperationId, RequestId,
-    RuntimeInstanceId, StreamId, ThreadId, TurnId,
+    ApprovalId, EventId, InteractionId, JsonRpcId, OperationId, RequestId, RuntimeInstanceId,
+    StreamId, ThreadId, TurnId,
 };
 use crate::user_input::Control;
 
-macro_rules! wire_struct {
-    ($(#[$meta:meta])* $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase", deny_unknown_fields)]
-        pub struct $name { $($(#[$fmeta])* pub $field: $ty),* }
-    };
-}
-
-wire_struct!(/// Name and version of a client or server.
-    PeerInfo { name: String, version: String });
-wire_struct!(/// `initialize` params (strict legacy shape; never grew capability fields).
-    InitializeParams { protocol_versions: Vec<String>, client: PeerInfo });
-wire_struct!(/// Runtime identity in the `initialize` result.
-    ServerInfo { name: String, version: String, runtime_version: String });
-wire_struct!(/// `initialize` result `limits`.
-Limits {
-    max_frame_bytes: u64,
-    max_page_size: u64,
-    event_replay: bool,
-    idempotency_cache_entries: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")] max_attachment_bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] max_attachment_chunk_bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] max_turn_attachments: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] max_staged_attachments: Option<u64>,
-});
-wire_struct!(/// `initialize` result.
-InitializeResult {
-    protocol_version: String,
-    runtime_instance_id: RuntimeInstanceId,
-    server: ServerInfo,
-    features: Vec<String>,
-    limits: Limits,
-});
-wire_struct!(/// `client.capabilities.set` params (1.2+).
-    ClientCapabilitiesSetParams { revision: u64, server_request_methods: Vec<String> });
-wire_struct!(/// `client.capabilities.set` result: the ACK.
-    ClientCapabilitiesSetResult { revision: u64, accepted_server_request_methods: Vec<String> });
-wire_struct!(/// `thread.list` params.
-ThreadListParams {
-    #[serde(default, skip_serializing_if = "Option::is_none")] cursor: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] limit: Option<u64>,
-});
-wire_struct!(/// A thread in lists and snapshots.
-ThreadSummary {
-    id: ThreadId,
-    #[serde(default, skip_serializing_if = "Option::is_none")] title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] model: Option<String>,
-    created_at: String,
-    updated_at: String,
-    message_count: u64,
-});
-wire_struct!(/// `thread.list` result.
-    ThreadListResult { items: Vec<ThreadSummary>, next_cursor: Option<String> });
-wire_struct!(/// `thread.create` params.
-ThreadCreateParams {
-    request_id: RequestId,
-    #[serde(default, skip_serializing_if = "Option::is_none")] title: Option<String>,
-});
-wire_struct!(/// `thread.create` and `thread.rename` result.
-    ThreadResult { thread: ThreadSummary });
-wire_struct!(/// `thread.rename` params.
-    ThreadRenameParams { request_id: RequestId, thread_id: ThreadId, title: String });
-wire_struct!(/// `thread.delete` and `thread.detach` params.
-    ThreadMutationParams { request_id: RequestId, thread_id: ThreadId });
-wire_struct!(/// `thread.delete` result.
-    ThreadDeleteResult { deleted: bool });
-wire_struct!(/// `thread.detach` result.
-    ThreadDetachResult { detached: bool });
-wire_struct!(/// `thread.open` and `thread.capabilities` params.
-    ThreadIdParams { thread_id: ThreadId });
-wire_struct!(/// `thread.capabilities` result.
-    ThreadCapabilitiesResult { manifest: Value });
-wire_struct!(/// `thread.snapshot` params (`recovery` from 1.3).
-ThreadSnapshotParams {
-    thread_id: ThreadId,
-    #[serde(default, skip_serializing_if = "Option::is_none")] message_before_sequence: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] operation_before_sequence: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] limit: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] recovery: Option<bool>,
-});
+/// Name and version of a client (`initialize` params `client`).
+pub type PeerInfo = g::InitializeParamsClient;
+/// `initialize` params (strict legacy shape; never grew capability fields).
+pub use g::InitializeParams;
+/// Runtime identity in the `initialize` result.
+pub type ServerInfo = g::InitializeResultServer;
+/// `initialize` result `limits` (the attachment limits from 1.4).
+pub type Limits = g::InitializeResultLimits;
+/// `initialize` result.
+pub use g::InitializeResult;
+/// A feature a runtime announces in the `initialize` result.
+pub type FeatureName = g::SharedFeature;
+/// `client.capabilities.set` params (1.2+).
+pub use g::ClientCapabilitiesSetParams;
+/// `client.capabilities.set` result: the ACK.
+pub use g::ClientCapabilitiesSetResult;
+/// A server request method a client may accept in `client.capabilities.set`.
+pub type ServerRequestMethodName = g::ClientCapabilitiesSetResultAcceptedServerRequestMethodsItem;
+/// `thread.list` params.
+pub use g::ThreadListParams;
+/// A thread in lists and snapshots.
+pub type ThreadSummary = g::SharedThreadSummary;
+/// `thread.create` params.
+pub use g::ThreadCreateParams;
+/// `thread.list` result.
+pub use g::ThreadListResult;
+/// `thread.create` and `thread.rename` result.
+pub type ThreadResult = g::ThreadCreateResult;
+/// `thread.rename` params.
+pub use g::ThreadRenameParams;
+/// `thread.delete` and `thread.detach` params.
+pub type ThreadMutationParams = g::ThreadDeleteParams;
+/// `thread.delete` result.
+pub use g::ThreadDeleteResult;
+/// `thread.detach` result.
+pub use g::ThreadDetachResult;
+/// `thread.open` and `thread.capabilities` params.
+pub type ThreadIdParams = g::ThreadOpenParams;
+/// `thread.capabilities` result.
+pub use g::ThreadCapabilitiesResult;
+/// `thread.snapshot` params (`recovery` from 1.3).
+pub use g::ThreadSnapshotParams;
+/// Who wrote a message.
+pub type Role = g::SharedUiMessageRole;
+/// A transcript message.
+pub type UiMessage = g::SharedUiMessage;
+/// A page of messages, oldest first.
+pub type MessagePage = g::SharedMessagePage;
+/// How a tool call ended.
+pub type ToolOutcome = g::SharedToolOutcome;
+/// The kind of a [`ToolOutcome`].
+pub type ToolOutcomeKind = g::SharedToolOutcomeKind;
+/// What became of a tool's structured app output (1.5); never the data.
+pub type AppOutputDescriptor = g::SharedAppOutputDescriptor;
+/// A tool operation view (`appOutput` from 1.5).
+pub type OperationView = g::SharedOperationView;
+/// A page of operations, oldest first.
+pub type OperationPage = g::SharedOperationPage;
+/// Status of the active turn (`waiting-for-user` from 1.2).
+pub type ActiveTurnStatus = g::SharedActiveTurnStatus;
+/// The active turn of a thread.
+pub type ActiveTurn = g::SharedActiveTurn;
+/// Whether a transcript is complete.
+pub type TranscriptCompleteness = g::SharedThreadSnapshotFullTranscriptCompleteness;
+/// `runtime.events.resume` params (1.3+); `after_cursor: None` is the log start.
+pub use g::RuntimeEventsResumeParams;
+/// `runtime.events.resume` result: the replay-to-live barrier.
+pub use g::RuntimeEventsResumeResult;
+/// `turn.start` input (attachments from 1.4).
+pub type TurnInput = g::TurnStartInput;
+/// `approval.respond` result (1.0).
+pub use g::ApprovalRespondResult;
+/// `turn.cancel` params.
+pub use g::TurnCancelParams;
+/// `turn.cancel` result.
+pub use g::TurnCancelResult;
+/// `turn.start` params.
+pub use g::TurnStartParams;
+/// `turn.start` result: receipt only; completion arrives as events.
+pub use g::TurnStartResult;
+/// `operation.get` and `operation.result.get` params.
+pub type OperationParams = g::OperationGetParams;
+/// `operation.get` result.
+pub use g::OperationGetResult;
+/// A stored app-output result (1.5).
+pub type OperationResultView = g::SharedOperationResultView;
+/// A stored app output (1.5).
+pub type AppOutput = g::SharedAppOutput;
+/// `operation.result.get` result (1.5).
+pub use g::OperationResultGetResult;
+/// A staged or committed attachment; never a path or content.
+pub type AttachmentDescriptor = g::SharedAttachmentDescriptor;
+/// The media type of an attachment.
+pub type AttachmentMediaType = g::SharedAttachmentMediaType;
+/// Where an attachment's bytes come from.
+pub type AttachmentSource = g::SharedAttachmentSource;
+/// `attachment.stage` result.
+pub use g::AttachmentStageResult;
+/// The state in an [`AttachmentStageResult`].
+pub type AttachmentState = g::AttachmentStageResultState;
+/// `attachment.chunk` params.
+pub use g::AttachmentChunkParams;
+/// `attachment.chunk` result.
+pub use g::AttachmentChunkResult;
+/// `attachment.commit` and `attachment.release` params.
+pub type AttachmentParams = g::AttachmentCommitParams;
+/// `attachment.commit` result.
+pub use g::AttachmentCommitResult;
+/// `attachment.release` result.
+pub use g::AttachmentReleaseResult;
+/// `userInput.request` params (1.2+).
+pub use g::UserInputRequestParams;
+/// `error.data` of a Roll error.
+pub type ErrorData = g::ErrorResponseErrorData;
+/// A Roll error code as it appears in `error.data.rollCode`.
+pub type RollCodeName = g::SharedRollErrorCode;
 
 /// One part of a message.
+///
+/// Written by hand: a tagged union whose variants are struct variants matched by field
+/// (`MessagePart::Text { text }`); the generator makes each variant a separate struct that
+/// carries its own tag field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum MessagePart {
@@ -105,58 +153,16 @@ pub enum MessagePart {
     /// An attachment reference (1.4+); never content.
     #[serde(rename_all = "camelCase")]
     Attachment {
-        media_type: String,
+        media_type: AttachmentMediaType,
         bytes: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         display_name: Option<String>,
     },
 }
 
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-wire_struct!(/// A transcript message.
-    UiMessage { sequence: u64, role: Role, created_at: String, parts: Vec<MessagePart> });
-wire_struct!(/// A page of messages, oldest first.
-    MessagePage { items: Vec<UiMessage>, next_before_sequence: Option<u64> });
-wire_struct!(/// How a tool call ended.
-ToolOutcome {
-    kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")] reason: Option<String>,
-});
-wire_struct!(/// A tool operation view (`appOutput` required from 1.5).
-OperationView {
-    id: OperationId,
-    sequence: u64,
-    tool_call_id: String,
-    agent_name: String,
-    tool_name: String,
-    created_at: String,
-    outcome: ToolOutcome,
-    display: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")] app_output: Option<Value>,
-});
-wire_struct!(/// A page of operations, oldest first.
-    OperationPage { items: Vec<OperationView>, next_before_sequence: Option<u64> });
-
-/// Status of the active turn (`waiting-for-user` from 1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ActiveTurnStatus {
-    Running,
-    Cancelling,
-    WaitingForUser,
-}
-
-wire_struct!(/// The active turn of a thread.
-    ActiveTurn { id: TurnId, status: ActiveTurnStatus, started_at: String });
-
 /// The safe projection of a pending interaction in a snapshot (1.2+).
+///
+/// Written by hand for the same reason as [`MessagePart`] (tagged by `method`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", deny_unknown_fields)]
 pub enum PendingInteraction {
@@ -186,28 +192,38 @@ pub enum PendingInteraction {
     },
 }
 
-/// Whether a transcript is complete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TranscriptCompleteness {
-    Complete,
-    LegacySnapshot,
-}
-
-wire_struct!(/// A thread snapshot (`thread.open`, `thread.snapshot`): full, or from 1.3 a bounded
-/// recovery projection (`recovery_projection == Some(true)`, empty pages and lists).
-ThreadSnapshot {
-    thread: ThreadSummary,
-    messages: MessagePage,
-    operations: OperationPage,
-    #[serde(default, skip_serializing_if = "Option::is_none")] active_turn: Option<ActiveTurn>,
-    pending_approvals: Vec<PendingApproval>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] pending_interactions: Option<Vec<PendingInteraction>>,
-    transcript_completeness: TranscriptCompleteness,
+/// A thread snapshot (`thread.open`, `thread.snapshot`): full, or from 1.3 a bounded recovery
+/// projection (`recovery_projection == Some(true)`, empty pages and lists).
+///
+/// Written by hand: the schema's union of a full and a recovery snapshot is one struct here, so
+/// that a client reads `thread`, `active_turn` and `event_cursor` the same way from either; the
+/// recovery shape's inline thread and page types are the full ones with fewer keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ThreadSnapshot {
+    /// The thread.
+    pub thread: ThreadSummary,
+    /// The newest page of messages (empty in a recovery snapshot).
+    pub messages: MessagePage,
+    /// The newest page of operations (empty in a recovery snapshot).
+    pub operations: OperationPage,
+    /// The active turn, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_turn: Option<ActiveTurn>,
+    /// Approvals waiting for a decision.
+    pub pending_approvals: Vec<PendingApproval>,
+    /// 1.2+: interactions waiting for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_interactions: Option<Vec<PendingInteraction>>,
+    /// Whether the transcript is complete.
+    pub transcript_completeness: TranscriptCompleteness,
     /// 1.3+: `Some(None)` is "no durable events yet".
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "nullable")] event_cursor: Option<Option<EventCursor>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] recovery_projection: Option<bool>,
-});
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "nullable")]
+    pub event_cursor: Option<Option<EventCursor>>,
+    /// 1.3+: `Some(true)` in a recovery snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_projection: Option<bool>,
+}
 
 impl ThreadSnapshot {
     /// Whether this is a recovery snapshot.
@@ -237,98 +253,38 @@ mod nullable {
     }
 }
 
-wire_struct!(/// `runtime.events.resume` params (1.3+); `after_cursor: None` is the log start.
-    RuntimeEventsResumeParams { thread_id: ThreadId, after_cursor: Option<EventCursor> });
-wire_struct!(/// `runtime.events.resume` result: the replay-to-live barrier.
-    RuntimeEventsResumeResult { through_cursor: Option<EventCursor>, replayed_count: u64 });
-wire_struct!(/// `turn.start` input (attachments from 1.4).
-TurnInput {
-    text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")] attachments: Option<Vec<AttachmentId>>,
-});
-wire_struct!(/// `turn.start` params.
-    TurnStartParams { request_id: RequestId, thread_id: ThreadId, turn_id: TurnId, input: TurnInput });
-wire_struct!(/// `turn.start` result: receipt only; completion arrives as events.
-    TurnStartResult { accepted: bool, turn_id: TurnId });
-wire_struct!(/// `turn.cancel` params.
-    TurnCancelParams { request_id: RequestId, thread_id: ThreadId, turn_id: TurnId });
-wire_struct!(/// `turn.cancel` result.
-    TurnCancelResult { cancelling: bool });
-wire_struct!(/// `approval.respond` result (1.0).
-    ApprovalRespondResult { resolved: bool });
-wire_struct!(/// `operation.get` and `operation.result.get` params.
-    OperationParams { thread_id: ThreadId, operation_id: OperationId });
-wire_struct!(/// `operation.get` result.
-    OperationGetResult { operation: Option<OperationView> });
-wire_struct!(/// A stored app-output result (1.5).
-OperationResultView {
-    thread_id: ThreadId,
-    operation_id: OperationId,
-    agent_name: String,
-    tool_name: String,
-    created_at: String,
-    output: Value,
-});
-wire_struct!(/// `operation.result.get` result (1.5).
-    OperationResultGetResult { result: Option<OperationResultView> });
-wire_struct!(/// `attachment.stage` params (1.4+).
-AttachmentStageParams {
-    request_id: RequestId,
-    thread_id: ThreadId,
-    file_name: String,
-    media_type: String,
-    bytes: u64,
-    sha256: String,
-    source: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")] source_path: Option<String>,
-});
-wire_struct!(/// A staged or committed attachment; never a path or content.
-AttachmentDescriptor {
-    attachment_id: AttachmentId,
-    file_name: String,
-    display_name: String,
-    media_type: String,
-    bytes: u64,
-    sha256: String,
-    source: String,
-    created_at: String,
-});
-wire_struct!(/// `attachment.stage` result.
-AttachmentStageResult {
-    attachment_id: AttachmentId,
-    state: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")] descriptor: Option<AttachmentDescriptor>,
-});
-wire_struct!(/// `attachment.chunk` params.
-AttachmentChunkParams {
-    request_id: RequestId,
-    thread_id: ThreadId,
-    attachment_id: AttachmentId,
-    sequence: u64,
-    data_base64: String,
-});
-wire_struct!(/// `attachment.chunk` result.
-    AttachmentChunkResult { received_bytes: u64, next_sequence: u64 });
-wire_struct!(/// `attachment.commit` and `attachment.release` params.
-    AttachmentParams { request_id: RequestId, thread_id: ThreadId, attachment_id: AttachmentId });
-wire_struct!(/// `attachment.commit` result.
-    AttachmentCommitResult { descriptor: AttachmentDescriptor });
-wire_struct!(/// `attachment.release` result.
-    AttachmentReleaseResult { released: bool });
-
-wire_struct!(/// `userInput.request` params (1.2+).
-UserInputRequestParams {
-    interaction_id: InteractionId,
-    thread_id: ThreadId,
-    turn_id: TurnId,
-    expires_at: String,
-    sensitivity: Sensitivity,
-    #[serde(default, skip_serializing_if = "Option::is_none")] title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] description: Option<String>,
-    controls: Vec<Control>,
-});
+/// `attachment.stage` params (1.4+).
+///
+/// Written by hand: the schema's `oneOf` ties `sourcePath` to `source` (required for
+/// `local-path`, absent for `chunks`) by refining declared properties, which the generator lowers
+/// as a union of fragments rather than leaving it to the validator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttachmentStageParams {
+    /// Idempotency key.
+    pub request_id: RequestId,
+    /// The thread the attachment is for.
+    pub thread_id: ThreadId,
+    /// The file name shown to the agent.
+    pub file_name: String,
+    /// The media type.
+    pub media_type: AttachmentMediaType,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// SHA-256 of the content, lower-case hex (named as the generated types name `sha256`).
+    #[serde(rename = "sha256")]
+    pub sha_256: String,
+    /// Where the bytes come from.
+    pub source: AttachmentSource,
+    /// The local path, for `source: local-path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_path: Option<String>,
+}
 
 /// `runtime.serverRequest.cancel` params.
+///
+/// Written by hand: the generated union names its shapes by version (`Since12`, `Since11`);
+/// these names say what each shape identifies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ServerRequestCancelParams {
@@ -349,6 +305,11 @@ pub enum ServerRequestCancelParams {
 }
 
 /// How an approval ended, in `approval.resolved`.
+///
+/// Written by hand: the schema's four branches share the tag value `resolved` (so the generated
+/// union is untagged, `Variant1` to `Variant4`) and differ in the `status` and `decision` values
+/// they allow and in whether `reason` is required (rules the validator checks); two shapes carry
+/// what a host reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ApprovalResolution {
@@ -368,6 +329,9 @@ pub enum ApprovalResolution {
 }
 
 /// A runtime event payload.
+///
+/// Written by hand for the same reason as [`MessagePart`] (tagged by `type`, matched by field:
+/// `RuntimeEvent::MessageDelta { delta, .. }`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", deny_unknown_fields)]
 pub enum RuntimeEvent {
@@ -407,7 +371,7 @@ pub enum RuntimeEvent {
         outcome: Option<ToolOutcome>,
         display: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        app_output: Option<Value>,
+        app_output: Option<AppOutputDescriptor>,
     },
     #[serde(rename = "approval.required")]
     ApprovalRequired { approval: PendingApproval },
@@ -441,6 +405,9 @@ impl RuntimeEvent {
 }
 
 /// Durability class of a 1.3+ event.
+///
+/// Written by hand: the schema spells it as one constant per envelope shape, so the generated
+/// types have one single-value enum per shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Durability {
@@ -448,23 +415,35 @@ pub enum Durability {
     Ephemeral,
 }
 
-wire_struct!(/// `runtime.event` params: the envelope (durability, event id and cursor from 1.3).
-RuntimeEventEnvelope {
-    protocol_version: String,
-    runtime_instance_id: RuntimeInstanceId,
-    sequence: u64,
-    timestamp: String,
-    thread_id: ThreadId,
-    #[serde(default, skip_serializing_if = "Option::is_none")] turn_id: Option<TurnId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] durability: Option<Durability>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] event_id: Option<EventId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")] cursor: Option<EventCursor>,
-    event: RuntimeEvent,
-});
-
-wire_struct!(/// `error.data` of a Roll error.
-ErrorData {
-    roll_code: String,
-    retryable: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")] details: Option<Value>,
-});
+/// `runtime.event` params: the envelope (durability, event id and cursor from 1.3).
+///
+/// Written by hand: the schema's three envelope shapes (1.0-1.2, durable, ephemeral) are one
+/// struct here, so that a client reads `sequence`, `thread_id` and `event` the same way from each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuntimeEventEnvelope {
+    /// The version the runtime speaks.
+    pub protocol_version: String,
+    /// The runtime process; `sequence` is comparable only within one.
+    pub runtime_instance_id: RuntimeInstanceId,
+    /// Process-local sequence.
+    pub sequence: u64,
+    /// When the event happened.
+    pub timestamp: String,
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// The turn, for turn events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<TurnId>,
+    /// 1.3+.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durability: Option<Durability>,
+    /// 1.3+, durable events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<EventId>,
+    /// 1.3+, durable events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<EventCursor>,
+    /// The payload.
+    pub event: RuntimeEvent,
+}

@@ -23,6 +23,10 @@ pub struct ChoiceOption {
 }
 
 /// One form control. There is deliberately no secret, password, token or file kind.
+///
+/// Written by hand, with its control structs: a tagged union matched by field where the
+/// generator makes one struct per variant carrying its tag, and `text` and `multiline` share
+/// one struct; the form rules below work on these.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Control {
@@ -329,6 +333,8 @@ pub struct SubmittedValue {
 }
 
 /// What the host answered to `userInput.request`.
+///
+/// Written by hand for the same reason as [`Control`] (tagged by `status`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "camelCase", deny_unknown_fields)]
 pub enum UserInputResult {

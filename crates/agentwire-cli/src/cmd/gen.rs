@@ -1,5 +1,6 @@
 //! `agentwire gen`: typed bindings from a schema document, and `--check` for stale ones.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
@@ -36,6 +37,14 @@ pub(crate) struct Args {
     /// PROTOCOL_MIN_VERSION for a schema whose identity block has none (an error if it has another).
     #[arg(long)]
     min_version: Option<String>,
+    /// Generate Rust types from the all-versions view of a document annotated with wire versions:
+    /// one set of types that decodes the messages of every version (docs/codegen.md).
+    #[arg(long)]
+    all_versions: bool,
+    /// A JSON object of Rust types to use in place of generated ones: `"Type"`,
+    /// `"Type.property"` or `"*.property"` to a Rust path (docs/codegen.md).
+    #[arg(long)]
+    rust_types: Option<PathBuf>,
     /// Schema document.
     schema: PathBuf,
 }
@@ -106,6 +115,12 @@ fn fix_command(args: &Args, languages: &[Language]) -> String {
     if let Some(version) = &args.min_version {
         parts.push(format!("--min-version {version}"));
     }
+    if args.all_versions {
+        parts.push("--all-versions".to_owned());
+    }
+    if let Some(file) = &args.rust_types {
+        parts.push(format!("--rust-types {}", shell_word(file)));
+    }
     parts.push(shell_word(&args.schema));
     parts.join(" ")
 }
@@ -121,6 +136,28 @@ fn shell_word(path: &Path) -> String {
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
+}
+
+/// Reads a `--rust-types` file: a JSON object whose values are strings.
+fn read_rust_types(file: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let serde_json::Value::Object(entries) = value else {
+        anyhow::bail!("{} must hold a JSON object of Rust types", file.display());
+    };
+    let mut out = BTreeMap::new();
+    for (key, path) in entries {
+        let serde_json::Value::String(path) = path else {
+            anyhow::bail!(
+                "{}: the Rust type of {key:?} must be a string",
+                file.display()
+            );
+        };
+        out.insert(key, path);
+    }
+    Ok(out)
 }
 
 pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
@@ -151,6 +188,10 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
     options.root_name = args.root_name.clone();
     options.protocol_version = args.protocol_version.clone();
     options.min_version = args.min_version.clone();
+    options.all_versions = args.all_versions;
+    if let Some(file) = &args.rust_types {
+        options.rust_types = read_rust_types(file)?;
+    }
     let files = agentwire_codegen::generate_from_document(&doc, &schema_name, &languages, &options)
         .with_context(|| format!("cannot generate bindings for {}", args.schema.display()))?;
     for file in &files {

@@ -20,9 +20,10 @@ use agentwire_roll::approval::{ApprovalDecision, ApprovalRespondParams, Approval
 use agentwire_roll::cursor::EventCursor;
 use agentwire_roll::ids::{OperationId, ThreadId, TurnId};
 use agentwire_roll::types::{
-    AttachmentChunkParams, AttachmentParams, AttachmentStageParams, OperationParams, RuntimeEvent,
-    RuntimeEventEnvelope, RuntimeEventsResumeParams, ThreadIdParams, ThreadListParams,
-    ThreadMutationParams, ThreadRenameParams, ThreadSnapshotParams, TurnCancelParams, TurnInput,
+    AttachmentChunkParams, AttachmentMediaType, AttachmentParams, AttachmentSource,
+    AttachmentStageParams, OperationParams, RuntimeEvent, RuntimeEventEnvelope,
+    RuntimeEventsResumeParams, ThreadIdParams, ThreadListParams, ThreadMutationParams,
+    ThreadRenameParams, ThreadSnapshotParams, TurnCancelParams, TurnInput,
 };
 use agentwire_roll::user_input::{Control, SubmittedValue, UserInputResult};
 use agentwire_roll::{Method, ProtocolVersion, ServerRequestMethod, request};
@@ -250,7 +251,7 @@ async fn exercise_methods(
         .operation
         .unwrap();
     assert_eq!(operation.tool_name, "search");
-    assert_eq!(operation.outcome.kind, "success");
+    assert_eq!(operation.outcome.kind.as_str(), "success");
     let snapshot = client
         .call::<request::ThreadSnapshot>(ThreadSnapshotParams {
             thread_id: thread.clone(),
@@ -341,10 +342,10 @@ async fn exercise_methods(
         request_id: fresh_request_id(),
         thread_id: thread.clone(),
         file_name: name.into(),
-        media_type: "image/png".into(),
+        media_type: AttachmentMediaType::ImagePng,
         bytes: content.len() as u64,
-        sha256: sha256_hex(&content),
-        source: "chunks".into(),
+        sha_256: sha256_hex(&content),
+        source: AttachmentSource::Chunks,
         source_path: None,
     };
     let staged = client
@@ -353,7 +354,7 @@ async fn exercise_methods(
     if v >= ProtocolVersion::V1_4 {
         use base64::Engine as _;
         let staged = staged.unwrap();
-        assert_eq!(staged.state, "staged");
+        assert_eq!(staged.state.as_str(), "staged");
         for (sequence, part) in content.chunks(2000).enumerate() {
             let progress = client
                 .call::<request::AttachmentChunk>(AttachmentChunkParams {
@@ -361,7 +362,7 @@ async fn exercise_methods(
                     thread_id: thread.clone(),
                     attachment_id: staged.attachment_id.clone(),
                     sequence: sequence as u64,
-                    data_base64: base64::engine::general_purpose::STANDARD.encode(part),
+                    data_base_64: base64::engine::general_purpose::STANDARD.encode(part),
                 })
                 .await
                 .unwrap();
@@ -427,7 +428,10 @@ async fn exercise_methods(
             .unwrap()
             .result
             .unwrap();
-        assert_eq!(result.output["data"]["city"], "Lisbon");
+        assert_eq!(
+            serde_json::to_value(&result.output).unwrap()["data"]["city"],
+            "Lisbon"
+        );
     } else {
         unavailable(
             client
@@ -547,7 +551,7 @@ async fn exercise_interactions(
             })
             .expect("the tool completed");
         assert_eq!(
-            outcome.kind,
+            outcome.kind.as_str(),
             if approve { "success" } else { "user_rejected" },
             "{version} {command}"
         );

@@ -122,3 +122,64 @@ fn unknown_language_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&result.stderr).contains("unknown language \"cobol\""));
     assert!(!out.exists());
 }
+
+/// The Roll crate's generated wire types, with the flags that made them: up to date in the
+/// repository, and the fix command of a stale copy names every flag.
+#[test]
+fn all_versions_and_rust_types_reproduce_the_roll_wire_types() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let schema = repo.join("protocols/roll-runtime/roll-runtime.schema.json");
+    let rust_types = repo.join("crates/agentwire-roll/src/generated/rust-types.json");
+    let run = |out: &Path| {
+        support::agentwire()
+            .args(["gen", "--check", "--lang", "rust", "--name", "roll_runtime"])
+            .arg("--all-versions")
+            .arg("--rust-types")
+            .arg(&rust_types)
+            .arg("--out")
+            .arg(out)
+            .arg(&schema)
+            .output()
+    };
+    let fresh = run(&repo.join("crates/agentwire-roll/src/generated"));
+    assert_eq!(
+        fresh.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&fresh.stdout)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let stale = run(dir.path());
+    assert_eq!(stale.status.code(), Some(1));
+    let stdout = String::from_utf8(stale.stdout).unwrap();
+    assert!(
+        stdout.contains(&format!(
+            "--name roll_runtime --all-versions --rust-types {} {}",
+            rust_types.display(),
+            schema.display()
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_rust_types_entry_that_applies_to_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rust-types.json");
+    std::fs::write(&file, r#"{"NoSuchType": "u64"}"#).unwrap();
+    let out = dir.path().join("gen");
+    let result = support::agentwire()
+        .args(["gen", "--lang", "rust", "--rust-types"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .arg(schema())
+        .output();
+    assert_eq!(result.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        stderr.contains("--rust-types entry \"NoSuchType\": the schema has no type of that name"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}

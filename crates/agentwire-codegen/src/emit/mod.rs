@@ -13,7 +13,10 @@ mod typescript;
 /// Generates the one file of `lang`.
 pub(crate) fn generate(ir: &Ir, lang: Language, options: &Options) -> GeneratedFile {
     let (file, contents) = match lang {
-        Language::Rust => (format!("{}.rs", options.base_name), rust::generate(ir)),
+        Language::Rust => (
+            format!("{}.rs", options.base_name),
+            rust::generate(ir, &options.rust_types),
+        ),
         Language::TypeScript => (
             format!("{}.ts", options.base_name),
             typescript::generate(ir),

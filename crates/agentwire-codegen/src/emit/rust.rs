@@ -7,6 +7,8 @@
 //! dispatch on the tag by hand: unknown tags are an error for closed unions and kept as raw JSON
 //! in `Unknown` for open ones.
 
+use std::collections::BTreeMap;
+
 use crate::emit::{Quote, TypeNames, header_text, push_doc, quote};
 use crate::ir::{Extra, Ir, ObjectType, TagValue, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
@@ -192,15 +194,18 @@ fn field_ident(wire: &str) -> String {
 struct Gen<'a> {
     ir: &'a Ir,
     type_names: TypeNames,
+    /// Rust types chosen in place of generated ones (`Options::rust_types`).
+    rust_types: &'a BTreeMap<String, String>,
     out: String,
 }
 
 /// Generates the Rust module text.
-pub(crate) fn generate(ir: &Ir) -> String {
+pub(crate) fn generate(ir: &Ir, rust_types: &BTreeMap<String, String>) -> String {
     let type_names = TypeNames::claim(ir, RESERVED_TYPES);
     let mut g = Gen {
         ir,
         type_names,
+        rust_types,
         out: String::new(),
     };
     g.preamble();
@@ -298,6 +303,20 @@ impl Gen<'_> {
 
     fn ty(&self, owner: &str, ty: &Ty) -> String {
         self.ty_at(owner, ty, true)
+    }
+
+    /// `ty` with its string leaf (through `Option` and `Vec`) written as `path`; `None` when
+    /// the leaf is not a string.
+    fn retyped(&self, ty: &Ty, path: &str) -> Option<String> {
+        match ty {
+            Ty::Nullable(inner) => Some(format!(
+                "::std::option::Option<{}>",
+                self.retyped(inner, path)?
+            )),
+            Ty::Array(inner) => Some(format!("::std::vec::Vec<{}>", self.retyped(inner, path)?)),
+            ty if self.ir.string_leaf(ty) => Some(path.to_owned()),
+            _ => None,
+        }
     }
 
     /// The method table (`METHOD_TABLE`), the `Method` trait and one type per method
@@ -399,6 +418,11 @@ impl Gen<'_> {
             doc.push(format!("`{}`", t.pointer.replace('`', "'")));
         }
         let name = self.name(&t.name);
+        if let Some(path) = self.rust_types.get(&t.name) {
+            push_doc(&mut self.out, "", "///", &doc);
+            self.out.push_str(&format!("pub type {name} = {path};\n"));
+            return;
+        }
         match &t.kind {
             TypeKind::Object(o) => {
                 push_doc(&mut self.out, "", "///", &doc);
@@ -434,7 +458,12 @@ impl Gen<'_> {
             if ident.trim_start_matches("r#") != f.wire {
                 attrs.push(format!("rename = {}", quote(&f.wire, Quote::Braced)));
             }
-            let inner = self.ty(ir_name, &f.ty);
+            let chosen = self
+                .rust_types
+                .get(&format!("{ir_name}.{}", f.wire))
+                .or_else(|| self.rust_types.get(&format!("*.{}", f.wire)))
+                .and_then(|path| self.retyped(&f.ty, path));
+            let inner = chosen.unwrap_or_else(|| self.ty(ir_name, &f.ty));
             let ty = if f.required {
                 inner
             } else {
