@@ -6,8 +6,10 @@
 //! interfaces (Kotlin 1.5). The value of each variant is wrapped, so one type can be a variant
 //! of several unions.
 
-use crate::emit::{Measure, Quote, TypeNames, field_bounds, header_text, push_block_doc, quote};
-use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
+use crate::emit::{
+    Measure, Quote, TagConstants, TypeNames, field_bounds, header_text, push_block_doc, quote,
+};
+use crate::ir::{Extra, Field, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
 const KEYWORDS: &[&str] = &[
@@ -84,6 +86,7 @@ const RESERVED: &[&str] = &[
     "ArrayList",
     "HashMap",
     "Regex",
+    "Present",
 ];
 
 /// The schema walker and JSON reader/writer every Kotlin file carries (the standard library
@@ -136,6 +139,17 @@ private fun wireNumber(raw: Any?): Number {
 }
 "#;
 
+/// The value of an optional property that admits `null`, when the property is present: absent
+/// is Kotlin's `null`, a wire `null` is `Present(null)`.
+const PRESENT: &str = r#"
+/**
+ * A property that is present on the wire. An optional property whose schema admits `null` has
+ * the type `Present<T?>?`: `null` when the property is absent, `Present(null)` when it is `null`,
+ * `Present(value)` otherwise; `toWire` writes each back as it came.
+ */
+data class Present<out T>(val value: T)
+"#;
+
 /// The method-table types, emitted before `object Methods` when the schema has methods.
 const METHOD_SUPPORT: &str = r#"
 /** Who sends a method's message. */
@@ -184,6 +198,10 @@ fn ident(text: &str) -> String {
 
 struct Gen<'a> {
     ir: &'a Ir,
+    /// The schema document, to tell which types' pointers state their whole schema.
+    doc: serde_json::Value,
+    /// Tags written as constants of their variant.
+    tags: TagConstants,
     package: String,
     type_names: TypeNames,
     out: String,
@@ -199,6 +217,8 @@ pub(crate) fn generate(ir: &Ir, package: &str) -> String {
         .join(".");
     let mut g = Gen {
         ir,
+        doc: serde_json::from_str(&ir.schema_text).unwrap_or(serde_json::Value::Null),
+        tags: TagConstants::find(ir),
         package,
         type_names,
         out: String::new(),
@@ -280,18 +300,9 @@ impl Gen<'_> {
                 list(&ir.events)
             ));
         }
-        o.push_str(
-            "/** Checks the keys of a decoded JSON object; throws IllegalArgumentException when it is not an object, misses a required key, or has a key outside `allowed` (null: any key). */\n\
-             private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: List<String>?): Map<String, Any?> {\n    \
-             require(raw is Map<*, *>) { what + \": expected an object\" }\n    \
-             val result = LinkedHashMap<String, Any?>()\n    \
-             for ((key, value) in raw) {\n        \
-             require(key is String) { what + \": keys must be strings\" }\n        \
-             require(allowed == null || key in allowed) { what + \": unexpected key \" + key }\n        \
-             result[key] = value\n    }\n    \
-             for (key in required) {\n        require(result.containsKey(key)) { what + \": missing key \" + key }\n    }\n    \
-             return result\n}\n",
-        );
+        if self.uses_present() {
+            o.push_str(PRESENT);
+        }
         o.push_str(WIRE_HELPERS);
         o.push_str(&format!(
             "\nprivate const val DRAFT_07: Boolean = {}\nprivate const val DEFINITIONS_KEY: String = {}\n\n",
@@ -319,24 +330,65 @@ impl Gen<'_> {
         self.out.push_str(&o);
     }
 
-    /// The wire form of an object type: `toWire()` and `companion object { fromWire(raw) }`.
-    /// `fromWire` of a definition validates the whole value against the embedded schema first
-    /// (`fromWire(raw, false)` skips that, as nested values do); then it checks types, required
-    /// and closed keys while building.
-    fn object_wire(&self, ir_name: &str, name: &str, o: &ObjectType, props: &[String]) -> String {
+    /// Whether some object has an optional property that admits `null` (typed `Present<T?>?`).
+    fn uses_present(&self) -> bool {
+        self.ir.types.iter().any(|t| match &t.kind {
+            TypeKind::Object(o) => o.fields.iter().any(|f| self.keeps_null(f)),
+            _ => false,
+        })
+    }
+
+    /// Whether a property tells absent from `null`: optional, and its type admits `null`.
+    fn keeps_null(&self, f: &Field) -> bool {
+        !f.required && self.renders_nullable(&f.ty)
+    }
+
+    /// The deep `fromWire` of a type with a schema node of its own: the schema check at
+    /// `pointer`, then the unchecked build (`extra` are more arguments of both).
+    fn checked_decoder(&self, name: &str, f: &str, pointer: &str, extra: &str) -> String {
+        let known = if extra.is_empty() {
+            ""
+        } else {
+            "; a tag no variant knows is an error even in an open union"
+        };
+        format!(
+            "        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint{known}. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `{name}`. */\n        \
+             fun {f}(raw: kotlin.Any?): {name} {{\n            assertValid(validateAt({}, raw))\n            return fromWireUnchecked(raw{extra})\n        }}\n",
+            q(pointer)
+        )
+    }
+
+    /// The wire form of an object type: `toWire()`, and in the companion `fromWireUnchecked(raw)`
+    /// (kinds, required and closed keys, tags, the `init` bounds) and, when the type has a schema
+    /// node of its own, the deep `fromWire(raw)`.
+    fn object_wire(
+        &self,
+        ir_name: &str,
+        name: &str,
+        o: &ObjectType,
+        props: &[String],
+        consts: &[Option<String>],
+    ) -> String {
         let what = q(name);
         let mut s = String::from(
             "\n    /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */\n    fun toWire(): Map<String, Any?> {\n        val out = LinkedHashMap<String, Any?>()\n",
         );
-        for (f, prop) in o.fields.iter().zip(props) {
+        for ((f, prop), constant) in o.fields.iter().zip(props).zip(consts) {
             let key = q(&f.wire);
-            if f.required {
+            if let Some(constant) = constant {
+                s.push_str(&format!("        out[{key}] = {constant}\n"));
+            } else if f.required {
                 s.push_str(&format!(
                     "        out[{key}] = {}\n",
                     self.encode(&f.ty, &format!("this.{prop}"), 0)
                 ));
+            } else if self.keeps_null(f) {
+                // Absent stays absent, `Present(null)` is written as null.
+                s.push_str(&format!(
+                    "        this.{prop}?.let {{ p -> out[{key}] = {} }}\n",
+                    self.encode(&f.ty, "p.value", 1)
+                ));
             } else {
-                // An optional property is absent when null (Kotlin has one null for both).
                 s.push_str(&format!(
                     "        this.{prop}?.let {{ v -> out[{key}] = {} }}\n",
                     self.encode(&strip_nullable(&f.ty), "v", 1)
@@ -354,23 +406,14 @@ impl Gen<'_> {
             ));
         }
         s.push_str("        return out\n    }\n\n    companion object {\n");
-        let pointer = self.schema_pointer_of(ir_name);
+        if let Some(pointer) = self.schema_pointer_of(ir_name) {
+            s.push_str(&self.checked_decoder(name, "fromWire", &pointer, ""));
+            s.push('\n');
+        }
         s.push_str(&format!(
-            "        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `{}`. */\n",
-            name
+            "        /** Builds the `{name}` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */\n        \
+             fun fromWireUnchecked(raw: Any?): {name} {{\n"
         ));
-        match &pointer {
-            Some(_) => s.push_str(&format!(
-                "        fun fromWire(raw: Any?, validate: Boolean = true): {name} {{\n"
-            )),
-            None => s.push_str(&format!("        fun fromWire(raw: Any?): {name} {{\n")),
-        }
-        if let Some(pointer) = &pointer {
-            s.push_str(&format!(
-                "            if (validate) assertValid(validateAt({}, raw))\n",
-                q(pointer)
-            ));
-        }
         s.push_str(&format!("            val o = wireObject(raw, {what})\n"));
         let known = o
             .fields
@@ -384,12 +427,21 @@ impl Gen<'_> {
             ));
         }
         let mut args = Vec::new();
-        for (f, prop) in o.fields.iter().zip(props) {
+        for ((f, prop), constant) in o.fields.iter().zip(props).zip(consts) {
             let key = q(&f.wire);
-            if f.required {
+            if let Some(constant) = constant {
+                s.push_str(&format!(
+                    "            require(wireField(o, {key}, {what}) == {constant}) {{ {what} + \": \" + {key} + \" must be \" + {constant} }}\n"
+                ));
+            } else if f.required {
                 args.push(format!(
                     "                {prop} = {}",
                     self.decode(&f.ty, &format!("wireField(o, {key}, {what})"), 0)
+                ));
+            } else if self.keeps_null(f) {
+                args.push(format!(
+                    "                {prop} = if (o.containsKey({key})) Present({}) else null",
+                    self.decode(&f.ty, &format!("o[{key}]"), 1)
                 ));
             } else {
                 args.push(format!(
@@ -416,136 +468,163 @@ impl Gen<'_> {
                 args.join(",\n")
             ));
         }
+        for ((f, prop), constant) in o.fields.iter().zip(props).zip(consts) {
+            if let Some(constant) = constant {
+                let value = self.tags.value(ir_name, &f.wire).unwrap_or_default();
+                s.push_str(&format!(
+                    "\n        /** The value of `{prop}`, the tag of this variant. */\n        const val {constant}: String = {}\n",
+                    q(value)
+                ));
+            }
+        }
         s.push_str(&format!(
             "\n        private val KNOWN_KEYS: Set<String> = setOf({known})\n    }}\n"
         ));
         s
     }
 
-    /// `fromWire` (and `fromWireKnown`: unknown variants of open unions, at any depth, are an
-    /// error) of a union, inside its sealed class.
+    /// The companion of a union: `fromWireUnchecked(raw, known)` (with `known`, an unknown tag is
+    /// an error at every level, even in an open union) and, when the union has a schema node of
+    /// its own, the deep `fromWire(raw)` and `fromWireKnown(raw)`.
     fn union_wire(&self, ir_name: &str, name: &str, u: &UnionType) -> String {
         let what = q(name);
-        let pointer = self.schema_pointer_of(ir_name);
         let mut s = String::from("\n    companion object {\n");
-        let validate = pointer.as_ref().map(|p| {
-            format!(
-                "            if (validate) assertValid(validateAt({}, raw))\n",
-                q(p)
-            )
-        });
-        let signature = |f: &str| match &pointer {
-            Some(_) => {
-                format!("fun {f}(raw: kotlin.Any?, validate: kotlin.Boolean = true): {name}")
-            }
-            None => format!("fun {f}(raw: kotlin.Any?): {name}"),
-        };
+        if let Some(pointer) = self.schema_pointer_of(ir_name) {
+            s.push_str(&self.checked_decoder(name, "fromWire", &pointer, ""));
+            s.push_str(&self.checked_decoder(name, "fromWireKnown", &pointer, ", true"));
+            s.push('\n');
+        }
+        s.push_str(&format!(
+            "        /** Builds the `{name}` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */\n        \
+             fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): {name} {{\n"
+        ));
         let qualified = format!("{}.{name}", self.package);
         match &u.tag {
             Some(tag) => {
-                for (f, known) in [("fromWire", false), ("fromWireKnown", true)] {
+                s.push_str(&format!(
+                    "            val o = wireObject(raw, {what})\n            return when (wireField(o, {}, {what})) {{\n",
+                    q(tag)
+                ));
+                for v in &u.variants {
+                    let tags = v
+                        .tags
+                        .iter()
+                        .map(|t| t.as_text().map(q).unwrap_or_else(|| t.literal()))
+                        .collect::<Vec<_>>()
+                        .join(", ");
                     s.push_str(&format!(
-                        "        /** Decodes the decoded-JSON form by its `{}` tag{}. */\n        {} {{\n",
-                        tag.replace('`', "'"),
-                        if known { "; an unknown tag is an error even in an open union" } else { "" },
-                        signature(f)
+                        "                {tags} -> {qualified}.{}({})\n",
+                        v.name,
+                        self.decode_variant(&v.ty, "o", "known")
                     ));
-                    if let Some(v) = &validate {
-                        s.push_str(v);
-                    }
-                    s.push_str(&format!(
-                        "            val o = wireObject(raw, {what})\n            return when (wireField(o, {}, {what})) {{\n",
-                        q(tag)
-                    ));
-                    for v in &u.variants {
-                        let tags = v
-                            .tags
-                            .iter()
-                            .map(|t| t.as_text().map(q).unwrap_or_else(|| t.literal()))
-                            .collect::<Vec<_>>()
-                            .join(", ");
-                        s.push_str(&format!(
-                            "                {tags} -> {qualified}.{}({})\n",
-                            v.name,
-                            self.decode_variant(&v.ty, "o", known)
-                        ));
-                    }
-                    if u.open && !known {
-                        let unknown = super::rust::unknown_case(u);
-                        let mut required = super::rust::common_required(self.ir, u, tag);
-                        required.insert(0, tag.clone());
-                        s.push_str(&format!(
-                            "                else -> {{\n                    for (key in listOf({})) wireField(o, key, {what})\n                    {qualified}.{unknown}(o)\n                }}\n",
-                            required.iter().map(|k| q(k)).collect::<Vec<_>>().join(", ")
-                        ));
-                    } else {
-                        s.push_str(&format!(
-                            "                else -> throw IllegalArgumentException({what} + \": unknown {} \" + o[{}])\n",
-                            tag.replace('"', "'").replace('$', ""),
-                            q(tag)
-                        ));
-                    }
-                    s.push_str("            }\n        }\n");
                 }
+                let unknown_error = format!(
+                    "throw IllegalArgumentException({what} + \": unknown {} \" + o[{}])",
+                    tag.replace('"', "'").replace('$', ""),
+                    q(tag)
+                );
+                if u.open {
+                    let unknown = super::rust::unknown_case(u);
+                    let mut required = super::rust::common_required(self.ir, u, tag);
+                    required.insert(0, tag.clone());
+                    s.push_str(&format!(
+                        "                else -> {{\n                    if (known) {unknown_error}\n                    for (key in listOf({})) wireField(o, key, {what})\n                    {qualified}.{unknown}(o)\n                }}\n",
+                        required.iter().map(|k| q(k)).collect::<Vec<_>>().join(", ")
+                    ));
+                } else {
+                    s.push_str(&format!("                else -> {unknown_error}\n"));
+                }
+                s.push_str("            }\n        }\n");
             }
             None => {
                 // Every variant strictly first (no unknown variant anywhere), then each variant
                 // as itself: a value known somewhere is never kept raw by an open variant.
-                for (f, known) in [("fromWire", false), ("fromWireKnown", true)] {
-                    s.push_str(&format!(
-                        "        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */\n        {} {{\n",
-                        signature(f)
-                    ));
-                    if let Some(v) = &validate {
-                        s.push_str(v);
-                    }
-                    let passes: &[bool] = if known { &[true] } else { &[true, false] };
-                    for &strict in passes {
-                        for v in &u.variants {
+                for (strict, guard) in [("true", ""), ("false", "if (!known) ")] {
+                    for v in &u.variants {
+                        let decode = self.decode_variant(&v.ty, "raw", strict);
+                        // Only a union decodes differently in the second pass.
+                        let is_union = matches!(&v.ty, Ty::Ref(n) if matches!(self.ir.get(n).map(|t| &t.kind), Some(TypeKind::Union(_))));
+                        if guard.is_empty() || is_union {
                             s.push_str(&format!(
-                                "            try {{\n                return {qualified}.{}({})\n            }} catch (e: IllegalArgumentException) {{\n            }}\n",
+                                "            {guard}try {{\n                return {qualified}.{}({decode})\n            }} catch (e: IllegalArgumentException) {{\n            }}\n",
                                 v.name,
-                                self.decode_variant(&v.ty, "raw", strict)
                             ));
                         }
                     }
-                    s.push_str(&format!(
-                        "            throw IllegalArgumentException({what} + \": no variant matches\")\n        }}\n"
-                    ));
                 }
+                s.push_str(&format!(
+                    "            throw IllegalArgumentException({what} + \": no variant matches\")\n        }}\n"
+                ));
             }
         }
         s.push_str("    }\n");
         s
     }
 
-    /// The decode expression of a union variant's value: `fromWireKnown` for a union when
-    /// `known`, without a second schema check.
-    fn decode_variant(&self, ty: &Ty, expr: &str, known: bool) -> String {
+    /// The decode expression of a union variant's value, without a schema check: a union's
+    /// `fromWireUnchecked` with the Kotlin Boolean expression `known`.
+    fn decode_variant(&self, ty: &Ty, expr: &str, known: &str) -> String {
         if let Ty::Ref(name) = ty
             && let Some(TypeKind::Union(_)) = self.ir.get(name).map(|t| &t.kind)
         {
-            let f = if known { "fromWireKnown" } else { "fromWire" };
-            let validate = if self.schema_pointer_of(name).is_some() {
-                ", false"
-            } else {
-                ""
-            };
-            return format!("{}.{}.{f}({expr}{validate})", self.package, self.name(name));
+            return format!(
+                "{}.{}.fromWireUnchecked({expr}, {known})",
+                self.package,
+                self.name(name)
+            );
         }
         self.decode(ty, expr, 2)
     }
 
-    /// The pointer the `fromWire` of a type validates against: definitions and the document
-    /// root (nested types are checked as part of them).
+    /// The pointer the deep `fromWire` of a type checks against: that of a definition, of the
+    /// document root, or of an inline type whose pointer is a node of the document that states
+    /// its whole schema. Types made by merging `allOf` parts (a variant distributed over a
+    /// union, a property an `allOf` part declares) or by splitting `type: [...]` have no such
+    /// node: the types that contain them check them.
     fn schema_pointer_of(&self, ir_name: &str) -> Option<String> {
         let t = self.ir.get(ir_name)?;
+        if !matches!(t.kind, TypeKind::Object(_) | TypeKind::Union(_)) {
+            return None;
+        }
         let is_definition = self.ir.definitions.iter().any(|(_, n)| n == ir_name);
-        (is_definition || t.pointer.is_empty()).then(|| t.pointer.clone())
+        if is_definition || t.pointer.is_empty() || self.states_whole_schema(&t.pointer) {
+            Some(t.pointer.clone())
+        } else {
+            None
+        }
     }
 
-    /// A Kotlin expression decoding `expr` (decoded JSON) as `ty`; `depth` names lambda
-    /// parameters apart.
+    /// Whether `pointer` names a node of the document and no node above it merges `allOf`
+    /// parts (whose lowered properties carry pointers that are not the whole of their schema).
+    fn states_whole_schema(&self, pointer: &str) -> bool {
+        let mut node = &self.doc;
+        if !pointer.starts_with('/') {
+            return false;
+        }
+        for raw in pointer[1..].split('/') {
+            if node.get("allOf").is_some() {
+                return false;
+            }
+            let token = raw.replace("~1", "/").replace("~0", "~");
+            node = match node {
+                serde_json::Value::Object(m) => match m.get(&token) {
+                    Some(next) => next,
+                    None => return false,
+                },
+                serde_json::Value::Array(items) => {
+                    match token.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                        Some(next) => next,
+                        None => return false,
+                    }
+                }
+                _ => return false,
+            };
+        }
+        true
+    }
+
+    /// A Kotlin expression decoding `expr` (decoded JSON) as `ty`, without a schema check (the
+    /// caller's check covers it); `depth` names lambda parameters apart.
     fn decode(&self, ty: &Ty, expr: &str, depth: usize) -> String {
         let x = format!("x{depth}");
         match ty {
@@ -564,19 +643,14 @@ impl Gen<'_> {
             ),
             Ty::Ref(name) => match self.ir.get(name).map(|t| &t.kind) {
                 Some(TypeKind::Alias(target)) => self.decode(target, expr, depth),
-                Some(kind) => {
-                    let checks = matches!(kind, TypeKind::Object(_) | TypeKind::Union(_));
-                    let validate = if checks && self.schema_pointer_of(name).is_some() {
-                        ", false"
-                    } else {
-                        ""
-                    };
-                    format!(
-                        "{}.{}.fromWire({expr}{validate})",
-                        self.package,
-                        self.name(name)
-                    )
+                Some(TypeKind::Enum(_)) => {
+                    format!("{}.{}.fromWire({expr})", self.package, self.name(name))
                 }
+                Some(_) => format!(
+                    "{}.{}.fromWireUnchecked({expr})",
+                    self.package,
+                    self.name(name)
+                ),
                 None => expr.to_owned(),
             },
             Ty::Nullable(inner) => format!(
@@ -630,7 +704,7 @@ impl Gen<'_> {
             s.push_str(&format!(
                 "\n/** Decodes a whole message (decoded JSON, see `parseJson`) as `{name}` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */\n\
                  fun decodeProtocolMessage(raw: Any?): {name} {{\n    assertValid(validateProtocolMessage(raw))\n    return {}\n}}\n",
-                self.decode_variant(&ty, "raw", false)
+                self.decode_variant(&ty, "raw", "false")
             ));
             s.push_str(&format!(
                 "\n/** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */\nfun encodeProtocolMessage(value: {name}): Any? = {}\n",
@@ -766,28 +840,53 @@ impl Gen<'_> {
                 let mut params = Vec::new();
                 let mut checks = Vec::new();
                 let mut props = Vec::new();
+                let mut consts = Vec::new();
+                let mut const_scope = NameScope::with_reserved(&["KNOWN_KEYS"]);
+                let mut body = String::new();
                 for f in &o.fields {
                     let mut p = String::new();
                     let mut doc = f.doc.clone();
                     doc.push(format!("Wire name: `{}`.", f.wire.replace('`', "'")));
-                    push_block_doc(&mut p, "    ", &doc);
                     let prop = ident(&scope.claim(&names::camel(&f.wire)));
                     props.push(prop.clone());
+                    if let Some(value) = self.tags.value(&t.name, &f.wire) {
+                        // The tag of a variant: a constant, not a constructor parameter.
+                        let constant = const_scope.claim(&names::screaming(&f.wire));
+                        doc.push(format!(
+                            "Always {} (`{constant}`): decoding checks it.",
+                            q(value).replace("*/", "*\\/")
+                        ));
+                        push_block_doc(&mut body, "    ", &doc);
+                        body.push_str(&format!("    val {prop}: String get() = {constant}\n"));
+                        consts.push(Some(constant));
+                        continue;
+                    }
+                    consts.push(None);
+                    push_block_doc(&mut p, "    ", &doc);
                     let ty = self.ty(&f.ty, false);
                     let nullable = !f.required || self.renders_nullable(&f.ty);
+                    let present = self.keeps_null(f);
                     for (measure, is_min, bound) in field_bounds(f) {
                         let (what, op) = if is_min { ("min", ">=") } else { ("max", "<=") };
+                        // The checked value: the property, or its present value `x`.
+                        let v = if present {
+                            "x".to_owned()
+                        } else {
+                            prop.clone()
+                        };
                         let (expr, lit, keyword) = match measure {
                             Measure::Length => (
-                                format!("{prop}.codePointCount(0, {prop}.length)"),
+                                format!("{v}.codePointCount(0, {v}.length)"),
                                 bound.to_string(),
                                 "Length",
                             ),
-                            Measure::Value => (prop.clone(), format!("{bound}L"), "imum"),
-                            Measure::Items => (format!("{prop}.size"), bound.to_string(), "Items"),
+                            Measure::Value => (v.clone(), format!("{bound}L"), "imum"),
+                            Measure::Items => (format!("{v}.size"), bound.to_string(), "Items"),
                         };
                         let cond = format!("{expr} {op} {lit}");
-                        let cond = if nullable {
+                        let cond = if present {
+                            format!("{prop}?.value.let {{ x -> x == null || {cond} }}")
+                        } else if nullable {
                             format!("{prop} == null || {cond}")
                         } else {
                             cond
@@ -797,13 +896,10 @@ impl Gen<'_> {
                     }
                     if f.required {
                         p.push_str(&format!("    val {prop}: {ty}"));
+                    } else if present {
+                        p.push_str(&format!("    val {prop}: Present<{ty}>? = null"));
                     } else {
-                        let ty = if self.renders_nullable(&f.ty) {
-                            ty
-                        } else {
-                            format!("{ty}?")
-                        };
-                        p.push_str(&format!("    val {prop}: {ty} = null"));
+                        p.push_str(&format!("    val {prop}: {ty}? = null"));
                     }
                     params.push(p);
                 }
@@ -818,10 +914,10 @@ impl Gen<'_> {
                         "    /** Properties the schema does not name, kept as they are. */\n    val {prop}: Map<String, {value}> = emptyMap()"
                     ));
                 }
-                let wire = self.object_wire(&t.name, &name, o, &props);
+                let wire = self.object_wire(&t.name, &name, o, &props, &consts);
                 if params.is_empty() {
                     s.push_str(&format!(
-                        "class {name} {{\n    override fun equals(other: Any?): Boolean = other is {name}\n    override fun hashCode(): Int = 0\n    override fun toString(): String = {}\n{wire}}}\n",
+                        "class {name} {{\n{body}    override fun equals(other: Any?): Boolean = other is {name}\n    override fun hashCode(): Int = 0\n    override fun toString(): String = {}\n{wire}}}\n",
                         q(&format!("{name}()"))
                     ));
                 } else {
@@ -829,6 +925,7 @@ impl Gen<'_> {
                         "data class {name}(\n{}\n) {{\n",
                         params.join(",\n")
                     ));
+                    s.push_str(&body);
                     if !checks.is_empty() {
                         s.push_str(&format!("    init {{\n{}    }}\n", checks.concat()));
                     }
@@ -836,6 +933,7 @@ impl Gen<'_> {
                     s.push_str("}\n");
                 }
             }
+            TypeKind::Enum(_) if self.tags.skips(&t.name) => return,
             TypeKind::Enum(values) => {
                 let mut scope = NameScope::new();
                 let entries: Vec<String> = values
@@ -876,77 +974,25 @@ impl Gen<'_> {
                 }
                 s.push_str(&self.union_wire(&t.name, &name, u));
                 s.push_str("}\n");
-                if let Some(tag) = &u.tag {
-                    self.checker(&mut s, &name, tag, u);
+                if u.tag.is_some() {
+                    self.checker(&mut s, &t.name, &name);
                 }
             }
         }
         self.out.push_str(&s);
     }
 
-    fn checker(&self, s: &mut String, name: &str, tag: &str, u: &UnionType) {
+    /// `check<Union>(raw)`: the deep check of a tagged union with a schema node of its own,
+    /// returning the object.
+    fn checker(&self, s: &mut String, ir_name: &str, name: &str) {
+        let Some(pointer) = self.schema_pointer_of(ir_name) else {
+            return;
+        };
         s.push_str(&format!(
-            "\n/** Checks the tag and keys of a decoded `{name}`; throws IllegalArgumentException for a missing key, an extra key on a closed variant{}. */\n",
-            if u.open { "" } else { " or an unknown tag" }
+            "\n/** Checks a decoded `{name}` against the schema, every level (as `{name}.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */\n\
+             fun check{name}(raw: Any?): Map<String, Any?> {{\n    assertValid(validateAt({}, raw))\n    return wireObject(raw, {})\n}}\n",
+            q(&pointer),
+            q(name)
         ));
-        s.push_str(&format!(
-            "fun check{name}(raw: Any?): Map<String, Any?> {{\n"
-        ));
-        s.push_str(&format!(
-            "    val record = checkKeys(raw, {}, listOf({}), null)\n",
-            q(name),
-            q(tag)
-        ));
-        s.push_str(&format!("    val tag = record[{}]\n", q(tag)));
-        s.push_str(&format!(
-            "    require(tag is String) {{ {} }}\n",
-            q(&format!("{name}: {tag} must be a string"))
-        ));
-        s.push_str("    return when (tag) {\n");
-        for v in &u.variants {
-            let tags = v
-                .tags
-                .iter()
-                .map(|t| t.as_text().map(q).unwrap_or_else(|| t.literal()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            match self.ir.object_of(&v.ty) {
-                Some(o) => {
-                    let required: Vec<String> = o
-                        .fields
-                        .iter()
-                        .filter(|f| f.required)
-                        .map(|f| q(&f.wire))
-                        .collect();
-                    let allowed = if o.extra == Extra::Closed {
-                        format!(
-                            "listOf({})",
-                            o.fields
-                                .iter()
-                                .map(|f| q(&f.wire))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    } else {
-                        "null".to_owned()
-                    };
-                    s.push_str(&format!(
-                        "        {tags} -> checkKeys(record, {}, listOf({}), {allowed})\n",
-                        q(name),
-                        required.join(", ")
-                    ));
-                }
-                None => s.push_str(&format!("        {tags} -> record\n")),
-            }
-        }
-        if u.open {
-            s.push_str("        else -> record\n");
-        } else {
-            s.push_str(&format!(
-                "        else -> throw IllegalArgumentException({} + tag)\n",
-                q(&format!("{name}: unknown {tag} "))
-            ));
-        }
-        s.push_str("    }\n}\n");
     }
 }

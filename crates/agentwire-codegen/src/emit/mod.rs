@@ -234,3 +234,108 @@ impl TypeNames {
             .unwrap_or_else(|| ir_name.to_owned())
     }
 }
+
+/// The tag properties that can hold only one value: in every tagged union, a variant object
+/// whose tag property is required and typed by a one-value string enum (ChainlessChain's
+/// `kind: "acceptOnce"`, every event's `type`). Kotlin and Swift write such a tag as a constant
+/// of the variant, checked when decoding, instead of a property of a one-value enum type per
+/// variant; an enum used for nothing else is not emitted.
+pub(crate) struct TagConstants {
+    /// (object type, wire name of the property) → the one value.
+    fields: std::collections::BTreeMap<(String, String), String>,
+    /// One-value enums whose only uses are such tags.
+    unused_enums: std::collections::BTreeSet<String>,
+}
+
+impl TagConstants {
+    pub(crate) fn find(ir: &Ir) -> TagConstants {
+        use crate::ir::{Extra, Ty, TypeKind};
+        let mut fields = std::collections::BTreeMap::new();
+        for t in &ir.types {
+            let TypeKind::Union(u) = &t.kind else {
+                continue;
+            };
+            let Some(tag) = &u.tag else { continue };
+            for v in &u.variants {
+                let Ty::Ref(object) = &v.ty else { continue };
+                let Some(o) = ir.object_of(&v.ty) else {
+                    continue;
+                };
+                let Some(f) = o.fields.iter().find(|f| &f.wire == tag && f.required) else {
+                    continue;
+                };
+                if let Ty::Ref(e) = &f.ty
+                    && let Some(TypeKind::Enum(values)) = ir.get(e).map(|t| &t.kind)
+                    && values.len() == 1
+                {
+                    fields.insert((object.clone(), tag.clone()), values[0].clone());
+                }
+            }
+        }
+        fn refs(ty: &Ty, out: &mut std::collections::BTreeSet<String>) {
+            match ty {
+                Ty::Ref(n) => {
+                    out.insert(n.clone());
+                }
+                Ty::Array(inner) | Ty::Map(inner) | Ty::Nullable(inner) => refs(inner, out),
+                _ => {}
+            }
+        }
+        let mut used = std::collections::BTreeSet::new();
+        for t in &ir.types {
+            match &t.kind {
+                TypeKind::Object(o) => {
+                    for f in &o.fields {
+                        if !fields.contains_key(&(t.name.clone(), f.wire.clone())) {
+                            refs(&f.ty, &mut used);
+                        }
+                    }
+                    if let Extra::Typed(ty) = &o.extra {
+                        refs(ty, &mut used);
+                    }
+                }
+                TypeKind::Union(u) => u.variants.iter().for_each(|v| refs(&v.ty, &mut used)),
+                TypeKind::Alias(ty) => refs(ty, &mut used),
+                TypeKind::Enum(_) => {}
+            }
+        }
+        for m in &ir.method_table {
+            m.params
+                .iter()
+                .chain(&m.result)
+                .for_each(|ty| refs(ty, &mut used));
+        }
+        used.extend(ir.root.iter().cloned());
+        used.extend(ir.definitions.iter().map(|(_, n)| n.clone()));
+        let unused_enums = ir
+            .types
+            .iter()
+            .filter(|t| matches!(&t.kind, TypeKind::Enum(v) if v.len() == 1))
+            .map(|t| t.name.clone())
+            .filter(|n| !used.contains(n))
+            .filter(|n| {
+                fields.keys().any(|(o, w)| {
+                    ir.object_of(&crate::ir::Ty::Ref(o.clone()))
+                        .and_then(|o| o.fields.iter().find(|f| &f.wire == w))
+                        .is_some_and(|f| f.ty == Ty::Ref(n.clone()))
+                })
+            })
+            .collect();
+        TagConstants {
+            fields,
+            unused_enums,
+        }
+    }
+
+    /// The one value of property `wire` of object type `object`, when it is such a tag.
+    pub(crate) fn value(&self, object: &str, wire: &str) -> Option<&str> {
+        self.fields
+            .get(&(object.to_owned(), wire.to_owned()))
+            .map(String::as_str)
+    }
+
+    /// Whether the enum type `name` is used only as such tags (and so is not emitted).
+    pub(crate) fn skips(&self, name: &str) -> bool {
+        self.unused_enums.contains(name)
+    }
+}

@@ -3,7 +3,9 @@
 //! as frames and events; an unknown tag throws for closed ones such as approval decisions), and
 //! strict decoding of closed objects (an unexpected key throws).
 
-use crate::emit::{Measure, Quote, TypeNames, field_bounds, header_text, push_doc, quote};
+use crate::emit::{
+    Measure, Quote, TagConstants, TypeNames, field_bounds, header_text, push_doc, quote,
+};
 use crate::ir::{Extra, Ir, ObjectType, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
@@ -130,6 +132,8 @@ struct Gen<'a> {
     /// Prefix of the module-level helper names (`ChainlessChainMethods`), so that several
     /// generated files can share one Swift module.
     prefix: String,
+    /// Tags written as constants of their variant.
+    tags: TagConstants,
     out: String,
 }
 
@@ -162,6 +166,7 @@ pub(crate) fn generate(ir: &Ir, base_name: &str) -> String {
         ir,
         type_names,
         prefix,
+        tags: TagConstants::find(ir),
         out: String::new(),
     };
     g.preamble();
@@ -480,6 +485,7 @@ impl Gen<'_> {
         push_doc(&mut s, "", "///", &t.doc);
         match &t.kind {
             TypeKind::Object(o) => self.object(&mut s, &t.name, &name, o),
+            TypeKind::Enum(_) if self.tags.skips(&t.name) => return,
             TypeKind::Enum(values) => {
                 s.push_str(&format!(
                     "public enum {name}: String, Codable, Sendable, CaseIterable {{\n"
@@ -520,9 +526,17 @@ impl Gen<'_> {
                 (prop, ty, f)
             })
             .collect();
+        // The tag of a variant is a constant, checked when decoding.
+        let tag = |f: &crate::ir::Field| self.tags.value(ir_name, &f.wire).map(q);
         for (prop, ty, f) in &props {
             push_doc(s, "    ", "///", &f.doc);
-            s.push_str(&format!("    public let {}: {ty}\n", ident(prop)));
+            match tag(f) {
+                Some(value) => s.push_str(&format!(
+                    "    /// Always {value}: decoding checks it.\n    public var {}: String {{ return {value} }}\n",
+                    ident(prop)
+                )),
+                None => s.push_str(&format!("    public let {}: {ty}\n", ident(prop))),
+            }
         }
         // Open objects keep the keys the schema does not name, and encode them again.
         let extra = match &o.extra {
@@ -545,6 +559,7 @@ impl Gen<'_> {
         // Memberwise initializer (the explicit decoder below would otherwise hide it).
         let mut params: Vec<String> = props
             .iter()
+            .filter(|(_, _, f)| tag(f).is_none())
             .map(|(p, ty, f)| {
                 if ty.ends_with('?') && !f.required {
                     format!("{}: {ty} = nil", ident(p))
@@ -557,7 +572,7 @@ impl Gen<'_> {
             params.push(format!("{}: [String: {ty}] = [:]", ident(prop)));
         }
         s.push_str(&format!("\n    public init({}) {{\n", params.join(", ")));
-        for (p, _, _) in &props {
+        for (p, _, _) in props.iter().filter(|(_, _, f)| tag(f).is_none()) {
             s.push_str(&format!("        self.{p} = {}\n", ident(p)));
         }
         if let Some((prop, _)) = &extra {
@@ -592,7 +607,12 @@ impl Gen<'_> {
             s.push_str("        let container = try decoder.container(keyedBy: CodingKeys.self)\n");
         }
         for (p, ty, f) in &props {
-            if ty.ends_with('?') {
+            if let Some(value) = tag(f) {
+                s.push_str(&format!(
+                    "        guard try container.decode(String.self, forKey: .{p}) == {value} else {{\n            throw DecodingError.dataCorruptedError(forKey: .{p}, in: container, debugDescription: {})\n        }}\n",
+                    q(&format!("{name}: {} must be {value}", f.wire))
+                ));
+            } else if ty.ends_with('?') {
                 let base = ty.trim_end_matches('?');
                 if f.required {
                     // Required but nullable: the key must be present.
@@ -650,7 +670,11 @@ impl Gen<'_> {
             s.push_str(&encode_checks);
             s.push_str("        var container = encoder.container(keyedBy: CodingKeys.self)\n");
             for (p, ty, f) in &props {
-                if ty.ends_with('?') && !f.required {
+                if let Some(value) = tag(f) {
+                    s.push_str(&format!(
+                        "        try container.encode({value}, forKey: .{p})\n"
+                    ));
+                } else if ty.ends_with('?') && !f.required {
                     s.push_str(&format!(
                         "        try container.encodeIfPresent(self.{p}, forKey: .{p})\n"
                     ));

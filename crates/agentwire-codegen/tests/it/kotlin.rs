@@ -42,3 +42,42 @@ pub(crate) fn run(main_class: &str, args: &[&Path]) -> Vec<u8> {
     )
     .stdout
 }
+
+/// A Kotlin main program in `package` that reads NDJSON cases `{key: ..., "m": value}` (with the
+/// `parseJson` of the generated package `json`), evaluates `arms` (the arms of a `when
+/// (case[key])`, each giving `listOf(encoded value, note)`) on each, and prints `[true, encoded,
+/// note]` per case, or `[false, null, error]` when decoding throws IllegalArgumentException.
+pub(crate) fn decode_cases_main(
+    package: &str,
+    json: &str,
+    imports: &str,
+    key: &str,
+    arms: &str,
+) -> String {
+    format!(
+        r#"package {package}
+
+import {json}.parseJson
+import {json}.writeJson
+{imports}
+fun main(args: Array<String>) {{
+    val out = StringBuilder()
+    java.io.File(args[0]).forEachLine(Charsets.UTF_8) {{ line ->
+        if (line.isNotBlank()) {{
+            val case = parseJson(line) as Map<*, *>
+            val m = case["m"]
+            val row: List<Any?> = try {{
+                listOf<Any?>(true) + when (case["{key}"]) {{
+{arms}                    else -> throw IllegalStateException("no case " + case["{key}"])
+                }}
+            }} catch (e: IllegalArgumentException) {{
+                listOf(false, null, e.javaClass.simpleName + ": " + e.message)
+            }}
+            out.append(writeJson(row)).append('\n')
+        }}
+    }}
+    print(out)
+}}
+"#
+    )
+}

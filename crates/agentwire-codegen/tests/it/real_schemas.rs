@@ -266,8 +266,8 @@ fn kotlin_literal(value: &Value) -> String {
     }
 }
 
-/// A Kotlin program that runs `checkApprovalDecision` on every case of the ChainlessChain
-/// approval-decision fixture and fails unless each verdict is the fixture's.
+/// A Kotlin program that runs `checkApprovalDecision` (a deep check) on every case of the
+/// ChainlessChain approval-decision fixture and fails unless each verdict is the fixture's.
 fn kotlin_approval_check() -> (String, usize) {
     let fixture = agentwire_testkit::read_json(agentwire_testkit::peer_fixture(
         "chainlesschain/fixtures/test/fixtures/approval-decisions.json",
@@ -276,9 +276,6 @@ fn kotlin_approval_check() -> (String, usize) {
         .as_array()
         .unwrap()
         .iter()
-        // A grant missing its scope is nested: the schema validator rejects it, not this
-        // tag-and-key check.
-        .filter(|c| c["name"] != "invalid-permission")
         .map(|c| {
             format!(
                 "        Triple({}, {}, {})",
@@ -331,17 +328,175 @@ fun main() {{
 pub(crate) fn kotlin_sources(dir: &Path) -> Vec<PathBuf> {
     let check_path = dir.join("ApprovalCheck.kt");
     write_if_changed(&check_path, kotlin_approval_check().0);
+    let round_trip_path = dir.join("FixtureRoundTrip.kt");
+    write_if_changed(&round_trip_path, kotlin_fixture_round_trip());
     let mut sources = vec![
         file(chainlesschain(), Language::Kotlin).0,
         file(openclaw(), Language::Kotlin).0,
         check_path,
+        round_trip_path,
     ];
     sources.extend(own_kotlin());
     sources
 }
 
-/// Kotlin compiles, and the check runs: `checkApprovalDecision` rejects an unknown kind and extra
-/// keys (FACTS §6 fixture).
+/// The Kotlin types [`fixture_cases`] names (`cc::X`, `oc::X`; the Rust-only cycle types are
+/// left out), with the ChainlessChain fixtures the Rust list leaves out (its invalid stream
+/// envelopes, which Rust's decoding does not reject because it checks no bounds or patterns).
+fn kotlin_fixture_cases() -> Vec<Value> {
+    let mut cases: Vec<Value> = fixture_cases()
+        .into_iter()
+        .filter(|c| {
+            c["type"].as_str().unwrap().starts_with("cc::")
+                || c["type"].as_str().unwrap().starts_with("oc::")
+        })
+        .collect();
+    let envelopes = agentwire_testkit::read_json(agentwire_testkit::peer_fixture(
+        "chainlesschain/fixtures/test/fixtures/agent-stream-events.json",
+    ));
+    for c in envelopes.as_array().unwrap() {
+        // `undefined` is not JSON: the fixture marks where a JavaScript caller injects it.
+        if c["valid"] == json!(false) && c.get("injectUndefinedAt").is_none() {
+            cases.push(case(
+                "cc::AgentStreamEventEnvelope",
+                c["name"].as_str().unwrap(),
+                c["value"].clone(),
+                "reject",
+            ));
+        }
+    }
+    cases
+}
+
+/// A Kotlin program that decodes each `{"t": type, "m": value}` line with the type's `fromWire`
+/// (the root with `decodeProtocolMessage`) and prints `[true, toWire(), toString()]`, or `[false,
+/// null, error]` when decoding throws.
+fn kotlin_fixture_round_trip() -> String {
+    let mut types: Vec<String> = kotlin_fixture_cases()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap().to_owned())
+        .collect();
+    types.sort();
+    types.dedup();
+    let arms: String = types
+        .iter()
+        .map(|t| {
+            let (module, name) = t.split_once("::").unwrap();
+            let package = match module {
+                "cc" => "agentwire.generated.chainlesschain",
+                _ => "agentwire.generated.openclaw",
+            };
+            let decoded = if name == "ProtocolMessage" {
+                format!("{package}.decodeProtocolMessage(m).let {{ v -> listOf({package}.encodeProtocolMessage(v), v.toString()) }}")
+            } else {
+                format!("{package}.{name}.fromWire(m).let {{ v -> listOf(v.toWire(), v.toString()) }}")
+            };
+            format!("                \"{t}\" -> {decoded}\n")
+        })
+        .collect();
+    crate::kotlin::decode_cases_main(
+        "agentwire.fixtures",
+        "agentwire.generated.chainlesschain",
+        "",
+        "t",
+        &arms,
+    )
+}
+
+/// The agentwire-schema verdicts on [`kotlin_fixture_cases`]: the document root for
+/// `ProtocolMessage`, else the definition the type is named after.
+fn schema_verdicts(cases: &[Value]) -> Vec<bool> {
+    use agentwire_schema::validate::ValidatorCompiler;
+    let compile =
+        |path: PathBuf| ValidatorCompiler::new(&SchemaDocument::open(path).unwrap()).unwrap();
+    let cc = compile(agentwire_testkit::chainlesschain_schema_path());
+    let oc = compile(agentwire_testkit::openclaw_schema_path());
+    let mut validators = std::collections::BTreeMap::new();
+    cases
+        .iter()
+        .map(|case| {
+            let ty = case["type"].as_str().unwrap();
+            let validator = validators.entry(ty.to_owned()).or_insert_with(|| {
+                let (module, name) = ty.split_once("::").unwrap();
+                let compiler = if module == "cc" { &cc } else { &oc };
+                if name == "ProtocolMessage" {
+                    compiler.root().unwrap()
+                } else {
+                    compiler.definition(name).unwrap()
+                }
+            });
+            validator.is_valid(&case["value"])
+        })
+        .collect()
+}
+
+/// Every ChainlessChain fixture and every message the Rust test round-trips, through the Kotlin
+/// decoders: each is accepted exactly when agentwire-schema's validator accepts it, a valid one
+/// encodes back to the same JSON value, and the four message kinds decode as their own kind
+/// through the root (the Kotlin `toString` of the value, with `value=`/`raw=` left out, starts
+/// as Rust's `Debug` does).
+#[test]
+fn kotlin_decodes_fixtures_as_the_validator_says_and_round_trips() {
+    let cases = kotlin_fixture_cases();
+    let lines: String = cases
+        .iter()
+        .map(|c| format!("{}\n", json!({"t": c["type"], "m": c["value"]})))
+        .collect();
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-kotlin-fixtures.ndjson");
+    std::fs::write(&path, lines).unwrap();
+    let stdout = crate::kotlin::run("agentwire.fixtures.FixtureRoundTripKt", &[&path]);
+    let rows: Vec<Value> = String::from_utf8_lossy(&stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), cases.len());
+    let mut problems = Vec::new();
+    let (mut valid, mut invalid) = (0, 0);
+    let verdicts = schema_verdicts(&cases);
+    for ((case, row), &expected) in cases.iter().zip(&rows).zip(&verdicts) {
+        let what = format!("{} {}", case["type"], case["name"]);
+        if row[0] != json!(expected) {
+            problems.push(format!(
+                "{what}: kotlin={} validator={expected} ({})",
+                row[0], row[2]
+            ));
+            continue;
+        }
+        if !expected {
+            invalid += 1;
+            continue;
+        }
+        valid += 1;
+        if !crate::round_trips::same_json(&row[1], &case["value"]) {
+            problems.push(format!("{what}: re-encoded as {}", row[1]));
+        }
+        if let Some(prefix) = case["expect"].as_str().unwrap().strip_prefix("as:") {
+            let shape = row[2]
+                .as_str()
+                .unwrap()
+                .replace("value=", "")
+                .replace("raw=", "");
+            if !shape.starts_with(prefix) {
+                problems.push(format!(
+                    "{what}: decoded as {}",
+                    shape.chars().take(120).collect::<String>()
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    eprintln!("{} cases: {valid} valid, {invalid} invalid", cases.len());
+    // 5 + 13 + 2 fixtures, 6 messages and 10 OpenClaw frames and payloads are valid.
+    assert_eq!((valid, invalid), (36, 20));
+}
+
+/// Kotlin compiles, and the check runs: `checkApprovalDecision` rejects an unknown kind, extra
+/// keys and a grant without its scope (FACTS §6 fixture).
 #[test]
 fn kotlin_compiles_and_approval_checks_fail_closed() {
     let cases = kotlin_approval_check().1;
@@ -352,7 +507,7 @@ fn kotlin_compiles_and_approval_checks_fail_closed() {
             "methods 50 3 context/plan ContextPlan\nopenclaw 410 operator.read <=2026.7\nok {cases}"
         )
     );
-    assert_eq!(cases, 8);
+    assert_eq!(cases, 9);
 }
 
 /// One fixture value, the Rust type to decode it as, and whether it must round-trip or be rejected.

@@ -96,7 +96,7 @@ fn corpus() -> Vec<Value> {
 }
 
 /// Numbers compare by value (`1` and `1.0` are one JSON number), everything else exactly.
-fn same_json(a: &Value, b: &Value) -> bool {
+pub(crate) fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         (Value::Array(x), Value::Array(y)) => {
@@ -201,36 +201,16 @@ fn kotlin_main() -> String {
             p.kotlin_package, p.kotlin_package, p.key
         ));
         arms.push_str(&format!(
-            "                \"{}\" -> writeJson({}Encode({alias}(m)))\n",
+            "                \"{}\" -> listOf({}Encode({alias}(m)), null)\n",
             p.key, p.key
         ));
     }
-    format!(
-        r#"package agentwire.roundtrip
-
-import agentwire.generated.roll_runtime.parseJson
-import agentwire.generated.roll_runtime.writeJson
-{imports}
-fun main(args: Array<String>) {{
-    val out = StringBuilder()
-    java.io.File(args[0]).forEachLine(Charsets.UTF_8) {{ line ->
-        if (line.isNotBlank()) {{
-            val case = parseJson(line) as Map<*, *>
-            val m = case["m"]
-            val row = try {{
-                val back = when (case["s"]) {{
-{arms}                    else -> throw IllegalStateException("no protocol " + case["s"])
-                }}
-                "[true," + back + ",null]"
-            }} catch (e: IllegalArgumentException) {{
-                "[false,null," + writeJson(e.javaClass.simpleName + ": " + e.message) + "]"
-            }}
-            out.append(row).append('\n')
-        }}
-    }}
-    print(out)
-}}
-"#
+    crate::kotlin::decode_cases_main(
+        "agentwire.roundtrip",
+        "agentwire.generated.roll_runtime",
+        &imports,
+        "s",
+        &arms,
     )
 }
 

@@ -90,3 +90,90 @@ fn output_is_deterministic() {
         }
     }
 }
+
+/// The names a Swift file declares at its top level and exports from the file (everything but
+/// `fileprivate` and `private` declarations).
+fn swift_module_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace().peekable();
+        if line.starts_with(char::is_whitespace) || line.starts_with("//") {
+            continue;
+        }
+        let mut kind = None;
+        for word in words.by_ref() {
+            match word {
+                "public" | "internal" | "indirect" | "final" => {}
+                "fileprivate" | "private" => break,
+                "enum" | "struct" | "protocol" | "typealias" | "class" | "func" | "let" | "var" => {
+                    kind = Some(word);
+                    break;
+                }
+                _ => break,
+            }
+        }
+        if kind.is_some()
+            && let Some(name) = words.next()
+        {
+            let end = name
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(name.len());
+            names.insert(name[..end].to_owned());
+        }
+    }
+    names
+}
+
+/// Two generated Swift files can live in one module: apart from the types both schemas define
+/// (which keep their names), no two files declare the same top-level name, so the helpers
+/// (`<Prefix>JSONValue`, `<Prefix>AnyCodingKey`, `<Prefix>Indirect`, `<Prefix>Protocol`, the
+/// method types) are the file's own and `rejectUnknownKeys` is `fileprivate`.
+#[test]
+fn swift_files_share_a_module() {
+    let files: Vec<(
+        &str,
+        std::collections::BTreeSet<String>,
+        std::collections::BTreeSet<String>,
+    )> = SCHEMAS
+        .iter()
+        .map(|schema| {
+            let file = format!("{schema}.schema.json");
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data")
+                .join(&file);
+            let ir =
+                agentwire_codegen::Ir::lower(&SchemaDocument::open(&path).unwrap(), &file).unwrap();
+            let types = ir.types.iter().map(|t| t.name.clone()).collect();
+            (
+                *schema,
+                swift_module_names(&generate(schema, Language::Swift)),
+                types,
+            )
+        })
+        .collect();
+    let recursive = &files.iter().find(|f| f.0 == "recursive").unwrap().1;
+    for helper in [
+        "RecursiveJSONValue",
+        "RecursiveAnyCodingKey",
+        "RecursiveIndirect",
+        "RecursiveProtocol",
+    ] {
+        assert!(recursive.contains(helper), "{helper} in {recursive:?}");
+    }
+    assert!(!recursive.contains("rejectUnknownKeys"));
+    let mut shared = Vec::new();
+    for (i, (a, names_a, types_a)) in files.iter().enumerate() {
+        for (b, names_b, types_b) in &files[i + 1..] {
+            for name in names_a.intersection(names_b) {
+                if !(types_a.contains(name) && types_b.contains(name)) {
+                    shared.push(format!("{a} and {b}: {name}"));
+                }
+            }
+        }
+    }
+    assert!(
+        shared.is_empty(),
+        "declared twice in one module:\n{}",
+        shared.join("\n")
+    );
+}

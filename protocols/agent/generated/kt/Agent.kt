@@ -22,20 +22,13 @@ val PROTOCOL_FEATURES: List<String> = listOf(
     "user-input",
     "cancellation"
 )
-/** Checks the keys of a decoded JSON object; throws IllegalArgumentException when it is not an object, misses a required key, or has a key outside `allowed` (null: any key). */
-private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: List<String>?): Map<String, Any?> {
-    require(raw is Map<*, *>) { what + ": expected an object" }
-    val result = LinkedHashMap<String, Any?>()
-    for ((key, value) in raw) {
-        require(key is String) { what + ": keys must be strings" }
-        require(allowed == null || key in allowed) { what + ": unexpected key " + key }
-        result[key] = value
-    }
-    for (key in required) {
-        require(result.containsKey(key)) { what + ": missing key " + key }
-    }
-    return result
-}
+
+/**
+ * A property that is present on the wire. An optional property whose schema admits `null` has
+ * the type `Present<T?>?`: `null` when the property is absent, `Present(null)` when it is `null`,
+ * `Present(value)` otherwise; `toWire` writes each back as it came.
+ */
+data class Present<out T>(val value: T)
 
 private fun wireObject(raw: Any?, what: String): Map<String, Any?> {
     require(raw is Map<*, *>) { what + ": expected an object" }
@@ -698,9 +691,14 @@ data class AttachmentDescriptor(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentDescriptor`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentDescriptor {
-            if (validate) assertValid(validateAt("/\$defs/AttachmentDescriptor", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentDescriptor`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentDescriptor {
+            assertValid(validateAt("/\$defs/AttachmentDescriptor", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentDescriptor` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentDescriptor {
             val o = wireObject(raw, "AttachmentDescriptor")
             return AttachmentDescriptor(
                 attachmentId = wireString(wireField(o, "attachmentId", "AttachmentDescriptor"), "string"),
@@ -741,13 +739,18 @@ data class TurnInput(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnInput`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnInput {
-            if (validate) assertValid(validateAt("/\$defs/TurnInput", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnInput`. */
+        fun fromWire(raw: kotlin.Any?): TurnInput {
+            assertValid(validateAt("/\$defs/TurnInput", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnInput` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnInput {
             val o = wireObject(raw, "TurnInput")
             return TurnInput(
                 text = wireString(wireField(o, "text", "TurnInput"), "string"),
-                attachments = wireList(wireField(o, "attachments", "TurnInput")).map { x0 -> agentwire.generated.agent.AttachmentDescriptor.fromWire(x0, false) },
+                attachments = wireList(wireField(o, "attachments", "TurnInput")).map { x0 -> agentwire.generated.agent.AttachmentDescriptor.fromWireUnchecked(x0) },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
@@ -758,8 +761,6 @@ data class TurnInput(
 
 /** The first line the agent reads: the turn to run. The agent's run events belong to the run named by the turn id. */
 data class TurnStart(
-    /** Wire name: `type`. */
-    val type: TurnStartType,
     /**
      * The agent protocol version the runtime speaks (`1`).
      * Constraints: minLength: 1
@@ -775,6 +776,11 @@ data class TurnStart(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "turn.start" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(protocolVersion.codePointCount(0, protocolVersion.length) >= 1) { "TurnStart.protocolVersion: minLength 1" }
     }
@@ -782,7 +788,7 @@ data class TurnStart(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["protocolVersion"] = this.protocolVersion
         out["threadId"] = this.threadId
         out["turnId"] = this.turnId
@@ -792,43 +798,34 @@ data class TurnStart(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStart`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnStart {
-            if (validate) assertValid(validateAt("/\$defs/TurnStart", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnStart`. */
+        fun fromWire(raw: kotlin.Any?): TurnStart {
+            assertValid(validateAt("/\$defs/TurnStart", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnStart` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnStart {
             val o = wireObject(raw, "TurnStart")
+            require(wireField(o, "type", "TurnStart") == TYPE) { "TurnStart" + ": " + "type" + " must be " + TYPE }
             return TurnStart(
-                type = agentwire.generated.agent.TurnStartType.fromWire(wireField(o, "type", "TurnStart")),
                 protocolVersion = wireString(wireField(o, "protocolVersion", "TurnStart"), "string"),
                 threadId = wireString(wireField(o, "threadId", "TurnStart"), "string"),
                 turnId = wireString(wireField(o, "turnId", "TurnStart"), "string"),
-                input = agentwire.generated.agent.TurnInput.fromWire(wireField(o, "input", "TurnStart"), false),
+                input = agentwire.generated.agent.TurnInput.fromWireUnchecked(wireField(o, "input", "TurnStart")),
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "turn.start"
 
         private val KNOWN_KEYS: Set<String> = setOf("type", "protocolVersion", "threadId", "turnId", "input")
     }
 }
 
-enum class TurnStartType(val wireValue: String) {
-    TURN_START("turn.start");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): TurnStartType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): TurnStartType = fromWireValue(wireString(raw, "TurnStartType")) ?: throw IllegalArgumentException("TurnStartType" + ": unknown value " + raw)
-    }
-}
-
 /** The host's decision on an `approval.request`. Only the runtime writes it; anything that is not `approve` means the tool must not run. */
 data class ApprovalDecision(
-    /** Wire name: `type`. */
-    val type: ApprovalDecisionType,
     /** Wire name: `requestId`. */
     val requestId: Identifier,
     /**
@@ -844,11 +841,16 @@ data class ApprovalDecision(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "approval.decision" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["requestId"] = this.requestId
         out["decision"] = this.decision.toWire()
         this.reason?.let { v -> out["reason"] = v }
@@ -857,12 +859,17 @@ data class ApprovalDecision(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalDecision`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalDecision {
-            if (validate) assertValid(validateAt("/\$defs/ApprovalDecision", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalDecision`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalDecision {
+            assertValid(validateAt("/\$defs/ApprovalDecision", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalDecision` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalDecision {
             val o = wireObject(raw, "ApprovalDecision")
+            require(wireField(o, "type", "ApprovalDecision") == TYPE) { "ApprovalDecision" + ": " + "type" + " must be " + TYPE }
             return ApprovalDecision(
-                type = agentwire.generated.agent.ApprovalDecisionType.fromWire(wireField(o, "type", "ApprovalDecision")),
                 requestId = wireString(wireField(o, "requestId", "ApprovalDecision"), "string"),
                 decision = agentwire.generated.agent.ApprovalDecisionDecision.fromWire(wireField(o, "decision", "ApprovalDecision")),
                 reason = o["reason"]?.let { v -> wireString(v, "string") },
@@ -870,22 +877,10 @@ data class ApprovalDecision(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "approval.decision"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "decision", "reason")
-    }
-}
-
-enum class ApprovalDecisionType(val wireValue: String) {
-    APPROVAL_DECISION("approval.decision");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ApprovalDecisionType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ApprovalDecisionType = fromWireValue(wireString(raw, "ApprovalDecisionType")) ?: throw IllegalArgumentException("ApprovalDecisionType" + ": unknown value " + raw)
     }
 }
 
@@ -931,13 +926,18 @@ data class InputValue(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InputValue`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): InputValue {
-            if (validate) assertValid(validateAt("/\$defs/InputValue", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InputValue`. */
+        fun fromWire(raw: kotlin.Any?): InputValue {
+            assertValid(validateAt("/\$defs/InputValue", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InputValue` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InputValue {
             val o = wireObject(raw, "InputValue")
             return InputValue(
                 id = wireString(wireField(o, "id", "InputValue"), "string"),
-                value = agentwire.generated.agent.InputValueValue.fromWire(wireField(o, "value", "InputValue")),
+                value = agentwire.generated.agent.InputValueValue.fromWireUnchecked(wireField(o, "value", "InputValue")),
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
@@ -965,44 +965,19 @@ sealed class InputValueValue {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InputValueValue`. */
         fun fromWire(raw: kotlin.Any?): InputValueValue {
-            try {
-                return agentwire.generated.agent.InputValueValue.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.InputValueValue.Number(wireNumber(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.InputValueValue.Bool(wireBoolean(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.InputValueValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.InputValueValue.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.InputValueValue.Number(wireNumber(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.InputValueValue.Bool(wireBoolean(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.InputValueValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("InputValueValue" + ": no variant matches")
+            assertValid(validateAt("/\$defs/InputValue/properties/value", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InputValueValue`. */
         fun fromWireKnown(raw: kotlin.Any?): InputValueValue {
+            assertValid(validateAt("/\$defs/InputValue/properties/value", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `InputValueValue` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): InputValueValue {
             try {
                 return agentwire.generated.agent.InputValueValue.String(wireString(raw, "string"))
             } catch (e: IllegalArgumentException) {
@@ -1026,8 +1001,6 @@ sealed class InputValueValue {
 
 /** The host's answer to an `input.request`. */
 data class InputResult(
-    /** Wire name: `type`. */
-    val type: InputResultType,
     /** Wire name: `requestId`. */
     val requestId: Identifier,
     /**
@@ -1049,6 +1022,11 @@ data class InputResult(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "input.result" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(values == null || values.size <= 16) { "InputResult.values: maxItems 16" }
     }
@@ -1056,7 +1034,7 @@ data class InputResult(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["requestId"] = this.requestId
         out["status"] = this.status.toWire()
         this.values?.let { v -> out["values"] = v.map { x1 -> x1.toWire() } }
@@ -1066,36 +1044,29 @@ data class InputResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InputResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): InputResult {
-            if (validate) assertValid(validateAt("/\$defs/InputResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InputResult`. */
+        fun fromWire(raw: kotlin.Any?): InputResult {
+            assertValid(validateAt("/\$defs/InputResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InputResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InputResult {
             val o = wireObject(raw, "InputResult")
+            require(wireField(o, "type", "InputResult") == TYPE) { "InputResult" + ": " + "type" + " must be " + TYPE }
             return InputResult(
-                type = agentwire.generated.agent.InputResultType.fromWire(wireField(o, "type", "InputResult")),
                 requestId = wireString(wireField(o, "requestId", "InputResult"), "string"),
                 status = agentwire.generated.agent.InputResultStatus.fromWire(wireField(o, "status", "InputResult")),
-                values = o["values"]?.let { v -> wireList(v).map { x1 -> agentwire.generated.agent.InputValue.fromWire(x1, false) } },
+                values = o["values"]?.let { v -> wireList(v).map { x1 -> agentwire.generated.agent.InputValue.fromWireUnchecked(x1) } },
                 reason = o["reason"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "input.result"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "status", "values", "reason")
-    }
-}
-
-enum class InputResultType(val wireValue: String) {
-    INPUT_RESULT("input.result");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): InputResultType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): InputResultType = fromWireValue(wireString(raw, "InputResultType")) ?: throw IllegalArgumentException("InputResultType" + ": unknown value " + raw)
     }
 }
 
@@ -1119,8 +1090,6 @@ enum class InputResultStatus(val wireValue: String) {
 
 /** The turn is cancelled: stop soon and end with `turn.end`. The runtime stops the process after a grace period. */
 data class TurnCancel(
-    /** Wire name: `type`. */
-    val type: TurnCancelType,
     /**
      * Why, for people.
      * Wire name: `reason`.
@@ -1129,44 +1098,42 @@ data class TurnCancel(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "turn.cancel" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         this.reason?.let { v -> out["reason"] = v }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancel`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancel {
-            if (validate) assertValid(validateAt("/\$defs/TurnCancel", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnCancel`. */
+        fun fromWire(raw: kotlin.Any?): TurnCancel {
+            assertValid(validateAt("/\$defs/TurnCancel", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnCancel` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnCancel {
             val o = wireObject(raw, "TurnCancel")
+            require(wireField(o, "type", "TurnCancel") == TYPE) { "TurnCancel" + ": " + "type" + " must be " + TYPE }
             return TurnCancel(
-                type = agentwire.generated.agent.TurnCancelType.fromWire(wireField(o, "type", "TurnCancel")),
                 reason = o["reason"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "turn.cancel"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "reason")
-    }
-}
-
-enum class TurnCancelType(val wireValue: String) {
-    TURN_CANCEL("turn.cancel");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): TurnCancelType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): TurnCancelType = fromWireValue(wireString(raw, "TurnCancelType")) ?: throw IllegalArgumentException("TurnCancelType" + ": unknown value " + raw)
     }
 }
 
@@ -1193,48 +1160,39 @@ sealed class RuntimeMessage {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeMessage {
-            if (validate) assertValid(validateAt("/\$defs/RuntimeMessage", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeMessage`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeMessage {
+            assertValid(validateAt("/\$defs/RuntimeMessage", raw))
+            return fromWireUnchecked(raw)
+        }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeMessage`. */
+        fun fromWireKnown(raw: kotlin.Any?): RuntimeMessage {
+            assertValid(validateAt("/\$defs/RuntimeMessage", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `RuntimeMessage` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): RuntimeMessage {
             val o = wireObject(raw, "RuntimeMessage")
             return when (wireField(o, "type", "RuntimeMessage")) {
-                "turn.start" -> agentwire.generated.agent.RuntimeMessage.TurnStart(agentwire.generated.agent.TurnStart.fromWire(o, false))
-                "approval.decision" -> agentwire.generated.agent.RuntimeMessage.ApprovalDecision(agentwire.generated.agent.ApprovalDecision.fromWire(o, false))
-                "input.result" -> agentwire.generated.agent.RuntimeMessage.InputResult(agentwire.generated.agent.InputResult.fromWire(o, false))
-                "turn.cancel" -> agentwire.generated.agent.RuntimeMessage.TurnCancel(agentwire.generated.agent.TurnCancel.fromWire(o, false))
+                "turn.start" -> agentwire.generated.agent.RuntimeMessage.TurnStart(agentwire.generated.agent.TurnStart.fromWireUnchecked(o))
+                "approval.decision" -> agentwire.generated.agent.RuntimeMessage.ApprovalDecision(agentwire.generated.agent.ApprovalDecision.fromWireUnchecked(o))
+                "input.result" -> agentwire.generated.agent.RuntimeMessage.InputResult(agentwire.generated.agent.InputResult.fromWireUnchecked(o))
+                "turn.cancel" -> agentwire.generated.agent.RuntimeMessage.TurnCancel(agentwire.generated.agent.TurnCancel.fromWireUnchecked(o))
                 else -> {
+                    if (known) throw IllegalArgumentException("RuntimeMessage" + ": unknown type " + o["type"])
                     for (key in listOf("type")) wireField(o, key, "RuntimeMessage")
                     agentwire.generated.agent.RuntimeMessage.Unknown(o)
                 }
             }
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeMessage {
-            if (validate) assertValid(validateAt("/\$defs/RuntimeMessage", raw))
-            val o = wireObject(raw, "RuntimeMessage")
-            return when (wireField(o, "type", "RuntimeMessage")) {
-                "turn.start" -> agentwire.generated.agent.RuntimeMessage.TurnStart(agentwire.generated.agent.TurnStart.fromWire(o, false))
-                "approval.decision" -> agentwire.generated.agent.RuntimeMessage.ApprovalDecision(agentwire.generated.agent.ApprovalDecision.fromWire(o, false))
-                "input.result" -> agentwire.generated.agent.RuntimeMessage.InputResult(agentwire.generated.agent.InputResult.fromWire(o, false))
-                "turn.cancel" -> agentwire.generated.agent.RuntimeMessage.TurnCancel(agentwire.generated.agent.TurnCancel.fromWire(o, false))
-                else -> throw IllegalArgumentException("RuntimeMessage" + ": unknown type " + o["type"])
-            }
-        }
     }
 }
 
-/** Checks the tag and keys of a decoded `RuntimeMessage`; throws IllegalArgumentException for a missing key, an extra key on a closed variant. */
+/** Checks a decoded `RuntimeMessage` against the schema, every level (as `RuntimeMessage.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkRuntimeMessage(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "RuntimeMessage", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "RuntimeMessage: type must be a string" }
-    return when (tag) {
-        "turn.start" -> checkKeys(record, "RuntimeMessage", listOf("type", "protocolVersion", "threadId", "turnId", "input"), null)
-        "approval.decision" -> checkKeys(record, "RuntimeMessage", listOf("type", "requestId", "decision"), null)
-        "input.result" -> checkKeys(record, "RuntimeMessage", listOf("type", "requestId", "status"), null)
-        "turn.cancel" -> checkKeys(record, "RuntimeMessage", listOf("type"), null)
-        else -> record
-    }
+    assertValid(validateAt("/\$defs/RuntimeMessage", raw))
+    return wireObject(raw, "RuntimeMessage")
 }
 
 /** Constraints: minLength: 1, maxLength: 64, pattern: "\\S" */
@@ -1251,8 +1209,6 @@ typealias TextLengthBound = Long
 
 /** One line of text. */
 data class TextControl(
-    /** Wire name: `type`. */
-    val type: TextControlType,
     /** Wire name: `id`. */
     val id: ControlId,
     /** Wire name: `label`. */
@@ -1269,11 +1225,16 @@ data class TextControl(
     /** Wire name: `maxLength`. */
     val maxLength: TextLengthBound? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "text" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -1284,13 +1245,18 @@ data class TextControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TextControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TextControl {
-            if (validate) assertValid(validateAt("/\$defs/TextControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TextControl`. */
+        fun fromWire(raw: kotlin.Any?): TextControl {
+            assertValid(validateAt("/\$defs/TextControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TextControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TextControl {
             val o = wireObject(raw, "TextControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TextControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "TextControl") == TYPE) { "TextControl" + ": " + "type" + " must be " + TYPE }
             return TextControl(
-                type = agentwire.generated.agent.TextControlType.fromWire(wireField(o, "type", "TextControl")),
                 id = wireString(wireField(o, "id", "TextControl"), "string"),
                 label = wireString(wireField(o, "label", "TextControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -1300,29 +1266,15 @@ data class TextControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "text"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
-    }
-}
-
-enum class TextControlType(val wireValue: String) {
-    TEXT("text");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): TextControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): TextControlType = fromWireValue(wireString(raw, "TextControlType")) ?: throw IllegalArgumentException("TextControlType" + ": unknown value " + raw)
     }
 }
 
 /** Several lines of text. */
 data class MultilineControl(
-    /** Wire name: `type`. */
-    val type: MultilineControlType,
     /** Wire name: `id`. */
     val id: ControlId,
     /** Wire name: `label`. */
@@ -1339,11 +1291,16 @@ data class MultilineControl(
     /** Wire name: `maxLength`. */
     val maxLength: TextLengthBound? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "multiline" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -1354,13 +1311,18 @@ data class MultilineControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `MultilineControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): MultilineControl {
-            if (validate) assertValid(validateAt("/\$defs/MultilineControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `MultilineControl`. */
+        fun fromWire(raw: kotlin.Any?): MultilineControl {
+            assertValid(validateAt("/\$defs/MultilineControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `MultilineControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): MultilineControl {
             val o = wireObject(raw, "MultilineControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "MultilineControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "MultilineControl") == TYPE) { "MultilineControl" + ": " + "type" + " must be " + TYPE }
             return MultilineControl(
-                type = agentwire.generated.agent.MultilineControlType.fromWire(wireField(o, "type", "MultilineControl")),
                 id = wireString(wireField(o, "id", "MultilineControl"), "string"),
                 label = wireString(wireField(o, "label", "MultilineControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -1370,29 +1332,15 @@ data class MultilineControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "multiline"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
-    }
-}
-
-enum class MultilineControlType(val wireValue: String) {
-    MULTILINE("multiline");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): MultilineControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): MultilineControlType = fromWireValue(wireString(raw, "MultilineControlType")) ?: throw IllegalArgumentException("MultilineControlType" + ": unknown value " + raw)
     }
 }
 
 /** A number, optionally whole and bounded. */
 data class NumberControl(
-    /** Wire name: `type`. */
-    val type: NumberControlType,
     /** Wire name: `id`. */
     val id: ControlId,
     /** Wire name: `label`. */
@@ -1411,11 +1359,16 @@ data class NumberControl(
     /** Wire name: `integer`. */
     val integer: Boolean? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "number" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -1427,13 +1380,18 @@ data class NumberControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `NumberControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): NumberControl {
-            if (validate) assertValid(validateAt("/\$defs/NumberControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `NumberControl`. */
+        fun fromWire(raw: kotlin.Any?): NumberControl {
+            assertValid(validateAt("/\$defs/NumberControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `NumberControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): NumberControl {
             val o = wireObject(raw, "NumberControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "NumberControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "NumberControl") == TYPE) { "NumberControl" + ": " + "type" + " must be " + TYPE }
             return NumberControl(
-                type = agentwire.generated.agent.NumberControlType.fromWire(wireField(o, "type", "NumberControl")),
                 id = wireString(wireField(o, "id", "NumberControl"), "string"),
                 label = wireString(wireField(o, "label", "NumberControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -1444,29 +1402,15 @@ data class NumberControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "number"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "min", "max", "integer")
-    }
-}
-
-enum class NumberControlType(val wireValue: String) {
-    NUMBER("number");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): NumberControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): NumberControlType = fromWireValue(wireString(raw, "NumberControlType")) ?: throw IllegalArgumentException("NumberControlType" + ": unknown value " + raw)
     }
 }
 
 /** A yes/no switch. */
 data class BooleanControl(
-    /** Wire name: `type`. */
-    val type: BooleanControlType,
     /** Wire name: `id`. */
     val id: ControlId,
     /** Wire name: `label`. */
@@ -1479,11 +1423,16 @@ data class BooleanControl(
      */
     val required: Boolean
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "boolean" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -1492,13 +1441,18 @@ data class BooleanControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `BooleanControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): BooleanControl {
-            if (validate) assertValid(validateAt("/\$defs/BooleanControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `BooleanControl`. */
+        fun fromWire(raw: kotlin.Any?): BooleanControl {
+            assertValid(validateAt("/\$defs/BooleanControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `BooleanControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): BooleanControl {
             val o = wireObject(raw, "BooleanControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "BooleanControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "BooleanControl") == TYPE) { "BooleanControl" + ": " + "type" + " must be " + TYPE }
             return BooleanControl(
-                type = agentwire.generated.agent.BooleanControlType.fromWire(wireField(o, "type", "BooleanControl")),
                 id = wireString(wireField(o, "id", "BooleanControl"), "string"),
                 label = wireString(wireField(o, "label", "BooleanControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -1506,22 +1460,10 @@ data class BooleanControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "boolean"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required")
-    }
-}
-
-enum class BooleanControlType(val wireValue: String) {
-    BOOLEAN("boolean");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): BooleanControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): BooleanControlType = fromWireValue(wireString(raw, "BooleanControlType")) ?: throw IllegalArgumentException("BooleanControlType" + ": unknown value " + raw)
     }
 }
 
@@ -1545,9 +1487,14 @@ data class ChoiceOption(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ChoiceOption`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ChoiceOption {
-            if (validate) assertValid(validateAt("/\$defs/ChoiceOption", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ChoiceOption`. */
+        fun fromWire(raw: kotlin.Any?): ChoiceOption {
+            assertValid(validateAt("/\$defs/ChoiceOption", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ChoiceOption` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ChoiceOption {
             val o = wireObject(raw, "ChoiceOption")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ChoiceOption" + ": unexpected key " + key }
             return ChoiceOption(
@@ -1563,8 +1510,6 @@ data class ChoiceOption(
 
 /** One or several options. */
 data class ChoiceControl(
-    /** Wire name: `type`. */
-    val type: ChoiceControlType,
     /** Wire name: `id`. */
     val id: ControlId,
     /** Wire name: `label`. */
@@ -1597,6 +1542,11 @@ data class ChoiceControl(
      */
     val maxSelections: Long? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "choice" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(options.size >= 1) { "ChoiceControl.options: minItems 1" }
         require(options.size <= 50) { "ChoiceControl.options: maxItems 50" }
@@ -1609,7 +1559,7 @@ data class ChoiceControl(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -1622,40 +1572,33 @@ data class ChoiceControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ChoiceControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ChoiceControl {
-            if (validate) assertValid(validateAt("/\$defs/ChoiceControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ChoiceControl`. */
+        fun fromWire(raw: kotlin.Any?): ChoiceControl {
+            assertValid(validateAt("/\$defs/ChoiceControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ChoiceControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ChoiceControl {
             val o = wireObject(raw, "ChoiceControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ChoiceControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "ChoiceControl") == TYPE) { "ChoiceControl" + ": " + "type" + " must be " + TYPE }
             return ChoiceControl(
-                type = agentwire.generated.agent.ChoiceControlType.fromWire(wireField(o, "type", "ChoiceControl")),
                 id = wireString(wireField(o, "id", "ChoiceControl"), "string"),
                 label = wireString(wireField(o, "label", "ChoiceControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
                 required = wireBoolean(wireField(o, "required", "ChoiceControl")),
                 multiple = wireBoolean(wireField(o, "multiple", "ChoiceControl")),
-                options = wireList(wireField(o, "options", "ChoiceControl")).map { x0 -> agentwire.generated.agent.ChoiceOption.fromWire(x0, false) },
+                options = wireList(wireField(o, "options", "ChoiceControl")).map { x0 -> agentwire.generated.agent.ChoiceOption.fromWireUnchecked(x0) },
                 minSelections = o["minSelections"]?.let { v -> wireLong(v) },
                 maxSelections = o["maxSelections"]?.let { v -> wireLong(v) }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "choice"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections")
-    }
-}
-
-enum class ChoiceControlType(val wireValue: String) {
-    CHOICE("choice");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ChoiceControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ChoiceControlType = fromWireValue(wireString(raw, "ChoiceControlType")) ?: throw IllegalArgumentException("ChoiceControlType" + ": unknown value " + raw)
     }
 }
 
@@ -1681,48 +1624,36 @@ sealed class InputControl {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): InputControl {
-            if (validate) assertValid(validateAt("/\$defs/InputControl", raw))
-            val o = wireObject(raw, "InputControl")
-            return when (wireField(o, "type", "InputControl")) {
-                "text" -> agentwire.generated.agent.InputControl.Text(agentwire.generated.agent.TextControl.fromWire(o, false))
-                "multiline" -> agentwire.generated.agent.InputControl.Multiline(agentwire.generated.agent.MultilineControl.fromWire(o, false))
-                "number" -> agentwire.generated.agent.InputControl.Number(agentwire.generated.agent.NumberControl.fromWire(o, false))
-                "boolean" -> agentwire.generated.agent.InputControl.Boolean(agentwire.generated.agent.BooleanControl.fromWire(o, false))
-                "choice" -> agentwire.generated.agent.InputControl.Choice(agentwire.generated.agent.ChoiceControl.fromWire(o, false))
-                else -> throw IllegalArgumentException("InputControl" + ": unknown type " + o["type"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InputControl`. */
+        fun fromWire(raw: kotlin.Any?): InputControl {
+            assertValid(validateAt("/\$defs/InputControl", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): InputControl {
-            if (validate) assertValid(validateAt("/\$defs/InputControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InputControl`. */
+        fun fromWireKnown(raw: kotlin.Any?): InputControl {
+            assertValid(validateAt("/\$defs/InputControl", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `InputControl` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): InputControl {
             val o = wireObject(raw, "InputControl")
             return when (wireField(o, "type", "InputControl")) {
-                "text" -> agentwire.generated.agent.InputControl.Text(agentwire.generated.agent.TextControl.fromWire(o, false))
-                "multiline" -> agentwire.generated.agent.InputControl.Multiline(agentwire.generated.agent.MultilineControl.fromWire(o, false))
-                "number" -> agentwire.generated.agent.InputControl.Number(agentwire.generated.agent.NumberControl.fromWire(o, false))
-                "boolean" -> agentwire.generated.agent.InputControl.Boolean(agentwire.generated.agent.BooleanControl.fromWire(o, false))
-                "choice" -> agentwire.generated.agent.InputControl.Choice(agentwire.generated.agent.ChoiceControl.fromWire(o, false))
+                "text" -> agentwire.generated.agent.InputControl.Text(agentwire.generated.agent.TextControl.fromWireUnchecked(o))
+                "multiline" -> agentwire.generated.agent.InputControl.Multiline(agentwire.generated.agent.MultilineControl.fromWireUnchecked(o))
+                "number" -> agentwire.generated.agent.InputControl.Number(agentwire.generated.agent.NumberControl.fromWireUnchecked(o))
+                "boolean" -> agentwire.generated.agent.InputControl.Boolean(agentwire.generated.agent.BooleanControl.fromWireUnchecked(o))
+                "choice" -> agentwire.generated.agent.InputControl.Choice(agentwire.generated.agent.ChoiceControl.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("InputControl" + ": unknown type " + o["type"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `InputControl`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `InputControl` against the schema, every level (as `InputControl.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkInputControl(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "InputControl", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "InputControl: type must be a string" }
-    return when (tag) {
-        "text" -> checkKeys(record, "InputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required", "minLength", "maxLength"))
-        "multiline" -> checkKeys(record, "InputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required", "minLength", "maxLength"))
-        "number" -> checkKeys(record, "InputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required", "min", "max", "integer"))
-        "boolean" -> checkKeys(record, "InputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required"))
-        "choice" -> checkKeys(record, "InputControl", listOf("type", "id", "label", "required", "multiple", "options"), listOf("type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections"))
-        else -> throw IllegalArgumentException("InputControl: unknown type " + tag)
-    }
+    assertValid(validateAt("/\$defs/InputControl", raw))
+    return wireObject(raw, "InputControl")
 }
 
 /** Constraints: minItems: 1, maxItems: 16 */
@@ -1730,8 +1661,6 @@ typealias InputControls = List<InputControl>
 
 /** A piece of a message the agent is writing; shown live, never stored. */
 data class MessageDelta(
-    /** Wire name: `type`. */
-    val type: MessageDeltaType,
     /**
      * Which message of the turn (default `reply`).
      * Wire name: `messageId`.
@@ -1742,11 +1671,16 @@ data class MessageDelta(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "message.delta" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         this.messageId?.let { v -> out["messageId"] = v }
         out["delta"] = this.delta
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
@@ -1754,41 +1688,32 @@ data class MessageDelta(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `MessageDelta`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): MessageDelta {
-            if (validate) assertValid(validateAt("/\$defs/MessageDelta", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `MessageDelta`. */
+        fun fromWire(raw: kotlin.Any?): MessageDelta {
+            assertValid(validateAt("/\$defs/MessageDelta", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `MessageDelta` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): MessageDelta {
             val o = wireObject(raw, "MessageDelta")
+            require(wireField(o, "type", "MessageDelta") == TYPE) { "MessageDelta" + ": " + "type" + " must be " + TYPE }
             return MessageDelta(
-                type = agentwire.generated.agent.MessageDeltaType.fromWire(wireField(o, "type", "MessageDelta")),
                 messageId = o["messageId"]?.let { v -> wireString(v, "string") },
                 delta = wireString(wireField(o, "delta", "MessageDelta"), "string"),
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "message.delta"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "messageId", "delta")
-    }
-}
-
-enum class MessageDeltaType(val wireValue: String) {
-    MESSAGE_DELTA("message.delta");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): MessageDeltaType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): MessageDeltaType = fromWireValue(wireString(raw, "MessageDeltaType")) ?: throw IllegalArgumentException("MessageDeltaType" + ": unknown value " + raw)
     }
 }
 
 /** A finished message: its whole text is recorded in the thread. */
 data class MessageCompleted(
-    /** Wire name: `type`. */
-    val type: MessageCompletedType,
     /**
      * Which message of the turn (default `reply`); the deltas of the same id came before.
      * Wire name: `messageId`.
@@ -1799,11 +1724,16 @@ data class MessageCompleted(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "message.completed" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         this.messageId?.let { v -> out["messageId"] = v }
         out["text"] = this.text
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
@@ -1811,41 +1741,32 @@ data class MessageCompleted(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `MessageCompleted`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): MessageCompleted {
-            if (validate) assertValid(validateAt("/\$defs/MessageCompleted", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `MessageCompleted`. */
+        fun fromWire(raw: kotlin.Any?): MessageCompleted {
+            assertValid(validateAt("/\$defs/MessageCompleted", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `MessageCompleted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): MessageCompleted {
             val o = wireObject(raw, "MessageCompleted")
+            require(wireField(o, "type", "MessageCompleted") == TYPE) { "MessageCompleted" + ": " + "type" + " must be " + TYPE }
             return MessageCompleted(
-                type = agentwire.generated.agent.MessageCompletedType.fromWire(wireField(o, "type", "MessageCompleted")),
                 messageId = o["messageId"]?.let { v -> wireString(v, "string") },
                 text = wireString(wireField(o, "text", "MessageCompleted"), "string"),
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "message.completed"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "messageId", "text")
-    }
-}
-
-enum class MessageCompletedType(val wireValue: String) {
-    MESSAGE_COMPLETED("message.completed");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): MessageCompletedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): MessageCompletedType = fromWireValue(wireString(raw, "MessageCompletedType")) ?: throw IllegalArgumentException("MessageCompletedType" + ": unknown value " + raw)
     }
 }
 
 /** A piece of a running tool call's output; shown live, never stored. */
 data class ToolOutput(
-    /** Wire name: `type`. */
-    val type: ToolOutputType,
     /**
      * The `callId` of the `tool:call`.
      * Wire name: `callId`.
@@ -1861,11 +1782,16 @@ data class ToolOutput(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "tool.output" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["callId"] = this.callId
         this.stream?.let { v -> out["stream"] = v.toWire() }
         out["delta"] = this.delta
@@ -1874,12 +1800,17 @@ data class ToolOutput(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolOutput`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ToolOutput {
-            if (validate) assertValid(validateAt("/\$defs/ToolOutput", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ToolOutput`. */
+        fun fromWire(raw: kotlin.Any?): ToolOutput {
+            assertValid(validateAt("/\$defs/ToolOutput", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ToolOutput` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ToolOutput {
             val o = wireObject(raw, "ToolOutput")
+            require(wireField(o, "type", "ToolOutput") == TYPE) { "ToolOutput" + ": " + "type" + " must be " + TYPE }
             return ToolOutput(
-                type = agentwire.generated.agent.ToolOutputType.fromWire(wireField(o, "type", "ToolOutput")),
                 callId = wireString(wireField(o, "callId", "ToolOutput"), "string"),
                 stream = o["stream"]?.let { v -> agentwire.generated.agent.ToolOutputStream.fromWire(v) },
                 delta = wireString(wireField(o, "delta", "ToolOutput"), "string"),
@@ -1887,22 +1818,10 @@ data class ToolOutput(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "tool.output"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "callId", "stream", "delta")
-    }
-}
-
-enum class ToolOutputType(val wireValue: String) {
-    TOOL_OUTPUT("tool.output");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ToolOutputType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ToolOutputType = fromWireValue(wireString(raw, "ToolOutputType")) ?: throw IllegalArgumentException("ToolOutputType" + ": unknown value " + raw)
     }
 }
 
@@ -1925,8 +1844,6 @@ enum class ToolOutputStream(val wireValue: String) {
 
 /** Asks the host to approve a tool call; the answer comes back as `approval.decision` with the same `requestId`. The agent never decides an approval itself. */
 data class ApprovalRequest(
-    /** Wire name: `type`. */
-    val type: ApprovalRequestType,
     /** Wire name: `requestId`. */
     val requestId: Identifier,
     /** Wire name: `toolName`. */
@@ -1949,11 +1866,16 @@ data class ApprovalRequest(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "approval.request" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["requestId"] = this.requestId
         out["toolName"] = this.toolName
         out["preview"] = this.preview
@@ -1964,12 +1886,17 @@ data class ApprovalRequest(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequest {
-            if (validate) assertValid(validateAt("/\$defs/ApprovalRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequest`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRequest {
+            assertValid(validateAt("/\$defs/ApprovalRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRequest {
             val o = wireObject(raw, "ApprovalRequest")
+            require(wireField(o, "type", "ApprovalRequest") == TYPE) { "ApprovalRequest" + ": " + "type" + " must be " + TYPE }
             return ApprovalRequest(
-                type = agentwire.generated.agent.ApprovalRequestType.fromWire(wireField(o, "type", "ApprovalRequest")),
                 requestId = wireString(wireField(o, "requestId", "ApprovalRequest"), "string"),
                 toolName = wireString(wireField(o, "toolName", "ApprovalRequest"), "string"),
                 preview = wireObject(wireField(o, "preview", "ApprovalRequest"), "object").mapValues { (_, x0) -> x0 },
@@ -1979,29 +1906,15 @@ data class ApprovalRequest(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "approval.request"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "toolName", "preview", "reason", "callId")
-    }
-}
-
-enum class ApprovalRequestType(val wireValue: String) {
-    APPROVAL_REQUEST("approval.request");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ApprovalRequestType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ApprovalRequestType = fromWireValue(wireString(raw, "ApprovalRequestType")) ?: throw IllegalArgumentException("ApprovalRequestType" + ": unknown value " + raw)
     }
 }
 
 /** Asks the host to fill in a form; the answer comes back as `input.result` with the same `requestId`. */
 data class InputRequest(
-    /** Wire name: `type`. */
-    val type: InputRequestType,
     /** Wire name: `requestId`. */
     val requestId: Identifier,
     /** Wire name: `title`. */
@@ -2013,11 +1926,16 @@ data class InputRequest(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "input.request" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["requestId"] = this.requestId
         this.title?.let { v -> out["title"] = v }
         this.description?.let { v -> out["description"] = v }
@@ -2027,43 +1945,34 @@ data class InputRequest(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InputRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): InputRequest {
-            if (validate) assertValid(validateAt("/\$defs/InputRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InputRequest`. */
+        fun fromWire(raw: kotlin.Any?): InputRequest {
+            assertValid(validateAt("/\$defs/InputRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InputRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InputRequest {
             val o = wireObject(raw, "InputRequest")
+            require(wireField(o, "type", "InputRequest") == TYPE) { "InputRequest" + ": " + "type" + " must be " + TYPE }
             return InputRequest(
-                type = agentwire.generated.agent.InputRequestType.fromWire(wireField(o, "type", "InputRequest")),
                 requestId = wireString(wireField(o, "requestId", "InputRequest"), "string"),
                 title = o["title"]?.let { v -> wireString(v, "string") },
                 description = o["description"]?.let { v -> wireString(v, "string") },
-                controls = wireList(wireField(o, "controls", "InputRequest")).map { x0 -> agentwire.generated.agent.InputControl.fromWire(x0, false) },
+                controls = wireList(wireField(o, "controls", "InputRequest")).map { x0 -> agentwire.generated.agent.InputControl.fromWireUnchecked(x0) },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "input.request"
 
         private val KNOWN_KEYS: Set<String> = setOf("type", "requestId", "title", "description", "controls")
     }
 }
 
-enum class InputRequestType(val wireValue: String) {
-    INPUT_REQUEST("input.request");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): InputRequestType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): InputRequestType = fromWireValue(wireString(raw, "InputRequestType")) ?: throw IllegalArgumentException("InputRequestType" + ": unknown value " + raw)
-    }
-}
-
 /** The agent's last line of the turn: how it ended. */
 data class TurnEnd(
-    /** Wire name: `type`. */
-    val type: TurnEndType,
     /** Wire name: `status`. */
     val status: TurnEndStatus,
     /**
@@ -2079,11 +1988,16 @@ data class TurnEnd(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "turn.end" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["status"] = this.status.toWire()
         this.stage?.let { v -> out["stage"] = v.toWire() }
         this.message?.let { v -> out["message"] = v }
@@ -2092,12 +2006,17 @@ data class TurnEnd(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnEnd`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnEnd {
-            if (validate) assertValid(validateAt("/\$defs/TurnEnd", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnEnd`. */
+        fun fromWire(raw: kotlin.Any?): TurnEnd {
+            assertValid(validateAt("/\$defs/TurnEnd", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnEnd` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnEnd {
             val o = wireObject(raw, "TurnEnd")
+            require(wireField(o, "type", "TurnEnd") == TYPE) { "TurnEnd" + ": " + "type" + " must be " + TYPE }
             return TurnEnd(
-                type = agentwire.generated.agent.TurnEndType.fromWire(wireField(o, "type", "TurnEnd")),
                 status = agentwire.generated.agent.TurnEndStatus.fromWire(wireField(o, "status", "TurnEnd")),
                 stage = o["stage"]?.let { v -> agentwire.generated.agent.FailStage.fromWire(v) },
                 message = o["message"]?.let { v -> wireString(v, "string") },
@@ -2105,22 +2024,10 @@ data class TurnEnd(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "turn.end"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "status", "stage", "message")
-    }
-}
-
-enum class TurnEndType(val wireValue: String) {
-    TURN_END("turn.end");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): TurnEndType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): TurnEndType = fromWireValue(wireString(raw, "TurnEndType")) ?: throw IllegalArgumentException("TurnEndType" + ": unknown value " + raw)
     }
 }
 
@@ -2199,9 +2106,14 @@ data class RunEventEnvelope(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunEventEnvelope`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunEventEnvelope {
-            if (validate) assertValid(validateAt("/\$defs/RunEventEnvelope", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunEventEnvelope`. */
+        fun fromWire(raw: kotlin.Any?): RunEventEnvelope {
+            assertValid(validateAt("/\$defs/RunEventEnvelope", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunEventEnvelope` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunEventEnvelope {
             val o = wireObject(raw, "RunEventEnvelope")
             return RunEventEnvelope(
                 id = o["id"]?.let { v -> wireString(v, "string") },
@@ -2230,36 +2142,25 @@ sealed class ErrorInfo {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
-            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
-            try {
-                return agentwire.generated.agent.ErrorInfo.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.ErrorInfo.ErrorInfoVariant2(agentwire.generated.agent.ErrorInfoVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.ErrorInfo.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.ErrorInfo.ErrorInfoVariant2(agentwire.generated.agent.ErrorInfoVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorInfo`. */
+        fun fromWire(raw: kotlin.Any?): ErrorInfo {
+            assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
-            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorInfo`. */
+        fun fromWireKnown(raw: kotlin.Any?): ErrorInfo {
+            assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `ErrorInfo` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): ErrorInfo {
             try {
                 return agentwire.generated.agent.ErrorInfo.String(wireString(raw, "string"))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.agent.ErrorInfo.ErrorInfoVariant2(agentwire.generated.agent.ErrorInfoVariant2.fromWire(raw))
+                return agentwire.generated.agent.ErrorInfo.ErrorInfoVariant2(agentwire.generated.agent.ErrorInfoVariant2.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
@@ -2286,8 +2187,14 @@ data class ErrorInfoVariant2(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorInfoVariant2`. */
-        fun fromWire(raw: Any?): ErrorInfoVariant2 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorInfoVariant2`. */
+        fun fromWire(raw: kotlin.Any?): ErrorInfoVariant2 {
+            assertValid(validateAt("/\$defs/ErrorInfo/anyOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ErrorInfoVariant2` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ErrorInfoVariant2 {
             val o = wireObject(raw, "ErrorInfoVariant2")
             return ErrorInfoVariant2(
                 message = wireString(wireField(o, "message", "ErrorInfoVariant2"), "string"),
@@ -2319,9 +2226,14 @@ data class PlanStep(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PlanStep`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): PlanStep {
-            if (validate) assertValid(validateAt("/\$defs/PlanStep", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `PlanStep`. */
+        fun fromWire(raw: kotlin.Any?): PlanStep {
+            assertValid(validateAt("/\$defs/PlanStep", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `PlanStep` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): PlanStep {
             val o = wireObject(raw, "PlanStep")
             return PlanStep(
                 id = wireString(wireField(o, "id", "PlanStep"), "string"),
@@ -2386,8 +2298,6 @@ data class RunStart(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: RunStartType,
     /** Wire name: `goal`. */
     val goal: String? = null,
     /**
@@ -2399,10 +2309,15 @@ data class RunStart(
      * Opaque input of the run; rendering is the host's business.
      * Wire name: `input`.
      */
-    val input: Any? = null,
+    val input: Present<Any?>? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "run:start" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "RunStart.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "RunStart.runId: minLength 1" }
@@ -2422,49 +2337,42 @@ data class RunStart(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         this.goal?.let { v -> out["goal"] = v }
         this.agent?.let { v -> out["agent"] = v }
-        this.input?.let { v -> out["input"] = v }
+        this.input?.let { p -> out["input"] = p.value }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunStart`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunStart {
-            if (validate) assertValid(validateAt("/\$defs/RunStart", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunStart`. */
+        fun fromWire(raw: kotlin.Any?): RunStart {
+            assertValid(validateAt("/\$defs/RunStart", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunStart` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunStart {
             val o = wireObject(raw, "RunStart")
+            require(wireField(o, "type", "RunStart") == TYPE) { "RunStart" + ": " + "type" + " must be " + TYPE }
             return RunStart(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.RunStartType.fromWire(wireField(o, "type", "RunStart")),
                 goal = o["goal"]?.let { v -> wireString(v, "string") },
                 agent = o["agent"]?.let { v -> wireString(v, "string") },
-                input = o["input"]?.let { v -> v },
+                input = if (o.containsKey("input")) Present(o["input"]) else null,
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "run:start"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "goal", "agent", "input")
-    }
-}
-
-enum class RunStartType(val wireValue: String) {
-    RUN_START("run:start");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): RunStartType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): RunStartType = fromWireValue(wireString(raw, "RunStartType")) ?: throw IllegalArgumentException("RunStartType" + ": unknown value " + raw)
     }
 }
 
@@ -2500,18 +2408,21 @@ data class RunDone(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: RunDoneType,
     /**
      * Opaque output of the run.
      * Wire name: `output`.
      */
-    val output: Any? = null,
+    val output: Present<Any?>? = null,
     /** Wire name: `summary`. */
     val summary: String? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "run:done" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "RunDone.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "RunDone.runId: minLength 1" }
@@ -2531,47 +2442,40 @@ data class RunDone(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
-        this.output?.let { v -> out["output"] = v }
+        out["type"] = TYPE
+        this.output?.let { p -> out["output"] = p.value }
         this.summary?.let { v -> out["summary"] = v }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunDone`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunDone {
-            if (validate) assertValid(validateAt("/\$defs/RunDone", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunDone`. */
+        fun fromWire(raw: kotlin.Any?): RunDone {
+            assertValid(validateAt("/\$defs/RunDone", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunDone` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunDone {
             val o = wireObject(raw, "RunDone")
+            require(wireField(o, "type", "RunDone") == TYPE) { "RunDone" + ": " + "type" + " must be " + TYPE }
             return RunDone(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.RunDoneType.fromWire(wireField(o, "type", "RunDone")),
-                output = o["output"]?.let { v -> v },
+                output = if (o.containsKey("output")) Present(o["output"]) else null,
                 summary = o["summary"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "run:done"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "output", "summary")
-    }
-}
-
-enum class RunDoneType(val wireValue: String) {
-    RUN_DONE("run:done");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): RunDoneType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): RunDoneType = fromWireValue(wireString(raw, "RunDoneType")) ?: throw IllegalArgumentException("RunDoneType" + ": unknown value " + raw)
     }
 }
 
@@ -2607,8 +2511,6 @@ data class RunError(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: RunErrorType,
     /** Wire name: `error`. */
     val error: ErrorInfo,
     /** Wire name: `stepId`. */
@@ -2616,6 +2518,11 @@ data class RunError(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "run:error" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "RunError.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "RunError.runId: minLength 1" }
@@ -2635,7 +2542,7 @@ data class RunError(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["error"] = this.error.toWire()
         this.stepId?.let { v -> out["stepId"] = v }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
@@ -2643,39 +2550,32 @@ data class RunError(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunError`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunError {
-            if (validate) assertValid(validateAt("/\$defs/RunError", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunError`. */
+        fun fromWire(raw: kotlin.Any?): RunError {
+            assertValid(validateAt("/\$defs/RunError", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunError` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunError {
             val o = wireObject(raw, "RunError")
+            require(wireField(o, "type", "RunError") == TYPE) { "RunError" + ": " + "type" + " must be " + TYPE }
             return RunError(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.RunErrorType.fromWire(wireField(o, "type", "RunError")),
-                error = agentwire.generated.agent.ErrorInfo.fromWire(wireField(o, "error", "RunError"), false),
+                error = agentwire.generated.agent.ErrorInfo.fromWireUnchecked(wireField(o, "error", "RunError")),
                 stepId = o["stepId"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "run:error"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "error", "stepId")
-    }
-}
-
-enum class RunErrorType(val wireValue: String) {
-    RUN_ERROR("run:error");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): RunErrorType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): RunErrorType = fromWireValue(wireString(raw, "RunErrorType")) ?: throw IllegalArgumentException("RunErrorType" + ": unknown value " + raw)
     }
 }
 
@@ -2711,8 +2611,6 @@ data class RunPaused(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: RunPausedType,
     /** Wire name: `reason`. */
     val reason: RunPausedReason,
     /** Wire name: `message`. */
@@ -2720,6 +2618,11 @@ data class RunPaused(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "run:paused" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "RunPaused.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "RunPaused.runId: minLength 1" }
@@ -2739,7 +2642,7 @@ data class RunPaused(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["reason"] = this.reason.toWire()
         this.message?.let { v -> out["message"] = v }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
@@ -2747,39 +2650,32 @@ data class RunPaused(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunPaused`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunPaused {
-            if (validate) assertValid(validateAt("/\$defs/RunPaused", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunPaused`. */
+        fun fromWire(raw: kotlin.Any?): RunPaused {
+            assertValid(validateAt("/\$defs/RunPaused", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunPaused` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunPaused {
             val o = wireObject(raw, "RunPaused")
+            require(wireField(o, "type", "RunPaused") == TYPE) { "RunPaused" + ": " + "type" + " must be " + TYPE }
             return RunPaused(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.RunPausedType.fromWire(wireField(o, "type", "RunPaused")),
                 reason = agentwire.generated.agent.RunPausedReason.fromWire(wireField(o, "reason", "RunPaused")),
                 message = o["message"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "run:paused"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "reason", "message")
-    }
-}
-
-enum class RunPausedType(val wireValue: String) {
-    RUN_PAUSED("run:paused");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): RunPausedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): RunPausedType = fromWireValue(wireString(raw, "RunPausedType")) ?: throw IllegalArgumentException("RunPausedType" + ": unknown value " + raw)
     }
 }
 
@@ -2831,13 +2727,16 @@ data class Plan(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: PlanType,
     /** Wire name: `steps`. */
     val steps: List<PlanStep>,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "plan" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "Plan.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "Plan.runId: minLength 1" }
@@ -2857,45 +2756,38 @@ data class Plan(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["steps"] = this.steps.map { x0 -> x0.toWire() }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `Plan`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): Plan {
-            if (validate) assertValid(validateAt("/\$defs/Plan", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `Plan`. */
+        fun fromWire(raw: kotlin.Any?): Plan {
+            assertValid(validateAt("/\$defs/Plan", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `Plan` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): Plan {
             val o = wireObject(raw, "Plan")
+            require(wireField(o, "type", "Plan") == TYPE) { "Plan" + ": " + "type" + " must be " + TYPE }
             return Plan(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.PlanType.fromWire(wireField(o, "type", "Plan")),
-                steps = wireList(wireField(o, "steps", "Plan")).map { x0 -> agentwire.generated.agent.PlanStep.fromWire(x0, false) },
+                steps = wireList(wireField(o, "steps", "Plan")).map { x0 -> agentwire.generated.agent.PlanStep.fromWireUnchecked(x0) },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "plan"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "steps")
-    }
-}
-
-enum class PlanType(val wireValue: String) {
-    PLAN("plan");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): PlanType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): PlanType = fromWireValue(wireString(raw, "PlanType")) ?: throw IllegalArgumentException("PlanType" + ": unknown value " + raw)
     }
 }
 
@@ -2931,8 +2823,6 @@ data class StepStart(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: StepStartType,
     /** Wire name: `stepId`. */
     val stepId: NonEmptyString,
     /** Wire name: `title`. */
@@ -2940,6 +2830,11 @@ data class StepStart(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "step:start" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "StepStart.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "StepStart.runId: minLength 1" }
@@ -2959,7 +2854,7 @@ data class StepStart(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["stepId"] = this.stepId
         this.title?.let { v -> out["title"] = v }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
@@ -2967,39 +2862,32 @@ data class StepStart(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepStart`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepStart {
-            if (validate) assertValid(validateAt("/\$defs/StepStart", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepStart`. */
+        fun fromWire(raw: kotlin.Any?): StepStart {
+            assertValid(validateAt("/\$defs/StepStart", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepStart` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepStart {
             val o = wireObject(raw, "StepStart")
+            require(wireField(o, "type", "StepStart") == TYPE) { "StepStart" + ": " + "type" + " must be " + TYPE }
             return StepStart(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.StepStartType.fromWire(wireField(o, "type", "StepStart")),
                 stepId = wireString(wireField(o, "stepId", "StepStart"), "string"),
                 title = o["title"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "step:start"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "title")
-    }
-}
-
-enum class StepStartType(val wireValue: String) {
-    STEP_START("step:start");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): StepStartType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): StepStartType = fromWireValue(wireString(raw, "StepStartType")) ?: throw IllegalArgumentException("StepStartType" + ": unknown value " + raw)
     }
 }
 
@@ -3035,8 +2923,6 @@ data class StepProgress(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: StepProgressType,
     /** Wire name: `stepId`. */
     val stepId: NonEmptyString,
     /**
@@ -3050,6 +2936,11 @@ data class StepProgress(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "step:progress" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "StepProgress.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "StepProgress.runId: minLength 1" }
@@ -3069,7 +2960,7 @@ data class StepProgress(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["stepId"] = this.stepId
         this.progress?.let { v -> out["progress"] = v }
         this.message?.let { v -> out["message"] = v }
@@ -3078,17 +2969,22 @@ data class StepProgress(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepProgress`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepProgress {
-            if (validate) assertValid(validateAt("/\$defs/StepProgress", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepProgress`. */
+        fun fromWire(raw: kotlin.Any?): StepProgress {
+            assertValid(validateAt("/\$defs/StepProgress", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepProgress` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepProgress {
             val o = wireObject(raw, "StepProgress")
+            require(wireField(o, "type", "StepProgress") == TYPE) { "StepProgress" + ": " + "type" + " must be " + TYPE }
             return StepProgress(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.StepProgressType.fromWire(wireField(o, "type", "StepProgress")),
                 stepId = wireString(wireField(o, "stepId", "StepProgress"), "string"),
                 progress = o["progress"]?.let { v -> wireNumber(v) },
                 message = o["message"]?.let { v -> wireString(v, "string") },
@@ -3096,22 +2992,10 @@ data class StepProgress(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "step:progress"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "progress", "message")
-    }
-}
-
-enum class StepProgressType(val wireValue: String) {
-    STEP_PROGRESS("step:progress");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): StepProgressType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): StepProgressType = fromWireValue(wireString(raw, "StepProgressType")) ?: throw IllegalArgumentException("StepProgressType" + ": unknown value " + raw)
     }
 }
 
@@ -3147,18 +3031,21 @@ data class StepDone(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: StepDoneType,
     /** Wire name: `stepId`. */
     val stepId: NonEmptyString,
     /**
      * Opaque output of the step.
      * Wire name: `output`.
      */
-    val output: Any? = null,
+    val output: Present<Any?>? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "step:done" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "StepDone.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "StepDone.runId: minLength 1" }
@@ -3178,47 +3065,40 @@ data class StepDone(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["stepId"] = this.stepId
-        this.output?.let { v -> out["output"] = v }
+        this.output?.let { p -> out["output"] = p.value }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepDone`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepDone {
-            if (validate) assertValid(validateAt("/\$defs/StepDone", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepDone`. */
+        fun fromWire(raw: kotlin.Any?): StepDone {
+            assertValid(validateAt("/\$defs/StepDone", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepDone` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepDone {
             val o = wireObject(raw, "StepDone")
+            require(wireField(o, "type", "StepDone") == TYPE) { "StepDone" + ": " + "type" + " must be " + TYPE }
             return StepDone(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.StepDoneType.fromWire(wireField(o, "type", "StepDone")),
                 stepId = wireString(wireField(o, "stepId", "StepDone"), "string"),
-                output = o["output"]?.let { v -> v },
+                output = if (o.containsKey("output")) Present(o["output"]) else null,
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "step:done"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "output")
-    }
-}
-
-enum class StepDoneType(val wireValue: String) {
-    STEP_DONE("step:done");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): StepDoneType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): StepDoneType = fromWireValue(wireString(raw, "StepDoneType")) ?: throw IllegalArgumentException("StepDoneType" + ": unknown value " + raw)
     }
 }
 
@@ -3254,8 +3134,6 @@ data class StepError(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: StepErrorType,
     /** Wire name: `stepId`. */
     val stepId: NonEmptyString,
     /** Wire name: `error`. */
@@ -3265,6 +3143,11 @@ data class StepError(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "step:error" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "StepError.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "StepError.runId: minLength 1" }
@@ -3284,7 +3167,7 @@ data class StepError(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["stepId"] = this.stepId
         out["error"] = this.error.toWire()
         out["retryable"] = this.retryable
@@ -3293,40 +3176,33 @@ data class StepError(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepError`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepError {
-            if (validate) assertValid(validateAt("/\$defs/StepError", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepError`. */
+        fun fromWire(raw: kotlin.Any?): StepError {
+            assertValid(validateAt("/\$defs/StepError", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepError` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepError {
             val o = wireObject(raw, "StepError")
+            require(wireField(o, "type", "StepError") == TYPE) { "StepError" + ": " + "type" + " must be " + TYPE }
             return StepError(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.StepErrorType.fromWire(wireField(o, "type", "StepError")),
                 stepId = wireString(wireField(o, "stepId", "StepError"), "string"),
-                error = agentwire.generated.agent.ErrorInfo.fromWire(wireField(o, "error", "StepError"), false),
+                error = agentwire.generated.agent.ErrorInfo.fromWireUnchecked(wireField(o, "error", "StepError")),
                 retryable = wireBoolean(wireField(o, "retryable", "StepError")),
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "step:error"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "error", "retryable")
-    }
-}
-
-enum class StepErrorType(val wireValue: String) {
-    STEP_ERROR("step:error");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): StepErrorType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): StepErrorType = fromWireValue(wireString(raw, "StepErrorType")) ?: throw IllegalArgumentException("StepErrorType" + ": unknown value " + raw)
     }
 }
 
@@ -3362,8 +3238,6 @@ data class ToolCall(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: ToolCallType,
     /** Wire name: `stepId`. */
     val stepId: NonEmptyString,
     /** Wire name: `callId`. */
@@ -3374,10 +3248,15 @@ data class ToolCall(
      * Opaque arguments.
      * Wire name: `args`.
      */
-    val args: Any? = null,
+    val args: Present<Any?>? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "tool:call" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "ToolCall.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "ToolCall.runId: minLength 1" }
@@ -3397,51 +3276,44 @@ data class ToolCall(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["stepId"] = this.stepId
         this.callId?.let { v -> out["callId"] = v }
         out["name"] = this.name
-        this.args?.let { v -> out["args"] = v }
+        this.args?.let { p -> out["args"] = p.value }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolCall`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ToolCall {
-            if (validate) assertValid(validateAt("/\$defs/ToolCall", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ToolCall`. */
+        fun fromWire(raw: kotlin.Any?): ToolCall {
+            assertValid(validateAt("/\$defs/ToolCall", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ToolCall` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ToolCall {
             val o = wireObject(raw, "ToolCall")
+            require(wireField(o, "type", "ToolCall") == TYPE) { "ToolCall" + ": " + "type" + " must be " + TYPE }
             return ToolCall(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.ToolCallType.fromWire(wireField(o, "type", "ToolCall")),
                 stepId = wireString(wireField(o, "stepId", "ToolCall"), "string"),
                 callId = o["callId"]?.let { v -> wireString(v, "string") },
                 name = wireString(wireField(o, "name", "ToolCall"), "string"),
-                args = o["args"]?.let { v -> v },
+                args = if (o.containsKey("args")) Present(o["args"]) else null,
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "tool:call"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "callId", "name", "args")
-    }
-}
-
-enum class ToolCallType(val wireValue: String) {
-    TOOL_CALL("tool:call");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ToolCallType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ToolCallType = fromWireValue(wireString(raw, "ToolCallType")) ?: throw IllegalArgumentException("ToolCallType" + ": unknown value " + raw)
     }
 }
 
@@ -3477,8 +3349,6 @@ data class ToolResult(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: ToolResultType,
     /** Wire name: `callId`. */
     val callId: NonEmptyString,
     /** Wire name: `stepId`. */
@@ -3489,7 +3359,7 @@ data class ToolResult(
      * Opaque result.
      * Wire name: `result`.
      */
-    val result: Any? = null,
+    val result: Present<Any?>? = null,
     /** Wire name: `error`. */
     val error: ErrorInfo? = null,
     /**
@@ -3519,7 +3389,7 @@ data class ToolResult(
      * What hosts show for the operation: `{text}`, or `{text, diff}` for a file change (default: a sentence naming the tool and how it ended).
      * Wire name: `display`.
      */
-    val display: Any? = null,
+    val display: Present<Any?>? = null,
     /**
      * An app-output descriptor and its result, when the tool produced one.
      * Wire name: `appOutput`.
@@ -3528,6 +3398,11 @@ data class ToolResult(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "tool:result" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "ToolResult.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "ToolResult.runId: minLength 1" }
@@ -3548,65 +3423,58 @@ data class ToolResult(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["callId"] = this.callId
         this.stepId?.let { v -> out["stepId"] = v }
         out["ok"] = this.ok
-        this.result?.let { v -> out["result"] = v }
+        this.result?.let { p -> out["result"] = p.value }
         this.error?.let { v -> out["error"] = v.toWire() }
         this.ms?.let { v -> out["ms"] = v }
         this.tokens?.let { v -> out["tokens"] = v }
         this.cost?.let { v -> out["cost"] = v }
         this.outcome?.let { v -> out["outcome"] = v.toWire() }
-        this.display?.let { v -> out["display"] = v }
+        this.display?.let { p -> out["display"] = p.value }
         this.appOutput?.let { v -> out["appOutput"] = v }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ToolResult {
-            if (validate) assertValid(validateAt("/\$defs/ToolResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ToolResult`. */
+        fun fromWire(raw: kotlin.Any?): ToolResult {
+            assertValid(validateAt("/\$defs/ToolResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ToolResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ToolResult {
             val o = wireObject(raw, "ToolResult")
+            require(wireField(o, "type", "ToolResult") == TYPE) { "ToolResult" + ": " + "type" + " must be " + TYPE }
             return ToolResult(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.ToolResultType.fromWire(wireField(o, "type", "ToolResult")),
                 callId = wireString(wireField(o, "callId", "ToolResult"), "string"),
                 stepId = o["stepId"]?.let { v -> wireString(v, "string") },
                 ok = wireBoolean(wireField(o, "ok", "ToolResult")),
-                result = o["result"]?.let { v -> v },
-                error = o["error"]?.let { v -> agentwire.generated.agent.ErrorInfo.fromWire(v, false) },
+                result = if (o.containsKey("result")) Present(o["result"]) else null,
+                error = o["error"]?.let { v -> agentwire.generated.agent.ErrorInfo.fromWireUnchecked(v) },
                 ms = o["ms"]?.let { v -> wireNumber(v) },
                 tokens = o["tokens"]?.let { v -> wireLong(v) },
                 cost = o["cost"]?.let { v -> wireNumber(v) },
                 outcome = o["outcome"]?.let { v -> agentwire.generated.agent.ToolOutcomeKind.fromWire(v) },
-                display = o["display"]?.let { v -> v },
+                display = if (o.containsKey("display")) Present(o["display"]) else null,
                 appOutput = o["appOutput"]?.let { v -> wireObject(v, "object").mapValues { (_, x1) -> x1 } },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "tool:result"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "callId", "stepId", "ok", "result", "error", "ms", "tokens", "cost", "outcome", "display", "appOutput")
-    }
-}
-
-enum class ToolResultType(val wireValue: String) {
-    TOOL_RESULT("tool:result");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ToolResultType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ToolResultType = fromWireValue(wireString(raw, "ToolResultType")) ?: throw IllegalArgumentException("ToolResultType" + ": unknown value " + raw)
     }
 }
 
@@ -3642,8 +3510,6 @@ data class RetryRequest(
      * Wire name: `schemaVersion`.
      */
     val schemaVersion: Long? = null,
-    /** Wire name: `type`. */
-    val type: RetryRequestType,
     /** Wire name: `stepId`. */
     val stepId: NonEmptyString,
     /** Wire name: `fromEventId`. */
@@ -3658,6 +3524,11 @@ data class RetryRequest(
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "retry:request" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(id == null || id.codePointCount(0, id.length) >= 1) { "RetryRequest.id: minLength 1" }
         require(runId == null || runId.codePointCount(0, runId.length) >= 1) { "RetryRequest.runId: minLength 1" }
@@ -3678,7 +3549,7 @@ data class RetryRequest(
         this.seq?.let { v -> out["seq"] = v }
         this.at?.let { v -> out["at"] = v }
         this.schemaVersion?.let { v -> out["schemaVersion"] = v }
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["stepId"] = this.stepId
         out["fromEventId"] = this.fromEventId
         this.reason?.let { v -> out["reason"] = v }
@@ -3688,17 +3559,22 @@ data class RetryRequest(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RetryRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RetryRequest {
-            if (validate) assertValid(validateAt("/\$defs/RetryRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RetryRequest`. */
+        fun fromWire(raw: kotlin.Any?): RetryRequest {
+            assertValid(validateAt("/\$defs/RetryRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RetryRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RetryRequest {
             val o = wireObject(raw, "RetryRequest")
+            require(wireField(o, "type", "RetryRequest") == TYPE) { "RetryRequest" + ": " + "type" + " must be " + TYPE }
             return RetryRequest(
                 id = o["id"]?.let { v -> wireString(v, "string") },
                 runId = o["runId"]?.let { v -> wireString(v, "string") },
                 seq = o["seq"]?.let { v -> wireLong(v) },
                 at = o["at"]?.let { v -> wireLong(v) },
                 schemaVersion = o["schemaVersion"]?.let { v -> wireLong(v) },
-                type = agentwire.generated.agent.RetryRequestType.fromWire(wireField(o, "type", "RetryRequest")),
                 stepId = wireString(wireField(o, "stepId", "RetryRequest"), "string"),
                 fromEventId = wireString(wireField(o, "fromEventId", "RetryRequest"), "string"),
                 reason = o["reason"]?.let { v -> wireString(v, "string") },
@@ -3707,22 +3583,10 @@ data class RetryRequest(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "retry:request"
+
         private val KNOWN_KEYS: Set<String> = setOf("id", "runId", "seq", "at", "schemaVersion", "type", "stepId", "fromEventId", "reason", "attempt")
-    }
-}
-
-enum class RetryRequestType(val wireValue: String) {
-    RETRY_REQUEST("retry:request");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): RetryRequestType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): RetryRequestType = fromWireValue(wireString(raw, "RetryRequestType")) ?: throw IllegalArgumentException("RetryRequestType" + ": unknown value " + raw)
     }
 }
 
@@ -3791,90 +3655,53 @@ sealed class AgentMessage {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentMessage {
-            if (validate) assertValid(validateAt("/\$defs/AgentMessage", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AgentMessage`. */
+        fun fromWire(raw: kotlin.Any?): AgentMessage {
+            assertValid(validateAt("/\$defs/AgentMessage", raw))
+            return fromWireUnchecked(raw)
+        }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AgentMessage`. */
+        fun fromWireKnown(raw: kotlin.Any?): AgentMessage {
+            assertValid(validateAt("/\$defs/AgentMessage", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `AgentMessage` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): AgentMessage {
             val o = wireObject(raw, "AgentMessage")
             return when (wireField(o, "type", "AgentMessage")) {
-                "message.delta" -> agentwire.generated.agent.AgentMessage.MessageDelta(agentwire.generated.agent.MessageDelta.fromWire(o, false))
-                "message.completed" -> agentwire.generated.agent.AgentMessage.MessageCompleted(agentwire.generated.agent.MessageCompleted.fromWire(o, false))
-                "tool.output" -> agentwire.generated.agent.AgentMessage.ToolOutput(agentwire.generated.agent.ToolOutput.fromWire(o, false))
-                "approval.request" -> agentwire.generated.agent.AgentMessage.ApprovalRequest(agentwire.generated.agent.ApprovalRequest.fromWire(o, false))
-                "input.request" -> agentwire.generated.agent.AgentMessage.InputRequest(agentwire.generated.agent.InputRequest.fromWire(o, false))
-                "turn.end" -> agentwire.generated.agent.AgentMessage.TurnEnd(agentwire.generated.agent.TurnEnd.fromWire(o, false))
-                "run:start" -> agentwire.generated.agent.AgentMessage.RunStart(agentwire.generated.agent.RunStart.fromWire(o, false))
-                "run:done" -> agentwire.generated.agent.AgentMessage.RunDone(agentwire.generated.agent.RunDone.fromWire(o, false))
-                "run:error" -> agentwire.generated.agent.AgentMessage.RunError(agentwire.generated.agent.RunError.fromWire(o, false))
-                "run:paused" -> agentwire.generated.agent.AgentMessage.RunPaused(agentwire.generated.agent.RunPaused.fromWire(o, false))
-                "plan" -> agentwire.generated.agent.AgentMessage.Plan(agentwire.generated.agent.Plan.fromWire(o, false))
-                "step:start" -> agentwire.generated.agent.AgentMessage.StepStart(agentwire.generated.agent.StepStart.fromWire(o, false))
-                "step:progress" -> agentwire.generated.agent.AgentMessage.StepProgress(agentwire.generated.agent.StepProgress.fromWire(o, false))
-                "step:done" -> agentwire.generated.agent.AgentMessage.StepDone(agentwire.generated.agent.StepDone.fromWire(o, false))
-                "step:error" -> agentwire.generated.agent.AgentMessage.StepError(agentwire.generated.agent.StepError.fromWire(o, false))
-                "tool:call" -> agentwire.generated.agent.AgentMessage.ToolCall(agentwire.generated.agent.ToolCall.fromWire(o, false))
-                "tool:result" -> agentwire.generated.agent.AgentMessage.ToolResult(agentwire.generated.agent.ToolResult.fromWire(o, false))
-                "retry:request" -> agentwire.generated.agent.AgentMessage.RetryRequest(agentwire.generated.agent.RetryRequest.fromWire(o, false))
+                "message.delta" -> agentwire.generated.agent.AgentMessage.MessageDelta(agentwire.generated.agent.MessageDelta.fromWireUnchecked(o))
+                "message.completed" -> agentwire.generated.agent.AgentMessage.MessageCompleted(agentwire.generated.agent.MessageCompleted.fromWireUnchecked(o))
+                "tool.output" -> agentwire.generated.agent.AgentMessage.ToolOutput(agentwire.generated.agent.ToolOutput.fromWireUnchecked(o))
+                "approval.request" -> agentwire.generated.agent.AgentMessage.ApprovalRequest(agentwire.generated.agent.ApprovalRequest.fromWireUnchecked(o))
+                "input.request" -> agentwire.generated.agent.AgentMessage.InputRequest(agentwire.generated.agent.InputRequest.fromWireUnchecked(o))
+                "turn.end" -> agentwire.generated.agent.AgentMessage.TurnEnd(agentwire.generated.agent.TurnEnd.fromWireUnchecked(o))
+                "run:start" -> agentwire.generated.agent.AgentMessage.RunStart(agentwire.generated.agent.RunStart.fromWireUnchecked(o))
+                "run:done" -> agentwire.generated.agent.AgentMessage.RunDone(agentwire.generated.agent.RunDone.fromWireUnchecked(o))
+                "run:error" -> agentwire.generated.agent.AgentMessage.RunError(agentwire.generated.agent.RunError.fromWireUnchecked(o))
+                "run:paused" -> agentwire.generated.agent.AgentMessage.RunPaused(agentwire.generated.agent.RunPaused.fromWireUnchecked(o))
+                "plan" -> agentwire.generated.agent.AgentMessage.Plan(agentwire.generated.agent.Plan.fromWireUnchecked(o))
+                "step:start" -> agentwire.generated.agent.AgentMessage.StepStart(agentwire.generated.agent.StepStart.fromWireUnchecked(o))
+                "step:progress" -> agentwire.generated.agent.AgentMessage.StepProgress(agentwire.generated.agent.StepProgress.fromWireUnchecked(o))
+                "step:done" -> agentwire.generated.agent.AgentMessage.StepDone(agentwire.generated.agent.StepDone.fromWireUnchecked(o))
+                "step:error" -> agentwire.generated.agent.AgentMessage.StepError(agentwire.generated.agent.StepError.fromWireUnchecked(o))
+                "tool:call" -> agentwire.generated.agent.AgentMessage.ToolCall(agentwire.generated.agent.ToolCall.fromWireUnchecked(o))
+                "tool:result" -> agentwire.generated.agent.AgentMessage.ToolResult(agentwire.generated.agent.ToolResult.fromWireUnchecked(o))
+                "retry:request" -> agentwire.generated.agent.AgentMessage.RetryRequest(agentwire.generated.agent.RetryRequest.fromWireUnchecked(o))
                 else -> {
+                    if (known) throw IllegalArgumentException("AgentMessage" + ": unknown type " + o["type"])
                     for (key in listOf("type")) wireField(o, key, "AgentMessage")
                     agentwire.generated.agent.AgentMessage.Unknown(o)
                 }
             }
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentMessage {
-            if (validate) assertValid(validateAt("/\$defs/AgentMessage", raw))
-            val o = wireObject(raw, "AgentMessage")
-            return when (wireField(o, "type", "AgentMessage")) {
-                "message.delta" -> agentwire.generated.agent.AgentMessage.MessageDelta(agentwire.generated.agent.MessageDelta.fromWire(o, false))
-                "message.completed" -> agentwire.generated.agent.AgentMessage.MessageCompleted(agentwire.generated.agent.MessageCompleted.fromWire(o, false))
-                "tool.output" -> agentwire.generated.agent.AgentMessage.ToolOutput(agentwire.generated.agent.ToolOutput.fromWire(o, false))
-                "approval.request" -> agentwire.generated.agent.AgentMessage.ApprovalRequest(agentwire.generated.agent.ApprovalRequest.fromWire(o, false))
-                "input.request" -> agentwire.generated.agent.AgentMessage.InputRequest(agentwire.generated.agent.InputRequest.fromWire(o, false))
-                "turn.end" -> agentwire.generated.agent.AgentMessage.TurnEnd(agentwire.generated.agent.TurnEnd.fromWire(o, false))
-                "run:start" -> agentwire.generated.agent.AgentMessage.RunStart(agentwire.generated.agent.RunStart.fromWire(o, false))
-                "run:done" -> agentwire.generated.agent.AgentMessage.RunDone(agentwire.generated.agent.RunDone.fromWire(o, false))
-                "run:error" -> agentwire.generated.agent.AgentMessage.RunError(agentwire.generated.agent.RunError.fromWire(o, false))
-                "run:paused" -> agentwire.generated.agent.AgentMessage.RunPaused(agentwire.generated.agent.RunPaused.fromWire(o, false))
-                "plan" -> agentwire.generated.agent.AgentMessage.Plan(agentwire.generated.agent.Plan.fromWire(o, false))
-                "step:start" -> agentwire.generated.agent.AgentMessage.StepStart(agentwire.generated.agent.StepStart.fromWire(o, false))
-                "step:progress" -> agentwire.generated.agent.AgentMessage.StepProgress(agentwire.generated.agent.StepProgress.fromWire(o, false))
-                "step:done" -> agentwire.generated.agent.AgentMessage.StepDone(agentwire.generated.agent.StepDone.fromWire(o, false))
-                "step:error" -> agentwire.generated.agent.AgentMessage.StepError(agentwire.generated.agent.StepError.fromWire(o, false))
-                "tool:call" -> agentwire.generated.agent.AgentMessage.ToolCall(agentwire.generated.agent.ToolCall.fromWire(o, false))
-                "tool:result" -> agentwire.generated.agent.AgentMessage.ToolResult(agentwire.generated.agent.ToolResult.fromWire(o, false))
-                "retry:request" -> agentwire.generated.agent.AgentMessage.RetryRequest(agentwire.generated.agent.RetryRequest.fromWire(o, false))
-                else -> throw IllegalArgumentException("AgentMessage" + ": unknown type " + o["type"])
-            }
-        }
     }
 }
 
-/** Checks the tag and keys of a decoded `AgentMessage`; throws IllegalArgumentException for a missing key, an extra key on a closed variant. */
+/** Checks a decoded `AgentMessage` against the schema, every level (as `AgentMessage.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkAgentMessage(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "AgentMessage", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "AgentMessage: type must be a string" }
-    return when (tag) {
-        "message.delta" -> checkKeys(record, "AgentMessage", listOf("type", "delta"), null)
-        "message.completed" -> checkKeys(record, "AgentMessage", listOf("type", "text"), null)
-        "tool.output" -> checkKeys(record, "AgentMessage", listOf("type", "callId", "delta"), null)
-        "approval.request" -> checkKeys(record, "AgentMessage", listOf("type", "requestId", "toolName", "preview"), null)
-        "input.request" -> checkKeys(record, "AgentMessage", listOf("type", "requestId", "controls"), null)
-        "turn.end" -> checkKeys(record, "AgentMessage", listOf("type", "status"), null)
-        "run:start" -> checkKeys(record, "AgentMessage", listOf("type"), null)
-        "run:done" -> checkKeys(record, "AgentMessage", listOf("type"), null)
-        "run:error" -> checkKeys(record, "AgentMessage", listOf("type", "error"), null)
-        "run:paused" -> checkKeys(record, "AgentMessage", listOf("type", "reason"), null)
-        "plan" -> checkKeys(record, "AgentMessage", listOf("type", "steps"), null)
-        "step:start" -> checkKeys(record, "AgentMessage", listOf("type", "stepId"), null)
-        "step:progress" -> checkKeys(record, "AgentMessage", listOf("type", "stepId"), null)
-        "step:done" -> checkKeys(record, "AgentMessage", listOf("type", "stepId"), null)
-        "step:error" -> checkKeys(record, "AgentMessage", listOf("type", "stepId", "error", "retryable"), null)
-        "tool:call" -> checkKeys(record, "AgentMessage", listOf("type", "stepId", "name"), null)
-        "tool:result" -> checkKeys(record, "AgentMessage", listOf("type", "callId", "ok"), null)
-        "retry:request" -> checkKeys(record, "AgentMessage", listOf("type", "stepId", "fromEventId"), null)
-        else -> record
-    }
+    assertValid(validateAt("/\$defs/AgentMessage", raw))
+    return wireObject(raw, "AgentMessage")
 }
 
 /**
@@ -3893,36 +3720,33 @@ sealed class AgentProtocolMessage {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentProtocolMessage {
-            if (validate) assertValid(validateAt("", raw))
-            try {
-                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWireKnown(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWireKnown(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("AgentProtocolMessage" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AgentProtocolMessage`. */
+        fun fromWire(raw: kotlin.Any?): AgentProtocolMessage {
+            assertValid(validateAt("", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): AgentProtocolMessage {
-            if (validate) assertValid(validateAt("", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AgentProtocolMessage`. */
+        fun fromWireKnown(raw: kotlin.Any?): AgentProtocolMessage {
+            assertValid(validateAt("", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `AgentProtocolMessage` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): AgentProtocolMessage {
             try {
-                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWireKnown(raw, false))
+                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWireUnchecked(raw, true))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWireKnown(raw, false))
+                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWireUnchecked(raw, true))
+            } catch (e: IllegalArgumentException) {
+            }
+            if (!known) try {
+                return agentwire.generated.agent.AgentProtocolMessage.AgentMessage(agentwire.generated.agent.AgentMessage.fromWireUnchecked(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            if (!known) try {
+                return agentwire.generated.agent.AgentProtocolMessage.RuntimeMessage(agentwire.generated.agent.RuntimeMessage.fromWireUnchecked(raw, false))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("AgentProtocolMessage" + ": no variant matches")
@@ -3933,7 +3757,7 @@ sealed class AgentProtocolMessage {
 /** Decodes a whole message (decoded JSON, see `parseJson`) as `AgentProtocolMessage` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */
 fun decodeProtocolMessage(raw: Any?): AgentProtocolMessage {
     assertValid(validateProtocolMessage(raw))
-    return agentwire.generated.agent.AgentProtocolMessage.fromWire(raw, false)
+    return agentwire.generated.agent.AgentProtocolMessage.fromWireUnchecked(raw, false)
 }
 
 /** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */

@@ -236,7 +236,8 @@ public struct TurnInput: Codable, Sendable, Equatable {
 
 /// The first line the agent reads: the turn to run. The agent's run events belong to the run named by the turn id.
 public struct TurnStart: Codable, Sendable, Equatable {
-    public let type: TurnStartType
+    /// Always "turn.start": decoding checks it.
+    public var type: String { return "turn.start" }
     /// The agent protocol version the runtime speaks (`1`).
     /// Constraints: minLength: 1
     public let protocolVersion: String
@@ -246,8 +247,7 @@ public struct TurnStart: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: TurnStartType, protocolVersion: String, threadId: NonEmptyString, turnId: NonEmptyString, input: TurnInput, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(protocolVersion: String, threadId: NonEmptyString, turnId: NonEmptyString, input: TurnInput, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.protocolVersion = protocolVersion
         self.threadId = threadId
         self.turnId = turnId
@@ -265,7 +265,9 @@ public struct TurnStart: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(TurnStartType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "turn.start" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "TurnStart: type must be \"turn.start\"")
+        }
         self.protocolVersion = try container.decode(String.self, forKey: .protocolVersion)
         self.threadId = try container.decode(NonEmptyString.self, forKey: .threadId)
         self.turnId = try container.decode(NonEmptyString.self, forKey: .turnId)
@@ -287,7 +289,7 @@ public struct TurnStart: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "TurnStart.protocolVersion: minLength 1"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("turn.start", forKey: .type)
         try container.encode(self.protocolVersion, forKey: .protocolVersion)
         try container.encode(self.threadId, forKey: .threadId)
         try container.encode(self.turnId, forKey: .turnId)
@@ -300,13 +302,10 @@ public struct TurnStart: Codable, Sendable, Equatable {
     }
 }
 
-public enum TurnStartType: String, Codable, Sendable, CaseIterable {
-    case turnStart = "turn.start"
-}
-
 /// The host's decision on an `approval.request`. Only the runtime writes it; anything that is not `approve` means the tool must not run.
 public struct ApprovalDecision: Codable, Sendable, Equatable {
-    public let type: ApprovalDecisionType
+    /// Always "approval.decision": decoding checks it.
+    public var type: String { return "approval.decision" }
     public let requestId: Identifier
     /// `approve`: run the tool. `reject`: the user refused. `expired`: nobody answered in time. `cancelled`: the turn or the host withdrew the question.
     public let decision: ApprovalDecisionDecision
@@ -315,8 +314,7 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: ApprovalDecisionType, requestId: Identifier, decision: ApprovalDecisionDecision, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(requestId: Identifier, decision: ApprovalDecisionDecision, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.requestId = requestId
         self.decision = decision
         self.reason = reason
@@ -332,7 +330,9 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(ApprovalDecisionType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "approval.decision" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "ApprovalDecision: type must be \"approval.decision\"")
+        }
         self.requestId = try container.decode(Identifier.self, forKey: .requestId)
         self.decision = try container.decode(ApprovalDecisionDecision.self, forKey: .decision)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
@@ -347,7 +347,7 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("approval.decision", forKey: .type)
         try container.encode(self.requestId, forKey: .requestId)
         try container.encode(self.decision, forKey: .decision)
         try container.encodeIfPresent(self.reason, forKey: .reason)
@@ -357,10 +357,6 @@ public struct ApprovalDecision: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum ApprovalDecisionType: String, Codable, Sendable, CaseIterable {
-    case approvalDecision = "approval.decision"
 }
 
 /// `approve`: run the tool. `reject`: the user refused. `expired`: nobody answered in time. `cancelled`: the turn or the host withdrew the question.
@@ -475,7 +471,8 @@ public indirect enum InputValueValue: Codable, Sendable, Equatable {
 
 /// The host's answer to an `input.request`.
 public struct InputResult: Codable, Sendable, Equatable {
-    public let type: InputResultType
+    /// Always "input.result": decoding checks it.
+    public var type: String { return "input.result" }
     public let requestId: Identifier
     /// `submitted`: `values` holds the answers. `cancelled`: the user, the turn or the host withdrew the form. `expired`: nobody answered in time.
     public let status: InputResultStatus
@@ -487,8 +484,7 @@ public struct InputResult: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: InputResultType, requestId: Identifier, status: InputResultStatus, values: [InputValue]? = nil, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(requestId: Identifier, status: InputResultStatus, values: [InputValue]? = nil, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.requestId = requestId
         self.status = status
         self.values = values
@@ -506,7 +502,9 @@ public struct InputResult: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(InputResultType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "input.result" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "InputResult: type must be \"input.result\"")
+        }
         self.requestId = try container.decode(Identifier.self, forKey: .requestId)
         self.status = try container.decode(InputResultStatus.self, forKey: .status)
         self.values = try container.decodeIfPresent([InputValue].self, forKey: .values)
@@ -528,7 +526,7 @@ public struct InputResult: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "InputResult.values: maxItems 16"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("input.result", forKey: .type)
         try container.encode(self.requestId, forKey: .requestId)
         try container.encode(self.status, forKey: .status)
         try container.encodeIfPresent(self.values, forKey: .values)
@@ -541,10 +539,6 @@ public struct InputResult: Codable, Sendable, Equatable {
     }
 }
 
-public enum InputResultType: String, Codable, Sendable, CaseIterable {
-    case inputResult = "input.result"
-}
-
 /// `submitted`: `values` holds the answers. `cancelled`: the user, the turn or the host withdrew the form. `expired`: nobody answered in time.
 public enum InputResultStatus: String, Codable, Sendable, CaseIterable {
     case submitted = "submitted"
@@ -554,14 +548,14 @@ public enum InputResultStatus: String, Codable, Sendable, CaseIterable {
 
 /// The turn is cancelled: stop soon and end with `turn.end`. The runtime stops the process after a grace period.
 public struct TurnCancel: Codable, Sendable, Equatable {
-    public let type: TurnCancelType
+    /// Always "turn.cancel": decoding checks it.
+    public var type: String { return "turn.cancel" }
     /// Why, for people.
     public let reason: String?
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: TurnCancelType, reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(reason: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.reason = reason
         self.extra = extra
     }
@@ -573,7 +567,9 @@ public struct TurnCancel: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(TurnCancelType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "turn.cancel" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "TurnCancel: type must be \"turn.cancel\"")
+        }
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
         let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
         let known: Set<String> = ["type", "reason"]
@@ -586,7 +582,7 @@ public struct TurnCancel: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("turn.cancel", forKey: .type)
         try container.encodeIfPresent(self.reason, forKey: .reason)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
         let known: Set<String> = ["type", "reason"]
@@ -594,10 +590,6 @@ public struct TurnCancel: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum TurnCancelType: String, Codable, Sendable, CaseIterable {
-    case turnCancel = "turn.cancel"
 }
 
 /// What the runtime writes on the agent's standard input, one per line. An agent ignores a type it does not know.
@@ -668,7 +660,8 @@ public typealias TextLengthBound = Int
 
 /// One line of text.
 public struct TextControl: Codable, Sendable, Equatable {
-    public let type: TextControlType
+    /// Always "text": decoding checks it.
+    public var type: String { return "text" }
     public let id: ControlId
     public let label: ControlLabel
     public let description: ControlDescription?
@@ -677,8 +670,7 @@ public struct TextControl: Codable, Sendable, Equatable {
     public let minLength: TextLengthBound?
     public let maxLength: TextLengthBound?
 
-    public init(type: TextControlType, id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, minLength: TextLengthBound? = nil, maxLength: TextLengthBound? = nil) {
-        self.type = type
+    public init(id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, minLength: TextLengthBound? = nil, maxLength: TextLengthBound? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -700,7 +692,9 @@ public struct TextControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "minLength", "maxLength"], in: "TextControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(TextControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "text" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "TextControl: type must be \"text\"")
+        }
         self.id = try container.decode(ControlId.self, forKey: .id)
         self.label = try container.decode(ControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(ControlDescription.self, forKey: .description)
@@ -711,7 +705,7 @@ public struct TextControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("text", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -721,13 +715,10 @@ public struct TextControl: Codable, Sendable, Equatable {
     }
 }
 
-public enum TextControlType: String, Codable, Sendable, CaseIterable {
-    case text = "text"
-}
-
 /// Several lines of text.
 public struct MultilineControl: Codable, Sendable, Equatable {
-    public let type: MultilineControlType
+    /// Always "multiline": decoding checks it.
+    public var type: String { return "multiline" }
     public let id: ControlId
     public let label: ControlLabel
     public let description: ControlDescription?
@@ -736,8 +727,7 @@ public struct MultilineControl: Codable, Sendable, Equatable {
     public let minLength: TextLengthBound?
     public let maxLength: TextLengthBound?
 
-    public init(type: MultilineControlType, id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, minLength: TextLengthBound? = nil, maxLength: TextLengthBound? = nil) {
-        self.type = type
+    public init(id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, minLength: TextLengthBound? = nil, maxLength: TextLengthBound? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -759,7 +749,9 @@ public struct MultilineControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "minLength", "maxLength"], in: "MultilineControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(MultilineControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "multiline" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "MultilineControl: type must be \"multiline\"")
+        }
         self.id = try container.decode(ControlId.self, forKey: .id)
         self.label = try container.decode(ControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(ControlDescription.self, forKey: .description)
@@ -770,7 +762,7 @@ public struct MultilineControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("multiline", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -780,13 +772,10 @@ public struct MultilineControl: Codable, Sendable, Equatable {
     }
 }
 
-public enum MultilineControlType: String, Codable, Sendable, CaseIterable {
-    case multiline = "multiline"
-}
-
 /// A number, optionally whole and bounded.
 public struct NumberControl: Codable, Sendable, Equatable {
-    public let type: NumberControlType
+    /// Always "number": decoding checks it.
+    public var type: String { return "number" }
     public let id: ControlId
     public let label: ControlLabel
     public let description: ControlDescription?
@@ -796,8 +785,7 @@ public struct NumberControl: Codable, Sendable, Equatable {
     public let max: Double?
     public let integer: Bool?
 
-    public init(type: NumberControlType, id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, min: Double? = nil, max: Double? = nil, integer: Bool? = nil) {
-        self.type = type
+    public init(id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, min: Double? = nil, max: Double? = nil, integer: Bool? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -821,7 +809,9 @@ public struct NumberControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "min", "max", "integer"], in: "NumberControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(NumberControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "number" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "NumberControl: type must be \"number\"")
+        }
         self.id = try container.decode(ControlId.self, forKey: .id)
         self.label = try container.decode(ControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(ControlDescription.self, forKey: .description)
@@ -833,7 +823,7 @@ public struct NumberControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("number", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -844,21 +834,17 @@ public struct NumberControl: Codable, Sendable, Equatable {
     }
 }
 
-public enum NumberControlType: String, Codable, Sendable, CaseIterable {
-    case number = "number"
-}
-
 /// A yes/no switch.
 public struct BooleanControl: Codable, Sendable, Equatable {
-    public let type: BooleanControlType
+    /// Always "boolean": decoding checks it.
+    public var type: String { return "boolean" }
     public let id: ControlId
     public let label: ControlLabel
     public let description: ControlDescription?
     /// Whether the form cannot be submitted without it.
     public let required: Bool
 
-    public init(type: BooleanControlType, id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool) {
-        self.type = type
+    public init(id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool) {
         self.id = id
         self.label = label
         self.description = description
@@ -876,7 +862,9 @@ public struct BooleanControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required"], in: "BooleanControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(BooleanControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "boolean" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "BooleanControl: type must be \"boolean\"")
+        }
         self.id = try container.decode(ControlId.self, forKey: .id)
         self.label = try container.decode(ControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(ControlDescription.self, forKey: .description)
@@ -885,16 +873,12 @@ public struct BooleanControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("boolean", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
         try container.encode(self.required, forKey: .required)
     }
-}
-
-public enum BooleanControlType: String, Codable, Sendable, CaseIterable {
-    case boolean = "boolean"
 }
 
 /// One option of a choice.
@@ -933,7 +917,8 @@ public struct ChoiceOption: Codable, Sendable, Equatable {
 
 /// One or several options.
 public struct ChoiceControl: Codable, Sendable, Equatable {
-    public let type: ChoiceControlType
+    /// Always "choice": decoding checks it.
+    public var type: String { return "choice" }
     public let id: ControlId
     public let label: ControlLabel
     public let description: ControlDescription?
@@ -948,8 +933,7 @@ public struct ChoiceControl: Codable, Sendable, Equatable {
     /// Constraints: minimum: 1, maximum: 50
     public let maxSelections: Int?
 
-    public init(type: ChoiceControlType, id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, multiple: Bool, options: [ChoiceOption], minSelections: Int? = nil, maxSelections: Int? = nil) {
-        self.type = type
+    public init(id: ControlId, label: ControlLabel, description: ControlDescription? = nil, required: Bool, multiple: Bool, options: [ChoiceOption], minSelections: Int? = nil, maxSelections: Int? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -975,7 +959,9 @@ public struct ChoiceControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections"], in: "ChoiceControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(ChoiceControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "choice" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "ChoiceControl: type must be \"choice\"")
+        }
         self.id = try container.decode(ControlId.self, forKey: .id)
         self.label = try container.decode(ControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(ControlDescription.self, forKey: .description)
@@ -1024,7 +1010,7 @@ public struct ChoiceControl: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ChoiceControl.maxSelections: maximum 50"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("choice", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -1034,10 +1020,6 @@ public struct ChoiceControl: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.minSelections, forKey: .minSelections)
         try container.encodeIfPresent(self.maxSelections, forKey: .maxSelections)
     }
-}
-
-public enum ChoiceControlType: String, Codable, Sendable, CaseIterable {
-    case choice = "choice"
 }
 
 /// One control of a form. There is deliberately no secret, password, token or file kind.
@@ -1089,15 +1071,15 @@ public typealias InputControls = [InputControl]
 
 /// A piece of a message the agent is writing; shown live, never stored.
 public struct MessageDelta: Codable, Sendable, Equatable {
-    public let type: MessageDeltaType
+    /// Always "message.delta": decoding checks it.
+    public var type: String { return "message.delta" }
     /// Which message of the turn (default `reply`).
     public let messageId: Identifier?
     public let delta: String
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: MessageDeltaType, messageId: Identifier? = nil, delta: String, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(messageId: Identifier? = nil, delta: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.messageId = messageId
         self.delta = delta
         self.extra = extra
@@ -1111,7 +1093,9 @@ public struct MessageDelta: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(MessageDeltaType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "message.delta" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "MessageDelta: type must be \"message.delta\"")
+        }
         self.messageId = try container.decodeIfPresent(Identifier.self, forKey: .messageId)
         self.delta = try container.decode(String.self, forKey: .delta)
         let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -1125,7 +1109,7 @@ public struct MessageDelta: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("message.delta", forKey: .type)
         try container.encodeIfPresent(self.messageId, forKey: .messageId)
         try container.encode(self.delta, forKey: .delta)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -1136,21 +1120,17 @@ public struct MessageDelta: Codable, Sendable, Equatable {
     }
 }
 
-public enum MessageDeltaType: String, Codable, Sendable, CaseIterable {
-    case messageDelta = "message.delta"
-}
-
 /// A finished message: its whole text is recorded in the thread.
 public struct MessageCompleted: Codable, Sendable, Equatable {
-    public let type: MessageCompletedType
+    /// Always "message.completed": decoding checks it.
+    public var type: String { return "message.completed" }
     /// Which message of the turn (default `reply`); the deltas of the same id came before.
     public let messageId: Identifier?
     public let text: String
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: MessageCompletedType, messageId: Identifier? = nil, text: String, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(messageId: Identifier? = nil, text: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.messageId = messageId
         self.text = text
         self.extra = extra
@@ -1164,7 +1144,9 @@ public struct MessageCompleted: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(MessageCompletedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "message.completed" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "MessageCompleted: type must be \"message.completed\"")
+        }
         self.messageId = try container.decodeIfPresent(Identifier.self, forKey: .messageId)
         self.text = try container.decode(String.self, forKey: .text)
         let all = try decoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -1178,7 +1160,7 @@ public struct MessageCompleted: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("message.completed", forKey: .type)
         try container.encodeIfPresent(self.messageId, forKey: .messageId)
         try container.encode(self.text, forKey: .text)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -1189,13 +1171,10 @@ public struct MessageCompleted: Codable, Sendable, Equatable {
     }
 }
 
-public enum MessageCompletedType: String, Codable, Sendable, CaseIterable {
-    case messageCompleted = "message.completed"
-}
-
 /// A piece of a running tool call's output; shown live, never stored.
 public struct ToolOutput: Codable, Sendable, Equatable {
-    public let type: ToolOutputType
+    /// Always "tool.output": decoding checks it.
+    public var type: String { return "tool.output" }
     /// The `callId` of the `tool:call`.
     public let callId: Identifier
     /// Which output (default `stdout`).
@@ -1204,8 +1183,7 @@ public struct ToolOutput: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: ToolOutputType, callId: Identifier, stream: ToolOutputStream? = nil, delta: String, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(callId: Identifier, stream: ToolOutputStream? = nil, delta: String, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.callId = callId
         self.stream = stream
         self.delta = delta
@@ -1221,7 +1199,9 @@ public struct ToolOutput: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(ToolOutputType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "tool.output" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "ToolOutput: type must be \"tool.output\"")
+        }
         self.callId = try container.decode(Identifier.self, forKey: .callId)
         self.stream = try container.decodeIfPresent(ToolOutputStream.self, forKey: .stream)
         self.delta = try container.decode(String.self, forKey: .delta)
@@ -1236,7 +1216,7 @@ public struct ToolOutput: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("tool.output", forKey: .type)
         try container.encode(self.callId, forKey: .callId)
         try container.encodeIfPresent(self.stream, forKey: .stream)
         try container.encode(self.delta, forKey: .delta)
@@ -1248,10 +1228,6 @@ public struct ToolOutput: Codable, Sendable, Equatable {
     }
 }
 
-public enum ToolOutputType: String, Codable, Sendable, CaseIterable {
-    case toolOutput = "tool.output"
-}
-
 /// Which output (default `stdout`).
 public enum ToolOutputStream: String, Codable, Sendable, CaseIterable {
     case stdout = "stdout"
@@ -1260,7 +1236,8 @@ public enum ToolOutputStream: String, Codable, Sendable, CaseIterable {
 
 /// Asks the host to approve a tool call; the answer comes back as `approval.decision` with the same `requestId`. The agent never decides an approval itself.
 public struct ApprovalRequest: Codable, Sendable, Equatable {
-    public let type: ApprovalRequestType
+    /// Always "approval.request": decoding checks it.
+    public var type: String { return "approval.request" }
     public let requestId: Identifier
     public let toolName: NonEmptyString
     /// What the user decides on (a command and its explanation, a diff): shown as it is.
@@ -1272,8 +1249,7 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: ApprovalRequestType, requestId: Identifier, toolName: NonEmptyString, preview: [String: AgentProtocolJSONValue], reason: String? = nil, callId: Identifier? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(requestId: Identifier, toolName: NonEmptyString, preview: [String: AgentProtocolJSONValue], reason: String? = nil, callId: Identifier? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.requestId = requestId
         self.toolName = toolName
         self.preview = preview
@@ -1293,7 +1269,9 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(ApprovalRequestType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "approval.request" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "ApprovalRequest: type must be \"approval.request\"")
+        }
         self.requestId = try container.decode(Identifier.self, forKey: .requestId)
         self.toolName = try container.decode(NonEmptyString.self, forKey: .toolName)
         self.preview = try container.decode([String: AgentProtocolJSONValue].self, forKey: .preview)
@@ -1310,7 +1288,7 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("approval.request", forKey: .type)
         try container.encode(self.requestId, forKey: .requestId)
         try container.encode(self.toolName, forKey: .toolName)
         try container.encode(self.preview, forKey: .preview)
@@ -1324,13 +1302,10 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
     }
 }
 
-public enum ApprovalRequestType: String, Codable, Sendable, CaseIterable {
-    case approvalRequest = "approval.request"
-}
-
 /// Asks the host to fill in a form; the answer comes back as `input.result` with the same `requestId`.
 public struct InputRequest: Codable, Sendable, Equatable {
-    public let type: InputRequestType
+    /// Always "input.request": decoding checks it.
+    public var type: String { return "input.request" }
     public let requestId: Identifier
     public let title: ControlLabel?
     public let description: ControlDescription?
@@ -1338,8 +1313,7 @@ public struct InputRequest: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: InputRequestType, requestId: Identifier, title: ControlLabel? = nil, description: ControlDescription? = nil, controls: InputControls, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(requestId: Identifier, title: ControlLabel? = nil, description: ControlDescription? = nil, controls: InputControls, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.requestId = requestId
         self.title = title
         self.description = description
@@ -1357,7 +1331,9 @@ public struct InputRequest: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(InputRequestType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "input.request" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "InputRequest: type must be \"input.request\"")
+        }
         self.requestId = try container.decode(Identifier.self, forKey: .requestId)
         self.title = try container.decodeIfPresent(ControlLabel.self, forKey: .title)
         self.description = try container.decodeIfPresent(ControlDescription.self, forKey: .description)
@@ -1373,7 +1349,7 @@ public struct InputRequest: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("input.request", forKey: .type)
         try container.encode(self.requestId, forKey: .requestId)
         try container.encodeIfPresent(self.title, forKey: .title)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -1386,13 +1362,10 @@ public struct InputRequest: Codable, Sendable, Equatable {
     }
 }
 
-public enum InputRequestType: String, Codable, Sendable, CaseIterable {
-    case inputRequest = "input.request"
-}
-
 /// The agent's last line of the turn: how it ended.
 public struct TurnEnd: Codable, Sendable, Equatable {
-    public let type: TurnEndType
+    /// Always "turn.end": decoding checks it.
+    public var type: String { return "turn.end" }
     public let status: TurnEndStatus
     /// Where a failed turn failed (default `execute`).
     public let stage: FailStage?
@@ -1401,8 +1374,7 @@ public struct TurnEnd: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(type: TurnEndType, status: TurnEndStatus, stage: FailStage? = nil, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
-        self.type = type
+    public init(status: TurnEndStatus, stage: FailStage? = nil, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.status = status
         self.stage = stage
         self.message = message
@@ -1418,7 +1390,9 @@ public struct TurnEnd: Codable, Sendable, Equatable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(TurnEndType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "turn.end" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "TurnEnd: type must be \"turn.end\"")
+        }
         self.status = try container.decode(TurnEndStatus.self, forKey: .status)
         self.stage = try container.decodeIfPresent(FailStage.self, forKey: .stage)
         self.message = try container.decodeIfPresent(String.self, forKey: .message)
@@ -1433,7 +1407,7 @@ public struct TurnEnd: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("turn.end", forKey: .type)
         try container.encode(self.status, forKey: .status)
         try container.encodeIfPresent(self.stage, forKey: .stage)
         try container.encodeIfPresent(self.message, forKey: .message)
@@ -1443,10 +1417,6 @@ public struct TurnEnd: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum TurnEndType: String, Codable, Sendable, CaseIterable {
-    case turnEnd = "turn.end"
 }
 
 public enum TurnEndStatus: String, Codable, Sendable, CaseIterable {
@@ -1720,7 +1690,8 @@ public struct RunStart: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: RunStartType
+    /// Always "run:start": decoding checks it.
+    public var type: String { return "run:start" }
     public let goal: String?
     /// Name of the agent that runs.
     public let agent: String?
@@ -1729,13 +1700,12 @@ public struct RunStart: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunStartType, goal: String? = nil, agent: String? = nil, input: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, goal: String? = nil, agent: String? = nil, input: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.goal = goal
         self.agent = agent
         self.input = input
@@ -1761,7 +1731,9 @@ public struct RunStart: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(RunStartType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "run:start" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "RunStart: type must be \"run:start\"")
+        }
         self.goal = try container.decodeIfPresent(String.self, forKey: .goal)
         self.agent = try container.decodeIfPresent(String.self, forKey: .agent)
         self.input = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .input)
@@ -1829,7 +1801,7 @@ public struct RunStart: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("run:start", forKey: .type)
         try container.encodeIfPresent(self.goal, forKey: .goal)
         try container.encodeIfPresent(self.agent, forKey: .agent)
         try container.encodeIfPresent(self.input, forKey: .input)
@@ -1839,10 +1811,6 @@ public struct RunStart: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum RunStartType: String, Codable, Sendable, CaseIterable {
-    case runStart = "run:start"
 }
 
 /// The run finished.
@@ -1862,20 +1830,20 @@ public struct RunDone: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: RunDoneType
+    /// Always "run:done": decoding checks it.
+    public var type: String { return "run:done" }
     /// Opaque output of the run.
     public let output: AgentProtocolJSONValue?
     public let summary: String?
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunDoneType, output: AgentProtocolJSONValue? = nil, summary: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, output: AgentProtocolJSONValue? = nil, summary: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.output = output
         self.summary = summary
         self.extra = extra
@@ -1899,7 +1867,9 @@ public struct RunDone: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(RunDoneType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "run:done" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "RunDone: type must be \"run:done\"")
+        }
         self.output = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .output)
         self.summary = try container.decodeIfPresent(String.self, forKey: .summary)
         if let value = self.id, value.unicodeScalars.count < 1 {
@@ -1966,7 +1936,7 @@ public struct RunDone: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("run:done", forKey: .type)
         try container.encodeIfPresent(self.output, forKey: .output)
         try container.encodeIfPresent(self.summary, forKey: .summary)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -1975,10 +1945,6 @@ public struct RunDone: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum RunDoneType: String, Codable, Sendable, CaseIterable {
-    case runDone = "run:done"
 }
 
 /// The run failed and stopped.
@@ -1998,19 +1964,19 @@ public struct RunError: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: RunErrorType
+    /// Always "run:error": decoding checks it.
+    public var type: String { return "run:error" }
     public let error: ErrorInfo
     public let stepId: NonEmptyString?
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunErrorType, error: ErrorInfo, stepId: NonEmptyString? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, error: ErrorInfo, stepId: NonEmptyString? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.error = error
         self.stepId = stepId
         self.extra = extra
@@ -2034,7 +2000,9 @@ public struct RunError: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(RunErrorType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "run:error" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "RunError: type must be \"run:error\"")
+        }
         self.error = try container.decode(ErrorInfo.self, forKey: .error)
         self.stepId = try container.decodeIfPresent(NonEmptyString.self, forKey: .stepId)
         if let value = self.id, value.unicodeScalars.count < 1 {
@@ -2101,7 +2069,7 @@ public struct RunError: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("run:error", forKey: .type)
         try container.encode(self.error, forKey: .error)
         try container.encodeIfPresent(self.stepId, forKey: .stepId)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -2110,10 +2078,6 @@ public struct RunError: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum RunErrorType: String, Codable, Sendable, CaseIterable {
-    case runError = "run:error"
 }
 
 /// The run waits: for an approval decision (`approval`) or for the user (`user`).
@@ -2133,19 +2097,19 @@ public struct RunPaused: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: RunPausedType
+    /// Always "run:paused": decoding checks it.
+    public var type: String { return "run:paused" }
     public let reason: RunPausedReason
     public let message: String?
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RunPausedType, reason: RunPausedReason, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, reason: RunPausedReason, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.reason = reason
         self.message = message
         self.extra = extra
@@ -2169,7 +2133,9 @@ public struct RunPaused: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(RunPausedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "run:paused" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "RunPaused: type must be \"run:paused\"")
+        }
         self.reason = try container.decode(RunPausedReason.self, forKey: .reason)
         self.message = try container.decodeIfPresent(String.self, forKey: .message)
         if let value = self.id, value.unicodeScalars.count < 1 {
@@ -2236,7 +2202,7 @@ public struct RunPaused: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("run:paused", forKey: .type)
         try container.encode(self.reason, forKey: .reason)
         try container.encodeIfPresent(self.message, forKey: .message)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -2245,10 +2211,6 @@ public struct RunPaused: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum RunPausedType: String, Codable, Sendable, CaseIterable {
-    case runPaused = "run:paused"
 }
 
 public enum RunPausedReason: String, Codable, Sendable, CaseIterable {
@@ -2273,18 +2235,18 @@ public struct Plan: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: PlanType
+    /// Always "plan": decoding checks it.
+    public var type: String { return "plan" }
     public let steps: [PlanStep]
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: PlanType, steps: [PlanStep], extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, steps: [PlanStep], extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.steps = steps
         self.extra = extra
     }
@@ -2306,7 +2268,9 @@ public struct Plan: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(PlanType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "plan" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "Plan: type must be \"plan\"")
+        }
         self.steps = try container.decode([PlanStep].self, forKey: .steps)
         if let value = self.id, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "Plan.id: minLength 1")
@@ -2372,7 +2336,7 @@ public struct Plan: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("plan", forKey: .type)
         try container.encode(self.steps, forKey: .steps)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
         let known: Set<String> = ["id", "runId", "seq", "at", "schemaVersion", "type", "steps"]
@@ -2380,10 +2344,6 @@ public struct Plan: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum PlanType: String, Codable, Sendable, CaseIterable {
-    case plan = "plan"
 }
 
 /// A step starts (again, after a retry).
@@ -2403,19 +2363,19 @@ public struct StepStart: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: StepStartType
+    /// Always "step:start": decoding checks it.
+    public var type: String { return "step:start" }
     public let stepId: NonEmptyString
     public let title: String?
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepStartType, stepId: NonEmptyString, title: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, stepId: NonEmptyString, title: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.stepId = stepId
         self.title = title
         self.extra = extra
@@ -2439,7 +2399,9 @@ public struct StepStart: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(StepStartType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "step:start" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "StepStart: type must be \"step:start\"")
+        }
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.title = try container.decodeIfPresent(String.self, forKey: .title)
         if let value = self.id, value.unicodeScalars.count < 1 {
@@ -2506,7 +2468,7 @@ public struct StepStart: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("step:start", forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.title, forKey: .title)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -2515,10 +2477,6 @@ public struct StepStart: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum StepStartType: String, Codable, Sendable, CaseIterable {
-    case stepStart = "step:start"
 }
 
 /// Progress inside a running step.
@@ -2538,7 +2496,8 @@ public struct StepProgress: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: StepProgressType
+    /// Always "step:progress": decoding checks it.
+    public var type: String { return "step:progress" }
     public let stepId: NonEmptyString
     /// Fraction done, 0 to 1.
     /// Constraints: minimum: 0, maximum: 1
@@ -2547,13 +2506,12 @@ public struct StepProgress: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepProgressType, stepId: NonEmptyString, progress: Double? = nil, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, stepId: NonEmptyString, progress: Double? = nil, message: String? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.stepId = stepId
         self.progress = progress
         self.message = message
@@ -2579,7 +2537,9 @@ public struct StepProgress: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(StepProgressType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "step:progress" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "StepProgress: type must be \"step:progress\"")
+        }
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.progress = try container.decodeIfPresent(Double.self, forKey: .progress)
         self.message = try container.decodeIfPresent(String.self, forKey: .message)
@@ -2647,7 +2607,7 @@ public struct StepProgress: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("step:progress", forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.progress, forKey: .progress)
         try container.encodeIfPresent(self.message, forKey: .message)
@@ -2657,10 +2617,6 @@ public struct StepProgress: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum StepProgressType: String, Codable, Sendable, CaseIterable {
-    case stepProgress = "step:progress"
 }
 
 /// A step finished.
@@ -2680,20 +2636,20 @@ public struct StepDone: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: StepDoneType
+    /// Always "step:done": decoding checks it.
+    public var type: String { return "step:done" }
     public let stepId: NonEmptyString
     /// Opaque output of the step.
     public let output: AgentProtocolJSONValue?
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepDoneType, stepId: NonEmptyString, output: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, stepId: NonEmptyString, output: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.stepId = stepId
         self.output = output
         self.extra = extra
@@ -2717,7 +2673,9 @@ public struct StepDone: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(StepDoneType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "step:done" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "StepDone: type must be \"step:done\"")
+        }
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.output = try container.decodeIfPresent(AgentProtocolJSONValue.self, forKey: .output)
         if let value = self.id, value.unicodeScalars.count < 1 {
@@ -2784,7 +2742,7 @@ public struct StepDone: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("step:done", forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.output, forKey: .output)
         var rest = encoder.container(keyedBy: AgentProtocolAnyCodingKey.self)
@@ -2793,10 +2751,6 @@ public struct StepDone: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum StepDoneType: String, Codable, Sendable, CaseIterable {
-    case stepDone = "step:done"
 }
 
 /// A step failed. `retryable` says whether retrying it may help.
@@ -2816,20 +2770,20 @@ public struct StepError: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: StepErrorType
+    /// Always "step:error": decoding checks it.
+    public var type: String { return "step:error" }
     public let stepId: NonEmptyString
     public let error: ErrorInfo
     public let retryable: Bool
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: StepErrorType, stepId: NonEmptyString, error: ErrorInfo, retryable: Bool, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, stepId: NonEmptyString, error: ErrorInfo, retryable: Bool, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.stepId = stepId
         self.error = error
         self.retryable = retryable
@@ -2855,7 +2809,9 @@ public struct StepError: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(StepErrorType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "step:error" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "StepError: type must be \"step:error\"")
+        }
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.error = try container.decode(ErrorInfo.self, forKey: .error)
         self.retryable = try container.decode(Bool.self, forKey: .retryable)
@@ -2923,7 +2879,7 @@ public struct StepError: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("step:error", forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encode(self.error, forKey: .error)
         try container.encode(self.retryable, forKey: .retryable)
@@ -2933,10 +2889,6 @@ public struct StepError: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum StepErrorType: String, Codable, Sendable, CaseIterable {
-    case stepError = "step:error"
 }
 
 /// A tool call begins inside a step (shown live as the tool started). The call is identified by `callId`, or by the event `id` when `callId` is absent.
@@ -2956,7 +2908,8 @@ public struct ToolCall: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: ToolCallType
+    /// Always "tool:call": decoding checks it.
+    public var type: String { return "tool:call" }
     public let stepId: NonEmptyString
     public let callId: NonEmptyString?
     public let name: NonEmptyString
@@ -2965,13 +2918,12 @@ public struct ToolCall: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: ToolCallType, stepId: NonEmptyString, callId: NonEmptyString? = nil, name: NonEmptyString, args: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, stepId: NonEmptyString, callId: NonEmptyString? = nil, name: NonEmptyString, args: AgentProtocolJSONValue? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.stepId = stepId
         self.callId = callId
         self.name = name
@@ -2999,7 +2951,9 @@ public struct ToolCall: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(ToolCallType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "tool:call" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "ToolCall: type must be \"tool:call\"")
+        }
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.callId = try container.decodeIfPresent(NonEmptyString.self, forKey: .callId)
         self.name = try container.decode(NonEmptyString.self, forKey: .name)
@@ -3068,7 +3022,7 @@ public struct ToolCall: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("tool:call", forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encodeIfPresent(self.callId, forKey: .callId)
         try container.encode(self.name, forKey: .name)
@@ -3079,10 +3033,6 @@ public struct ToolCall: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum ToolCallType: String, Codable, Sendable, CaseIterable {
-    case toolCall = "tool:call"
 }
 
 /// The result of a tool call, paired by `callId`: the runtime records the call as a completed operation. `outcome`, `display` and `appOutput` are the agent protocol's additions to the TaskLens payload.
@@ -3102,7 +3052,8 @@ public struct ToolResult: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: ToolResultType
+    /// Always "tool:result": decoding checks it.
+    public var type: String { return "tool:result" }
     public let callId: NonEmptyString
     public let stepId: NonEmptyString?
     public let ok: Bool
@@ -3127,13 +3078,12 @@ public struct ToolResult: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: ToolResultType, callId: NonEmptyString, stepId: NonEmptyString? = nil, ok: Bool, result: AgentProtocolJSONValue? = nil, error: ErrorInfo? = nil, ms: Double? = nil, tokens: Int? = nil, cost: Double? = nil, outcome: ToolOutcomeKind? = nil, display: AgentProtocolJSONValue? = nil, appOutput: [String: AgentProtocolJSONValue]? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, callId: NonEmptyString, stepId: NonEmptyString? = nil, ok: Bool, result: AgentProtocolJSONValue? = nil, error: ErrorInfo? = nil, ms: Double? = nil, tokens: Int? = nil, cost: Double? = nil, outcome: ToolOutcomeKind? = nil, display: AgentProtocolJSONValue? = nil, appOutput: [String: AgentProtocolJSONValue]? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.callId = callId
         self.stepId = stepId
         self.ok = ok
@@ -3175,7 +3125,9 @@ public struct ToolResult: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(ToolResultType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "tool:result" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "ToolResult: type must be \"tool:result\"")
+        }
         self.callId = try container.decode(NonEmptyString.self, forKey: .callId)
         self.stepId = try container.decodeIfPresent(NonEmptyString.self, forKey: .stepId)
         self.ok = try container.decode(Bool.self, forKey: .ok)
@@ -3257,7 +3209,7 @@ public struct ToolResult: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("tool:result", forKey: .type)
         try container.encode(self.callId, forKey: .callId)
         try container.encodeIfPresent(self.stepId, forKey: .stepId)
         try container.encode(self.ok, forKey: .ok)
@@ -3277,10 +3229,6 @@ public struct ToolResult: Codable, Sendable, Equatable {
     }
 }
 
-public enum ToolResultType: String, Codable, Sendable, CaseIterable {
-    case toolResult = "tool:result"
-}
-
 /// A step is retried, anchored to the event it restarts from.
 public struct RetryRequest: Codable, Sendable, Equatable {
     /// Unique within the turn; the deduplication key.
@@ -3298,7 +3246,8 @@ public struct RetryRequest: Codable, Sendable, Equatable {
     /// Major version of the run events; 1.
     /// Constraints: minimum: 1, maximum: 9007199254740991
     public let schemaVersion: Int?
-    public let type: RetryRequestType
+    /// Always "retry:request": decoding checks it.
+    public var type: String { return "retry:request" }
     public let stepId: NonEmptyString
     public let fromEventId: NonEmptyString
     public let reason: String?
@@ -3307,13 +3256,12 @@ public struct RetryRequest: Codable, Sendable, Equatable {
     /// Properties the schema does not name, kept as they are.
     public let extra: [String: AgentProtocolJSONValue]
 
-    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, type: RetryRequestType, stepId: NonEmptyString, fromEventId: NonEmptyString, reason: String? = nil, attempt: Int? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
+    public init(id: String? = nil, runId: String? = nil, seq: Int? = nil, at: Int? = nil, schemaVersion: Int? = nil, stepId: NonEmptyString, fromEventId: NonEmptyString, reason: String? = nil, attempt: Int? = nil, extra: [String: AgentProtocolJSONValue] = [:]) {
         self.id = id
         self.runId = runId
         self.seq = seq
         self.at = at
         self.schemaVersion = schemaVersion
-        self.type = type
         self.stepId = stepId
         self.fromEventId = fromEventId
         self.reason = reason
@@ -3341,7 +3289,9 @@ public struct RetryRequest: Codable, Sendable, Equatable {
         self.seq = try container.decodeIfPresent(Int.self, forKey: .seq)
         self.at = try container.decodeIfPresent(Int.self, forKey: .at)
         self.schemaVersion = try container.decodeIfPresent(Int.self, forKey: .schemaVersion)
-        self.type = try container.decode(RetryRequestType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "retry:request" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "RetryRequest: type must be \"retry:request\"")
+        }
         self.stepId = try container.decode(NonEmptyString.self, forKey: .stepId)
         self.fromEventId = try container.decode(NonEmptyString.self, forKey: .fromEventId)
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
@@ -3416,7 +3366,7 @@ public struct RetryRequest: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.seq, forKey: .seq)
         try container.encodeIfPresent(self.at, forKey: .at)
         try container.encodeIfPresent(self.schemaVersion, forKey: .schemaVersion)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("retry:request", forKey: .type)
         try container.encode(self.stepId, forKey: .stepId)
         try container.encode(self.fromEventId, forKey: .fromEventId)
         try container.encodeIfPresent(self.reason, forKey: .reason)
@@ -3427,10 +3377,6 @@ public struct RetryRequest: Codable, Sendable, Equatable {
             try rest.encode(value, forKey: AgentProtocolAnyCodingKey(stringValue: key))
         }
     }
-}
-
-public enum RetryRequestType: String, Codable, Sendable, CaseIterable {
-    case retryRequest = "retry:request"
 }
 
 /// What an agent writes on its standard output, one per line: its own messages and TaskLens run events. A type the runtime does not know is reported and ignored.

@@ -53,20 +53,13 @@ val METHODS: List<String> = listOf(
     "runtime.event",
     "runtime.serverRequest.cancel"
 )
-/** Checks the keys of a decoded JSON object; throws IllegalArgumentException when it is not an object, misses a required key, or has a key outside `allowed` (null: any key). */
-private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: List<String>?): Map<String, Any?> {
-    require(raw is Map<*, *>) { what + ": expected an object" }
-    val result = LinkedHashMap<String, Any?>()
-    for ((key, value) in raw) {
-        require(key is String) { what + ": keys must be strings" }
-        require(allowed == null || key in allowed) { what + ": unexpected key " + key }
-        result[key] = value
-    }
-    for (key in required) {
-        require(result.containsKey(key)) { what + ": missing key " + key }
-    }
-    return result
-}
+
+/**
+ * A property that is present on the wire. An optional property whose schema admits `null` has
+ * the type `Present<T?>?`: `null` when the property is absent, `Present(null)` when it is `null`,
+ * `Present(value)` otherwise; `toWire` writes each back as it came.
+ */
+data class Present<out T>(val value: T)
 
 private fun wireObject(raw: Any?, what: String): Map<String, Any?> {
     require(raw is Map<*, *>) { what + ": expected an object" }
@@ -690,30 +683,19 @@ sealed class SharedJsonRpcId {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedJsonRpcId {
-            if (validate) assertValid(validateAt("/\$defs/sharedJsonRpcId", raw))
-            try {
-                return agentwire.generated.roll_runtime.SharedJsonRpcId.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SharedJsonRpcId.Number(wireNumber(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SharedJsonRpcId.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SharedJsonRpcId.Number(wireNumber(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("SharedJsonRpcId" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedJsonRpcId`. */
+        fun fromWire(raw: kotlin.Any?): SharedJsonRpcId {
+            assertValid(validateAt("/\$defs/sharedJsonRpcId", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedJsonRpcId {
-            if (validate) assertValid(validateAt("/\$defs/sharedJsonRpcId", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedJsonRpcId`. */
+        fun fromWireKnown(raw: kotlin.Any?): SharedJsonRpcId {
+            assertValid(validateAt("/\$defs/sharedJsonRpcId", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `SharedJsonRpcId` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): SharedJsonRpcId {
             try {
                 return agentwire.generated.roll_runtime.SharedJsonRpcId.String(wireString(raw, "string"))
             } catch (e: IllegalArgumentException) {
@@ -932,9 +914,14 @@ data class SharedToolOutcome(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedToolOutcome`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedToolOutcome {
-            if (validate) assertValid(validateAt("/\$defs/sharedToolOutcome", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedToolOutcome`. */
+        fun fromWire(raw: kotlin.Any?): SharedToolOutcome {
+            assertValid(validateAt("/\$defs/sharedToolOutcome", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedToolOutcome` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedToolOutcome {
             val o = wireObject(raw, "SharedToolOutcome")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedToolOutcome" + ": unexpected key " + key }
             return SharedToolOutcome(
@@ -995,9 +982,14 @@ data class SharedThreadSummary(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadSummary`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedThreadSummary {
-            if (validate) assertValid(validateAt("/\$defs/sharedThreadSummary", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadSummary`. */
+        fun fromWire(raw: kotlin.Any?): SharedThreadSummary {
+            assertValid(validateAt("/\$defs/sharedThreadSummary", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedThreadSummary` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedThreadSummary {
             val o = wireObject(raw, "SharedThreadSummary")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadSummary" + ": unexpected key " + key }
             return SharedThreadSummary(
@@ -1043,9 +1035,14 @@ data class SharedPendingApproval(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedPendingApproval`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedPendingApproval {
-            if (validate) assertValid(validateAt("/\$defs/sharedPendingApproval", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedPendingApproval`. */
+        fun fromWire(raw: kotlin.Any?): SharedPendingApproval {
+            assertValid(validateAt("/\$defs/sharedPendingApproval", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedPendingApproval` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedPendingApproval {
             val o = wireObject(raw, "SharedPendingApproval")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedPendingApproval" + ": unexpected key " + key }
             return SharedPendingApproval(
@@ -1098,9 +1095,14 @@ data class SharedActiveTurn(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedActiveTurn`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedActiveTurn {
-            if (validate) assertValid(validateAt("/\$defs/sharedActiveTurn", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedActiveTurn`. */
+        fun fromWire(raw: kotlin.Any?): SharedActiveTurn {
+            assertValid(validateAt("/\$defs/sharedActiveTurn", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedActiveTurn` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedActiveTurn {
             val o = wireObject(raw, "SharedActiveTurn")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedActiveTurn" + ": unexpected key " + key }
             return SharedActiveTurn(
@@ -1115,55 +1117,49 @@ data class SharedActiveTurn(
 }
 
 data class SharedTextPart(
-    /** Wire name: `type`. */
-    val type: SharedTextPartType,
     /** Wire name: `text`. */
     val text: String
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "text" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["text"] = this.text
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedTextPart`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedTextPart {
-            if (validate) assertValid(validateAt("/\$defs/sharedTextPart", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedTextPart`. */
+        fun fromWire(raw: kotlin.Any?): SharedTextPart {
+            assertValid(validateAt("/\$defs/sharedTextPart", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedTextPart` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedTextPart {
             val o = wireObject(raw, "SharedTextPart")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedTextPart" + ": unexpected key " + key }
+            require(wireField(o, "type", "SharedTextPart") == TYPE) { "SharedTextPart" + ": " + "type" + " must be " + TYPE }
             return SharedTextPart(
-                type = agentwire.generated.roll_runtime.SharedTextPartType.fromWire(wireField(o, "type", "SharedTextPart")),
                 text = wireString(wireField(o, "text", "SharedTextPart"), "string")
             )
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "text"
 
         private val KNOWN_KEYS: Set<String> = setOf("type", "text")
     }
 }
 
-enum class SharedTextPartType(val wireValue: String) {
-    TEXT("text");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedTextPartType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedTextPartType = fromWireValue(wireString(raw, "SharedTextPartType")) ?: throw IllegalArgumentException("SharedTextPartType" + ": unknown value " + raw)
-    }
-}
-
 /** Constraints: since: 1.4 */
 data class SharedAttachmentPart(
-    /** Wire name: `type`. */
-    val type: SharedAttachmentPartType,
     /** Wire name: `mediaType`. */
     val mediaType: SharedNonEmptyString,
     /** Wire name: `bytes`. */
@@ -1174,6 +1170,11 @@ data class SharedAttachmentPart(
      */
     val displayName: String? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "attachment" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(displayName == null || displayName.codePointCount(0, displayName.length) >= 1) { "SharedAttachmentPart.displayName: minLength 1" }
         require(displayName == null || displayName.codePointCount(0, displayName.length) <= 255) { "SharedAttachmentPart.displayName: maxLength 255" }
@@ -1182,7 +1183,7 @@ data class SharedAttachmentPart(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["mediaType"] = this.mediaType
         out["bytes"] = this.bytes
         this.displayName?.let { v -> out["displayName"] = v }
@@ -1190,35 +1191,28 @@ data class SharedAttachmentPart(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAttachmentPart`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedAttachmentPart {
-            if (validate) assertValid(validateAt("/\$defs/sharedAttachmentPart", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAttachmentPart`. */
+        fun fromWire(raw: kotlin.Any?): SharedAttachmentPart {
+            assertValid(validateAt("/\$defs/sharedAttachmentPart", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAttachmentPart` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAttachmentPart {
             val o = wireObject(raw, "SharedAttachmentPart")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAttachmentPart" + ": unexpected key " + key }
+            require(wireField(o, "type", "SharedAttachmentPart") == TYPE) { "SharedAttachmentPart" + ": " + "type" + " must be " + TYPE }
             return SharedAttachmentPart(
-                type = agentwire.generated.roll_runtime.SharedAttachmentPartType.fromWire(wireField(o, "type", "SharedAttachmentPart")),
                 mediaType = wireString(wireField(o, "mediaType", "SharedAttachmentPart"), "string"),
                 bytes = wireLong(wireField(o, "bytes", "SharedAttachmentPart")),
                 displayName = o["displayName"]?.let { v -> wireString(v, "string") }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "attachment"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "mediaType", "bytes", "displayName")
-    }
-}
-
-enum class SharedAttachmentPartType(val wireValue: String) {
-    ATTACHMENT("attachment");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAttachmentPartType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedAttachmentPartType = fromWireValue(wireString(raw, "SharedAttachmentPartType")) ?: throw IllegalArgumentException("SharedAttachmentPartType" + ": unknown value " + raw)
     }
 }
 
@@ -1244,16 +1238,21 @@ data class SharedUiMessage(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedUiMessage`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedUiMessage {
-            if (validate) assertValid(validateAt("/\$defs/sharedUiMessage", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedUiMessage`. */
+        fun fromWire(raw: kotlin.Any?): SharedUiMessage {
+            assertValid(validateAt("/\$defs/sharedUiMessage", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedUiMessage` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedUiMessage {
             val o = wireObject(raw, "SharedUiMessage")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedUiMessage" + ": unexpected key " + key }
             return SharedUiMessage(
                 sequence = wireLong(wireField(o, "sequence", "SharedUiMessage")),
                 role = agentwire.generated.roll_runtime.SharedUiMessageRole.fromWire(wireField(o, "role", "SharedUiMessage")),
                 createdAt = wireString(wireField(o, "createdAt", "SharedUiMessage"), "string"),
-                parts = wireList(wireField(o, "parts", "SharedUiMessage")).map { x0 -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.fromWire(x0) }
+                parts = wireList(wireField(o, "parts", "SharedUiMessage")).map { x0 -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.fromWireUnchecked(x0) }
             )
         }
 
@@ -1289,37 +1288,33 @@ sealed class SharedUiMessagePartsItem {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedUiMessagePartsItem`. */
         fun fromWire(raw: kotlin.Any?): SharedUiMessagePartsItem {
-            val o = wireObject(raw, "SharedUiMessagePartsItem")
-            return when (wireField(o, "type", "SharedUiMessagePartsItem")) {
-                "text" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Text(agentwire.generated.roll_runtime.SharedTextPart.fromWire(o, false))
-                "attachment" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Attachment(agentwire.generated.roll_runtime.SharedAttachmentPart.fromWire(o, false))
-                else -> throw IllegalArgumentException("SharedUiMessagePartsItem" + ": unknown type " + o["type"])
-            }
+            assertValid(validateAt("/\$defs/sharedUiMessage/properties/parts/items", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedUiMessagePartsItem`. */
         fun fromWireKnown(raw: kotlin.Any?): SharedUiMessagePartsItem {
+            assertValid(validateAt("/\$defs/sharedUiMessage/properties/parts/items", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `SharedUiMessagePartsItem` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): SharedUiMessagePartsItem {
             val o = wireObject(raw, "SharedUiMessagePartsItem")
             return when (wireField(o, "type", "SharedUiMessagePartsItem")) {
-                "text" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Text(agentwire.generated.roll_runtime.SharedTextPart.fromWire(o, false))
-                "attachment" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Attachment(agentwire.generated.roll_runtime.SharedAttachmentPart.fromWire(o, false))
+                "text" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Text(agentwire.generated.roll_runtime.SharedTextPart.fromWireUnchecked(o))
+                "attachment" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Attachment(agentwire.generated.roll_runtime.SharedAttachmentPart.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("SharedUiMessagePartsItem" + ": unknown type " + o["type"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `SharedUiMessagePartsItem`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `SharedUiMessagePartsItem` against the schema, every level (as `SharedUiMessagePartsItem.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkSharedUiMessagePartsItem(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "SharedUiMessagePartsItem", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "SharedUiMessagePartsItem: type must be a string" }
-    return when (tag) {
-        "text" -> checkKeys(record, "SharedUiMessagePartsItem", listOf("type", "text"), listOf("type", "text"))
-        "attachment" -> checkKeys(record, "SharedUiMessagePartsItem", listOf("type", "mediaType", "bytes"), listOf("type", "mediaType", "bytes", "displayName"))
-        else -> throw IllegalArgumentException("SharedUiMessagePartsItem: unknown type " + tag)
-    }
+    assertValid(validateAt("/\$defs/sharedUiMessage/properties/parts/items", raw))
+    return wireObject(raw, "SharedUiMessagePartsItem")
 }
 
 data class SharedMessagePage(
@@ -1338,13 +1333,18 @@ data class SharedMessagePage(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedMessagePage`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedMessagePage {
-            if (validate) assertValid(validateAt("/\$defs/sharedMessagePage", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedMessagePage`. */
+        fun fromWire(raw: kotlin.Any?): SharedMessagePage {
+            assertValid(validateAt("/\$defs/sharedMessagePage", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedMessagePage` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedMessagePage {
             val o = wireObject(raw, "SharedMessagePage")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedMessagePage" + ": unexpected key " + key }
             return SharedMessagePage(
-                items = wireList(wireField(o, "items", "SharedMessagePage")).map { x0 -> agentwire.generated.roll_runtime.SharedUiMessage.fromWire(x0, false) },
+                items = wireList(wireField(o, "items", "SharedMessagePage")).map { x0 -> agentwire.generated.roll_runtime.SharedUiMessage.fromWireUnchecked(x0) },
                 nextBeforeSequence = wireField(o, "nextBeforeSequence", "SharedMessagePage")?.let { x0 -> wireLong(x0) }
             )
         }
@@ -1384,59 +1384,41 @@ sealed class SharedAppOutputDescriptor {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `status` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutputDescriptor {
-            if (validate) assertValid(validateAt("/\$defs/sharedAppOutputDescriptor", raw))
-            val o = wireObject(raw, "SharedAppOutputDescriptor")
-            return when (wireField(o, "status", "SharedAppOutputDescriptor")) {
-                "available" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Available(agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable.fromWire(o))
-                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
-                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
-                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
-                "expired" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
-                "denied" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
-                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
-                else -> throw IllegalArgumentException("SharedAppOutputDescriptor" + ": unknown status " + o["status"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptor`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptor {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `status` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutputDescriptor {
-            if (validate) assertValid(validateAt("/\$defs/sharedAppOutputDescriptor", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptor`. */
+        fun fromWireKnown(raw: kotlin.Any?): SharedAppOutputDescriptor {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `SharedAppOutputDescriptor` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): SharedAppOutputDescriptor {
             val o = wireObject(raw, "SharedAppOutputDescriptor")
             return when (wireField(o, "status", "SharedAppOutputDescriptor")) {
-                "available" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Available(agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable.fromWire(o))
-                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
-                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
-                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
-                "expired" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
-                "denied" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
-                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
+                "available" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Available(agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailable.fromWireUnchecked(o))
+                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWireUnchecked(o))
+                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWireUnchecked(o))
+                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWireUnchecked(o))
+                "expired" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWireUnchecked(o))
+                "denied" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWireUnchecked(o))
+                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("SharedAppOutputDescriptor" + ": unknown status " + o["status"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `SharedAppOutputDescriptor`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `SharedAppOutputDescriptor` against the schema, every level (as `SharedAppOutputDescriptor.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkSharedAppOutputDescriptor(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "SharedAppOutputDescriptor", listOf("status"), null)
-    val tag = record["status"]
-    require(tag is String) { "SharedAppOutputDescriptor: status must be a string" }
-    return when (tag) {
-        "available" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status", "schemaId", "schemaVersion"), listOf("status", "schemaId", "schemaVersion"))
-        "not_provided" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
-        "invalid" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
-        "too_large" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
-        "expired" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
-        "denied" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status"), listOf("status"))
-        "rejected" -> checkKeys(record, "SharedAppOutputDescriptor", listOf("status", "reason"), listOf("status", "reason", "field"))
-        else -> throw IllegalArgumentException("SharedAppOutputDescriptor: unknown status " + tag)
-    }
+    assertValid(validateAt("/\$defs/sharedAppOutputDescriptor", raw))
+    return wireObject(raw, "SharedAppOutputDescriptor")
 }
 
 data class SharedAppOutputDescriptorAvailable(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorAvailableStatus,
     /**
      * Constraints: minLength: 1, maxLength: 256
      * Wire name: `schemaId`.
@@ -1445,6 +1427,11 @@ data class SharedAppOutputDescriptorAvailable(
     /** Wire name: `schemaVersion`. */
     val schemaVersion: SharedPositiveInteger
 ) {
+    /**
+     * Wire name: `status`.
+     * Always "available" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
     init {
         require(schemaId.codePointCount(0, schemaId.length) >= 1) { "SharedAppOutputDescriptorAvailable.schemaId: minLength 1" }
         require(schemaId.codePointCount(0, schemaId.length) <= 256) { "SharedAppOutputDescriptorAvailable.schemaId: maxLength 256" }
@@ -1453,187 +1440,188 @@ data class SharedAppOutputDescriptorAvailable(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         out["schemaId"] = this.schemaId
         out["schemaVersion"] = this.schemaVersion
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorAvailable`. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorAvailable {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptorAvailable`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptorAvailable {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor/oneOf/0", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputDescriptorAvailable` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputDescriptorAvailable {
             val o = wireObject(raw, "SharedAppOutputDescriptorAvailable")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorAvailable" + ": unexpected key " + key }
+            require(wireField(o, "status", "SharedAppOutputDescriptorAvailable") == STATUS) { "SharedAppOutputDescriptorAvailable" + ": " + "status" + " must be " + STATUS }
             return SharedAppOutputDescriptorAvailable(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailableStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorAvailable")),
                 schemaId = wireString(wireField(o, "schemaId", "SharedAppOutputDescriptorAvailable"), "string"),
                 schemaVersion = wireLong(wireField(o, "schemaVersion", "SharedAppOutputDescriptorAvailable"))
             )
         }
 
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "available"
+
         private val KNOWN_KEYS: Set<String> = setOf("status", "schemaId", "schemaVersion")
     }
 }
 
-enum class SharedAppOutputDescriptorAvailableStatus(val wireValue: String) {
-    AVAILABLE("available");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAppOutputDescriptorAvailableStatus? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorAvailableStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorAvailableStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorAvailableStatus" + ": unknown value " + raw)
-    }
-}
-
-data class SharedAppOutputDescriptorNotProvided(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorNotProvidedStatus
-) {
+class SharedAppOutputDescriptorNotProvided {
+    /**
+     * Wire name: `status`.
+     * Always "not_provided" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
+    override fun equals(other: Any?): Boolean = other is SharedAppOutputDescriptorNotProvided
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "SharedAppOutputDescriptorNotProvided()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorNotProvided`. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorNotProvided {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptorNotProvided`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptorNotProvided {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputDescriptorNotProvided` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputDescriptorNotProvided {
             val o = wireObject(raw, "SharedAppOutputDescriptorNotProvided")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorNotProvided" + ": unexpected key " + key }
-            return SharedAppOutputDescriptorNotProvided(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvidedStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorNotProvided"))
-            )
+            require(wireField(o, "status", "SharedAppOutputDescriptorNotProvided") == STATUS) { "SharedAppOutputDescriptorNotProvided" + ": " + "status" + " must be " + STATUS }
+            return SharedAppOutputDescriptorNotProvided()
         }
+
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "not_provided"
 
         private val KNOWN_KEYS: Set<String> = setOf("status")
     }
 }
 
-enum class SharedAppOutputDescriptorNotProvidedStatus(val wireValue: String) {
-    NOT_PROVIDED("not_provided");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAppOutputDescriptorNotProvidedStatus? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorNotProvidedStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorNotProvidedStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorNotProvidedStatus" + ": unknown value " + raw)
-    }
-}
-
-data class SharedAppOutputDescriptorInvalid(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorInvalidStatus
-) {
+class SharedAppOutputDescriptorInvalid {
+    /**
+     * Wire name: `status`.
+     * Always "invalid" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
+    override fun equals(other: Any?): Boolean = other is SharedAppOutputDescriptorInvalid
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "SharedAppOutputDescriptorInvalid()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorInvalid`. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorInvalid {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptorInvalid`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptorInvalid {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputDescriptorInvalid` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputDescriptorInvalid {
             val o = wireObject(raw, "SharedAppOutputDescriptorInvalid")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorInvalid" + ": unexpected key " + key }
-            return SharedAppOutputDescriptorInvalid(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalidStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorInvalid"))
-            )
+            require(wireField(o, "status", "SharedAppOutputDescriptorInvalid") == STATUS) { "SharedAppOutputDescriptorInvalid" + ": " + "status" + " must be " + STATUS }
+            return SharedAppOutputDescriptorInvalid()
         }
+
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "invalid"
 
         private val KNOWN_KEYS: Set<String> = setOf("status")
     }
 }
 
-enum class SharedAppOutputDescriptorInvalidStatus(val wireValue: String) {
-    INVALID("invalid");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAppOutputDescriptorInvalidStatus? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorInvalidStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorInvalidStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorInvalidStatus" + ": unknown value " + raw)
-    }
-}
-
-data class SharedAppOutputDescriptorTooLarge(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorTooLargeStatus
-) {
+class SharedAppOutputDescriptorTooLarge {
+    /**
+     * Wire name: `status`.
+     * Always "too_large" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
+    override fun equals(other: Any?): Boolean = other is SharedAppOutputDescriptorTooLarge
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "SharedAppOutputDescriptorTooLarge()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorTooLarge`. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorTooLarge {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptorTooLarge`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptorTooLarge {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputDescriptorTooLarge` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputDescriptorTooLarge {
             val o = wireObject(raw, "SharedAppOutputDescriptorTooLarge")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorTooLarge" + ": unexpected key " + key }
-            return SharedAppOutputDescriptorTooLarge(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLargeStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorTooLarge"))
-            )
+            require(wireField(o, "status", "SharedAppOutputDescriptorTooLarge") == STATUS) { "SharedAppOutputDescriptorTooLarge" + ": " + "status" + " must be " + STATUS }
+            return SharedAppOutputDescriptorTooLarge()
         }
+
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "too_large"
 
         private val KNOWN_KEYS: Set<String> = setOf("status")
     }
 }
 
-enum class SharedAppOutputDescriptorTooLargeStatus(val wireValue: String) {
-    TOO_LARGE("too_large");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAppOutputDescriptorTooLargeStatus? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorTooLargeStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorTooLargeStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorTooLargeStatus" + ": unknown value " + raw)
-    }
-}
-
-data class SharedAppOutputDescriptorExpired(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorExpiredStatus
-) {
+class SharedAppOutputDescriptorExpired {
+    /**
+     * Wire name: `status`.
+     * Always "expired" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
+    override fun equals(other: Any?): Boolean = other is SharedAppOutputDescriptorExpired
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "SharedAppOutputDescriptorExpired()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorExpired`. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorExpired {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptorExpired`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptorExpired {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputDescriptorExpired` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputDescriptorExpired {
             val o = wireObject(raw, "SharedAppOutputDescriptorExpired")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorExpired" + ": unexpected key " + key }
-            return SharedAppOutputDescriptorExpired(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpiredStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorExpired"))
-            )
+            require(wireField(o, "status", "SharedAppOutputDescriptorExpired") == STATUS) { "SharedAppOutputDescriptorExpired" + ": " + "status" + " must be " + STATUS }
+            return SharedAppOutputDescriptorExpired()
         }
+
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "expired"
 
         private val KNOWN_KEYS: Set<String> = setOf("status")
     }
@@ -1654,50 +1642,46 @@ enum class SharedAppOutputDescriptorExpiredStatus(val wireValue: String) {
     }
 }
 
-data class SharedAppOutputDescriptorDenied(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorDeniedStatus
-) {
+class SharedAppOutputDescriptorDenied {
+    /**
+     * Wire name: `status`.
+     * Always "denied" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
+    override fun equals(other: Any?): Boolean = other is SharedAppOutputDescriptorDenied
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "SharedAppOutputDescriptorDenied()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorDenied`. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorDenied {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptorDenied`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptorDenied {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputDescriptorDenied` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputDescriptorDenied {
             val o = wireObject(raw, "SharedAppOutputDescriptorDenied")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorDenied" + ": unexpected key " + key }
-            return SharedAppOutputDescriptorDenied(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorDeniedStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorDenied"))
-            )
+            require(wireField(o, "status", "SharedAppOutputDescriptorDenied") == STATUS) { "SharedAppOutputDescriptorDenied" + ": " + "status" + " must be " + STATUS }
+            return SharedAppOutputDescriptorDenied()
         }
+
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "denied"
 
         private val KNOWN_KEYS: Set<String> = setOf("status")
     }
 }
 
-enum class SharedAppOutputDescriptorDeniedStatus(val wireValue: String) {
-    DENIED("denied");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAppOutputDescriptorDeniedStatus? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorDeniedStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorDeniedStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorDeniedStatus" + ": unknown value " + raw)
-    }
-}
-
 data class SharedAppOutputDescriptorRejected(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorRejectedStatus,
     /** Wire name: `reason`. */
     val reason: SharedAppOutputDescriptorRejectedReason,
     /**
@@ -1706,6 +1690,11 @@ data class SharedAppOutputDescriptorRejected(
      */
     val field: String? = null
 ) {
+    /**
+     * Wire name: `status`.
+     * Always "rejected" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
     init {
         require(field == null || field.codePointCount(0, field.length) <= 64) { "SharedAppOutputDescriptorRejected.field: maxLength 64" }
     }
@@ -1713,40 +1702,34 @@ data class SharedAppOutputDescriptorRejected(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         out["reason"] = this.reason.toWire()
         this.field?.let { v -> out["field"] = v }
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputDescriptorRejected`. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorRejected {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputDescriptorRejected`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputDescriptorRejected {
+            assertValid(validateAt("/\$defs/sharedAppOutputDescriptor/oneOf/2", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputDescriptorRejected` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputDescriptorRejected {
             val o = wireObject(raw, "SharedAppOutputDescriptorRejected")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputDescriptorRejected" + ": unexpected key " + key }
+            require(wireField(o, "status", "SharedAppOutputDescriptorRejected") == STATUS) { "SharedAppOutputDescriptorRejected" + ": " + "status" + " must be " + STATUS }
             return SharedAppOutputDescriptorRejected(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejectedStatus.fromWire(wireField(o, "status", "SharedAppOutputDescriptorRejected")),
                 reason = agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejectedReason.fromWire(wireField(o, "reason", "SharedAppOutputDescriptorRejected")),
                 field = o["field"]?.let { v -> wireString(v, "string") }
             )
         }
 
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "rejected"
+
         private val KNOWN_KEYS: Set<String> = setOf("status", "reason", "field")
-    }
-}
-
-enum class SharedAppOutputDescriptorRejectedStatus(val wireValue: String) {
-    REJECTED("rejected");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): SharedAppOutputDescriptorRejectedStatus? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): SharedAppOutputDescriptorRejectedStatus = fromWireValue(wireString(raw, "SharedAppOutputDescriptorRejectedStatus")) ?: throw IllegalArgumentException("SharedAppOutputDescriptorRejectedStatus" + ": unknown value " + raw)
     }
 }
 
@@ -1794,59 +1777,41 @@ sealed class SharedAppOutput {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `status` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutput {
-            if (validate) assertValid(validateAt("/\$defs/sharedAppOutput", raw))
-            val o = wireObject(raw, "SharedAppOutput")
-            return when (wireField(o, "status", "SharedAppOutput")) {
-                "available" -> agentwire.generated.roll_runtime.SharedAppOutput.Available(agentwire.generated.roll_runtime.SharedAppOutputAvailable.fromWire(o))
-                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutput.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
-                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutput.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
-                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutput.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
-                "expired" -> agentwire.generated.roll_runtime.SharedAppOutput.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
-                "denied" -> agentwire.generated.roll_runtime.SharedAppOutput.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
-                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutput.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
-                else -> throw IllegalArgumentException("SharedAppOutput" + ": unknown status " + o["status"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutput`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutput {
+            assertValid(validateAt("/\$defs/sharedAppOutput", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `status` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedAppOutput {
-            if (validate) assertValid(validateAt("/\$defs/sharedAppOutput", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutput`. */
+        fun fromWireKnown(raw: kotlin.Any?): SharedAppOutput {
+            assertValid(validateAt("/\$defs/sharedAppOutput", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `SharedAppOutput` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): SharedAppOutput {
             val o = wireObject(raw, "SharedAppOutput")
             return when (wireField(o, "status", "SharedAppOutput")) {
-                "available" -> agentwire.generated.roll_runtime.SharedAppOutput.Available(agentwire.generated.roll_runtime.SharedAppOutputAvailable.fromWire(o))
-                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutput.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWire(o))
-                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutput.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWire(o))
-                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutput.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWire(o))
-                "expired" -> agentwire.generated.roll_runtime.SharedAppOutput.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWire(o))
-                "denied" -> agentwire.generated.roll_runtime.SharedAppOutput.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWire(o))
-                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutput.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWire(o))
+                "available" -> agentwire.generated.roll_runtime.SharedAppOutput.Available(agentwire.generated.roll_runtime.SharedAppOutputAvailable.fromWireUnchecked(o))
+                "not_provided" -> agentwire.generated.roll_runtime.SharedAppOutput.NotProvided(agentwire.generated.roll_runtime.SharedAppOutputDescriptorNotProvided.fromWireUnchecked(o))
+                "invalid" -> agentwire.generated.roll_runtime.SharedAppOutput.Invalid(agentwire.generated.roll_runtime.SharedAppOutputDescriptorInvalid.fromWireUnchecked(o))
+                "too_large" -> agentwire.generated.roll_runtime.SharedAppOutput.TooLarge(agentwire.generated.roll_runtime.SharedAppOutputDescriptorTooLarge.fromWireUnchecked(o))
+                "expired" -> agentwire.generated.roll_runtime.SharedAppOutput.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWireUnchecked(o))
+                "denied" -> agentwire.generated.roll_runtime.SharedAppOutput.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWireUnchecked(o))
+                "rejected" -> agentwire.generated.roll_runtime.SharedAppOutput.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("SharedAppOutput" + ": unknown status " + o["status"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `SharedAppOutput`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `SharedAppOutput` against the schema, every level (as `SharedAppOutput.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkSharedAppOutput(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "SharedAppOutput", listOf("status"), null)
-    val tag = record["status"]
-    require(tag is String) { "SharedAppOutput: status must be a string" }
-    return when (tag) {
-        "available" -> checkKeys(record, "SharedAppOutput", listOf("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText"), listOf("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText"))
-        "not_provided" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
-        "invalid" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
-        "too_large" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
-        "expired" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
-        "denied" -> checkKeys(record, "SharedAppOutput", listOf("status"), listOf("status"))
-        "rejected" -> checkKeys(record, "SharedAppOutput", listOf("status", "reason"), listOf("status", "reason", "field"))
-        else -> throw IllegalArgumentException("SharedAppOutput: unknown status " + tag)
-    }
+    assertValid(validateAt("/\$defs/sharedAppOutput", raw))
+    return wireObject(raw, "SharedAppOutput")
 }
 
 data class SharedAppOutputAvailable(
-    /** Wire name: `status`. */
-    val status: SharedAppOutputDescriptorAvailableStatus,
     /**
      * Constraints: minLength: 1, maxLength: 256
      * Wire name: `schemaId`.
@@ -1864,6 +1829,11 @@ data class SharedAppOutputAvailable(
      */
     val fallbackText: String
 ) {
+    /**
+     * Wire name: `status`.
+     * Always "available" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
     init {
         require(schemaId.codePointCount(0, schemaId.length) >= 1) { "SharedAppOutputAvailable.schemaId: minLength 1" }
         require(schemaId.codePointCount(0, schemaId.length) <= 256) { "SharedAppOutputAvailable.schemaId: maxLength 256" }
@@ -1873,7 +1843,7 @@ data class SharedAppOutputAvailable(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         out["schemaId"] = this.schemaId
         out["schemaVersion"] = this.schemaVersion
         out["remoteReadable"] = this.remoteReadable
@@ -1883,12 +1853,18 @@ data class SharedAppOutputAvailable(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAppOutputAvailable`. */
-        fun fromWire(raw: Any?): SharedAppOutputAvailable {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAppOutputAvailable`. */
+        fun fromWire(raw: kotlin.Any?): SharedAppOutputAvailable {
+            assertValid(validateAt("/\$defs/sharedAppOutput/oneOf/0", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAppOutputAvailable` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAppOutputAvailable {
             val o = wireObject(raw, "SharedAppOutputAvailable")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAppOutputAvailable" + ": unexpected key " + key }
+            require(wireField(o, "status", "SharedAppOutputAvailable") == STATUS) { "SharedAppOutputAvailable" + ": " + "status" + " must be " + STATUS }
             return SharedAppOutputAvailable(
-                status = agentwire.generated.roll_runtime.SharedAppOutputDescriptorAvailableStatus.fromWire(wireField(o, "status", "SharedAppOutputAvailable")),
                 schemaId = wireString(wireField(o, "schemaId", "SharedAppOutputAvailable"), "string"),
                 schemaVersion = wireLong(wireField(o, "schemaVersion", "SharedAppOutputAvailable")),
                 remoteReadable = wireBoolean(wireField(o, "remoteReadable", "SharedAppOutputAvailable")),
@@ -1896,6 +1872,9 @@ data class SharedAppOutputAvailable(
                 fallbackText = wireString(wireField(o, "fallbackText", "SharedAppOutputAvailable"), "string")
             )
         }
+
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "available"
 
         private val KNOWN_KEYS: Set<String> = setOf("status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText")
     }
@@ -1942,9 +1921,14 @@ data class SharedOperationView(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedOperationView`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedOperationView {
-            if (validate) assertValid(validateAt("/\$defs/sharedOperationView", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedOperationView`. */
+        fun fromWire(raw: kotlin.Any?): SharedOperationView {
+            assertValid(validateAt("/\$defs/sharedOperationView", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedOperationView` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedOperationView {
             val o = wireObject(raw, "SharedOperationView")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedOperationView" + ": unexpected key " + key }
             return SharedOperationView(
@@ -1954,9 +1938,9 @@ data class SharedOperationView(
                 agentName = wireString(wireField(o, "agentName", "SharedOperationView"), "string"),
                 toolName = wireString(wireField(o, "toolName", "SharedOperationView"), "string"),
                 createdAt = wireString(wireField(o, "createdAt", "SharedOperationView"), "string"),
-                outcome = agentwire.generated.roll_runtime.SharedToolOutcome.fromWire(wireField(o, "outcome", "SharedOperationView"), false),
+                outcome = agentwire.generated.roll_runtime.SharedToolOutcome.fromWireUnchecked(wireField(o, "outcome", "SharedOperationView")),
                 display = wireField(o, "display", "SharedOperationView"),
-                appOutput = agentwire.generated.roll_runtime.SharedAppOutputDescriptor.fromWire(wireField(o, "appOutput", "SharedOperationView"), false)
+                appOutput = agentwire.generated.roll_runtime.SharedAppOutputDescriptor.fromWireUnchecked(wireField(o, "appOutput", "SharedOperationView"))
             )
         }
 
@@ -1980,13 +1964,18 @@ data class SharedOperationPage(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedOperationPage`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedOperationPage {
-            if (validate) assertValid(validateAt("/\$defs/sharedOperationPage", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedOperationPage`. */
+        fun fromWire(raw: kotlin.Any?): SharedOperationPage {
+            assertValid(validateAt("/\$defs/sharedOperationPage", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedOperationPage` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedOperationPage {
             val o = wireObject(raw, "SharedOperationPage")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedOperationPage" + ": unexpected key " + key }
             return SharedOperationPage(
-                items = wireList(wireField(o, "items", "SharedOperationPage")).map { x0 -> agentwire.generated.roll_runtime.SharedOperationView.fromWire(x0, false) },
+                items = wireList(wireField(o, "items", "SharedOperationPage")).map { x0 -> agentwire.generated.roll_runtime.SharedOperationView.fromWireUnchecked(x0) },
                 nextBeforeSequence = wireField(o, "nextBeforeSequence", "SharedOperationPage")?.let { x0 -> wireLong(x0) }
             )
         }
@@ -2024,9 +2013,14 @@ data class SharedOperationResultView(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedOperationResultView`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedOperationResultView {
-            if (validate) assertValid(validateAt("/\$defs/sharedOperationResultView", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedOperationResultView`. */
+        fun fromWire(raw: kotlin.Any?): SharedOperationResultView {
+            assertValid(validateAt("/\$defs/sharedOperationResultView", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedOperationResultView` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedOperationResultView {
             val o = wireObject(raw, "SharedOperationResultView")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedOperationResultView" + ": unexpected key " + key }
             return SharedOperationResultView(
@@ -2035,7 +2029,7 @@ data class SharedOperationResultView(
                 agentName = wireString(wireField(o, "agentName", "SharedOperationResultView"), "string"),
                 toolName = wireString(wireField(o, "toolName", "SharedOperationResultView"), "string"),
                 createdAt = wireString(wireField(o, "createdAt", "SharedOperationResultView"), "string"),
-                output = agentwire.generated.roll_runtime.SharedAppOutput.fromWire(wireField(o, "output", "SharedOperationResultView"), false)
+                output = agentwire.generated.roll_runtime.SharedAppOutput.fromWireUnchecked(wireField(o, "output", "SharedOperationResultView"))
             )
         }
 
@@ -2088,9 +2082,14 @@ data class SharedAttachmentDescriptor(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedAttachmentDescriptor`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedAttachmentDescriptor {
-            if (validate) assertValid(validateAt("/\$defs/sharedAttachmentDescriptor", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedAttachmentDescriptor`. */
+        fun fromWire(raw: kotlin.Any?): SharedAttachmentDescriptor {
+            assertValid(validateAt("/\$defs/sharedAttachmentDescriptor", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedAttachmentDescriptor` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedAttachmentDescriptor {
             val o = wireObject(raw, "SharedAttachmentDescriptor")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedAttachmentDescriptor" + ": unexpected key " + key }
             return SharedAttachmentDescriptor(
@@ -2123,8 +2122,6 @@ typealias SharedTextLengthBound = Long
 
 /** Constraints: since: 1.2 */
 data class UserInputTextControl(
-    /** Wire name: `type`. */
-    val type: SharedTextPartType,
     /** Wire name: `id`. */
     val id: SharedControlId,
     /** Wire name: `label`. */
@@ -2138,11 +2135,16 @@ data class UserInputTextControl(
     /** Wire name: `maxLength`. */
     val maxLength: SharedTextLengthBound? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "text" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -2153,13 +2155,18 @@ data class UserInputTextControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputTextControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputTextControl {
-            if (validate) assertValid(validateAt("/\$defs/userInputTextControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputTextControl`. */
+        fun fromWire(raw: kotlin.Any?): UserInputTextControl {
+            assertValid(validateAt("/\$defs/userInputTextControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputTextControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputTextControl {
             val o = wireObject(raw, "UserInputTextControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputTextControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "UserInputTextControl") == TYPE) { "UserInputTextControl" + ": " + "type" + " must be " + TYPE }
             return UserInputTextControl(
-                type = agentwire.generated.roll_runtime.SharedTextPartType.fromWire(wireField(o, "type", "UserInputTextControl")),
                 id = wireString(wireField(o, "id", "UserInputTextControl"), "string"),
                 label = wireString(wireField(o, "label", "UserInputTextControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -2169,14 +2176,15 @@ data class UserInputTextControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "text"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
     }
 }
 
 /** Constraints: since: 1.2 */
 data class UserInputMultilineControl(
-    /** Wire name: `type`. */
-    val type: UserInputMultilineControlType,
     /** Wire name: `id`. */
     val id: SharedControlId,
     /** Wire name: `label`. */
@@ -2190,11 +2198,16 @@ data class UserInputMultilineControl(
     /** Wire name: `maxLength`. */
     val maxLength: SharedTextLengthBound? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "multiline" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -2205,13 +2218,18 @@ data class UserInputMultilineControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputMultilineControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputMultilineControl {
-            if (validate) assertValid(validateAt("/\$defs/userInputMultilineControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputMultilineControl`. */
+        fun fromWire(raw: kotlin.Any?): UserInputMultilineControl {
+            assertValid(validateAt("/\$defs/userInputMultilineControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputMultilineControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputMultilineControl {
             val o = wireObject(raw, "UserInputMultilineControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputMultilineControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "UserInputMultilineControl") == TYPE) { "UserInputMultilineControl" + ": " + "type" + " must be " + TYPE }
             return UserInputMultilineControl(
-                type = agentwire.generated.roll_runtime.UserInputMultilineControlType.fromWire(wireField(o, "type", "UserInputMultilineControl")),
                 id = wireString(wireField(o, "id", "UserInputMultilineControl"), "string"),
                 label = wireString(wireField(o, "label", "UserInputMultilineControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -2221,29 +2239,15 @@ data class UserInputMultilineControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "multiline"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "minLength", "maxLength")
-    }
-}
-
-enum class UserInputMultilineControlType(val wireValue: String) {
-    MULTILINE("multiline");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): UserInputMultilineControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): UserInputMultilineControlType = fromWireValue(wireString(raw, "UserInputMultilineControlType")) ?: throw IllegalArgumentException("UserInputMultilineControlType" + ": unknown value " + raw)
     }
 }
 
 /** Constraints: since: 1.2 */
 data class UserInputNumberControl(
-    /** Wire name: `type`. */
-    val type: UserInputNumberControlType,
     /** Wire name: `id`. */
     val id: SharedControlId,
     /** Wire name: `label`. */
@@ -2259,11 +2263,16 @@ data class UserInputNumberControl(
     /** Wire name: `integer`. */
     val integer: Boolean? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "number" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -2275,13 +2284,18 @@ data class UserInputNumberControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputNumberControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputNumberControl {
-            if (validate) assertValid(validateAt("/\$defs/userInputNumberControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputNumberControl`. */
+        fun fromWire(raw: kotlin.Any?): UserInputNumberControl {
+            assertValid(validateAt("/\$defs/userInputNumberControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputNumberControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputNumberControl {
             val o = wireObject(raw, "UserInputNumberControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputNumberControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "UserInputNumberControl") == TYPE) { "UserInputNumberControl" + ": " + "type" + " must be " + TYPE }
             return UserInputNumberControl(
-                type = agentwire.generated.roll_runtime.UserInputNumberControlType.fromWire(wireField(o, "type", "UserInputNumberControl")),
                 id = wireString(wireField(o, "id", "UserInputNumberControl"), "string"),
                 label = wireString(wireField(o, "label", "UserInputNumberControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -2292,29 +2306,15 @@ data class UserInputNumberControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "number"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "min", "max", "integer")
-    }
-}
-
-enum class UserInputNumberControlType(val wireValue: String) {
-    NUMBER("number");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): UserInputNumberControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): UserInputNumberControlType = fromWireValue(wireString(raw, "UserInputNumberControlType")) ?: throw IllegalArgumentException("UserInputNumberControlType" + ": unknown value " + raw)
     }
 }
 
 /** Constraints: since: 1.2 */
 data class UserInputBooleanControl(
-    /** Wire name: `type`. */
-    val type: UserInputBooleanControlType,
     /** Wire name: `id`. */
     val id: SharedControlId,
     /** Wire name: `label`. */
@@ -2324,11 +2324,16 @@ data class UserInputBooleanControl(
     /** Wire name: `required`. */
     val required: Boolean
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "boolean" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -2337,13 +2342,18 @@ data class UserInputBooleanControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputBooleanControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputBooleanControl {
-            if (validate) assertValid(validateAt("/\$defs/userInputBooleanControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputBooleanControl`. */
+        fun fromWire(raw: kotlin.Any?): UserInputBooleanControl {
+            assertValid(validateAt("/\$defs/userInputBooleanControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputBooleanControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputBooleanControl {
             val o = wireObject(raw, "UserInputBooleanControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputBooleanControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "UserInputBooleanControl") == TYPE) { "UserInputBooleanControl" + ": " + "type" + " must be " + TYPE }
             return UserInputBooleanControl(
-                type = agentwire.generated.roll_runtime.UserInputBooleanControlType.fromWire(wireField(o, "type", "UserInputBooleanControl")),
                 id = wireString(wireField(o, "id", "UserInputBooleanControl"), "string"),
                 label = wireString(wireField(o, "label", "UserInputBooleanControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
@@ -2351,22 +2361,10 @@ data class UserInputBooleanControl(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "boolean"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required")
-    }
-}
-
-enum class UserInputBooleanControlType(val wireValue: String) {
-    BOOLEAN("boolean");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): UserInputBooleanControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): UserInputBooleanControlType = fromWireValue(wireString(raw, "UserInputBooleanControlType")) ?: throw IllegalArgumentException("UserInputBooleanControlType" + ": unknown value " + raw)
     }
 }
 
@@ -2390,9 +2388,14 @@ data class UserInputChoiceOption(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputChoiceOption`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputChoiceOption {
-            if (validate) assertValid(validateAt("/\$defs/userInputChoiceOption", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputChoiceOption`. */
+        fun fromWire(raw: kotlin.Any?): UserInputChoiceOption {
+            assertValid(validateAt("/\$defs/userInputChoiceOption", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputChoiceOption` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputChoiceOption {
             val o = wireObject(raw, "UserInputChoiceOption")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputChoiceOption" + ": unexpected key " + key }
             return UserInputChoiceOption(
@@ -2408,8 +2411,6 @@ data class UserInputChoiceOption(
 
 /** Constraints: since: 1.2 */
 data class UserInputChoiceControl(
-    /** Wire name: `type`. */
-    val type: UserInputChoiceControlType,
     /** Wire name: `id`. */
     val id: SharedControlId,
     /** Wire name: `label`. */
@@ -2436,6 +2437,11 @@ data class UserInputChoiceControl(
      */
     val maxSelections: Long? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "choice" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
     init {
         require(options.size >= 1) { "UserInputChoiceControl.options: minItems 1" }
         require(options.size <= 50) { "UserInputChoiceControl.options: maxItems 50" }
@@ -2448,7 +2454,7 @@ data class UserInputChoiceControl(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["id"] = this.id
         out["label"] = this.label
         this.description?.let { v -> out["description"] = v }
@@ -2461,40 +2467,33 @@ data class UserInputChoiceControl(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputChoiceControl`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputChoiceControl {
-            if (validate) assertValid(validateAt("/\$defs/userInputChoiceControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputChoiceControl`. */
+        fun fromWire(raw: kotlin.Any?): UserInputChoiceControl {
+            assertValid(validateAt("/\$defs/userInputChoiceControl", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputChoiceControl` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputChoiceControl {
             val o = wireObject(raw, "UserInputChoiceControl")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputChoiceControl" + ": unexpected key " + key }
+            require(wireField(o, "type", "UserInputChoiceControl") == TYPE) { "UserInputChoiceControl" + ": " + "type" + " must be " + TYPE }
             return UserInputChoiceControl(
-                type = agentwire.generated.roll_runtime.UserInputChoiceControlType.fromWire(wireField(o, "type", "UserInputChoiceControl")),
                 id = wireString(wireField(o, "id", "UserInputChoiceControl"), "string"),
                 label = wireString(wireField(o, "label", "UserInputChoiceControl"), "string"),
                 description = o["description"]?.let { v -> wireString(v, "string") },
                 required = wireBoolean(wireField(o, "required", "UserInputChoiceControl")),
                 multiple = wireBoolean(wireField(o, "multiple", "UserInputChoiceControl")),
-                options = wireList(wireField(o, "options", "UserInputChoiceControl")).map { x0 -> agentwire.generated.roll_runtime.UserInputChoiceOption.fromWire(x0, false) },
+                options = wireList(wireField(o, "options", "UserInputChoiceControl")).map { x0 -> agentwire.generated.roll_runtime.UserInputChoiceOption.fromWireUnchecked(x0) },
                 minSelections = o["minSelections"]?.let { v -> wireLong(v) },
                 maxSelections = o["maxSelections"]?.let { v -> wireLong(v) }
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "choice"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections")
-    }
-}
-
-enum class UserInputChoiceControlType(val wireValue: String) {
-    CHOICE("choice");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): UserInputChoiceControlType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): UserInputChoiceControlType = fromWireValue(wireString(raw, "UserInputChoiceControlType")) ?: throw IllegalArgumentException("UserInputChoiceControlType" + ": unknown value " + raw)
     }
 }
 
@@ -2523,48 +2522,36 @@ sealed class UserInputControl {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputControl {
-            if (validate) assertValid(validateAt("/\$defs/userInputControl", raw))
-            val o = wireObject(raw, "UserInputControl")
-            return when (wireField(o, "type", "UserInputControl")) {
-                "text" -> agentwire.generated.roll_runtime.UserInputControl.Text(agentwire.generated.roll_runtime.UserInputTextControl.fromWire(o, false))
-                "multiline" -> agentwire.generated.roll_runtime.UserInputControl.Multiline(agentwire.generated.roll_runtime.UserInputMultilineControl.fromWire(o, false))
-                "number" -> agentwire.generated.roll_runtime.UserInputControl.Number(agentwire.generated.roll_runtime.UserInputNumberControl.fromWire(o, false))
-                "boolean" -> agentwire.generated.roll_runtime.UserInputControl.Boolean(agentwire.generated.roll_runtime.UserInputBooleanControl.fromWire(o, false))
-                "choice" -> agentwire.generated.roll_runtime.UserInputControl.Choice(agentwire.generated.roll_runtime.UserInputChoiceControl.fromWire(o, false))
-                else -> throw IllegalArgumentException("UserInputControl" + ": unknown type " + o["type"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputControl`. */
+        fun fromWire(raw: kotlin.Any?): UserInputControl {
+            assertValid(validateAt("/\$defs/userInputControl", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputControl {
-            if (validate) assertValid(validateAt("/\$defs/userInputControl", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputControl`. */
+        fun fromWireKnown(raw: kotlin.Any?): UserInputControl {
+            assertValid(validateAt("/\$defs/userInputControl", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `UserInputControl` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): UserInputControl {
             val o = wireObject(raw, "UserInputControl")
             return when (wireField(o, "type", "UserInputControl")) {
-                "text" -> agentwire.generated.roll_runtime.UserInputControl.Text(agentwire.generated.roll_runtime.UserInputTextControl.fromWire(o, false))
-                "multiline" -> agentwire.generated.roll_runtime.UserInputControl.Multiline(agentwire.generated.roll_runtime.UserInputMultilineControl.fromWire(o, false))
-                "number" -> agentwire.generated.roll_runtime.UserInputControl.Number(agentwire.generated.roll_runtime.UserInputNumberControl.fromWire(o, false))
-                "boolean" -> agentwire.generated.roll_runtime.UserInputControl.Boolean(agentwire.generated.roll_runtime.UserInputBooleanControl.fromWire(o, false))
-                "choice" -> agentwire.generated.roll_runtime.UserInputControl.Choice(agentwire.generated.roll_runtime.UserInputChoiceControl.fromWire(o, false))
+                "text" -> agentwire.generated.roll_runtime.UserInputControl.Text(agentwire.generated.roll_runtime.UserInputTextControl.fromWireUnchecked(o))
+                "multiline" -> agentwire.generated.roll_runtime.UserInputControl.Multiline(agentwire.generated.roll_runtime.UserInputMultilineControl.fromWireUnchecked(o))
+                "number" -> agentwire.generated.roll_runtime.UserInputControl.Number(agentwire.generated.roll_runtime.UserInputNumberControl.fromWireUnchecked(o))
+                "boolean" -> agentwire.generated.roll_runtime.UserInputControl.Boolean(agentwire.generated.roll_runtime.UserInputBooleanControl.fromWireUnchecked(o))
+                "choice" -> agentwire.generated.roll_runtime.UserInputControl.Choice(agentwire.generated.roll_runtime.UserInputChoiceControl.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("UserInputControl" + ": unknown type " + o["type"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `UserInputControl`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `UserInputControl` against the schema, every level (as `UserInputControl.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkUserInputControl(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "UserInputControl", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "UserInputControl: type must be a string" }
-    return when (tag) {
-        "text" -> checkKeys(record, "UserInputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required", "minLength", "maxLength"))
-        "multiline" -> checkKeys(record, "UserInputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required", "minLength", "maxLength"))
-        "number" -> checkKeys(record, "UserInputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required", "min", "max", "integer"))
-        "boolean" -> checkKeys(record, "UserInputControl", listOf("type", "id", "label", "required"), listOf("type", "id", "label", "description", "required"))
-        "choice" -> checkKeys(record, "UserInputControl", listOf("type", "id", "label", "required", "multiple", "options"), listOf("type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections"))
-        else -> throw IllegalArgumentException("UserInputControl: unknown type " + tag)
-    }
+    assertValid(validateAt("/\$defs/userInputControl", raw))
+    return wireObject(raw, "UserInputControl")
 }
 
 /** Constraints: minItems: 1, maxItems: 16, since: 1.2 */
@@ -2589,46 +2576,19 @@ sealed class UserInputValue {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputValue {
-            if (validate) assertValid(validateAt("/\$defs/userInputValue", raw))
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.Number(wireNumber(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.Bool(wireBoolean(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.Number(wireNumber(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.Bool(wireBoolean(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.UserInputValue.Array(wireList(raw).map { x2 -> wireString(x2, "string") })
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("UserInputValue" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputValue`. */
+        fun fromWire(raw: kotlin.Any?): UserInputValue {
+            assertValid(validateAt("/\$defs/userInputValue", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputValue {
-            if (validate) assertValid(validateAt("/\$defs/userInputValue", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputValue`. */
+        fun fromWireKnown(raw: kotlin.Any?): UserInputValue {
+            assertValid(validateAt("/\$defs/userInputValue", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `UserInputValue` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): UserInputValue {
             try {
                 return agentwire.generated.roll_runtime.UserInputValue.String(wireString(raw, "string"))
             } catch (e: IllegalArgumentException) {
@@ -2655,8 +2615,6 @@ sealed class UserInputValue {
  * Constraints: since: 1.2
  */
 data class PendingApprovalInteraction(
-    /** Wire name: `method`. */
-    val method: PendingApprovalInteractionMethod,
     /** Wire name: `interactionId`. */
     val interactionId: SharedUuid,
     /** Wire name: `threadId`. */
@@ -2670,11 +2628,16 @@ data class PendingApprovalInteraction(
     /** Wire name: `approvalId`. */
     val approvalId: SharedUuid
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "approval.request" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["interactionId"] = this.interactionId
         out["threadId"] = this.threadId
         out["turnId"] = this.turnId
@@ -2685,13 +2648,18 @@ data class PendingApprovalInteraction(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PendingApprovalInteraction`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): PendingApprovalInteraction {
-            if (validate) assertValid(validateAt("/\$defs/pendingApprovalInteraction", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `PendingApprovalInteraction`. */
+        fun fromWire(raw: kotlin.Any?): PendingApprovalInteraction {
+            assertValid(validateAt("/\$defs/pendingApprovalInteraction", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `PendingApprovalInteraction` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): PendingApprovalInteraction {
             val o = wireObject(raw, "PendingApprovalInteraction")
             for (key in o.keys) require(key in KNOWN_KEYS) { "PendingApprovalInteraction" + ": unexpected key " + key }
+            require(wireField(o, "method", "PendingApprovalInteraction") == METHOD) { "PendingApprovalInteraction" + ": " + "method" + " must be " + METHOD }
             return PendingApprovalInteraction(
-                method = agentwire.generated.roll_runtime.PendingApprovalInteractionMethod.fromWire(wireField(o, "method", "PendingApprovalInteraction")),
                 interactionId = wireString(wireField(o, "interactionId", "PendingApprovalInteraction"), "string"),
                 threadId = wireString(wireField(o, "threadId", "PendingApprovalInteraction"), "string"),
                 turnId = wireString(wireField(o, "turnId", "PendingApprovalInteraction"), "string"),
@@ -2701,22 +2669,10 @@ data class PendingApprovalInteraction(
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "approval.request"
+
         private val KNOWN_KEYS: Set<String> = setOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId")
-    }
-}
-
-enum class PendingApprovalInteractionMethod(val wireValue: String) {
-    APPROVAL_REQUEST("approval.request");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): PendingApprovalInteractionMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): PendingApprovalInteractionMethod = fromWireValue(wireString(raw, "PendingApprovalInteractionMethod")) ?: throw IllegalArgumentException("PendingApprovalInteractionMethod" + ": unknown value " + raw)
     }
 }
 
@@ -2725,8 +2681,6 @@ enum class PendingApprovalInteractionMethod(val wireValue: String) {
  * Constraints: since: 1.2
  */
 data class PendingUserInputInteraction(
-    /** Wire name: `method`. */
-    val method: PendingUserInputInteractionMethod,
     /** Wire name: `interactionId`. */
     val interactionId: SharedUuid,
     /** Wire name: `threadId`. */
@@ -2744,11 +2698,16 @@ data class PendingUserInputInteraction(
     /** Wire name: `controls`. */
     val controls: UserInputControls
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "userInput.request" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["interactionId"] = this.interactionId
         out["threadId"] = this.threadId
         out["turnId"] = this.turnId
@@ -2761,13 +2720,18 @@ data class PendingUserInputInteraction(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PendingUserInputInteraction`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): PendingUserInputInteraction {
-            if (validate) assertValid(validateAt("/\$defs/pendingUserInputInteraction", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `PendingUserInputInteraction`. */
+        fun fromWire(raw: kotlin.Any?): PendingUserInputInteraction {
+            assertValid(validateAt("/\$defs/pendingUserInputInteraction", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `PendingUserInputInteraction` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): PendingUserInputInteraction {
             val o = wireObject(raw, "PendingUserInputInteraction")
             for (key in o.keys) require(key in KNOWN_KEYS) { "PendingUserInputInteraction" + ": unexpected key " + key }
+            require(wireField(o, "method", "PendingUserInputInteraction") == METHOD) { "PendingUserInputInteraction" + ": " + "method" + " must be " + METHOD }
             return PendingUserInputInteraction(
-                method = agentwire.generated.roll_runtime.PendingUserInputInteractionMethod.fromWire(wireField(o, "method", "PendingUserInputInteraction")),
                 interactionId = wireString(wireField(o, "interactionId", "PendingUserInputInteraction"), "string"),
                 threadId = wireString(wireField(o, "threadId", "PendingUserInputInteraction"), "string"),
                 turnId = wireString(wireField(o, "turnId", "PendingUserInputInteraction"), "string"),
@@ -2775,26 +2739,14 @@ data class PendingUserInputInteraction(
                 sensitivity = agentwire.generated.roll_runtime.SharedInteractionSensitivity.fromWire(wireField(o, "sensitivity", "PendingUserInputInteraction")),
                 title = o["title"]?.let { v -> wireString(v, "string") },
                 description = o["description"]?.let { v -> wireString(v, "string") },
-                controls = wireList(wireField(o, "controls", "PendingUserInputInteraction")).map { x0 -> agentwire.generated.roll_runtime.UserInputControl.fromWire(x0, false) }
+                controls = wireList(wireField(o, "controls", "PendingUserInputInteraction")).map { x0 -> agentwire.generated.roll_runtime.UserInputControl.fromWireUnchecked(x0) }
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "userInput.request"
+
         private val KNOWN_KEYS: Set<String> = setOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "title", "description", "controls")
-    }
-}
-
-enum class PendingUserInputInteractionMethod(val wireValue: String) {
-    USER_INPUT_REQUEST("userInput.request");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): PendingUserInputInteractionMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): PendingUserInputInteractionMethod = fromWireValue(wireString(raw, "PendingUserInputInteractionMethod")) ?: throw IllegalArgumentException("PendingUserInputInteractionMethod" + ": unknown value " + raw)
     }
 }
 
@@ -2811,39 +2763,33 @@ sealed class SharedPendingInteraction {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `method` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedPendingInteraction {
-            if (validate) assertValid(validateAt("/\$defs/sharedPendingInteraction", raw))
-            val o = wireObject(raw, "SharedPendingInteraction")
-            return when (wireField(o, "method", "SharedPendingInteraction")) {
-                "approval.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.ApprovalRequest(agentwire.generated.roll_runtime.PendingApprovalInteraction.fromWire(o, false))
-                "userInput.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.UserInputRequest(agentwire.generated.roll_runtime.PendingUserInputInteraction.fromWire(o, false))
-                else -> throw IllegalArgumentException("SharedPendingInteraction" + ": unknown method " + o["method"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedPendingInteraction`. */
+        fun fromWire(raw: kotlin.Any?): SharedPendingInteraction {
+            assertValid(validateAt("/\$defs/sharedPendingInteraction", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `method` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedPendingInteraction {
-            if (validate) assertValid(validateAt("/\$defs/sharedPendingInteraction", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedPendingInteraction`. */
+        fun fromWireKnown(raw: kotlin.Any?): SharedPendingInteraction {
+            assertValid(validateAt("/\$defs/sharedPendingInteraction", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `SharedPendingInteraction` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): SharedPendingInteraction {
             val o = wireObject(raw, "SharedPendingInteraction")
             return when (wireField(o, "method", "SharedPendingInteraction")) {
-                "approval.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.ApprovalRequest(agentwire.generated.roll_runtime.PendingApprovalInteraction.fromWire(o, false))
-                "userInput.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.UserInputRequest(agentwire.generated.roll_runtime.PendingUserInputInteraction.fromWire(o, false))
+                "approval.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.ApprovalRequest(agentwire.generated.roll_runtime.PendingApprovalInteraction.fromWireUnchecked(o))
+                "userInput.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.UserInputRequest(agentwire.generated.roll_runtime.PendingUserInputInteraction.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("SharedPendingInteraction" + ": unknown method " + o["method"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `SharedPendingInteraction`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `SharedPendingInteraction` against the schema, every level (as `SharedPendingInteraction.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkSharedPendingInteraction(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "SharedPendingInteraction", listOf("method"), null)
-    val tag = record["method"]
-    require(tag is String) { "SharedPendingInteraction: method must be a string" }
-    return when (tag) {
-        "approval.request" -> checkKeys(record, "SharedPendingInteraction", listOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId"), listOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId"))
-        "userInput.request" -> checkKeys(record, "SharedPendingInteraction", listOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "controls"), listOf("method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "title", "description", "controls"))
-        else -> throw IllegalArgumentException("SharedPendingInteraction: unknown method " + tag)
-    }
+    assertValid(validateAt("/\$defs/sharedPendingInteraction", raw))
+    return wireObject(raw, "SharedPendingInteraction")
 }
 
 /** A thread snapshot: the newest page of messages and operations plus live state. */
@@ -2887,18 +2833,23 @@ data class SharedThreadSnapshotFull(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadSnapshotFull`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedThreadSnapshotFull {
-            if (validate) assertValid(validateAt("/\$defs/sharedThreadSnapshotFull", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadSnapshotFull`. */
+        fun fromWire(raw: kotlin.Any?): SharedThreadSnapshotFull {
+            assertValid(validateAt("/\$defs/sharedThreadSnapshotFull", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedThreadSnapshotFull` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedThreadSnapshotFull {
             val o = wireObject(raw, "SharedThreadSnapshotFull")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadSnapshotFull" + ": unexpected key " + key }
             return SharedThreadSnapshotFull(
-                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(wireField(o, "thread", "SharedThreadSnapshotFull"), false),
-                messages = agentwire.generated.roll_runtime.SharedMessagePage.fromWire(wireField(o, "messages", "SharedThreadSnapshotFull"), false),
-                operations = agentwire.generated.roll_runtime.SharedOperationPage.fromWire(wireField(o, "operations", "SharedThreadSnapshotFull"), false),
-                activeTurn = o["activeTurn"]?.let { v -> agentwire.generated.roll_runtime.SharedActiveTurn.fromWire(v, false) },
-                pendingApprovals = wireList(wireField(o, "pendingApprovals", "SharedThreadSnapshotFull")).map { x0 -> agentwire.generated.roll_runtime.SharedPendingApproval.fromWire(x0, false) },
-                pendingInteractions = wireList(wireField(o, "pendingInteractions", "SharedThreadSnapshotFull")).map { x0 -> agentwire.generated.roll_runtime.SharedPendingInteraction.fromWire(x0, false) },
+                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWireUnchecked(wireField(o, "thread", "SharedThreadSnapshotFull")),
+                messages = agentwire.generated.roll_runtime.SharedMessagePage.fromWireUnchecked(wireField(o, "messages", "SharedThreadSnapshotFull")),
+                operations = agentwire.generated.roll_runtime.SharedOperationPage.fromWireUnchecked(wireField(o, "operations", "SharedThreadSnapshotFull")),
+                activeTurn = o["activeTurn"]?.let { v -> agentwire.generated.roll_runtime.SharedActiveTurn.fromWireUnchecked(v) },
+                pendingApprovals = wireList(wireField(o, "pendingApprovals", "SharedThreadSnapshotFull")).map { x0 -> agentwire.generated.roll_runtime.SharedPendingApproval.fromWireUnchecked(x0) },
+                pendingInteractions = wireList(wireField(o, "pendingInteractions", "SharedThreadSnapshotFull")).map { x0 -> agentwire.generated.roll_runtime.SharedPendingInteraction.fromWireUnchecked(x0) },
                 transcriptCompleteness = agentwire.generated.roll_runtime.SharedThreadSnapshotFullTranscriptCompleteness.fromWire(wireField(o, "transcriptCompleteness", "SharedThreadSnapshotFull")),
                 eventCursor = wireField(o, "eventCursor", "SharedThreadSnapshotFull")?.let { x0 -> wireString(x0, "string") }
             )
@@ -2975,16 +2926,21 @@ data class SharedThreadRecoverySnapshot(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshot`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SharedThreadRecoverySnapshot {
-            if (validate) assertValid(validateAt("/\$defs/sharedThreadRecoverySnapshot", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadRecoverySnapshot`. */
+        fun fromWire(raw: kotlin.Any?): SharedThreadRecoverySnapshot {
+            assertValid(validateAt("/\$defs/sharedThreadRecoverySnapshot", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedThreadRecoverySnapshot` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedThreadRecoverySnapshot {
             val o = wireObject(raw, "SharedThreadRecoverySnapshot")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshot" + ": unexpected key " + key }
             return SharedThreadRecoverySnapshot(
-                thread = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotThread.fromWire(wireField(o, "thread", "SharedThreadRecoverySnapshot")),
-                messages = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotMessages.fromWire(wireField(o, "messages", "SharedThreadRecoverySnapshot")),
-                operations = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotMessages.fromWire(wireField(o, "operations", "SharedThreadRecoverySnapshot")),
-                activeTurn = o["activeTurn"]?.let { v -> agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotActiveTurn.fromWire(v) },
+                thread = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotThread.fromWireUnchecked(wireField(o, "thread", "SharedThreadRecoverySnapshot")),
+                messages = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotMessages.fromWireUnchecked(wireField(o, "messages", "SharedThreadRecoverySnapshot")),
+                operations = agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotMessages.fromWireUnchecked(wireField(o, "operations", "SharedThreadRecoverySnapshot")),
+                activeTurn = o["activeTurn"]?.let { v -> agentwire.generated.roll_runtime.SharedThreadRecoverySnapshotActiveTurn.fromWireUnchecked(v) },
                 pendingApprovals = wireList(wireField(o, "pendingApprovals", "SharedThreadRecoverySnapshot")).map { x0 -> x0 },
                 pendingInteractions = wireList(wireField(o, "pendingInteractions", "SharedThreadRecoverySnapshot")).map { x0 -> x0 },
                 transcriptCompleteness = agentwire.generated.roll_runtime.SharedThreadSnapshotFullTranscriptCompleteness.fromWire(wireField(o, "transcriptCompleteness", "SharedThreadRecoverySnapshot")),
@@ -3041,8 +2997,14 @@ data class SharedThreadRecoverySnapshotThread(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshotThread`. */
-        fun fromWire(raw: Any?): SharedThreadRecoverySnapshotThread {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadRecoverySnapshotThread`. */
+        fun fromWire(raw: kotlin.Any?): SharedThreadRecoverySnapshotThread {
+            assertValid(validateAt("/\$defs/sharedThreadRecoverySnapshot/properties/thread", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedThreadRecoverySnapshotThread` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedThreadRecoverySnapshotThread {
             val o = wireObject(raw, "SharedThreadRecoverySnapshotThread")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshotThread" + ": unexpected key " + key }
             return SharedThreadRecoverySnapshotThread(
@@ -3081,8 +3043,14 @@ data class SharedThreadRecoverySnapshotMessages(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshotMessages`. */
-        fun fromWire(raw: Any?): SharedThreadRecoverySnapshotMessages {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadRecoverySnapshotMessages`. */
+        fun fromWire(raw: kotlin.Any?): SharedThreadRecoverySnapshotMessages {
+            assertValid(validateAt("/\$defs/sharedThreadRecoverySnapshot/properties/messages", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedThreadRecoverySnapshotMessages` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedThreadRecoverySnapshotMessages {
             val o = wireObject(raw, "SharedThreadRecoverySnapshotMessages")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshotMessages" + ": unexpected key " + key }
             return SharedThreadRecoverySnapshotMessages(
@@ -3117,8 +3085,14 @@ data class SharedThreadRecoverySnapshotActiveTurn(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SharedThreadRecoverySnapshotActiveTurn`. */
-        fun fromWire(raw: Any?): SharedThreadRecoverySnapshotActiveTurn {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadRecoverySnapshotActiveTurn`. */
+        fun fromWire(raw: kotlin.Any?): SharedThreadRecoverySnapshotActiveTurn {
+            assertValid(validateAt("/\$defs/sharedThreadRecoverySnapshot/properties/activeTurn", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SharedThreadRecoverySnapshotActiveTurn` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SharedThreadRecoverySnapshotActiveTurn {
             val o = wireObject(raw, "SharedThreadRecoverySnapshotActiveTurn")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SharedThreadRecoverySnapshotActiveTurn" + ": unexpected key " + key }
             return SharedThreadRecoverySnapshotActiveTurn(
@@ -3144,36 +3118,25 @@ sealed class SharedThreadSnapshot {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedThreadSnapshot {
-            if (validate) assertValid(validateAt("/\$defs/sharedThreadSnapshot", raw))
-            try {
-                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadSnapshotFull(agentwire.generated.roll_runtime.SharedThreadSnapshotFull.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadRecoverySnapshot(agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadSnapshotFull(agentwire.generated.roll_runtime.SharedThreadSnapshotFull.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadRecoverySnapshot(agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("SharedThreadSnapshot" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadSnapshot`. */
+        fun fromWire(raw: kotlin.Any?): SharedThreadSnapshot {
+            assertValid(validateAt("/\$defs/sharedThreadSnapshot", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): SharedThreadSnapshot {
-            if (validate) assertValid(validateAt("/\$defs/sharedThreadSnapshot", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SharedThreadSnapshot`. */
+        fun fromWireKnown(raw: kotlin.Any?): SharedThreadSnapshot {
+            assertValid(validateAt("/\$defs/sharedThreadSnapshot", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `SharedThreadSnapshot` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): SharedThreadSnapshot {
             try {
-                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadSnapshotFull(agentwire.generated.roll_runtime.SharedThreadSnapshotFull.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadSnapshotFull(agentwire.generated.roll_runtime.SharedThreadSnapshotFull.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadRecoverySnapshot(agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SharedThreadSnapshot.SharedThreadRecoverySnapshot(agentwire.generated.roll_runtime.SharedThreadRecoverySnapshot.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("SharedThreadSnapshot" + ": no variant matches")
@@ -3203,14 +3166,19 @@ data class InitializeParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): InitializeParams {
-            if (validate) assertValid(validateAt("/\$defs/initializeParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InitializeParams`. */
+        fun fromWire(raw: kotlin.Any?): InitializeParams {
+            assertValid(validateAt("/\$defs/initializeParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InitializeParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InitializeParams {
             val o = wireObject(raw, "InitializeParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeParams" + ": unexpected key " + key }
             return InitializeParams(
                 protocolVersions = wireList(wireField(o, "protocolVersions", "InitializeParams")).map { x0 -> wireString(x0, "string") },
-                client = agentwire.generated.roll_runtime.InitializeParamsClient.fromWire(wireField(o, "client", "InitializeParams"))
+                client = agentwire.generated.roll_runtime.InitializeParamsClient.fromWireUnchecked(wireField(o, "client", "InitializeParams"))
             )
         }
 
@@ -3234,8 +3202,14 @@ data class InitializeParamsClient(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeParamsClient`. */
-        fun fromWire(raw: Any?): InitializeParamsClient {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InitializeParamsClient`. */
+        fun fromWire(raw: kotlin.Any?): InitializeParamsClient {
+            assertValid(validateAt("/\$defs/initializeParams/properties/client", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InitializeParamsClient` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InitializeParamsClient {
             val o = wireObject(raw, "InitializeParamsClient")
             for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeParamsClient" + ": unexpected key " + key }
             return InitializeParamsClient(
@@ -3273,17 +3247,22 @@ data class InitializeResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): InitializeResult {
-            if (validate) assertValid(validateAt("/\$defs/initializeResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InitializeResult`. */
+        fun fromWire(raw: kotlin.Any?): InitializeResult {
+            assertValid(validateAt("/\$defs/initializeResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InitializeResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InitializeResult {
             val o = wireObject(raw, "InitializeResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeResult" + ": unexpected key " + key }
             return InitializeResult(
                 protocolVersion = wireString(wireField(o, "protocolVersion", "InitializeResult"), "string"),
                 runtimeInstanceId = wireString(wireField(o, "runtimeInstanceId", "InitializeResult"), "string"),
-                server = agentwire.generated.roll_runtime.InitializeResultServer.fromWire(wireField(o, "server", "InitializeResult")),
+                server = agentwire.generated.roll_runtime.InitializeResultServer.fromWireUnchecked(wireField(o, "server", "InitializeResult")),
                 features = wireList(wireField(o, "features", "InitializeResult")).map { x0 -> agentwire.generated.roll_runtime.SharedFeature.fromWire(x0) },
-                limits = agentwire.generated.roll_runtime.InitializeResultLimits.fromWire(wireField(o, "limits", "InitializeResult"))
+                limits = agentwire.generated.roll_runtime.InitializeResultLimits.fromWireUnchecked(wireField(o, "limits", "InitializeResult"))
             )
         }
 
@@ -3310,8 +3289,14 @@ data class InitializeResultServer(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeResultServer`. */
-        fun fromWire(raw: Any?): InitializeResultServer {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InitializeResultServer`. */
+        fun fromWire(raw: kotlin.Any?): InitializeResultServer {
+            assertValid(validateAt("/\$defs/initializeResult/properties/server", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InitializeResultServer` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InitializeResultServer {
             val o = wireObject(raw, "InitializeResultServer")
             for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeResultServer" + ": unexpected key " + key }
             return InitializeResultServer(
@@ -3371,8 +3356,14 @@ data class InitializeResultLimits(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeResultLimits`. */
-        fun fromWire(raw: Any?): InitializeResultLimits {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InitializeResultLimits`. */
+        fun fromWire(raw: kotlin.Any?): InitializeResultLimits {
+            assertValid(validateAt("/\$defs/initializeResult/properties/limits", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InitializeResultLimits` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InitializeResultLimits {
             val o = wireObject(raw, "InitializeResultLimits")
             for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeResultLimits" + ": unexpected key " + key }
             return InitializeResultLimits(
@@ -3414,9 +3405,14 @@ data class ClientCapabilitiesSetParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ClientCapabilitiesSetParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ClientCapabilitiesSetParams {
-            if (validate) assertValid(validateAt("/\$defs/clientCapabilitiesSetParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ClientCapabilitiesSetParams`. */
+        fun fromWire(raw: kotlin.Any?): ClientCapabilitiesSetParams {
+            assertValid(validateAt("/\$defs/clientCapabilitiesSetParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ClientCapabilitiesSetParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ClientCapabilitiesSetParams {
             val o = wireObject(raw, "ClientCapabilitiesSetParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ClientCapabilitiesSetParams" + ": unexpected key " + key }
             return ClientCapabilitiesSetParams(
@@ -3452,9 +3448,14 @@ data class ClientCapabilitiesSetResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ClientCapabilitiesSetResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ClientCapabilitiesSetResult {
-            if (validate) assertValid(validateAt("/\$defs/clientCapabilitiesSetResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ClientCapabilitiesSetResult`. */
+        fun fromWire(raw: kotlin.Any?): ClientCapabilitiesSetResult {
+            assertValid(validateAt("/\$defs/clientCapabilitiesSetResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ClientCapabilitiesSetResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ClientCapabilitiesSetResult {
             val o = wireObject(raw, "ClientCapabilitiesSetResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ClientCapabilitiesSetResult" + ": unexpected key " + key }
             return ClientCapabilitiesSetResult(
@@ -3499,9 +3500,14 @@ data class ThreadListParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadListParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadListParams {
-            if (validate) assertValid(validateAt("/\$defs/threadListParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadListParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadListParams {
+            assertValid(validateAt("/\$defs/threadListParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadListParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadListParams {
             val o = wireObject(raw, "ThreadListParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadListParams" + ": unexpected key " + key }
             return ThreadListParams(
@@ -3530,13 +3536,18 @@ data class ThreadListResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadListResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadListResult {
-            if (validate) assertValid(validateAt("/\$defs/threadListResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadListResult`. */
+        fun fromWire(raw: kotlin.Any?): ThreadListResult {
+            assertValid(validateAt("/\$defs/threadListResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadListResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadListResult {
             val o = wireObject(raw, "ThreadListResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadListResult" + ": unexpected key " + key }
             return ThreadListResult(
-                items = wireList(wireField(o, "items", "ThreadListResult")).map { x0 -> agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(x0, false) },
+                items = wireList(wireField(o, "items", "ThreadListResult")).map { x0 -> agentwire.generated.roll_runtime.SharedThreadSummary.fromWireUnchecked(x0) },
                 nextCursor = wireField(o, "nextCursor", "ThreadListResult")?.let { x0 -> wireString(x0, "string") }
             )
         }
@@ -3561,9 +3572,14 @@ data class ThreadCreateParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCreateParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCreateParams {
-            if (validate) assertValid(validateAt("/\$defs/threadCreateParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadCreateParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadCreateParams {
+            assertValid(validateAt("/\$defs/threadCreateParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadCreateParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadCreateParams {
             val o = wireObject(raw, "ThreadCreateParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCreateParams" + ": unexpected key " + key }
             return ThreadCreateParams(
@@ -3589,13 +3605,18 @@ data class ThreadCreateResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCreateResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCreateResult {
-            if (validate) assertValid(validateAt("/\$defs/threadCreateResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadCreateResult`. */
+        fun fromWire(raw: kotlin.Any?): ThreadCreateResult {
+            assertValid(validateAt("/\$defs/threadCreateResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadCreateResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadCreateResult {
             val o = wireObject(raw, "ThreadCreateResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCreateResult" + ": unexpected key " + key }
             return ThreadCreateResult(
-                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(wireField(o, "thread", "ThreadCreateResult"), false)
+                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWireUnchecked(wireField(o, "thread", "ThreadCreateResult"))
             )
         }
 
@@ -3616,9 +3637,14 @@ data class ThreadOpenParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadOpenParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadOpenParams {
-            if (validate) assertValid(validateAt("/\$defs/threadOpenParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadOpenParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadOpenParams {
+            assertValid(validateAt("/\$defs/threadOpenParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadOpenParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadOpenParams {
             val o = wireObject(raw, "ThreadOpenParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadOpenParams" + ": unexpected key " + key }
             return ThreadOpenParams(
@@ -3660,9 +3686,14 @@ data class ThreadSnapshotParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadSnapshotParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadSnapshotParams {
-            if (validate) assertValid(validateAt("/\$defs/threadSnapshotParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadSnapshotParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadSnapshotParams {
+            assertValid(validateAt("/\$defs/threadSnapshotParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadSnapshotParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadSnapshotParams {
             val o = wireObject(raw, "ThreadSnapshotParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadSnapshotParams" + ": unexpected key " + key }
             return ThreadSnapshotParams(
@@ -3699,9 +3730,14 @@ data class ThreadRenameParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadRenameParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadRenameParams {
-            if (validate) assertValid(validateAt("/\$defs/threadRenameParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadRenameParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadRenameParams {
+            assertValid(validateAt("/\$defs/threadRenameParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadRenameParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadRenameParams {
             val o = wireObject(raw, "ThreadRenameParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadRenameParams" + ": unexpected key " + key }
             return ThreadRenameParams(
@@ -3728,13 +3764,18 @@ data class ThreadRenameResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadRenameResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadRenameResult {
-            if (validate) assertValid(validateAt("/\$defs/threadRenameResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadRenameResult`. */
+        fun fromWire(raw: kotlin.Any?): ThreadRenameResult {
+            assertValid(validateAt("/\$defs/threadRenameResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadRenameResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadRenameResult {
             val o = wireObject(raw, "ThreadRenameResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadRenameResult" + ": unexpected key " + key }
             return ThreadRenameResult(
-                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWire(wireField(o, "thread", "ThreadRenameResult"), false)
+                thread = agentwire.generated.roll_runtime.SharedThreadSummary.fromWireUnchecked(wireField(o, "thread", "ThreadRenameResult"))
             )
         }
 
@@ -3758,9 +3799,14 @@ data class ThreadDeleteParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDeleteParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDeleteParams {
-            if (validate) assertValid(validateAt("/\$defs/threadDeleteParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadDeleteParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadDeleteParams {
+            assertValid(validateAt("/\$defs/threadDeleteParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadDeleteParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadDeleteParams {
             val o = wireObject(raw, "ThreadDeleteParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDeleteParams" + ": unexpected key " + key }
             return ThreadDeleteParams(
@@ -3786,9 +3832,14 @@ data class ThreadDeleteResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDeleteResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDeleteResult {
-            if (validate) assertValid(validateAt("/\$defs/threadDeleteResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadDeleteResult`. */
+        fun fromWire(raw: kotlin.Any?): ThreadDeleteResult {
+            assertValid(validateAt("/\$defs/threadDeleteResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadDeleteResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadDeleteResult {
             val o = wireObject(raw, "ThreadDeleteResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDeleteResult" + ": unexpected key " + key }
             return ThreadDeleteResult(
@@ -3816,9 +3867,14 @@ data class ThreadDetachParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDetachParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDetachParams {
-            if (validate) assertValid(validateAt("/\$defs/threadDetachParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadDetachParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadDetachParams {
+            assertValid(validateAt("/\$defs/threadDetachParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadDetachParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadDetachParams {
             val o = wireObject(raw, "ThreadDetachParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDetachParams" + ": unexpected key " + key }
             return ThreadDetachParams(
@@ -3844,9 +3900,14 @@ data class ThreadDetachResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDetachResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDetachResult {
-            if (validate) assertValid(validateAt("/\$defs/threadDetachResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadDetachResult`. */
+        fun fromWire(raw: kotlin.Any?): ThreadDetachResult {
+            assertValid(validateAt("/\$defs/threadDetachResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadDetachResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadDetachResult {
             val o = wireObject(raw, "ThreadDetachResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDetachResult" + ": unexpected key " + key }
             return ThreadDetachResult(
@@ -3871,9 +3932,14 @@ data class ThreadCapabilitiesParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCapabilitiesParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCapabilitiesParams {
-            if (validate) assertValid(validateAt("/\$defs/threadCapabilitiesParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadCapabilitiesParams`. */
+        fun fromWire(raw: kotlin.Any?): ThreadCapabilitiesParams {
+            assertValid(validateAt("/\$defs/threadCapabilitiesParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadCapabilitiesParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadCapabilitiesParams {
             val o = wireObject(raw, "ThreadCapabilitiesParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCapabilitiesParams" + ": unexpected key " + key }
             return ThreadCapabilitiesParams(
@@ -3898,9 +3964,14 @@ data class ThreadCapabilitiesResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCapabilitiesResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCapabilitiesResult {
-            if (validate) assertValid(validateAt("/\$defs/threadCapabilitiesResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadCapabilitiesResult`. */
+        fun fromWire(raw: kotlin.Any?): ThreadCapabilitiesResult {
+            assertValid(validateAt("/\$defs/threadCapabilitiesResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadCapabilitiesResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadCapabilitiesResult {
             val o = wireObject(raw, "ThreadCapabilitiesResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCapabilitiesResult" + ": unexpected key " + key }
             return ThreadCapabilitiesResult(
@@ -3929,9 +4000,14 @@ data class RuntimeEventsResumeParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventsResumeParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventsResumeParams {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventsResumeParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventsResumeParams`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventsResumeParams {
+            assertValid(validateAt("/\$defs/runtimeEventsResumeParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RuntimeEventsResumeParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RuntimeEventsResumeParams {
             val o = wireObject(raw, "RuntimeEventsResumeParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventsResumeParams" + ": unexpected key " + key }
             return RuntimeEventsResumeParams(
@@ -3961,9 +4037,14 @@ data class RuntimeEventsResumeResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventsResumeResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventsResumeResult {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventsResumeResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventsResumeResult`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventsResumeResult {
+            assertValid(validateAt("/\$defs/runtimeEventsResumeResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RuntimeEventsResumeResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RuntimeEventsResumeResult {
             val o = wireObject(raw, "RuntimeEventsResumeResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventsResumeResult" + ": unexpected key " + key }
             return RuntimeEventsResumeResult(
@@ -3996,9 +4077,14 @@ data class TurnStartInput(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartInput`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartInput {
-            if (validate) assertValid(validateAt("/\$defs/turnStartInput", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnStartInput`. */
+        fun fromWire(raw: kotlin.Any?): TurnStartInput {
+            assertValid(validateAt("/\$defs/turnStartInput", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnStartInput` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnStartInput {
             val o = wireObject(raw, "TurnStartInput")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartInput" + ": unexpected key " + key }
             return TurnStartInput(
@@ -4032,16 +4118,21 @@ data class TurnStartParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartParams {
-            if (validate) assertValid(validateAt("/\$defs/turnStartParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnStartParams`. */
+        fun fromWire(raw: kotlin.Any?): TurnStartParams {
+            assertValid(validateAt("/\$defs/turnStartParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnStartParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnStartParams {
             val o = wireObject(raw, "TurnStartParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartParams" + ": unexpected key " + key }
             return TurnStartParams(
                 requestId = wireString(wireField(o, "requestId", "TurnStartParams"), "string"),
                 threadId = wireString(wireField(o, "threadId", "TurnStartParams"), "string"),
                 turnId = wireString(wireField(o, "turnId", "TurnStartParams"), "string"),
-                input = agentwire.generated.roll_runtime.TurnStartInput.fromWire(wireField(o, "input", "TurnStartParams"), false)
+                input = agentwire.generated.roll_runtime.TurnStartInput.fromWireUnchecked(wireField(o, "input", "TurnStartParams"))
             )
         }
 
@@ -4065,9 +4156,14 @@ data class TurnStartResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartResult {
-            if (validate) assertValid(validateAt("/\$defs/turnStartResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnStartResult`. */
+        fun fromWire(raw: kotlin.Any?): TurnStartResult {
+            assertValid(validateAt("/\$defs/turnStartResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnStartResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnStartResult {
             val o = wireObject(raw, "TurnStartResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartResult" + ": unexpected key " + key }
             return TurnStartResult(
@@ -4099,9 +4195,14 @@ data class TurnCancelParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancelParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancelParams {
-            if (validate) assertValid(validateAt("/\$defs/turnCancelParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnCancelParams`. */
+        fun fromWire(raw: kotlin.Any?): TurnCancelParams {
+            assertValid(validateAt("/\$defs/turnCancelParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnCancelParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnCancelParams {
             val o = wireObject(raw, "TurnCancelParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TurnCancelParams" + ": unexpected key " + key }
             return TurnCancelParams(
@@ -4128,9 +4229,14 @@ data class TurnCancelResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancelResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancelResult {
-            if (validate) assertValid(validateAt("/\$defs/turnCancelResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnCancelResult`. */
+        fun fromWire(raw: kotlin.Any?): TurnCancelResult {
+            assertValid(validateAt("/\$defs/turnCancelResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnCancelResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnCancelResult {
             val o = wireObject(raw, "TurnCancelResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TurnCancelResult" + ": unexpected key " + key }
             return TurnCancelResult(
@@ -4176,9 +4282,14 @@ data class ApprovalRespondParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRespondParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRespondParams {
-            if (validate) assertValid(validateAt("/\$defs/approvalRespondParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRespondParams`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRespondParams {
+            assertValid(validateAt("/\$defs/approvalRespondParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRespondParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRespondParams {
             val o = wireObject(raw, "ApprovalRespondParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRespondParams" + ": unexpected key " + key }
             return ApprovalRespondParams(
@@ -4224,9 +4335,14 @@ data class ApprovalRespondResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRespondResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRespondResult {
-            if (validate) assertValid(validateAt("/\$defs/approvalRespondResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRespondResult`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRespondResult {
+            assertValid(validateAt("/\$defs/approvalRespondResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRespondResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRespondResult {
             val o = wireObject(raw, "ApprovalRespondResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRespondResult" + ": unexpected key " + key }
             return ApprovalRespondResult(
@@ -4254,9 +4370,14 @@ data class OperationGetParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationGetParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): OperationGetParams {
-            if (validate) assertValid(validateAt("/\$defs/operationGetParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `OperationGetParams`. */
+        fun fromWire(raw: kotlin.Any?): OperationGetParams {
+            assertValid(validateAt("/\$defs/operationGetParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `OperationGetParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): OperationGetParams {
             val o = wireObject(raw, "OperationGetParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "OperationGetParams" + ": unexpected key " + key }
             return OperationGetParams(
@@ -4282,13 +4403,18 @@ data class OperationGetResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationGetResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): OperationGetResult {
-            if (validate) assertValid(validateAt("/\$defs/operationGetResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `OperationGetResult`. */
+        fun fromWire(raw: kotlin.Any?): OperationGetResult {
+            assertValid(validateAt("/\$defs/operationGetResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `OperationGetResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): OperationGetResult {
             val o = wireObject(raw, "OperationGetResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "OperationGetResult" + ": unexpected key " + key }
             return OperationGetResult(
-                operation = wireField(o, "operation", "OperationGetResult")?.let { x0 -> agentwire.generated.roll_runtime.SharedOperationView.fromWire(x0, false) }
+                operation = wireField(o, "operation", "OperationGetResult")?.let { x0 -> agentwire.generated.roll_runtime.SharedOperationView.fromWireUnchecked(x0) }
             )
         }
 
@@ -4313,9 +4439,14 @@ data class OperationResultGetParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationResultGetParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): OperationResultGetParams {
-            if (validate) assertValid(validateAt("/\$defs/operationResultGetParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `OperationResultGetParams`. */
+        fun fromWire(raw: kotlin.Any?): OperationResultGetParams {
+            assertValid(validateAt("/\$defs/operationResultGetParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `OperationResultGetParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): OperationResultGetParams {
             val o = wireObject(raw, "OperationResultGetParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "OperationResultGetParams" + ": unexpected key " + key }
             return OperationResultGetParams(
@@ -4342,13 +4473,18 @@ data class OperationResultGetResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationResultGetResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): OperationResultGetResult {
-            if (validate) assertValid(validateAt("/\$defs/operationResultGetResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `OperationResultGetResult`. */
+        fun fromWire(raw: kotlin.Any?): OperationResultGetResult {
+            assertValid(validateAt("/\$defs/operationResultGetResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `OperationResultGetResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): OperationResultGetResult {
             val o = wireObject(raw, "OperationResultGetResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "OperationResultGetResult" + ": unexpected key " + key }
             return OperationResultGetResult(
-                result = wireField(o, "result", "OperationResultGetResult")?.let { x0 -> agentwire.generated.roll_runtime.SharedOperationResultView.fromWire(x0, false) }
+                result = wireField(o, "result", "OperationResultGetResult")?.let { x0 -> agentwire.generated.roll_runtime.SharedOperationResultView.fromWireUnchecked(x0) }
             )
         }
 
@@ -4369,36 +4505,25 @@ sealed class AttachmentStageParams {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): AttachmentStageParams {
-            if (validate) assertValid(validateAt("/\$defs/attachmentStageParams", raw))
-            try {
-                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant1(agentwire.generated.roll_runtime.AttachmentStageParamsVariant1.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant2(agentwire.generated.roll_runtime.AttachmentStageParamsVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant1(agentwire.generated.roll_runtime.AttachmentStageParamsVariant1.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant2(agentwire.generated.roll_runtime.AttachmentStageParamsVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("AttachmentStageParams" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentStageParams`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentStageParams {
+            assertValid(validateAt("/\$defs/attachmentStageParams", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): AttachmentStageParams {
-            if (validate) assertValid(validateAt("/\$defs/attachmentStageParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentStageParams`. */
+        fun fromWireKnown(raw: kotlin.Any?): AttachmentStageParams {
+            assertValid(validateAt("/\$defs/attachmentStageParams", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `AttachmentStageParams` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): AttachmentStageParams {
             try {
-                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant1(agentwire.generated.roll_runtime.AttachmentStageParamsVariant1.fromWire(raw))
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant1(agentwire.generated.roll_runtime.AttachmentStageParamsVariant1.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant2(agentwire.generated.roll_runtime.AttachmentStageParamsVariant2.fromWire(raw))
+                return agentwire.generated.roll_runtime.AttachmentStageParams.AttachmentStageParamsVariant2(agentwire.generated.roll_runtime.AttachmentStageParamsVariant2.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("AttachmentStageParams" + ": no variant matches")
@@ -4422,8 +4547,14 @@ data class AttachmentStageParamsVariant1(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageParamsVariant1`. */
-        fun fromWire(raw: Any?): AttachmentStageParamsVariant1 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentStageParamsVariant1`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentStageParamsVariant1 {
+            assertValid(validateAt("/\$defs/attachmentStageParams/oneOf/0", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentStageParamsVariant1` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentStageParamsVariant1 {
             val o = wireObject(raw, "AttachmentStageParamsVariant1")
             return AttachmentStageParamsVariant1(
                 source = o["source"]?.let { v -> agentwire.generated.roll_runtime.AttachmentStageParamsVariant1Source.fromWire(v) },
@@ -4466,8 +4597,14 @@ data class AttachmentStageParamsVariant2(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageParamsVariant2`. */
-        fun fromWire(raw: Any?): AttachmentStageParamsVariant2 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentStageParamsVariant2`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentStageParamsVariant2 {
+            assertValid(validateAt("/\$defs/attachmentStageParams/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentStageParamsVariant2` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentStageParamsVariant2 {
             val o = wireObject(raw, "AttachmentStageParamsVariant2")
             return AttachmentStageParamsVariant2(
                 source = o["source"]?.let { v -> agentwire.generated.roll_runtime.AttachmentStageParamsVariant2Source.fromWire(v) },
@@ -4514,15 +4651,20 @@ data class AttachmentStageResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentStageResult {
-            if (validate) assertValid(validateAt("/\$defs/attachmentStageResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentStageResult`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentStageResult {
+            assertValid(validateAt("/\$defs/attachmentStageResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentStageResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentStageResult {
             val o = wireObject(raw, "AttachmentStageResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentStageResult" + ": unexpected key " + key }
             return AttachmentStageResult(
                 attachmentId = wireString(wireField(o, "attachmentId", "AttachmentStageResult"), "string"),
                 state = agentwire.generated.roll_runtime.AttachmentStageResultState.fromWire(wireField(o, "state", "AttachmentStageResult")),
-                descriptor = o["descriptor"]?.let { v -> agentwire.generated.roll_runtime.SharedAttachmentDescriptor.fromWire(v, false) }
+                descriptor = o["descriptor"]?.let { v -> agentwire.generated.roll_runtime.SharedAttachmentDescriptor.fromWireUnchecked(v) }
             )
         }
 
@@ -4579,9 +4721,14 @@ data class AttachmentChunkParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentChunkParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentChunkParams {
-            if (validate) assertValid(validateAt("/\$defs/attachmentChunkParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentChunkParams`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentChunkParams {
+            assertValid(validateAt("/\$defs/attachmentChunkParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentChunkParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentChunkParams {
             val o = wireObject(raw, "AttachmentChunkParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentChunkParams" + ": unexpected key " + key }
             return AttachmentChunkParams(
@@ -4614,9 +4761,14 @@ data class AttachmentChunkResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentChunkResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentChunkResult {
-            if (validate) assertValid(validateAt("/\$defs/attachmentChunkResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentChunkResult`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentChunkResult {
+            assertValid(validateAt("/\$defs/attachmentChunkResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentChunkResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentChunkResult {
             val o = wireObject(raw, "AttachmentChunkResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentChunkResult" + ": unexpected key " + key }
             return AttachmentChunkResult(
@@ -4649,9 +4801,14 @@ data class AttachmentCommitParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentCommitParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentCommitParams {
-            if (validate) assertValid(validateAt("/\$defs/attachmentCommitParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentCommitParams`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentCommitParams {
+            assertValid(validateAt("/\$defs/attachmentCommitParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentCommitParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentCommitParams {
             val o = wireObject(raw, "AttachmentCommitParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentCommitParams" + ": unexpected key " + key }
             return AttachmentCommitParams(
@@ -4679,13 +4836,18 @@ data class AttachmentCommitResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentCommitResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentCommitResult {
-            if (validate) assertValid(validateAt("/\$defs/attachmentCommitResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentCommitResult`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentCommitResult {
+            assertValid(validateAt("/\$defs/attachmentCommitResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentCommitResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentCommitResult {
             val o = wireObject(raw, "AttachmentCommitResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentCommitResult" + ": unexpected key " + key }
             return AttachmentCommitResult(
-                descriptor = agentwire.generated.roll_runtime.SharedAttachmentDescriptor.fromWire(wireField(o, "descriptor", "AttachmentCommitResult"), false)
+                descriptor = agentwire.generated.roll_runtime.SharedAttachmentDescriptor.fromWireUnchecked(wireField(o, "descriptor", "AttachmentCommitResult"))
             )
         }
 
@@ -4713,9 +4875,14 @@ data class AttachmentReleaseParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentReleaseParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentReleaseParams {
-            if (validate) assertValid(validateAt("/\$defs/attachmentReleaseParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentReleaseParams`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentReleaseParams {
+            assertValid(validateAt("/\$defs/attachmentReleaseParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentReleaseParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentReleaseParams {
             val o = wireObject(raw, "AttachmentReleaseParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentReleaseParams" + ": unexpected key " + key }
             return AttachmentReleaseParams(
@@ -4743,9 +4910,14 @@ data class AttachmentReleaseResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentReleaseResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentReleaseResult {
-            if (validate) assertValid(validateAt("/\$defs/attachmentReleaseResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentReleaseResult`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentReleaseResult {
+            assertValid(validateAt("/\$defs/attachmentReleaseResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentReleaseResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentReleaseResult {
             val o = wireObject(raw, "AttachmentReleaseResult")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentReleaseResult" + ": unexpected key " + key }
             return AttachmentReleaseResult(
@@ -4762,52 +4934,48 @@ data class InitializeRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: InitializeRequestMethod,
     /** Wire name: `params`. */
     val params: InitializeParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "initialize" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `InitializeRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): InitializeRequest {
-            if (validate) assertValid(validateAt("/\$defs/initializeRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `InitializeRequest`. */
+        fun fromWire(raw: kotlin.Any?): InitializeRequest {
+            assertValid(validateAt("/\$defs/initializeRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `InitializeRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): InitializeRequest {
             val o = wireObject(raw, "InitializeRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "InitializeRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "InitializeRequest") == METHOD) { "InitializeRequest" + ": " + "method" + " must be " + METHOD }
             return InitializeRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "InitializeRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "InitializeRequest"), false),
-                method = agentwire.generated.roll_runtime.InitializeRequestMethod.fromWire(wireField(o, "method", "InitializeRequest")),
-                params = agentwire.generated.roll_runtime.InitializeParams.fromWire(wireField(o, "params", "InitializeRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "InitializeRequest")),
+                params = agentwire.generated.roll_runtime.InitializeParams.fromWireUnchecked(wireField(o, "params", "InitializeRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "initialize"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class InitializeRequestMethod(val wireValue: String) {
-    INITIALIZE("initialize");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): InitializeRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): InitializeRequestMethod = fromWireValue(wireString(raw, "InitializeRequestMethod")) ?: throw IllegalArgumentException("InitializeRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -4817,52 +4985,48 @@ data class ClientCapabilitiesSetRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ClientCapabilitiesSetRequestMethod,
     /** Wire name: `params`. */
     val params: ClientCapabilitiesSetParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "client.capabilities.set" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ClientCapabilitiesSetRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ClientCapabilitiesSetRequest {
-            if (validate) assertValid(validateAt("/\$defs/clientCapabilitiesSetRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ClientCapabilitiesSetRequest`. */
+        fun fromWire(raw: kotlin.Any?): ClientCapabilitiesSetRequest {
+            assertValid(validateAt("/\$defs/clientCapabilitiesSetRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ClientCapabilitiesSetRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ClientCapabilitiesSetRequest {
             val o = wireObject(raw, "ClientCapabilitiesSetRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ClientCapabilitiesSetRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ClientCapabilitiesSetRequest") == METHOD) { "ClientCapabilitiesSetRequest" + ": " + "method" + " must be " + METHOD }
             return ClientCapabilitiesSetRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ClientCapabilitiesSetRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ClientCapabilitiesSetRequest"), false),
-                method = agentwire.generated.roll_runtime.ClientCapabilitiesSetRequestMethod.fromWire(wireField(o, "method", "ClientCapabilitiesSetRequest")),
-                params = agentwire.generated.roll_runtime.ClientCapabilitiesSetParams.fromWire(wireField(o, "params", "ClientCapabilitiesSetRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ClientCapabilitiesSetRequest")),
+                params = agentwire.generated.roll_runtime.ClientCapabilitiesSetParams.fromWireUnchecked(wireField(o, "params", "ClientCapabilitiesSetRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "client.capabilities.set"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ClientCapabilitiesSetRequestMethod(val wireValue: String) {
-    CLIENT_CAPABILITIES_SET("client.capabilities.set");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ClientCapabilitiesSetRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ClientCapabilitiesSetRequestMethod = fromWireValue(wireString(raw, "ClientCapabilitiesSetRequestMethod")) ?: throw IllegalArgumentException("ClientCapabilitiesSetRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -4871,52 +5035,48 @@ data class ThreadListRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadListRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadListParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.list" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadListRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadListRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadListRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadListRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadListRequest {
+            assertValid(validateAt("/\$defs/threadListRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadListRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadListRequest {
             val o = wireObject(raw, "ThreadListRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadListRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadListRequest") == METHOD) { "ThreadListRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadListRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadListRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadListRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadListRequestMethod.fromWire(wireField(o, "method", "ThreadListRequest")),
-                params = agentwire.generated.roll_runtime.ThreadListParams.fromWire(wireField(o, "params", "ThreadListRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadListRequest")),
+                params = agentwire.generated.roll_runtime.ThreadListParams.fromWireUnchecked(wireField(o, "params", "ThreadListRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.list"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadListRequestMethod(val wireValue: String) {
-    THREAD_LIST("thread.list");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadListRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadListRequestMethod = fromWireValue(wireString(raw, "ThreadListRequestMethod")) ?: throw IllegalArgumentException("ThreadListRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -4925,52 +5085,48 @@ data class ThreadCreateRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadCreateRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadCreateParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.create" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCreateRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCreateRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadCreateRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadCreateRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadCreateRequest {
+            assertValid(validateAt("/\$defs/threadCreateRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadCreateRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadCreateRequest {
             val o = wireObject(raw, "ThreadCreateRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCreateRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadCreateRequest") == METHOD) { "ThreadCreateRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadCreateRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadCreateRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadCreateRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadCreateRequestMethod.fromWire(wireField(o, "method", "ThreadCreateRequest")),
-                params = agentwire.generated.roll_runtime.ThreadCreateParams.fromWire(wireField(o, "params", "ThreadCreateRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadCreateRequest")),
+                params = agentwire.generated.roll_runtime.ThreadCreateParams.fromWireUnchecked(wireField(o, "params", "ThreadCreateRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.create"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadCreateRequestMethod(val wireValue: String) {
-    THREAD_CREATE("thread.create");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadCreateRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadCreateRequestMethod = fromWireValue(wireString(raw, "ThreadCreateRequestMethod")) ?: throw IllegalArgumentException("ThreadCreateRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -4979,52 +5135,48 @@ data class ThreadOpenRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadOpenRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadOpenParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.open" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadOpenRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadOpenRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadOpenRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadOpenRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadOpenRequest {
+            assertValid(validateAt("/\$defs/threadOpenRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadOpenRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadOpenRequest {
             val o = wireObject(raw, "ThreadOpenRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadOpenRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadOpenRequest") == METHOD) { "ThreadOpenRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadOpenRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadOpenRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadOpenRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadOpenRequestMethod.fromWire(wireField(o, "method", "ThreadOpenRequest")),
-                params = agentwire.generated.roll_runtime.ThreadOpenParams.fromWire(wireField(o, "params", "ThreadOpenRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadOpenRequest")),
+                params = agentwire.generated.roll_runtime.ThreadOpenParams.fromWireUnchecked(wireField(o, "params", "ThreadOpenRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.open"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadOpenRequestMethod(val wireValue: String) {
-    THREAD_OPEN("thread.open");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadOpenRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadOpenRequestMethod = fromWireValue(wireString(raw, "ThreadOpenRequestMethod")) ?: throw IllegalArgumentException("ThreadOpenRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5033,52 +5185,48 @@ data class ThreadSnapshotRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadSnapshotRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadSnapshotParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.snapshot" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadSnapshotRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadSnapshotRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadSnapshotRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadSnapshotRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadSnapshotRequest {
+            assertValid(validateAt("/\$defs/threadSnapshotRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadSnapshotRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadSnapshotRequest {
             val o = wireObject(raw, "ThreadSnapshotRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadSnapshotRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadSnapshotRequest") == METHOD) { "ThreadSnapshotRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadSnapshotRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadSnapshotRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadSnapshotRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadSnapshotRequestMethod.fromWire(wireField(o, "method", "ThreadSnapshotRequest")),
-                params = agentwire.generated.roll_runtime.ThreadSnapshotParams.fromWire(wireField(o, "params", "ThreadSnapshotRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadSnapshotRequest")),
+                params = agentwire.generated.roll_runtime.ThreadSnapshotParams.fromWireUnchecked(wireField(o, "params", "ThreadSnapshotRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.snapshot"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadSnapshotRequestMethod(val wireValue: String) {
-    THREAD_SNAPSHOT("thread.snapshot");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadSnapshotRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadSnapshotRequestMethod = fromWireValue(wireString(raw, "ThreadSnapshotRequestMethod")) ?: throw IllegalArgumentException("ThreadSnapshotRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5087,52 +5235,48 @@ data class ThreadRenameRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadRenameRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadRenameParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.rename" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadRenameRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadRenameRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadRenameRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadRenameRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadRenameRequest {
+            assertValid(validateAt("/\$defs/threadRenameRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadRenameRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadRenameRequest {
             val o = wireObject(raw, "ThreadRenameRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadRenameRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadRenameRequest") == METHOD) { "ThreadRenameRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadRenameRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadRenameRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadRenameRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadRenameRequestMethod.fromWire(wireField(o, "method", "ThreadRenameRequest")),
-                params = agentwire.generated.roll_runtime.ThreadRenameParams.fromWire(wireField(o, "params", "ThreadRenameRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadRenameRequest")),
+                params = agentwire.generated.roll_runtime.ThreadRenameParams.fromWireUnchecked(wireField(o, "params", "ThreadRenameRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.rename"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadRenameRequestMethod(val wireValue: String) {
-    THREAD_RENAME("thread.rename");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadRenameRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadRenameRequestMethod = fromWireValue(wireString(raw, "ThreadRenameRequestMethod")) ?: throw IllegalArgumentException("ThreadRenameRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5141,52 +5285,48 @@ data class ThreadDeleteRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadDeleteRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadDeleteParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.delete" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDeleteRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDeleteRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadDeleteRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadDeleteRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadDeleteRequest {
+            assertValid(validateAt("/\$defs/threadDeleteRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadDeleteRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadDeleteRequest {
             val o = wireObject(raw, "ThreadDeleteRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDeleteRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadDeleteRequest") == METHOD) { "ThreadDeleteRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadDeleteRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadDeleteRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadDeleteRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadDeleteRequestMethod.fromWire(wireField(o, "method", "ThreadDeleteRequest")),
-                params = agentwire.generated.roll_runtime.ThreadDeleteParams.fromWire(wireField(o, "params", "ThreadDeleteRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadDeleteRequest")),
+                params = agentwire.generated.roll_runtime.ThreadDeleteParams.fromWireUnchecked(wireField(o, "params", "ThreadDeleteRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.delete"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadDeleteRequestMethod(val wireValue: String) {
-    THREAD_DELETE("thread.delete");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadDeleteRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadDeleteRequestMethod = fromWireValue(wireString(raw, "ThreadDeleteRequestMethod")) ?: throw IllegalArgumentException("ThreadDeleteRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5195,52 +5335,48 @@ data class ThreadDetachRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadDetachRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadDetachParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.detach" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadDetachRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadDetachRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadDetachRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadDetachRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadDetachRequest {
+            assertValid(validateAt("/\$defs/threadDetachRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadDetachRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadDetachRequest {
             val o = wireObject(raw, "ThreadDetachRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadDetachRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadDetachRequest") == METHOD) { "ThreadDetachRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadDetachRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadDetachRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadDetachRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadDetachRequestMethod.fromWire(wireField(o, "method", "ThreadDetachRequest")),
-                params = agentwire.generated.roll_runtime.ThreadDetachParams.fromWire(wireField(o, "params", "ThreadDetachRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadDetachRequest")),
+                params = agentwire.generated.roll_runtime.ThreadDetachParams.fromWireUnchecked(wireField(o, "params", "ThreadDetachRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.detach"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadDetachRequestMethod(val wireValue: String) {
-    THREAD_DETACH("thread.detach");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadDetachRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadDetachRequestMethod = fromWireValue(wireString(raw, "ThreadDetachRequestMethod")) ?: throw IllegalArgumentException("ThreadDetachRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5249,52 +5385,48 @@ data class ThreadCapabilitiesRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ThreadCapabilitiesRequestMethod,
     /** Wire name: `params`. */
     val params: ThreadCapabilitiesParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "thread.capabilities" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ThreadCapabilitiesRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ThreadCapabilitiesRequest {
-            if (validate) assertValid(validateAt("/\$defs/threadCapabilitiesRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ThreadCapabilitiesRequest`. */
+        fun fromWire(raw: kotlin.Any?): ThreadCapabilitiesRequest {
+            assertValid(validateAt("/\$defs/threadCapabilitiesRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ThreadCapabilitiesRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ThreadCapabilitiesRequest {
             val o = wireObject(raw, "ThreadCapabilitiesRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ThreadCapabilitiesRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ThreadCapabilitiesRequest") == METHOD) { "ThreadCapabilitiesRequest" + ": " + "method" + " must be " + METHOD }
             return ThreadCapabilitiesRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ThreadCapabilitiesRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ThreadCapabilitiesRequest"), false),
-                method = agentwire.generated.roll_runtime.ThreadCapabilitiesRequestMethod.fromWire(wireField(o, "method", "ThreadCapabilitiesRequest")),
-                params = agentwire.generated.roll_runtime.ThreadCapabilitiesParams.fromWire(wireField(o, "params", "ThreadCapabilitiesRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ThreadCapabilitiesRequest")),
+                params = agentwire.generated.roll_runtime.ThreadCapabilitiesParams.fromWireUnchecked(wireField(o, "params", "ThreadCapabilitiesRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "thread.capabilities"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ThreadCapabilitiesRequestMethod(val wireValue: String) {
-    THREAD_CAPABILITIES("thread.capabilities");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ThreadCapabilitiesRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ThreadCapabilitiesRequestMethod = fromWireValue(wireString(raw, "ThreadCapabilitiesRequestMethod")) ?: throw IllegalArgumentException("ThreadCapabilitiesRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5304,52 +5436,48 @@ data class RuntimeEventsResumeRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: RuntimeEventsResumeRequestMethod,
     /** Wire name: `params`. */
     val params: RuntimeEventsResumeParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "runtime.events.resume" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventsResumeRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventsResumeRequest {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventsResumeRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventsResumeRequest`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventsResumeRequest {
+            assertValid(validateAt("/\$defs/runtimeEventsResumeRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RuntimeEventsResumeRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RuntimeEventsResumeRequest {
             val o = wireObject(raw, "RuntimeEventsResumeRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventsResumeRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "RuntimeEventsResumeRequest") == METHOD) { "RuntimeEventsResumeRequest" + ": " + "method" + " must be " + METHOD }
             return RuntimeEventsResumeRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "RuntimeEventsResumeRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "RuntimeEventsResumeRequest"), false),
-                method = agentwire.generated.roll_runtime.RuntimeEventsResumeRequestMethod.fromWire(wireField(o, "method", "RuntimeEventsResumeRequest")),
-                params = agentwire.generated.roll_runtime.RuntimeEventsResumeParams.fromWire(wireField(o, "params", "RuntimeEventsResumeRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "RuntimeEventsResumeRequest")),
+                params = agentwire.generated.roll_runtime.RuntimeEventsResumeParams.fromWireUnchecked(wireField(o, "params", "RuntimeEventsResumeRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "runtime.events.resume"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class RuntimeEventsResumeRequestMethod(val wireValue: String) {
-    RUNTIME_EVENTS_RESUME("runtime.events.resume");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): RuntimeEventsResumeRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): RuntimeEventsResumeRequestMethod = fromWireValue(wireString(raw, "RuntimeEventsResumeRequestMethod")) ?: throw IllegalArgumentException("RuntimeEventsResumeRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5358,52 +5486,48 @@ data class TurnStartRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: TurnStartRequestMethod,
     /** Wire name: `params`. */
     val params: TurnStartParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "turn.start" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnStartRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnStartRequest {
-            if (validate) assertValid(validateAt("/\$defs/turnStartRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnStartRequest`. */
+        fun fromWire(raw: kotlin.Any?): TurnStartRequest {
+            assertValid(validateAt("/\$defs/turnStartRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnStartRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnStartRequest {
             val o = wireObject(raw, "TurnStartRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TurnStartRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "TurnStartRequest") == METHOD) { "TurnStartRequest" + ": " + "method" + " must be " + METHOD }
             return TurnStartRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "TurnStartRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "TurnStartRequest"), false),
-                method = agentwire.generated.roll_runtime.TurnStartRequestMethod.fromWire(wireField(o, "method", "TurnStartRequest")),
-                params = agentwire.generated.roll_runtime.TurnStartParams.fromWire(wireField(o, "params", "TurnStartRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "TurnStartRequest")),
+                params = agentwire.generated.roll_runtime.TurnStartParams.fromWireUnchecked(wireField(o, "params", "TurnStartRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "turn.start"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class TurnStartRequestMethod(val wireValue: String) {
-    TURN_START("turn.start");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): TurnStartRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): TurnStartRequestMethod = fromWireValue(wireString(raw, "TurnStartRequestMethod")) ?: throw IllegalArgumentException("TurnStartRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5412,52 +5536,48 @@ data class TurnCancelRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: TurnCancelRequestMethod,
     /** Wire name: `params`. */
     val params: TurnCancelParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "turn.cancel" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `TurnCancelRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): TurnCancelRequest {
-            if (validate) assertValid(validateAt("/\$defs/turnCancelRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `TurnCancelRequest`. */
+        fun fromWire(raw: kotlin.Any?): TurnCancelRequest {
+            assertValid(validateAt("/\$defs/turnCancelRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `TurnCancelRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): TurnCancelRequest {
             val o = wireObject(raw, "TurnCancelRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "TurnCancelRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "TurnCancelRequest") == METHOD) { "TurnCancelRequest" + ": " + "method" + " must be " + METHOD }
             return TurnCancelRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "TurnCancelRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "TurnCancelRequest"), false),
-                method = agentwire.generated.roll_runtime.TurnCancelRequestMethod.fromWire(wireField(o, "method", "TurnCancelRequest")),
-                params = agentwire.generated.roll_runtime.TurnCancelParams.fromWire(wireField(o, "params", "TurnCancelRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "TurnCancelRequest")),
+                params = agentwire.generated.roll_runtime.TurnCancelParams.fromWireUnchecked(wireField(o, "params", "TurnCancelRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "turn.cancel"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class TurnCancelRequestMethod(val wireValue: String) {
-    TURN_CANCEL("turn.cancel");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): TurnCancelRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): TurnCancelRequestMethod = fromWireValue(wireString(raw, "TurnCancelRequestMethod")) ?: throw IllegalArgumentException("TurnCancelRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5466,52 +5586,48 @@ data class ApprovalRespondRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: ApprovalRespondRequestMethod,
     /** Wire name: `params`. */
     val params: ApprovalRespondParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "approval.respond" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRespondRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRespondRequest {
-            if (validate) assertValid(validateAt("/\$defs/approvalRespondRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRespondRequest`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRespondRequest {
+            assertValid(validateAt("/\$defs/approvalRespondRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRespondRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRespondRequest {
             val o = wireObject(raw, "ApprovalRespondRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRespondRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ApprovalRespondRequest") == METHOD) { "ApprovalRespondRequest" + ": " + "method" + " must be " + METHOD }
             return ApprovalRespondRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ApprovalRespondRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ApprovalRespondRequest"), false),
-                method = agentwire.generated.roll_runtime.ApprovalRespondRequestMethod.fromWire(wireField(o, "method", "ApprovalRespondRequest")),
-                params = agentwire.generated.roll_runtime.ApprovalRespondParams.fromWire(wireField(o, "params", "ApprovalRespondRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ApprovalRespondRequest")),
+                params = agentwire.generated.roll_runtime.ApprovalRespondParams.fromWireUnchecked(wireField(o, "params", "ApprovalRespondRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "approval.respond"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class ApprovalRespondRequestMethod(val wireValue: String) {
-    APPROVAL_RESPOND("approval.respond");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): ApprovalRespondRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): ApprovalRespondRequestMethod = fromWireValue(wireString(raw, "ApprovalRespondRequestMethod")) ?: throw IllegalArgumentException("ApprovalRespondRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5520,52 +5636,48 @@ data class OperationGetRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: OperationGetRequestMethod,
     /** Wire name: `params`. */
     val params: OperationGetParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "operation.get" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationGetRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): OperationGetRequest {
-            if (validate) assertValid(validateAt("/\$defs/operationGetRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `OperationGetRequest`. */
+        fun fromWire(raw: kotlin.Any?): OperationGetRequest {
+            assertValid(validateAt("/\$defs/operationGetRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `OperationGetRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): OperationGetRequest {
             val o = wireObject(raw, "OperationGetRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "OperationGetRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "OperationGetRequest") == METHOD) { "OperationGetRequest" + ": " + "method" + " must be " + METHOD }
             return OperationGetRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "OperationGetRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "OperationGetRequest"), false),
-                method = agentwire.generated.roll_runtime.OperationGetRequestMethod.fromWire(wireField(o, "method", "OperationGetRequest")),
-                params = agentwire.generated.roll_runtime.OperationGetParams.fromWire(wireField(o, "params", "OperationGetRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "OperationGetRequest")),
+                params = agentwire.generated.roll_runtime.OperationGetParams.fromWireUnchecked(wireField(o, "params", "OperationGetRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "operation.get"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class OperationGetRequestMethod(val wireValue: String) {
-    OPERATION_GET("operation.get");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): OperationGetRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): OperationGetRequestMethod = fromWireValue(wireString(raw, "OperationGetRequestMethod")) ?: throw IllegalArgumentException("OperationGetRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5575,52 +5687,48 @@ data class OperationResultGetRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: OperationResultGetRequestMethod,
     /** Wire name: `params`. */
     val params: OperationResultGetParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "operation.result.get" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `OperationResultGetRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): OperationResultGetRequest {
-            if (validate) assertValid(validateAt("/\$defs/operationResultGetRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `OperationResultGetRequest`. */
+        fun fromWire(raw: kotlin.Any?): OperationResultGetRequest {
+            assertValid(validateAt("/\$defs/operationResultGetRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `OperationResultGetRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): OperationResultGetRequest {
             val o = wireObject(raw, "OperationResultGetRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "OperationResultGetRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "OperationResultGetRequest") == METHOD) { "OperationResultGetRequest" + ": " + "method" + " must be " + METHOD }
             return OperationResultGetRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "OperationResultGetRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "OperationResultGetRequest"), false),
-                method = agentwire.generated.roll_runtime.OperationResultGetRequestMethod.fromWire(wireField(o, "method", "OperationResultGetRequest")),
-                params = agentwire.generated.roll_runtime.OperationResultGetParams.fromWire(wireField(o, "params", "OperationResultGetRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "OperationResultGetRequest")),
+                params = agentwire.generated.roll_runtime.OperationResultGetParams.fromWireUnchecked(wireField(o, "params", "OperationResultGetRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "operation.result.get"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class OperationResultGetRequestMethod(val wireValue: String) {
-    OPERATION_RESULT_GET("operation.result.get");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): OperationResultGetRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): OperationResultGetRequestMethod = fromWireValue(wireString(raw, "OperationResultGetRequestMethod")) ?: throw IllegalArgumentException("OperationResultGetRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5630,52 +5738,48 @@ data class AttachmentStageRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: AttachmentStageRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentStageParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "attachment.stage" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentStageRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentStageRequest {
-            if (validate) assertValid(validateAt("/\$defs/attachmentStageRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentStageRequest`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentStageRequest {
+            assertValid(validateAt("/\$defs/attachmentStageRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentStageRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentStageRequest {
             val o = wireObject(raw, "AttachmentStageRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentStageRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "AttachmentStageRequest") == METHOD) { "AttachmentStageRequest" + ": " + "method" + " must be " + METHOD }
             return AttachmentStageRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentStageRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentStageRequest"), false),
-                method = agentwire.generated.roll_runtime.AttachmentStageRequestMethod.fromWire(wireField(o, "method", "AttachmentStageRequest")),
-                params = agentwire.generated.roll_runtime.AttachmentStageParams.fromWire(wireField(o, "params", "AttachmentStageRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "AttachmentStageRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentStageParams.fromWireUnchecked(wireField(o, "params", "AttachmentStageRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "attachment.stage"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class AttachmentStageRequestMethod(val wireValue: String) {
-    ATTACHMENT_STAGE("attachment.stage");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): AttachmentStageRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): AttachmentStageRequestMethod = fromWireValue(wireString(raw, "AttachmentStageRequestMethod")) ?: throw IllegalArgumentException("AttachmentStageRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5685,52 +5789,48 @@ data class AttachmentChunkRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: AttachmentChunkRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentChunkParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "attachment.chunk" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentChunkRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentChunkRequest {
-            if (validate) assertValid(validateAt("/\$defs/attachmentChunkRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentChunkRequest`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentChunkRequest {
+            assertValid(validateAt("/\$defs/attachmentChunkRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentChunkRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentChunkRequest {
             val o = wireObject(raw, "AttachmentChunkRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentChunkRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "AttachmentChunkRequest") == METHOD) { "AttachmentChunkRequest" + ": " + "method" + " must be " + METHOD }
             return AttachmentChunkRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentChunkRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentChunkRequest"), false),
-                method = agentwire.generated.roll_runtime.AttachmentChunkRequestMethod.fromWire(wireField(o, "method", "AttachmentChunkRequest")),
-                params = agentwire.generated.roll_runtime.AttachmentChunkParams.fromWire(wireField(o, "params", "AttachmentChunkRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "AttachmentChunkRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentChunkParams.fromWireUnchecked(wireField(o, "params", "AttachmentChunkRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "attachment.chunk"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class AttachmentChunkRequestMethod(val wireValue: String) {
-    ATTACHMENT_CHUNK("attachment.chunk");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): AttachmentChunkRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): AttachmentChunkRequestMethod = fromWireValue(wireString(raw, "AttachmentChunkRequestMethod")) ?: throw IllegalArgumentException("AttachmentChunkRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5740,52 +5840,48 @@ data class AttachmentCommitRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: AttachmentCommitRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentCommitParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "attachment.commit" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentCommitRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentCommitRequest {
-            if (validate) assertValid(validateAt("/\$defs/attachmentCommitRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentCommitRequest`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentCommitRequest {
+            assertValid(validateAt("/\$defs/attachmentCommitRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentCommitRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentCommitRequest {
             val o = wireObject(raw, "AttachmentCommitRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentCommitRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "AttachmentCommitRequest") == METHOD) { "AttachmentCommitRequest" + ": " + "method" + " must be " + METHOD }
             return AttachmentCommitRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentCommitRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentCommitRequest"), false),
-                method = agentwire.generated.roll_runtime.AttachmentCommitRequestMethod.fromWire(wireField(o, "method", "AttachmentCommitRequest")),
-                params = agentwire.generated.roll_runtime.AttachmentCommitParams.fromWire(wireField(o, "params", "AttachmentCommitRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "AttachmentCommitRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentCommitParams.fromWireUnchecked(wireField(o, "params", "AttachmentCommitRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "attachment.commit"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class AttachmentCommitRequestMethod(val wireValue: String) {
-    ATTACHMENT_COMMIT("attachment.commit");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): AttachmentCommitRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): AttachmentCommitRequestMethod = fromWireValue(wireString(raw, "AttachmentCommitRequestMethod")) ?: throw IllegalArgumentException("AttachmentCommitRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5795,52 +5891,48 @@ data class AttachmentReleaseRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: AttachmentReleaseRequestMethod,
     /** Wire name: `params`. */
     val params: AttachmentReleaseParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "attachment.release" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `AttachmentReleaseRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): AttachmentReleaseRequest {
-            if (validate) assertValid(validateAt("/\$defs/attachmentReleaseRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AttachmentReleaseRequest`. */
+        fun fromWire(raw: kotlin.Any?): AttachmentReleaseRequest {
+            assertValid(validateAt("/\$defs/attachmentReleaseRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `AttachmentReleaseRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): AttachmentReleaseRequest {
             val o = wireObject(raw, "AttachmentReleaseRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "AttachmentReleaseRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "AttachmentReleaseRequest") == METHOD) { "AttachmentReleaseRequest" + ": " + "method" + " must be " + METHOD }
             return AttachmentReleaseRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "AttachmentReleaseRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "AttachmentReleaseRequest"), false),
-                method = agentwire.generated.roll_runtime.AttachmentReleaseRequestMethod.fromWire(wireField(o, "method", "AttachmentReleaseRequest")),
-                params = agentwire.generated.roll_runtime.AttachmentReleaseParams.fromWire(wireField(o, "params", "AttachmentReleaseRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "AttachmentReleaseRequest")),
+                params = agentwire.generated.roll_runtime.AttachmentReleaseParams.fromWireUnchecked(wireField(o, "params", "AttachmentReleaseRequest"))
             )
         }
 
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "attachment.release"
+
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
-    }
-}
-
-enum class AttachmentReleaseRequestMethod(val wireValue: String) {
-    ATTACHMENT_RELEASE("attachment.release");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): AttachmentReleaseRequestMethod? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): AttachmentReleaseRequestMethod = fromWireValue(wireString(raw, "AttachmentReleaseRequestMethod")) ?: throw IllegalArgumentException("AttachmentReleaseRequestMethod" + ": unknown value " + raw)
     }
 }
 
@@ -5876,9 +5968,14 @@ data class ApprovalRequestParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequestParams {
-            if (validate) assertValid(validateAt("/\$defs/approvalRequestParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequestParams`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRequestParams {
+            assertValid(validateAt("/\$defs/approvalRequestParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRequestParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRequestParams {
             val o = wireObject(raw, "ApprovalRequestParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestParams" + ": unexpected key " + key }
             return ApprovalRequestParams(
@@ -5887,7 +5984,7 @@ data class ApprovalRequestParams(
                 turnId = wireString(wireField(o, "turnId", "ApprovalRequestParams"), "string"),
                 expiresAt = wireString(wireField(o, "expiresAt", "ApprovalRequestParams"), "string"),
                 sensitivity = agentwire.generated.roll_runtime.SharedInteractionSensitivity.fromWire(wireField(o, "sensitivity", "ApprovalRequestParams")),
-                approval = agentwire.generated.roll_runtime.SharedPendingApproval.fromWire(wireField(o, "approval", "ApprovalRequestParams"), false)
+                approval = agentwire.generated.roll_runtime.SharedPendingApproval.fromWireUnchecked(wireField(o, "approval", "ApprovalRequestParams"))
             )
         }
 
@@ -5908,62 +6005,69 @@ sealed class ApprovalRequestResult {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `decision` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ApprovalRequestResult {
-            if (validate) assertValid(validateAt("/\$defs/approvalRequestResult", raw))
-            val o = wireObject(raw, "ApprovalRequestResult")
-            return when (wireField(o, "decision", "ApprovalRequestResult")) {
-                "approve" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Approve(agentwire.generated.roll_runtime.ApprovalRequestResultApprove.fromWire(o))
-                "reject" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Reject(agentwire.generated.roll_runtime.ApprovalRequestResultReject.fromWire(o))
-                else -> throw IllegalArgumentException("ApprovalRequestResult" + ": unknown decision " + o["decision"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequestResult`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRequestResult {
+            assertValid(validateAt("/\$defs/approvalRequestResult", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `decision` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ApprovalRequestResult {
-            if (validate) assertValid(validateAt("/\$defs/approvalRequestResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequestResult`. */
+        fun fromWireKnown(raw: kotlin.Any?): ApprovalRequestResult {
+            assertValid(validateAt("/\$defs/approvalRequestResult", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `ApprovalRequestResult` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): ApprovalRequestResult {
             val o = wireObject(raw, "ApprovalRequestResult")
             return when (wireField(o, "decision", "ApprovalRequestResult")) {
-                "approve" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Approve(agentwire.generated.roll_runtime.ApprovalRequestResultApprove.fromWire(o))
-                "reject" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Reject(agentwire.generated.roll_runtime.ApprovalRequestResultReject.fromWire(o))
+                "approve" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Approve(agentwire.generated.roll_runtime.ApprovalRequestResultApprove.fromWireUnchecked(o))
+                "reject" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Reject(agentwire.generated.roll_runtime.ApprovalRequestResultReject.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("ApprovalRequestResult" + ": unknown decision " + o["decision"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `ApprovalRequestResult`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `ApprovalRequestResult` against the schema, every level (as `ApprovalRequestResult.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkApprovalRequestResult(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "ApprovalRequestResult", listOf("decision"), null)
-    val tag = record["decision"]
-    require(tag is String) { "ApprovalRequestResult: decision must be a string" }
-    return when (tag) {
-        "approve" -> checkKeys(record, "ApprovalRequestResult", listOf("decision"), listOf("decision"))
-        "reject" -> checkKeys(record, "ApprovalRequestResult", listOf("decision"), listOf("decision", "reason"))
-        else -> throw IllegalArgumentException("ApprovalRequestResult: unknown decision " + tag)
-    }
+    assertValid(validateAt("/\$defs/approvalRequestResult", raw))
+    return wireObject(raw, "ApprovalRequestResult")
 }
 
-data class ApprovalRequestResultApprove(
-    /** Wire name: `decision`. */
-    val decision: ApprovalRequestResultApproveDecision
-) {
+class ApprovalRequestResultApprove {
+    /**
+     * Wire name: `decision`.
+     * Always "approve" (`DECISION`): decoding checks it.
+     */
+    val decision: String get() = DECISION
+    override fun equals(other: Any?): Boolean = other is ApprovalRequestResultApprove
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "ApprovalRequestResultApprove()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["decision"] = this.decision.toWire()
+        out["decision"] = DECISION
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestResultApprove`. */
-        fun fromWire(raw: Any?): ApprovalRequestResultApprove {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequestResultApprove`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRequestResultApprove {
+            assertValid(validateAt("/\$defs/approvalRequestResult/oneOf/0", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRequestResultApprove` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRequestResultApprove {
             val o = wireObject(raw, "ApprovalRequestResultApprove")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestResultApprove" + ": unexpected key " + key }
-            return ApprovalRequestResultApprove(
-                decision = agentwire.generated.roll_runtime.ApprovalRequestResultApproveDecision.fromWire(wireField(o, "decision", "ApprovalRequestResultApprove"))
-            )
+            require(wireField(o, "decision", "ApprovalRequestResultApprove") == DECISION) { "ApprovalRequestResultApprove" + ": " + "decision" + " must be " + DECISION }
+            return ApprovalRequestResultApprove()
         }
+
+        /** The value of `decision`, the tag of this variant. */
+        const val DECISION: String = "approve"
 
         private val KNOWN_KEYS: Set<String> = setOf("decision")
     }
@@ -5985,14 +6089,17 @@ enum class ApprovalRequestResultApproveDecision(val wireValue: String) {
 }
 
 data class ApprovalRequestResultReject(
-    /** Wire name: `decision`. */
-    val decision: ApprovalRequestResultRejectDecision,
     /**
      * Constraints: minLength: 1
      * Wire name: `reason`.
      */
     val reason: String? = null
 ) {
+    /**
+     * Wire name: `decision`.
+     * Always "reject" (`DECISION`): decoding checks it.
+     */
+    val decision: String get() = DECISION
     init {
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "ApprovalRequestResultReject.reason: minLength 1" }
     }
@@ -6000,21 +6107,30 @@ data class ApprovalRequestResultReject(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["decision"] = this.decision.toWire()
+        out["decision"] = DECISION
         this.reason?.let { v -> out["reason"] = v }
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestResultReject`. */
-        fun fromWire(raw: Any?): ApprovalRequestResultReject {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequestResultReject`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRequestResultReject {
+            assertValid(validateAt("/\$defs/approvalRequestResult/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRequestResultReject` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRequestResultReject {
             val o = wireObject(raw, "ApprovalRequestResultReject")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestResultReject" + ": unexpected key " + key }
+            require(wireField(o, "decision", "ApprovalRequestResultReject") == DECISION) { "ApprovalRequestResultReject" + ": " + "decision" + " must be " + DECISION }
             return ApprovalRequestResultReject(
-                decision = agentwire.generated.roll_runtime.ApprovalRequestResultRejectDecision.fromWire(wireField(o, "decision", "ApprovalRequestResultReject")),
                 reason = o["reason"]?.let { v -> wireString(v, "string") }
             )
         }
+
+        /** The value of `decision`, the tag of this variant. */
+        const val DECISION: String = "reject"
 
         private val KNOWN_KEYS: Set<String> = setOf("decision", "reason")
     }
@@ -6070,9 +6186,14 @@ data class UserInputRequestParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputRequestParams {
-            if (validate) assertValid(validateAt("/\$defs/userInputRequestParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputRequestParams`. */
+        fun fromWire(raw: kotlin.Any?): UserInputRequestParams {
+            assertValid(validateAt("/\$defs/userInputRequestParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputRequestParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputRequestParams {
             val o = wireObject(raw, "UserInputRequestParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestParams" + ": unexpected key " + key }
             return UserInputRequestParams(
@@ -6083,7 +6204,7 @@ data class UserInputRequestParams(
                 sensitivity = agentwire.generated.roll_runtime.SharedInteractionSensitivity.fromWire(wireField(o, "sensitivity", "UserInputRequestParams")),
                 title = o["title"]?.let { v -> wireString(v, "string") },
                 description = o["description"]?.let { v -> wireString(v, "string") },
-                controls = wireList(wireField(o, "controls", "UserInputRequestParams")).map { x0 -> agentwire.generated.roll_runtime.UserInputControl.fromWire(x0, false) }
+                controls = wireList(wireField(o, "controls", "UserInputRequestParams")).map { x0 -> agentwire.generated.roll_runtime.UserInputControl.fromWireUnchecked(x0) }
             )
         }
 
@@ -6104,50 +6225,47 @@ sealed class UserInputRequestResult {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `status` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputRequestResult {
-            if (validate) assertValid(validateAt("/\$defs/userInputRequestResult", raw))
-            val o = wireObject(raw, "UserInputRequestResult")
-            return when (wireField(o, "status", "UserInputRequestResult")) {
-                "submitted" -> agentwire.generated.roll_runtime.UserInputRequestResult.Submitted(agentwire.generated.roll_runtime.UserInputRequestResultSubmitted.fromWire(o))
-                "cancelled" -> agentwire.generated.roll_runtime.UserInputRequestResult.Cancelled(agentwire.generated.roll_runtime.UserInputRequestResultCancelled.fromWire(o))
-                else -> throw IllegalArgumentException("UserInputRequestResult" + ": unknown status " + o["status"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputRequestResult`. */
+        fun fromWire(raw: kotlin.Any?): UserInputRequestResult {
+            assertValid(validateAt("/\$defs/userInputRequestResult", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `status` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): UserInputRequestResult {
-            if (validate) assertValid(validateAt("/\$defs/userInputRequestResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputRequestResult`. */
+        fun fromWireKnown(raw: kotlin.Any?): UserInputRequestResult {
+            assertValid(validateAt("/\$defs/userInputRequestResult", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `UserInputRequestResult` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): UserInputRequestResult {
             val o = wireObject(raw, "UserInputRequestResult")
             return when (wireField(o, "status", "UserInputRequestResult")) {
-                "submitted" -> agentwire.generated.roll_runtime.UserInputRequestResult.Submitted(agentwire.generated.roll_runtime.UserInputRequestResultSubmitted.fromWire(o))
-                "cancelled" -> agentwire.generated.roll_runtime.UserInputRequestResult.Cancelled(agentwire.generated.roll_runtime.UserInputRequestResultCancelled.fromWire(o))
+                "submitted" -> agentwire.generated.roll_runtime.UserInputRequestResult.Submitted(agentwire.generated.roll_runtime.UserInputRequestResultSubmitted.fromWireUnchecked(o))
+                "cancelled" -> agentwire.generated.roll_runtime.UserInputRequestResult.Cancelled(agentwire.generated.roll_runtime.UserInputRequestResultCancelled.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("UserInputRequestResult" + ": unknown status " + o["status"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `UserInputRequestResult`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `UserInputRequestResult` against the schema, every level (as `UserInputRequestResult.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkUserInputRequestResult(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "UserInputRequestResult", listOf("status"), null)
-    val tag = record["status"]
-    require(tag is String) { "UserInputRequestResult: status must be a string" }
-    return when (tag) {
-        "submitted" -> checkKeys(record, "UserInputRequestResult", listOf("status", "values"), listOf("status", "values"))
-        "cancelled" -> checkKeys(record, "UserInputRequestResult", listOf("status"), listOf("status", "reason"))
-        else -> throw IllegalArgumentException("UserInputRequestResult: unknown status " + tag)
-    }
+    assertValid(validateAt("/\$defs/userInputRequestResult", raw))
+    return wireObject(raw, "UserInputRequestResult")
 }
 
 data class UserInputRequestResultSubmitted(
-    /** Wire name: `status`. */
-    val status: UserInputRequestResultSubmittedStatus,
     /**
      * Constraints: maxItems: 16
      * Wire name: `values`.
      */
     val values: List<UserInputRequestResultSubmittedValuesItem>
 ) {
+    /**
+     * Wire name: `status`.
+     * Always "submitted" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
     init {
         require(values.size <= 16) { "UserInputRequestResultSubmitted.values: maxItems 16" }
     }
@@ -6155,38 +6273,32 @@ data class UserInputRequestResultSubmitted(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         out["values"] = this.values.map { x0 -> x0.toWire() }
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestResultSubmitted`. */
-        fun fromWire(raw: Any?): UserInputRequestResultSubmitted {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputRequestResultSubmitted`. */
+        fun fromWire(raw: kotlin.Any?): UserInputRequestResultSubmitted {
+            assertValid(validateAt("/\$defs/userInputRequestResult/oneOf/0", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputRequestResultSubmitted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputRequestResultSubmitted {
             val o = wireObject(raw, "UserInputRequestResultSubmitted")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestResultSubmitted" + ": unexpected key " + key }
+            require(wireField(o, "status", "UserInputRequestResultSubmitted") == STATUS) { "UserInputRequestResultSubmitted" + ": " + "status" + " must be " + STATUS }
             return UserInputRequestResultSubmitted(
-                status = agentwire.generated.roll_runtime.UserInputRequestResultSubmittedStatus.fromWire(wireField(o, "status", "UserInputRequestResultSubmitted")),
-                values = wireList(wireField(o, "values", "UserInputRequestResultSubmitted")).map { x0 -> agentwire.generated.roll_runtime.UserInputRequestResultSubmittedValuesItem.fromWire(x0) }
+                values = wireList(wireField(o, "values", "UserInputRequestResultSubmitted")).map { x0 -> agentwire.generated.roll_runtime.UserInputRequestResultSubmittedValuesItem.fromWireUnchecked(x0) }
             )
         }
 
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "submitted"
+
         private val KNOWN_KEYS: Set<String> = setOf("status", "values")
-    }
-}
-
-enum class UserInputRequestResultSubmittedStatus(val wireValue: String) {
-    SUBMITTED("submitted");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): UserInputRequestResultSubmittedStatus? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): UserInputRequestResultSubmittedStatus = fromWireValue(wireString(raw, "UserInputRequestResultSubmittedStatus")) ?: throw IllegalArgumentException("UserInputRequestResultSubmittedStatus" + ": unknown value " + raw)
     }
 }
 
@@ -6206,13 +6318,19 @@ data class UserInputRequestResultSubmittedValuesItem(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestResultSubmittedValuesItem`. */
-        fun fromWire(raw: Any?): UserInputRequestResultSubmittedValuesItem {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputRequestResultSubmittedValuesItem`. */
+        fun fromWire(raw: kotlin.Any?): UserInputRequestResultSubmittedValuesItem {
+            assertValid(validateAt("/\$defs/userInputRequestResult/oneOf/0/properties/values/items", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputRequestResultSubmittedValuesItem` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputRequestResultSubmittedValuesItem {
             val o = wireObject(raw, "UserInputRequestResultSubmittedValuesItem")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestResultSubmittedValuesItem" + ": unexpected key " + key }
             return UserInputRequestResultSubmittedValuesItem(
                 id = wireString(wireField(o, "id", "UserInputRequestResultSubmittedValuesItem"), "string"),
-                value = agentwire.generated.roll_runtime.UserInputValue.fromWire(wireField(o, "value", "UserInputRequestResultSubmittedValuesItem"), false)
+                value = agentwire.generated.roll_runtime.UserInputValue.fromWireUnchecked(wireField(o, "value", "UserInputRequestResultSubmittedValuesItem"))
             )
         }
 
@@ -6221,14 +6339,17 @@ data class UserInputRequestResultSubmittedValuesItem(
 }
 
 data class UserInputRequestResultCancelled(
-    /** Wire name: `status`. */
-    val status: UserInputRequestResultCancelledStatus,
     /**
      * Constraints: minLength: 1, maxLength: 500
      * Wire name: `reason`.
      */
     val reason: String? = null
 ) {
+    /**
+     * Wire name: `status`.
+     * Always "cancelled" (`STATUS`): decoding checks it.
+     */
+    val status: String get() = STATUS
     init {
         require(reason == null || reason.codePointCount(0, reason.length) >= 1) { "UserInputRequestResultCancelled.reason: minLength 1" }
         require(reason == null || reason.codePointCount(0, reason.length) <= 500) { "UserInputRequestResultCancelled.reason: maxLength 500" }
@@ -6237,21 +6358,30 @@ data class UserInputRequestResultCancelled(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["status"] = this.status.toWire()
+        out["status"] = STATUS
         this.reason?.let { v -> out["reason"] = v }
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestResultCancelled`. */
-        fun fromWire(raw: Any?): UserInputRequestResultCancelled {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputRequestResultCancelled`. */
+        fun fromWire(raw: kotlin.Any?): UserInputRequestResultCancelled {
+            assertValid(validateAt("/\$defs/userInputRequestResult/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputRequestResultCancelled` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputRequestResultCancelled {
             val o = wireObject(raw, "UserInputRequestResultCancelled")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestResultCancelled" + ": unexpected key " + key }
+            require(wireField(o, "status", "UserInputRequestResultCancelled") == STATUS) { "UserInputRequestResultCancelled" + ": " + "status" + " must be " + STATUS }
             return UserInputRequestResultCancelled(
-                status = agentwire.generated.roll_runtime.UserInputRequestResultCancelledStatus.fromWire(wireField(o, "status", "UserInputRequestResultCancelled")),
                 reason = o["reason"]?.let { v -> wireString(v, "string") }
             )
         }
+
+        /** The value of `status`, the tag of this variant. */
+        const val STATUS: String = "cancelled"
 
         private val KNOWN_KEYS: Set<String> = setOf("status", "reason")
     }
@@ -6278,35 +6408,46 @@ data class ApprovalRequestServerRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: PendingApprovalInteractionMethod,
     /** Wire name: `params`. */
     val params: ApprovalRequestParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "approval.request" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequestServerRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequestServerRequest {
-            if (validate) assertValid(validateAt("/\$defs/approvalRequestServerRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequestServerRequest`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRequestServerRequest {
+            assertValid(validateAt("/\$defs/approvalRequestServerRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRequestServerRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRequestServerRequest {
             val o = wireObject(raw, "ApprovalRequestServerRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ApprovalRequestServerRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "ApprovalRequestServerRequest") == METHOD) { "ApprovalRequestServerRequest" + ": " + "method" + " must be " + METHOD }
             return ApprovalRequestServerRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ApprovalRequestServerRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "ApprovalRequestServerRequest"), false),
-                method = agentwire.generated.roll_runtime.PendingApprovalInteractionMethod.fromWire(wireField(o, "method", "ApprovalRequestServerRequest")),
-                params = agentwire.generated.roll_runtime.ApprovalRequestParams.fromWire(wireField(o, "params", "ApprovalRequestServerRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "ApprovalRequestServerRequest")),
+                params = agentwire.generated.roll_runtime.ApprovalRequestParams.fromWireUnchecked(wireField(o, "params", "ApprovalRequestServerRequest"))
             )
         }
+
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "approval.request"
 
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
     }
@@ -6318,281 +6459,271 @@ data class UserInputRequestServerRequest(
     val jsonrpc: SharedJsonRpcVersion,
     /** Wire name: `id`. */
     val id: SharedJsonRpcId,
-    /** Wire name: `method`. */
-    val method: PendingUserInputInteractionMethod,
     /** Wire name: `params`. */
     val params: UserInputRequestParams
 ) {
+    /**
+     * Wire name: `method`.
+     * Always "userInput.request" (`METHOD`): decoding checks it.
+     */
+    val method: String get() = METHOD
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["jsonrpc"] = this.jsonrpc.toWire()
         out["id"] = this.id.toWire()
-        out["method"] = this.method.toWire()
+        out["method"] = METHOD
         out["params"] = this.params.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `UserInputRequestServerRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): UserInputRequestServerRequest {
-            if (validate) assertValid(validateAt("/\$defs/userInputRequestServerRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `UserInputRequestServerRequest`. */
+        fun fromWire(raw: kotlin.Any?): UserInputRequestServerRequest {
+            assertValid(validateAt("/\$defs/userInputRequestServerRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `UserInputRequestServerRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): UserInputRequestServerRequest {
             val o = wireObject(raw, "UserInputRequestServerRequest")
             for (key in o.keys) require(key in KNOWN_KEYS) { "UserInputRequestServerRequest" + ": unexpected key " + key }
+            require(wireField(o, "method", "UserInputRequestServerRequest") == METHOD) { "UserInputRequestServerRequest" + ": " + "method" + " must be " + METHOD }
             return UserInputRequestServerRequest(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "UserInputRequestServerRequest")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "UserInputRequestServerRequest"), false),
-                method = agentwire.generated.roll_runtime.PendingUserInputInteractionMethod.fromWire(wireField(o, "method", "UserInputRequestServerRequest")),
-                params = agentwire.generated.roll_runtime.UserInputRequestParams.fromWire(wireField(o, "params", "UserInputRequestServerRequest"), false)
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "UserInputRequestServerRequest")),
+                params = agentwire.generated.roll_runtime.UserInputRequestParams.fromWireUnchecked(wireField(o, "params", "UserInputRequestServerRequest"))
             )
         }
+
+        /** The value of `method`, the tag of this variant. */
+        const val METHOD: String = "userInput.request"
 
         private val KNOWN_KEYS: Set<String> = setOf("jsonrpc", "id", "method", "params")
     }
 }
 
-data class EventTurnStarted(
-    /** Wire name: `type`. */
-    val type: EventTurnStartedType
-) {
+class EventTurnStarted {
+    /**
+     * Wire name: `type`.
+     * Always "turn.started" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
+    override fun equals(other: Any?): Boolean = other is EventTurnStarted
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "EventTurnStarted()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnStarted`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnStarted {
-            if (validate) assertValid(validateAt("/\$defs/eventTurnStarted", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventTurnStarted`. */
+        fun fromWire(raw: kotlin.Any?): EventTurnStarted {
+            assertValid(validateAt("/\$defs/eventTurnStarted", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventTurnStarted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventTurnStarted {
             val o = wireObject(raw, "EventTurnStarted")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnStarted" + ": unexpected key " + key }
-            return EventTurnStarted(
-                type = agentwire.generated.roll_runtime.EventTurnStartedType.fromWire(wireField(o, "type", "EventTurnStarted"))
-            )
+            require(wireField(o, "type", "EventTurnStarted") == TYPE) { "EventTurnStarted" + ": " + "type" + " must be " + TYPE }
+            return EventTurnStarted()
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "turn.started"
 
         private val KNOWN_KEYS: Set<String> = setOf("type")
     }
 }
 
-enum class EventTurnStartedType(val wireValue: String) {
-    TURN_STARTED("turn.started");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventTurnStartedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventTurnStartedType = fromWireValue(wireString(raw, "EventTurnStartedType")) ?: throw IllegalArgumentException("EventTurnStartedType" + ": unknown value " + raw)
-    }
-}
-
 data class EventMessageStarted(
-    /** Wire name: `type`. */
-    val type: EventMessageStartedType,
     /** Wire name: `streamId`. */
     val streamId: SharedUuid
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "message.started" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["streamId"] = this.streamId
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventMessageStarted`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventMessageStarted {
-            if (validate) assertValid(validateAt("/\$defs/eventMessageStarted", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventMessageStarted`. */
+        fun fromWire(raw: kotlin.Any?): EventMessageStarted {
+            assertValid(validateAt("/\$defs/eventMessageStarted", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventMessageStarted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventMessageStarted {
             val o = wireObject(raw, "EventMessageStarted")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventMessageStarted" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventMessageStarted") == TYPE) { "EventMessageStarted" + ": " + "type" + " must be " + TYPE }
             return EventMessageStarted(
-                type = agentwire.generated.roll_runtime.EventMessageStartedType.fromWire(wireField(o, "type", "EventMessageStarted")),
                 streamId = wireString(wireField(o, "streamId", "EventMessageStarted"), "string")
             )
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "message.started"
 
         private val KNOWN_KEYS: Set<String> = setOf("type", "streamId")
     }
 }
 
-enum class EventMessageStartedType(val wireValue: String) {
-    MESSAGE_STARTED("message.started");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventMessageStartedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventMessageStartedType = fromWireValue(wireString(raw, "EventMessageStartedType")) ?: throw IllegalArgumentException("EventMessageStartedType" + ": unknown value " + raw)
-    }
-}
-
 data class EventMessageDelta(
-    /** Wire name: `type`. */
-    val type: EventMessageDeltaType,
     /** Wire name: `streamId`. */
     val streamId: SharedUuid,
     /** Wire name: `delta`. */
     val delta: String
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "message.delta" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["streamId"] = this.streamId
         out["delta"] = this.delta
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventMessageDelta`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventMessageDelta {
-            if (validate) assertValid(validateAt("/\$defs/eventMessageDelta", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventMessageDelta`. */
+        fun fromWire(raw: kotlin.Any?): EventMessageDelta {
+            assertValid(validateAt("/\$defs/eventMessageDelta", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventMessageDelta` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventMessageDelta {
             val o = wireObject(raw, "EventMessageDelta")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventMessageDelta" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventMessageDelta") == TYPE) { "EventMessageDelta" + ": " + "type" + " must be " + TYPE }
             return EventMessageDelta(
-                type = agentwire.generated.roll_runtime.EventMessageDeltaType.fromWire(wireField(o, "type", "EventMessageDelta")),
                 streamId = wireString(wireField(o, "streamId", "EventMessageDelta"), "string"),
                 delta = wireString(wireField(o, "delta", "EventMessageDelta"), "string")
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "message.delta"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "streamId", "delta")
     }
 }
 
-enum class EventMessageDeltaType(val wireValue: String) {
-    MESSAGE_DELTA("message.delta");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventMessageDeltaType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventMessageDeltaType = fromWireValue(wireString(raw, "EventMessageDeltaType")) ?: throw IllegalArgumentException("EventMessageDeltaType" + ": unknown value " + raw)
-    }
-}
-
 data class EventMessageCompleted(
-    /** Wire name: `type`. */
-    val type: EventMessageCompletedType,
     /** Wire name: `streamId`. */
     val streamId: SharedUuid,
     /** Wire name: `text`. */
     val text: String
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "message.completed" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["streamId"] = this.streamId
         out["text"] = this.text
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventMessageCompleted`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventMessageCompleted {
-            if (validate) assertValid(validateAt("/\$defs/eventMessageCompleted", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventMessageCompleted`. */
+        fun fromWire(raw: kotlin.Any?): EventMessageCompleted {
+            assertValid(validateAt("/\$defs/eventMessageCompleted", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventMessageCompleted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventMessageCompleted {
             val o = wireObject(raw, "EventMessageCompleted")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventMessageCompleted" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventMessageCompleted") == TYPE) { "EventMessageCompleted" + ": " + "type" + " must be " + TYPE }
             return EventMessageCompleted(
-                type = agentwire.generated.roll_runtime.EventMessageCompletedType.fromWire(wireField(o, "type", "EventMessageCompleted")),
                 streamId = wireString(wireField(o, "streamId", "EventMessageCompleted"), "string"),
                 text = wireString(wireField(o, "text", "EventMessageCompleted"), "string")
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "message.completed"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "streamId", "text")
     }
 }
 
-enum class EventMessageCompletedType(val wireValue: String) {
-    MESSAGE_COMPLETED("message.completed");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventMessageCompletedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventMessageCompletedType = fromWireValue(wireString(raw, "EventMessageCompletedType")) ?: throw IllegalArgumentException("EventMessageCompletedType" + ": unknown value " + raw)
-    }
-}
-
 data class EventReasoningSummaryDelta(
-    /** Wire name: `type`. */
-    val type: EventReasoningSummaryDeltaType,
     /** Wire name: `reasoningId`. */
     val reasoningId: SharedNonEmptyString,
     /** Wire name: `delta`. */
     val delta: String
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "reasoning.summary.delta" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["reasoningId"] = this.reasoningId
         out["delta"] = this.delta
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventReasoningSummaryDelta`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventReasoningSummaryDelta {
-            if (validate) assertValid(validateAt("/\$defs/eventReasoningSummaryDelta", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventReasoningSummaryDelta`. */
+        fun fromWire(raw: kotlin.Any?): EventReasoningSummaryDelta {
+            assertValid(validateAt("/\$defs/eventReasoningSummaryDelta", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventReasoningSummaryDelta` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventReasoningSummaryDelta {
             val o = wireObject(raw, "EventReasoningSummaryDelta")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventReasoningSummaryDelta" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventReasoningSummaryDelta") == TYPE) { "EventReasoningSummaryDelta" + ": " + "type" + " must be " + TYPE }
             return EventReasoningSummaryDelta(
-                type = agentwire.generated.roll_runtime.EventReasoningSummaryDeltaType.fromWire(wireField(o, "type", "EventReasoningSummaryDelta")),
                 reasoningId = wireString(wireField(o, "reasoningId", "EventReasoningSummaryDelta"), "string"),
                 delta = wireString(wireField(o, "delta", "EventReasoningSummaryDelta"), "string")
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "reasoning.summary.delta"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "reasoningId", "delta")
     }
 }
 
-enum class EventReasoningSummaryDeltaType(val wireValue: String) {
-    REASONING_SUMMARY_DELTA("reasoning.summary.delta");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventReasoningSummaryDeltaType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventReasoningSummaryDeltaType = fromWireValue(wireString(raw, "EventReasoningSummaryDeltaType")) ?: throw IllegalArgumentException("EventReasoningSummaryDeltaType" + ": unknown value " + raw)
-    }
-}
-
 data class EventToolStarted(
-    /** Wire name: `type`. */
-    val type: EventToolStartedType,
     /** Wire name: `toolCallId`. */
     val toolCallId: SharedNonEmptyString,
     /** Wire name: `agentName`. */
@@ -6602,11 +6733,16 @@ data class EventToolStarted(
     /** Wire name: `input`. */
     val input: SharedJsonValue
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "tool.started" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["toolCallId"] = this.toolCallId
         out["agentName"] = this.agentName
         out["toolName"] = this.toolName
@@ -6615,13 +6751,18 @@ data class EventToolStarted(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventToolStarted`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventToolStarted {
-            if (validate) assertValid(validateAt("/\$defs/eventToolStarted", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventToolStarted`. */
+        fun fromWire(raw: kotlin.Any?): EventToolStarted {
+            assertValid(validateAt("/\$defs/eventToolStarted", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventToolStarted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventToolStarted {
             val o = wireObject(raw, "EventToolStarted")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventToolStarted" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventToolStarted") == TYPE) { "EventToolStarted" + ": " + "type" + " must be " + TYPE }
             return EventToolStarted(
-                type = agentwire.generated.roll_runtime.EventToolStartedType.fromWire(wireField(o, "type", "EventToolStarted")),
                 toolCallId = wireString(wireField(o, "toolCallId", "EventToolStarted"), "string"),
                 agentName = wireString(wireField(o, "agentName", "EventToolStarted"), "string"),
                 toolName = wireString(wireField(o, "toolName", "EventToolStarted"), "string"),
@@ -6629,28 +6770,14 @@ data class EventToolStarted(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "tool.started"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "toolCallId", "agentName", "toolName", "input")
     }
 }
 
-enum class EventToolStartedType(val wireValue: String) {
-    TOOL_STARTED("tool.started");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventToolStartedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventToolStartedType = fromWireValue(wireString(raw, "EventToolStartedType")) ?: throw IllegalArgumentException("EventToolStartedType" + ": unknown value " + raw)
-    }
-}
-
 data class EventToolOutput(
-    /** Wire name: `type`. */
-    val type: EventToolOutputType,
     /** Wire name: `toolCallId`. */
     val toolCallId: SharedNonEmptyString,
     /** Wire name: `agentName`. */
@@ -6662,11 +6789,16 @@ data class EventToolOutput(
     /** Wire name: `delta`. */
     val delta: String
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "tool.output" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["toolCallId"] = this.toolCallId
         out["agentName"] = this.agentName
         out["toolName"] = this.toolName
@@ -6676,13 +6808,18 @@ data class EventToolOutput(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventToolOutput`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventToolOutput {
-            if (validate) assertValid(validateAt("/\$defs/eventToolOutput", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventToolOutput`. */
+        fun fromWire(raw: kotlin.Any?): EventToolOutput {
+            assertValid(validateAt("/\$defs/eventToolOutput", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventToolOutput` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventToolOutput {
             val o = wireObject(raw, "EventToolOutput")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventToolOutput" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventToolOutput") == TYPE) { "EventToolOutput" + ": " + "type" + " must be " + TYPE }
             return EventToolOutput(
-                type = agentwire.generated.roll_runtime.EventToolOutputType.fromWire(wireField(o, "type", "EventToolOutput")),
                 toolCallId = wireString(wireField(o, "toolCallId", "EventToolOutput"), "string"),
                 agentName = wireString(wireField(o, "agentName", "EventToolOutput"), "string"),
                 toolName = wireString(wireField(o, "toolName", "EventToolOutput"), "string"),
@@ -6691,22 +6828,10 @@ data class EventToolOutput(
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "tool.output"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "toolCallId", "agentName", "toolName", "stream", "delta")
-    }
-}
-
-enum class EventToolOutputType(val wireValue: String) {
-    TOOL_OUTPUT("tool.output");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventToolOutputType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventToolOutputType = fromWireValue(wireString(raw, "EventToolOutputType")) ?: throw IllegalArgumentException("EventToolOutputType" + ": unknown value " + raw)
     }
 }
 
@@ -6727,8 +6852,6 @@ enum class EventToolOutputStream(val wireValue: String) {
 }
 
 data class EventToolCompleted(
-    /** Wire name: `type`. */
-    val type: EventToolCompletedType,
     /** Wire name: `toolCallId`. */
     val toolCallId: SharedNonEmptyString,
     /** Wire name: `agentName`. */
@@ -6747,11 +6870,16 @@ data class EventToolCompleted(
      */
     val appOutput: SharedAppOutputDescriptor? = null
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "tool.completed" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["toolCallId"] = this.toolCallId
         out["agentName"] = this.agentName
         out["toolName"] = this.toolName
@@ -6763,136 +6891,121 @@ data class EventToolCompleted(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventToolCompleted`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventToolCompleted {
-            if (validate) assertValid(validateAt("/\$defs/eventToolCompleted", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventToolCompleted`. */
+        fun fromWire(raw: kotlin.Any?): EventToolCompleted {
+            assertValid(validateAt("/\$defs/eventToolCompleted", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventToolCompleted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventToolCompleted {
             val o = wireObject(raw, "EventToolCompleted")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventToolCompleted" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventToolCompleted") == TYPE) { "EventToolCompleted" + ": " + "type" + " must be " + TYPE }
             return EventToolCompleted(
-                type = agentwire.generated.roll_runtime.EventToolCompletedType.fromWire(wireField(o, "type", "EventToolCompleted")),
                 toolCallId = wireString(wireField(o, "toolCallId", "EventToolCompleted"), "string"),
                 agentName = wireString(wireField(o, "agentName", "EventToolCompleted"), "string"),
                 toolName = wireString(wireField(o, "toolName", "EventToolCompleted"), "string"),
                 operationId = o["operationId"]?.let { v -> wireString(v, "string") },
-                outcome = o["outcome"]?.let { v -> agentwire.generated.roll_runtime.SharedToolOutcome.fromWire(v, false) },
+                outcome = o["outcome"]?.let { v -> agentwire.generated.roll_runtime.SharedToolOutcome.fromWireUnchecked(v) },
                 display = wireField(o, "display", "EventToolCompleted"),
-                appOutput = o["appOutput"]?.let { v -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.fromWire(v, false) }
+                appOutput = o["appOutput"]?.let { v -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.fromWireUnchecked(v) }
             )
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "tool.completed"
 
         private val KNOWN_KEYS: Set<String> = setOf("type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput")
     }
 }
 
-enum class EventToolCompletedType(val wireValue: String) {
-    TOOL_COMPLETED("tool.completed");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventToolCompletedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventToolCompletedType = fromWireValue(wireString(raw, "EventToolCompletedType")) ?: throw IllegalArgumentException("EventToolCompletedType" + ": unknown value " + raw)
-    }
-}
-
 data class EventApprovalRequired(
-    /** Wire name: `type`. */
-    val type: EventApprovalRequiredType,
     /** Wire name: `approval`. */
     val approval: SharedPendingApproval
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "approval.required" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["approval"] = this.approval.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalRequired`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventApprovalRequired {
-            if (validate) assertValid(validateAt("/\$defs/eventApprovalRequired", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalRequired`. */
+        fun fromWire(raw: kotlin.Any?): EventApprovalRequired {
+            assertValid(validateAt("/\$defs/eventApprovalRequired", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventApprovalRequired` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventApprovalRequired {
             val o = wireObject(raw, "EventApprovalRequired")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalRequired" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventApprovalRequired") == TYPE) { "EventApprovalRequired" + ": " + "type" + " must be " + TYPE }
             return EventApprovalRequired(
-                type = agentwire.generated.roll_runtime.EventApprovalRequiredType.fromWire(wireField(o, "type", "EventApprovalRequired")),
-                approval = agentwire.generated.roll_runtime.SharedPendingApproval.fromWire(wireField(o, "approval", "EventApprovalRequired"), false)
+                approval = agentwire.generated.roll_runtime.SharedPendingApproval.fromWireUnchecked(wireField(o, "approval", "EventApprovalRequired"))
             )
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "approval.required"
 
         private val KNOWN_KEYS: Set<String> = setOf("type", "approval")
     }
 }
 
-enum class EventApprovalRequiredType(val wireValue: String) {
-    APPROVAL_REQUIRED("approval.required");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventApprovalRequiredType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventApprovalRequiredType = fromWireValue(wireString(raw, "EventApprovalRequiredType")) ?: throw IllegalArgumentException("EventApprovalRequiredType" + ": unknown value " + raw)
-    }
-}
-
 /** Constraints: since: 1.1 */
 data class EventApprovalResolved(
-    /** Wire name: `type`. */
-    val type: EventApprovalResolvedType,
     /** Wire name: `approvalId`. */
     val approvalId: SharedUuid,
     /** Wire name: `resolution`. */
     val resolution: EventApprovalResolvedResolution
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "approval.resolved" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["approvalId"] = this.approvalId
         out["resolution"] = this.resolution.toWire()
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolved`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventApprovalResolved {
-            if (validate) assertValid(validateAt("/\$defs/eventApprovalResolved", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalResolved`. */
+        fun fromWire(raw: kotlin.Any?): EventApprovalResolved {
+            assertValid(validateAt("/\$defs/eventApprovalResolved", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventApprovalResolved` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventApprovalResolved {
             val o = wireObject(raw, "EventApprovalResolved")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolved" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventApprovalResolved") == TYPE) { "EventApprovalResolved" + ": " + "type" + " must be " + TYPE }
             return EventApprovalResolved(
-                type = agentwire.generated.roll_runtime.EventApprovalResolvedType.fromWire(wireField(o, "type", "EventApprovalResolved")),
                 approvalId = wireString(wireField(o, "approvalId", "EventApprovalResolved"), "string"),
-                resolution = agentwire.generated.roll_runtime.EventApprovalResolvedResolution.fromWire(wireField(o, "resolution", "EventApprovalResolved"))
+                resolution = agentwire.generated.roll_runtime.EventApprovalResolvedResolution.fromWireUnchecked(wireField(o, "resolution", "EventApprovalResolved"))
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "approval.resolved"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "approvalId", "resolution")
-    }
-}
-
-enum class EventApprovalResolvedType(val wireValue: String) {
-    APPROVAL_RESOLVED("approval.resolved");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventApprovalResolvedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventApprovalResolvedType = fromWireValue(wireString(raw, "EventApprovalResolvedType")) ?: throw IllegalArgumentException("EventApprovalResolvedType" + ": unknown value " + raw)
     }
 }
 
@@ -6914,58 +7027,33 @@ sealed class EventApprovalResolvedResolution {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalResolvedResolution`. */
         fun fromWire(raw: kotlin.Any?): EventApprovalResolvedResolution {
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant1(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant2(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant3(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant4(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant1(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant2(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant3(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant4(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("EventApprovalResolvedResolution" + ": no variant matches")
+            assertValid(validateAt("/\$defs/eventApprovalResolved/properties/resolution", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalResolvedResolution`. */
         fun fromWireKnown(raw: kotlin.Any?): EventApprovalResolvedResolution {
+            assertValid(validateAt("/\$defs/eventApprovalResolved/properties/resolution", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `EventApprovalResolvedResolution` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): EventApprovalResolvedResolution {
             try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant1(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1.fromWire(raw))
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant1(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant1.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant2(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2.fromWire(raw))
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant2(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant2.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant3(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3.fromWire(raw))
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant3(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant3.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant4(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4.fromWire(raw))
+                return agentwire.generated.roll_runtime.EventApprovalResolvedResolution.EventApprovalResolvedResolutionVariant4(agentwire.generated.roll_runtime.EventApprovalResolvedResolutionVariant4.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("EventApprovalResolvedResolution" + ": no variant matches")
@@ -6989,8 +7077,14 @@ data class EventApprovalResolvedResolutionVariant1(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant1`. */
-        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant1 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalResolvedResolutionVariant1`. */
+        fun fromWire(raw: kotlin.Any?): EventApprovalResolvedResolutionVariant1 {
+            assertValid(validateAt("/\$defs/eventApprovalResolved/properties/resolution/oneOf/0", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventApprovalResolvedResolutionVariant1` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventApprovalResolvedResolutionVariant1 {
             val o = wireObject(raw, "EventApprovalResolvedResolutionVariant1")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant1" + ": unexpected key " + key }
             return EventApprovalResolvedResolutionVariant1(
@@ -7043,8 +7137,14 @@ data class EventApprovalResolvedResolutionVariant2(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant2`. */
-        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant2 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalResolvedResolutionVariant2`. */
+        fun fromWire(raw: kotlin.Any?): EventApprovalResolvedResolutionVariant2 {
+            assertValid(validateAt("/\$defs/eventApprovalResolved/properties/resolution/oneOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventApprovalResolvedResolutionVariant2` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventApprovalResolvedResolutionVariant2 {
             val o = wireObject(raw, "EventApprovalResolvedResolutionVariant2")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant2" + ": unexpected key " + key }
             return EventApprovalResolvedResolutionVariant2(
@@ -7080,8 +7180,14 @@ data class EventApprovalResolvedResolutionVariant3(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant3`. */
-        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant3 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalResolvedResolutionVariant3`. */
+        fun fromWire(raw: kotlin.Any?): EventApprovalResolvedResolutionVariant3 {
+            assertValid(validateAt("/\$defs/eventApprovalResolved/properties/resolution/oneOf/2", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventApprovalResolvedResolutionVariant3` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventApprovalResolvedResolutionVariant3 {
             val o = wireObject(raw, "EventApprovalResolvedResolutionVariant3")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant3" + ": unexpected key " + key }
             return EventApprovalResolvedResolutionVariant3(
@@ -7116,8 +7222,14 @@ data class EventApprovalResolvedResolutionVariant4(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventApprovalResolvedResolutionVariant4`. */
-        fun fromWire(raw: Any?): EventApprovalResolvedResolutionVariant4 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventApprovalResolvedResolutionVariant4`. */
+        fun fromWire(raw: kotlin.Any?): EventApprovalResolvedResolutionVariant4 {
+            assertValid(validateAt("/\$defs/eventApprovalResolved/properties/resolution/oneOf/3", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventApprovalResolvedResolutionVariant4` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventApprovalResolvedResolutionVariant4 {
             val o = wireObject(raw, "EventApprovalResolvedResolutionVariant4")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventApprovalResolvedResolutionVariant4" + ": unexpected key " + key }
             return EventApprovalResolvedResolutionVariant4(
@@ -7130,145 +7242,134 @@ data class EventApprovalResolvedResolutionVariant4(
     }
 }
 
-data class EventTurnCompleted(
-    /** Wire name: `type`. */
-    val type: EventTurnCompletedType
-) {
+class EventTurnCompleted {
+    /**
+     * Wire name: `type`.
+     * Always "turn.completed" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
+    override fun equals(other: Any?): Boolean = other is EventTurnCompleted
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "EventTurnCompleted()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnCompleted`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnCompleted {
-            if (validate) assertValid(validateAt("/\$defs/eventTurnCompleted", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventTurnCompleted`. */
+        fun fromWire(raw: kotlin.Any?): EventTurnCompleted {
+            assertValid(validateAt("/\$defs/eventTurnCompleted", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventTurnCompleted` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventTurnCompleted {
             val o = wireObject(raw, "EventTurnCompleted")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnCompleted" + ": unexpected key " + key }
-            return EventTurnCompleted(
-                type = agentwire.generated.roll_runtime.EventTurnCompletedType.fromWire(wireField(o, "type", "EventTurnCompleted"))
-            )
+            require(wireField(o, "type", "EventTurnCompleted") == TYPE) { "EventTurnCompleted" + ": " + "type" + " must be " + TYPE }
+            return EventTurnCompleted()
         }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "turn.completed"
 
         private val KNOWN_KEYS: Set<String> = setOf("type")
     }
 }
 
-enum class EventTurnCompletedType(val wireValue: String) {
-    TURN_COMPLETED("turn.completed");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventTurnCompletedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventTurnCompletedType = fromWireValue(wireString(raw, "EventTurnCompletedType")) ?: throw IllegalArgumentException("EventTurnCompletedType" + ": unknown value " + raw)
-    }
-}
-
 data class EventTurnCancelled(
-    /** Wire name: `type`. */
-    val type: EventTurnCancelledType,
     /** Wire name: `reason`. */
     val reason: String,
     /** Wire name: `message`. */
     val message: String
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "turn.cancelled" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["reason"] = this.reason
         out["message"] = this.message
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnCancelled`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnCancelled {
-            if (validate) assertValid(validateAt("/\$defs/eventTurnCancelled", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventTurnCancelled`. */
+        fun fromWire(raw: kotlin.Any?): EventTurnCancelled {
+            assertValid(validateAt("/\$defs/eventTurnCancelled", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventTurnCancelled` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventTurnCancelled {
             val o = wireObject(raw, "EventTurnCancelled")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnCancelled" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventTurnCancelled") == TYPE) { "EventTurnCancelled" + ": " + "type" + " must be " + TYPE }
             return EventTurnCancelled(
-                type = agentwire.generated.roll_runtime.EventTurnCancelledType.fromWire(wireField(o, "type", "EventTurnCancelled")),
                 reason = wireString(wireField(o, "reason", "EventTurnCancelled"), "string"),
                 message = wireString(wireField(o, "message", "EventTurnCancelled"), "string")
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "turn.cancelled"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "reason", "message")
     }
 }
 
-enum class EventTurnCancelledType(val wireValue: String) {
-    TURN_CANCELLED("turn.cancelled");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventTurnCancelledType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventTurnCancelledType = fromWireValue(wireString(raw, "EventTurnCancelledType")) ?: throw IllegalArgumentException("EventTurnCancelledType" + ": unknown value " + raw)
-    }
-}
-
 data class EventTurnFailed(
-    /** Wire name: `type`. */
-    val type: EventTurnFailedType,
     /** Wire name: `stage`. */
     val stage: EventTurnFailedStage,
     /** Wire name: `message`. */
     val message: String
 ) {
+    /**
+     * Wire name: `type`.
+     * Always "turn.failed" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         out["stage"] = this.stage.toWire()
         out["message"] = this.message
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventTurnFailed`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventTurnFailed {
-            if (validate) assertValid(validateAt("/\$defs/eventTurnFailed", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventTurnFailed`. */
+        fun fromWire(raw: kotlin.Any?): EventTurnFailed {
+            assertValid(validateAt("/\$defs/eventTurnFailed", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `EventTurnFailed` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventTurnFailed {
             val o = wireObject(raw, "EventTurnFailed")
             for (key in o.keys) require(key in KNOWN_KEYS) { "EventTurnFailed" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventTurnFailed") == TYPE) { "EventTurnFailed" + ": " + "type" + " must be " + TYPE }
             return EventTurnFailed(
-                type = agentwire.generated.roll_runtime.EventTurnFailedType.fromWire(wireField(o, "type", "EventTurnFailed")),
                 stage = agentwire.generated.roll_runtime.EventTurnFailedStage.fromWire(wireField(o, "stage", "EventTurnFailed")),
                 message = wireString(wireField(o, "message", "EventTurnFailed"), "string")
             )
         }
 
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "turn.failed"
+
         private val KNOWN_KEYS: Set<String> = setOf("type", "stage", "message")
-    }
-}
-
-enum class EventTurnFailedType(val wireValue: String) {
-    TURN_FAILED("turn.failed");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventTurnFailedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventTurnFailedType = fromWireValue(wireString(raw, "EventTurnFailedType")) ?: throw IllegalArgumentException("EventTurnFailedType" + ": unknown value " + raw)
     }
 }
 
@@ -7289,45 +7390,42 @@ enum class EventTurnFailedStage(val wireValue: String) {
     }
 }
 
-data class EventCapabilitiesChanged(
-    /** Wire name: `type`. */
-    val type: EventCapabilitiesChangedType
-) {
+class EventCapabilitiesChanged {
+    /**
+     * Wire name: `type`.
+     * Always "capabilities.changed" (`TYPE`): decoding checks it.
+     */
+    val type: String get() = TYPE
+    override fun equals(other: Any?): Boolean = other is EventCapabilitiesChanged
+    override fun hashCode(): Int = 0
+    override fun toString(): String = "EventCapabilitiesChanged()"
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        out["type"] = this.type.toWire()
+        out["type"] = TYPE
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `EventCapabilitiesChanged`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): EventCapabilitiesChanged {
-            if (validate) assertValid(validateAt("/\$defs/eventCapabilitiesChanged", raw))
-            val o = wireObject(raw, "EventCapabilitiesChanged")
-            for (key in o.keys) require(key in KNOWN_KEYS) { "EventCapabilitiesChanged" + ": unexpected key " + key }
-            return EventCapabilitiesChanged(
-                type = agentwire.generated.roll_runtime.EventCapabilitiesChangedType.fromWire(wireField(o, "type", "EventCapabilitiesChanged"))
-            )
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `EventCapabilitiesChanged`. */
+        fun fromWire(raw: kotlin.Any?): EventCapabilitiesChanged {
+            assertValid(validateAt("/\$defs/eventCapabilitiesChanged", raw))
+            return fromWireUnchecked(raw)
         }
 
+        /** Builds the `EventCapabilitiesChanged` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): EventCapabilitiesChanged {
+            val o = wireObject(raw, "EventCapabilitiesChanged")
+            for (key in o.keys) require(key in KNOWN_KEYS) { "EventCapabilitiesChanged" + ": unexpected key " + key }
+            require(wireField(o, "type", "EventCapabilitiesChanged") == TYPE) { "EventCapabilitiesChanged" + ": " + "type" + " must be " + TYPE }
+            return EventCapabilitiesChanged()
+        }
+
+        /** The value of `type`, the tag of this variant. */
+        const val TYPE: String = "capabilities.changed"
+
         private val KNOWN_KEYS: Set<String> = setOf("type")
-    }
-}
-
-enum class EventCapabilitiesChangedType(val wireValue: String) {
-    CAPABILITIES_CHANGED("capabilities.changed");
-
-    /** The wire form: the wire value. */
-    fun toWire(): String = wireValue
-
-    companion object {
-        /** The entry with this wire value, or null for a value this version does not know. */
-        fun fromWireValue(value: String): EventCapabilitiesChangedType? = values().firstOrNull { it.wireValue == value }
-
-        /** Decodes the wire form (a string); throws IllegalArgumentException for another value. */
-        fun fromWire(raw: Any?): EventCapabilitiesChangedType = fromWireValue(wireString(raw, "EventCapabilitiesChangedType")) ?: throw IllegalArgumentException("EventCapabilitiesChangedType" + ": unknown value " + raw)
     }
 }
 
@@ -7380,75 +7478,45 @@ sealed class RuntimeEvent {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEvent {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEvent", raw))
-            val o = wireObject(raw, "RuntimeEvent")
-            return when (wireField(o, "type", "RuntimeEvent")) {
-                "turn.started" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
-                "message.started" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
-                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
-                "message.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
-                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
-                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
-                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
-                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
-                "approval.required" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
-                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
-                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
-                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
-                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
-                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
-                else -> throw IllegalArgumentException("RuntimeEvent" + ": unknown type " + o["type"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEvent`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEvent {
+            assertValid(validateAt("/\$defs/runtimeEvent", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEvent {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEvent", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEvent`. */
+        fun fromWireKnown(raw: kotlin.Any?): RuntimeEvent {
+            assertValid(validateAt("/\$defs/runtimeEvent", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `RuntimeEvent` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): RuntimeEvent {
             val o = wireObject(raw, "RuntimeEvent")
             return when (wireField(o, "type", "RuntimeEvent")) {
-                "turn.started" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
-                "message.started" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
-                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
-                "message.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
-                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
-                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
-                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
-                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
-                "approval.required" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
-                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
-                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
-                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
-                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
-                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
+                "turn.started" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWireUnchecked(o))
+                "message.started" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWireUnchecked(o))
+                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWireUnchecked(o))
+                "message.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWireUnchecked(o))
+                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWireUnchecked(o))
+                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWireUnchecked(o))
+                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWireUnchecked(o))
+                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWireUnchecked(o))
+                "approval.required" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWireUnchecked(o))
+                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWireUnchecked(o))
+                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWireUnchecked(o))
+                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWireUnchecked(o))
+                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWireUnchecked(o))
+                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("RuntimeEvent" + ": unknown type " + o["type"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `RuntimeEvent`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `RuntimeEvent` against the schema, every level (as `RuntimeEvent.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkRuntimeEvent(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "RuntimeEvent", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "RuntimeEvent: type must be a string" }
-    return when (tag) {
-        "turn.started" -> checkKeys(record, "RuntimeEvent", listOf("type"), listOf("type"))
-        "message.started" -> checkKeys(record, "RuntimeEvent", listOf("type", "streamId"), listOf("type", "streamId"))
-        "message.delta" -> checkKeys(record, "RuntimeEvent", listOf("type", "streamId", "delta"), listOf("type", "streamId", "delta"))
-        "message.completed" -> checkKeys(record, "RuntimeEvent", listOf("type", "streamId", "text"), listOf("type", "streamId", "text"))
-        "reasoning.summary.delta" -> checkKeys(record, "RuntimeEvent", listOf("type", "reasoningId", "delta"), listOf("type", "reasoningId", "delta"))
-        "tool.started" -> checkKeys(record, "RuntimeEvent", listOf("type", "toolCallId", "agentName", "toolName", "input"), listOf("type", "toolCallId", "agentName", "toolName", "input"))
-        "tool.output" -> checkKeys(record, "RuntimeEvent", listOf("type", "toolCallId", "agentName", "toolName", "stream", "delta"), listOf("type", "toolCallId", "agentName", "toolName", "stream", "delta"))
-        "tool.completed" -> checkKeys(record, "RuntimeEvent", listOf("type", "toolCallId", "agentName", "toolName", "display"), listOf("type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput"))
-        "approval.required" -> checkKeys(record, "RuntimeEvent", listOf("type", "approval"), listOf("type", "approval"))
-        "approval.resolved" -> checkKeys(record, "RuntimeEvent", listOf("type", "approvalId", "resolution"), listOf("type", "approvalId", "resolution"))
-        "turn.completed" -> checkKeys(record, "RuntimeEvent", listOf("type"), listOf("type"))
-        "turn.cancelled" -> checkKeys(record, "RuntimeEvent", listOf("type", "reason", "message"), listOf("type", "reason", "message"))
-        "turn.failed" -> checkKeys(record, "RuntimeEvent", listOf("type", "stage", "message"), listOf("type", "stage", "message"))
-        "capabilities.changed" -> checkKeys(record, "RuntimeEvent", listOf("type"), listOf("type"))
-        else -> throw IllegalArgumentException("RuntimeEvent: unknown type " + tag)
-    }
+    assertValid(validateAt("/\$defs/runtimeEvent", raw))
+    return wireObject(raw, "RuntimeEvent")
 }
 
 /**
@@ -7488,60 +7556,40 @@ sealed class RuntimeDurableEvent {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeDurableEvent {
-            if (validate) assertValid(validateAt("/\$defs/runtimeDurableEvent", raw))
-            val o = wireObject(raw, "RuntimeDurableEvent")
-            return when (wireField(o, "type", "RuntimeDurableEvent")) {
-                "turn.started" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
-                "message.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
-                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
-                "approval.required" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
-                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
-                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
-                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
-                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
-                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
-                else -> throw IllegalArgumentException("RuntimeDurableEvent" + ": unknown type " + o["type"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeDurableEvent`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeDurableEvent {
+            assertValid(validateAt("/\$defs/runtimeDurableEvent", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeDurableEvent {
-            if (validate) assertValid(validateAt("/\$defs/runtimeDurableEvent", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeDurableEvent`. */
+        fun fromWireKnown(raw: kotlin.Any?): RuntimeDurableEvent {
+            assertValid(validateAt("/\$defs/runtimeDurableEvent", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `RuntimeDurableEvent` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): RuntimeDurableEvent {
             val o = wireObject(raw, "RuntimeDurableEvent")
             return when (wireField(o, "type", "RuntimeDurableEvent")) {
-                "turn.started" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWire(o, false))
-                "message.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWire(o, false))
-                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWire(o, false))
-                "approval.required" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWire(o, false))
-                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWire(o, false))
-                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWire(o, false))
-                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWire(o, false))
-                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWire(o, false))
-                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWire(o, false))
+                "turn.started" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnStarted(agentwire.generated.roll_runtime.EventTurnStarted.fromWireUnchecked(o))
+                "message.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.MessageCompleted(agentwire.generated.roll_runtime.EventMessageCompleted.fromWireUnchecked(o))
+                "tool.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ToolCompleted(agentwire.generated.roll_runtime.EventToolCompleted.fromWireUnchecked(o))
+                "approval.required" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalRequired(agentwire.generated.roll_runtime.EventApprovalRequired.fromWireUnchecked(o))
+                "approval.resolved" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.ApprovalResolved(agentwire.generated.roll_runtime.EventApprovalResolved.fromWireUnchecked(o))
+                "turn.completed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCompleted(agentwire.generated.roll_runtime.EventTurnCompleted.fromWireUnchecked(o))
+                "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWireUnchecked(o))
+                "turn.failed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWireUnchecked(o))
+                "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("RuntimeDurableEvent" + ": unknown type " + o["type"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `RuntimeDurableEvent`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `RuntimeDurableEvent` against the schema, every level (as `RuntimeDurableEvent.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkRuntimeDurableEvent(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "RuntimeDurableEvent", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "RuntimeDurableEvent: type must be a string" }
-    return when (tag) {
-        "turn.started" -> checkKeys(record, "RuntimeDurableEvent", listOf("type"), listOf("type"))
-        "message.completed" -> checkKeys(record, "RuntimeDurableEvent", listOf("type", "streamId", "text"), listOf("type", "streamId", "text"))
-        "tool.completed" -> checkKeys(record, "RuntimeDurableEvent", listOf("type", "toolCallId", "agentName", "toolName", "display"), listOf("type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput"))
-        "approval.required" -> checkKeys(record, "RuntimeDurableEvent", listOf("type", "approval"), listOf("type", "approval"))
-        "approval.resolved" -> checkKeys(record, "RuntimeDurableEvent", listOf("type", "approvalId", "resolution"), listOf("type", "approvalId", "resolution"))
-        "turn.completed" -> checkKeys(record, "RuntimeDurableEvent", listOf("type"), listOf("type"))
-        "turn.cancelled" -> checkKeys(record, "RuntimeDurableEvent", listOf("type", "reason", "message"), listOf("type", "reason", "message"))
-        "turn.failed" -> checkKeys(record, "RuntimeDurableEvent", listOf("type", "stage", "message"), listOf("type", "stage", "message"))
-        "capabilities.changed" -> checkKeys(record, "RuntimeDurableEvent", listOf("type"), listOf("type"))
-        else -> throw IllegalArgumentException("RuntimeDurableEvent: unknown type " + tag)
-    }
+    assertValid(validateAt("/\$defs/runtimeDurableEvent", raw))
+    return wireObject(raw, "RuntimeDurableEvent")
 }
 
 /**
@@ -7569,48 +7617,36 @@ sealed class RuntimeEphemeralEvent {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `type` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEphemeralEvent {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEphemeralEvent", raw))
-            val o = wireObject(raw, "RuntimeEphemeralEvent")
-            return when (wireField(o, "type", "RuntimeEphemeralEvent")) {
-                "message.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
-                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
-                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
-                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
-                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
-                else -> throw IllegalArgumentException("RuntimeEphemeralEvent" + ": unknown type " + o["type"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEphemeralEvent`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEphemeralEvent {
+            assertValid(validateAt("/\$defs/runtimeEphemeralEvent", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `type` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEphemeralEvent {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEphemeralEvent", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEphemeralEvent`. */
+        fun fromWireKnown(raw: kotlin.Any?): RuntimeEphemeralEvent {
+            assertValid(validateAt("/\$defs/runtimeEphemeralEvent", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `RuntimeEphemeralEvent` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): RuntimeEphemeralEvent {
             val o = wireObject(raw, "RuntimeEphemeralEvent")
             return when (wireField(o, "type", "RuntimeEphemeralEvent")) {
-                "message.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWire(o, false))
-                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWire(o, false))
-                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWire(o, false))
-                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWire(o, false))
-                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWire(o, false))
+                "message.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageStarted(agentwire.generated.roll_runtime.EventMessageStarted.fromWireUnchecked(o))
+                "message.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.MessageDelta(agentwire.generated.roll_runtime.EventMessageDelta.fromWireUnchecked(o))
+                "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWireUnchecked(o))
+                "tool.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWireUnchecked(o))
+                "tool.output" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("RuntimeEphemeralEvent" + ": unknown type " + o["type"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `RuntimeEphemeralEvent`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `RuntimeEphemeralEvent` against the schema, every level (as `RuntimeEphemeralEvent.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkRuntimeEphemeralEvent(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "RuntimeEphemeralEvent", listOf("type"), null)
-    val tag = record["type"]
-    require(tag is String) { "RuntimeEphemeralEvent: type must be a string" }
-    return when (tag) {
-        "message.started" -> checkKeys(record, "RuntimeEphemeralEvent", listOf("type", "streamId"), listOf("type", "streamId"))
-        "message.delta" -> checkKeys(record, "RuntimeEphemeralEvent", listOf("type", "streamId", "delta"), listOf("type", "streamId", "delta"))
-        "reasoning.summary.delta" -> checkKeys(record, "RuntimeEphemeralEvent", listOf("type", "reasoningId", "delta"), listOf("type", "reasoningId", "delta"))
-        "tool.started" -> checkKeys(record, "RuntimeEphemeralEvent", listOf("type", "toolCallId", "agentName", "toolName", "input"), listOf("type", "toolCallId", "agentName", "toolName", "input"))
-        "tool.output" -> checkKeys(record, "RuntimeEphemeralEvent", listOf("type", "toolCallId", "agentName", "toolName", "stream", "delta"), listOf("type", "toolCallId", "agentName", "toolName", "stream", "delta"))
-        else -> throw IllegalArgumentException("RuntimeEphemeralEvent: unknown type " + tag)
-    }
+    assertValid(validateAt("/\$defs/runtimeEphemeralEvent", raw))
+    return wireObject(raw, "RuntimeEphemeralEvent")
 }
 
 /** The 1.0-1.2 envelope: process-local sequence only. */
@@ -7645,9 +7681,14 @@ data class RuntimeEventEnvelopeLegacy(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventEnvelopeLegacy`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventEnvelopeLegacy {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelopeLegacy", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventEnvelopeLegacy`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventEnvelopeLegacy {
+            assertValid(validateAt("/\$defs/runtimeEventEnvelopeLegacy", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RuntimeEventEnvelopeLegacy` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RuntimeEventEnvelopeLegacy {
             val o = wireObject(raw, "RuntimeEventEnvelopeLegacy")
             for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventEnvelopeLegacy" + ": unexpected key " + key }
             return RuntimeEventEnvelopeLegacy(
@@ -7657,7 +7698,7 @@ data class RuntimeEventEnvelopeLegacy(
                 timestamp = wireString(wireField(o, "timestamp", "RuntimeEventEnvelopeLegacy"), "string"),
                 threadId = wireString(wireField(o, "threadId", "RuntimeEventEnvelopeLegacy"), "string"),
                 turnId = o["turnId"]?.let { v -> wireString(v, "string") },
-                event = agentwire.generated.roll_runtime.RuntimeEvent.fromWire(wireField(o, "event", "RuntimeEventEnvelopeLegacy"), false)
+                event = agentwire.generated.roll_runtime.RuntimeEvent.fromWireUnchecked(wireField(o, "event", "RuntimeEventEnvelopeLegacy"))
             )
         }
 
@@ -7706,9 +7747,14 @@ data class RuntimeEventEnvelopeDurable(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventEnvelopeDurable`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventEnvelopeDurable {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelopeDurable", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventEnvelopeDurable`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventEnvelopeDurable {
+            assertValid(validateAt("/\$defs/runtimeEventEnvelopeDurable", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RuntimeEventEnvelopeDurable` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RuntimeEventEnvelopeDurable {
             val o = wireObject(raw, "RuntimeEventEnvelopeDurable")
             for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventEnvelopeDurable" + ": unexpected key " + key }
             return RuntimeEventEnvelopeDurable(
@@ -7721,7 +7767,7 @@ data class RuntimeEventEnvelopeDurable(
                 durability = agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurableDurability.fromWire(wireField(o, "durability", "RuntimeEventEnvelopeDurable")),
                 eventId = wireString(wireField(o, "eventId", "RuntimeEventEnvelopeDurable"), "string"),
                 cursor = wireString(wireField(o, "cursor", "RuntimeEventEnvelopeDurable"), "string"),
-                event = agentwire.generated.roll_runtime.RuntimeDurableEvent.fromWire(wireField(o, "event", "RuntimeEventEnvelopeDurable"), false)
+                event = agentwire.generated.roll_runtime.RuntimeDurableEvent.fromWireUnchecked(wireField(o, "event", "RuntimeEventEnvelopeDurable"))
             )
         }
 
@@ -7779,9 +7825,14 @@ data class RuntimeEventEnvelopeEphemeral(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventEnvelopeEphemeral`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventEnvelopeEphemeral {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelopeEphemeral", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventEnvelopeEphemeral`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventEnvelopeEphemeral {
+            assertValid(validateAt("/\$defs/runtimeEventEnvelopeEphemeral", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RuntimeEventEnvelopeEphemeral` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RuntimeEventEnvelopeEphemeral {
             val o = wireObject(raw, "RuntimeEventEnvelopeEphemeral")
             for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventEnvelopeEphemeral" + ": unexpected key " + key }
             return RuntimeEventEnvelopeEphemeral(
@@ -7792,7 +7843,7 @@ data class RuntimeEventEnvelopeEphemeral(
                 threadId = wireString(wireField(o, "threadId", "RuntimeEventEnvelopeEphemeral"), "string"),
                 turnId = o["turnId"]?.let { v -> wireString(v, "string") },
                 durability = agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeralDurability.fromWire(wireField(o, "durability", "RuntimeEventEnvelopeEphemeral")),
-                event = agentwire.generated.roll_runtime.RuntimeEphemeralEvent.fromWire(wireField(o, "event", "RuntimeEventEnvelopeEphemeral"), false)
+                event = agentwire.generated.roll_runtime.RuntimeEphemeralEvent.fromWireUnchecked(wireField(o, "event", "RuntimeEventEnvelopeEphemeral"))
             )
         }
 
@@ -7830,48 +7881,29 @@ sealed class RuntimeEventEnvelope {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEventEnvelope {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelope", raw))
-            try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeLegacy(agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeDurable(agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeEphemeral(agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeLegacy(agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeDurable(agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeEphemeral(agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("RuntimeEventEnvelope" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventEnvelope`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventEnvelope {
+            assertValid(validateAt("/\$defs/runtimeEventEnvelope", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RuntimeEventEnvelope {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventEnvelope", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventEnvelope`. */
+        fun fromWireKnown(raw: kotlin.Any?): RuntimeEventEnvelope {
+            assertValid(validateAt("/\$defs/runtimeEventEnvelope", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `RuntimeEventEnvelope` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): RuntimeEventEnvelope {
             try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeLegacy(agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeLegacy(agentwire.generated.roll_runtime.RuntimeEventEnvelopeLegacy.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeDurable(agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeDurable(agentwire.generated.roll_runtime.RuntimeEventEnvelopeDurable.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeEphemeral(agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.RuntimeEventEnvelope.RuntimeEventEnvelopeEphemeral(agentwire.generated.roll_runtime.RuntimeEventEnvelopeEphemeral.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("RuntimeEventEnvelope" + ": no variant matches")
@@ -7898,15 +7930,20 @@ data class RuntimeEventNotification(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RuntimeEventNotification`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RuntimeEventNotification {
-            if (validate) assertValid(validateAt("/\$defs/runtimeEventNotification", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeEventNotification`. */
+        fun fromWire(raw: kotlin.Any?): RuntimeEventNotification {
+            assertValid(validateAt("/\$defs/runtimeEventNotification", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RuntimeEventNotification` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RuntimeEventNotification {
             val o = wireObject(raw, "RuntimeEventNotification")
             for (key in o.keys) require(key in KNOWN_KEYS) { "RuntimeEventNotification" + ": unexpected key " + key }
             return RuntimeEventNotification(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "RuntimeEventNotification")),
                 method = agentwire.generated.roll_runtime.RuntimeEventNotificationMethod.fromWire(wireField(o, "method", "RuntimeEventNotification")),
-                params = agentwire.generated.roll_runtime.RuntimeEventEnvelope.fromWire(wireField(o, "params", "RuntimeEventNotification"), false)
+                params = agentwire.generated.roll_runtime.RuntimeEventEnvelope.fromWireUnchecked(wireField(o, "params", "RuntimeEventNotification"))
             )
         }
 
@@ -7955,9 +7992,14 @@ data class ServerRequestCancelParams(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ServerRequestCancelParams`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ServerRequestCancelParams {
-            if (validate) assertValid(validateAt("/\$defs/serverRequestCancelParams", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ServerRequestCancelParams`. */
+        fun fromWire(raw: kotlin.Any?): ServerRequestCancelParams {
+            assertValid(validateAt("/\$defs/serverRequestCancelParams", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ServerRequestCancelParams` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ServerRequestCancelParams {
             val o = wireObject(raw, "ServerRequestCancelParams")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ServerRequestCancelParams" + ": unexpected key " + key }
             return ServerRequestCancelParams(
@@ -7990,15 +8032,20 @@ data class ServerRequestCancelNotification(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ServerRequestCancelNotification`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ServerRequestCancelNotification {
-            if (validate) assertValid(validateAt("/\$defs/serverRequestCancelNotification", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ServerRequestCancelNotification`. */
+        fun fromWire(raw: kotlin.Any?): ServerRequestCancelNotification {
+            assertValid(validateAt("/\$defs/serverRequestCancelNotification", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ServerRequestCancelNotification` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ServerRequestCancelNotification {
             val o = wireObject(raw, "ServerRequestCancelNotification")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ServerRequestCancelNotification" + ": unexpected key " + key }
             return ServerRequestCancelNotification(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ServerRequestCancelNotification")),
                 method = agentwire.generated.roll_runtime.ServerRequestCancelNotificationMethod.fromWire(wireField(o, "method", "ServerRequestCancelNotification")),
-                params = agentwire.generated.roll_runtime.ServerRequestCancelParams.fromWire(wireField(o, "params", "ServerRequestCancelNotification"), false)
+                params = agentwire.generated.roll_runtime.ServerRequestCancelParams.fromWireUnchecked(wireField(o, "params", "ServerRequestCancelNotification"))
             )
         }
 
@@ -8088,93 +8135,51 @@ sealed class ClientRequest {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `method` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ClientRequest {
-            if (validate) assertValid(validateAt("/\$defs/clientRequest", raw))
-            val o = wireObject(raw, "ClientRequest")
-            return when (wireField(o, "method", "ClientRequest")) {
-                "initialize" -> agentwire.generated.roll_runtime.ClientRequest.Initialize(agentwire.generated.roll_runtime.InitializeRequest.fromWire(o, false))
-                "client.capabilities.set" -> agentwire.generated.roll_runtime.ClientRequest.ClientCapabilitiesSet(agentwire.generated.roll_runtime.ClientCapabilitiesSetRequest.fromWire(o, false))
-                "thread.list" -> agentwire.generated.roll_runtime.ClientRequest.ThreadList(agentwire.generated.roll_runtime.ThreadListRequest.fromWire(o, false))
-                "thread.create" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCreate(agentwire.generated.roll_runtime.ThreadCreateRequest.fromWire(o, false))
-                "thread.open" -> agentwire.generated.roll_runtime.ClientRequest.ThreadOpen(agentwire.generated.roll_runtime.ThreadOpenRequest.fromWire(o, false))
-                "thread.snapshot" -> agentwire.generated.roll_runtime.ClientRequest.ThreadSnapshot(agentwire.generated.roll_runtime.ThreadSnapshotRequest.fromWire(o, false))
-                "thread.rename" -> agentwire.generated.roll_runtime.ClientRequest.ThreadRename(agentwire.generated.roll_runtime.ThreadRenameRequest.fromWire(o, false))
-                "thread.delete" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDelete(agentwire.generated.roll_runtime.ThreadDeleteRequest.fromWire(o, false))
-                "thread.detach" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDetach(agentwire.generated.roll_runtime.ThreadDetachRequest.fromWire(o, false))
-                "thread.capabilities" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCapabilities(agentwire.generated.roll_runtime.ThreadCapabilitiesRequest.fromWire(o, false))
-                "runtime.events.resume" -> agentwire.generated.roll_runtime.ClientRequest.RuntimeEventsResume(agentwire.generated.roll_runtime.RuntimeEventsResumeRequest.fromWire(o, false))
-                "turn.start" -> agentwire.generated.roll_runtime.ClientRequest.TurnStart(agentwire.generated.roll_runtime.TurnStartRequest.fromWire(o, false))
-                "turn.cancel" -> agentwire.generated.roll_runtime.ClientRequest.TurnCancel(agentwire.generated.roll_runtime.TurnCancelRequest.fromWire(o, false))
-                "approval.respond" -> agentwire.generated.roll_runtime.ClientRequest.ApprovalRespond(agentwire.generated.roll_runtime.ApprovalRespondRequest.fromWire(o, false))
-                "operation.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationGet(agentwire.generated.roll_runtime.OperationGetRequest.fromWire(o, false))
-                "operation.result.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationResultGet(agentwire.generated.roll_runtime.OperationResultGetRequest.fromWire(o, false))
-                "attachment.stage" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentStage(agentwire.generated.roll_runtime.AttachmentStageRequest.fromWire(o, false))
-                "attachment.chunk" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentChunk(agentwire.generated.roll_runtime.AttachmentChunkRequest.fromWire(o, false))
-                "attachment.commit" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentCommit(agentwire.generated.roll_runtime.AttachmentCommitRequest.fromWire(o, false))
-                "attachment.release" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentRelease(agentwire.generated.roll_runtime.AttachmentReleaseRequest.fromWire(o, false))
-                else -> throw IllegalArgumentException("ClientRequest" + ": unknown method " + o["method"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ClientRequest`. */
+        fun fromWire(raw: kotlin.Any?): ClientRequest {
+            assertValid(validateAt("/\$defs/clientRequest", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `method` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ClientRequest {
-            if (validate) assertValid(validateAt("/\$defs/clientRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ClientRequest`. */
+        fun fromWireKnown(raw: kotlin.Any?): ClientRequest {
+            assertValid(validateAt("/\$defs/clientRequest", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `ClientRequest` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): ClientRequest {
             val o = wireObject(raw, "ClientRequest")
             return when (wireField(o, "method", "ClientRequest")) {
-                "initialize" -> agentwire.generated.roll_runtime.ClientRequest.Initialize(agentwire.generated.roll_runtime.InitializeRequest.fromWire(o, false))
-                "client.capabilities.set" -> agentwire.generated.roll_runtime.ClientRequest.ClientCapabilitiesSet(agentwire.generated.roll_runtime.ClientCapabilitiesSetRequest.fromWire(o, false))
-                "thread.list" -> agentwire.generated.roll_runtime.ClientRequest.ThreadList(agentwire.generated.roll_runtime.ThreadListRequest.fromWire(o, false))
-                "thread.create" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCreate(agentwire.generated.roll_runtime.ThreadCreateRequest.fromWire(o, false))
-                "thread.open" -> agentwire.generated.roll_runtime.ClientRequest.ThreadOpen(agentwire.generated.roll_runtime.ThreadOpenRequest.fromWire(o, false))
-                "thread.snapshot" -> agentwire.generated.roll_runtime.ClientRequest.ThreadSnapshot(agentwire.generated.roll_runtime.ThreadSnapshotRequest.fromWire(o, false))
-                "thread.rename" -> agentwire.generated.roll_runtime.ClientRequest.ThreadRename(agentwire.generated.roll_runtime.ThreadRenameRequest.fromWire(o, false))
-                "thread.delete" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDelete(agentwire.generated.roll_runtime.ThreadDeleteRequest.fromWire(o, false))
-                "thread.detach" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDetach(agentwire.generated.roll_runtime.ThreadDetachRequest.fromWire(o, false))
-                "thread.capabilities" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCapabilities(agentwire.generated.roll_runtime.ThreadCapabilitiesRequest.fromWire(o, false))
-                "runtime.events.resume" -> agentwire.generated.roll_runtime.ClientRequest.RuntimeEventsResume(agentwire.generated.roll_runtime.RuntimeEventsResumeRequest.fromWire(o, false))
-                "turn.start" -> agentwire.generated.roll_runtime.ClientRequest.TurnStart(agentwire.generated.roll_runtime.TurnStartRequest.fromWire(o, false))
-                "turn.cancel" -> agentwire.generated.roll_runtime.ClientRequest.TurnCancel(agentwire.generated.roll_runtime.TurnCancelRequest.fromWire(o, false))
-                "approval.respond" -> agentwire.generated.roll_runtime.ClientRequest.ApprovalRespond(agentwire.generated.roll_runtime.ApprovalRespondRequest.fromWire(o, false))
-                "operation.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationGet(agentwire.generated.roll_runtime.OperationGetRequest.fromWire(o, false))
-                "operation.result.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationResultGet(agentwire.generated.roll_runtime.OperationResultGetRequest.fromWire(o, false))
-                "attachment.stage" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentStage(agentwire.generated.roll_runtime.AttachmentStageRequest.fromWire(o, false))
-                "attachment.chunk" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentChunk(agentwire.generated.roll_runtime.AttachmentChunkRequest.fromWire(o, false))
-                "attachment.commit" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentCommit(agentwire.generated.roll_runtime.AttachmentCommitRequest.fromWire(o, false))
-                "attachment.release" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentRelease(agentwire.generated.roll_runtime.AttachmentReleaseRequest.fromWire(o, false))
+                "initialize" -> agentwire.generated.roll_runtime.ClientRequest.Initialize(agentwire.generated.roll_runtime.InitializeRequest.fromWireUnchecked(o))
+                "client.capabilities.set" -> agentwire.generated.roll_runtime.ClientRequest.ClientCapabilitiesSet(agentwire.generated.roll_runtime.ClientCapabilitiesSetRequest.fromWireUnchecked(o))
+                "thread.list" -> agentwire.generated.roll_runtime.ClientRequest.ThreadList(agentwire.generated.roll_runtime.ThreadListRequest.fromWireUnchecked(o))
+                "thread.create" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCreate(agentwire.generated.roll_runtime.ThreadCreateRequest.fromWireUnchecked(o))
+                "thread.open" -> agentwire.generated.roll_runtime.ClientRequest.ThreadOpen(agentwire.generated.roll_runtime.ThreadOpenRequest.fromWireUnchecked(o))
+                "thread.snapshot" -> agentwire.generated.roll_runtime.ClientRequest.ThreadSnapshot(agentwire.generated.roll_runtime.ThreadSnapshotRequest.fromWireUnchecked(o))
+                "thread.rename" -> agentwire.generated.roll_runtime.ClientRequest.ThreadRename(agentwire.generated.roll_runtime.ThreadRenameRequest.fromWireUnchecked(o))
+                "thread.delete" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDelete(agentwire.generated.roll_runtime.ThreadDeleteRequest.fromWireUnchecked(o))
+                "thread.detach" -> agentwire.generated.roll_runtime.ClientRequest.ThreadDetach(agentwire.generated.roll_runtime.ThreadDetachRequest.fromWireUnchecked(o))
+                "thread.capabilities" -> agentwire.generated.roll_runtime.ClientRequest.ThreadCapabilities(agentwire.generated.roll_runtime.ThreadCapabilitiesRequest.fromWireUnchecked(o))
+                "runtime.events.resume" -> agentwire.generated.roll_runtime.ClientRequest.RuntimeEventsResume(agentwire.generated.roll_runtime.RuntimeEventsResumeRequest.fromWireUnchecked(o))
+                "turn.start" -> agentwire.generated.roll_runtime.ClientRequest.TurnStart(agentwire.generated.roll_runtime.TurnStartRequest.fromWireUnchecked(o))
+                "turn.cancel" -> agentwire.generated.roll_runtime.ClientRequest.TurnCancel(agentwire.generated.roll_runtime.TurnCancelRequest.fromWireUnchecked(o))
+                "approval.respond" -> agentwire.generated.roll_runtime.ClientRequest.ApprovalRespond(agentwire.generated.roll_runtime.ApprovalRespondRequest.fromWireUnchecked(o))
+                "operation.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationGet(agentwire.generated.roll_runtime.OperationGetRequest.fromWireUnchecked(o))
+                "operation.result.get" -> agentwire.generated.roll_runtime.ClientRequest.OperationResultGet(agentwire.generated.roll_runtime.OperationResultGetRequest.fromWireUnchecked(o))
+                "attachment.stage" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentStage(agentwire.generated.roll_runtime.AttachmentStageRequest.fromWireUnchecked(o))
+                "attachment.chunk" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentChunk(agentwire.generated.roll_runtime.AttachmentChunkRequest.fromWireUnchecked(o))
+                "attachment.commit" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentCommit(agentwire.generated.roll_runtime.AttachmentCommitRequest.fromWireUnchecked(o))
+                "attachment.release" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentRelease(agentwire.generated.roll_runtime.AttachmentReleaseRequest.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("ClientRequest" + ": unknown method " + o["method"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `ClientRequest`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `ClientRequest` against the schema, every level (as `ClientRequest.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkClientRequest(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "ClientRequest", listOf("method"), null)
-    val tag = record["method"]
-    require(tag is String) { "ClientRequest: method must be a string" }
-    return when (tag) {
-        "initialize" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "client.capabilities.set" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.list" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.create" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.open" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.snapshot" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.rename" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.delete" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.detach" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "thread.capabilities" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "runtime.events.resume" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "turn.start" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "turn.cancel" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "approval.respond" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "operation.get" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "operation.result.get" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "attachment.stage" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "attachment.chunk" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "attachment.commit" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "attachment.release" -> checkKeys(record, "ClientRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        else -> throw IllegalArgumentException("ClientRequest: unknown method " + tag)
-    }
+    assertValid(validateAt("/\$defs/clientRequest", raw))
+    return wireObject(raw, "ClientRequest")
 }
 
 /**
@@ -8193,39 +8198,33 @@ sealed class ServerRequest {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form by its `method` tag. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ServerRequest {
-            if (validate) assertValid(validateAt("/\$defs/serverRequest", raw))
-            val o = wireObject(raw, "ServerRequest")
-            return when (wireField(o, "method", "ServerRequest")) {
-                "approval.request" -> agentwire.generated.roll_runtime.ServerRequest.ApprovalRequest(agentwire.generated.roll_runtime.ApprovalRequestServerRequest.fromWire(o, false))
-                "userInput.request" -> agentwire.generated.roll_runtime.ServerRequest.UserInputRequest(agentwire.generated.roll_runtime.UserInputRequestServerRequest.fromWire(o, false))
-                else -> throw IllegalArgumentException("ServerRequest" + ": unknown method " + o["method"])
-            }
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ServerRequest`. */
+        fun fromWire(raw: kotlin.Any?): ServerRequest {
+            assertValid(validateAt("/\$defs/serverRequest", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form by its `method` tag; an unknown tag is an error even in an open union. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ServerRequest {
-            if (validate) assertValid(validateAt("/\$defs/serverRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ServerRequest`. */
+        fun fromWireKnown(raw: kotlin.Any?): ServerRequest {
+            assertValid(validateAt("/\$defs/serverRequest", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `ServerRequest` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): ServerRequest {
             val o = wireObject(raw, "ServerRequest")
             return when (wireField(o, "method", "ServerRequest")) {
-                "approval.request" -> agentwire.generated.roll_runtime.ServerRequest.ApprovalRequest(agentwire.generated.roll_runtime.ApprovalRequestServerRequest.fromWire(o, false))
-                "userInput.request" -> agentwire.generated.roll_runtime.ServerRequest.UserInputRequest(agentwire.generated.roll_runtime.UserInputRequestServerRequest.fromWire(o, false))
+                "approval.request" -> agentwire.generated.roll_runtime.ServerRequest.ApprovalRequest(agentwire.generated.roll_runtime.ApprovalRequestServerRequest.fromWireUnchecked(o))
+                "userInput.request" -> agentwire.generated.roll_runtime.ServerRequest.UserInputRequest(agentwire.generated.roll_runtime.UserInputRequestServerRequest.fromWireUnchecked(o))
                 else -> throw IllegalArgumentException("ServerRequest" + ": unknown method " + o["method"])
             }
         }
     }
 }
 
-/** Checks the tag and keys of a decoded `ServerRequest`; throws IllegalArgumentException for a missing key, an extra key on a closed variant or an unknown tag. */
+/** Checks a decoded `ServerRequest` against the schema, every level (as `ServerRequest.fromWire` does), and returns the object; throws ProtocolValidationError (an IllegalArgumentException). */
 fun checkServerRequest(raw: Any?): Map<String, Any?> {
-    val record = checkKeys(raw, "ServerRequest", listOf("method"), null)
-    val tag = record["method"]
-    require(tag is String) { "ServerRequest: method must be a string" }
-    return when (tag) {
-        "approval.request" -> checkKeys(record, "ServerRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        "userInput.request" -> checkKeys(record, "ServerRequest", listOf("jsonrpc", "id", "method", "params"), listOf("jsonrpc", "id", "method", "params"))
-        else -> throw IllegalArgumentException("ServerRequest: unknown method " + tag)
-    }
+    assertValid(validateAt("/\$defs/serverRequest", raw))
+    return wireObject(raw, "ServerRequest")
 }
 
 /** A success response; result is any result of the version, not bound to the request's method. */
@@ -8248,15 +8247,20 @@ data class SuccessResponse(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `SuccessResponse`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): SuccessResponse {
-            if (validate) assertValid(validateAt("/\$defs/successResponse", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SuccessResponse`. */
+        fun fromWire(raw: kotlin.Any?): SuccessResponse {
+            assertValid(validateAt("/\$defs/successResponse", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `SuccessResponse` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): SuccessResponse {
             val o = wireObject(raw, "SuccessResponse")
             for (key in o.keys) require(key in KNOWN_KEYS) { "SuccessResponse" + ": unexpected key " + key }
             return SuccessResponse(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "SuccessResponse")),
-                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(wireField(o, "id", "SuccessResponse"), false),
-                result = agentwire.generated.roll_runtime.SuccessResponseResult.fromWire(wireField(o, "result", "SuccessResponse"))
+                id = agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(wireField(o, "id", "SuccessResponse")),
+                result = agentwire.generated.roll_runtime.SuccessResponseResult.fromWireUnchecked(wireField(o, "result", "SuccessResponse"))
             )
         }
 
@@ -8336,274 +8340,113 @@ sealed class SuccessResponseResult {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SuccessResponseResult`. */
         fun fromWire(raw: kotlin.Any?): SuccessResponseResult {
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.InitializeResult(agentwire.generated.roll_runtime.InitializeResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ClientCapabilitiesSetResult(agentwire.generated.roll_runtime.ClientCapabilitiesSetResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadListResult(agentwire.generated.roll_runtime.ThreadListResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCreateResult(agentwire.generated.roll_runtime.ThreadCreateResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadOpenResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadSnapshotResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadRenameResult(agentwire.generated.roll_runtime.ThreadRenameResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDeleteResult(agentwire.generated.roll_runtime.ThreadDeleteResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDetachResult(agentwire.generated.roll_runtime.ThreadDetachResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCapabilitiesResult(agentwire.generated.roll_runtime.ThreadCapabilitiesResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.RuntimeEventsResumeResult(agentwire.generated.roll_runtime.RuntimeEventsResumeResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnStartResult(agentwire.generated.roll_runtime.TurnStartResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnCancelResult(agentwire.generated.roll_runtime.TurnCancelResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRespondResult(agentwire.generated.roll_runtime.ApprovalRespondResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationGetResult(agentwire.generated.roll_runtime.OperationGetResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationResultGetResult(agentwire.generated.roll_runtime.OperationResultGetResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentStageResult(agentwire.generated.roll_runtime.AttachmentStageResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentChunkResult(agentwire.generated.roll_runtime.AttachmentChunkResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentCommitResult(agentwire.generated.roll_runtime.AttachmentCommitResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentReleaseResult(agentwire.generated.roll_runtime.AttachmentReleaseResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWireKnown(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWireKnown(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.InitializeResult(agentwire.generated.roll_runtime.InitializeResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ClientCapabilitiesSetResult(agentwire.generated.roll_runtime.ClientCapabilitiesSetResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadListResult(agentwire.generated.roll_runtime.ThreadListResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCreateResult(agentwire.generated.roll_runtime.ThreadCreateResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadOpenResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadSnapshotResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadRenameResult(agentwire.generated.roll_runtime.ThreadRenameResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDeleteResult(agentwire.generated.roll_runtime.ThreadDeleteResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDetachResult(agentwire.generated.roll_runtime.ThreadDetachResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCapabilitiesResult(agentwire.generated.roll_runtime.ThreadCapabilitiesResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.RuntimeEventsResumeResult(agentwire.generated.roll_runtime.RuntimeEventsResumeResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnStartResult(agentwire.generated.roll_runtime.TurnStartResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnCancelResult(agentwire.generated.roll_runtime.TurnCancelResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRespondResult(agentwire.generated.roll_runtime.ApprovalRespondResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationGetResult(agentwire.generated.roll_runtime.OperationGetResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationResultGetResult(agentwire.generated.roll_runtime.OperationResultGetResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentStageResult(agentwire.generated.roll_runtime.AttachmentStageResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentChunkResult(agentwire.generated.roll_runtime.AttachmentChunkResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentCommitResult(agentwire.generated.roll_runtime.AttachmentCommitResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentReleaseResult(agentwire.generated.roll_runtime.AttachmentReleaseResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("SuccessResponseResult" + ": no variant matches")
+            assertValid(validateAt("/\$defs/successResponse/properties/result", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `SuccessResponseResult`. */
         fun fromWireKnown(raw: kotlin.Any?): SuccessResponseResult {
+            assertValid(validateAt("/\$defs/successResponse/properties/result", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `SuccessResponseResult` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): SuccessResponseResult {
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.InitializeResult(agentwire.generated.roll_runtime.InitializeResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.InitializeResult(agentwire.generated.roll_runtime.InitializeResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ClientCapabilitiesSetResult(agentwire.generated.roll_runtime.ClientCapabilitiesSetResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ClientCapabilitiesSetResult(agentwire.generated.roll_runtime.ClientCapabilitiesSetResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadListResult(agentwire.generated.roll_runtime.ThreadListResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadListResult(agentwire.generated.roll_runtime.ThreadListResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCreateResult(agentwire.generated.roll_runtime.ThreadCreateResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCreateResult(agentwire.generated.roll_runtime.ThreadCreateResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadOpenResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadOpenResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadSnapshotResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadSnapshotResult(agentwire.generated.roll_runtime.SharedThreadSnapshot.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadRenameResult(agentwire.generated.roll_runtime.ThreadRenameResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadRenameResult(agentwire.generated.roll_runtime.ThreadRenameResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDeleteResult(agentwire.generated.roll_runtime.ThreadDeleteResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDeleteResult(agentwire.generated.roll_runtime.ThreadDeleteResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDetachResult(agentwire.generated.roll_runtime.ThreadDetachResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadDetachResult(agentwire.generated.roll_runtime.ThreadDetachResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCapabilitiesResult(agentwire.generated.roll_runtime.ThreadCapabilitiesResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ThreadCapabilitiesResult(agentwire.generated.roll_runtime.ThreadCapabilitiesResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.RuntimeEventsResumeResult(agentwire.generated.roll_runtime.RuntimeEventsResumeResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.RuntimeEventsResumeResult(agentwire.generated.roll_runtime.RuntimeEventsResumeResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnStartResult(agentwire.generated.roll_runtime.TurnStartResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnStartResult(agentwire.generated.roll_runtime.TurnStartResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnCancelResult(agentwire.generated.roll_runtime.TurnCancelResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.TurnCancelResult(agentwire.generated.roll_runtime.TurnCancelResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRespondResult(agentwire.generated.roll_runtime.ApprovalRespondResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRespondResult(agentwire.generated.roll_runtime.ApprovalRespondResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationGetResult(agentwire.generated.roll_runtime.OperationGetResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationGetResult(agentwire.generated.roll_runtime.OperationGetResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationResultGetResult(agentwire.generated.roll_runtime.OperationResultGetResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.OperationResultGetResult(agentwire.generated.roll_runtime.OperationResultGetResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentStageResult(agentwire.generated.roll_runtime.AttachmentStageResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentStageResult(agentwire.generated.roll_runtime.AttachmentStageResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentChunkResult(agentwire.generated.roll_runtime.AttachmentChunkResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentChunkResult(agentwire.generated.roll_runtime.AttachmentChunkResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentCommitResult(agentwire.generated.roll_runtime.AttachmentCommitResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentCommitResult(agentwire.generated.roll_runtime.AttachmentCommitResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentReleaseResult(agentwire.generated.roll_runtime.AttachmentReleaseResult.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.AttachmentReleaseResult(agentwire.generated.roll_runtime.AttachmentReleaseResult.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWireKnown(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWireUnchecked(raw, true))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWireKnown(raw, false))
+                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWireUnchecked(raw, true))
+            } catch (e: IllegalArgumentException) {
+            }
+            if (!known) try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.ApprovalRequestResult(agentwire.generated.roll_runtime.ApprovalRequestResult.fromWireUnchecked(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            if (!known) try {
+                return agentwire.generated.roll_runtime.SuccessResponseResult.UserInputRequestResult(agentwire.generated.roll_runtime.UserInputRequestResult.fromWireUnchecked(raw, false))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("SuccessResponseResult" + ": no variant matches")
@@ -8630,15 +8473,20 @@ data class ErrorResponse(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorResponse`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ErrorResponse {
-            if (validate) assertValid(validateAt("/\$defs/errorResponse", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorResponse`. */
+        fun fromWire(raw: kotlin.Any?): ErrorResponse {
+            assertValid(validateAt("/\$defs/errorResponse", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ErrorResponse` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ErrorResponse {
             val o = wireObject(raw, "ErrorResponse")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ErrorResponse" + ": unexpected key " + key }
             return ErrorResponse(
                 jsonrpc = agentwire.generated.roll_runtime.SharedJsonRpcVersion.fromWire(wireField(o, "jsonrpc", "ErrorResponse")),
-                id = wireField(o, "id", "ErrorResponse")?.let { x0 -> agentwire.generated.roll_runtime.SharedJsonRpcId.fromWire(x0, false) },
-                error = agentwire.generated.roll_runtime.ErrorResponseError.fromWire(wireField(o, "error", "ErrorResponse"))
+                id = wireField(o, "id", "ErrorResponse")?.let { x0 -> agentwire.generated.roll_runtime.SharedJsonRpcId.fromWireUnchecked(x0) },
+                error = agentwire.generated.roll_runtime.ErrorResponseError.fromWireUnchecked(wireField(o, "error", "ErrorResponse"))
             )
         }
 
@@ -8665,14 +8513,20 @@ data class ErrorResponseError(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorResponseError`. */
-        fun fromWire(raw: Any?): ErrorResponseError {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorResponseError`. */
+        fun fromWire(raw: kotlin.Any?): ErrorResponseError {
+            assertValid(validateAt("/\$defs/errorResponse/properties/error", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ErrorResponseError` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ErrorResponseError {
             val o = wireObject(raw, "ErrorResponseError")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ErrorResponseError" + ": unexpected key " + key }
             return ErrorResponseError(
                 code = wireLong(wireField(o, "code", "ErrorResponseError")),
                 message = wireString(wireField(o, "message", "ErrorResponseError"), "string"),
-                data = o["data"]?.let { v -> agentwire.generated.roll_runtime.ErrorResponseErrorData.fromWire(v) }
+                data = o["data"]?.let { v -> agentwire.generated.roll_runtime.ErrorResponseErrorData.fromWireUnchecked(v) }
             )
         }
 
@@ -8686,7 +8540,7 @@ data class ErrorResponseErrorData(
     /** Wire name: `retryable`. */
     val retryable: Boolean,
     /** Wire name: `details`. */
-    val details: SharedJsonValue = null
+    val details: Present<SharedJsonValue>? = null
 ) {
 
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
@@ -8694,19 +8548,25 @@ data class ErrorResponseErrorData(
         val out = LinkedHashMap<String, Any?>()
         out["rollCode"] = this.rollCode.toWire()
         out["retryable"] = this.retryable
-        this.details?.let { v -> out["details"] = v }
+        this.details?.let { p -> out["details"] = p.value }
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorResponseErrorData`. */
-        fun fromWire(raw: Any?): ErrorResponseErrorData {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorResponseErrorData`. */
+        fun fromWire(raw: kotlin.Any?): ErrorResponseErrorData {
+            assertValid(validateAt("/\$defs/errorResponse/properties/error/properties/data", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ErrorResponseErrorData` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ErrorResponseErrorData {
             val o = wireObject(raw, "ErrorResponseErrorData")
             for (key in o.keys) require(key in KNOWN_KEYS) { "ErrorResponseErrorData" + ": unexpected key " + key }
             return ErrorResponseErrorData(
                 rollCode = agentwire.generated.roll_runtime.SharedRollErrorCode.fromWire(wireField(o, "rollCode", "ErrorResponseErrorData")),
                 retryable = wireBoolean(wireField(o, "retryable", "ErrorResponseErrorData")),
-                details = o["details"]?.let { v -> v }
+                details = if (o.containsKey("details")) Present(o["details"]) else null
             )
         }
 
@@ -8742,84 +8602,49 @@ sealed class RollRuntimeMessage {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): RollRuntimeMessage {
-            if (validate) assertValid(validateAt("", raw))
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWireKnown(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWireKnown(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.RuntimeEventNotification(agentwire.generated.roll_runtime.RuntimeEventNotification.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequestCancelNotification(agentwire.generated.roll_runtime.ServerRequestCancelNotification.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.SuccessResponse(agentwire.generated.roll_runtime.SuccessResponse.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ErrorResponse(agentwire.generated.roll_runtime.ErrorResponse.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.RuntimeEventNotification(agentwire.generated.roll_runtime.RuntimeEventNotification.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequestCancelNotification(agentwire.generated.roll_runtime.ServerRequestCancelNotification.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.SuccessResponse(agentwire.generated.roll_runtime.SuccessResponse.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ErrorResponse(agentwire.generated.roll_runtime.ErrorResponse.fromWire(raw, false))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("RollRuntimeMessage" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RollRuntimeMessage`. */
+        fun fromWire(raw: kotlin.Any?): RollRuntimeMessage {
+            assertValid(validateAt("", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): RollRuntimeMessage {
-            if (validate) assertValid(validateAt("", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RollRuntimeMessage`. */
+        fun fromWireKnown(raw: kotlin.Any?): RollRuntimeMessage {
+            assertValid(validateAt("", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `RollRuntimeMessage` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): RollRuntimeMessage {
             try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWireKnown(raw, false))
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWireUnchecked(raw, true))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWireKnown(raw, false))
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWireUnchecked(raw, true))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.RuntimeEventNotification(agentwire.generated.roll_runtime.RuntimeEventNotification.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.RuntimeEventNotification(agentwire.generated.roll_runtime.RuntimeEventNotification.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequestCancelNotification(agentwire.generated.roll_runtime.ServerRequestCancelNotification.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequestCancelNotification(agentwire.generated.roll_runtime.ServerRequestCancelNotification.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.SuccessResponse(agentwire.generated.roll_runtime.SuccessResponse.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.SuccessResponse(agentwire.generated.roll_runtime.SuccessResponse.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.roll_runtime.RollRuntimeMessage.ErrorResponse(agentwire.generated.roll_runtime.ErrorResponse.fromWire(raw, false))
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ErrorResponse(agentwire.generated.roll_runtime.ErrorResponse.fromWireUnchecked(raw))
+            } catch (e: IllegalArgumentException) {
+            }
+            if (!known) try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ClientRequest(agentwire.generated.roll_runtime.ClientRequest.fromWireUnchecked(raw, false))
+            } catch (e: IllegalArgumentException) {
+            }
+            if (!known) try {
+                return agentwire.generated.roll_runtime.RollRuntimeMessage.ServerRequest(agentwire.generated.roll_runtime.ServerRequest.fromWireUnchecked(raw, false))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("RollRuntimeMessage" + ": no variant matches")
@@ -8830,7 +8655,7 @@ sealed class RollRuntimeMessage {
 /** Decodes a whole message (decoded JSON, see `parseJson`) as `RollRuntimeMessage` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */
 fun decodeProtocolMessage(raw: Any?): RollRuntimeMessage {
     assertValid(validateProtocolMessage(raw))
-    return agentwire.generated.roll_runtime.RollRuntimeMessage.fromWire(raw, false)
+    return agentwire.generated.roll_runtime.RollRuntimeMessage.fromWireUnchecked(raw, false)
 }
 
 /** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */

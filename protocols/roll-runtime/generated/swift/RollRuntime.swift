@@ -464,11 +464,11 @@ public struct SharedActiveTurn: Codable, Sendable, Equatable {
 }
 
 public struct SharedTextPart: Codable, Sendable, Equatable {
-    public let type: SharedTextPartType
+    /// Always "text": decoding checks it.
+    public var type: String { return "text" }
     public let text: String
 
-    public init(type: SharedTextPartType, text: String) {
-        self.type = type
+    public init(text: String) {
         self.text = text
     }
 
@@ -480,31 +480,29 @@ public struct SharedTextPart: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "text"], in: "SharedTextPart")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(SharedTextPartType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "text" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "SharedTextPart: type must be \"text\"")
+        }
         self.text = try container.decode(String.self, forKey: .text)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("text", forKey: .type)
         try container.encode(self.text, forKey: .text)
     }
 }
 
-public enum SharedTextPartType: String, Codable, Sendable, CaseIterable {
-    case text = "text"
-}
-
 /// Constraints: since: 1.4
 public struct SharedAttachmentPart: Codable, Sendable, Equatable {
-    public let type: SharedAttachmentPartType
+    /// Always "attachment": decoding checks it.
+    public var type: String { return "attachment" }
     public let mediaType: SharedNonEmptyString
     public let bytes: SharedNonNegativeInteger
     /// Constraints: minLength: 1, maxLength: 255
     public let displayName: String?
 
-    public init(type: SharedAttachmentPartType, mediaType: SharedNonEmptyString, bytes: SharedNonNegativeInteger, displayName: String? = nil) {
-        self.type = type
+    public init(mediaType: SharedNonEmptyString, bytes: SharedNonNegativeInteger, displayName: String? = nil) {
         self.mediaType = mediaType
         self.bytes = bytes
         self.displayName = displayName
@@ -520,7 +518,9 @@ public struct SharedAttachmentPart: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "mediaType", "bytes", "displayName"], in: "SharedAttachmentPart")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(SharedAttachmentPartType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "attachment" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "SharedAttachmentPart: type must be \"attachment\"")
+        }
         self.mediaType = try container.decode(SharedNonEmptyString.self, forKey: .mediaType)
         self.bytes = try container.decode(SharedNonNegativeInteger.self, forKey: .bytes)
         self.displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
@@ -540,15 +540,11 @@ public struct SharedAttachmentPart: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAttachmentPart.displayName: maxLength 255"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("attachment", forKey: .type)
         try container.encode(self.mediaType, forKey: .mediaType)
         try container.encode(self.bytes, forKey: .bytes)
         try container.encodeIfPresent(self.displayName, forKey: .displayName)
     }
-}
-
-public enum SharedAttachmentPartType: String, Codable, Sendable, CaseIterable {
-    case attachment = "attachment"
 }
 
 public struct SharedUiMessage: Codable, Sendable, Equatable {
@@ -707,13 +703,13 @@ public indirect enum SharedAppOutputDescriptor: Codable, Sendable, Equatable {
 }
 
 public struct SharedAppOutputDescriptorAvailable: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorAvailableStatus
+    /// Always "available": decoding checks it.
+    public var status: String { return "available" }
     /// Constraints: minLength: 1, maxLength: 256
     public let schemaId: String
     public let schemaVersion: SharedPositiveInteger
 
-    public init(status: SharedAppOutputDescriptorAvailableStatus, schemaId: String, schemaVersion: SharedPositiveInteger) {
-        self.status = status
+    public init(schemaId: String, schemaVersion: SharedPositiveInteger) {
         self.schemaId = schemaId
         self.schemaVersion = schemaVersion
     }
@@ -727,7 +723,9 @@ public struct SharedAppOutputDescriptorAvailable: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status", "schemaId", "schemaVersion"], in: "SharedAppOutputDescriptorAvailable")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorAvailableStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "available" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputDescriptorAvailable: status must be \"available\"")
+        }
         self.schemaId = try container.decode(String.self, forKey: .schemaId)
         self.schemaVersion = try container.decode(SharedPositiveInteger.self, forKey: .schemaVersion)
         if case let value = self.schemaId, value.unicodeScalars.count < 1 {
@@ -746,21 +744,17 @@ public struct SharedAppOutputDescriptorAvailable: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputDescriptorAvailable.schemaId: maxLength 256"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("available", forKey: .status)
         try container.encode(self.schemaId, forKey: .schemaId)
         try container.encode(self.schemaVersion, forKey: .schemaVersion)
     }
 }
 
-public enum SharedAppOutputDescriptorAvailableStatus: String, Codable, Sendable, CaseIterable {
-    case available = "available"
-}
-
 public struct SharedAppOutputDescriptorNotProvided: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorNotProvidedStatus
+    /// Always "not_provided": decoding checks it.
+    public var status: String { return "not_provided" }
 
-    public init(status: SharedAppOutputDescriptorNotProvidedStatus) {
-        self.status = status
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -770,24 +764,22 @@ public struct SharedAppOutputDescriptorNotProvided: Codable, Sendable, Equatable
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorNotProvided")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorNotProvidedStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "not_provided" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputDescriptorNotProvided: status must be \"not_provided\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("not_provided", forKey: .status)
     }
 }
 
-public enum SharedAppOutputDescriptorNotProvidedStatus: String, Codable, Sendable, CaseIterable {
-    case notProvided = "not_provided"
-}
-
 public struct SharedAppOutputDescriptorInvalid: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorInvalidStatus
+    /// Always "invalid": decoding checks it.
+    public var status: String { return "invalid" }
 
-    public init(status: SharedAppOutputDescriptorInvalidStatus) {
-        self.status = status
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -797,24 +789,22 @@ public struct SharedAppOutputDescriptorInvalid: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorInvalid")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorInvalidStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "invalid" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputDescriptorInvalid: status must be \"invalid\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("invalid", forKey: .status)
     }
 }
 
-public enum SharedAppOutputDescriptorInvalidStatus: String, Codable, Sendable, CaseIterable {
-    case invalid = "invalid"
-}
-
 public struct SharedAppOutputDescriptorTooLarge: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorTooLargeStatus
+    /// Always "too_large": decoding checks it.
+    public var status: String { return "too_large" }
 
-    public init(status: SharedAppOutputDescriptorTooLargeStatus) {
-        self.status = status
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -824,24 +814,22 @@ public struct SharedAppOutputDescriptorTooLarge: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorTooLarge")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorTooLargeStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "too_large" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputDescriptorTooLarge: status must be \"too_large\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("too_large", forKey: .status)
     }
 }
 
-public enum SharedAppOutputDescriptorTooLargeStatus: String, Codable, Sendable, CaseIterable {
-    case tooLarge = "too_large"
-}
-
 public struct SharedAppOutputDescriptorExpired: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorExpiredStatus
+    /// Always "expired": decoding checks it.
+    public var status: String { return "expired" }
 
-    public init(status: SharedAppOutputDescriptorExpiredStatus) {
-        self.status = status
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -851,12 +839,14 @@ public struct SharedAppOutputDescriptorExpired: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorExpired")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorExpiredStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "expired" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputDescriptorExpired: status must be \"expired\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("expired", forKey: .status)
     }
 }
 
@@ -865,10 +855,10 @@ public enum SharedAppOutputDescriptorExpiredStatus: String, Codable, Sendable, C
 }
 
 public struct SharedAppOutputDescriptorDenied: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorDeniedStatus
+    /// Always "denied": decoding checks it.
+    public var status: String { return "denied" }
 
-    public init(status: SharedAppOutputDescriptorDeniedStatus) {
-        self.status = status
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -878,27 +868,25 @@ public struct SharedAppOutputDescriptorDenied: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status"], in: "SharedAppOutputDescriptorDenied")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorDeniedStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "denied" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputDescriptorDenied: status must be \"denied\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("denied", forKey: .status)
     }
 }
 
-public enum SharedAppOutputDescriptorDeniedStatus: String, Codable, Sendable, CaseIterable {
-    case denied = "denied"
-}
-
 public struct SharedAppOutputDescriptorRejected: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorRejectedStatus
+    /// Always "rejected": decoding checks it.
+    public var status: String { return "rejected" }
     public let reason: SharedAppOutputDescriptorRejectedReason
     /// Constraints: maxLength: 64
     public let field: String?
 
-    public init(status: SharedAppOutputDescriptorRejectedStatus, reason: SharedAppOutputDescriptorRejectedReason, field: String? = nil) {
-        self.status = status
+    public init(reason: SharedAppOutputDescriptorRejectedReason, field: String? = nil) {
         self.reason = reason
         self.field = field
     }
@@ -912,7 +900,9 @@ public struct SharedAppOutputDescriptorRejected: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status", "reason", "field"], in: "SharedAppOutputDescriptorRejected")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorRejectedStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "rejected" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputDescriptorRejected: status must be \"rejected\"")
+        }
         self.reason = try container.decode(SharedAppOutputDescriptorRejectedReason.self, forKey: .reason)
         self.field = try container.decodeIfPresent(String.self, forKey: .field)
         if let value = self.field, value.unicodeScalars.count > 64 {
@@ -925,14 +915,10 @@ public struct SharedAppOutputDescriptorRejected: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputDescriptorRejected.field: maxLength 64"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("rejected", forKey: .status)
         try container.encode(self.reason, forKey: .reason)
         try container.encodeIfPresent(self.field, forKey: .field)
     }
-}
-
-public enum SharedAppOutputDescriptorRejectedStatus: String, Codable, Sendable, CaseIterable {
-    case rejected = "rejected"
 }
 
 public enum SharedAppOutputDescriptorRejectedReason: String, Codable, Sendable, CaseIterable {
@@ -993,7 +979,8 @@ public indirect enum SharedAppOutput: Codable, Sendable, Equatable {
 }
 
 public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
-    public let status: SharedAppOutputDescriptorAvailableStatus
+    /// Always "available": decoding checks it.
+    public var status: String { return "available" }
     /// Constraints: minLength: 1, maxLength: 256
     public let schemaId: String
     public let schemaVersion: SharedPositiveInteger
@@ -1002,8 +989,7 @@ public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
     /// Constraints: maxLength: 4096
     public let fallbackText: String
 
-    public init(status: SharedAppOutputDescriptorAvailableStatus, schemaId: String, schemaVersion: SharedPositiveInteger, remoteReadable: Bool, data: [String: RollRuntimeJSONValue], fallbackText: String) {
-        self.status = status
+    public init(schemaId: String, schemaVersion: SharedPositiveInteger, remoteReadable: Bool, data: [String: RollRuntimeJSONValue], fallbackText: String) {
         self.schemaId = schemaId
         self.schemaVersion = schemaVersion
         self.remoteReadable = remoteReadable
@@ -1023,7 +1009,9 @@ public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status", "schemaId", "schemaVersion", "remoteReadable", "data", "fallbackText"], in: "SharedAppOutputAvailable")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(SharedAppOutputDescriptorAvailableStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "available" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "SharedAppOutputAvailable: status must be \"available\"")
+        }
         self.schemaId = try container.decode(String.self, forKey: .schemaId)
         self.schemaVersion = try container.decode(SharedPositiveInteger.self, forKey: .schemaVersion)
         self.remoteReadable = try container.decode(Bool.self, forKey: .remoteReadable)
@@ -1051,7 +1039,7 @@ public struct SharedAppOutputAvailable: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "SharedAppOutputAvailable.fallbackText: maxLength 4096"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("available", forKey: .status)
         try container.encode(self.schemaId, forKey: .schemaId)
         try container.encode(self.schemaVersion, forKey: .schemaVersion)
         try container.encode(self.remoteReadable, forKey: .remoteReadable)
@@ -1289,7 +1277,8 @@ public typealias SharedTextLengthBound = Int
 
 /// Constraints: since: 1.2
 public struct UserInputTextControl: Codable, Sendable, Equatable {
-    public let type: SharedTextPartType
+    /// Always "text": decoding checks it.
+    public var type: String { return "text" }
     public let id: SharedControlId
     public let label: SharedControlLabel
     public let description: SharedControlDescription?
@@ -1297,8 +1286,7 @@ public struct UserInputTextControl: Codable, Sendable, Equatable {
     public let minLength: SharedTextLengthBound?
     public let maxLength: SharedTextLengthBound?
 
-    public init(type: SharedTextPartType, id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, minLength: SharedTextLengthBound? = nil, maxLength: SharedTextLengthBound? = nil) {
-        self.type = type
+    public init(id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, minLength: SharedTextLengthBound? = nil, maxLength: SharedTextLengthBound? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -1320,7 +1308,9 @@ public struct UserInputTextControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "minLength", "maxLength"], in: "UserInputTextControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(SharedTextPartType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "text" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "UserInputTextControl: type must be \"text\"")
+        }
         self.id = try container.decode(SharedControlId.self, forKey: .id)
         self.label = try container.decode(SharedControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(SharedControlDescription.self, forKey: .description)
@@ -1331,7 +1321,7 @@ public struct UserInputTextControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("text", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -1343,7 +1333,8 @@ public struct UserInputTextControl: Codable, Sendable, Equatable {
 
 /// Constraints: since: 1.2
 public struct UserInputMultilineControl: Codable, Sendable, Equatable {
-    public let type: UserInputMultilineControlType
+    /// Always "multiline": decoding checks it.
+    public var type: String { return "multiline" }
     public let id: SharedControlId
     public let label: SharedControlLabel
     public let description: SharedControlDescription?
@@ -1351,8 +1342,7 @@ public struct UserInputMultilineControl: Codable, Sendable, Equatable {
     public let minLength: SharedTextLengthBound?
     public let maxLength: SharedTextLengthBound?
 
-    public init(type: UserInputMultilineControlType, id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, minLength: SharedTextLengthBound? = nil, maxLength: SharedTextLengthBound? = nil) {
-        self.type = type
+    public init(id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, minLength: SharedTextLengthBound? = nil, maxLength: SharedTextLengthBound? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -1374,7 +1364,9 @@ public struct UserInputMultilineControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "minLength", "maxLength"], in: "UserInputMultilineControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(UserInputMultilineControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "multiline" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "UserInputMultilineControl: type must be \"multiline\"")
+        }
         self.id = try container.decode(SharedControlId.self, forKey: .id)
         self.label = try container.decode(SharedControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(SharedControlDescription.self, forKey: .description)
@@ -1385,7 +1377,7 @@ public struct UserInputMultilineControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("multiline", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -1395,13 +1387,10 @@ public struct UserInputMultilineControl: Codable, Sendable, Equatable {
     }
 }
 
-public enum UserInputMultilineControlType: String, Codable, Sendable, CaseIterable {
-    case multiline = "multiline"
-}
-
 /// Constraints: since: 1.2
 public struct UserInputNumberControl: Codable, Sendable, Equatable {
-    public let type: UserInputNumberControlType
+    /// Always "number": decoding checks it.
+    public var type: String { return "number" }
     public let id: SharedControlId
     public let label: SharedControlLabel
     public let description: SharedControlDescription?
@@ -1410,8 +1399,7 @@ public struct UserInputNumberControl: Codable, Sendable, Equatable {
     public let max: Double?
     public let integer: Bool?
 
-    public init(type: UserInputNumberControlType, id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, min: Double? = nil, max: Double? = nil, integer: Bool? = nil) {
-        self.type = type
+    public init(id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, min: Double? = nil, max: Double? = nil, integer: Bool? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -1435,7 +1423,9 @@ public struct UserInputNumberControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "min", "max", "integer"], in: "UserInputNumberControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(UserInputNumberControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "number" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "UserInputNumberControl: type must be \"number\"")
+        }
         self.id = try container.decode(SharedControlId.self, forKey: .id)
         self.label = try container.decode(SharedControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(SharedControlDescription.self, forKey: .description)
@@ -1447,7 +1437,7 @@ public struct UserInputNumberControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("number", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -1458,20 +1448,16 @@ public struct UserInputNumberControl: Codable, Sendable, Equatable {
     }
 }
 
-public enum UserInputNumberControlType: String, Codable, Sendable, CaseIterable {
-    case number = "number"
-}
-
 /// Constraints: since: 1.2
 public struct UserInputBooleanControl: Codable, Sendable, Equatable {
-    public let type: UserInputBooleanControlType
+    /// Always "boolean": decoding checks it.
+    public var type: String { return "boolean" }
     public let id: SharedControlId
     public let label: SharedControlLabel
     public let description: SharedControlDescription?
     public let required: Bool
 
-    public init(type: UserInputBooleanControlType, id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool) {
-        self.type = type
+    public init(id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool) {
         self.id = id
         self.label = label
         self.description = description
@@ -1489,7 +1475,9 @@ public struct UserInputBooleanControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required"], in: "UserInputBooleanControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(UserInputBooleanControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "boolean" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "UserInputBooleanControl: type must be \"boolean\"")
+        }
         self.id = try container.decode(SharedControlId.self, forKey: .id)
         self.label = try container.decode(SharedControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(SharedControlDescription.self, forKey: .description)
@@ -1498,16 +1486,12 @@ public struct UserInputBooleanControl: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("boolean", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
         try container.encode(self.required, forKey: .required)
     }
-}
-
-public enum UserInputBooleanControlType: String, Codable, Sendable, CaseIterable {
-    case boolean = "boolean"
 }
 
 /// Constraints: since: 1.2
@@ -1546,7 +1530,8 @@ public struct UserInputChoiceOption: Codable, Sendable, Equatable {
 
 /// Constraints: since: 1.2
 public struct UserInputChoiceControl: Codable, Sendable, Equatable {
-    public let type: UserInputChoiceControlType
+    /// Always "choice": decoding checks it.
+    public var type: String { return "choice" }
     public let id: SharedControlId
     public let label: SharedControlLabel
     public let description: SharedControlDescription?
@@ -1559,8 +1544,7 @@ public struct UserInputChoiceControl: Codable, Sendable, Equatable {
     /// Constraints: minimum: 1, maximum: 50
     public let maxSelections: Int?
 
-    public init(type: UserInputChoiceControlType, id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, multiple: Bool, options: [UserInputChoiceOption], minSelections: Int? = nil, maxSelections: Int? = nil) {
-        self.type = type
+    public init(id: SharedControlId, label: SharedControlLabel, description: SharedControlDescription? = nil, required: Bool, multiple: Bool, options: [UserInputChoiceOption], minSelections: Int? = nil, maxSelections: Int? = nil) {
         self.id = id
         self.label = label
         self.description = description
@@ -1586,7 +1570,9 @@ public struct UserInputChoiceControl: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "id", "label", "description", "required", "multiple", "options", "minSelections", "maxSelections"], in: "UserInputChoiceControl")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(UserInputChoiceControlType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "choice" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "UserInputChoiceControl: type must be \"choice\"")
+        }
         self.id = try container.decode(SharedControlId.self, forKey: .id)
         self.label = try container.decode(SharedControlLabel.self, forKey: .label)
         self.description = try container.decodeIfPresent(SharedControlDescription.self, forKey: .description)
@@ -1635,7 +1621,7 @@ public struct UserInputChoiceControl: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputChoiceControl.maxSelections: maximum 50"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("choice", forKey: .type)
         try container.encode(self.id, forKey: .id)
         try container.encode(self.label, forKey: .label)
         try container.encodeIfPresent(self.description, forKey: .description)
@@ -1645,10 +1631,6 @@ public struct UserInputChoiceControl: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.minSelections, forKey: .minSelections)
         try container.encodeIfPresent(self.maxSelections, forKey: .maxSelections)
     }
-}
-
-public enum UserInputChoiceControlType: String, Codable, Sendable, CaseIterable {
-    case choice = "choice"
 }
 
 /// One form control; there is deliberately no secret, password, token or file kind.
@@ -1760,7 +1742,8 @@ public indirect enum UserInputValue: Codable, Sendable, Equatable {
 /// The safe projection of a pending approval interaction: metadata only.
 /// Constraints: since: 1.2
 public struct PendingApprovalInteraction: Codable, Sendable, Equatable {
-    public let method: PendingApprovalInteractionMethod
+    /// Always "approval.request": decoding checks it.
+    public var method: String { return "approval.request" }
     public let interactionId: SharedUuid
     public let threadId: SharedUuid
     public let turnId: SharedUuid
@@ -1768,8 +1751,7 @@ public struct PendingApprovalInteraction: Codable, Sendable, Equatable {
     public let sensitivity: SharedInteractionSensitivity
     public let approvalId: SharedUuid
 
-    public init(method: PendingApprovalInteractionMethod, interactionId: SharedUuid, threadId: SharedUuid, turnId: SharedUuid, expiresAt: SharedTimestamp, sensitivity: SharedInteractionSensitivity, approvalId: SharedUuid) {
-        self.method = method
+    public init(interactionId: SharedUuid, threadId: SharedUuid, turnId: SharedUuid, expiresAt: SharedTimestamp, sensitivity: SharedInteractionSensitivity, approvalId: SharedUuid) {
         self.interactionId = interactionId
         self.threadId = threadId
         self.turnId = turnId
@@ -1791,7 +1773,9 @@ public struct PendingApprovalInteraction: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "approvalId"], in: "PendingApprovalInteraction")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.method = try container.decode(PendingApprovalInteractionMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "approval.request" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "PendingApprovalInteraction: method must be \"approval.request\"")
+        }
         self.interactionId = try container.decode(SharedUuid.self, forKey: .interactionId)
         self.threadId = try container.decode(SharedUuid.self, forKey: .threadId)
         self.turnId = try container.decode(SharedUuid.self, forKey: .turnId)
@@ -1802,7 +1786,7 @@ public struct PendingApprovalInteraction: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("approval.request", forKey: .method)
         try container.encode(self.interactionId, forKey: .interactionId)
         try container.encode(self.threadId, forKey: .threadId)
         try container.encode(self.turnId, forKey: .turnId)
@@ -1812,14 +1796,11 @@ public struct PendingApprovalInteraction: Codable, Sendable, Equatable {
     }
 }
 
-public enum PendingApprovalInteractionMethod: String, Codable, Sendable, CaseIterable {
-    case approvalRequest = "approval.request"
-}
-
 /// The safe projection of a pending user-input interaction: metadata and the form, never submitted values.
 /// Constraints: since: 1.2
 public struct PendingUserInputInteraction: Codable, Sendable, Equatable {
-    public let method: PendingUserInputInteractionMethod
+    /// Always "userInput.request": decoding checks it.
+    public var method: String { return "userInput.request" }
     public let interactionId: SharedUuid
     public let threadId: SharedUuid
     public let turnId: SharedUuid
@@ -1829,8 +1810,7 @@ public struct PendingUserInputInteraction: Codable, Sendable, Equatable {
     public let description: SharedControlDescription?
     public let controls: UserInputControls
 
-    public init(method: PendingUserInputInteractionMethod, interactionId: SharedUuid, threadId: SharedUuid, turnId: SharedUuid, expiresAt: SharedTimestamp, sensitivity: SharedInteractionSensitivity, title: SharedControlLabel? = nil, description: SharedControlDescription? = nil, controls: UserInputControls) {
-        self.method = method
+    public init(interactionId: SharedUuid, threadId: SharedUuid, turnId: SharedUuid, expiresAt: SharedTimestamp, sensitivity: SharedInteractionSensitivity, title: SharedControlLabel? = nil, description: SharedControlDescription? = nil, controls: UserInputControls) {
         self.interactionId = interactionId
         self.threadId = threadId
         self.turnId = turnId
@@ -1856,7 +1836,9 @@ public struct PendingUserInputInteraction: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["method", "interactionId", "threadId", "turnId", "expiresAt", "sensitivity", "title", "description", "controls"], in: "PendingUserInputInteraction")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.method = try container.decode(PendingUserInputInteractionMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "userInput.request" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "PendingUserInputInteraction: method must be \"userInput.request\"")
+        }
         self.interactionId = try container.decode(SharedUuid.self, forKey: .interactionId)
         self.threadId = try container.decode(SharedUuid.self, forKey: .threadId)
         self.turnId = try container.decode(SharedUuid.self, forKey: .turnId)
@@ -1869,7 +1851,7 @@ public struct PendingUserInputInteraction: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("userInput.request", forKey: .method)
         try container.encode(self.interactionId, forKey: .interactionId)
         try container.encode(self.threadId, forKey: .threadId)
         try container.encode(self.turnId, forKey: .turnId)
@@ -1879,10 +1861,6 @@ public struct PendingUserInputInteraction: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.description, forKey: .description)
         try container.encode(self.controls, forKey: .controls)
     }
-}
-
-public enum PendingUserInputInteractionMethod: String, Codable, Sendable, CaseIterable {
-    case userInputRequest = "userInput.request"
 }
 
 /// Constraints: since: 1.2
@@ -3667,13 +3645,13 @@ public struct AttachmentReleaseResult: Codable, Sendable, Equatable {
 public struct InitializeRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: InitializeRequestMethod
+    /// Always "initialize": decoding checks it.
+    public var method: String { return "initialize" }
     public let params: InitializeParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: InitializeRequestMethod, params: InitializeParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: InitializeParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3689,7 +3667,9 @@ public struct InitializeRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(InitializeRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "initialize" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "InitializeRequest: method must be \"initialize\"")
+        }
         self.params = try container.decode(InitializeParams.self, forKey: .params)
     }
 
@@ -3697,26 +3677,22 @@ public struct InitializeRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("initialize", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum InitializeRequestMethod: String, Codable, Sendable, CaseIterable {
-    case initialize = "initialize"
 }
 
 /// Constraints: since: 1.2
 public struct ClientCapabilitiesSetRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ClientCapabilitiesSetRequestMethod
+    /// Always "client.capabilities.set": decoding checks it.
+    public var method: String { return "client.capabilities.set" }
     public let params: ClientCapabilitiesSetParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ClientCapabilitiesSetRequestMethod, params: ClientCapabilitiesSetParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ClientCapabilitiesSetParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3732,7 +3708,9 @@ public struct ClientCapabilitiesSetRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ClientCapabilitiesSetRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "client.capabilities.set" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ClientCapabilitiesSetRequest: method must be \"client.capabilities.set\"")
+        }
         self.params = try container.decode(ClientCapabilitiesSetParams.self, forKey: .params)
     }
 
@@ -3740,25 +3718,21 @@ public struct ClientCapabilitiesSetRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("client.capabilities.set", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ClientCapabilitiesSetRequestMethod: String, Codable, Sendable, CaseIterable {
-    case clientCapabilitiesSet = "client.capabilities.set"
 }
 
 public struct ThreadListRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadListRequestMethod
+    /// Always "thread.list": decoding checks it.
+    public var method: String { return "thread.list" }
     public let params: ThreadListParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadListRequestMethod, params: ThreadListParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadListParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3774,7 +3748,9 @@ public struct ThreadListRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadListRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.list" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadListRequest: method must be \"thread.list\"")
+        }
         self.params = try container.decode(ThreadListParams.self, forKey: .params)
     }
 
@@ -3782,25 +3758,21 @@ public struct ThreadListRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.list", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadListRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadList = "thread.list"
 }
 
 public struct ThreadCreateRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadCreateRequestMethod
+    /// Always "thread.create": decoding checks it.
+    public var method: String { return "thread.create" }
     public let params: ThreadCreateParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadCreateRequestMethod, params: ThreadCreateParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadCreateParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3816,7 +3788,9 @@ public struct ThreadCreateRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadCreateRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.create" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadCreateRequest: method must be \"thread.create\"")
+        }
         self.params = try container.decode(ThreadCreateParams.self, forKey: .params)
     }
 
@@ -3824,25 +3798,21 @@ public struct ThreadCreateRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.create", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadCreateRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadCreate = "thread.create"
 }
 
 public struct ThreadOpenRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadOpenRequestMethod
+    /// Always "thread.open": decoding checks it.
+    public var method: String { return "thread.open" }
     public let params: ThreadOpenParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadOpenRequestMethod, params: ThreadOpenParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadOpenParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3858,7 +3828,9 @@ public struct ThreadOpenRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadOpenRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.open" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadOpenRequest: method must be \"thread.open\"")
+        }
         self.params = try container.decode(ThreadOpenParams.self, forKey: .params)
     }
 
@@ -3866,25 +3838,21 @@ public struct ThreadOpenRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.open", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadOpenRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadOpen = "thread.open"
 }
 
 public struct ThreadSnapshotRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadSnapshotRequestMethod
+    /// Always "thread.snapshot": decoding checks it.
+    public var method: String { return "thread.snapshot" }
     public let params: ThreadSnapshotParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadSnapshotRequestMethod, params: ThreadSnapshotParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadSnapshotParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3900,7 +3868,9 @@ public struct ThreadSnapshotRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadSnapshotRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.snapshot" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadSnapshotRequest: method must be \"thread.snapshot\"")
+        }
         self.params = try container.decode(ThreadSnapshotParams.self, forKey: .params)
     }
 
@@ -3908,25 +3878,21 @@ public struct ThreadSnapshotRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.snapshot", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadSnapshotRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadSnapshot = "thread.snapshot"
 }
 
 public struct ThreadRenameRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadRenameRequestMethod
+    /// Always "thread.rename": decoding checks it.
+    public var method: String { return "thread.rename" }
     public let params: ThreadRenameParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadRenameRequestMethod, params: ThreadRenameParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadRenameParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3942,7 +3908,9 @@ public struct ThreadRenameRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadRenameRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.rename" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadRenameRequest: method must be \"thread.rename\"")
+        }
         self.params = try container.decode(ThreadRenameParams.self, forKey: .params)
     }
 
@@ -3950,25 +3918,21 @@ public struct ThreadRenameRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.rename", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadRenameRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadRename = "thread.rename"
 }
 
 public struct ThreadDeleteRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadDeleteRequestMethod
+    /// Always "thread.delete": decoding checks it.
+    public var method: String { return "thread.delete" }
     public let params: ThreadDeleteParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadDeleteRequestMethod, params: ThreadDeleteParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadDeleteParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -3984,7 +3948,9 @@ public struct ThreadDeleteRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadDeleteRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.delete" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadDeleteRequest: method must be \"thread.delete\"")
+        }
         self.params = try container.decode(ThreadDeleteParams.self, forKey: .params)
     }
 
@@ -3992,25 +3958,21 @@ public struct ThreadDeleteRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.delete", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadDeleteRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadDelete = "thread.delete"
 }
 
 public struct ThreadDetachRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadDetachRequestMethod
+    /// Always "thread.detach": decoding checks it.
+    public var method: String { return "thread.detach" }
     public let params: ThreadDetachParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadDetachRequestMethod, params: ThreadDetachParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadDetachParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4026,7 +3988,9 @@ public struct ThreadDetachRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadDetachRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.detach" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadDetachRequest: method must be \"thread.detach\"")
+        }
         self.params = try container.decode(ThreadDetachParams.self, forKey: .params)
     }
 
@@ -4034,25 +3998,21 @@ public struct ThreadDetachRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.detach", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadDetachRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadDetach = "thread.detach"
 }
 
 public struct ThreadCapabilitiesRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ThreadCapabilitiesRequestMethod
+    /// Always "thread.capabilities": decoding checks it.
+    public var method: String { return "thread.capabilities" }
     public let params: ThreadCapabilitiesParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ThreadCapabilitiesRequestMethod, params: ThreadCapabilitiesParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ThreadCapabilitiesParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4068,7 +4028,9 @@ public struct ThreadCapabilitiesRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ThreadCapabilitiesRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "thread.capabilities" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ThreadCapabilitiesRequest: method must be \"thread.capabilities\"")
+        }
         self.params = try container.decode(ThreadCapabilitiesParams.self, forKey: .params)
     }
 
@@ -4076,26 +4038,22 @@ public struct ThreadCapabilitiesRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("thread.capabilities", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ThreadCapabilitiesRequestMethod: String, Codable, Sendable, CaseIterable {
-    case threadCapabilities = "thread.capabilities"
 }
 
 /// Constraints: since: 1.3
 public struct RuntimeEventsResumeRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: RuntimeEventsResumeRequestMethod
+    /// Always "runtime.events.resume": decoding checks it.
+    public var method: String { return "runtime.events.resume" }
     public let params: RuntimeEventsResumeParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: RuntimeEventsResumeRequestMethod, params: RuntimeEventsResumeParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: RuntimeEventsResumeParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4111,7 +4069,9 @@ public struct RuntimeEventsResumeRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(RuntimeEventsResumeRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "runtime.events.resume" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "RuntimeEventsResumeRequest: method must be \"runtime.events.resume\"")
+        }
         self.params = try container.decode(RuntimeEventsResumeParams.self, forKey: .params)
     }
 
@@ -4119,25 +4079,21 @@ public struct RuntimeEventsResumeRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("runtime.events.resume", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum RuntimeEventsResumeRequestMethod: String, Codable, Sendable, CaseIterable {
-    case runtimeEventsResume = "runtime.events.resume"
 }
 
 public struct TurnStartRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: TurnStartRequestMethod
+    /// Always "turn.start": decoding checks it.
+    public var method: String { return "turn.start" }
     public let params: TurnStartParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: TurnStartRequestMethod, params: TurnStartParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: TurnStartParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4153,7 +4109,9 @@ public struct TurnStartRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(TurnStartRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "turn.start" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "TurnStartRequest: method must be \"turn.start\"")
+        }
         self.params = try container.decode(TurnStartParams.self, forKey: .params)
     }
 
@@ -4161,25 +4119,21 @@ public struct TurnStartRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("turn.start", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum TurnStartRequestMethod: String, Codable, Sendable, CaseIterable {
-    case turnStart = "turn.start"
 }
 
 public struct TurnCancelRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: TurnCancelRequestMethod
+    /// Always "turn.cancel": decoding checks it.
+    public var method: String { return "turn.cancel" }
     public let params: TurnCancelParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: TurnCancelRequestMethod, params: TurnCancelParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: TurnCancelParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4195,7 +4149,9 @@ public struct TurnCancelRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(TurnCancelRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "turn.cancel" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "TurnCancelRequest: method must be \"turn.cancel\"")
+        }
         self.params = try container.decode(TurnCancelParams.self, forKey: .params)
     }
 
@@ -4203,25 +4159,21 @@ public struct TurnCancelRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("turn.cancel", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum TurnCancelRequestMethod: String, Codable, Sendable, CaseIterable {
-    case turnCancel = "turn.cancel"
 }
 
 public struct ApprovalRespondRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: ApprovalRespondRequestMethod
+    /// Always "approval.respond": decoding checks it.
+    public var method: String { return "approval.respond" }
     public let params: ApprovalRespondParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: ApprovalRespondRequestMethod, params: ApprovalRespondParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ApprovalRespondParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4237,7 +4189,9 @@ public struct ApprovalRespondRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(ApprovalRespondRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "approval.respond" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ApprovalRespondRequest: method must be \"approval.respond\"")
+        }
         self.params = try container.decode(ApprovalRespondParams.self, forKey: .params)
     }
 
@@ -4245,25 +4199,21 @@ public struct ApprovalRespondRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("approval.respond", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum ApprovalRespondRequestMethod: String, Codable, Sendable, CaseIterable {
-    case approvalRespond = "approval.respond"
 }
 
 public struct OperationGetRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: OperationGetRequestMethod
+    /// Always "operation.get": decoding checks it.
+    public var method: String { return "operation.get" }
     public let params: OperationGetParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: OperationGetRequestMethod, params: OperationGetParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: OperationGetParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4279,7 +4229,9 @@ public struct OperationGetRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(OperationGetRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "operation.get" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "OperationGetRequest: method must be \"operation.get\"")
+        }
         self.params = try container.decode(OperationGetParams.self, forKey: .params)
     }
 
@@ -4287,26 +4239,22 @@ public struct OperationGetRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("operation.get", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum OperationGetRequestMethod: String, Codable, Sendable, CaseIterable {
-    case operationGet = "operation.get"
 }
 
 /// Constraints: since: 1.5
 public struct OperationResultGetRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: OperationResultGetRequestMethod
+    /// Always "operation.result.get": decoding checks it.
+    public var method: String { return "operation.result.get" }
     public let params: OperationResultGetParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: OperationResultGetRequestMethod, params: OperationResultGetParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: OperationResultGetParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4322,7 +4270,9 @@ public struct OperationResultGetRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(OperationResultGetRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "operation.result.get" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "OperationResultGetRequest: method must be \"operation.result.get\"")
+        }
         self.params = try container.decode(OperationResultGetParams.self, forKey: .params)
     }
 
@@ -4330,26 +4280,22 @@ public struct OperationResultGetRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("operation.result.get", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum OperationResultGetRequestMethod: String, Codable, Sendable, CaseIterable {
-    case operationResultGet = "operation.result.get"
 }
 
 /// Constraints: since: 1.4
 public struct AttachmentStageRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: AttachmentStageRequestMethod
+    /// Always "attachment.stage": decoding checks it.
+    public var method: String { return "attachment.stage" }
     public let params: AttachmentStageParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: AttachmentStageRequestMethod, params: AttachmentStageParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: AttachmentStageParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4365,7 +4311,9 @@ public struct AttachmentStageRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(AttachmentStageRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "attachment.stage" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "AttachmentStageRequest: method must be \"attachment.stage\"")
+        }
         self.params = try container.decode(AttachmentStageParams.self, forKey: .params)
     }
 
@@ -4373,26 +4321,22 @@ public struct AttachmentStageRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("attachment.stage", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum AttachmentStageRequestMethod: String, Codable, Sendable, CaseIterable {
-    case attachmentStage = "attachment.stage"
 }
 
 /// Constraints: since: 1.4
 public struct AttachmentChunkRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: AttachmentChunkRequestMethod
+    /// Always "attachment.chunk": decoding checks it.
+    public var method: String { return "attachment.chunk" }
     public let params: AttachmentChunkParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: AttachmentChunkRequestMethod, params: AttachmentChunkParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: AttachmentChunkParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4408,7 +4352,9 @@ public struct AttachmentChunkRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(AttachmentChunkRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "attachment.chunk" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "AttachmentChunkRequest: method must be \"attachment.chunk\"")
+        }
         self.params = try container.decode(AttachmentChunkParams.self, forKey: .params)
     }
 
@@ -4416,26 +4362,22 @@ public struct AttachmentChunkRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("attachment.chunk", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum AttachmentChunkRequestMethod: String, Codable, Sendable, CaseIterable {
-    case attachmentChunk = "attachment.chunk"
 }
 
 /// Constraints: since: 1.4
 public struct AttachmentCommitRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: AttachmentCommitRequestMethod
+    /// Always "attachment.commit": decoding checks it.
+    public var method: String { return "attachment.commit" }
     public let params: AttachmentCommitParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: AttachmentCommitRequestMethod, params: AttachmentCommitParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: AttachmentCommitParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4451,7 +4393,9 @@ public struct AttachmentCommitRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(AttachmentCommitRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "attachment.commit" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "AttachmentCommitRequest: method must be \"attachment.commit\"")
+        }
         self.params = try container.decode(AttachmentCommitParams.self, forKey: .params)
     }
 
@@ -4459,26 +4403,22 @@ public struct AttachmentCommitRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("attachment.commit", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum AttachmentCommitRequestMethod: String, Codable, Sendable, CaseIterable {
-    case attachmentCommit = "attachment.commit"
 }
 
 /// Constraints: since: 1.4
 public struct AttachmentReleaseRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: AttachmentReleaseRequestMethod
+    /// Always "attachment.release": decoding checks it.
+    public var method: String { return "attachment.release" }
     public let params: AttachmentReleaseParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: AttachmentReleaseRequestMethod, params: AttachmentReleaseParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: AttachmentReleaseParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4494,7 +4434,9 @@ public struct AttachmentReleaseRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(AttachmentReleaseRequestMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "attachment.release" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "AttachmentReleaseRequest: method must be \"attachment.release\"")
+        }
         self.params = try container.decode(AttachmentReleaseParams.self, forKey: .params)
     }
 
@@ -4502,13 +4444,9 @@ public struct AttachmentReleaseRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("attachment.release", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
-}
-
-public enum AttachmentReleaseRequestMethod: String, Codable, Sendable, CaseIterable {
-    case attachmentRelease = "attachment.release"
 }
 
 /// 1.1: the legacy {threadId, approval, expiresAt?}; 1.2+: interaction-shaped with a required absolute deadline.
@@ -4594,10 +4532,10 @@ public indirect enum ApprovalRequestResult: Codable, Sendable, Equatable {
 }
 
 public struct ApprovalRequestResultApprove: Codable, Sendable, Equatable {
-    public let decision: ApprovalRequestResultApproveDecision
+    /// Always "approve": decoding checks it.
+    public var decision: String { return "approve" }
 
-    public init(decision: ApprovalRequestResultApproveDecision) {
-        self.decision = decision
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -4607,12 +4545,14 @@ public struct ApprovalRequestResultApprove: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["decision"], in: "ApprovalRequestResultApprove")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.decision = try container.decode(ApprovalRequestResultApproveDecision.self, forKey: .decision)
+        guard try container.decode(String.self, forKey: .decision) == "approve" else {
+            throw DecodingError.dataCorruptedError(forKey: .decision, in: container, debugDescription: "ApprovalRequestResultApprove: decision must be \"approve\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.decision, forKey: .decision)
+        try container.encode("approve", forKey: .decision)
     }
 }
 
@@ -4621,12 +4561,12 @@ public enum ApprovalRequestResultApproveDecision: String, Codable, Sendable, Cas
 }
 
 public struct ApprovalRequestResultReject: Codable, Sendable, Equatable {
-    public let decision: ApprovalRequestResultRejectDecision
+    /// Always "reject": decoding checks it.
+    public var decision: String { return "reject" }
     /// Constraints: minLength: 1
     public let reason: String?
 
-    public init(decision: ApprovalRequestResultRejectDecision, reason: String? = nil) {
-        self.decision = decision
+    public init(reason: String? = nil) {
         self.reason = reason
     }
 
@@ -4638,7 +4578,9 @@ public struct ApprovalRequestResultReject: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["decision", "reason"], in: "ApprovalRequestResultReject")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.decision = try container.decode(ApprovalRequestResultRejectDecision.self, forKey: .decision)
+        guard try container.decode(String.self, forKey: .decision) == "reject" else {
+            throw DecodingError.dataCorruptedError(forKey: .decision, in: container, debugDescription: "ApprovalRequestResultReject: decision must be \"reject\"")
+        }
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
         if let value = self.reason, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "ApprovalRequestResultReject.reason: minLength 1")
@@ -4650,7 +4592,7 @@ public struct ApprovalRequestResultReject: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "ApprovalRequestResultReject.reason: minLength 1"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.decision, forKey: .decision)
+        try container.encode("reject", forKey: .decision)
         try container.encodeIfPresent(self.reason, forKey: .reason)
     }
 }
@@ -4751,12 +4693,12 @@ public indirect enum UserInputRequestResult: Codable, Sendable, Equatable {
 }
 
 public struct UserInputRequestResultSubmitted: Codable, Sendable, Equatable {
-    public let status: UserInputRequestResultSubmittedStatus
+    /// Always "submitted": decoding checks it.
+    public var status: String { return "submitted" }
     /// Constraints: maxItems: 16
     public let values: [UserInputRequestResultSubmittedValuesItem]
 
-    public init(status: UserInputRequestResultSubmittedStatus, values: [UserInputRequestResultSubmittedValuesItem]) {
-        self.status = status
+    public init(values: [UserInputRequestResultSubmittedValuesItem]) {
         self.values = values
     }
 
@@ -4768,7 +4710,9 @@ public struct UserInputRequestResultSubmitted: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status", "values"], in: "UserInputRequestResultSubmitted")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(UserInputRequestResultSubmittedStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "submitted" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "UserInputRequestResultSubmitted: status must be \"submitted\"")
+        }
         self.values = try container.decode([UserInputRequestResultSubmittedValuesItem].self, forKey: .values)
         if case let value = self.values, value.count > 16 {
             throw DecodingError.dataCorruptedError(forKey: .values, in: container, debugDescription: "UserInputRequestResultSubmitted.values: maxItems 16")
@@ -4780,13 +4724,9 @@ public struct UserInputRequestResultSubmitted: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputRequestResultSubmitted.values: maxItems 16"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("submitted", forKey: .status)
         try container.encode(self.values, forKey: .values)
     }
-}
-
-public enum UserInputRequestResultSubmittedStatus: String, Codable, Sendable, CaseIterable {
-    case submitted = "submitted"
 }
 
 public struct UserInputRequestResultSubmittedValuesItem: Codable, Sendable, Equatable {
@@ -4818,12 +4758,12 @@ public struct UserInputRequestResultSubmittedValuesItem: Codable, Sendable, Equa
 }
 
 public struct UserInputRequestResultCancelled: Codable, Sendable, Equatable {
-    public let status: UserInputRequestResultCancelledStatus
+    /// Always "cancelled": decoding checks it.
+    public var status: String { return "cancelled" }
     /// Constraints: minLength: 1, maxLength: 500
     public let reason: String?
 
-    public init(status: UserInputRequestResultCancelledStatus, reason: String? = nil) {
-        self.status = status
+    public init(reason: String? = nil) {
         self.reason = reason
     }
 
@@ -4835,7 +4775,9 @@ public struct UserInputRequestResultCancelled: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["status", "reason"], in: "UserInputRequestResultCancelled")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.status = try container.decode(UserInputRequestResultCancelledStatus.self, forKey: .status)
+        guard try container.decode(String.self, forKey: .status) == "cancelled" else {
+            throw DecodingError.dataCorruptedError(forKey: .status, in: container, debugDescription: "UserInputRequestResultCancelled: status must be \"cancelled\"")
+        }
         self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
         if let value = self.reason, value.unicodeScalars.count < 1 {
             throw DecodingError.dataCorruptedError(forKey: .reason, in: container, debugDescription: "UserInputRequestResultCancelled.reason: minLength 1")
@@ -4853,7 +4795,7 @@ public struct UserInputRequestResultCancelled: Codable, Sendable, Equatable {
             throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "UserInputRequestResultCancelled.reason: maxLength 500"))
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.status, forKey: .status)
+        try container.encode("cancelled", forKey: .status)
         try container.encodeIfPresent(self.reason, forKey: .reason)
     }
 }
@@ -4866,13 +4808,13 @@ public enum UserInputRequestResultCancelledStatus: String, Codable, Sendable, Ca
 public struct ApprovalRequestServerRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: PendingApprovalInteractionMethod
+    /// Always "approval.request": decoding checks it.
+    public var method: String { return "approval.request" }
     public let params: ApprovalRequestParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: PendingApprovalInteractionMethod, params: ApprovalRequestParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: ApprovalRequestParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4888,7 +4830,9 @@ public struct ApprovalRequestServerRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(PendingApprovalInteractionMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "approval.request" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "ApprovalRequestServerRequest: method must be \"approval.request\"")
+        }
         self.params = try container.decode(ApprovalRequestParams.self, forKey: .params)
     }
 
@@ -4896,7 +4840,7 @@ public struct ApprovalRequestServerRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("approval.request", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
 }
@@ -4905,13 +4849,13 @@ public struct ApprovalRequestServerRequest: Codable, Sendable, Equatable {
 public struct UserInputRequestServerRequest: Codable, Sendable, Equatable {
     public let jsonrpc: SharedJsonRpcVersion
     public let id: SharedJsonRpcId
-    public let method: PendingUserInputInteractionMethod
+    /// Always "userInput.request": decoding checks it.
+    public var method: String { return "userInput.request" }
     public let params: UserInputRequestParams
 
-    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, method: PendingUserInputInteractionMethod, params: UserInputRequestParams) {
+    public init(jsonrpc: SharedJsonRpcVersion, id: SharedJsonRpcId, params: UserInputRequestParams) {
         self.jsonrpc = jsonrpc
         self.id = id
-        self.method = method
         self.params = params
     }
 
@@ -4927,7 +4871,9 @@ public struct UserInputRequestServerRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.jsonrpc = try container.decode(SharedJsonRpcVersion.self, forKey: .jsonrpc)
         self.id = try container.decode(SharedJsonRpcId.self, forKey: .id)
-        self.method = try container.decode(PendingUserInputInteractionMethod.self, forKey: .method)
+        guard try container.decode(String.self, forKey: .method) == "userInput.request" else {
+            throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "UserInputRequestServerRequest: method must be \"userInput.request\"")
+        }
         self.params = try container.decode(UserInputRequestParams.self, forKey: .params)
     }
 
@@ -4935,16 +4881,16 @@ public struct UserInputRequestServerRequest: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.jsonrpc, forKey: .jsonrpc)
         try container.encode(self.id, forKey: .id)
-        try container.encode(self.method, forKey: .method)
+        try container.encode("userInput.request", forKey: .method)
         try container.encode(self.params, forKey: .params)
     }
 }
 
 public struct EventTurnStarted: Codable, Sendable, Equatable {
-    public let type: EventTurnStartedType
+    /// Always "turn.started": decoding checks it.
+    public var type: String { return "turn.started" }
 
-    public init(type: EventTurnStartedType) {
-        self.type = type
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -4954,25 +4900,23 @@ public struct EventTurnStarted: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type"], in: "EventTurnStarted")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventTurnStartedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "turn.started" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventTurnStarted: type must be \"turn.started\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("turn.started", forKey: .type)
     }
 }
 
-public enum EventTurnStartedType: String, Codable, Sendable, CaseIterable {
-    case turnStarted = "turn.started"
-}
-
 public struct EventMessageStarted: Codable, Sendable, Equatable {
-    public let type: EventMessageStartedType
+    /// Always "message.started": decoding checks it.
+    public var type: String { return "message.started" }
     public let streamId: SharedUuid
 
-    public init(type: EventMessageStartedType, streamId: SharedUuid) {
-        self.type = type
+    public init(streamId: SharedUuid) {
         self.streamId = streamId
     }
 
@@ -4984,28 +4928,26 @@ public struct EventMessageStarted: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "streamId"], in: "EventMessageStarted")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventMessageStartedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "message.started" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventMessageStarted: type must be \"message.started\"")
+        }
         self.streamId = try container.decode(SharedUuid.self, forKey: .streamId)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("message.started", forKey: .type)
         try container.encode(self.streamId, forKey: .streamId)
     }
 }
 
-public enum EventMessageStartedType: String, Codable, Sendable, CaseIterable {
-    case messageStarted = "message.started"
-}
-
 public struct EventMessageDelta: Codable, Sendable, Equatable {
-    public let type: EventMessageDeltaType
+    /// Always "message.delta": decoding checks it.
+    public var type: String { return "message.delta" }
     public let streamId: SharedUuid
     public let delta: String
 
-    public init(type: EventMessageDeltaType, streamId: SharedUuid, delta: String) {
-        self.type = type
+    public init(streamId: SharedUuid, delta: String) {
         self.streamId = streamId
         self.delta = delta
     }
@@ -5019,30 +4961,28 @@ public struct EventMessageDelta: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "streamId", "delta"], in: "EventMessageDelta")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventMessageDeltaType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "message.delta" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventMessageDelta: type must be \"message.delta\"")
+        }
         self.streamId = try container.decode(SharedUuid.self, forKey: .streamId)
         self.delta = try container.decode(String.self, forKey: .delta)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("message.delta", forKey: .type)
         try container.encode(self.streamId, forKey: .streamId)
         try container.encode(self.delta, forKey: .delta)
     }
 }
 
-public enum EventMessageDeltaType: String, Codable, Sendable, CaseIterable {
-    case messageDelta = "message.delta"
-}
-
 public struct EventMessageCompleted: Codable, Sendable, Equatable {
-    public let type: EventMessageCompletedType
+    /// Always "message.completed": decoding checks it.
+    public var type: String { return "message.completed" }
     public let streamId: SharedUuid
     public let text: String
 
-    public init(type: EventMessageCompletedType, streamId: SharedUuid, text: String) {
-        self.type = type
+    public init(streamId: SharedUuid, text: String) {
         self.streamId = streamId
         self.text = text
     }
@@ -5056,30 +4996,28 @@ public struct EventMessageCompleted: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "streamId", "text"], in: "EventMessageCompleted")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventMessageCompletedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "message.completed" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventMessageCompleted: type must be \"message.completed\"")
+        }
         self.streamId = try container.decode(SharedUuid.self, forKey: .streamId)
         self.text = try container.decode(String.self, forKey: .text)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("message.completed", forKey: .type)
         try container.encode(self.streamId, forKey: .streamId)
         try container.encode(self.text, forKey: .text)
     }
 }
 
-public enum EventMessageCompletedType: String, Codable, Sendable, CaseIterable {
-    case messageCompleted = "message.completed"
-}
-
 public struct EventReasoningSummaryDelta: Codable, Sendable, Equatable {
-    public let type: EventReasoningSummaryDeltaType
+    /// Always "reasoning.summary.delta": decoding checks it.
+    public var type: String { return "reasoning.summary.delta" }
     public let reasoningId: SharedNonEmptyString
     public let delta: String
 
-    public init(type: EventReasoningSummaryDeltaType, reasoningId: SharedNonEmptyString, delta: String) {
-        self.type = type
+    public init(reasoningId: SharedNonEmptyString, delta: String) {
         self.reasoningId = reasoningId
         self.delta = delta
     }
@@ -5093,32 +5031,30 @@ public struct EventReasoningSummaryDelta: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "reasoningId", "delta"], in: "EventReasoningSummaryDelta")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventReasoningSummaryDeltaType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "reasoning.summary.delta" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventReasoningSummaryDelta: type must be \"reasoning.summary.delta\"")
+        }
         self.reasoningId = try container.decode(SharedNonEmptyString.self, forKey: .reasoningId)
         self.delta = try container.decode(String.self, forKey: .delta)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("reasoning.summary.delta", forKey: .type)
         try container.encode(self.reasoningId, forKey: .reasoningId)
         try container.encode(self.delta, forKey: .delta)
     }
 }
 
-public enum EventReasoningSummaryDeltaType: String, Codable, Sendable, CaseIterable {
-    case reasoningSummaryDelta = "reasoning.summary.delta"
-}
-
 public struct EventToolStarted: Codable, Sendable, Equatable {
-    public let type: EventToolStartedType
+    /// Always "tool.started": decoding checks it.
+    public var type: String { return "tool.started" }
     public let toolCallId: SharedNonEmptyString
     public let agentName: SharedNonEmptyString
     public let toolName: SharedNonEmptyString
     public let input: SharedJsonValue
 
-    public init(type: EventToolStartedType, toolCallId: SharedNonEmptyString, agentName: SharedNonEmptyString, toolName: SharedNonEmptyString, input: SharedJsonValue) {
-        self.type = type
+    public init(toolCallId: SharedNonEmptyString, agentName: SharedNonEmptyString, toolName: SharedNonEmptyString, input: SharedJsonValue) {
         self.toolCallId = toolCallId
         self.agentName = agentName
         self.toolName = toolName
@@ -5136,7 +5072,9 @@ public struct EventToolStarted: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "toolCallId", "agentName", "toolName", "input"], in: "EventToolStarted")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventToolStartedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "tool.started" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventToolStarted: type must be \"tool.started\"")
+        }
         self.toolCallId = try container.decode(SharedNonEmptyString.self, forKey: .toolCallId)
         self.agentName = try container.decode(SharedNonEmptyString.self, forKey: .agentName)
         self.toolName = try container.decode(SharedNonEmptyString.self, forKey: .toolName)
@@ -5145,7 +5083,7 @@ public struct EventToolStarted: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("tool.started", forKey: .type)
         try container.encode(self.toolCallId, forKey: .toolCallId)
         try container.encode(self.agentName, forKey: .agentName)
         try container.encode(self.toolName, forKey: .toolName)
@@ -5153,20 +5091,16 @@ public struct EventToolStarted: Codable, Sendable, Equatable {
     }
 }
 
-public enum EventToolStartedType: String, Codable, Sendable, CaseIterable {
-    case toolStarted = "tool.started"
-}
-
 public struct EventToolOutput: Codable, Sendable, Equatable {
-    public let type: EventToolOutputType
+    /// Always "tool.output": decoding checks it.
+    public var type: String { return "tool.output" }
     public let toolCallId: SharedNonEmptyString
     public let agentName: SharedNonEmptyString
     public let toolName: SharedNonEmptyString
     public let stream: EventToolOutputStream
     public let delta: String
 
-    public init(type: EventToolOutputType, toolCallId: SharedNonEmptyString, agentName: SharedNonEmptyString, toolName: SharedNonEmptyString, stream: EventToolOutputStream, delta: String) {
-        self.type = type
+    public init(toolCallId: SharedNonEmptyString, agentName: SharedNonEmptyString, toolName: SharedNonEmptyString, stream: EventToolOutputStream, delta: String) {
         self.toolCallId = toolCallId
         self.agentName = agentName
         self.toolName = toolName
@@ -5186,7 +5120,9 @@ public struct EventToolOutput: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "toolCallId", "agentName", "toolName", "stream", "delta"], in: "EventToolOutput")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventToolOutputType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "tool.output" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventToolOutput: type must be \"tool.output\"")
+        }
         self.toolCallId = try container.decode(SharedNonEmptyString.self, forKey: .toolCallId)
         self.agentName = try container.decode(SharedNonEmptyString.self, forKey: .agentName)
         self.toolName = try container.decode(SharedNonEmptyString.self, forKey: .toolName)
@@ -5196,7 +5132,7 @@ public struct EventToolOutput: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("tool.output", forKey: .type)
         try container.encode(self.toolCallId, forKey: .toolCallId)
         try container.encode(self.agentName, forKey: .agentName)
         try container.encode(self.toolName, forKey: .toolName)
@@ -5205,17 +5141,14 @@ public struct EventToolOutput: Codable, Sendable, Equatable {
     }
 }
 
-public enum EventToolOutputType: String, Codable, Sendable, CaseIterable {
-    case toolOutput = "tool.output"
-}
-
 public enum EventToolOutputStream: String, Codable, Sendable, CaseIterable {
     case stdout = "stdout"
     case stderr = "stderr"
 }
 
 public struct EventToolCompleted: Codable, Sendable, Equatable {
-    public let type: EventToolCompletedType
+    /// Always "tool.completed": decoding checks it.
+    public var type: String { return "tool.completed" }
     public let toolCallId: SharedNonEmptyString
     public let agentName: SharedNonEmptyString
     public let toolName: SharedNonEmptyString
@@ -5225,8 +5158,7 @@ public struct EventToolCompleted: Codable, Sendable, Equatable {
     /// Constraints: since: 1.5
     public let appOutput: SharedAppOutputDescriptor?
 
-    public init(type: EventToolCompletedType, toolCallId: SharedNonEmptyString, agentName: SharedNonEmptyString, toolName: SharedNonEmptyString, operationId: SharedUuid? = nil, outcome: SharedToolOutcome? = nil, display: SharedJsonValue, appOutput: SharedAppOutputDescriptor? = nil) {
-        self.type = type
+    public init(toolCallId: SharedNonEmptyString, agentName: SharedNonEmptyString, toolName: SharedNonEmptyString, operationId: SharedUuid? = nil, outcome: SharedToolOutcome? = nil, display: SharedJsonValue, appOutput: SharedAppOutputDescriptor? = nil) {
         self.toolCallId = toolCallId
         self.agentName = agentName
         self.toolName = toolName
@@ -5250,7 +5182,9 @@ public struct EventToolCompleted: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "toolCallId", "agentName", "toolName", "operationId", "outcome", "display", "appOutput"], in: "EventToolCompleted")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventToolCompletedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "tool.completed" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventToolCompleted: type must be \"tool.completed\"")
+        }
         self.toolCallId = try container.decode(SharedNonEmptyString.self, forKey: .toolCallId)
         self.agentName = try container.decode(SharedNonEmptyString.self, forKey: .agentName)
         self.toolName = try container.decode(SharedNonEmptyString.self, forKey: .toolName)
@@ -5262,7 +5196,7 @@ public struct EventToolCompleted: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("tool.completed", forKey: .type)
         try container.encode(self.toolCallId, forKey: .toolCallId)
         try container.encode(self.agentName, forKey: .agentName)
         try container.encode(self.toolName, forKey: .toolName)
@@ -5273,16 +5207,12 @@ public struct EventToolCompleted: Codable, Sendable, Equatable {
     }
 }
 
-public enum EventToolCompletedType: String, Codable, Sendable, CaseIterable {
-    case toolCompleted = "tool.completed"
-}
-
 public struct EventApprovalRequired: Codable, Sendable, Equatable {
-    public let type: EventApprovalRequiredType
+    /// Always "approval.required": decoding checks it.
+    public var type: String { return "approval.required" }
     public let approval: SharedPendingApproval
 
-    public init(type: EventApprovalRequiredType, approval: SharedPendingApproval) {
-        self.type = type
+    public init(approval: SharedPendingApproval) {
         self.approval = approval
     }
 
@@ -5294,29 +5224,27 @@ public struct EventApprovalRequired: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "approval"], in: "EventApprovalRequired")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventApprovalRequiredType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "approval.required" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventApprovalRequired: type must be \"approval.required\"")
+        }
         self.approval = try container.decode(SharedPendingApproval.self, forKey: .approval)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("approval.required", forKey: .type)
         try container.encode(self.approval, forKey: .approval)
     }
 }
 
-public enum EventApprovalRequiredType: String, Codable, Sendable, CaseIterable {
-    case approvalRequired = "approval.required"
-}
-
 /// Constraints: since: 1.1
 public struct EventApprovalResolved: Codable, Sendable, Equatable {
-    public let type: EventApprovalResolvedType
+    /// Always "approval.resolved": decoding checks it.
+    public var type: String { return "approval.resolved" }
     public let approvalId: SharedUuid
     public let resolution: EventApprovalResolvedResolution
 
-    public init(type: EventApprovalResolvedType, approvalId: SharedUuid, resolution: EventApprovalResolvedResolution) {
-        self.type = type
+    public init(approvalId: SharedUuid, resolution: EventApprovalResolvedResolution) {
         self.approvalId = approvalId
         self.resolution = resolution
     }
@@ -5330,21 +5258,19 @@ public struct EventApprovalResolved: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "approvalId", "resolution"], in: "EventApprovalResolved")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventApprovalResolvedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "approval.resolved" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventApprovalResolved: type must be \"approval.resolved\"")
+        }
         self.approvalId = try container.decode(SharedUuid.self, forKey: .approvalId)
         self.resolution = try container.decode(EventApprovalResolvedResolution.self, forKey: .resolution)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("approval.resolved", forKey: .type)
         try container.encode(self.approvalId, forKey: .approvalId)
         try container.encode(self.resolution, forKey: .resolution)
     }
-}
-
-public enum EventApprovalResolvedType: String, Codable, Sendable, CaseIterable {
-    case approvalResolved = "approval.resolved"
 }
 
 public indirect enum EventApprovalResolvedResolution: Codable, Sendable, Equatable {
@@ -5547,10 +5473,10 @@ public struct EventApprovalResolvedResolutionVariant4: Codable, Sendable, Equata
 }
 
 public struct EventTurnCompleted: Codable, Sendable, Equatable {
-    public let type: EventTurnCompletedType
+    /// Always "turn.completed": decoding checks it.
+    public var type: String { return "turn.completed" }
 
-    public init(type: EventTurnCompletedType) {
-        self.type = type
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -5560,26 +5486,24 @@ public struct EventTurnCompleted: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type"], in: "EventTurnCompleted")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventTurnCompletedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "turn.completed" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventTurnCompleted: type must be \"turn.completed\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("turn.completed", forKey: .type)
     }
 }
 
-public enum EventTurnCompletedType: String, Codable, Sendable, CaseIterable {
-    case turnCompleted = "turn.completed"
-}
-
 public struct EventTurnCancelled: Codable, Sendable, Equatable {
-    public let type: EventTurnCancelledType
+    /// Always "turn.cancelled": decoding checks it.
+    public var type: String { return "turn.cancelled" }
     public let reason: String
     public let message: String
 
-    public init(type: EventTurnCancelledType, reason: String, message: String) {
-        self.type = type
+    public init(reason: String, message: String) {
         self.reason = reason
         self.message = message
     }
@@ -5593,30 +5517,28 @@ public struct EventTurnCancelled: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "reason", "message"], in: "EventTurnCancelled")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventTurnCancelledType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "turn.cancelled" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventTurnCancelled: type must be \"turn.cancelled\"")
+        }
         self.reason = try container.decode(String.self, forKey: .reason)
         self.message = try container.decode(String.self, forKey: .message)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("turn.cancelled", forKey: .type)
         try container.encode(self.reason, forKey: .reason)
         try container.encode(self.message, forKey: .message)
     }
 }
 
-public enum EventTurnCancelledType: String, Codable, Sendable, CaseIterable {
-    case turnCancelled = "turn.cancelled"
-}
-
 public struct EventTurnFailed: Codable, Sendable, Equatable {
-    public let type: EventTurnFailedType
+    /// Always "turn.failed": decoding checks it.
+    public var type: String { return "turn.failed" }
     public let stage: EventTurnFailedStage
     public let message: String
 
-    public init(type: EventTurnFailedType, stage: EventTurnFailedStage, message: String) {
-        self.type = type
+    public init(stage: EventTurnFailedStage, message: String) {
         self.stage = stage
         self.message = message
     }
@@ -5630,21 +5552,19 @@ public struct EventTurnFailed: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type", "stage", "message"], in: "EventTurnFailed")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventTurnFailedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "turn.failed" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventTurnFailed: type must be \"turn.failed\"")
+        }
         self.stage = try container.decode(EventTurnFailedStage.self, forKey: .stage)
         self.message = try container.decode(String.self, forKey: .message)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("turn.failed", forKey: .type)
         try container.encode(self.stage, forKey: .stage)
         try container.encode(self.message, forKey: .message)
     }
-}
-
-public enum EventTurnFailedType: String, Codable, Sendable, CaseIterable {
-    case turnFailed = "turn.failed"
 }
 
 public enum EventTurnFailedStage: String, Codable, Sendable, CaseIterable {
@@ -5654,10 +5574,10 @@ public enum EventTurnFailedStage: String, Codable, Sendable, CaseIterable {
 }
 
 public struct EventCapabilitiesChanged: Codable, Sendable, Equatable {
-    public let type: EventCapabilitiesChangedType
+    /// Always "capabilities.changed": decoding checks it.
+    public var type: String { return "capabilities.changed" }
 
-    public init(type: EventCapabilitiesChangedType) {
-        self.type = type
+    public init() {
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -5667,17 +5587,15 @@ public struct EventCapabilitiesChanged: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(decoder, allowed: ["type"], in: "EventCapabilitiesChanged")
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.type = try container.decode(EventCapabilitiesChangedType.self, forKey: .type)
+        guard try container.decode(String.self, forKey: .type) == "capabilities.changed" else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "EventCapabilitiesChanged: type must be \"capabilities.changed\"")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(self.type, forKey: .type)
+        try container.encode("capabilities.changed", forKey: .type)
     }
-}
-
-public enum EventCapabilitiesChangedType: String, Codable, Sendable, CaseIterable {
-    case capabilitiesChanged = "capabilities.changed"
 }
 
 /// Every runtime event payload (1.0 has no approval.resolved).

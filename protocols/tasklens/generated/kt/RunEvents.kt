@@ -19,20 +19,13 @@ val PROTOCOL_FEATURES: List<String> = listOf(
     "approvals",
     "retries"
 )
-/** Checks the keys of a decoded JSON object; throws IllegalArgumentException when it is not an object, misses a required key, or has a key outside `allowed` (null: any key). */
-private fun checkKeys(raw: Any?, what: String, required: List<String>, allowed: List<String>?): Map<String, Any?> {
-    require(raw is Map<*, *>) { what + ": expected an object" }
-    val result = LinkedHashMap<String, Any?>()
-    for ((key, value) in raw) {
-        require(key is String) { what + ": keys must be strings" }
-        require(allowed == null || key in allowed) { what + ": unexpected key " + key }
-        result[key] = value
-    }
-    for (key in required) {
-        require(result.containsKey(key)) { what + ": missing key " + key }
-    }
-    return result
-}
+
+/**
+ * A property that is present on the wire. An optional property whose schema admits `null` has
+ * the type `Present<T?>?`: `null` when the property is absent, `Present(null)` when it is `null`,
+ * `Present(value)` otherwise; `toWire` writes each back as it came.
+ */
+data class Present<out T>(val value: T)
 
 private fun wireObject(raw: Any?, what: String): Map<String, Any?> {
     require(raw is Map<*, *>) { what + ": expected an object" }
@@ -641,36 +634,25 @@ sealed class ErrorInfo {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWire(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
-            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
-            try {
-                return agentwire.generated.run_events.ErrorInfo.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.run_events.ErrorInfo.ErrorInfoVariant2(agentwire.generated.run_events.ErrorInfoVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.run_events.ErrorInfo.String(wireString(raw, "string"))
-            } catch (e: IllegalArgumentException) {
-            }
-            try {
-                return agentwire.generated.run_events.ErrorInfo.ErrorInfoVariant2(agentwire.generated.run_events.ErrorInfoVariant2.fromWire(raw))
-            } catch (e: IllegalArgumentException) {
-            }
-            throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorInfo`. */
+        fun fromWire(raw: kotlin.Any?): ErrorInfo {
+            assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            return fromWireUnchecked(raw)
         }
-        /** Decodes the decoded-JSON form: the first variant, in schema order, that decodes it. */
-        fun fromWireKnown(raw: kotlin.Any?, validate: kotlin.Boolean = true): ErrorInfo {
-            if (validate) assertValid(validateAt("/\$defs/ErrorInfo", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a tag no variant knows is an error even in an open union. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorInfo`. */
+        fun fromWireKnown(raw: kotlin.Any?): ErrorInfo {
+            assertValid(validateAt("/\$defs/ErrorInfo", raw))
+            return fromWireUnchecked(raw, true)
+        }
+
+        /** Builds the `ErrorInfo` of the decoded-JSON form, checking kinds, keys and tags only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); with `known`, a tag no variant knows is an error even in an open union. Throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: kotlin.Any?, known: kotlin.Boolean = false): ErrorInfo {
             try {
                 return agentwire.generated.run_events.ErrorInfo.String(wireString(raw, "string"))
             } catch (e: IllegalArgumentException) {
             }
             try {
-                return agentwire.generated.run_events.ErrorInfo.ErrorInfoVariant2(agentwire.generated.run_events.ErrorInfoVariant2.fromWire(raw))
+                return agentwire.generated.run_events.ErrorInfo.ErrorInfoVariant2(agentwire.generated.run_events.ErrorInfoVariant2.fromWireUnchecked(raw))
             } catch (e: IllegalArgumentException) {
             }
             throw IllegalArgumentException("ErrorInfo" + ": no variant matches")
@@ -697,8 +679,14 @@ data class ErrorInfoVariant2(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ErrorInfoVariant2`. */
-        fun fromWire(raw: Any?): ErrorInfoVariant2 {
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ErrorInfoVariant2`. */
+        fun fromWire(raw: kotlin.Any?): ErrorInfoVariant2 {
+            assertValid(validateAt("/\$defs/ErrorInfo/anyOf/1", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ErrorInfoVariant2` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ErrorInfoVariant2 {
             val o = wireObject(raw, "ErrorInfoVariant2")
             return ErrorInfoVariant2(
                 message = wireString(wireField(o, "message", "ErrorInfoVariant2"), "string"),
@@ -749,9 +737,14 @@ data class PlanStep(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `PlanStep`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): PlanStep {
-            if (validate) assertValid(validateAt("/\$defs/PlanStep", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `PlanStep`. */
+        fun fromWire(raw: kotlin.Any?): PlanStep {
+            assertValid(validateAt("/\$defs/PlanStep", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `PlanStep` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): PlanStep {
             val o = wireObject(raw, "PlanStep")
             return PlanStep(
                 id = wireString(wireField(o, "id", "PlanStep"), "string"),
@@ -831,9 +824,14 @@ data class Envelope(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `Envelope`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): Envelope {
-            if (validate) assertValid(validateAt("/\$defs/Envelope", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `Envelope`. */
+        fun fromWire(raw: kotlin.Any?): Envelope {
+            assertValid(validateAt("/\$defs/Envelope", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `Envelope` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): Envelope {
             val o = wireObject(raw, "Envelope")
             return Envelope(
                 id = wireString(wireField(o, "id", "Envelope"), "string"),
@@ -863,7 +861,7 @@ data class RunStart(
      * Opaque input of the run; rendering is the host's business.
      * Wire name: `input`.
      */
-    val input: Any? = null,
+    val input: Present<Any?>? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
@@ -873,20 +871,25 @@ data class RunStart(
         val out = LinkedHashMap<String, Any?>()
         this.goal?.let { v -> out["goal"] = v }
         this.agent?.let { v -> out["agent"] = v }
-        this.input?.let { v -> out["input"] = v }
+        this.input?.let { p -> out["input"] = p.value }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunStart`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunStart {
-            if (validate) assertValid(validateAt("/\$defs/RunStart", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunStart`. */
+        fun fromWire(raw: kotlin.Any?): RunStart {
+            assertValid(validateAt("/\$defs/RunStart", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunStart` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunStart {
             val o = wireObject(raw, "RunStart")
             return RunStart(
                 goal = o["goal"]?.let { v -> wireString(v, "string") },
                 agent = o["agent"]?.let { v -> wireString(v, "string") },
-                input = o["input"]?.let { v -> v },
+                input = if (o.containsKey("input")) Present(o["input"]) else null,
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
@@ -901,7 +904,7 @@ data class RunDone(
      * Opaque output of the run.
      * Wire name: `output`.
      */
-    val output: Any? = null,
+    val output: Present<Any?>? = null,
     /** Wire name: `summary`. */
     val summary: String? = null,
     /** Properties the schema does not name, kept as they are. */
@@ -911,19 +914,24 @@ data class RunDone(
     /** The wire form, in the decoded-JSON form (`writeJson` writes it as text). */
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
-        this.output?.let { v -> out["output"] = v }
+        this.output?.let { p -> out["output"] = p.value }
         this.summary?.let { v -> out["summary"] = v }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunDone`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunDone {
-            if (validate) assertValid(validateAt("/\$defs/RunDone", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunDone`. */
+        fun fromWire(raw: kotlin.Any?): RunDone {
+            assertValid(validateAt("/\$defs/RunDone", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunDone` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunDone {
             val o = wireObject(raw, "RunDone")
             return RunDone(
-                output = o["output"]?.let { v -> v },
+                output = if (o.containsKey("output")) Present(o["output"]) else null,
                 summary = o["summary"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
@@ -953,12 +961,17 @@ data class RunError(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunError`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunError {
-            if (validate) assertValid(validateAt("/\$defs/RunError", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunError`. */
+        fun fromWire(raw: kotlin.Any?): RunError {
+            assertValid(validateAt("/\$defs/RunError", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunError` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunError {
             val o = wireObject(raw, "RunError")
             return RunError(
-                error = agentwire.generated.run_events.ErrorInfo.fromWire(wireField(o, "error", "RunError"), false),
+                error = agentwire.generated.run_events.ErrorInfo.fromWireUnchecked(wireField(o, "error", "RunError")),
                 stepId = o["stepId"]?.let { v -> wireString(v, "string") },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
@@ -988,9 +1001,14 @@ data class RunPaused(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunPaused`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunPaused {
-            if (validate) assertValid(validateAt("/\$defs/RunPaused", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunPaused`. */
+        fun fromWire(raw: kotlin.Any?): RunPaused {
+            assertValid(validateAt("/\$defs/RunPaused", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunPaused` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunPaused {
             val o = wireObject(raw, "RunPaused")
             return RunPaused(
                 reason = agentwire.generated.run_events.RunPausedReason.fromWire(wireField(o, "reason", "RunPaused")),
@@ -1036,12 +1054,17 @@ data class Plan(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `Plan`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): Plan {
-            if (validate) assertValid(validateAt("/\$defs/Plan", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `Plan`. */
+        fun fromWire(raw: kotlin.Any?): Plan {
+            assertValid(validateAt("/\$defs/Plan", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `Plan` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): Plan {
             val o = wireObject(raw, "Plan")
             return Plan(
-                steps = wireList(wireField(o, "steps", "Plan")).map { x0 -> agentwire.generated.run_events.PlanStep.fromWire(x0, false) },
+                steps = wireList(wireField(o, "steps", "Plan")).map { x0 -> agentwire.generated.run_events.PlanStep.fromWireUnchecked(x0) },
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
@@ -1070,9 +1093,14 @@ data class StepStart(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepStart`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepStart {
-            if (validate) assertValid(validateAt("/\$defs/StepStart", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepStart`. */
+        fun fromWire(raw: kotlin.Any?): StepStart {
+            assertValid(validateAt("/\$defs/StepStart", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepStart` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepStart {
             val o = wireObject(raw, "StepStart")
             return StepStart(
                 stepId = wireString(wireField(o, "stepId", "StepStart"), "string"),
@@ -1112,9 +1140,14 @@ data class StepProgress(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepProgress`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepProgress {
-            if (validate) assertValid(validateAt("/\$defs/StepProgress", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepProgress`. */
+        fun fromWire(raw: kotlin.Any?): StepProgress {
+            assertValid(validateAt("/\$defs/StepProgress", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepProgress` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepProgress {
             val o = wireObject(raw, "StepProgress")
             return StepProgress(
                 stepId = wireString(wireField(o, "stepId", "StepProgress"), "string"),
@@ -1136,7 +1169,7 @@ data class StepDone(
      * Opaque output of the step.
      * Wire name: `output`.
      */
-    val output: Any? = null,
+    val output: Present<Any?>? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
@@ -1145,19 +1178,24 @@ data class StepDone(
     fun toWire(): Map<String, Any?> {
         val out = LinkedHashMap<String, Any?>()
         out["stepId"] = this.stepId
-        this.output?.let { v -> out["output"] = v }
+        this.output?.let { p -> out["output"] = p.value }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepDone`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepDone {
-            if (validate) assertValid(validateAt("/\$defs/StepDone", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepDone`. */
+        fun fromWire(raw: kotlin.Any?): StepDone {
+            assertValid(validateAt("/\$defs/StepDone", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepDone` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepDone {
             val o = wireObject(raw, "StepDone")
             return StepDone(
                 stepId = wireString(wireField(o, "stepId", "StepDone"), "string"),
-                output = o["output"]?.let { v -> v },
+                output = if (o.containsKey("output")) Present(o["output"]) else null,
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
@@ -1189,13 +1227,18 @@ data class StepError(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `StepError`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): StepError {
-            if (validate) assertValid(validateAt("/\$defs/StepError", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `StepError`. */
+        fun fromWire(raw: kotlin.Any?): StepError {
+            assertValid(validateAt("/\$defs/StepError", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `StepError` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): StepError {
             val o = wireObject(raw, "StepError")
             return StepError(
                 stepId = wireString(wireField(o, "stepId", "StepError"), "string"),
-                error = agentwire.generated.run_events.ErrorInfo.fromWire(wireField(o, "error", "StepError"), false),
+                error = agentwire.generated.run_events.ErrorInfo.fromWireUnchecked(wireField(o, "error", "StepError")),
                 retryable = wireBoolean(wireField(o, "retryable", "StepError")),
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
@@ -1217,7 +1260,7 @@ data class ToolCall(
      * Opaque arguments.
      * Wire name: `args`.
      */
-    val args: Any? = null,
+    val args: Present<Any?>? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
@@ -1228,21 +1271,26 @@ data class ToolCall(
         out["stepId"] = this.stepId
         this.callId?.let { v -> out["callId"] = v }
         out["name"] = this.name
-        this.args?.let { v -> out["args"] = v }
+        this.args?.let { p -> out["args"] = p.value }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolCall`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ToolCall {
-            if (validate) assertValid(validateAt("/\$defs/ToolCall", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ToolCall`. */
+        fun fromWire(raw: kotlin.Any?): ToolCall {
+            assertValid(validateAt("/\$defs/ToolCall", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ToolCall` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ToolCall {
             val o = wireObject(raw, "ToolCall")
             return ToolCall(
                 stepId = wireString(wireField(o, "stepId", "ToolCall"), "string"),
                 callId = o["callId"]?.let { v -> wireString(v, "string") },
                 name = wireString(wireField(o, "name", "ToolCall"), "string"),
-                args = o["args"]?.let { v -> v },
+                args = if (o.containsKey("args")) Present(o["args"]) else null,
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
@@ -1263,7 +1311,7 @@ data class ToolResult(
      * Opaque result.
      * Wire name: `result`.
      */
-    val result: Any? = null,
+    val result: Present<Any?>? = null,
     /** Wire name: `error`. */
     val error: ErrorInfo? = null,
     /**
@@ -1297,7 +1345,7 @@ data class ToolResult(
         out["callId"] = this.callId
         this.stepId?.let { v -> out["stepId"] = v }
         out["ok"] = this.ok
-        this.result?.let { v -> out["result"] = v }
+        this.result?.let { p -> out["result"] = p.value }
         this.error?.let { v -> out["error"] = v.toWire() }
         this.ms?.let { v -> out["ms"] = v }
         this.tokens?.let { v -> out["tokens"] = v }
@@ -1307,16 +1355,21 @@ data class ToolResult(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ToolResult`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ToolResult {
-            if (validate) assertValid(validateAt("/\$defs/ToolResult", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ToolResult`. */
+        fun fromWire(raw: kotlin.Any?): ToolResult {
+            assertValid(validateAt("/\$defs/ToolResult", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ToolResult` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ToolResult {
             val o = wireObject(raw, "ToolResult")
             return ToolResult(
                 callId = wireString(wireField(o, "callId", "ToolResult"), "string"),
                 stepId = o["stepId"]?.let { v -> wireString(v, "string") },
                 ok = wireBoolean(wireField(o, "ok", "ToolResult")),
-                result = o["result"]?.let { v -> v },
-                error = o["error"]?.let { v -> agentwire.generated.run_events.ErrorInfo.fromWire(v, false) },
+                result = if (o.containsKey("result")) Present(o["result"]) else null,
+                error = o["error"]?.let { v -> agentwire.generated.run_events.ErrorInfo.fromWireUnchecked(v) },
                 ms = o["ms"]?.let { v -> wireNumber(v) },
                 tokens = o["tokens"]?.let { v -> wireLong(v) },
                 cost = o["cost"]?.let { v -> wireNumber(v) },
@@ -1363,9 +1416,14 @@ data class ApprovalRequest(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalRequest {
-            if (validate) assertValid(validateAt("/\$defs/ApprovalRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalRequest`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalRequest {
+            assertValid(validateAt("/\$defs/ApprovalRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalRequest {
             val o = wireObject(raw, "ApprovalRequest")
             return ApprovalRequest(
                 stepId = wireString(wireField(o, "stepId", "ApprovalRequest"), "string"),
@@ -1396,7 +1454,7 @@ data class ApprovalDecision(
      * The edited proposal when `decision` is `edit`.
      * Wire name: `edited`.
      */
-    val edited: Any? = null,
+    val edited: Present<Any?>? = null,
     /** Properties the schema does not name, kept as they are. */
     val extra: Map<String, Any?> = emptyMap()
 ) {
@@ -1408,22 +1466,27 @@ data class ApprovalDecision(
         out["decision"] = this.decision.toWire()
         this.by?.let { v -> out["by"] = v }
         this.comment?.let { v -> out["comment"] = v }
-        this.edited?.let { v -> out["edited"] = v }
+        this.edited?.let { p -> out["edited"] = p.value }
         for ((k, v) in this.extra) if (!out.containsKey(k)) out[k] = v
         return out
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `ApprovalDecision`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): ApprovalDecision {
-            if (validate) assertValid(validateAt("/\$defs/ApprovalDecision", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `ApprovalDecision`. */
+        fun fromWire(raw: kotlin.Any?): ApprovalDecision {
+            assertValid(validateAt("/\$defs/ApprovalDecision", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `ApprovalDecision` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): ApprovalDecision {
             val o = wireObject(raw, "ApprovalDecision")
             return ApprovalDecision(
                 approvalId = wireString(wireField(o, "approvalId", "ApprovalDecision"), "string"),
                 decision = agentwire.generated.run_events.ApprovalDecisionDecision.fromWire(wireField(o, "decision", "ApprovalDecision")),
                 by = o["by"]?.let { v -> wireString(v, "string") },
                 comment = o["comment"]?.let { v -> wireString(v, "string") },
-                edited = o["edited"]?.let { v -> v },
+                edited = if (o.containsKey("edited")) Present(o["edited"]) else null,
                 extra = o.filterKeys { it !in KNOWN_KEYS }.mapValues { (_, v) -> v }
             )
         }
@@ -1481,9 +1544,14 @@ data class RetryRequest(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RetryRequest`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RetryRequest {
-            if (validate) assertValid(validateAt("/\$defs/RetryRequest", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RetryRequest`. */
+        fun fromWire(raw: kotlin.Any?): RetryRequest {
+            assertValid(validateAt("/\$defs/RetryRequest", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RetryRequest` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RetryRequest {
             val o = wireObject(raw, "RetryRequest")
             return RetryRequest(
                 stepId = wireString(wireField(o, "stepId", "RetryRequest"), "string"),
@@ -1565,9 +1633,14 @@ data class RunEvent(
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`); throws IllegalArgumentException (ProtocolValidationError from the schema check) when it is not a valid `RunEvent`. */
-        fun fromWire(raw: Any?, validate: Boolean = true): RunEvent {
-            if (validate) assertValid(validateAt("/\$defs/RunEvent", raw))
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RunEvent`. */
+        fun fromWire(raw: kotlin.Any?): RunEvent {
+            assertValid(validateAt("/\$defs/RunEvent", raw))
+            return fromWireUnchecked(raw)
+        }
+
+        /** Builds the `RunEvent` of the decoded-JSON form, checking kinds, required and closed keys, tags and the `init` bounds only (the schema's other constraints are `fromWire`'s, or those of the type that contains it); throws IllegalArgumentException. */
+        fun fromWireUnchecked(raw: Any?): RunEvent {
             val o = wireObject(raw, "RunEvent")
             return RunEvent(
                 id = wireString(wireField(o, "id", "RunEvent"), "string"),
@@ -1593,7 +1666,7 @@ typealias TasklensRunEventsMessage = RunEvent
 /** Decodes a whole message (decoded JSON, see `parseJson`) as `TasklensRunEventsMessage` after validating it against the document root; throws ProtocolValidationError or IllegalArgumentException. */
 fun decodeProtocolMessage(raw: Any?): TasklensRunEventsMessage {
     assertValid(validateProtocolMessage(raw))
-    return agentwire.generated.run_events.RunEvent.fromWire(raw, false)
+    return agentwire.generated.run_events.RunEvent.fromWireUnchecked(raw)
 }
 
 /** The wire form of a message, in the decoded-JSON form (`writeJson` writes it as text). */
