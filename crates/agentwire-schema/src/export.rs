@@ -147,7 +147,7 @@ fn draft_title(draft: Draft) -> &'static str {
 }
 
 /// Keywords that annotate a schema and change nothing about what it accepts.
-const ANNOTATIONS: &[&str] = &[
+pub(crate) const ANNOTATIONS: &[&str] = &[
     "title",
     "description",
     "default",

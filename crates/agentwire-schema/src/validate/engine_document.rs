@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::document::SchemaDocument;
+use crate::export::ANNOTATIONS;
 use crate::pointer;
 
 /// Longest chain of nested references (a schema whose subtree refers to a schema whose subtree
@@ -18,20 +19,12 @@ use crate::pointer;
 pub const MAX_ENGINE_REF_DEPTH: usize = 1_000;
 
 /// Keywords beside a `$ref` that assert nothing, so that the schema means what its target
-/// means.
-const ANNOTATION_KEYWORDS: &[&str] = &[
-    "$comment",
-    "$anchor",
-    "$defs",
-    "definitions",
-    "title",
-    "description",
-    "default",
-    "examples",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-];
+/// means: the annotations, plus an anchor and nested definitions, which only name schemas.
+fn asserts_nothing(keyword: &str) -> bool {
+    ANNOTATIONS.contains(&keyword)
+        || matches!(keyword, "$anchor" | "$defs" | "definitions")
+        || keyword.starts_with("x-")
+}
 
 /// Keywords that name a schema by something other than its pointer: a document that has any of
 /// them below its root is never pruned (a pruned target would take its name with it).
@@ -72,9 +65,7 @@ pub(super) fn collapse_ref_chains(doc: &SchemaDocument) -> Value {
     let is_alias = |at: &str| {
         matches!(
             pointer::resolve(doc.value(), at),
-            Some(Value::Object(map)) if map.keys().all(|k| {
-                k == "$ref" || ANNOTATION_KEYWORDS.contains(&k.as_str()) || k.starts_with("x-")
-            })
+            Some(Value::Object(map)) if map.keys().all(|k| k == "$ref" || asserts_nothing(k))
         )
     };
     let next: HashMap<&str, &str> = doc
