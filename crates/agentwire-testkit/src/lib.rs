@@ -26,6 +26,7 @@
 
 mod artifacts;
 mod cli;
+mod json_paths;
 mod paths;
 mod postgres;
 mod process;
@@ -38,6 +39,7 @@ pub use artifacts::{
     chainlesschain_published_digest, chainlesschain_schema_path, openclaw_schema_path, sha256_hex,
 };
 pub use cli::{Cli, dir_with, utf8};
+pub use json_paths::{value_at_path_mut, value_paths};
 pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools_dir};
 pub use postgres::{POSTGRES_BINDIR, PostgresServer, postgres_server};
 pub use process::{read_json, run_ok, write_temp_json};

@@ -227,11 +227,10 @@ impl Generator<'_> {
     /// One change the validators must judge alike: a member removed, added or retyped, or a
     /// value pushed out of its range.
     fn mutate(&mut self, value: &mut Value) {
-        let mut paths = Vec::new();
-        collect_paths(value, &mut Vec::new(), &mut paths);
+        let paths = agentwire_testkit::value_paths(value);
         let path = paths[self.rng.below(paths.len())].clone();
         let choice = self.rng.below(5);
-        let Some(target) = at_path(value, &path) else {
+        let Some(target) = agentwire_testkit::value_at_path_mut(value, &path) else {
             return;
         };
         match (choice, target) {
@@ -263,39 +262,6 @@ impl Generator<'_> {
             (_, v) => *v = Value::Null,
         }
     }
-}
-
-fn collect_paths(value: &Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    out.push(at.clone());
-    match value {
-        Value::Object(m) => {
-            for (k, v) in m {
-                at.push(k.clone());
-                collect_paths(v, at, out);
-                at.pop();
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                at.push(i.to_string());
-                collect_paths(v, at, out);
-                at.pop();
-            }
-        }
-        _ => {}
-    }
-}
-
-fn at_path<'v>(value: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
-    let mut v = value;
-    for token in path {
-        v = match v {
-            Value::Object(m) => m.get_mut(token)?,
-            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(v)
 }
 
 /// Instances for every definition: generated ones and their mutations, as `{"t": definition,

@@ -524,10 +524,9 @@ fn from_pattern(pattern: &str, rng: &mut Rng) -> String {
 
 /// Values that break a message in one place; see the module comment for what is left out.
 fn mutate(value: &mut Value, rng: &mut Rng) {
-    let mut paths = Vec::new();
-    collect_paths(value, &mut Vec::new(), &mut paths);
+    let paths = agentwire_testkit::value_paths(value);
     let path = rng.pick(&paths).clone();
-    let Some(target) = at_path(value, &path) else {
+    let Some(target) = agentwire_testkit::value_at_path_mut(value, &path) else {
         return;
     };
     match rng.below(10) {
@@ -639,39 +638,6 @@ fn mutate(value: &mut Value, rng: &mut Rng) {
             }
         }
     }
-}
-
-fn collect_paths(value: &Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    out.push(at.clone());
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                at.push(k.clone());
-                collect_paths(v, at, out);
-                at.pop();
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                at.push(i.to_string());
-                collect_paths(v, at, out);
-                at.pop();
-            }
-        }
-        _ => {}
-    }
-}
-
-fn at_path<'v>(value: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
-    let mut current = value;
-    for token in path {
-        current = match current {
-            Value::Object(map) => map.get_mut(token)?,
-            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(current)
 }
 
 /// Generated instances: half as generated (valid or not), half mutated once or twice.
