@@ -240,6 +240,11 @@ impl Pruning {
         doc: &SchemaDocument,
         engine_document: &Arc<Value>,
     ) -> Option<Pruning> {
+        // A chain cannot be longer than the references that make it: most documents stop here,
+        // before any walk.
+        if doc.refs().len() <= MAX_ENGINE_REF_DEPTH {
+            return None;
+        }
         let mut named = false;
         crate::walk::for_each_subschema(doc.value(), |at, schema| {
             if !at.is_empty() && NAMING_KEYWORDS.iter().any(|k| schema.get(*k).is_some()) {
