@@ -4,8 +4,10 @@
 //! - Round trips: our `Peer` as the client sends requests with ~1 KB params to an echo peer in
 //!   a child process over its stdin/stdout pipes. The anchor is `tools/node/jsonrpc-echo.mjs`
 //!   (readline + `JSON.parse` + `JSON.stringify`); ours is this same benchmark binary
-//!   re-executed as an echo server (a `Peer` on stdio, single-threaded runtime, as Node is).
-//!   Once with one request in flight (latency-bound), once with 32 in flight.
+//!   re-executed as an echo server (a `Peer` on stdio, single-threaded runtime, as Node is),
+//!   once with a typed handler (params read into a struct, the struct written back: how a
+//!   Rust method handler is written) and once with a `Value` handler. Once with one request in
+//!   flight (latency-bound), once with 32 in flight.
 //! - Streamed notifications (200 B each, one direction): receiving, a `Peer` reads them from
 //!   `cat FILE` and hands each to a handler, against reading the same pipe raw; sending, a
 //!   `Peer` writes them into `cat > /dev/null`, against writing the same bytes raw. The raw side
@@ -25,6 +27,7 @@ use std::time::{Duration, Instant};
 use agentwire_jsonrpc::transport::{self, ChildProcess};
 use agentwire_jsonrpc::{Handlers, Peer, Profile, encode_line};
 use criterion::{Criterion, Throughput};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -37,16 +40,36 @@ const WINDOW: usize = 32;
 
 type Totals = Rc<RefCell<BTreeMap<String, (u64, Duration)>>>;
 
-fn params_1k() -> Value {
-    let items: Vec<Value> = (0..10)
-        .map(|i| json!({"index": i, "kind": "text", "text": "the quick brown fox jumps over the lazy dog, twice"}))
-        .collect();
-    let params = json!({
-        "threadId": "3f0c2b9e-8d5a-4c61-9d0e-6b7a1f2c3d4e",
-        "turnId": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-        "items": items,
-        "note": "é✓ non-ASCII text is part of the payload",
-    });
+/// The echoed params, as a method handler would declare them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EchoParams {
+    thread_id: String,
+    turn_id: String,
+    items: Vec<EchoItem>,
+    note: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct EchoItem {
+    index: u32,
+    kind: String,
+    text: String,
+}
+
+fn params_1k() -> EchoParams {
+    let params = EchoParams {
+        thread_id: "3f0c2b9e-8d5a-4c61-9d0e-6b7a1f2c3d4e".into(),
+        turn_id: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d".into(),
+        items: (0..10)
+            .map(|index| EchoItem {
+                index,
+                kind: "text".into(),
+                text: "the quick brown fox jumps over the lazy dog, twice".into(),
+            })
+            .collect(),
+        note: "é✓ non-ASCII text is part of the payload".into(),
+    };
     let len = serde_json::to_vec(&params).unwrap().len();
     assert!((900..1200).contains(&len), "params are {len} bytes");
     params
@@ -64,14 +87,18 @@ fn notification_200b(i: usize) -> Vec<u8> {
     line
 }
 
-fn echo_server() {
+fn echo_server(handler: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
+    let handlers = match handler {
+        "typed" => Handlers::new()
+            .on_typed_request("echo", |_ctx, params: EchoParams| async move { Ok(params) }),
+        _ => Handlers::new()
+            .on_any_request(|_ctx, params| async move { Ok(params.unwrap_or(Value::Null)) }),
+    };
     runtime.block_on(async {
-        let handlers = Handlers::new()
-            .on_any_request(|_ctx, params| async move { Ok(params.unwrap_or(Value::Null)) });
         let (stdin, stdout) = transport::stdio();
         Peer::spawn(stdin, stdout, Profile::generic(), handlers)
             .closed()
@@ -82,9 +109,9 @@ fn echo_server() {
 fn spawn_echo(which: &str) -> (ChildProcess, Peer) {
     let command = match which {
         "node" => tokio::process::Command::from(agentwire_testkit::node_script("jsonrpc-echo.mjs")),
-        _ => {
+        handler => {
             let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
-            command.env(ECHO_SERVER_ENV, "1");
+            command.env(ECHO_SERVER_ENV, handler);
             command
         }
     };
@@ -93,7 +120,7 @@ fn spawn_echo(which: &str) -> (ChildProcess, Peer) {
     (child, peer)
 }
 
-async fn round_trips(peer: &Peer, params: &Arc<Value>, count: u64, window: usize) -> Duration {
+async fn round_trips(peer: &Peer, params: &Arc<EchoParams>, count: u64, window: usize) -> Duration {
     let started = Instant::now();
     let per_worker = count.div_ceil(window as u64);
     let mut workers = Vec::new();
@@ -102,7 +129,7 @@ async fn round_trips(peer: &Peer, params: &Arc<Value>, count: u64, window: usize
         let (peer, params) = (peer.clone(), Arc::clone(params));
         workers.push(tokio::spawn(async move {
             for _ in 0..n {
-                let echoed: Value = peer.request("echo", &*params).await.unwrap();
+                let echoed: EchoParams = peer.request("echo", &*params).await.unwrap();
                 debug_assert_eq!(echoed, *params);
             }
         }));
@@ -193,8 +220,8 @@ fn rate(totals: &Totals, name: &str) -> f64 {
 }
 
 fn main() {
-    if std::env::var_os(ECHO_SERVER_ENV).is_some() {
-        echo_server();
+    if let Ok(handler) = std::env::var(ECHO_SERVER_ENV) {
+        echo_server(&handler);
         return;
     }
     let mut criterion = Criterion::default()
@@ -213,7 +240,7 @@ fn main() {
     let mut group = criterion.benchmark_group("jsonrpc/roundtrip");
     group.throughput(Throughput::Elements(1));
     for (window, label) in [(1usize, "serial"), (WINDOW, "window32")] {
-        for which in ["node", "ours"] {
+        for which in ["node", "typed", "value"] {
             let (mut child, peer) = runtime.block_on(async { spawn_echo(which) });
             let name = format!("{label}/{which}");
             let (totals_ref, params) = (Rc::clone(&totals), Arc::clone(&params));
@@ -268,14 +295,14 @@ fn main() {
 
     println!("\nJSON-RPC over a pipe, ~1 KB params (ratios from the samples above):");
     for label in ["serial", "window32"] {
-        let (node, ours) = (
-            rate(&totals, &format!("{label}/node")),
-            rate(&totals, &format!("{label}/ours")),
-        );
-        println!(
-            "  round trips, {label:<8}: ours {ours:>9.0}/s  node echo {node:>9.0}/s  ratio {:.2}x (target >= 2x)",
-            ours / node
-        );
+        let node = rate(&totals, &format!("{label}/node"));
+        for (handler, target) in [("typed", " (target >= 2x)"), ("value", "")] {
+            let ours = rate(&totals, &format!("{label}/{handler}"));
+            println!(
+                "  round trips, {label:<8}, {handler} handler: ours {ours:>9.0}/s  node echo {node:>9.0}/s  ratio {:.2}x{target}",
+                ours / node
+            );
+        }
     }
     println!("Streamed notifications, 200 B each, {STREAM_COUNT} per run:");
     for direction in ["receive", "send"] {

@@ -11,17 +11,50 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::ErrorObject;
-use crate::message::Id;
+use crate::message::{Id, RawJson};
 use crate::peer::Peer;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 pub(crate) type RequestFn = Arc<
-    dyn Fn(RequestContext, Option<Value>) -> BoxFuture<Result<Value, ErrorObject>> + Send + Sync,
+    dyn Fn(RequestContext, Option<RawJson>) -> BoxFuture<Result<RawJson, ErrorObject>>
+        + Send
+        + Sync,
 >;
 pub(crate) type NotificationFn =
-    Arc<dyn Fn(NotificationContext, Option<Value>) -> BoxFuture<()> + Send + Sync>;
+    Arc<dyn Fn(NotificationContext, Option<RawJson>) -> BoxFuture<()> + Send + Sync>;
+
+/// A request handler on `Value`s as the connection calls it: params read from their text,
+/// the result written to text.
+fn value_request<F, Fut>(handler: F) -> RequestFn
+where
+    F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+{
+    Arc::new(move |ctx, params| match params.map(|p| p.to_value()).transpose() {
+        Ok(params) => {
+            let answer = handler(ctx, params);
+            Box::pin(async move { answer.await.map(|value| RawJson::from(&value)) })
+        }
+        Err(error) => Box::pin(std::future::ready(Err(ErrorObject::invalid_params(error)))),
+    })
+}
+
+/// A notification handler on `Value`s as the connection calls it.
+fn value_notification<F, Fut>(handler: F) -> NotificationFn
+where
+    F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    Arc::new(move |ctx, params| match params.map(|p| p.to_value()).transpose() {
+        Ok(params) => Box::pin(handler(ctx, params)),
+        Err(error) => {
+            tracing::warn!(method = ctx.method(), %error, "notification params cannot be read; dropped");
+            Box::pin(std::future::ready(()))
+        }
+    })
+}
 
 /// What a request handler knows about its request; [`RequestContext::peer`] sends requests and
 /// notifications back to the other side while the handler runs.
@@ -139,17 +172,17 @@ impl Handlers {
         F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
     {
-        self.requests.insert(
-            method.to_owned(),
-            Arc::new(move |ctx, params| Box::pin(handler(ctx, params))),
-        );
+        self.requests
+            .insert(method.to_owned(), value_request(handler));
         self
     }
 
     /// Answers `method` with a typed handler: params that do not deserialise into `P` are
-    /// answered `-32602` without calling it (absent params read as `null`).
+    /// answered `-32602` without calling it (absent params read as `null`). The params are
+    /// read from their text straight into `P`, and the result written straight to text, with
+    /// no [`Value`] in between.
     #[must_use]
-    pub fn on_typed_request<P, R, F, Fut>(self, method: &str, handler: F) -> Self
+    pub fn on_typed_request<P, R, F, Fut>(mut self, method: &str, handler: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
         R: Serialize + Send + 'static,
@@ -157,18 +190,23 @@ impl Handlers {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.on_request(method, move |ctx, params| {
+        let call: RequestFn = Arc::new(move |ctx, params: Option<RawJson>| {
             let handler = Arc::clone(&handler);
-            async move {
-                let params: P = serde_json::from_value(params.unwrap_or(Value::Null))
-                    .map_err(ErrorObject::invalid_params)?;
+            Box::pin(async move {
+                let params: P = match params {
+                    Some(params) => params.parse(),
+                    None => serde_json::from_str("null"),
+                }
+                .map_err(ErrorObject::invalid_params)?;
                 let result = handler(ctx, params).await?;
-                serde_json::to_value(result).map_err(|error| {
+                RawJson::from_value(&result).map_err(|error| {
                     tracing::error!(%error, "a handler's result cannot be serialised");
                     ErrorObject::internal()
                 })
-            }
-        })
+            })
+        });
+        self.requests.insert(method.to_owned(), call);
+        self
     }
 
     /// Answers every request that has no handler of its own (instead of `-32601`).
@@ -178,7 +216,7 @@ impl Handlers {
         F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
     {
-        self.fallback_request = Some(Arc::new(move |ctx, params| Box::pin(handler(ctx, params))));
+        self.fallback_request = Some(value_request(handler));
         self
     }
 
@@ -189,10 +227,8 @@ impl Handlers {
         F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.notifications.insert(
-            method.to_owned(),
-            Arc::new(move |ctx, params| Box::pin(handler(ctx, params))),
-        );
+        self.notifications
+            .insert(method.to_owned(), value_notification(handler));
         self
     }
 
@@ -203,8 +239,7 @@ impl Handlers {
         F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.fallback_notification =
-            Some(Arc::new(move |ctx, params| Box::pin(handler(ctx, params))));
+        self.fallback_notification = Some(value_notification(handler));
         self
     }
 

@@ -6,7 +6,9 @@
 //! (batches, `id: null` replies, limits, cancellation), with constructors for the Roll Runtime
 //! Protocol ([`Profile::roll`], [`Profile::roll_client`]), the ChainlessChain App Server
 //! ([`Profile::chainlesschain_app_server`]) and plain JSON-RPC 2.0 ([`Profile::generic`]).
-//! Every inbound line is parsed by [`agentwire_schema::parse_json`]. See `docs/jsonrpc.md`.
+//! Every inbound line is read with the strict rules of [`agentwire_schema::parse_json`]; params
+//! and results stay JSON text ([`RawJson`]) until a handler or caller reads them into its own
+//! type. See `docs/jsonrpc.md`.
 //!
 //! ```no_run
 //! use agentwire_jsonrpc::{Handlers, Peer, Profile, transport};
@@ -42,7 +44,7 @@ pub use error::{
 };
 pub use framer::{DEFAULT_MAX_INBOUND_FRAME, Frame, FrameReader, FrameWriter, encode_line};
 pub use handler::{BoxFuture, Handlers, NotificationContext, RequestContext};
-pub use message::{Decoded, Id, Incoming, Invalid, decode};
+pub use message::{Decoded, Decoder, Id, Incoming, Invalid, RawJson, decode};
 pub use observe::{Event, Stats};
 pub use peer::{EVENT_CAPACITY, Peer, PeerBuilder, PendingCall};
 pub use profile::{

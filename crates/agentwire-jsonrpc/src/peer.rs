@@ -31,7 +31,7 @@ use crate::error::{
 use crate::framer::{Frame, FrameReader};
 use crate::handler::{BoxFuture, Handlers, NotificationContext, NotificationFn, RequestContext};
 use crate::message::{
-    Decoded, Id, Incoming, Invalid, OutNotification, OutRequest, OutResponse, decode,
+    Decoded, Decoder, Id, Incoming, Invalid, OutNotification, OutRequest, OutResponse, RawJson,
 };
 use crate::observe::{Counters, Event, Stats, bump};
 use crate::profile::{BatchPolicy, IdStyle, Profile};
@@ -44,7 +44,7 @@ const WRITE_BUFFER: usize = 64 * 1024;
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
-type Reply = Result<Value, ErrorObject>;
+type Reply = Result<RawJson, ErrorObject>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -199,20 +199,14 @@ impl Peer {
         P: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        let value = self.call(method, params, timeout).await?;
-        serde_json::from_value(value).map_err(|e| CallError::InvalidResult(e.to_string()))
-    }
-
-    async fn call<P: Serialize + ?Sized>(
-        &self,
-        method: &str,
-        params: &P,
-        timeout: Option<Duration>,
-    ) -> Result<Value, CallError> {
-        self.start_request(method, params, timeout)
+        let result = self
+            .start_request(method, params, timeout)
             .await?
-            .answer()
-            .await
+            .answer_raw()
+            .await?;
+        result
+            .parse()
+            .map_err(|e| CallError::InvalidResult(e.to_string()))
     }
 
     /// Sends a request and returns as soon as it is queued on the writer, with its id and a
@@ -397,7 +391,7 @@ impl Drop for PendingGuard {
 pub struct PendingCall {
     guard: PendingGuard,
     method: String,
-    rx: oneshot::Receiver<Result<Value, ErrorObject>>,
+    rx: oneshot::Receiver<Reply>,
     timeout: Option<Duration>,
     started: Instant,
 }
@@ -421,7 +415,18 @@ impl PendingCall {
     ///
     /// # Errors
     /// See [`CallError`].
-    pub async fn answer(mut self) -> Result<Value, CallError> {
+    pub async fn answer(self) -> Result<Value, CallError> {
+        self.answer_raw()
+            .await?
+            .to_value()
+            .map_err(|e| CallError::InvalidResult(e.to_string()))
+    }
+
+    /// [`PendingCall::answer`], with the result as its JSON text.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn answer_raw(mut self) -> Result<RawJson, CallError> {
         let inner = Arc::clone(&self.guard.inner);
         let id = self.guard.id.clone();
         let method = std::mem::take(&mut self.method);
@@ -511,7 +516,7 @@ struct InboundEntry {
 struct NotifyJob {
     handler: NotificationFn,
     ctx: NotificationContext,
-    params: Option<Value>,
+    params: Option<RawJson>,
 }
 
 struct Inner {
@@ -643,8 +648,8 @@ impl Inner {
         }
     }
 
-    async fn dispatch(self: &Arc<Self>, value: Value, notify: &mpsc::Sender<NotifyJob>) {
-        match decode(value, self.profile.structured_params) {
+    async fn dispatch(self: &Arc<Self>, decoded: Decoded, notify: &mpsc::Sender<NotifyJob>) {
+        match decoded {
             Decoded::Message(message) => self.handle_message(message, &Sink::Direct, notify).await,
             Decoded::Invalid(invalid) => self.handle_invalid(invalid, &Sink::Direct).await,
             Decoded::Batch(items) => self.handle_batch(items, notify).await,
@@ -691,7 +696,7 @@ impl Inner {
     async fn handle_notification(
         self: &Arc<Self>,
         method: String,
-        params: Option<Value>,
+        params: Option<RawJson>,
         notify: &mpsc::Sender<NotifyJob>,
     ) {
         if let Some(cancel) = &self.profile.cancel_notification
@@ -699,8 +704,9 @@ impl Inner {
         {
             let id = params
                 .as_ref()
-                .and_then(|p| p.get(&cancel.id_member))
-                .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok());
+                .and_then(|p| p.to_value().ok())
+                .and_then(|p| p.get(&cancel.id_member).cloned())
+                .and_then(|id| serde_json::from_value::<Id>(id).ok());
             match id {
                 Some(id) => {
                     self.cancel_incoming(&id);
@@ -744,7 +750,11 @@ impl Inner {
         });
     }
 
-    async fn handle_batch(self: &Arc<Self>, items: Vec<Value>, notify: &mpsc::Sender<NotifyJob>) {
+    async fn handle_batch(
+        self: &Arc<Self>,
+        items: Vec<RawJson>,
+        notify: &mpsc::Sender<NotifyJob>,
+    ) {
         if self.profile.batch == BatchPolicy::Reject || items.is_empty() {
             bump(&self.counters.invalid_messages, 1);
             let replied = self.profile.null_id_replies;
@@ -776,8 +786,9 @@ impl Inner {
             }),
         });
         let sink = Sink::Batch(Arc::clone(&collector));
+        let decoder = Decoder::new(self.profile.structured_params);
         for item in items {
-            match decode(item, self.profile.structured_params) {
+            match decoder.sort(item.get().as_bytes()) {
                 Decoded::Message(message) => self.handle_message(message, &sink, notify).await,
                 Decoded::Invalid(invalid) => self.handle_invalid(invalid, &sink).await,
                 Decoded::Batch(_) => {
@@ -811,7 +822,7 @@ impl Inner {
         self: &Arc<Self>,
         id: Id,
         method: String,
-        params: Option<Value>,
+        params: Option<RawJson>,
         sink: &Sink,
     ) {
         let admitted = {
@@ -1116,8 +1127,9 @@ async fn run_reader<R: AsyncRead + Unpin>(
     mut frames: FrameReader<R>,
     notify: mpsc::Sender<NotifyJob>,
 ) {
+    let mut decoder = Decoder::new(inner.profile.structured_params);
     let reason = loop {
-        let value = match frames.next_frame().await {
+        let decoded = match frames.next_frame().await {
             Ok(None) => break "end of input".to_owned(),
             Err(error) => break format!("read error: {error}"),
             Ok(Some(Frame::Oversize { length })) => {
@@ -1138,8 +1150,8 @@ async fn run_reader<R: AsyncRead + Unpin>(
             Ok(Some(Frame::Line(bytes))) => {
                 bump(&inner.counters.lines_read, 1);
                 bump(&inner.counters.bytes_read, bytes.len() as u64);
-                match agentwire_schema::parse_json(bytes) {
-                    Ok(value) => value,
+                match decoder.decode(bytes) {
+                    Ok(decoded) => decoded,
                     Err(error) => {
                         bump(&inner.counters.unparsable_lines, 1);
                         tracing::warn!(length = bytes.len(), code = error.kind.code(), %error, "line is not JSON; dropped without a reply");
@@ -1152,7 +1164,7 @@ async fn run_reader<R: AsyncRead + Unpin>(
                 }
             }
         };
-        inner.dispatch(value, &notify).await;
+        inner.dispatch(decoded, &notify).await;
     };
     drop(notify);
     inner.begin_close(&reason);

@@ -8,7 +8,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use agentwire_jsonrpc::{
-    Decoded, ErrorObject, Frame, FrameError, FrameReader, Id, Incoming, decode, encode_line,
+    Decoded, ErrorObject, Frame, FrameError, FrameReader, Id, Incoming, RawJson, decode,
+    encode_line,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -276,13 +277,14 @@ async fn reads_cancelled_inside_select_lose_no_bytes() {
 
 #[test]
 fn decoder_sorts_messages_and_keeps_id_types() {
-    let parse = |text: &str| decode(serde_json::from_str::<Value>(text).expect("json"), true);
+    let parse = |text: &str| decode(text.as_bytes(), true).expect("json");
+    let raw = |value: Value| Some(RawJson::from(&value));
     assert_eq!(
         parse(r#"{"jsonrpc":"2.0","id":"7","method":"a","params":{}}"#),
         Decoded::Message(Incoming::Request {
             id: Id::String("7".into()),
             method: "a".into(),
-            params: Some(json!({})),
+            params: raw(json!({})),
         })
     );
     assert_eq!(
@@ -298,14 +300,14 @@ fn decoder_sorts_messages_and_keeps_id_types() {
         parse(r#"{"jsonrpc":"2.0","method":"n","params":[1]}"#),
         Decoded::Message(Incoming::Notification {
             method: "n".into(),
-            params: Some(json!([1])),
+            params: raw(json!([1])),
         })
     );
     assert_eq!(
         parse(r#"{"jsonrpc":"2.0","id":3,"result":null}"#),
         Decoded::Message(Incoming::Response {
             id: Id::from(3),
-            outcome: Ok(Value::Null),
+            outcome: Ok(RawJson::null()),
         })
     );
     assert_eq!(
@@ -317,10 +319,9 @@ fn decoder_sorts_messages_and_keeps_id_types() {
 
 #[test]
 fn decoder_reads_the_id_of_invalid_requests_when_it_can() {
-    let invalid = |text: &str, structured: bool| match decode(
-        serde_json::from_str::<Value>(text).expect("json"),
-        structured,
-    ) {
+    let invalid = |text: &str, structured: bool| match decode(text.as_bytes(), structured)
+        .expect("json")
+    {
         Decoded::Invalid(invalid) => (invalid.id, invalid.is_response, invalid.reason),
         other => panic!("{text} decoded as {other:?}"),
     };
@@ -341,11 +342,8 @@ fn decoder_reads_the_id_of_invalid_requests_when_it_can() {
         )
     );
     assert!(matches!(
-        decode(
-            json!({"jsonrpc":"2.0","id":5,"method":"a","params":3}),
-            false
-        ),
-        Decoded::Message(Incoming::Request { .. })
+        decode(br#"{"jsonrpc":"2.0","id":5,"method":"a","params":3}"#, false),
+        Ok(Decoded::Message(Incoming::Request { .. }))
     ));
     assert_eq!(
         invalid(r#"{"jsonrpc":"2.0","id":null,"method":"a"}"#, true),
@@ -420,4 +418,52 @@ fn encoding_is_one_compact_line_and_limits_are_errors() {
         .code(),
         "jsonrpc.line-too-long"
     );
+}
+
+#[test]
+fn decoder_keeps_params_as_text_and_writes_them_back_compactly() {
+    let line = br#"{"jsonrpc":"2\u002e0","id":1,"method":"a","params":{ "text": "x y",	"n": [1, 2.5] }}"#;
+    let Ok(Decoded::Message(Incoming::Request { params, .. })) = decode(line, true) else {
+        panic!("an escaped version string is still \"2.0\"");
+    };
+    let params = params.expect("params");
+    assert_eq!(params.get(), r#"{ "text": "x y",	"n": [1, 2.5] }"#);
+    assert_eq!(
+        params.to_value().expect("value"),
+        json!({"text": "x y", "n": [1, 2.5]})
+    );
+    // Text read with whitespace is rewritten compactly when it is sent on.
+    let out = encode_line(&json!({"echo": params}), 1 << 20, None).expect("encode");
+    assert_eq!(out, b"{\"echo\":{\"text\":\"x y\",\"n\":[1,2.5]}}\n");
+    // Compact text goes out as it is.
+    let compact = RawJson::from(&json!({"b": 1, "a": "\u{e9}"}));
+    assert_eq!(compact.get(), "{\"b\":1,\"a\":\"\u{e9}\"}");
+    assert_eq!(
+        encode_line(&compact, 1 << 20, None).expect("encode"),
+        "{\"b\":1,\"a\":\"\u{e9}\"}\n".as_bytes()
+    );
+}
+
+#[test]
+fn decoder_applies_the_strict_json_rules_and_sorts_batch_elements() {
+    let error = decode(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a"}"#, true)
+        .expect_err("a duplicate key is not JSON here");
+    assert_eq!(error.kind.code(), "json.duplicate-key");
+    let error = decode(b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}", true).expect_err("bad UTF-8");
+    assert_eq!(error.byte_offset, Some(27));
+    let Ok(Decoded::Batch(items)) = decode(br#"[{"jsonrpc":"2.0","method":"n"}, 7]"#, true) else {
+        panic!("an array is a batch");
+    };
+    let decoder = agentwire_jsonrpc::Decoder::new(true);
+    assert_eq!(
+        decoder.sort(items[0].get().as_bytes()),
+        Decoded::Message(Incoming::Notification {
+            method: "n".into(),
+            params: None
+        })
+    );
+    assert!(matches!(
+        decoder.sort(items[1].get().as_bytes()),
+        Decoded::Invalid(invalid) if invalid.reason == "a message must be a JSON object"
+    ));
 }
