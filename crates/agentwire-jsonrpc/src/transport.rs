@@ -8,7 +8,13 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, DuplexStream, ReadHalf, WriteHalf};
+use std::os::fd::{AsFd as _, BorrowedFd};
+use std::os::unix::fs::MetadataExt as _;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf, ReadHalf, WriteHalf};
+use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
@@ -23,11 +29,151 @@ pub const MEMORY_PIPE_BYTES: usize = 64 * 1024;
 
 /// The current process's stdin and stdout. Logs must go to stderr: stdout carries the protocol.
 ///
-/// tokio reads stdin on a blocking thread that cannot be interrupted, so a process that ends
-/// its runtime while stdin is still open waits for the next input or its end; a server that
-/// stops at end of input (the usual contract) never does.
-pub fn stdio() -> (tokio::io::Stdin, tokio::io::Stdout) {
-    (tokio::io::stdin(), tokio::io::stdout())
+/// When stdin or stdout is a pipe (how a host runs an agent), it is read or written without
+/// blocking, through the runtime's event loop, like a socket; otherwise (a terminal, a file, a
+/// socket) through tokio's blocking-thread stdio. See [`Stdin`] and [`Stdout`].
+pub fn stdio() -> (Stdin, Stdout) {
+    (Stdin::new(), Stdout::new())
+}
+
+/// The current process's stdin ([`stdio`]).
+///
+/// A pipe is read through a non-blocking duplicate of descriptor 0 registered with the
+/// runtime: no thread hand-off per read, and a runtime may stop while stdin is still open.
+/// Anything else is read by tokio on a blocking thread that cannot be interrupted, so a process
+/// that ends its runtime while such a stdin is still open waits for the next input or its end;
+/// a server that stops at end of input (the usual contract) never does.
+///
+/// Making the pipe non-blocking changes the open pipe itself, so another process that shares
+/// this read end (rare: a shell closes its copy) sees it non-blocking too.
+#[derive(Debug)]
+pub struct Stdin(StdinInner);
+
+#[derive(Debug)]
+enum StdinInner {
+    Pipe(pipe::Receiver),
+    Blocking(tokio::io::Stdin),
+}
+
+impl Stdin {
+    /// Stdin, as a pipe when it is one and a runtime is running.
+    pub fn new() -> Stdin {
+        let pipe = tokio::runtime::Handle::try_current()
+            .ok()
+            .and_then(|_| io::stdin().as_fd().try_clone_to_owned().ok())
+            .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok());
+        Stdin(match pipe {
+            Some(pipe) => StdinInner::Pipe(pipe),
+            None => StdinInner::Blocking(tokio::io::stdin()),
+        })
+    }
+
+    /// Whether stdin is read as a non-blocking pipe.
+    pub fn is_pipe(&self) -> bool {
+        matches!(self.0, StdinInner::Pipe(_))
+    }
+}
+
+impl Default for Stdin {
+    fn default() -> Self {
+        Stdin::new()
+    }
+}
+
+impl AsyncRead for Stdin {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            StdinInner::Pipe(pipe) => Pin::new(pipe).poll_read(cx, buf),
+            StdinInner::Blocking(stdin) => Pin::new(stdin).poll_read(cx, buf),
+        }
+    }
+}
+
+/// The current process's stdout ([`stdio`]).
+///
+/// A pipe is written through a non-blocking duplicate of descriptor 1 registered with the
+/// runtime, unless stderr is the same pipe (`2>&1`): the non-blocking mode belongs to the open
+/// pipe, and the logs written to stderr would then fail with "would block" whenever the pipe is
+/// full. Anything else goes through tokio's blocking-thread stdout.
+#[derive(Debug)]
+pub struct Stdout(StdoutInner);
+
+#[derive(Debug)]
+enum StdoutInner {
+    Pipe(pipe::Sender),
+    Blocking(tokio::io::Stdout),
+}
+
+impl Stdout {
+    /// Stdout, as a pipe when it is one, stderr is not the same pipe, and a runtime is
+    /// running.
+    pub fn new() -> Stdout {
+        let pipe = tokio::runtime::Handle::try_current()
+            .ok()
+            .and_then(|_| io::stdout().as_fd().try_clone_to_owned().ok())
+            .filter(|fd| !same_file(fd.as_fd(), io::stderr().as_fd()))
+            .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok());
+        Stdout(match pipe {
+            Some(pipe) => StdoutInner::Pipe(pipe),
+            None => StdoutInner::Blocking(tokio::io::stdout()),
+        })
+    }
+
+    /// Whether stdout is written as a non-blocking pipe.
+    pub fn is_pipe(&self) -> bool {
+        matches!(self.0, StdoutInner::Pipe(_))
+    }
+}
+
+impl Default for Stdout {
+    fn default() -> Self {
+        Stdout::new()
+    }
+}
+
+/// Whether two descriptors refer to the same file (device and inode); an error reads as the
+/// same, the cautious answer.
+fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    let stat = |fd: BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata())
+            .map(|m| (m.dev(), m.ino()))
+    };
+    match (stat(a), stat(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => true,
+    }
+}
+
+impl AsyncWrite for Stdout {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().0 {
+            StdoutInner::Pipe(pipe) => Pin::new(pipe).poll_write(cx, buf),
+            StdoutInner::Blocking(stdout) => Pin::new(stdout).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            StdoutInner::Pipe(pipe) => Pin::new(pipe).poll_flush(cx),
+            StdoutInner::Blocking(stdout) => Pin::new(stdout).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            StdoutInner::Pipe(pipe) => Pin::new(pipe).poll_shutdown(cx),
+            StdoutInner::Blocking(stdout) => Pin::new(stdout).poll_shutdown(cx),
+        }
+    }
 }
 
 /// The read and write halves of a TCP connection.

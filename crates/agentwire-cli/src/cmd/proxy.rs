@@ -198,9 +198,12 @@ fn stdio(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome =
-        runtime.block_on(proxy.run_child(command, tokio::io::stdin(), tokio::io::stdout()));
-    // Standard input may still be read by a blocking thread that never returns.
+    let outcome = runtime.block_on(async {
+        let (stdin, stdout) = agentwire_jsonrpc::transport::stdio();
+        proxy.run_child(command, stdin, stdout).await
+    });
+    // Standard input that is not a pipe may still be read by a blocking thread that never
+    // returns.
     runtime.shutdown_background();
     let outcome = outcome?;
     let stats = outcome.stats;

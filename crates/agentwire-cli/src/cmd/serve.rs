@@ -198,8 +198,10 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
     runtime.block_on(async move {
         let (log, face) = args.runtime.start(&url).await?;
         tracing::info!(store = %url, instance = %face.runtime().instance_id(), "serving the Roll Runtime Protocol on stdio");
+        // Pipes are read and written through the event loop, not tokio's blocking threads.
+        let (stdin, stdout) = agentwire_jsonrpc::transport::stdio();
         let end = face
-            .serve(tokio::io::stdin(), tokio::io::stdout())
+            .serve(stdin, stdout)
             .await
             .context("cannot serve")?;
         if end == SessionEnd::UncorrelatedError {

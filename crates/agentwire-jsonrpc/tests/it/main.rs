@@ -7,3 +7,4 @@
 mod framing;
 mod interop;
 mod peer;
+mod stdio;
