@@ -1164,7 +1164,14 @@ async fn run_reader<R: AsyncRead + Unpin>(
                 }
             }
         };
+        let request = matches!(decoded, Decoded::Message(Incoming::Request { .. }));
         inner.dispatch(decoded, &notify).await;
+        if request {
+            // Let the request's handler (and the writer after it) run before the next line is
+            // read, so answers stream out as their requests arrive instead of after the whole
+            // buffer of input: the other side works on the first answers meanwhile.
+            tokio::task::yield_now().await;
+        }
     };
     drop(notify);
     inner.begin_close(&reason);
