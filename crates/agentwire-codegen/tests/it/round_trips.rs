@@ -16,7 +16,7 @@ use agentwire_schema::SchemaDocument;
 use agentwire_schema::validate::ValidatorCompiler;
 use serde_json::{Value, json};
 
-/// One protocol: its key in the corpus, schema, checked-in bindings and fixture folders.
+/// One protocol: its key in the corpus, schema, checked-in bindings and fixture files.
 struct Protocol {
     key: &'static str,
     schema: &'static str,
@@ -37,10 +37,11 @@ fn protocols() -> Vec<Protocol> {
             py: "roll_runtime",
             kt: "protocols/roll-runtime/generated/kt/RollRuntime.kt",
             kotlin_package: "agentwire.generated.roll_runtime",
-            fixtures: vec![
-                agentwire_testkit::peer_fixture("roll-agent/fixtures"),
-                repo.join("protocols/roll-runtime/fixtures"),
-            ],
+            fixtures: agentwire_testkit::roll_upstream_fixtures()
+                .into_iter()
+                .chain(agentwire_testkit::roll_own_fixtures())
+                .map(|f| f.path)
+                .collect(),
         },
         Protocol {
             key: "tasklens",
@@ -49,24 +50,12 @@ fn protocols() -> Vec<Protocol> {
             py: "run_events",
             kt: "protocols/tasklens/generated/kt/RunEvents.kt",
             kotlin_package: "agentwire.generated.run_events",
-            fixtures: vec![repo.join("protocols/tasklens/fixtures")],
+            fixtures: agentwire_testkit::files_with_extension(
+                repo.join("protocols/tasklens/fixtures"),
+                "json",
+            ),
         },
     ]
-}
-
-fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            json_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "json") {
-            out.push(path);
-        }
-    }
 }
 
 /// `{"s": protocol, "name": file, "m": message, "valid": our validator's verdict}` per fixture.
@@ -76,17 +65,14 @@ fn corpus() -> Vec<Value> {
     for p in protocols() {
         let doc = SchemaDocument::open(repo.join(p.schema)).unwrap();
         let validator = ValidatorCompiler::new(&doc).unwrap().root().unwrap();
-        let mut files = Vec::new();
-        for dir in &p.fixtures {
-            json_files(dir, &mut files);
-        }
+        let files = &p.fixtures;
         assert!(files.len() >= 50, "{}: {} fixtures", p.key, files.len());
         for file in files {
-            let value = agentwire_testkit::read_json(&file);
+            let value = agentwire_testkit::read_json(file);
             let valid = validator.is_valid(&value);
             let name = file
                 .strip_prefix(&repo)
-                .unwrap_or(&file)
+                .unwrap_or(file)
                 .display()
                 .to_string();
             out.push(json!({"s": p.key, "name": name, "m": value, "valid": valid}));
