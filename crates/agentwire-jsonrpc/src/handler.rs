@@ -32,13 +32,15 @@ where
     F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
 {
-    Arc::new(move |ctx, params| match params.map(|p| p.to_value()).transpose() {
-        Ok(params) => {
-            let answer = handler(ctx, params);
-            Box::pin(async move { answer.await.map(|value| RawJson::from(&value)) })
-        }
-        Err(error) => Box::pin(std::future::ready(Err(ErrorObject::invalid_params(error)))),
-    })
+    Arc::new(
+        move |ctx, params| match params.map(|p| p.to_value()).transpose() {
+            Ok(params) => {
+                let answer = handler(ctx, params);
+                Box::pin(async move { answer.await.map(|value| RawJson::from(&value)) })
+            }
+            Err(error) => Box::pin(std::future::ready(Err(ErrorObject::invalid_params(error)))),
+        },
+    )
 }
 
 /// A notification handler on `Value`s as the connection calls it.
@@ -47,13 +49,15 @@ where
     F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    Arc::new(move |ctx, params| match params.map(|p| p.to_value()).transpose() {
-        Ok(params) => Box::pin(handler(ctx, params)),
-        Err(error) => {
-            tracing::warn!(method = ctx.method(), %error, "notification params cannot be read; dropped");
-            Box::pin(std::future::ready(()))
-        }
-    })
+    Arc::new(
+        move |ctx, params| match params.map(|p| p.to_value()).transpose() {
+            Ok(params) => Box::pin(handler(ctx, params)),
+            Err(error) => {
+                tracing::warn!(method = ctx.method(), %error, "notification params cannot be read; dropped");
+                Box::pin(std::future::ready(()))
+            }
+        },
+    )
 }
 
 /// What a request handler knows about its request; [`RequestContext::peer`] sends requests and

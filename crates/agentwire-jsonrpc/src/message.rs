@@ -304,8 +304,7 @@ impl Envelope<'_> {
             Some(b'"' | b'-' | b'0'..=b'9') => small::<Id>(raw),
             _ => None,
         });
-        let is_response =
-            self.method.is_none() && (self.result.is_some() || self.error.is_some());
+        let is_response = self.method.is_none() && (self.result.is_some() || self.error.is_some());
         let version_ok = self.jsonrpc.is_some_and(|raw| {
             raw.get() == "\"2.0\"" || small::<String>(raw).is_some_and(|v| v == VERSION)
         });
@@ -322,7 +321,11 @@ impl Envelope<'_> {
                 return invalid(id, false, "\"method\" must be a string");
             };
             let params = self.params.map(RawJson::borrowed);
-            if structured_params && params.as_ref().is_some_and(|p| !matches!(p.first(), b'{' | b'[')) {
+            if structured_params
+                && params
+                    .as_ref()
+                    .is_some_and(|p| !matches!(p.first(), b'{' | b'['))
+            {
                 return invalid(id, false, "\"params\" must be an object or an array");
             }
             return match (self.id, id) {

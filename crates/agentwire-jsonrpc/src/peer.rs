@@ -750,11 +750,7 @@ impl Inner {
         });
     }
 
-    async fn handle_batch(
-        self: &Arc<Self>,
-        items: Vec<RawJson>,
-        notify: &mpsc::Sender<NotifyJob>,
-    ) {
+    async fn handle_batch(self: &Arc<Self>, items: Vec<RawJson>, notify: &mpsc::Sender<NotifyJob>) {
         if self.profile.batch == BatchPolicy::Reject || items.is_empty() {
             bump(&self.counters.invalid_messages, 1);
             let replied = self.profile.null_id_replies;

@@ -319,12 +319,11 @@ fn decoder_sorts_messages_and_keeps_id_types() {
 
 #[test]
 fn decoder_reads_the_id_of_invalid_requests_when_it_can() {
-    let invalid = |text: &str, structured: bool| match decode(text.as_bytes(), structured)
-        .expect("json")
-    {
-        Decoded::Invalid(invalid) => (invalid.id, invalid.is_response, invalid.reason),
-        other => panic!("{text} decoded as {other:?}"),
-    };
+    let invalid =
+        |text: &str, structured: bool| match decode(text.as_bytes(), structured).expect("json") {
+            Decoded::Invalid(invalid) => (invalid.id, invalid.is_response, invalid.reason),
+            other => panic!("{text} decoded as {other:?}"),
+        };
     assert_eq!(
         invalid(r#"{"id":"x","method":"a"}"#, true),
         (Some(Id::from("x")), false, "\"jsonrpc\" must be \"2.0\"")
@@ -342,7 +341,10 @@ fn decoder_reads_the_id_of_invalid_requests_when_it_can() {
         )
     );
     assert!(matches!(
-        decode(br#"{"jsonrpc":"2.0","id":5,"method":"a","params":3}"#, false),
+        decode(
+            br#"{"jsonrpc":"2.0","id":5,"method":"a","params":3}"#,
+            false
+        ),
         Ok(Decoded::Message(Incoming::Request { .. }))
     ));
     assert_eq!(
@@ -422,7 +424,8 @@ fn encoding_is_one_compact_line_and_limits_are_errors() {
 
 #[test]
 fn decoder_keeps_params_as_text_and_writes_them_back_compactly() {
-    let line = br#"{"jsonrpc":"2\u002e0","id":1,"method":"a","params":{ "text": "x y",	"n": [1, 2.5] }}"#;
+    let line =
+        br#"{"jsonrpc":"2\u002e0","id":1,"method":"a","params":{ "text": "x y",	"n": [1, 2.5] }}"#;
     let Ok(Decoded::Message(Incoming::Request { params, .. })) = decode(line, true) else {
         panic!("an escaped version string is still \"2.0\"");
     };

@@ -98,7 +98,9 @@ async fn stdin_that_is_not_a_pipe_is_read_by_a_blocking_thread() {
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "stdio::stdio_server_child", "--nocapture", "-q"])
         .env(CHILD_ENV, "1")
-        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
