@@ -790,8 +790,26 @@ fn method_tables() {
     println!("method tables ok");
 }
 
+/// A variant's one-value tag is a constant of its struct: written first when encoding (also
+/// with flattened extra properties), checked when decoding, with the expected value named.
+fn tags() {
+    assert_eq!(cc::ApprovalDecisionAcceptOnce::KIND, "acceptOnce");
+    let once = serde_json::to_value(cc::ApprovalDecisionAcceptOnce {}).unwrap();
+    assert_eq!(once, serde_json::json!({"kind": "acceptOnce"}));
+    for wrong in [serde_json::json!({"kind": "decline"}), serde_json::json!({})] {
+        let error = serde_json::from_value::<cc::ApprovalDecisionAcceptOnce>(wrong).unwrap_err().to_string();
+        assert!(error.contains("`kind`") && error.contains("\"acceptOnce\""), "{error}");
+    }
+    let raw = serde_json::json!({"type": "raw", "text": "x", "later": 1});
+    let event: cc::CanonicalAgentStreamEventRaw = serde_json::from_value(raw.clone()).unwrap();
+    assert!(serde_json::to_string(&event).unwrap().starts_with("{\"type\":\"raw\","));
+    assert_eq!(serde_json::to_value(&event).unwrap(), raw);
+    println!("tags ok");
+}
+
 fn main() {
     method_tables();
+    tags();
     let path = std::env::args().nth(1).expect("cases file");
     let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut failures = 0;
