@@ -12,8 +12,10 @@
 //!   property that is a required string constant (or enum) in every branch, with distinct values,
 //!   makes a tagged union (an explicit `discriminator` wins); anything else is an untagged union
 //!   tried in order; a union covering every JSON kind is a free JSON value;
-//! - a union is open (unknown variants are kept raw) when it says `x-agentwire-open: true`, when
-//!   it is the document root, or when one of its variants is an open object; otherwise closed.
+//! - a union is open (unknown variants are kept raw) only when it says `x-agentwire-open: true`:
+//!   a `oneOf`/`anyOf` whose every branch pins the tag rejects any other tag value (whether the
+//!   union is the root or its variants are open objects, which admit unknown keys, not unknown
+//!   tags), and the decoders agree with the validator on that.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -526,8 +528,6 @@ struct Lowerer<'d> {
     by_pointer: HashMap<String, String>,
     /// Compact text of a node that became a named type → that name.
     by_text: HashMap<String, String>,
-    /// Pointer of the root type's schema: "" for the document root, or a definition's.
-    root_pointer: Option<String>,
     /// Views computed so far (see [`MAX_VIEW_STEPS`]).
     view_steps: std::cell::Cell<usize>,
 }
@@ -552,7 +552,6 @@ impl<'d> Lowerer<'d> {
             scope: NameScope::new(),
             by_pointer: HashMap::new(),
             by_text: HashMap::new(),
-            root_pointer: None,
             view_steps: std::cell::Cell::new(0),
         }
     }
@@ -578,17 +577,16 @@ impl<'d> Lowerer<'d> {
                 .any(|k| m.contains_key(*k))
         });
         // `root_name` naming a definition makes that definition the root (the envelope of every
-        // message, open to unknown variants); otherwise it names the document root's own type.
+        // message); otherwise it names the document root's own type.
         let root_def = root_name.and_then(|wanted| {
             let wanted = names::pascal(wanted);
             def_names
                 .iter()
                 .find(|(type_name, _, _)| *type_name == wanted)
-                .map(|(t, p, _)| (t.clone(), p.clone()))
+                .map(|(t, _, _)| t.clone())
         });
         let mut lower_document_root = false;
-        let root_name = if let Some((type_name, ptr)) = root_def {
-            self.root_pointer = Some(ptr);
+        let root_name = if let Some(type_name) = root_def {
             Some(type_name)
         } else if root_is_schema {
             let wanted = match (root_name, &identity.name) {
@@ -598,7 +596,6 @@ impl<'d> Lowerer<'d> {
             };
             let claimed = self.scope.claim(&wanted);
             self.by_pointer.insert(String::new(), claimed.clone());
-            self.root_pointer = Some(String::new());
             lower_document_root = true;
             Some(claimed)
         } else {
@@ -1074,7 +1071,6 @@ impl<'d> Lowerer<'d> {
             return Ok(wrap(Ty::Any));
         }
         let explicit_open = map.get("x-agentwire-open").and_then(Value::as_bool);
-        let is_root = self.root_pointer.as_deref() == Some(ptr);
         let tag = detect_tag(map, rest.iter().map(|(_, _, v)| v.as_ref()));
         let rest: Vec<(usize, Value, Value)> = rest
             .into_iter()
@@ -1083,7 +1079,6 @@ impl<'d> Lowerer<'d> {
         let ty = self.named(node, name, ptr, forced, |this, type_name| {
             let mut variants = Vec::new();
             let mut case_scope = NameScope::new();
-            let mut any_open = false;
             for (pos, (i, branch, view)) in rest.iter().enumerate() {
                 let branch_ptr = format!("{branches_ptr}/{i}");
                 let tags = match &tag {
@@ -1094,11 +1089,6 @@ impl<'d> Lowerer<'d> {
                         .unwrap_or_default(),
                     None => Vec::new(),
                 };
-                // Decided from the schema, not from lowered types: a referenced definition may
-                // not be lowered yet.
-                if view.get("properties").is_some() && !is_closed_object(view) {
-                    any_open = true;
-                }
                 let is_ref = branch.get("$ref").is_some()
                     && branch.as_object().is_some_and(|m| m.len() == 1);
                 if let (Some(t), false) = (&tag, tags.is_empty()) {
@@ -1160,7 +1150,9 @@ impl<'d> Lowerer<'d> {
                     ty,
                 });
             }
-            let open = explicit_open.unwrap_or(is_root || (tag.is_some() && any_open));
+            // Only the schema's own word opens a union: JSON Schema rejects a tag no branch
+            // names, and so does the validator.
+            let open = explicit_open.unwrap_or(false);
             Ok(TypeKind::Union(UnionType {
                 tag: tag.clone(),
                 variants,
@@ -1387,11 +1379,6 @@ fn is_constraint_only(schema: &Value) -> bool {
             .and_then(Value::as_array)
             .is_none_or(|b| b.iter().all(is_constraint_only))
     })
-}
-
-fn is_closed_object(schema: &Value) -> bool {
-    schema.get("additionalProperties") == Some(&Value::Bool(false))
-        || schema.get("unevaluatedProperties") == Some(&Value::Bool(false))
 }
 
 fn is_null_schema(schema: &Value) -> bool {
@@ -1695,25 +1682,41 @@ mod tests {
     }
 
     #[test]
-    fn root_name_can_name_a_definition_which_then_keeps_unknown_variants() {
+    fn root_name_can_name_a_definition_and_the_root_stays_closed() {
         let schema = json!({"oneOf": [{"$ref": "#/$defs/Frame"}], "$defs": {"Frame": {"oneOf": [
             {"type": "object", "additionalProperties": false, "required": ["type"], "properties": {"type": {"const": "req"}}},
             {"type": "object", "additionalProperties": false, "required": ["type"], "properties": {"type": {"const": "res"}}}
         ]}}});
         let doc = SchemaDocument::from_value(schema).unwrap();
-        let closed = Ir::lower(&doc, "f.json").unwrap();
-        let TypeKind::Union(u) = &closed.get("Frame").unwrap().kind else {
-            panic!()
-        };
-        assert!(!u.open);
-        assert_eq!(closed.root.as_deref(), Some("ProtocolMessage"));
+        let plain = Ir::lower(&doc, "f.json").unwrap();
+        assert_eq!(plain.root.as_deref(), Some("ProtocolMessage"));
         let rooted = Ir::lower_with_root_name(&doc, "f.json", Some("Frame")).unwrap();
         let TypeKind::Union(u) = &rooted.get("Frame").unwrap().kind else {
             panic!()
         };
-        assert!(u.open);
+        // Being the root does not open a union: the schema rejects an unknown `type`.
+        assert!(!u.open);
         assert_eq!(rooted.root.as_deref(), Some("Frame"));
         assert!(rooted.get("ProtocolMessage").is_none());
+    }
+
+    #[test]
+    fn only_the_schema_opens_a_union() {
+        // Open object variants admit unknown keys, not unknown tags.
+        let variants = json!([
+            {"type": "object", "required": ["type"], "properties": {"type": {"const": "a"}}},
+            {"type": "object", "required": ["type"], "properties": {"type": {"const": "b"}}}
+        ]);
+        let ir = lower(json!({"$defs": {
+            "Closed": {"oneOf": variants.clone()},
+            "Open": {"oneOf": variants, "x-agentwire-open": true}
+        }}));
+        let open = |name: &str| match &ir.get(name).unwrap().kind {
+            TypeKind::Union(u) => (u.tag.clone(), u.open),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(open("Closed"), (Some("type".into()), false));
+        assert_eq!(open("Open"), (Some("type".into()), true));
     }
 
     #[test]

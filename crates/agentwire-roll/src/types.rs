@@ -143,8 +143,8 @@ pub type RollCodeName = g::SharedRollErrorCode;
 /// One part of a message.
 ///
 /// Written by hand: a tagged union whose variants are struct variants matched by field
-/// (`MessagePart::Text { text }`); the generator makes each variant a separate struct that
-/// carries its own tag field.
+/// (`MessagePart::Text { text }`); the generator makes each variant a newtype of a separate
+/// struct.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum MessagePart {

@@ -350,7 +350,6 @@ async fn run(config: &AgentProcessConfig, turn: &TurnContext) -> TurnEnd {
 fn turn_start(turn: &TurnContext) -> Value {
     let input = turn.input();
     let message = wire::TurnStart {
-        r#type: wire::TurnStartType::TurnStart,
         protocol_version: wire::PROTOCOL_VERSION.to_owned(),
         thread_id: turn.thread_id().to_owned(),
         turn_id: turn.turn_id().to_owned(),
@@ -594,7 +593,6 @@ impl<'a> Session<'a> {
                     let now = Instant::now();
                     self.cancel_deadline = Some(now.checked_add(self.config.cancel_grace).unwrap_or(now));
                     let cancel = wire::TurnCancel {
-                        r#type: wire::TurnCancelType::TurnCancel,
                         reason: Some("the turn was cancelled".into()),
                         extra: Map::new(),
                     };
@@ -1204,7 +1202,6 @@ fn approval_decision(request_id: String, resolution: &Resolution) -> Value {
         ),
     };
     json!(wire::ApprovalDecision {
-        r#type: wire::ApprovalDecisionType::ApprovalDecision,
         request_id,
         decision,
         reason,
@@ -1233,7 +1230,6 @@ fn input_result(request_id: String, resolution: &Resolution) -> Value {
         }
     };
     json!(wire::InputResult {
-        r#type: wire::InputResultType::InputResult,
         request_id,
         status,
         values,

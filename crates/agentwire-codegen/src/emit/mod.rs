@@ -237,9 +237,9 @@ impl TypeNames {
 
 /// The tag properties that can hold only one value: in every tagged union, a variant object
 /// whose tag property is required and typed by a one-value string enum (ChainlessChain's
-/// `kind: "acceptOnce"`, every event's `type`). Kotlin and Swift write such a tag as a constant
-/// of the variant, checked when decoding, instead of a property of a one-value enum type per
-/// variant; an enum used for nothing else is not emitted.
+/// `kind: "acceptOnce"`, every event's `type`). Rust, Kotlin and Swift write such a tag as a
+/// constant of the variant, checked when decoding and written when encoding, instead of a
+/// property of a one-value enum type per variant; an enum used for nothing else is not emitted.
 pub(crate) struct TagConstants {
     /// (object type, wire name of the property) → the one value.
     fields: std::collections::BTreeMap<(String, String), String>,
@@ -332,6 +332,11 @@ impl TagConstants {
         self.fields
             .get(&(object.to_owned(), wire.to_owned()))
             .map(String::as_str)
+    }
+
+    /// Whether the IR has no such tag.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.fields.is_empty()
     }
 
     /// Whether the enum type `name` is used only as such tags (and so is not emitted).

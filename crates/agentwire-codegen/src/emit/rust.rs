@@ -5,11 +5,12 @@
 //! `null` is `Option<Option<T>>` (or `Option<Value>`) so that absent and `null` stay apart.
 //! Numbers are `serde_json::Number` (kept exactly as written), integers `i64`. Tagged unions
 //! dispatch on the tag by hand: unknown tags are an error for closed unions and kept as raw JSON
-//! in `Unknown` for open ones.
+//! in `Unknown` for open ones. A variant's one-value tag (`emit::TagConstants`) is an associated
+//! constant of its struct, not a field: the struct's serde code writes it and checks it.
 
 use std::collections::BTreeMap;
 
-use crate::emit::{Quote, TypeNames, header_text, push_doc, quote};
+use crate::emit::{Quote, TagConstants, TypeNames, header_text, push_doc, quote};
 use crate::ir::{Extra, Ir, ObjectType, TagValue, Ty, TypeDef, TypeKind, UnionType, Version};
 use crate::names::{self, NameScope};
 
@@ -180,6 +181,107 @@ const INDIRECT: &str = r#"
     }
 "#;
 
+/// The serde support of variants whose one-value tags are constants: a serializer that writes
+/// the tags before the fields the derived code writes, and the check that removes them before
+/// the derived code (which does not know them, and may deny unknown fields) reads the rest.
+const TAGGED: &str = r#"
+    /// Serializes a variant's struct with its tags (wire name, value) first: the derived code
+    /// writes a struct (or, with flattened extra properties, a map) and nothing else.
+    pub(super) struct Tagged<S> {
+        pub(super) inner: S,
+        pub(super) tags: &'static [(&'static str, &'static str)],
+    }
+
+    fn not_an_object<E: serde::ser::Error>() -> E {
+        E::custom("a tagged variant serializes as an object")
+    }
+
+    impl<S: serde::Serializer> serde::Serializer for Tagged<S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        type SerializeSeq = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTuple = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTupleStruct = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTupleVariant = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeMap = S::SerializeMap;
+        type SerializeStruct = S::SerializeStruct;
+        type SerializeStructVariant = serde::ser::Impossible<S::Ok, S::Error>;
+
+        fn serialize_struct(self, name: &'static str, len: usize) -> ::std::result::Result<S::SerializeStruct, S::Error> {
+            let mut out = self.inner.serialize_struct(name, len + self.tags.len())?;
+            for &(key, value) in self.tags {
+                serde::ser::SerializeStruct::serialize_field(&mut out, key, value)?;
+            }
+            ::std::result::Result::Ok(out)
+        }
+
+        fn serialize_map(self, len: ::std::option::Option<usize>) -> ::std::result::Result<S::SerializeMap, S::Error> {
+            let mut out = self.inner.serialize_map(len.map(|n| n + self.tags.len()))?;
+            for &(key, value) in self.tags {
+                serde::ser::SerializeMap::serialize_entry(&mut out, key, value)?;
+            }
+            ::std::result::Result::Ok(out)
+        }
+
+        fn is_human_readable(&self) -> bool {
+            self.inner.is_human_readable()
+        }
+
+        fn serialize_bool(self, _: bool) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i8(self, _: i8) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i16(self, _: i16) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i32(self, _: i32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i64(self, _: i64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u8(self, _: u8) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u16(self, _: u16) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u32(self, _: u32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u64(self, _: u64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_f32(self, _: f32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_f64(self, _: f64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_char(self, _: char) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_str(self, _: &str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_bytes(self, _: &[u8]) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_none(self) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_some<T: ?Sized + serde::Serialize>(self, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit(self) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit_struct(self, _: &'static str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_newtype_struct<T: ?Sized + serde::Serialize>(self, _: &'static str, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_newtype_variant<T: ?Sized + serde::Serialize>(self, _: &'static str, _: u32, _: &'static str, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_seq(self, _: ::std::option::Option<usize>) -> ::std::result::Result<Self::SerializeSeq, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple(self, _: usize) -> ::std::result::Result<Self::SerializeTuple, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeTupleStruct, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeTupleVariant, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeStructVariant, S::Error> { ::std::result::Result::Err(not_an_object()) }
+    }
+
+    /// Checks a variant's tags (wire name, value) in `value` and removes them, keeping the
+    /// order of the other keys: a missing or different tag is an error naming the expected one.
+    /// A value that is not an object is left for the derived code to reject.
+    pub(super) fn untag<E: serde::de::Error>(
+        mut value: ::serde_json::Value,
+        what: &str,
+        tags: &[(&str, &str)],
+    ) -> ::std::result::Result<::serde_json::Value, E> {
+        if let ::serde_json::Value::Object(map) = &mut value {
+            for &(key, expected) in tags {
+                match map.get(key) {
+                    ::std::option::Option::Some(::serde_json::Value::String(found)) if found == expected => {}
+                    ::std::option::Option::Some(found) => {
+                        return ::std::result::Result::Err(E::custom(::std::format!("{what}: expected `{key}` to be {expected:?}, found {found}")));
+                    }
+                    ::std::option::Option::None => {
+                        return ::std::result::Result::Err(E::custom(::std::format!("{what}: missing `{key}` (expected {expected:?})")));
+                    }
+                }
+            }
+            let all = ::std::mem::take(map);
+            *map = all.into_iter().filter(|(key, _)| !tags.iter().any(|(tag, _)| tag == key)).collect();
+        }
+        ::std::result::Result::Ok(value)
+    }
+"#;
+
 fn field_ident(wire: &str) -> String {
     let s = names::snake(wire);
     if NON_RAW.contains(&s.as_str()) {
@@ -194,6 +296,8 @@ fn field_ident(wire: &str) -> String {
 struct Gen<'a> {
     ir: &'a Ir,
     type_names: TypeNames,
+    /// One-value tags written as constants of their variant's struct.
+    tags: TagConstants,
     /// Rust types chosen in place of generated ones (`Options::rust_types`).
     rust_types: &'a BTreeMap<String, String>,
     out: String,
@@ -205,6 +309,7 @@ pub(crate) fn generate(ir: &Ir, rust_types: &BTreeMap<String, String>) -> String
     let mut g = Gen {
         ir,
         type_names,
+        tags: TagConstants::find(ir),
         rust_types,
         out: String::new(),
     };
@@ -296,6 +401,9 @@ impl Gen<'_> {
         );
         if ir.has_long_cycles() {
             o.push_str(INDIRECT);
+        }
+        if !self.tags.is_empty() {
+            o.push_str(TAGGED);
         }
         o.push_str("}\n");
         self.out.push_str(&o);
@@ -412,6 +520,10 @@ impl Gen<'_> {
     }
 
     fn type_def(&mut self, t: &TypeDef) {
+        // A one-value enum used only as variants' tags: the variants hold the value as a constant.
+        if matches!(t.kind, TypeKind::Enum(_)) && self.tags.skips(&t.name) {
+            return;
+        }
         self.out.push('\n');
         let mut doc = t.doc.clone();
         if doc.is_empty() {
@@ -449,20 +561,36 @@ impl Gen<'_> {
         if o.extra == Extra::Closed {
             s.push_str("#[serde(deny_unknown_fields)]\n");
         }
+        let chosen_of = |f: &crate::ir::Field| {
+            self.rust_types
+                .get(&format!("{ir_name}.{}", f.wire))
+                .or_else(|| self.rust_types.get(&format!("*.{}", f.wire)))
+                .and_then(|path| self.retyped(&f.ty, path))
+        };
+        // The variant's one-value tags (wire name, value), unless a Rust type was chosen for one.
+        let tags: Vec<(&crate::ir::Field, &str)> = o
+            .fields
+            .iter()
+            .filter(|f| chosen_of(f).is_none())
+            .filter_map(|f| Some((f, self.tags.value(ir_name, &f.wire)?)))
+            .collect();
+        if !tags.is_empty() {
+            // The derived code (de)serializes the other fields; the impls below add the tags.
+            s.push_str("#[serde(remote = \"Self\")]\n");
+        }
         s.push_str(&format!("pub struct {name} {{\n"));
         let mut scope = NameScope::new();
         for f in &o.fields {
+            if tags.iter().any(|(t, _)| std::ptr::eq(*t, f)) {
+                continue;
+            }
             let ident = scope.claim(&field_ident(&f.wire));
             push_doc(&mut s, "    ", "///", &f.doc);
             let mut attrs = Vec::new();
             if ident.trim_start_matches("r#") != f.wire {
                 attrs.push(format!("rename = {}", quote(&f.wire, Quote::Braced)));
             }
-            let chosen = self
-                .rust_types
-                .get(&format!("{ir_name}.{}", f.wire))
-                .or_else(|| self.rust_types.get(&format!("*.{}", f.wire)))
-                .and_then(|path| self.retyped(&f.ty, path));
+            let chosen = chosen_of(f);
             let inner = chosen.unwrap_or_else(|| self.ty(ir_name, &f.ty));
             let ty = if f.required {
                 inner
@@ -498,6 +626,9 @@ impl Gen<'_> {
             }
         }
         s.push_str("}\n");
+        if !tags.is_empty() {
+            s.push_str(&tagged_impls(name, &tags));
+        }
         self.out.push_str(&s);
     }
 
@@ -722,6 +853,38 @@ impl Gen<'_> {
         s.push_str("    }\n}\n");
         self.out.push_str(&s);
     }
+}
+
+/// The tag constants of a variant's struct and its `Serialize`/`Deserialize`: the derived code
+/// (`remote = "Self"`, inherent functions) handles the fields, these write the tags first and
+/// check and remove them before it decodes the rest.
+fn tagged_impls(name: &str, tags: &[(&crate::ir::Field, &str)]) -> String {
+    let q = |s: &str| quote(s, Quote::Braced);
+    let mut scope = NameScope::new();
+    let mut s = format!("\nimpl {name} {{\n");
+    for (f, value) in tags {
+        let constant = scope.claim(&names::screaming(&f.wire));
+        push_doc(&mut s, "    ", "///", &f.doc);
+        s.push_str(&format!(
+            "    /// The value of `{}`, this variant's tag: always written, and checked when decoding.\n    pub const {constant}: &'static str = {};\n",
+            f.wire.replace('`', "'"),
+            q(value)
+        ));
+    }
+    s.push_str("}\n");
+    let list = tags
+        .iter()
+        .map(|(f, value)| format!("({}, {})", q(&f.wire), q(value)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    s.push_str(&format!(
+        "\nimpl Serialize for {name} {{\n    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {{\n        {name}::serialize(self, support::Tagged {{ inner: serializer, tags: &[{list}] }})\n    }}\n}}\n"
+    ));
+    s.push_str(&format!(
+        "\nimpl<'de> Deserialize<'de> for {name} {{\n    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {{\n        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, {}, &[{list}])?;\n        {name}::deserialize(value).map_err(serde::de::Error::custom)\n    }}\n}}\n",
+        q(name)
+    ));
+    s
 }
 
 /// The head of a match arm over `value.get(tag)` (an `Option<&Value>`) selecting one tag value:

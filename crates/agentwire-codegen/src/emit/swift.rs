@@ -1,6 +1,6 @@
 //! Swift bindings: `Codable, Sendable` structs and enums, a `JSONValue` for free JSON, tagged
-//! unions decoded through their tag (an `unknown` case keeping the raw JSON for open unions such
-//! as frames and events; an unknown tag throws for closed ones such as approval decisions), and
+//! unions decoded through their tag (an `unknown` case keeping the raw JSON for open unions, those
+//! marked `x-agentwire-open: true`; an unknown tag throws for closed ones), and
 //! strict decoding of closed objects (an unexpected key throws).
 
 use crate::emit::{

@@ -134,10 +134,60 @@ fn python_passes_mypy_strict() {
     }
 }
 
+/// The ChainlessChain stream payload fixtures and requests of known and unknown methods, each
+/// with agentwire-schema's verdict (`valid`) and the TypeScript (`ts`) and Python (`py`)
+/// decoders of its union, written for one language's test: they must agree with the validator, so the schema's closed unions
+/// reject an unknown `type` or method instead of keeping it as an unknown variant.
+fn union_decoder_cases(lang: &str) -> PathBuf {
+    let mut cases: Vec<Value> = fixture_cases()
+        .into_iter()
+        .filter(|c| c["type"] == json!("cc::CanonicalAgentStreamEvent"))
+        .collect();
+    for (name, method, params) in [
+        ("thread/start request", "thread/start", json!({})),
+        ("unknown method", "future/method", json!({})),
+        (
+            "context/plan with bogus params",
+            "context/plan",
+            json!({"bogus": true}),
+        ),
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": 4, "method": method, "params": params});
+        cases.push(case("cc::ClientRequest", name, request, ""));
+    }
+    let verdicts = schema_verdicts(&cases);
+    for (c, valid) in cases.iter_mut().zip(verdicts) {
+        let (ts, py) = match c["type"].as_str().unwrap() {
+            "cc::CanonicalAgentStreamEvent" => (
+                "decodeCanonicalAgentStreamEvent",
+                "parse_canonical_agent_stream_event",
+            ),
+            _ => ("decodeClientRequest", "parse_client_request"),
+        };
+        c["valid"] = json!(valid);
+        c["ts"] = json!(ts);
+        c["py"] = json!(py);
+    }
+    for unknown in [json!("future_event_v2"), json!("future/method")] {
+        assert!(
+            cases.iter().any(|c| (c["value"]["type"] == unknown
+                || c["value"]["method"] == unknown)
+                && c["valid"] == json!(false)),
+            "{unknown} is a case the validator rejects"
+        );
+    }
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("codegen-union-decoder-cases-{lang}.json"));
+    std::fs::write(&path, serde_json::to_string(&cases).unwrap()).unwrap();
+    path
+}
+
 /// The TypeScript guard `isApprovalDecision` and `decodeApprovalDecision` give the fixture's
-/// verdict on every case (FACTS §6): unknown kind, extra keys, a grant without its scope.
+/// verdict on every case (FACTS §6): unknown kind, extra keys, a grant without its scope; and the
+/// union decoders of [`union_decoder_cases`] accept exactly what the validator accepts, as a
+/// known variant.
 #[test]
-fn typescript_approval_guard_fails_closed() {
+fn typescript_decoders_fail_closed_as_the_validator_says() {
     let (path, _) = file(chainlesschain(), Language::TypeScript);
     let out = path.parent().unwrap().join("js");
     run(
@@ -161,6 +211,11 @@ for (const c of cases) {
   try { m.decodeApprovalDecision(c.value); } catch (e) { decoded = false; }
   if (decoded !== c.valid) throw new Error("decoder disagrees on " + c.name);
 }
+for (const c of JSON.parse(require("fs").readFileSync(process.argv[3], "utf8"))) {
+  let decoded;
+  try { decoded = m[c.ts](c.value).unknown === true ? "unknown" : true; } catch (e) { decoded = false; }
+  if (decoded !== c.valid) throw new Error(c.ts + " gives " + decoded + " on " + c.name + ", the validator " + c.valid);
+}
 console.log("ok");
 "#;
     run(
@@ -168,15 +223,17 @@ console.log("ok");
             .arg("-e")
             .arg(script)
             .arg(out.join("chainlesschain.js"))
-            .arg(fixture),
-        "node approval guard",
+            .arg(fixture)
+            .arg(union_decoder_cases("ts")),
+        "node approval guard and union decoders",
     );
 }
 
 /// `parse_approval_decision` gives the fixture's verdict on every case (FACTS §6): unknown kind,
-/// extra keys, a grant without its scope.
+/// extra keys, a grant without its scope; and the union parsers of [`union_decoder_cases`]
+/// accept exactly what the validator accepts, as a known variant.
 #[test]
-fn python_approval_decisions_fail_closed() {
+fn python_parsers_fail_closed_as_the_validator_says() {
     let (path, _) = file(chainlesschain(), Language::Python);
     let fixture = agentwire_testkit::peer_fixture(
         "chainlesschain/fixtures/test/fixtures/approval-decisions.json",
@@ -192,6 +249,13 @@ for case in json.load(open(sys.argv[2])):
     except ValueError:
         ok = False
     assert ok == case["valid"], case["name"]
+for case in json.load(open(sys.argv[3])):
+    try:
+        decoded = getattr(m, case["py"])(case["value"])
+        got = "unknown" if type(decoded).__name__.startswith("Unknown") else True
+    except ValueError:
+        got = False
+    assert got == case["valid"], (case["py"], case["name"], got)
 print("ok")
 "#;
     run(
@@ -199,8 +263,9 @@ print("ok")
             .arg("-c")
             .arg(script)
             .arg(path.parent().unwrap())
-            .arg(fixture),
-        "python approval decisions",
+            .arg(fixture)
+            .arg(union_decoder_cases("py")),
+        "python approval decisions and union parsers",
     );
 }
 
@@ -492,7 +557,7 @@ fn kotlin_decodes_fixtures_as_the_validator_says_and_round_trips() {
     );
     eprintln!("{} cases: {valid} valid, {invalid} invalid", cases.len());
     // 5 + 13 + 2 fixtures, 6 messages and 10 OpenClaw frames and payloads are valid.
-    assert_eq!((valid, invalid), (36, 20));
+    assert_eq!((valid, invalid), (36, 21));
 }
 
 /// Kotlin compiles, and the check runs: `checkApprovalDecision` rejects an unknown kind, extra
@@ -539,9 +604,9 @@ fn fixture_cases() -> Vec<Value> {
         .as_array()
         .unwrap()
     {
-        // An unknown type is kept raw by the open union; a known type must decode fully.
-        let unknown_type = c["value"]["type"] == json!("future_event_v2");
-        let expect = if c["valid"] == json!(true) || unknown_type {
+        // The union is closed: an unknown type (`future_event_v2`) is rejected, as the fixture
+        // and the validator say; a known type must decode fully.
+        let expect = if c["valid"] == json!(true) {
             "roundtrip"
         } else {
             "reject"
@@ -601,13 +666,14 @@ fn fixture_cases() -> Vec<Value> {
             json!({"jsonrpc": "2.0", "id": 3, "method": "thread/start", "params": {}}),
             "as:ClientRequest(ThreadStart(",
         ),
-        (
-            "unknown client method kept raw",
-            json!({"jsonrpc": "2.0", "id": 4, "method": "future/method", "params": {}}),
-            "as:ClientRequest(Unknown(",
-        ),
     ] {
         cases.push(case("cc::ProtocolMessage", name, message, expect));
+    }
+    // The schema lists every method (ClientRequest's `oneOf` has no other branch): an unknown
+    // one is an error, through the root and as a request.
+    let future = json!({"jsonrpc": "2.0", "id": 4, "method": "future/method", "params": {}});
+    for ty in ["cc::ProtocolMessage", "cc::ClientRequest"] {
+        cases.push(case(ty, "unknown client method", future.clone(), "reject"));
     }
     // A known method whose params do not match its $ref refinement is an error.
     cases.push(case(
@@ -687,14 +753,17 @@ fn fixture_cases() -> Vec<Value> {
             json!({"type": "res", "id": "c2", "ok": false,
             "error": {"code": "INVALID_REQUEST", "message": "protocol mismatch", "details": {"code": "PROTOCOL_MISMATCH"}}}),
         ),
-        (
-            "unknown frame type kept raw",
-            json!({"type": "future", "x": 1}),
-        ),
     ];
     for (name, frame) in frames {
         cases.push(case("oc::GatewayFrame", name, frame, "roundtrip"));
     }
+    // The frame union is closed (`anyOf` of three frames, each with its `type` constant).
+    cases.push(case(
+        "oc::GatewayFrame",
+        "unknown frame type",
+        json!({"type": "future", "x": 1}),
+        "reject",
+    ));
     cases.push(case(
         "oc::ConnectParams",
         "connect params",
@@ -790,8 +859,26 @@ fn method_tables() {
     println!("method tables ok");
 }
 
+/// A variant's one-value tag is a constant of its struct: written first when encoding (also
+/// with flattened extra properties), checked when decoding, with the expected value named.
+fn tags() {
+    assert_eq!(cc::ApprovalDecisionAcceptOnce::KIND, "acceptOnce");
+    let once = serde_json::to_value(cc::ApprovalDecisionAcceptOnce {}).unwrap();
+    assert_eq!(once, serde_json::json!({"kind": "acceptOnce"}));
+    for wrong in [serde_json::json!({"kind": "decline"}), serde_json::json!({})] {
+        let error = serde_json::from_value::<cc::ApprovalDecisionAcceptOnce>(wrong).unwrap_err().to_string();
+        assert!(error.contains("`kind`") && error.contains("\"acceptOnce\""), "{error}");
+    }
+    let raw = serde_json::json!({"type": "raw", "text": "x", "later": 1});
+    let event: cc::CanonicalAgentStreamEventRaw = serde_json::from_value(raw.clone()).unwrap();
+    assert!(serde_json::to_string(&event).unwrap().starts_with("{\"type\":\"raw\","));
+    assert_eq!(serde_json::to_value(&event).unwrap(), raw);
+    println!("tags ok");
+}
+
 fn main() {
     method_tables();
+    tags();
     let path = std::env::args().nth(1).expect("cases file");
     let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut failures = 0;
@@ -873,6 +960,21 @@ fn cycle_module() -> String {
 #[test]
 fn rust_compiles_and_round_trips_fixtures() {
     let cases = fixture_cases();
+    // Every case of a real schema expects what agentwire-schema's validator says of it.
+    let real: Vec<Value> = cases
+        .iter()
+        .filter(|c| !c["type"].as_str().unwrap().starts_with("cycle::"))
+        .cloned()
+        .collect();
+    for (c, valid) in real.iter().zip(schema_verdicts(&real)) {
+        assert_eq!(
+            c["expect"] != json!("reject"),
+            valid,
+            "{} {}: the expectation is not the validator's verdict",
+            c["type"],
+            c["name"]
+        );
+    }
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("codegen-scratch");
     std::fs::create_dir_all(scratch.join("src")).unwrap();
     let manifest = "[package]\nname = \"codegen-scratch\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\

@@ -34,6 +34,102 @@ mod support {
     {
         T::deserialize(deserializer).map(::std::option::Option::Some)
     }
+
+    /// Serializes a variant's struct with its tags (wire name, value) first: the derived code
+    /// writes a struct (or, with flattened extra properties, a map) and nothing else.
+    pub(super) struct Tagged<S> {
+        pub(super) inner: S,
+        pub(super) tags: &'static [(&'static str, &'static str)],
+    }
+
+    fn not_an_object<E: serde::ser::Error>() -> E {
+        E::custom("a tagged variant serializes as an object")
+    }
+
+    impl<S: serde::Serializer> serde::Serializer for Tagged<S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        type SerializeSeq = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTuple = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTupleStruct = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTupleVariant = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeMap = S::SerializeMap;
+        type SerializeStruct = S::SerializeStruct;
+        type SerializeStructVariant = serde::ser::Impossible<S::Ok, S::Error>;
+
+        fn serialize_struct(self, name: &'static str, len: usize) -> ::std::result::Result<S::SerializeStruct, S::Error> {
+            let mut out = self.inner.serialize_struct(name, len + self.tags.len())?;
+            for &(key, value) in self.tags {
+                serde::ser::SerializeStruct::serialize_field(&mut out, key, value)?;
+            }
+            ::std::result::Result::Ok(out)
+        }
+
+        fn serialize_map(self, len: ::std::option::Option<usize>) -> ::std::result::Result<S::SerializeMap, S::Error> {
+            let mut out = self.inner.serialize_map(len.map(|n| n + self.tags.len()))?;
+            for &(key, value) in self.tags {
+                serde::ser::SerializeMap::serialize_entry(&mut out, key, value)?;
+            }
+            ::std::result::Result::Ok(out)
+        }
+
+        fn is_human_readable(&self) -> bool {
+            self.inner.is_human_readable()
+        }
+
+        fn serialize_bool(self, _: bool) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i8(self, _: i8) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i16(self, _: i16) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i32(self, _: i32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i64(self, _: i64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u8(self, _: u8) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u16(self, _: u16) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u32(self, _: u32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u64(self, _: u64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_f32(self, _: f32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_f64(self, _: f64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_char(self, _: char) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_str(self, _: &str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_bytes(self, _: &[u8]) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_none(self) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_some<T: ?Sized + serde::Serialize>(self, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit(self) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit_struct(self, _: &'static str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_newtype_struct<T: ?Sized + serde::Serialize>(self, _: &'static str, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_newtype_variant<T: ?Sized + serde::Serialize>(self, _: &'static str, _: u32, _: &'static str, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_seq(self, _: ::std::option::Option<usize>) -> ::std::result::Result<Self::SerializeSeq, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple(self, _: usize) -> ::std::result::Result<Self::SerializeTuple, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeTupleStruct, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeTupleVariant, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeStructVariant, S::Error> { ::std::result::Result::Err(not_an_object()) }
+    }
+
+    /// Checks a variant's tags (wire name, value) in `value` and removes them, keeping the
+    /// order of the other keys: a missing or different tag is an error naming the expected one.
+    /// A value that is not an object is left for the derived code to reject.
+    pub(super) fn untag<E: serde::de::Error>(
+        mut value: ::serde_json::Value,
+        what: &str,
+        tags: &[(&str, &str)],
+    ) -> ::std::result::Result<::serde_json::Value, E> {
+        if let ::serde_json::Value::Object(map) = &mut value {
+            for &(key, expected) in tags {
+                match map.get(key) {
+                    ::std::option::Option::Some(::serde_json::Value::String(found)) if found == expected => {}
+                    ::std::option::Option::Some(found) => {
+                        return ::std::result::Result::Err(E::custom(::std::format!("{what}: expected `{key}` to be {expected:?}, found {found}")));
+                    }
+                    ::std::option::Option::None => {
+                        return ::std::result::Result::Err(E::custom(::std::format!("{what}: missing `{key}` (expected {expected:?})")));
+                    }
+                }
+            }
+            let all = ::std::mem::take(map);
+            *map = all.into_iter().filter(|(key, _)| !tags.iter().any(|(tag, _)| tag == key)).collect();
+        }
+        ::std::result::Result::Ok(value)
+    }
 }
 
 /// Constraints: minLength: 1
@@ -102,8 +198,8 @@ pub struct TurnInput {
 
 /// The first line the agent reads: the turn to run. The agent's run events belong to the run named by the turn id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct TurnStart {
-    pub r#type: TurnStartType,
     /// The agent protocol version the runtime speaks (`1`).
     /// Constraints: minLength: 1
     #[serde(rename = "protocolVersion")]
@@ -118,30 +214,28 @@ pub struct TurnStart {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/TurnStart/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum TurnStartType {
-    #[default]
-    #[serde(rename = "turn.start")]
-    TurnStart,
+impl TurnStart {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "turn.start";
 }
 
-impl TurnStartType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [TurnStartType] = &[TurnStartType::TurnStart];
+impl Serialize for TurnStart {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        TurnStart::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "turn.start")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnStartType::TurnStart => "turn.start",
-        }
+impl<'de> Deserialize<'de> for TurnStart {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "TurnStart", &[("type", "turn.start")])?;
+        TurnStart::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// The host's decision on an `approval.request`. Only the runtime writes it; anything that is not `approve` means the tool must not run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ApprovalDecision {
-    pub r#type: ApprovalDecisionType,
     #[serde(rename = "requestId")]
     pub request_id: Identifier,
     /// `approve`: run the tool. `reject`: the user refused. `expired`: nobody answered in time. `cancelled`: the turn or the host withdrew the question.
@@ -154,23 +248,21 @@ pub struct ApprovalDecision {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/ApprovalDecision/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ApprovalDecisionType {
-    #[default]
-    #[serde(rename = "approval.decision")]
-    ApprovalDecision,
+impl ApprovalDecision {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "approval.decision";
 }
 
-impl ApprovalDecisionType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ApprovalDecisionType] = &[ApprovalDecisionType::ApprovalDecision];
+impl Serialize for ApprovalDecision {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ApprovalDecision::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "approval.decision")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalDecisionType::ApprovalDecision => "approval.decision",
-        }
+impl<'de> Deserialize<'de> for ApprovalDecision {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ApprovalDecision", &[("type", "approval.decision")])?;
+        ApprovalDecision::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -278,8 +370,8 @@ impl<'de> Deserialize<'de> for InputValueValue {
 
 /// The host's answer to an `input.request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct InputResult {
-    pub r#type: InputResultType,
     #[serde(rename = "requestId")]
     pub request_id: Identifier,
     /// `submitted`: `values` holds the answers. `cancelled`: the user, the turn or the host withdrew the form. `expired`: nobody answered in time.
@@ -296,23 +388,21 @@ pub struct InputResult {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/InputResult/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum InputResultType {
-    #[default]
-    #[serde(rename = "input.result")]
-    InputResult,
+impl InputResult {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "input.result";
 }
 
-impl InputResultType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [InputResultType] = &[InputResultType::InputResult];
+impl Serialize for InputResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        InputResult::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "input.result")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InputResultType::InputResult => "input.result",
-        }
+impl<'de> Deserialize<'de> for InputResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "InputResult", &[("type", "input.result")])?;
+        InputResult::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -343,8 +433,8 @@ impl InputResultStatus {
 
 /// The turn is cancelled: stop soon and end with `turn.end`. The runtime stops the process after a grace period.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct TurnCancel {
-    pub r#type: TurnCancelType,
     /// Why, for people.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
@@ -353,23 +443,21 @@ pub struct TurnCancel {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/TurnCancel/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum TurnCancelType {
-    #[default]
-    #[serde(rename = "turn.cancel")]
-    TurnCancel,
+impl TurnCancel {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "turn.cancel";
 }
 
-impl TurnCancelType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [TurnCancelType] = &[TurnCancelType::TurnCancel];
+impl Serialize for TurnCancel {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        TurnCancel::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "turn.cancel")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnCancelType::TurnCancel => "turn.cancel",
-        }
+impl<'de> Deserialize<'de> for TurnCancel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "TurnCancel", &[("type", "turn.cancel")])?;
+        TurnCancel::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -453,8 +541,8 @@ pub type TextLengthBound = i64;
 /// One line of text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct TextControl {
-    pub r#type: TextControlType,
     pub id: ControlId,
     pub label: ControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -467,31 +555,29 @@ pub struct TextControl {
     pub max_length: ::std::option::Option<TextLengthBound>,
 }
 
-/// `/$defs/TextControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum TextControlType {
-    #[default]
-    #[serde(rename = "text")]
-    Text,
+impl TextControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "text";
 }
 
-impl TextControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [TextControlType] = &[TextControlType::Text];
+impl Serialize for TextControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        TextControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "text")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TextControlType::Text => "text",
-        }
+impl<'de> Deserialize<'de> for TextControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "TextControl", &[("type", "text")])?;
+        TextControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Several lines of text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct MultilineControl {
-    pub r#type: MultilineControlType,
     pub id: ControlId,
     pub label: ControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -504,31 +590,29 @@ pub struct MultilineControl {
     pub max_length: ::std::option::Option<TextLengthBound>,
 }
 
-/// `/$defs/MultilineControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum MultilineControlType {
-    #[default]
-    #[serde(rename = "multiline")]
-    Multiline,
+impl MultilineControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "multiline";
 }
 
-impl MultilineControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [MultilineControlType] = &[MultilineControlType::Multiline];
+impl Serialize for MultilineControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        MultilineControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "multiline")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MultilineControlType::Multiline => "multiline",
-        }
+impl<'de> Deserialize<'de> for MultilineControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "MultilineControl", &[("type", "multiline")])?;
+        MultilineControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A number, optionally whole and bounded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct NumberControl {
-    pub r#type: NumberControlType,
     pub id: ControlId,
     pub label: ControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -543,31 +627,29 @@ pub struct NumberControl {
     pub integer: ::std::option::Option<bool>,
 }
 
-/// `/$defs/NumberControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum NumberControlType {
-    #[default]
-    #[serde(rename = "number")]
-    Number,
+impl NumberControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "number";
 }
 
-impl NumberControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [NumberControlType] = &[NumberControlType::Number];
+impl Serialize for NumberControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        NumberControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "number")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NumberControlType::Number => "number",
-        }
+impl<'de> Deserialize<'de> for NumberControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "NumberControl", &[("type", "number")])?;
+        NumberControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A yes/no switch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct BooleanControl {
-    pub r#type: BooleanControlType,
     pub id: ControlId,
     pub label: ControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -576,23 +658,21 @@ pub struct BooleanControl {
     pub required: bool,
 }
 
-/// `/$defs/BooleanControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum BooleanControlType {
-    #[default]
-    #[serde(rename = "boolean")]
-    Boolean,
+impl BooleanControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "boolean";
 }
 
-impl BooleanControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [BooleanControlType] = &[BooleanControlType::Boolean];
+impl Serialize for BooleanControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        BooleanControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "boolean")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BooleanControlType::Boolean => "boolean",
-        }
+impl<'de> Deserialize<'de> for BooleanControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "BooleanControl", &[("type", "boolean")])?;
+        BooleanControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -609,8 +689,8 @@ pub struct ChoiceOption {
 /// One or several options.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ChoiceControl {
-    pub r#type: ChoiceControlType,
     pub id: ControlId,
     pub label: ControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -629,23 +709,21 @@ pub struct ChoiceControl {
     pub max_selections: ::std::option::Option<i64>,
 }
 
-/// `/$defs/ChoiceControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ChoiceControlType {
-    #[default]
-    #[serde(rename = "choice")]
-    Choice,
+impl ChoiceControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "choice";
 }
 
-impl ChoiceControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ChoiceControlType] = &[ChoiceControlType::Choice];
+impl Serialize for ChoiceControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ChoiceControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "choice")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChoiceControlType::Choice => "choice",
-        }
+impl<'de> Deserialize<'de> for ChoiceControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ChoiceControl", &[("type", "choice")])?;
+        ChoiceControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -705,8 +783,8 @@ pub type InputControls = ::std::vec::Vec<InputControl>;
 
 /// A piece of a message the agent is writing; shown live, never stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct MessageDelta {
-    pub r#type: MessageDeltaType,
     /// Which message of the turn (default `reply`).
     #[serde(rename = "messageId", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub message_id: ::std::option::Option<Identifier>,
@@ -716,30 +794,28 @@ pub struct MessageDelta {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/MessageDelta/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum MessageDeltaType {
-    #[default]
-    #[serde(rename = "message.delta")]
-    MessageDelta,
+impl MessageDelta {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "message.delta";
 }
 
-impl MessageDeltaType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [MessageDeltaType] = &[MessageDeltaType::MessageDelta];
+impl Serialize for MessageDelta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageDelta::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "message.delta")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageDeltaType::MessageDelta => "message.delta",
-        }
+impl<'de> Deserialize<'de> for MessageDelta {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "MessageDelta", &[("type", "message.delta")])?;
+        MessageDelta::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A finished message: its whole text is recorded in the thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct MessageCompleted {
-    pub r#type: MessageCompletedType,
     /// Which message of the turn (default `reply`); the deltas of the same id came before.
     #[serde(rename = "messageId", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub message_id: ::std::option::Option<Identifier>,
@@ -749,30 +825,28 @@ pub struct MessageCompleted {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/MessageCompleted/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum MessageCompletedType {
-    #[default]
-    #[serde(rename = "message.completed")]
-    MessageCompleted,
+impl MessageCompleted {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "message.completed";
 }
 
-impl MessageCompletedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [MessageCompletedType] = &[MessageCompletedType::MessageCompleted];
+impl Serialize for MessageCompleted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageCompleted::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "message.completed")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageCompletedType::MessageCompleted => "message.completed",
-        }
+impl<'de> Deserialize<'de> for MessageCompleted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "MessageCompleted", &[("type", "message.completed")])?;
+        MessageCompleted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A piece of a running tool call's output; shown live, never stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ToolOutput {
-    pub r#type: ToolOutputType,
     /// The `callId` of the `tool:call`.
     #[serde(rename = "callId")]
     pub call_id: Identifier,
@@ -785,23 +859,21 @@ pub struct ToolOutput {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/ToolOutput/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ToolOutputType {
-    #[default]
-    #[serde(rename = "tool.output")]
-    ToolOutput,
+impl ToolOutput {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "tool.output";
 }
 
-impl ToolOutputType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ToolOutputType] = &[ToolOutputType::ToolOutput];
+impl Serialize for ToolOutput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolOutput::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "tool.output")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolOutputType::ToolOutput => "tool.output",
-        }
+impl<'de> Deserialize<'de> for ToolOutput {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ToolOutput", &[("type", "tool.output")])?;
+        ToolOutput::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -829,8 +901,8 @@ impl ToolOutputStream {
 
 /// Asks the host to approve a tool call; the answer comes back as `approval.decision` with the same `requestId`. The agent never decides an approval itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ApprovalRequest {
-    pub r#type: ApprovalRequestType,
     #[serde(rename = "requestId")]
     pub request_id: Identifier,
     #[serde(rename = "toolName")]
@@ -848,30 +920,28 @@ pub struct ApprovalRequest {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/ApprovalRequest/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ApprovalRequestType {
-    #[default]
-    #[serde(rename = "approval.request")]
-    ApprovalRequest,
+impl ApprovalRequest {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "approval.request";
 }
 
-impl ApprovalRequestType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ApprovalRequestType] = &[ApprovalRequestType::ApprovalRequest];
+impl Serialize for ApprovalRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ApprovalRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "approval.request")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalRequestType::ApprovalRequest => "approval.request",
-        }
+impl<'de> Deserialize<'de> for ApprovalRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ApprovalRequest", &[("type", "approval.request")])?;
+        ApprovalRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Asks the host to fill in a form; the answer comes back as `input.result` with the same `requestId`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct InputRequest {
-    pub r#type: InputRequestType,
     #[serde(rename = "requestId")]
     pub request_id: Identifier,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -884,30 +954,28 @@ pub struct InputRequest {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/InputRequest/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum InputRequestType {
-    #[default]
-    #[serde(rename = "input.request")]
-    InputRequest,
+impl InputRequest {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "input.request";
 }
 
-impl InputRequestType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [InputRequestType] = &[InputRequestType::InputRequest];
+impl Serialize for InputRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        InputRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "input.request")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InputRequestType::InputRequest => "input.request",
-        }
+impl<'de> Deserialize<'de> for InputRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "InputRequest", &[("type", "input.request")])?;
+        InputRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// The agent's last line of the turn: how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct TurnEnd {
-    pub r#type: TurnEndType,
     pub status: TurnEndStatus,
     /// Where a failed turn failed (default `execute`).
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -920,23 +988,21 @@ pub struct TurnEnd {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/TurnEnd/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum TurnEndType {
-    #[default]
-    #[serde(rename = "turn.end")]
-    TurnEnd,
+impl TurnEnd {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "turn.end";
 }
 
-impl TurnEndType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [TurnEndType] = &[TurnEndType::TurnEnd];
+impl Serialize for TurnEnd {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        TurnEnd::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "turn.end")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnEndType::TurnEnd => "turn.end",
-        }
+impl<'de> Deserialize<'de> for TurnEnd {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "TurnEnd", &[("type", "turn.end")])?;
+        TurnEnd::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1091,6 +1157,7 @@ impl ToolOutcomeKind {
 
 /// The run begins. `agent` names the agent in the operations and approvals it records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RunStart {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1112,7 +1179,6 @@ pub struct RunStart {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: RunStartType,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub goal: ::std::option::Option<::std::string::String>,
     /// Name of the agent that runs.
@@ -1126,28 +1192,27 @@ pub struct RunStart {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/RunStart/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum RunStartType {
-    #[default]
-    #[serde(rename = "run:start")]
-    RunStart,
+impl RunStart {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "run:start";
 }
 
-impl RunStartType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [RunStartType] = &[RunStartType::RunStart];
+impl Serialize for RunStart {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        RunStart::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "run:start")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStartType::RunStart => "run:start",
-        }
+impl<'de> Deserialize<'de> for RunStart {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "RunStart", &[("type", "run:start")])?;
+        RunStart::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// The run finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RunDone {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1169,7 +1234,6 @@ pub struct RunDone {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: RunDoneType,
     /// Opaque output of the run.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none", deserialize_with = "support::present")]
     pub output: ::std::option::Option<::serde_json::Value>,
@@ -1180,28 +1244,27 @@ pub struct RunDone {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/RunDone/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum RunDoneType {
-    #[default]
-    #[serde(rename = "run:done")]
-    RunDone,
+impl RunDone {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "run:done";
 }
 
-impl RunDoneType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [RunDoneType] = &[RunDoneType::RunDone];
+impl Serialize for RunDone {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        RunDone::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "run:done")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunDoneType::RunDone => "run:done",
-        }
+impl<'de> Deserialize<'de> for RunDone {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "RunDone", &[("type", "run:done")])?;
+        RunDone::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// The run failed and stopped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RunError {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1223,7 +1286,6 @@ pub struct RunError {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: RunErrorType,
     pub error: ErrorInfo,
     #[serde(rename = "stepId", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub step_id: ::std::option::Option<NonEmptyString>,
@@ -1232,28 +1294,27 @@ pub struct RunError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/RunError/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum RunErrorType {
-    #[default]
-    #[serde(rename = "run:error")]
-    RunError,
+impl RunError {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "run:error";
 }
 
-impl RunErrorType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [RunErrorType] = &[RunErrorType::RunError];
+impl Serialize for RunError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        RunError::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "run:error")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunErrorType::RunError => "run:error",
-        }
+impl<'de> Deserialize<'de> for RunError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "RunError", &[("type", "run:error")])?;
+        RunError::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// The run waits: for an approval decision (`approval`) or for the user (`user`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RunPaused {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1275,7 +1336,6 @@ pub struct RunPaused {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: RunPausedType,
     pub reason: RunPausedReason,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
@@ -1284,23 +1344,21 @@ pub struct RunPaused {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/RunPaused/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum RunPausedType {
-    #[default]
-    #[serde(rename = "run:paused")]
-    RunPaused,
+impl RunPaused {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "run:paused";
 }
 
-impl RunPausedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [RunPausedType] = &[RunPausedType::RunPaused];
+impl Serialize for RunPaused {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        RunPaused::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "run:paused")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunPausedType::RunPaused => "run:paused",
-        }
+impl<'de> Deserialize<'de> for RunPaused {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "RunPaused", &[("type", "run:paused")])?;
+        RunPaused::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1328,6 +1386,7 @@ impl RunPausedReason {
 
 /// The step plan; used to render how many steps are left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Plan {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1349,35 +1408,33 @@ pub struct Plan {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: PlanType,
     pub steps: ::std::vec::Vec<PlanStep>,
     /// Properties the schema does not name, kept as they are.
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/Plan/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum PlanType {
-    #[default]
-    #[serde(rename = "plan")]
-    Plan,
+impl Plan {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "plan";
 }
 
-impl PlanType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [PlanType] = &[PlanType::Plan];
+impl Serialize for Plan {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        Plan::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "plan")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlanType::Plan => "plan",
-        }
+impl<'de> Deserialize<'de> for Plan {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "Plan", &[("type", "plan")])?;
+        Plan::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A step starts (again, after a retry).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct StepStart {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1399,7 +1456,6 @@ pub struct StepStart {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: StepStartType,
     #[serde(rename = "stepId")]
     pub step_id: NonEmptyString,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1409,28 +1465,27 @@ pub struct StepStart {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/StepStart/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum StepStartType {
-    #[default]
-    #[serde(rename = "step:start")]
-    StepStart,
+impl StepStart {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "step:start";
 }
 
-impl StepStartType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [StepStartType] = &[StepStartType::StepStart];
+impl Serialize for StepStart {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        StepStart::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "step:start")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepStartType::StepStart => "step:start",
-        }
+impl<'de> Deserialize<'de> for StepStart {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "StepStart", &[("type", "step:start")])?;
+        StepStart::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Progress inside a running step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct StepProgress {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1452,7 +1507,6 @@ pub struct StepProgress {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: StepProgressType,
     #[serde(rename = "stepId")]
     pub step_id: NonEmptyString,
     /// Fraction done, 0 to 1.
@@ -1466,28 +1520,27 @@ pub struct StepProgress {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/StepProgress/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum StepProgressType {
-    #[default]
-    #[serde(rename = "step:progress")]
-    StepProgress,
+impl StepProgress {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "step:progress";
 }
 
-impl StepProgressType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [StepProgressType] = &[StepProgressType::StepProgress];
+impl Serialize for StepProgress {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        StepProgress::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "step:progress")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepProgressType::StepProgress => "step:progress",
-        }
+impl<'de> Deserialize<'de> for StepProgress {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "StepProgress", &[("type", "step:progress")])?;
+        StepProgress::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A step finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct StepDone {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1509,7 +1562,6 @@ pub struct StepDone {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: StepDoneType,
     #[serde(rename = "stepId")]
     pub step_id: NonEmptyString,
     /// Opaque output of the step.
@@ -1520,28 +1572,27 @@ pub struct StepDone {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/StepDone/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum StepDoneType {
-    #[default]
-    #[serde(rename = "step:done")]
-    StepDone,
+impl StepDone {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "step:done";
 }
 
-impl StepDoneType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [StepDoneType] = &[StepDoneType::StepDone];
+impl Serialize for StepDone {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        StepDone::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "step:done")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepDoneType::StepDone => "step:done",
-        }
+impl<'de> Deserialize<'de> for StepDone {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "StepDone", &[("type", "step:done")])?;
+        StepDone::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A step failed. `retryable` says whether retrying it may help.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct StepError {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1563,7 +1614,6 @@ pub struct StepError {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: StepErrorType,
     #[serde(rename = "stepId")]
     pub step_id: NonEmptyString,
     pub error: ErrorInfo,
@@ -1573,28 +1623,27 @@ pub struct StepError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/StepError/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum StepErrorType {
-    #[default]
-    #[serde(rename = "step:error")]
-    StepError,
+impl StepError {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "step:error";
 }
 
-impl StepErrorType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [StepErrorType] = &[StepErrorType::StepError];
+impl Serialize for StepError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        StepError::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "step:error")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepErrorType::StepError => "step:error",
-        }
+impl<'de> Deserialize<'de> for StepError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "StepError", &[("type", "step:error")])?;
+        StepError::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A tool call begins inside a step (shown live as the tool started). The call is identified by `callId`, or by the event `id` when `callId` is absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ToolCall {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1616,7 +1665,6 @@ pub struct ToolCall {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: ToolCallType,
     #[serde(rename = "stepId")]
     pub step_id: NonEmptyString,
     #[serde(rename = "callId", default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1630,28 +1678,27 @@ pub struct ToolCall {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/ToolCall/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ToolCallType {
-    #[default]
-    #[serde(rename = "tool:call")]
-    ToolCall,
+impl ToolCall {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "tool:call";
 }
 
-impl ToolCallType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ToolCallType] = &[ToolCallType::ToolCall];
+impl Serialize for ToolCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCall::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "tool:call")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolCallType::ToolCall => "tool:call",
-        }
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ToolCall", &[("type", "tool:call")])?;
+        ToolCall::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// The result of a tool call, paired by `callId`: the runtime records the call as a completed operation. `outcome`, `display` and `appOutput` are the agent protocol's additions to the TaskLens payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ToolResult {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1673,7 +1720,6 @@ pub struct ToolResult {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: ToolResultType,
     #[serde(rename = "callId")]
     pub call_id: NonEmptyString,
     #[serde(rename = "stepId", default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1710,28 +1756,27 @@ pub struct ToolResult {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/ToolResult/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ToolResultType {
-    #[default]
-    #[serde(rename = "tool:result")]
-    ToolResult,
+impl ToolResult {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "tool:result";
 }
 
-impl ToolResultType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ToolResultType] = &[ToolResultType::ToolResult];
+impl Serialize for ToolResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolResult::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "tool:result")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolResultType::ToolResult => "tool:result",
-        }
+impl<'de> Deserialize<'de> for ToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ToolResult", &[("type", "tool:result")])?;
+        ToolResult::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// A step is retried, anchored to the event it restarts from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RetryRequest {
     /// Unique within the turn; the deduplication key.
     /// Constraints: minLength: 1
@@ -1753,7 +1798,6 @@ pub struct RetryRequest {
     /// Constraints: minimum: 1, maximum: 9007199254740991
     #[serde(rename = "schemaVersion", default, skip_serializing_if = "::std::option::Option::is_none")]
     pub schema_version: ::std::option::Option<i64>,
-    pub r#type: RetryRequestType,
     #[serde(rename = "stepId")]
     pub step_id: NonEmptyString,
     #[serde(rename = "fromEventId")]
@@ -1768,23 +1812,21 @@ pub struct RetryRequest {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 
-/// `/$defs/RetryRequest/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum RetryRequestType {
-    #[default]
-    #[serde(rename = "retry:request")]
-    RetryRequest,
+impl RetryRequest {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "retry:request";
 }
 
-impl RetryRequestType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [RetryRequestType] = &[RetryRequestType::RetryRequest];
+impl Serialize for RetryRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        RetryRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "retry:request")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RetryRequestType::RetryRequest => "retry:request",
-        }
+impl<'de> Deserialize<'de> for RetryRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "RetryRequest", &[("type", "retry:request")])?;
+        RetryRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 

@@ -65,6 +65,102 @@ mod support {
     {
         T::deserialize(deserializer).map(::std::option::Option::Some)
     }
+
+    /// Serializes a variant's struct with its tags (wire name, value) first: the derived code
+    /// writes a struct (or, with flattened extra properties, a map) and nothing else.
+    pub(super) struct Tagged<S> {
+        pub(super) inner: S,
+        pub(super) tags: &'static [(&'static str, &'static str)],
+    }
+
+    fn not_an_object<E: serde::ser::Error>() -> E {
+        E::custom("a tagged variant serializes as an object")
+    }
+
+    impl<S: serde::Serializer> serde::Serializer for Tagged<S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        type SerializeSeq = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTuple = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTupleStruct = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeTupleVariant = serde::ser::Impossible<S::Ok, S::Error>;
+        type SerializeMap = S::SerializeMap;
+        type SerializeStruct = S::SerializeStruct;
+        type SerializeStructVariant = serde::ser::Impossible<S::Ok, S::Error>;
+
+        fn serialize_struct(self, name: &'static str, len: usize) -> ::std::result::Result<S::SerializeStruct, S::Error> {
+            let mut out = self.inner.serialize_struct(name, len + self.tags.len())?;
+            for &(key, value) in self.tags {
+                serde::ser::SerializeStruct::serialize_field(&mut out, key, value)?;
+            }
+            ::std::result::Result::Ok(out)
+        }
+
+        fn serialize_map(self, len: ::std::option::Option<usize>) -> ::std::result::Result<S::SerializeMap, S::Error> {
+            let mut out = self.inner.serialize_map(len.map(|n| n + self.tags.len()))?;
+            for &(key, value) in self.tags {
+                serde::ser::SerializeMap::serialize_entry(&mut out, key, value)?;
+            }
+            ::std::result::Result::Ok(out)
+        }
+
+        fn is_human_readable(&self) -> bool {
+            self.inner.is_human_readable()
+        }
+
+        fn serialize_bool(self, _: bool) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i8(self, _: i8) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i16(self, _: i16) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i32(self, _: i32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_i64(self, _: i64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u8(self, _: u8) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u16(self, _: u16) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u32(self, _: u32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_u64(self, _: u64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_f32(self, _: f32) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_f64(self, _: f64) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_char(self, _: char) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_str(self, _: &str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_bytes(self, _: &[u8]) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_none(self) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_some<T: ?Sized + serde::Serialize>(self, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit(self) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit_struct(self, _: &'static str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_newtype_struct<T: ?Sized + serde::Serialize>(self, _: &'static str, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_newtype_variant<T: ?Sized + serde::Serialize>(self, _: &'static str, _: u32, _: &'static str, _: &T) -> ::std::result::Result<S::Ok, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_seq(self, _: ::std::option::Option<usize>) -> ::std::result::Result<Self::SerializeSeq, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple(self, _: usize) -> ::std::result::Result<Self::SerializeTuple, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeTupleStruct, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeTupleVariant, S::Error> { ::std::result::Result::Err(not_an_object()) }
+        fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> ::std::result::Result<Self::SerializeStructVariant, S::Error> { ::std::result::Result::Err(not_an_object()) }
+    }
+
+    /// Checks a variant's tags (wire name, value) in `value` and removes them, keeping the
+    /// order of the other keys: a missing or different tag is an error naming the expected one.
+    /// A value that is not an object is left for the derived code to reject.
+    pub(super) fn untag<E: serde::de::Error>(
+        mut value: ::serde_json::Value,
+        what: &str,
+        tags: &[(&str, &str)],
+    ) -> ::std::result::Result<::serde_json::Value, E> {
+        if let ::serde_json::Value::Object(map) = &mut value {
+            for &(key, expected) in tags {
+                match map.get(key) {
+                    ::std::option::Option::Some(::serde_json::Value::String(found)) if found == expected => {}
+                    ::std::option::Option::Some(found) => {
+                        return ::std::result::Result::Err(E::custom(::std::format!("{what}: expected `{key}` to be {expected:?}, found {found}")));
+                    }
+                    ::std::option::Option::None => {
+                        return ::std::result::Result::Err(E::custom(::std::format!("{what}: missing `{key}` (expected {expected:?})")));
+                    }
+                }
+            }
+            let all = ::std::mem::take(map);
+            *map = all.into_iter().filter(|(key, _)| !tags.iter().any(|(tag, _)| tag == key)).collect();
+        }
+        ::std::result::Result::Ok(value)
+    }
 }
 
 /// The JSON-RPC version marker.
@@ -515,36 +611,34 @@ pub struct SharedActiveTurn {
 /// `/$defs/sharedTextPart`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedTextPart {
-    pub r#type: SharedTextPartType,
     pub text: ::std::string::String,
 }
 
-/// `/$defs/sharedTextPart/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedTextPartType {
-    #[default]
-    #[serde(rename = "text")]
-    Text,
+impl SharedTextPart {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "text";
 }
 
-impl SharedTextPartType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedTextPartType] = &[SharedTextPartType::Text];
+impl Serialize for SharedTextPart {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedTextPart::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "text")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedTextPartType::Text => "text",
-        }
+impl<'de> Deserialize<'de> for SharedTextPart {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedTextPart", &[("type", "text")])?;
+        SharedTextPart::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.4
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAttachmentPart {
-    pub r#type: SharedAttachmentPartType,
     #[serde(rename = "mediaType")]
     pub media_type: SharedNonEmptyString,
     pub bytes: SharedNonNegativeInteger,
@@ -553,23 +647,21 @@ pub struct SharedAttachmentPart {
     pub display_name: ::std::option::Option<::std::string::String>,
 }
 
-/// `/$defs/sharedAttachmentPart/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedAttachmentPartType {
-    #[default]
-    #[serde(rename = "attachment")]
-    Attachment,
+impl SharedAttachmentPart {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "attachment";
 }
 
-impl SharedAttachmentPartType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedAttachmentPartType] = &[SharedAttachmentPartType::Attachment];
+impl Serialize for SharedAttachmentPart {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAttachmentPart::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "attachment")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedAttachmentPartType::Attachment => "attachment",
-        }
+impl<'de> Deserialize<'de> for SharedAttachmentPart {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAttachmentPart", &[("type", "attachment")])?;
+        SharedAttachmentPart::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -717,8 +809,8 @@ impl<'de> Deserialize<'de> for SharedAppOutputDescriptor {
 /// `/$defs/sharedAppOutputDescriptor/oneOf/0`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputDescriptorAvailable {
-    pub status: SharedAppOutputDescriptorAvailableStatus,
     /// Constraints: minLength: 1, maxLength: 256
     #[serde(rename = "schemaId")]
     pub schema_id: ::std::string::String,
@@ -726,112 +818,122 @@ pub struct SharedAppOutputDescriptorAvailable {
     pub schema_version: SharedPositiveInteger,
 }
 
-/// `/$defs/sharedAppOutputDescriptor/oneOf/0/properties/status`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedAppOutputDescriptorAvailableStatus {
-    #[default]
-    #[serde(rename = "available")]
-    Available,
+impl SharedAppOutputDescriptorAvailable {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "available";
 }
 
-impl SharedAppOutputDescriptorAvailableStatus {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedAppOutputDescriptorAvailableStatus] = &[SharedAppOutputDescriptorAvailableStatus::Available];
+impl Serialize for SharedAppOutputDescriptorAvailable {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputDescriptorAvailable::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "available")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedAppOutputDescriptorAvailableStatus::Available => "available",
-        }
+impl<'de> Deserialize<'de> for SharedAppOutputDescriptorAvailable {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputDescriptorAvailable", &[("status", "available")])?;
+        SharedAppOutputDescriptorAvailable::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/sharedAppOutputDescriptor/oneOf/1`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputDescriptorNotProvided {
-    pub status: SharedAppOutputDescriptorNotProvidedStatus,
 }
 
-/// `/$defs/sharedAppOutputDescriptor/oneOf/1/properties/status`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedAppOutputDescriptorNotProvidedStatus {
-    #[default]
-    #[serde(rename = "not_provided")]
-    NotProvided,
+impl SharedAppOutputDescriptorNotProvided {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "not_provided";
 }
 
-impl SharedAppOutputDescriptorNotProvidedStatus {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedAppOutputDescriptorNotProvidedStatus] = &[SharedAppOutputDescriptorNotProvidedStatus::NotProvided];
+impl Serialize for SharedAppOutputDescriptorNotProvided {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputDescriptorNotProvided::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "not_provided")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedAppOutputDescriptorNotProvidedStatus::NotProvided => "not_provided",
-        }
+impl<'de> Deserialize<'de> for SharedAppOutputDescriptorNotProvided {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputDescriptorNotProvided", &[("status", "not_provided")])?;
+        SharedAppOutputDescriptorNotProvided::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/sharedAppOutputDescriptor/oneOf/1`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputDescriptorInvalid {
-    pub status: SharedAppOutputDescriptorInvalidStatus,
 }
 
-/// `/$defs/sharedAppOutputDescriptor/oneOf/1/properties/status`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedAppOutputDescriptorInvalidStatus {
-    #[default]
-    #[serde(rename = "invalid")]
-    Invalid,
+impl SharedAppOutputDescriptorInvalid {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "invalid";
 }
 
-impl SharedAppOutputDescriptorInvalidStatus {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedAppOutputDescriptorInvalidStatus] = &[SharedAppOutputDescriptorInvalidStatus::Invalid];
+impl Serialize for SharedAppOutputDescriptorInvalid {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputDescriptorInvalid::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "invalid")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedAppOutputDescriptorInvalidStatus::Invalid => "invalid",
-        }
+impl<'de> Deserialize<'de> for SharedAppOutputDescriptorInvalid {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputDescriptorInvalid", &[("status", "invalid")])?;
+        SharedAppOutputDescriptorInvalid::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/sharedAppOutputDescriptor/oneOf/1`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputDescriptorTooLarge {
-    pub status: SharedAppOutputDescriptorTooLargeStatus,
 }
 
-/// `/$defs/sharedAppOutputDescriptor/oneOf/1/properties/status`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedAppOutputDescriptorTooLargeStatus {
-    #[default]
-    #[serde(rename = "too_large")]
-    TooLarge,
+impl SharedAppOutputDescriptorTooLarge {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "too_large";
 }
 
-impl SharedAppOutputDescriptorTooLargeStatus {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedAppOutputDescriptorTooLargeStatus] = &[SharedAppOutputDescriptorTooLargeStatus::TooLarge];
+impl Serialize for SharedAppOutputDescriptorTooLarge {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputDescriptorTooLarge::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "too_large")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedAppOutputDescriptorTooLargeStatus::TooLarge => "too_large",
-        }
+impl<'de> Deserialize<'de> for SharedAppOutputDescriptorTooLarge {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputDescriptorTooLarge", &[("status", "too_large")])?;
+        SharedAppOutputDescriptorTooLarge::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/sharedAppOutputDescriptor/oneOf/1`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputDescriptorExpired {
-    pub status: SharedAppOutputDescriptorExpiredStatus,
+}
+
+impl SharedAppOutputDescriptorExpired {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "expired";
+}
+
+impl Serialize for SharedAppOutputDescriptorExpired {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputDescriptorExpired::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "expired")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for SharedAppOutputDescriptorExpired {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputDescriptorExpired", &[("status", "expired")])?;
+        SharedAppOutputDescriptorExpired::deserialize(value).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `/$defs/sharedAppOutputDescriptor/oneOf/1/properties/status`
@@ -857,58 +959,54 @@ impl SharedAppOutputDescriptorExpiredStatus {
 /// `/$defs/sharedAppOutputDescriptor/oneOf/1`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputDescriptorDenied {
-    pub status: SharedAppOutputDescriptorDeniedStatus,
 }
 
-/// `/$defs/sharedAppOutputDescriptor/oneOf/1/properties/status`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedAppOutputDescriptorDeniedStatus {
-    #[default]
-    #[serde(rename = "denied")]
-    Denied,
+impl SharedAppOutputDescriptorDenied {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "denied";
 }
 
-impl SharedAppOutputDescriptorDeniedStatus {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedAppOutputDescriptorDeniedStatus] = &[SharedAppOutputDescriptorDeniedStatus::Denied];
+impl Serialize for SharedAppOutputDescriptorDenied {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputDescriptorDenied::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "denied")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedAppOutputDescriptorDeniedStatus::Denied => "denied",
-        }
+impl<'de> Deserialize<'de> for SharedAppOutputDescriptorDenied {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputDescriptorDenied", &[("status", "denied")])?;
+        SharedAppOutputDescriptorDenied::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/sharedAppOutputDescriptor/oneOf/2`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputDescriptorRejected {
-    pub status: SharedAppOutputDescriptorRejectedStatus,
     pub reason: SharedAppOutputDescriptorRejectedReason,
     /// Constraints: maxLength: 64
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub field: ::std::option::Option<::std::string::String>,
 }
 
-/// `/$defs/sharedAppOutputDescriptor/oneOf/2/properties/status`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum SharedAppOutputDescriptorRejectedStatus {
-    #[default]
-    #[serde(rename = "rejected")]
-    Rejected,
+impl SharedAppOutputDescriptorRejected {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "rejected";
 }
 
-impl SharedAppOutputDescriptorRejectedStatus {
-    /// Every value, in schema order.
-    pub const ALL: &'static [SharedAppOutputDescriptorRejectedStatus] = &[SharedAppOutputDescriptorRejectedStatus::Rejected];
+impl Serialize for SharedAppOutputDescriptorRejected {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputDescriptorRejected::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "rejected")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SharedAppOutputDescriptorRejectedStatus::Rejected => "rejected",
-        }
+impl<'de> Deserialize<'de> for SharedAppOutputDescriptorRejected {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputDescriptorRejected", &[("status", "rejected")])?;
+        SharedAppOutputDescriptorRejected::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -996,8 +1094,8 @@ impl<'de> Deserialize<'de> for SharedAppOutput {
 /// `/$defs/sharedAppOutput/oneOf/0`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct SharedAppOutputAvailable {
-    pub status: SharedAppOutputDescriptorAvailableStatus,
     /// Constraints: minLength: 1, maxLength: 256
     #[serde(rename = "schemaId")]
     pub schema_id: ::std::string::String,
@@ -1009,6 +1107,24 @@ pub struct SharedAppOutputAvailable {
     /// Constraints: maxLength: 4096
     #[serde(rename = "fallbackText")]
     pub fallback_text: ::std::string::String,
+}
+
+impl SharedAppOutputAvailable {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "available";
+}
+
+impl Serialize for SharedAppOutputAvailable {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        SharedAppOutputAvailable::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "available")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for SharedAppOutputAvailable {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "SharedAppOutputAvailable", &[("status", "available")])?;
+        SharedAppOutputAvailable::deserialize(value).map_err(serde::de::Error::custom)
+    }
 }
 
 /// A tool operation as shown in snapshots and operation.get; raw input and evidence never cross the wire.
@@ -1095,8 +1211,8 @@ pub type SharedTextLengthBound = i64;
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct UserInputTextControl {
-    pub r#type: SharedTextPartType,
     pub id: SharedControlId,
     pub label: SharedControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1108,47 +1224,63 @@ pub struct UserInputTextControl {
     pub max_length: ::std::option::Option<SharedTextLengthBound>,
 }
 
-/// Constraints: since: 1.2
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UserInputMultilineControl {
-    pub r#type: UserInputMultilineControlType,
-    pub id: SharedControlId,
-    pub label: SharedControlLabel,
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub description: ::std::option::Option<SharedControlDescription>,
-    pub required: bool,
-    #[serde(rename = "minLength", default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub min_length: ::std::option::Option<SharedTextLengthBound>,
-    #[serde(rename = "maxLength", default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub max_length: ::std::option::Option<SharedTextLengthBound>,
+impl UserInputTextControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "text";
 }
 
-/// `/$defs/userInputMultilineControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum UserInputMultilineControlType {
-    #[default]
-    #[serde(rename = "multiline")]
-    Multiline,
+impl Serialize for UserInputTextControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputTextControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "text")] })
+    }
 }
 
-impl UserInputMultilineControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [UserInputMultilineControlType] = &[UserInputMultilineControlType::Multiline];
-
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserInputMultilineControlType::Multiline => "multiline",
-        }
+impl<'de> Deserialize<'de> for UserInputTextControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputTextControl", &[("type", "text")])?;
+        UserInputTextControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct UserInputMultilineControl {
+    pub id: SharedControlId,
+    pub label: SharedControlLabel,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<SharedControlDescription>,
+    pub required: bool,
+    #[serde(rename = "minLength", default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub min_length: ::std::option::Option<SharedTextLengthBound>,
+    #[serde(rename = "maxLength", default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub max_length: ::std::option::Option<SharedTextLengthBound>,
+}
+
+impl UserInputMultilineControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "multiline";
+}
+
+impl Serialize for UserInputMultilineControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputMultilineControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "multiline")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for UserInputMultilineControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputMultilineControl", &[("type", "multiline")])?;
+        UserInputMultilineControl::deserialize(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Constraints: since: 1.2
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct UserInputNumberControl {
-    pub r#type: UserInputNumberControlType,
     pub id: SharedControlId,
     pub label: SharedControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1162,31 +1294,29 @@ pub struct UserInputNumberControl {
     pub integer: ::std::option::Option<bool>,
 }
 
-/// `/$defs/userInputNumberControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum UserInputNumberControlType {
-    #[default]
-    #[serde(rename = "number")]
-    Number,
+impl UserInputNumberControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "number";
 }
 
-impl UserInputNumberControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [UserInputNumberControlType] = &[UserInputNumberControlType::Number];
+impl Serialize for UserInputNumberControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputNumberControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "number")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserInputNumberControlType::Number => "number",
-        }
+impl<'de> Deserialize<'de> for UserInputNumberControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputNumberControl", &[("type", "number")])?;
+        UserInputNumberControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct UserInputBooleanControl {
-    pub r#type: UserInputBooleanControlType,
     pub id: SharedControlId,
     pub label: SharedControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1194,23 +1324,21 @@ pub struct UserInputBooleanControl {
     pub required: bool,
 }
 
-/// `/$defs/userInputBooleanControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum UserInputBooleanControlType {
-    #[default]
-    #[serde(rename = "boolean")]
-    Boolean,
+impl UserInputBooleanControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "boolean";
 }
 
-impl UserInputBooleanControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [UserInputBooleanControlType] = &[UserInputBooleanControlType::Boolean];
+impl Serialize for UserInputBooleanControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputBooleanControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "boolean")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserInputBooleanControlType::Boolean => "boolean",
-        }
+impl<'de> Deserialize<'de> for UserInputBooleanControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputBooleanControl", &[("type", "boolean")])?;
+        UserInputBooleanControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1227,8 +1355,8 @@ pub struct UserInputChoiceOption {
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct UserInputChoiceControl {
-    pub r#type: UserInputChoiceControlType,
     pub id: SharedControlId,
     pub label: SharedControlLabel,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1245,23 +1373,21 @@ pub struct UserInputChoiceControl {
     pub max_selections: ::std::option::Option<i64>,
 }
 
-/// `/$defs/userInputChoiceControl/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum UserInputChoiceControlType {
-    #[default]
-    #[serde(rename = "choice")]
-    Choice,
+impl UserInputChoiceControl {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "choice";
 }
 
-impl UserInputChoiceControlType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [UserInputChoiceControlType] = &[UserInputChoiceControlType::Choice];
+impl Serialize for UserInputChoiceControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputChoiceControl::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "choice")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserInputChoiceControlType::Choice => "choice",
-        }
+impl<'de> Deserialize<'de> for UserInputChoiceControl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputChoiceControl", &[("type", "choice")])?;
+        UserInputChoiceControl::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1387,8 +1513,8 @@ impl<'de> Deserialize<'de> for UserInputValue {
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct PendingApprovalInteraction {
-    pub method: PendingApprovalInteractionMethod,
     #[serde(rename = "interactionId")]
     pub interaction_id: SharedUuid,
     #[serde(rename = "threadId")]
@@ -1402,23 +1528,21 @@ pub struct PendingApprovalInteraction {
     pub approval_id: SharedUuid,
 }
 
-/// `/$defs/pendingApprovalInteraction/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum PendingApprovalInteractionMethod {
-    #[default]
-    #[serde(rename = "approval.request")]
-    ApprovalRequest,
+impl PendingApprovalInteraction {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "approval.request";
 }
 
-impl PendingApprovalInteractionMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [PendingApprovalInteractionMethod] = &[PendingApprovalInteractionMethod::ApprovalRequest];
+impl Serialize for PendingApprovalInteraction {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        PendingApprovalInteraction::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "approval.request")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PendingApprovalInteractionMethod::ApprovalRequest => "approval.request",
-        }
+impl<'de> Deserialize<'de> for PendingApprovalInteraction {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "PendingApprovalInteraction", &[("method", "approval.request")])?;
+        PendingApprovalInteraction::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1426,8 +1550,8 @@ impl PendingApprovalInteractionMethod {
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct PendingUserInputInteraction {
-    pub method: PendingUserInputInteractionMethod,
     #[serde(rename = "interactionId")]
     pub interaction_id: SharedUuid,
     #[serde(rename = "threadId")]
@@ -1444,23 +1568,21 @@ pub struct PendingUserInputInteraction {
     pub controls: UserInputControls,
 }
 
-/// `/$defs/pendingUserInputInteraction/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum PendingUserInputInteractionMethod {
-    #[default]
-    #[serde(rename = "userInput.request")]
-    UserInputRequest,
+impl PendingUserInputInteraction {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "userInput.request";
 }
 
-impl PendingUserInputInteractionMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [PendingUserInputInteractionMethod] = &[PendingUserInputInteractionMethod::UserInputRequest];
+impl Serialize for PendingUserInputInteraction {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        PendingUserInputInteraction::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "userInput.request")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PendingUserInputInteractionMethod::UserInputRequest => "userInput.request",
-        }
+impl<'de> Deserialize<'de> for PendingUserInputInteraction {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "PendingUserInputInteraction", &[("method", "userInput.request")])?;
+        PendingUserInputInteraction::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -2259,600 +2381,560 @@ pub struct AttachmentReleaseResult {
 /// `/$defs/initializeRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct InitializeRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: InitializeRequestMethod,
     pub params: InitializeParams,
 }
 
-/// `/$defs/initializeRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum InitializeRequestMethod {
-    #[default]
-    #[serde(rename = "initialize")]
-    Initialize,
+impl InitializeRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "initialize";
 }
 
-impl InitializeRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [InitializeRequestMethod] = &[InitializeRequestMethod::Initialize];
+impl Serialize for InitializeRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "initialize")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InitializeRequestMethod::Initialize => "initialize",
-        }
+impl<'de> Deserialize<'de> for InitializeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "InitializeRequest", &[("method", "initialize")])?;
+        InitializeRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ClientCapabilitiesSetRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ClientCapabilitiesSetRequestMethod,
     pub params: ClientCapabilitiesSetParams,
 }
 
-/// `/$defs/clientCapabilitiesSetRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ClientCapabilitiesSetRequestMethod {
-    #[default]
-    #[serde(rename = "client.capabilities.set")]
-    ClientCapabilitiesSet,
+impl ClientCapabilitiesSetRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "client.capabilities.set";
 }
 
-impl ClientCapabilitiesSetRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ClientCapabilitiesSetRequestMethod] = &[ClientCapabilitiesSetRequestMethod::ClientCapabilitiesSet];
+impl Serialize for ClientCapabilitiesSetRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ClientCapabilitiesSetRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "client.capabilities.set")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClientCapabilitiesSetRequestMethod::ClientCapabilitiesSet => "client.capabilities.set",
-        }
+impl<'de> Deserialize<'de> for ClientCapabilitiesSetRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ClientCapabilitiesSetRequest", &[("method", "client.capabilities.set")])?;
+        ClientCapabilitiesSetRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadListRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadListRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadListRequestMethod,
     pub params: ThreadListParams,
 }
 
-/// `/$defs/threadListRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadListRequestMethod {
-    #[default]
-    #[serde(rename = "thread.list")]
-    ThreadList,
+impl ThreadListRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.list";
 }
 
-impl ThreadListRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadListRequestMethod] = &[ThreadListRequestMethod::ThreadList];
+impl Serialize for ThreadListRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadListRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.list")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadListRequestMethod::ThreadList => "thread.list",
-        }
+impl<'de> Deserialize<'de> for ThreadListRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadListRequest", &[("method", "thread.list")])?;
+        ThreadListRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadCreateRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadCreateRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadCreateRequestMethod,
     pub params: ThreadCreateParams,
 }
 
-/// `/$defs/threadCreateRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadCreateRequestMethod {
-    #[default]
-    #[serde(rename = "thread.create")]
-    ThreadCreate,
+impl ThreadCreateRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.create";
 }
 
-impl ThreadCreateRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadCreateRequestMethod] = &[ThreadCreateRequestMethod::ThreadCreate];
+impl Serialize for ThreadCreateRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadCreateRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.create")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadCreateRequestMethod::ThreadCreate => "thread.create",
-        }
+impl<'de> Deserialize<'de> for ThreadCreateRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadCreateRequest", &[("method", "thread.create")])?;
+        ThreadCreateRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadOpenRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadOpenRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadOpenRequestMethod,
     pub params: ThreadOpenParams,
 }
 
-/// `/$defs/threadOpenRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadOpenRequestMethod {
-    #[default]
-    #[serde(rename = "thread.open")]
-    ThreadOpen,
+impl ThreadOpenRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.open";
 }
 
-impl ThreadOpenRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadOpenRequestMethod] = &[ThreadOpenRequestMethod::ThreadOpen];
+impl Serialize for ThreadOpenRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadOpenRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.open")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadOpenRequestMethod::ThreadOpen => "thread.open",
-        }
+impl<'de> Deserialize<'de> for ThreadOpenRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadOpenRequest", &[("method", "thread.open")])?;
+        ThreadOpenRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadSnapshotRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadSnapshotRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadSnapshotRequestMethod,
     pub params: ThreadSnapshotParams,
 }
 
-/// `/$defs/threadSnapshotRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadSnapshotRequestMethod {
-    #[default]
-    #[serde(rename = "thread.snapshot")]
-    ThreadSnapshot,
+impl ThreadSnapshotRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.snapshot";
 }
 
-impl ThreadSnapshotRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadSnapshotRequestMethod] = &[ThreadSnapshotRequestMethod::ThreadSnapshot];
+impl Serialize for ThreadSnapshotRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadSnapshotRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.snapshot")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadSnapshotRequestMethod::ThreadSnapshot => "thread.snapshot",
-        }
+impl<'de> Deserialize<'de> for ThreadSnapshotRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadSnapshotRequest", &[("method", "thread.snapshot")])?;
+        ThreadSnapshotRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadRenameRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadRenameRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadRenameRequestMethod,
     pub params: ThreadRenameParams,
 }
 
-/// `/$defs/threadRenameRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadRenameRequestMethod {
-    #[default]
-    #[serde(rename = "thread.rename")]
-    ThreadRename,
+impl ThreadRenameRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.rename";
 }
 
-impl ThreadRenameRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadRenameRequestMethod] = &[ThreadRenameRequestMethod::ThreadRename];
+impl Serialize for ThreadRenameRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadRenameRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.rename")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadRenameRequestMethod::ThreadRename => "thread.rename",
-        }
+impl<'de> Deserialize<'de> for ThreadRenameRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadRenameRequest", &[("method", "thread.rename")])?;
+        ThreadRenameRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadDeleteRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadDeleteRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadDeleteRequestMethod,
     pub params: ThreadDeleteParams,
 }
 
-/// `/$defs/threadDeleteRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadDeleteRequestMethod {
-    #[default]
-    #[serde(rename = "thread.delete")]
-    ThreadDelete,
+impl ThreadDeleteRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.delete";
 }
 
-impl ThreadDeleteRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadDeleteRequestMethod] = &[ThreadDeleteRequestMethod::ThreadDelete];
+impl Serialize for ThreadDeleteRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadDeleteRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.delete")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadDeleteRequestMethod::ThreadDelete => "thread.delete",
-        }
+impl<'de> Deserialize<'de> for ThreadDeleteRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadDeleteRequest", &[("method", "thread.delete")])?;
+        ThreadDeleteRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadDetachRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadDetachRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadDetachRequestMethod,
     pub params: ThreadDetachParams,
 }
 
-/// `/$defs/threadDetachRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadDetachRequestMethod {
-    #[default]
-    #[serde(rename = "thread.detach")]
-    ThreadDetach,
+impl ThreadDetachRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.detach";
 }
 
-impl ThreadDetachRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadDetachRequestMethod] = &[ThreadDetachRequestMethod::ThreadDetach];
+impl Serialize for ThreadDetachRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadDetachRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.detach")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadDetachRequestMethod::ThreadDetach => "thread.detach",
-        }
+impl<'de> Deserialize<'de> for ThreadDetachRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadDetachRequest", &[("method", "thread.detach")])?;
+        ThreadDetachRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/threadCapabilitiesRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ThreadCapabilitiesRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ThreadCapabilitiesRequestMethod,
     pub params: ThreadCapabilitiesParams,
 }
 
-/// `/$defs/threadCapabilitiesRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ThreadCapabilitiesRequestMethod {
-    #[default]
-    #[serde(rename = "thread.capabilities")]
-    ThreadCapabilities,
+impl ThreadCapabilitiesRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "thread.capabilities";
 }
 
-impl ThreadCapabilitiesRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ThreadCapabilitiesRequestMethod] = &[ThreadCapabilitiesRequestMethod::ThreadCapabilities];
+impl Serialize for ThreadCapabilitiesRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadCapabilitiesRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "thread.capabilities")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadCapabilitiesRequestMethod::ThreadCapabilities => "thread.capabilities",
-        }
+impl<'de> Deserialize<'de> for ThreadCapabilitiesRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ThreadCapabilitiesRequest", &[("method", "thread.capabilities")])?;
+        ThreadCapabilitiesRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.3
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct RuntimeEventsResumeRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: RuntimeEventsResumeRequestMethod,
     pub params: RuntimeEventsResumeParams,
 }
 
-/// `/$defs/runtimeEventsResumeRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum RuntimeEventsResumeRequestMethod {
-    #[default]
-    #[serde(rename = "runtime.events.resume")]
-    RuntimeEventsResume,
+impl RuntimeEventsResumeRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "runtime.events.resume";
 }
 
-impl RuntimeEventsResumeRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [RuntimeEventsResumeRequestMethod] = &[RuntimeEventsResumeRequestMethod::RuntimeEventsResume];
+impl Serialize for RuntimeEventsResumeRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        RuntimeEventsResumeRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "runtime.events.resume")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuntimeEventsResumeRequestMethod::RuntimeEventsResume => "runtime.events.resume",
-        }
+impl<'de> Deserialize<'de> for RuntimeEventsResumeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "RuntimeEventsResumeRequest", &[("method", "runtime.events.resume")])?;
+        RuntimeEventsResumeRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/turnStartRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct TurnStartRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: TurnStartRequestMethod,
     pub params: TurnStartParams,
 }
 
-/// `/$defs/turnStartRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum TurnStartRequestMethod {
-    #[default]
-    #[serde(rename = "turn.start")]
-    TurnStart,
+impl TurnStartRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "turn.start";
 }
 
-impl TurnStartRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [TurnStartRequestMethod] = &[TurnStartRequestMethod::TurnStart];
+impl Serialize for TurnStartRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        TurnStartRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "turn.start")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnStartRequestMethod::TurnStart => "turn.start",
-        }
+impl<'de> Deserialize<'de> for TurnStartRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "TurnStartRequest", &[("method", "turn.start")])?;
+        TurnStartRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/turnCancelRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct TurnCancelRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: TurnCancelRequestMethod,
     pub params: TurnCancelParams,
 }
 
-/// `/$defs/turnCancelRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum TurnCancelRequestMethod {
-    #[default]
-    #[serde(rename = "turn.cancel")]
-    TurnCancel,
+impl TurnCancelRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "turn.cancel";
 }
 
-impl TurnCancelRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [TurnCancelRequestMethod] = &[TurnCancelRequestMethod::TurnCancel];
+impl Serialize for TurnCancelRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        TurnCancelRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "turn.cancel")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnCancelRequestMethod::TurnCancel => "turn.cancel",
-        }
+impl<'de> Deserialize<'de> for TurnCancelRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "TurnCancelRequest", &[("method", "turn.cancel")])?;
+        TurnCancelRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/approvalRespondRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ApprovalRespondRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: ApprovalRespondRequestMethod,
     pub params: ApprovalRespondParams,
 }
 
-/// `/$defs/approvalRespondRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum ApprovalRespondRequestMethod {
-    #[default]
-    #[serde(rename = "approval.respond")]
-    ApprovalRespond,
+impl ApprovalRespondRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "approval.respond";
 }
 
-impl ApprovalRespondRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [ApprovalRespondRequestMethod] = &[ApprovalRespondRequestMethod::ApprovalRespond];
+impl Serialize for ApprovalRespondRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ApprovalRespondRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "approval.respond")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalRespondRequestMethod::ApprovalRespond => "approval.respond",
-        }
+impl<'de> Deserialize<'de> for ApprovalRespondRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ApprovalRespondRequest", &[("method", "approval.respond")])?;
+        ApprovalRespondRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/operationGetRequest`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct OperationGetRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: OperationGetRequestMethod,
     pub params: OperationGetParams,
 }
 
-/// `/$defs/operationGetRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum OperationGetRequestMethod {
-    #[default]
-    #[serde(rename = "operation.get")]
-    OperationGet,
+impl OperationGetRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "operation.get";
 }
 
-impl OperationGetRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [OperationGetRequestMethod] = &[OperationGetRequestMethod::OperationGet];
+impl Serialize for OperationGetRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        OperationGetRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "operation.get")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OperationGetRequestMethod::OperationGet => "operation.get",
-        }
+impl<'de> Deserialize<'de> for OperationGetRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "OperationGetRequest", &[("method", "operation.get")])?;
+        OperationGetRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.5
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct OperationResultGetRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: OperationResultGetRequestMethod,
     pub params: OperationResultGetParams,
 }
 
-/// `/$defs/operationResultGetRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum OperationResultGetRequestMethod {
-    #[default]
-    #[serde(rename = "operation.result.get")]
-    OperationResultGet,
+impl OperationResultGetRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "operation.result.get";
 }
 
-impl OperationResultGetRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [OperationResultGetRequestMethod] = &[OperationResultGetRequestMethod::OperationResultGet];
+impl Serialize for OperationResultGetRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        OperationResultGetRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "operation.result.get")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OperationResultGetRequestMethod::OperationResultGet => "operation.result.get",
-        }
+impl<'de> Deserialize<'de> for OperationResultGetRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "OperationResultGetRequest", &[("method", "operation.result.get")])?;
+        OperationResultGetRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.4
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct AttachmentStageRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: AttachmentStageRequestMethod,
     pub params: AttachmentStageParams,
 }
 
-/// `/$defs/attachmentStageRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum AttachmentStageRequestMethod {
-    #[default]
-    #[serde(rename = "attachment.stage")]
-    AttachmentStage,
+impl AttachmentStageRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "attachment.stage";
 }
 
-impl AttachmentStageRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [AttachmentStageRequestMethod] = &[AttachmentStageRequestMethod::AttachmentStage];
+impl Serialize for AttachmentStageRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        AttachmentStageRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "attachment.stage")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttachmentStageRequestMethod::AttachmentStage => "attachment.stage",
-        }
+impl<'de> Deserialize<'de> for AttachmentStageRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "AttachmentStageRequest", &[("method", "attachment.stage")])?;
+        AttachmentStageRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.4
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct AttachmentChunkRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: AttachmentChunkRequestMethod,
     pub params: AttachmentChunkParams,
 }
 
-/// `/$defs/attachmentChunkRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum AttachmentChunkRequestMethod {
-    #[default]
-    #[serde(rename = "attachment.chunk")]
-    AttachmentChunk,
+impl AttachmentChunkRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "attachment.chunk";
 }
 
-impl AttachmentChunkRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [AttachmentChunkRequestMethod] = &[AttachmentChunkRequestMethod::AttachmentChunk];
+impl Serialize for AttachmentChunkRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        AttachmentChunkRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "attachment.chunk")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttachmentChunkRequestMethod::AttachmentChunk => "attachment.chunk",
-        }
+impl<'de> Deserialize<'de> for AttachmentChunkRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "AttachmentChunkRequest", &[("method", "attachment.chunk")])?;
+        AttachmentChunkRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.4
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct AttachmentCommitRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: AttachmentCommitRequestMethod,
     pub params: AttachmentCommitParams,
 }
 
-/// `/$defs/attachmentCommitRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum AttachmentCommitRequestMethod {
-    #[default]
-    #[serde(rename = "attachment.commit")]
-    AttachmentCommit,
+impl AttachmentCommitRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "attachment.commit";
 }
 
-impl AttachmentCommitRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [AttachmentCommitRequestMethod] = &[AttachmentCommitRequestMethod::AttachmentCommit];
+impl Serialize for AttachmentCommitRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        AttachmentCommitRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "attachment.commit")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttachmentCommitRequestMethod::AttachmentCommit => "attachment.commit",
-        }
+impl<'de> Deserialize<'de> for AttachmentCommitRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "AttachmentCommitRequest", &[("method", "attachment.commit")])?;
+        AttachmentCommitRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.4
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct AttachmentReleaseRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: AttachmentReleaseRequestMethod,
     pub params: AttachmentReleaseParams,
 }
 
-/// `/$defs/attachmentReleaseRequest/properties/method`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum AttachmentReleaseRequestMethod {
-    #[default]
-    #[serde(rename = "attachment.release")]
-    AttachmentRelease,
+impl AttachmentReleaseRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "attachment.release";
 }
 
-impl AttachmentReleaseRequestMethod {
-    /// Every value, in schema order.
-    pub const ALL: &'static [AttachmentReleaseRequestMethod] = &[AttachmentReleaseRequestMethod::AttachmentRelease];
+impl Serialize for AttachmentReleaseRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        AttachmentReleaseRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "attachment.release")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttachmentReleaseRequestMethod::AttachmentRelease => "attachment.release",
-        }
+impl<'de> Deserialize<'de> for AttachmentReleaseRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "AttachmentReleaseRequest", &[("method", "attachment.release")])?;
+        AttachmentReleaseRequest::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -2915,8 +2997,26 @@ impl<'de> Deserialize<'de> for ApprovalRequestResult {
 /// `/$defs/approvalRequestResult/oneOf/0`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ApprovalRequestResultApprove {
-    pub decision: ApprovalRequestResultApproveDecision,
+}
+
+impl ApprovalRequestResultApprove {
+    /// The value of `decision`, this variant's tag: always written, and checked when decoding.
+    pub const DECISION: &'static str = "approve";
+}
+
+impl Serialize for ApprovalRequestResultApprove {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ApprovalRequestResultApprove::serialize(self, support::Tagged { inner: serializer, tags: &[("decision", "approve")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for ApprovalRequestResultApprove {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ApprovalRequestResultApprove", &[("decision", "approve")])?;
+        ApprovalRequestResultApprove::deserialize(value).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `/$defs/approvalRequestResult/oneOf/0/properties/decision`
@@ -2942,11 +3042,29 @@ impl ApprovalRequestResultApproveDecision {
 /// `/$defs/approvalRequestResult/oneOf/1`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ApprovalRequestResultReject {
-    pub decision: ApprovalRequestResultRejectDecision,
     /// Constraints: minLength: 1
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
+}
+
+impl ApprovalRequestResultReject {
+    /// The value of `decision`, this variant's tag: always written, and checked when decoding.
+    pub const DECISION: &'static str = "reject";
+}
+
+impl Serialize for ApprovalRequestResultReject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ApprovalRequestResultReject::serialize(self, support::Tagged { inner: serializer, tags: &[("decision", "reject")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for ApprovalRequestResultReject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ApprovalRequestResultReject", &[("decision", "reject")])?;
+        ApprovalRequestResultReject::deserialize(value).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `/$defs/approvalRequestResult/oneOf/1/properties/decision`
@@ -3031,29 +3149,27 @@ impl<'de> Deserialize<'de> for UserInputRequestResult {
 /// `/$defs/userInputRequestResult/oneOf/0`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct UserInputRequestResultSubmitted {
-    pub status: UserInputRequestResultSubmittedStatus,
     /// Constraints: maxItems: 16
     pub values: ::std::vec::Vec<UserInputRequestResultSubmittedValuesItem>,
 }
 
-/// `/$defs/userInputRequestResult/oneOf/0/properties/status`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum UserInputRequestResultSubmittedStatus {
-    #[default]
-    #[serde(rename = "submitted")]
-    Submitted,
+impl UserInputRequestResultSubmitted {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "submitted";
 }
 
-impl UserInputRequestResultSubmittedStatus {
-    /// Every value, in schema order.
-    pub const ALL: &'static [UserInputRequestResultSubmittedStatus] = &[UserInputRequestResultSubmittedStatus::Submitted];
+impl Serialize for UserInputRequestResultSubmitted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputRequestResultSubmitted::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "submitted")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UserInputRequestResultSubmittedStatus::Submitted => "submitted",
-        }
+impl<'de> Deserialize<'de> for UserInputRequestResultSubmitted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputRequestResultSubmitted", &[("status", "submitted")])?;
+        UserInputRequestResultSubmitted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -3068,11 +3184,29 @@ pub struct UserInputRequestResultSubmittedValuesItem {
 /// `/$defs/userInputRequestResult/oneOf/1`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct UserInputRequestResultCancelled {
-    pub status: UserInputRequestResultCancelledStatus,
     /// Constraints: minLength: 1, maxLength: 500
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
+}
+
+impl UserInputRequestResultCancelled {
+    /// The value of `status`, this variant's tag: always written, and checked when decoding.
+    pub const STATUS: &'static str = "cancelled";
+}
+
+impl Serialize for UserInputRequestResultCancelled {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputRequestResultCancelled::serialize(self, support::Tagged { inner: serializer, tags: &[("status", "cancelled")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for UserInputRequestResultCancelled {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputRequestResultCancelled", &[("status", "cancelled")])?;
+        UserInputRequestResultCancelled::deserialize(value).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `/$defs/userInputRequestResult/oneOf/1/properties/status`
@@ -3098,174 +3232,200 @@ impl UserInputRequestResultCancelledStatus {
 /// Constraints: since: 1.1
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ApprovalRequestServerRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: PendingApprovalInteractionMethod,
     pub params: ApprovalRequestParams,
+}
+
+impl ApprovalRequestServerRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "approval.request";
+}
+
+impl Serialize for ApprovalRequestServerRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        ApprovalRequestServerRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "approval.request")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for ApprovalRequestServerRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "ApprovalRequestServerRequest", &[("method", "approval.request")])?;
+        ApprovalRequestServerRequest::deserialize(value).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Constraints: since: 1.2
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct UserInputRequestServerRequest {
     pub jsonrpc: SharedJsonRpcVersion,
     pub id: SharedJsonRpcId,
-    pub method: PendingUserInputInteractionMethod,
     pub params: UserInputRequestParams,
+}
+
+impl UserInputRequestServerRequest {
+    /// The value of `method`, this variant's tag: always written, and checked when decoding.
+    pub const METHOD: &'static str = "userInput.request";
+}
+
+impl Serialize for UserInputRequestServerRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        UserInputRequestServerRequest::serialize(self, support::Tagged { inner: serializer, tags: &[("method", "userInput.request")] })
+    }
+}
+
+impl<'de> Deserialize<'de> for UserInputRequestServerRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "UserInputRequestServerRequest", &[("method", "userInput.request")])?;
+        UserInputRequestServerRequest::deserialize(value).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `/$defs/eventTurnStarted`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventTurnStarted {
-    pub r#type: EventTurnStartedType,
 }
 
-/// `/$defs/eventTurnStarted/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventTurnStartedType {
-    #[default]
-    #[serde(rename = "turn.started")]
-    TurnStarted,
+impl EventTurnStarted {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "turn.started";
 }
 
-impl EventTurnStartedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventTurnStartedType] = &[EventTurnStartedType::TurnStarted];
+impl Serialize for EventTurnStarted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventTurnStarted::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "turn.started")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventTurnStartedType::TurnStarted => "turn.started",
-        }
+impl<'de> Deserialize<'de> for EventTurnStarted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventTurnStarted", &[("type", "turn.started")])?;
+        EventTurnStarted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventMessageStarted`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventMessageStarted {
-    pub r#type: EventMessageStartedType,
     #[serde(rename = "streamId")]
     pub stream_id: SharedUuid,
 }
 
-/// `/$defs/eventMessageStarted/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventMessageStartedType {
-    #[default]
-    #[serde(rename = "message.started")]
-    MessageStarted,
+impl EventMessageStarted {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "message.started";
 }
 
-impl EventMessageStartedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventMessageStartedType] = &[EventMessageStartedType::MessageStarted];
+impl Serialize for EventMessageStarted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventMessageStarted::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "message.started")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventMessageStartedType::MessageStarted => "message.started",
-        }
+impl<'de> Deserialize<'de> for EventMessageStarted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventMessageStarted", &[("type", "message.started")])?;
+        EventMessageStarted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventMessageDelta`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventMessageDelta {
-    pub r#type: EventMessageDeltaType,
     #[serde(rename = "streamId")]
     pub stream_id: SharedUuid,
     pub delta: ::std::string::String,
 }
 
-/// `/$defs/eventMessageDelta/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventMessageDeltaType {
-    #[default]
-    #[serde(rename = "message.delta")]
-    MessageDelta,
+impl EventMessageDelta {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "message.delta";
 }
 
-impl EventMessageDeltaType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventMessageDeltaType] = &[EventMessageDeltaType::MessageDelta];
+impl Serialize for EventMessageDelta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventMessageDelta::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "message.delta")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventMessageDeltaType::MessageDelta => "message.delta",
-        }
+impl<'de> Deserialize<'de> for EventMessageDelta {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventMessageDelta", &[("type", "message.delta")])?;
+        EventMessageDelta::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventMessageCompleted`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventMessageCompleted {
-    pub r#type: EventMessageCompletedType,
     #[serde(rename = "streamId")]
     pub stream_id: SharedUuid,
     pub text: ::std::string::String,
 }
 
-/// `/$defs/eventMessageCompleted/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventMessageCompletedType {
-    #[default]
-    #[serde(rename = "message.completed")]
-    MessageCompleted,
+impl EventMessageCompleted {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "message.completed";
 }
 
-impl EventMessageCompletedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventMessageCompletedType] = &[EventMessageCompletedType::MessageCompleted];
+impl Serialize for EventMessageCompleted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventMessageCompleted::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "message.completed")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventMessageCompletedType::MessageCompleted => "message.completed",
-        }
+impl<'de> Deserialize<'de> for EventMessageCompleted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventMessageCompleted", &[("type", "message.completed")])?;
+        EventMessageCompleted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventReasoningSummaryDelta`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventReasoningSummaryDelta {
-    pub r#type: EventReasoningSummaryDeltaType,
     #[serde(rename = "reasoningId")]
     pub reasoning_id: SharedNonEmptyString,
     pub delta: ::std::string::String,
 }
 
-/// `/$defs/eventReasoningSummaryDelta/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventReasoningSummaryDeltaType {
-    #[default]
-    #[serde(rename = "reasoning.summary.delta")]
-    ReasoningSummaryDelta,
+impl EventReasoningSummaryDelta {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "reasoning.summary.delta";
 }
 
-impl EventReasoningSummaryDeltaType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventReasoningSummaryDeltaType] = &[EventReasoningSummaryDeltaType::ReasoningSummaryDelta];
+impl Serialize for EventReasoningSummaryDelta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventReasoningSummaryDelta::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "reasoning.summary.delta")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventReasoningSummaryDeltaType::ReasoningSummaryDelta => "reasoning.summary.delta",
-        }
+impl<'de> Deserialize<'de> for EventReasoningSummaryDelta {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventReasoningSummaryDelta", &[("type", "reasoning.summary.delta")])?;
+        EventReasoningSummaryDelta::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventToolStarted`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventToolStarted {
-    pub r#type: EventToolStartedType,
     #[serde(rename = "toolCallId")]
     pub tool_call_id: SharedNonEmptyString,
     #[serde(rename = "agentName")]
@@ -3275,31 +3435,29 @@ pub struct EventToolStarted {
     pub input: SharedJsonValue,
 }
 
-/// `/$defs/eventToolStarted/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventToolStartedType {
-    #[default]
-    #[serde(rename = "tool.started")]
-    ToolStarted,
+impl EventToolStarted {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "tool.started";
 }
 
-impl EventToolStartedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventToolStartedType] = &[EventToolStartedType::ToolStarted];
+impl Serialize for EventToolStarted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventToolStarted::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "tool.started")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventToolStartedType::ToolStarted => "tool.started",
-        }
+impl<'de> Deserialize<'de> for EventToolStarted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventToolStarted", &[("type", "tool.started")])?;
+        EventToolStarted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventToolOutput`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventToolOutput {
-    pub r#type: EventToolOutputType,
     #[serde(rename = "toolCallId")]
     pub tool_call_id: SharedNonEmptyString,
     #[serde(rename = "agentName")]
@@ -3310,23 +3468,21 @@ pub struct EventToolOutput {
     pub delta: ::std::string::String,
 }
 
-/// `/$defs/eventToolOutput/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventToolOutputType {
-    #[default]
-    #[serde(rename = "tool.output")]
-    ToolOutput,
+impl EventToolOutput {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "tool.output";
 }
 
-impl EventToolOutputType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventToolOutputType] = &[EventToolOutputType::ToolOutput];
+impl Serialize for EventToolOutput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventToolOutput::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "tool.output")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventToolOutputType::ToolOutput => "tool.output",
-        }
+impl<'de> Deserialize<'de> for EventToolOutput {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventToolOutput", &[("type", "tool.output")])?;
+        EventToolOutput::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -3355,8 +3511,8 @@ impl EventToolOutputStream {
 /// `/$defs/eventToolCompleted`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventToolCompleted {
-    pub r#type: EventToolCompletedType,
     #[serde(rename = "toolCallId")]
     pub tool_call_id: SharedNonEmptyString,
     #[serde(rename = "agentName")]
@@ -3373,81 +3529,75 @@ pub struct EventToolCompleted {
     pub app_output: ::std::option::Option<SharedAppOutputDescriptor>,
 }
 
-/// `/$defs/eventToolCompleted/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventToolCompletedType {
-    #[default]
-    #[serde(rename = "tool.completed")]
-    ToolCompleted,
+impl EventToolCompleted {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "tool.completed";
 }
 
-impl EventToolCompletedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventToolCompletedType] = &[EventToolCompletedType::ToolCompleted];
+impl Serialize for EventToolCompleted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventToolCompleted::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "tool.completed")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventToolCompletedType::ToolCompleted => "tool.completed",
-        }
+impl<'de> Deserialize<'de> for EventToolCompleted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventToolCompleted", &[("type", "tool.completed")])?;
+        EventToolCompleted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventApprovalRequired`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventApprovalRequired {
-    pub r#type: EventApprovalRequiredType,
     pub approval: SharedPendingApproval,
 }
 
-/// `/$defs/eventApprovalRequired/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventApprovalRequiredType {
-    #[default]
-    #[serde(rename = "approval.required")]
-    ApprovalRequired,
+impl EventApprovalRequired {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "approval.required";
 }
 
-impl EventApprovalRequiredType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventApprovalRequiredType] = &[EventApprovalRequiredType::ApprovalRequired];
+impl Serialize for EventApprovalRequired {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventApprovalRequired::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "approval.required")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventApprovalRequiredType::ApprovalRequired => "approval.required",
-        }
+impl<'de> Deserialize<'de> for EventApprovalRequired {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventApprovalRequired", &[("type", "approval.required")])?;
+        EventApprovalRequired::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// Constraints: since: 1.1
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventApprovalResolved {
-    pub r#type: EventApprovalResolvedType,
     #[serde(rename = "approvalId")]
     pub approval_id: SharedUuid,
     pub resolution: EventApprovalResolvedResolution,
 }
 
-/// `/$defs/eventApprovalResolved/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventApprovalResolvedType {
-    #[default]
-    #[serde(rename = "approval.resolved")]
-    ApprovalResolved,
+impl EventApprovalResolved {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "approval.resolved";
 }
 
-impl EventApprovalResolvedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventApprovalResolvedType] = &[EventApprovalResolvedType::ApprovalResolved];
+impl Serialize for EventApprovalResolved {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventApprovalResolved::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "approval.resolved")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventApprovalResolvedType::ApprovalResolved => "approval.resolved",
-        }
+impl<'de> Deserialize<'de> for EventApprovalResolved {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventApprovalResolved", &[("type", "approval.resolved")])?;
+        EventApprovalResolved::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -3575,85 +3725,79 @@ pub struct EventApprovalResolvedResolutionVariant4 {
 /// `/$defs/eventTurnCompleted`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventTurnCompleted {
-    pub r#type: EventTurnCompletedType,
 }
 
-/// `/$defs/eventTurnCompleted/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventTurnCompletedType {
-    #[default]
-    #[serde(rename = "turn.completed")]
-    TurnCompleted,
+impl EventTurnCompleted {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "turn.completed";
 }
 
-impl EventTurnCompletedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventTurnCompletedType] = &[EventTurnCompletedType::TurnCompleted];
+impl Serialize for EventTurnCompleted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventTurnCompleted::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "turn.completed")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventTurnCompletedType::TurnCompleted => "turn.completed",
-        }
+impl<'de> Deserialize<'de> for EventTurnCompleted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventTurnCompleted", &[("type", "turn.completed")])?;
+        EventTurnCompleted::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventTurnCancelled`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventTurnCancelled {
-    pub r#type: EventTurnCancelledType,
     pub reason: ::std::string::String,
     pub message: ::std::string::String,
 }
 
-/// `/$defs/eventTurnCancelled/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventTurnCancelledType {
-    #[default]
-    #[serde(rename = "turn.cancelled")]
-    TurnCancelled,
+impl EventTurnCancelled {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "turn.cancelled";
 }
 
-impl EventTurnCancelledType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventTurnCancelledType] = &[EventTurnCancelledType::TurnCancelled];
+impl Serialize for EventTurnCancelled {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventTurnCancelled::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "turn.cancelled")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventTurnCancelledType::TurnCancelled => "turn.cancelled",
-        }
+impl<'de> Deserialize<'de> for EventTurnCancelled {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventTurnCancelled", &[("type", "turn.cancelled")])?;
+        EventTurnCancelled::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
 /// `/$defs/eventTurnFailed`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventTurnFailed {
-    pub r#type: EventTurnFailedType,
     pub stage: EventTurnFailedStage,
     pub message: ::std::string::String,
 }
 
-/// `/$defs/eventTurnFailed/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventTurnFailedType {
-    #[default]
-    #[serde(rename = "turn.failed")]
-    TurnFailed,
+impl EventTurnFailed {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "turn.failed";
 }
 
-impl EventTurnFailedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventTurnFailedType] = &[EventTurnFailedType::TurnFailed];
+impl Serialize for EventTurnFailed {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventTurnFailed::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "turn.failed")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventTurnFailedType::TurnFailed => "turn.failed",
-        }
+impl<'de> Deserialize<'de> for EventTurnFailed {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventTurnFailed", &[("type", "turn.failed")])?;
+        EventTurnFailed::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -3685,27 +3829,25 @@ impl EventTurnFailedStage {
 /// `/$defs/eventCapabilitiesChanged`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct EventCapabilitiesChanged {
-    pub r#type: EventCapabilitiesChangedType,
 }
 
-/// `/$defs/eventCapabilitiesChanged/properties/type`
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum EventCapabilitiesChangedType {
-    #[default]
-    #[serde(rename = "capabilities.changed")]
-    CapabilitiesChanged,
+impl EventCapabilitiesChanged {
+    /// The value of `type`, this variant's tag: always written, and checked when decoding.
+    pub const TYPE: &'static str = "capabilities.changed";
 }
 
-impl EventCapabilitiesChangedType {
-    /// Every value, in schema order.
-    pub const ALL: &'static [EventCapabilitiesChangedType] = &[EventCapabilitiesChangedType::CapabilitiesChanged];
+impl Serialize for EventCapabilitiesChanged {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+        EventCapabilitiesChanged::serialize(self, support::Tagged { inner: serializer, tags: &[("type", "capabilities.changed")] })
+    }
+}
 
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventCapabilitiesChangedType::CapabilitiesChanged => "capabilities.changed",
-        }
+impl<'de> Deserialize<'de> for EventCapabilitiesChanged {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+        let value = support::untag::<D::Error>(::serde_json::Value::deserialize(deserializer)?, "EventCapabilitiesChanged", &[("type", "capabilities.changed")])?;
+        EventCapabilitiesChanged::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
