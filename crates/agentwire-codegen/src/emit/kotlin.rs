@@ -490,7 +490,19 @@ impl Gen<'_> {
         let what = q(name);
         let mut s = String::from("\n    companion object {\n");
         if let Some(pointer) = self.schema_pointer_of(ir_name) {
-            s.push_str(&self.checked_decoder(name, "fromWire", &pointer, ""));
+            match open_string_tags(u) {
+                // The schema's branches name every tag, so the check would refuse the unknown
+                // variants the union keeps: a tag no variant knows skips it, as in the other
+                // languages (`fromWireUnchecked` still checks the keys every variant requires).
+                Some((tag, tags)) => s.push_str(&format!(
+                    "        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a value whose `{tag}` no variant knows is kept as `Unknown` (this union is open), with the keys every variant requires checked. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `{name}`. */\n        \
+                     fun fromWire(raw: kotlin.Any?): {name} {{\n            val tag = (raw as? Map<*, *>)?.get({})\n            if (tag is String && tag !in setOf({})) return fromWireUnchecked(raw)\n            assertValid(validateAt({}, raw))\n            return fromWireUnchecked(raw)\n        }}\n",
+                    q(&tag),
+                    tags.iter().map(|t| q(t)).collect::<Vec<_>>().join(", "),
+                    q(&pointer)
+                )),
+                None => s.push_str(&self.checked_decoder(name, "fromWire", &pointer, "")),
+            }
             s.push_str(&self.checked_decoder(name, "fromWireKnown", &pointer, ", true"));
             s.push('\n');
         }
@@ -995,4 +1007,17 @@ impl Gen<'_> {
             q(name)
         ));
     }
+}
+
+/// The tag member and the tag values of an open union whose tags are all strings: the one kind
+/// of union whose `fromWire` keeps a value the schema refuses (an unknown string tag).
+fn open_string_tags(u: &UnionType) -> Option<(String, Vec<String>)> {
+    let tag = u.tag.as_ref().filter(|_| u.open)?;
+    let mut tags = Vec::new();
+    for v in &u.variants {
+        for t in &v.tags {
+            tags.push(t.as_text()?.to_owned());
+        }
+    }
+    Some((tag.clone(), tags))
 }

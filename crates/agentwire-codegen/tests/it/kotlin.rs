@@ -18,6 +18,7 @@ pub(crate) fn classes() -> &'static Path {
         let mut sources = crate::real_schemas::kotlin_sources(&dir);
         sources.extend(crate::validators::kotlin_mains(&dir));
         sources.push(crate::round_trips::kotlin_main_file(&dir));
+        sources.push(crate::round_trips::kotlin_open_union_main_file(&dir));
         let out = dir.join("classes");
         let _ = std::fs::remove_dir_all(&out);
         agentwire_testkit::run_ok(

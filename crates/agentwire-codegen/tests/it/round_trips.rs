@@ -200,6 +200,87 @@ fn kotlin_main() -> String {
     )
 }
 
+/// The open-union program this file contributes to the one compile: the agent protocol's two
+/// `x-agentwire-open` unions through their deep `fromWire`.
+pub(crate) fn kotlin_open_union_main_file(dir: &Path) -> PathBuf {
+    let path = dir.join("OpenUnion.kt");
+    let arms = [("runtime", "RuntimeMessage"), ("agent", "AgentMessage")]
+        .iter()
+        .map(|(key, union)| {
+            format!(
+                "                \"{key}\" -> {union}.fromWire(m).let {{ listOf(it.toWire(), if (it is {union}.Unknown) \"unknown\" else \"known\") }}\n"
+            )
+        })
+        .collect::<String>();
+    let main = crate::kotlin::decode_cases_main(
+        "agentwire.openunion",
+        "agentwire.generated.agent",
+        "import agentwire.generated.agent.RuntimeMessage\nimport agentwire.generated.agent.AgentMessage\n",
+        "u",
+        &arms,
+    );
+    std::fs::write(&path, main).unwrap();
+    path
+}
+
+/// Kotlin's deep `fromWire` of an `x-agentwire-open` union keeps a value whose tag no variant
+/// knows as `Unknown` (as Rust, Swift, TypeScript and Python do), and still checks every known
+/// variant, and a value without a string tag, against the schema.
+#[test]
+fn kotlin_keeps_unknown_variants_of_open_unions_and_checks_known_ones() {
+    let cases = [
+        (
+            "runtime",
+            json!({"type": "turn.cancel", "reason": "user"}),
+            Some("known"),
+        ),
+        ("runtime", json!({"type": "turn.cancel", "reason": 5}), None),
+        (
+            "runtime",
+            json!({"type": "turn.pause", "at": 5, "why": {"x": [1]}}),
+            Some("unknown"),
+        ),
+        ("runtime", json!({"type": 7}), None),
+        ("runtime", json!({"reason": "no tag"}), None),
+        (
+            "agent",
+            json!({"type": "message.delta", "delta": "hi"}),
+            Some("known"),
+        ),
+        ("agent", json!({"type": "message.delta"}), None),
+        (
+            "agent",
+            json!({"type": "future:event", "n": 1}),
+            Some("unknown"),
+        ),
+    ];
+    let path = scratch().join("open-unions.ndjson");
+    let text: String = cases
+        .iter()
+        .map(|(u, m, _)| format!("{}\n", json!({"u": u, "m": m})))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let got = lines(&crate::kotlin::run(
+        "agentwire.openunion.OpenUnionKt",
+        &[&path],
+    ));
+    assert_eq!(got.len(), cases.len());
+    for ((union, message, expect), row) in cases.iter().zip(&got) {
+        match expect {
+            Some(kind) => assert_eq!(
+                row,
+                &json!([true, message, kind]),
+                "{union} {message}: kept as {kind} and written back as it came"
+            ),
+            None => assert_eq!(
+                row[0],
+                json!(false),
+                "{union} {message}: rejected, got {row}"
+            ),
+        }
+    }
+}
+
 #[test]
 fn roll_and_tasklens_fixtures_decode_as_the_validator_says_and_round_trip() {
     let repo = agentwire_testkit::repo_root();

@@ -1160,8 +1160,10 @@ sealed class RuntimeMessage {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeMessage`. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a value whose `type` no variant knows is kept as `Unknown` (this union is open), with the keys every variant requires checked. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `RuntimeMessage`. */
         fun fromWire(raw: kotlin.Any?): RuntimeMessage {
+            val tag = (raw as? Map<*, *>)?.get("type")
+            if (tag is String && tag !in setOf("turn.start", "approval.decision", "input.result", "turn.cancel")) return fromWireUnchecked(raw)
             assertValid(validateAt("/\$defs/RuntimeMessage", raw))
             return fromWireUnchecked(raw)
         }
@@ -3655,8 +3657,10 @@ sealed class AgentMessage {
     }
 
     companion object {
-        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AgentMessage`. */
+        /** Decodes the decoded-JSON form (see `parseJson`) after checking it against the schema: every level, every constraint; a value whose `type` no variant knows is kept as `Unknown` (this union is open), with the keys every variant requires checked. Throws ProtocolValidationError (an IllegalArgumentException) when it is not a valid `AgentMessage`. */
         fun fromWire(raw: kotlin.Any?): AgentMessage {
+            val tag = (raw as? Map<*, *>)?.get("type")
+            if (tag is String && tag !in setOf("message.delta", "message.completed", "tool.output", "approval.request", "input.request", "turn.end", "run:start", "run:done", "run:error", "run:paused", "plan", "step:start", "step:progress", "step:done", "step:error", "tool:call", "tool:result", "retry:request")) return fromWireUnchecked(raw)
             assertValid(validateAt("/\$defs/AgentMessage", raw))
             return fromWireUnchecked(raw)
         }
