@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 /// Set in the environment of the re-executed test binary that serves on its stdio.
 const CHILD_ENV: &str = "AGENTWIRE_JSONRPC_STDIO_CHILD";
+/// The test binary's arguments that run only [`stdio_server_child`].
+const CHILD_ARGS: [&str; 4] = ["--exact", "stdio::stdio_server_child", "--nocapture", "-q"];
 
 /// The server half: only does something in the re-executed child. libtest's own first line on
 /// stdout ("running 1 test") reaches the parent as a line that is not JSON, which it drops.
@@ -48,7 +50,7 @@ async fn drive(script: &str) -> Value {
         .arg("-c")
         .arg(script)
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "stdio::stdio_server_child", "--nocapture", "-q"])
+        .args(CHILD_ARGS)
         .env(CHILD_ENV, "1");
     let (mut child, stdout, stdin) = ChildProcess::spawn(command).unwrap();
     let peer = Peer::spawn(stdout, stdin, Profile::generic(), Handlers::new());
@@ -96,7 +98,7 @@ async fn stdin_that_is_not_a_pipe_is_read_by_a_blocking_thread() {
     // A Unix socket as stdin (how some hosts connect a child) is not a pipe.
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "stdio::stdio_server_child", "--nocapture", "-q"])
+        .args(CHILD_ARGS)
         .env(CHILD_ENV, "1")
         .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
             theirs,
