@@ -396,17 +396,20 @@ async fn retention_by_age_is_exact(store: Store) {
         .append(&t, Expected::Any, events("e", "old", 3))
         .await
         .expect("append");
-    // A later commit time for the second batch (the clock has millisecond steps).
-    let mut second = log
-        .append(&t, Expected::Any, events("e", "young", 2))
-        .await
-        .expect("append");
-    while second.committed_at_ms == first.committed_at_ms {
-        second = log
-            .append(&t, Expected::Any, events("e", "young", 1))
+    // A later commit time for the second batch (the clock has millisecond steps). A batch
+    // committed in the first batch's millisecond is as old as it, so it counts as old.
+    let mut old = 3;
+    let second = loop {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let batch = log
+            .append(&t, Expected::Any, events("e", "young", 2))
             .await
             .expect("append");
-    }
+        if batch.committed_at_ms != first.committed_at_ms {
+            break batch;
+        }
+        old += 2;
+    };
     let max_age = Duration::from_secs(3600);
     let policy = Retention {
         max_age,
@@ -424,9 +427,9 @@ async fn retention_by_age_is_exact(store: Store) {
         .trim(&t, &policy, at(first.committed_at_ms + 1))
         .await
         .expect("trim");
-    assert_eq!((trimmed.removed, trimmed.low_watermark), (3, 3));
-    let page = log.read(&t, after(&*log, 2), 10).await.expect("read");
-    assert_eq!(page.events.first().map(|e| e.seq), Some(3));
+    assert_eq!((trimmed.removed, trimmed.low_watermark), (old, old));
+    let page = log.read(&t, after(&*log, old - 1), 10).await.expect("read");
+    assert_eq!(page.events.first().map(|e| e.seq), Some(old));
     let next = page.next_seq;
     let trimmed = log
         .trim(&t, &policy, at(second.committed_at_ms + 1))
