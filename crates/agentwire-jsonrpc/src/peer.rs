@@ -295,7 +295,7 @@ impl Peer {
         let mut buffers = Vec::new();
         let mut buffer = Vec::new();
         let mut count = 0u64;
-        for p in params {
+        for (index, p) in params.iter().enumerate() {
             crate::framer::append_line(
                 &mut buffer,
                 &OutNotification::new(method, p),
@@ -306,6 +306,15 @@ impl Peer {
             if buffer.len() >= capacity {
                 buffers.push((std::mem::take(&mut buffer), count));
                 count = 0;
+            } else if count == 1 {
+                // Room for the rest at the first one's size, up to a buffer's worth: the buffer
+                // is not regrown (and copied) message by message.
+                let left = params.len() - index;
+                let wanted = buffer
+                    .len()
+                    .saturating_mul(left)
+                    .min(capacity + buffer.len());
+                buffer.reserve(wanted - buffer.len());
             }
         }
         if !buffer.is_empty() {

@@ -10,6 +10,7 @@ use agentwire_jsonrpc::{
 };
 use agentwire_roll::approval::ApprovalDecision;
 use agentwire_roll::constants::{DEFAULT_PAGE_LIMIT, js_length};
+use agentwire_roll::cursor::Uuid128;
 use agentwire_roll::negotiation::{Connection, NegotiationError};
 use agentwire_roll::parse::{ServerRequestResult, parse_server_request_result};
 use agentwire_roll::project::{
@@ -907,6 +908,7 @@ impl Session {
         };
         // The next page is read and decoded while this one is encoded and written.
         let total = timeline.len();
+        let log_id = self.face.event_log_id(thread_id);
         let mut pages = read_ahead(
             Arc::clone(runtime.log()),
             log_thread,
@@ -935,7 +937,7 @@ impl Session {
             let batch: Vec<_> = events
                 .iter()
                 .filter_map(|(ordinal, event)| {
-                    self.durable_envelope(version, thread_id, *ordinal, event)
+                    self.durable_envelope(version, thread_id, &log_id, *ordinal, event)
                 })
                 .collect();
             peer.notify_batch("runtime.event", &batch)
@@ -974,16 +976,19 @@ impl Session {
 
     /// The `runtime.event` envelope of a durable event as `version` carries it, or `None` when
     /// the event has no Roll form there.
+    /// The envelope of a durable event; `log_id` is the thread's event log id
+    /// ([`RollFace::event_log_id`], computed once per replay).
     fn durable_envelope<'a>(
         &'a self,
         version: ProtocolVersion,
         thread_id: &'a str,
+        log_id: &Uuid128,
         ordinal: u64,
         stamped: &'a StampedEvent,
     ) -> Option<wire::DurableEnvelope<'a>> {
         let event = wire::durable_event(&stamped.event)?.project(version)?;
         let (durability, event_id, cursor) = if version.capabilities().durable_events {
-            let cursor = self.face.cursor(thread_id, ordinal);
+            let cursor = self.face.key().mint(*log_id, ordinal);
             (
                 Some("durable"),
                 Some(cursor.event_id_text()),
@@ -1051,8 +1056,13 @@ impl Session {
                 if !self.is_attached(&thread_id) {
                     return;
                 }
-                if let Some(envelope) = self.durable_envelope(version, &thread_id, ordinal, &event)
-                {
+                if let Some(envelope) = self.durable_envelope(
+                    version,
+                    &thread_id,
+                    &self.face.event_log_id(&thread_id),
+                    ordinal,
+                    &event,
+                ) {
                     let _ = peer.notify("runtime.event", &envelope).await;
                 }
             }
