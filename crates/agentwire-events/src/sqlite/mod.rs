@@ -333,12 +333,14 @@ fn read_page_in_tx(conn: &Connection, thread: &ThreadId, first: u64, limit: usiz
         let mut expect = first;
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(0)?;
-            let id: Vec<u8> = row.get(1)?;
+            // Read in place: the id is copied into the `Uuid`, never into a buffer of its own.
+            let corrupt = |e: &dyn std::fmt::Display| Error::Corrupt {
+                reason: format!("event id of {thread}/{seq}: {e}"),
+            };
+            let id = row.get_ref(1)?.as_blob().map_err(|e| corrupt(&e))?;
             let event = StoredEvent {
                 seq: seq as u64,
-                event_id: Uuid::from_slice(&id).map_err(|e| Error::Corrupt {
-                    reason: format!("event id of {thread}/{seq}: {e}"),
-                })?,
+                event_id: Uuid::from_slice(id).map_err(|e| corrupt(&e))?,
                 kind: row.get(2)?,
                 committed_at_ms: row.get(3)?,
                 payload: row.get(4)?,
