@@ -769,9 +769,9 @@ pub struct WrittenPage {
 }
 
 /// [`write_html`] of a log coerced line by line: the same page, written from passes over the
-/// log (the state and the issue counts first, then the issues if there are any, the timeline,
-/// and the malformed lines if there are any), so only the state is held, never the events,
-/// the issues or the page.
+/// log (the state and the issue counts first, then the issues if there are any, then the
+/// timeline, with the malformed lines held beside it up to a bound or else read in a pass of
+/// their own), so only the state is held, never the events, the issues or the page.
 pub fn write_html_by_line(
     out: &mut impl io::Write,
     plan: &LinePlan<'_>,
@@ -803,24 +803,31 @@ pub fn write_html_by_line(
         }
     }
     write_html_steps(out, &state, issues > 0)?;
+    // The malformed lines are rendered during the timeline's pass while they are few; past the
+    // bound, they are written from a pass of their own.
+    let mut section = Vec::new();
+    let mut held = malformed > 0;
     for (item, _) in plan.items() {
         if let Some(event) = item.as_ref().and_then(LineItem::renderable) {
             let valid = !matches!(item, Some(LineItem::Degraded { .. }));
             write_html_entry(out, event, valid)?;
         }
+        if held {
+            write_html_malformed_item(&mut section, item.as_ref())?;
+            if section.len() > MAX_HELD_MALFORMED_BYTES {
+                held = false;
+                section = Vec::new();
+            }
+        }
     }
     out.write_all(b"</section>\n")?;
     if malformed > 0 {
         out.write_all(MALFORMED_HEAD.as_bytes())?;
-        for (item, _) in plan.items() {
-            match &item {
-                Some(LineItem::Degraded { line, raw, .. }) => {
-                    write_html_malformed(out, *line, Some(raw), None)?;
-                }
-                Some(LineItem::Dropped { line, text }) => {
-                    write_html_malformed(out, *line, None, Some(text))?;
-                }
-                _ => {}
+        if held {
+            out.write_all(&section)?;
+        } else {
+            for (item, _) in plan.items() {
+                write_html_malformed_item(out, item.as_ref())?;
             }
         }
         out.write_all(b"</section>\n")?;
@@ -831,6 +838,22 @@ pub fn write_html_by_line(
         events,
         issues,
     })
+}
+
+/// Most bytes of the malformed lines' section [`write_html_by_line`] holds to save a pass.
+const MAX_HELD_MALFORMED_BYTES: usize = 1 << 20;
+
+/// The malformed line of `item`, if it is one.
+fn write_html_malformed_item(out: &mut impl io::Write, item: Option<&LineItem>) -> io::Result<()> {
+    match item {
+        Some(LineItem::Degraded { line, raw, .. }) => {
+            write_html_malformed(out, *line, Some(raw), None)
+        }
+        Some(LineItem::Dropped { line, text }) => {
+            write_html_malformed(out, *line, None, Some(text))
+        }
+        _ => Ok(()),
+    }
 }
 
 const MALFORMED_HEAD: &str = "<h2>Malformed lines</h2><section id=\"malformed\">\n";

@@ -156,6 +156,7 @@ fn the_streamed_page_of_every_fixture_is_the_whole_page() {
 #[test]
 fn the_streamed_page_of_generated_messy_logs_is_the_whole_page() {
     let huge_message = "y".repeat(2 << 20);
+    // Over a megabyte of malformed lines: more than the writer holds beside the timeline.
     let huge_text = "<not json & \u{1b}[2J> ".repeat(60_000);
     let mut envelope_less = String::from("{\"type\":\"run:start\",\"goal\":\"g\"}\n");
     for i in 0..2_000 {
