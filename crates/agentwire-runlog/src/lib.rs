@@ -59,9 +59,9 @@ pub use validate::{
     validate_event,
 };
 pub use view::{
-    IssueGroup, IssueGroups, IssueList, MAX_GROUP_RANGES, TextOptions, group_issues, render_html,
-    render_text, summary_line, terminal_safe, write_issue_summary, write_issues, write_text,
-    write_text_by_line,
+    IssueGroup, IssueGroups, IssueList, MAX_GROUP_RANGES, TextOptions, WrittenPage, group_issues,
+    render_html, render_text, summary_line, terminal_safe, write_html, write_html_by_line,
+    write_issue_summary, write_issues, write_text, write_text_by_line,
 };
 
 /// The canonical schema document of run events (canonical text).

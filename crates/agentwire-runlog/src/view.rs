@@ -722,27 +722,166 @@ const PAGE_SCRIPT: &str = r#"
 
 /// A self-contained HTML page of the run: issues banner, steps with tool calls and approvals,
 /// the timeline with expandable raw JSON, and the lines that could not be repaired, folded.
+/// [`write_html`] into a string.
 pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
-    let mut h = String::with_capacity(16 * 1024 + result.renderable.len() * 512);
-    let run = state.run_id.as_deref().unwrap_or("(no run)");
-    let _ = write!(
-        h,
+    let mut page = Vec::with_capacity(16 * 1024 + result.renderable.len() * 512);
+    // Writing into a vector cannot fail.
+    let _ = write_html(&mut page, result, state);
+    // Every piece written is a `str`.
+    String::from_utf8(page).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The page of [`render_html`], written to `out` as it is made.
+pub fn write_html(
+    out: &mut impl io::Write,
+    result: &CoerceResult,
+    state: &RunState,
+) -> io::Result<()> {
+    let counts = LEVELS.map(|l| result.issues_at(l).count());
+    write_html_head(out, state, &counts)?;
+    for issue in &result.issues {
+        write_html_issue(out, issue)?;
+    }
+    write_html_steps(out, state, !result.issues.is_empty())?;
+    for (i, event) in result.renderable.iter().enumerate() {
+        write_html_entry(out, event, result.is_valid_entry(i))?;
+    }
+    out.write_all(b"</section>\n")?;
+    if !result.malformed.is_empty() {
+        out.write_all(MALFORMED_HEAD.as_bytes())?;
+        for m in &result.malformed {
+            write_html_malformed(out, m.line, m.raw.as_ref(), m.text.as_deref())?;
+        }
+        out.write_all(b"</section>\n")?;
+    }
+    write_html_end(out)
+}
+
+/// What [`write_html_by_line`] wrote a page of: the run state and the counts a caller reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenPage {
+    /// The run state the page shows.
+    pub state: RunState,
+    /// Valid events (`meta.events`).
+    pub events: usize,
+    /// Issues listed.
+    pub issues: usize,
+}
+
+/// [`write_html`] of a log coerced line by line: the same page, written from passes over the
+/// log (the state and the issue counts first, then the issues if there are any, then the
+/// timeline, with the malformed lines held beside it up to a bound or else read in a pass of
+/// their own), so only the state is held, never the events, the issues or the page.
+pub fn write_html_by_line(
+    out: &mut impl io::Write,
+    plan: &LinePlan<'_>,
+) -> io::Result<WrittenPage> {
+    let mut deriver = Deriver::new();
+    let mut counts = [0usize; 4];
+    let (mut events, mut malformed) = (0usize, 0usize);
+    for (item, issues) in plan.items() {
+        for issue in &issues {
+            counts[level_index(issue.level)] += 1;
+        }
+        match &item {
+            Some(LineItem::Event(e) | LineItem::Synthesized(e)) => {
+                events += 1;
+                deriver.push(e);
+            }
+            Some(LineItem::Degraded { .. } | LineItem::Dropped { .. }) => malformed += 1,
+            None => {}
+        }
+    }
+    let state = deriver.into_state();
+    let issues: usize = counts.iter().sum();
+    write_html_head(out, &state, &counts)?;
+    if issues > 0 {
+        for (_, item_issues) in plan.items() {
+            for issue in &item_issues {
+                write_html_issue(out, issue)?;
+            }
+        }
+    }
+    write_html_steps(out, &state, issues > 0)?;
+    // The malformed lines are rendered during the timeline's pass while they are few; past the
+    // bound, they are written from a pass of their own.
+    let mut section = Vec::new();
+    let mut held = malformed > 0;
+    for (item, _) in plan.items() {
+        if let Some(event) = item.as_ref().and_then(LineItem::renderable) {
+            let valid = !matches!(item, Some(LineItem::Degraded { .. }));
+            write_html_entry(out, event, valid)?;
+        }
+        if held {
+            write_html_malformed_item(&mut section, item.as_ref())?;
+            if section.len() > MAX_HELD_MALFORMED_BYTES {
+                held = false;
+                section = Vec::new();
+            }
+        }
+    }
+    out.write_all(b"</section>\n")?;
+    if malformed > 0 {
+        out.write_all(MALFORMED_HEAD.as_bytes())?;
+        if held {
+            out.write_all(&section)?;
+        } else {
+            for (item, _) in plan.items() {
+                write_html_malformed_item(out, item.as_ref())?;
+            }
+        }
+        out.write_all(b"</section>\n")?;
+    }
+    write_html_end(out)?;
+    Ok(WrittenPage {
+        state,
+        events,
+        issues,
+    })
+}
+
+/// Most bytes of the malformed lines' section [`write_html_by_line`] holds to save a pass.
+const MAX_HELD_MALFORMED_BYTES: usize = 1 << 20;
+
+/// The malformed line of `item`, if it is one.
+fn write_html_malformed_item(out: &mut impl io::Write, item: Option<&LineItem>) -> io::Result<()> {
+    match item {
+        Some(LineItem::Degraded { line, raw, .. }) => {
+            write_html_malformed(out, *line, Some(raw), None)
+        }
+        Some(LineItem::Dropped { line, text }) => {
+            write_html_malformed(out, *line, None, Some(text))
+        }
+        _ => Ok(()),
+    }
+}
+
+const MALFORMED_HEAD: &str = "<h2>Malformed lines</h2><section id=\"malformed\">\n";
+
+/// The page up to the list of issues: head, run, goal, summary and the banner's counts; the
+/// list is opened when there are issues (`counts` in [`LEVELS`] order).
+fn write_html_head(
+    out: &mut impl io::Write,
+    state: &RunState,
+    counts: &[usize; 4],
+) -> io::Result<()> {
+    let run = esc(state.run_id.as_deref().unwrap_or("(no run)"));
+    write!(
+        out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>Run {}</title><style>{PAGE_STYLE}</style></head><body><main>\n",
-        esc(run)
-    );
-    let _ = writeln!(h, "<h1 id=\"run\">Run {}</h1>", esc(run));
+         <title>Run {run}</title><style>{PAGE_STYLE}</style></head><body><main>\n"
+    )?;
+    writeln!(out, "<h1 id=\"run\">Run {run}</h1>")?;
     if let Some(goal) = &state.goal {
-        let _ = writeln!(h, "<div class=\"goal\" id=\"goal\">{}</div>", esc(goal));
+        writeln!(out, "<div class=\"goal\" id=\"goal\">{}</div>", esc(goal))?;
     }
-    let _ = writeln!(
-        h,
+    writeln!(
+        out,
         "<div class=\"summary\" id=\"summary\">{}</div>",
         esc(&summary_line(state))
-    );
-
-    let count = |l| result.issues_at(l).count();
+    )?;
+    let count = |l: IssueLevel| counts[level_index(l)];
     let class = if count(IssueLevel::Degraded) + count(IssueLevel::Dropped) > 0 {
         "banner bad"
     } else if count(IssueLevel::Fixed) > 0 {
@@ -750,182 +889,203 @@ pub fn render_html(result: &CoerceResult, state: &RunState) -> String {
     } else {
         "banner"
     };
-    let _ = write!(
-        h,
+    write!(
+        out,
         "<section class=\"{class}\" id=\"issues\"><strong>Issues:</strong> "
-    );
-    let counts: Vec<String> = LEVELS
+    )?;
+    let per_level: Vec<String> = LEVELS
         .iter()
         .map(|l| format!("{} {}", count(*l), l.as_str()))
         .collect();
-    let _ = write!(h, "{}", esc(&counts.join(", ")));
-    if result.issues.is_empty() {
-        h.push_str(" — the log was valid as written.");
+    write!(out, "{}", esc(&per_level.join(", ")))?;
+    if counts.iter().sum::<usize>() == 0 {
+        out.write_all(" — the log was valid as written.".as_bytes())
     } else {
-        h.push_str("<ul>");
-        for issue in &result.issues {
-            let _ = write!(
-                h,
-                "<li><span class=\"lvl lvl-{0}\">{0}</span> line {1} <code>{2}</code> {3}</li>",
-                issue.level.as_str(),
-                issue.line,
-                esc(issue.code),
-                esc(&issue.message)
-            );
-        }
-        h.push_str("</ul>");
+        out.write_all(b"<ul>")
     }
-    h.push_str("</section>\n");
+}
 
-    h.push_str("<h2>Steps</h2><section id=\"steps\">\n");
+/// One issue of the banner's list.
+fn write_html_issue(out: &mut impl io::Write, issue: &Issue) -> io::Result<()> {
+    write!(
+        out,
+        "<li><span class=\"lvl lvl-{0}\">{0}</span> line {1} <code>{2}</code> {3}</li>",
+        issue.level.as_str(),
+        issue.line,
+        esc(issue.code),
+        esc(&issue.message)
+    )
+}
+
+/// The end of the banner (closing the list when there is one), the steps with their tool calls
+/// and approvals, and the head of the timeline.
+fn write_html_steps(out: &mut impl io::Write, state: &RunState, listed: bool) -> io::Result<()> {
+    if listed {
+        out.write_all(b"</ul>")?;
+    }
+    out.write_all(b"</section>\n")?;
+    out.write_all(b"<h2>Steps</h2><section id=\"steps\">\n")?;
     let lookup = Lookup::new(state);
     for step in &state.steps {
         let status = step_status_name(step.status);
-        let _ = write!(
-            h,
+        write!(
+            out,
             "<div class=\"step\" data-step=\"{}\"><div class=\"step-head\">{} {}<span class=\"badge s-{status}\">{status}</span>",
             esc(&step.id),
             esc(&step.id),
             esc(step.title.as_deref().unwrap_or("")),
-        );
+        )?;
         if step.retries > 0 {
-            let _ = write!(h, "<span class=\"badge\">retried {}×</span>", step.retries);
+            write!(
+                out,
+                "<span class=\"badge\">retried {}×</span>",
+                step.retries
+            )?;
         }
-        h.push_str("</div>");
+        out.write_all(b"</div>")?;
         if let Some(err) = &step.error {
-            let _ = write!(
-                h,
+            write!(
+                out,
                 "<div class=\"item\">error: <code>{}</code></div>",
                 esc(err.as_str())
-            );
+            )?;
         }
         for key in &step.tool_calls {
             if let Some(call) = lookup.call(key) {
-                let status = match call.status {
-                    ToolCallStatus::Pending => "pending",
-                    ToolCallStatus::Ok => "ok",
-                    ToolCallStatus::Error => "error",
-                };
-                let _ = write!(
-                    h,
-                    "<div class=\"item tool\">tool <span class=\"type\">{}</span> <span class=\"badge s-{}\">{status}</span>",
-                    esc(call.name.as_deref().unwrap_or("(unknown tool)")),
-                    if status == "ok" {
-                        "done"
-                    } else if status == "error" {
-                        "error"
-                    } else {
-                        "running"
-                    },
-                );
-                if let Some(ms) = &call.ms {
-                    let _ = write!(h, " {ms} ms");
-                }
-                if let Some(t) = call.tokens {
-                    let _ = write!(h, " · {t} tokens");
-                }
-                if let Some(c) = &call.cost {
-                    let _ = write!(h, " · ${c}");
-                }
-                let mut raw = serde_json::Map::new();
-                if let Some(a) = &call.args {
-                    raw.insert("args".into(), a.to_value());
-                }
-                if let Some(r) = &call.result {
-                    raw.insert("result".into(), r.to_value());
-                }
-                if let Some(e) = &call.error {
-                    raw.insert("error".into(), e.to_value());
-                }
-                if !raw.is_empty() {
-                    let _ = write!(
-                        h,
-                        "<details class=\"raw\"><summary>args and result</summary><pre>{}</pre></details>",
-                        esc(&pretty(&Value::Object(raw)))
-                    );
-                }
-                h.push_str("</div>");
+                write_html_call(out, call)?;
             }
         }
         for key in &step.approvals {
             if let Some(a) = lookup.approval(key) {
-                let status = approval_status_name(a.status);
-                let risk = a.risk.map_or("unknown", |r| r.as_str());
-                let _ = write!(
-                    h,
-                    "<div class=\"item approval {status}\">approval <b>{}</b> <span class=\"risk-{risk}\">risk {risk}</span> \
-                     <span class=\"badge\">{}</span> {}",
-                    esc(&a.approval_id),
-                    if a.status == ApprovalStatus::Pending {
-                        "waiting for approval"
-                    } else {
-                        status
-                    },
-                    esc(a.summary.as_deref().unwrap_or("")),
-                );
-                if let Some(preview) = &a.preview {
-                    let _ = write!(
-                        h,
-                        "<details class=\"raw\"><summary>preview</summary><pre>{}</pre></details>",
-                        esc(&pretty(&preview.to_value()))
-                    );
-                }
-                h.push_str("</div>");
+                write_html_approval(out, a)?;
             }
         }
-        h.push_str("</div>\n");
+        out.write_all(b"</div>\n")?;
     }
     if state.steps.is_empty() {
-        h.push_str("<p>No steps.</p>");
+        out.write_all(b"<p>No steps.</p>")?;
     }
-    h.push_str("</section>\n");
-
-    h.push_str(
-        "<h2>Timeline</h2><div><button id=\"expand-all\" type=\"button\">Expand all</button>\
+    out.write_all(b"</section>\n")?;
+    out.write_all(
+        b"<h2>Timeline</h2><div><button id=\"expand-all\" type=\"button\">Expand all</button>\
          <button id=\"collapse-all\" type=\"button\">Collapse all</button></div><section id=\"timeline\">\n",
-    );
-    for (i, event) in result.renderable.iter().enumerate() {
-        let valid = result.is_valid_entry(i);
-        let known = event.kind().is_some();
-        let note = if !valid {
-            " — line could not be repaired (folded, not executed)"
-        } else if !known {
-            " — unknown event (folded)"
-        } else {
-            ""
-        };
-        let _ = write!(
-            h,
-            "<div class=\"ev{}\" data-valid=\"{valid}\"><details class=\"raw\"><summary><span class=\"seq\">#{}</span> \
-             <span class=\"type\">{}</span>{}</summary><pre>{}</pre></details></div>",
-            if valid && known { "" } else { " folded" },
-            event.seq,
-            esc(&event.event_type),
-            esc(note),
-            esc(&pretty(&event.to_value())),
-        );
-        h.push('\n');
-    }
-    h.push_str("</section>\n");
+    )
+}
 
-    if !result.malformed.is_empty() {
-        h.push_str("<h2>Malformed lines</h2><section id=\"malformed\">\n");
-        for m in &result.malformed {
-            let body = match (&m.raw, &m.text) {
-                (Some(raw), _) => pretty(raw),
-                (None, Some(text)) => text.clone(),
-                (None, None) => String::new(),
-            };
-            let _ = writeln!(
-                h,
-                "<details class=\"raw ev folded\"><summary>line {}{}</summary><pre>{}</pre></details>",
-                m.line,
-                if m.text.is_some() { " (not JSON)" } else { "" },
-                esc(&body)
-            );
-        }
-        h.push_str("</section>\n");
+fn write_html_call(out: &mut impl io::Write, call: &ToolCallState) -> io::Result<()> {
+    let status = match call.status {
+        ToolCallStatus::Pending => "pending",
+        ToolCallStatus::Ok => "ok",
+        ToolCallStatus::Error => "error",
+    };
+    write!(
+        out,
+        "<div class=\"item tool\">tool <span class=\"type\">{}</span> <span class=\"badge s-{}\">{status}</span>",
+        esc(call.name.as_deref().unwrap_or("(unknown tool)")),
+        if status == "ok" {
+            "done"
+        } else if status == "error" {
+            "error"
+        } else {
+            "running"
+        },
+    )?;
+    if let Some(ms) = &call.ms {
+        write!(out, " {ms} ms")?;
     }
-    let _ = writeln!(h, "</main><script>{PAGE_SCRIPT}</script></body></html>");
-    h
+    if let Some(t) = call.tokens {
+        write!(out, " · {t} tokens")?;
+    }
+    if let Some(c) = &call.cost {
+        write!(out, " · ${c}")?;
+    }
+    let mut raw = serde_json::Map::new();
+    if let Some(a) = &call.args {
+        raw.insert("args".into(), a.to_value());
+    }
+    if let Some(r) = &call.result {
+        raw.insert("result".into(), r.to_value());
+    }
+    if let Some(e) = &call.error {
+        raw.insert("error".into(), e.to_value());
+    }
+    if !raw.is_empty() {
+        write!(
+            out,
+            "<details class=\"raw\"><summary>args and result</summary><pre>{}</pre></details>",
+            esc(&pretty(&Value::Object(raw)))
+        )?;
+    }
+    out.write_all(b"</div>")
+}
+
+fn write_html_approval(out: &mut impl io::Write, a: &ApprovalState) -> io::Result<()> {
+    let status = approval_status_name(a.status);
+    let risk = a.risk.map_or("unknown", |r| r.as_str());
+    write!(
+        out,
+        "<div class=\"item approval {status}\">approval <b>{}</b> <span class=\"risk-{risk}\">risk {risk}</span> \
+         <span class=\"badge\">{}</span> {}",
+        esc(&a.approval_id),
+        if a.status == ApprovalStatus::Pending {
+            "waiting for approval"
+        } else {
+            status
+        },
+        esc(a.summary.as_deref().unwrap_or("")),
+    )?;
+    if let Some(preview) = &a.preview {
+        write!(
+            out,
+            "<details class=\"raw\"><summary>preview</summary><pre>{}</pre></details>",
+            esc(&pretty(&preview.to_value()))
+        )?;
+    }
+    out.write_all(b"</div>")
+}
+
+/// One entry of the timeline; `valid` is false for a wrapper of a line that was not repaired.
+fn write_html_entry(out: &mut impl io::Write, event: &RunEvent, valid: bool) -> io::Result<()> {
+    let known = event.kind().is_some();
+    let note = if !valid {
+        " — line could not be repaired (folded, not executed)"
+    } else if !known {
+        " — unknown event (folded)"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "<div class=\"ev{}\" data-valid=\"{valid}\"><details class=\"raw\"><summary><span class=\"seq\">#{}</span> \
+         <span class=\"type\">{}</span>{}</summary><pre>{}</pre></details></div>",
+        if valid && known { "" } else { " folded" },
+        event.seq,
+        esc(&event.event_type),
+        esc(note),
+        esc(&pretty(&event.to_value())),
+    )
+}
+
+/// One malformed line: its value when it was JSON, else its text.
+fn write_html_malformed(
+    out: &mut impl io::Write,
+    line: usize,
+    raw: Option<&Value>,
+    text: Option<&str>,
+) -> io::Result<()> {
+    let body = match (raw, text) {
+        (Some(raw), _) => Cow::Owned(pretty(raw)),
+        (None, Some(text)) => Cow::Borrowed(text),
+        (None, None) => Cow::Borrowed(""),
+    };
+    writeln!(
+        out,
+        "<details class=\"raw ev folded\"><summary>line {line}{}</summary><pre>{}</pre></details>",
+        if text.is_some() { " (not JSON)" } else { "" },
+        esc(&body)
+    )
+}
+
+fn write_html_end(out: &mut impl io::Write) -> io::Result<()> {
+    writeln!(out, "</main><script>{PAGE_SCRIPT}</script></body></html>")
 }

@@ -2,19 +2,20 @@
 //! issues report, the derived run state, a terminal or HTML timeline, and mock runs.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agentwire_runlog::mock::MAX_MOCK_STEPS;
 use agentwire_runlog::{
     ApprovalOutcome, CoerceMeta, CoerceOptions, Issue, IssueGroups, IssueLevel, IssueList,
     LinePlan, MetaCount, MockRunOptions, RunState, STREAM_PIECE_BYTES, StreamedState, TextOptions,
-    create_mock_run, derive_run_state_from_slice, plan_by_line, plan_by_line_from, render_html,
-    scenarios, summary_line, terminal_safe, to_run_events_from_slice, write_issue_summary,
-    write_text, write_text_by_line,
+    create_mock_run, derive_run_state_from_slice, plan_by_line, plan_by_line_from, scenarios,
+    summary_line, terminal_safe, to_run_events_from_slice, write_html, write_html_by_line,
+    write_issue_summary, write_text, write_text_by_line,
 };
 use anyhow::{Context, bail};
 use serde_json::json;
 
+use crate::input;
 use crate::output::{self, Format};
 use crate::passes::Passes;
 
@@ -86,7 +87,8 @@ pub(crate) enum ColorChoice {
 struct ViewArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// Write a self-contained HTML page (inline CSS and script, no network) to this file.
+    /// Write a self-contained HTML page (inline CSS and script, no network) to this file (`-`
+    /// for standard output).
     #[arg(long, value_name = "OUT.html")]
     html: Option<PathBuf>,
     /// Terminal colors.
@@ -327,60 +329,45 @@ fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<
     };
     let passes = Passes::open(&args.input.file)?;
     let coerce_options = coerce_options(&args.input);
-    if args.html.is_none() {
-        // A log of one run taken line by line is already normalized: written from passes over
-        // it, holding only the state.
-        let (plan, whole) = plan_or_whole(&passes, &coerce_options)?;
-        let plan = plan.or_else(|| {
-            whole
-                .as_deref()
-                .and_then(|b| plan_by_line(b, &coerce_options))
-        });
-        if let Some(plan) = plan
-            && plan.run_ids().len() <= 1
-        {
-            match format {
-                Format::Json => {
-                    let state = plan.derive();
-                    write_json(
-                        out,
-                        &ViewJson {
-                            coerce: &plan,
-                            state: &state,
-                        },
-                    )
-                }
-                Format::Human => write_text_by_line(out, &plan, &options).map(drop),
-            }
-            .context(WRITE_ERROR)?;
-            passes.check()?;
-            return Ok(output::EXIT_OK);
-        }
+    if let Some(target) = &args.html {
+        return html(target, &passes, &coerce_options, format, out);
     }
-    let result = to_run_events_from_slice(&passes.read_whole()?, &coerce_options);
-    drop(passes);
-    let state = result.state();
-    if let Some(path) = &args.html {
-        let page = render_html(&result, &state);
-        std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
+    // A log of one run taken line by line is already normalized: written from passes over it,
+    // holding only the state.
+    let (plan, whole) = plan_or_whole(&passes, &coerce_options)?;
+    let plan = plan.or_else(|| {
+        whole
+            .as_deref()
+            .and_then(|b| plan_by_line(b, &coerce_options))
+    });
+    if let Some(plan) = plan
+        && plan.run_ids().len() <= 1
+    {
         match format {
-            Format::Json => writeln!(
-                out,
-                "{}",
-                json!({"html": path.display().to_string(), "events": result.meta.events,
-                       "issues": result.issues.len()})
-            ),
-            Format::Human => writeln!(
-                out,
-                "wrote {} ({} events, {} issues)",
-                terminal_safe(&path.display().to_string()),
-                result.meta.events,
-                result.issues.len()
-            ),
+            Format::Json => {
+                let state = plan.derive();
+                write_json(
+                    out,
+                    &ViewJson {
+                        coerce: &plan,
+                        state: &state,
+                    },
+                )
+            }
+            Format::Human => write_text_by_line(out, &plan, &options).map(drop),
         }
         .context(WRITE_ERROR)?;
+        passes.check()?;
         return Ok(output::EXIT_OK);
     }
+    let bytes = match whole {
+        Some(bytes) => bytes,
+        None => passes.read_whole()?,
+    };
+    let result = to_run_events_from_slice(&bytes, &coerce_options);
+    drop(bytes);
+    drop(passes);
+    let state = result.state();
     match format {
         Format::Json => write_json(
             out,
@@ -390,6 +377,92 @@ fn view(args: ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<
             },
         ),
         Format::Human => write_text(out, &result, &state, &options),
+    }
+    .context(WRITE_ERROR)?;
+    Ok(output::EXIT_OK)
+}
+
+/// `runlog view --html TARGET`: the page written as it is made, to standard output for `-`,
+/// else to the file (then a line says what was written). A log of one run that the line-by-line
+/// coercer takes is written from passes over it, holding only the run state; any other is
+/// coerced whole before anything is written.
+fn html(
+    target: &Path,
+    passes: &Passes,
+    options: &CoerceOptions,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<u8> {
+    let by_line = |plan: &LinePlan<'_>, page: &mut dyn Write, failed: &str| {
+        let written = write_html_by_line(&mut &mut *page, plan).context(failed.to_owned())?;
+        passes.check()?;
+        Ok((written.events, written.issues))
+    };
+    let (plan, whole) = plan_or_whole(passes, options)?;
+    if let Some(plan) = plan.filter(|p| p.run_ids().len() <= 1) {
+        return write_page(target, format, out, |page, failed| {
+            by_line(&plan, page, failed)
+        });
+    }
+    if let Some(plan) = whole
+        .as_deref()
+        .and_then(|b| plan_by_line(b, options))
+        .filter(|p| p.run_ids().len() <= 1)
+    {
+        return write_page(target, format, out, |page, failed| {
+            by_line(&plan, page, failed)
+        });
+    }
+    let bytes = match whole {
+        Some(bytes) => bytes,
+        None => passes.read_whole()?,
+    };
+    let result = to_run_events_from_slice(&bytes, options);
+    drop(bytes);
+    write_page(target, format, out, |page, failed| {
+        write_html(&mut &mut *page, &result, &result.state()).context(failed.to_owned())?;
+        Ok((result.meta.events, result.issues.len()))
+    })
+}
+
+/// Writes a page with `write` (which answers its events and issues and names a failed write
+/// with the message it is given) to standard output for `-`, else to the file `target`, and
+/// then says what was written. A file whose page could not be completed is removed.
+fn write_page(
+    target: &Path,
+    format: Format,
+    out: &mut impl Write,
+    write: impl FnOnce(&mut dyn Write, &str) -> anyhow::Result<(usize, usize)>,
+) -> anyhow::Result<u8> {
+    if input::is_stdin(target) {
+        write(out, WRITE_ERROR)?;
+        return Ok(output::EXIT_OK);
+    }
+    let name = target.display().to_string();
+    let failed = format!("cannot write {name}");
+    let file = std::fs::File::create(target).context(failed.clone())?;
+    let mut file = std::io::BufWriter::new(file);
+    let written =
+        write(&mut file, &failed).and_then(|counts| file.flush().context(failed).map(|()| counts));
+    let (events, issues) = match written {
+        Ok(counts) => counts,
+        Err(err) => {
+            drop(file);
+            let _ = std::fs::remove_file(target);
+            return Err(err);
+        }
+    };
+    match format {
+        Format::Json => writeln!(
+            out,
+            "{}",
+            json!({"html": name, "events": events, "issues": issues})
+        ),
+        Format::Human => writeln!(
+            out,
+            "wrote {} ({events} events, {issues} issues)",
+            terminal_safe(&name)
+        ),
     }
     .context(WRITE_ERROR)?;
     Ok(output::EXIT_OK)

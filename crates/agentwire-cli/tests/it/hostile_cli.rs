@@ -1,7 +1,7 @@
 //! Inputs and arguments that must not crash a command, lose output or be silently ignored: a
-//! reader that closes the pipe early, a closed standard output, a 16 MiB line ending in CRLF,
-//! standard input named twice, `gen --name` outside a plain file stem, `--version` beside
-//! `--schema`, an upward projection.
+//! reader that closes the pipe early (an HTML page of a run log included), a closed standard
+//! output, a 16 MiB line ending in CRLF, standard input named twice, `gen --name` outside a plain
+//! file stem, `--version` beside `--schema`, an upward projection.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -77,6 +77,19 @@ fn ndjson(lines: usize) -> Vec<u8> {
     out
 }
 
+/// A run log whose HTML page is many times larger than a pipe's buffer.
+fn run_log(steps: usize) -> Vec<u8> {
+    let mut out = b"{\"type\":\"run:start\",\"goal\":\"g\"}\n".to_vec();
+    for i in 0..steps {
+        writeln!(
+            out,
+            r#"{{"type":"step:start","stepId":"s{i}","title":"step {i}"}}"#
+        )
+        .unwrap();
+    }
+    out
+}
+
 const FRAMES: &str = r#"{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
   "properties": {"type": {"type": "string"}, "seq": {"type": "integer", "minimum": 0}},
   "required": ["type"]}"#;
@@ -114,6 +127,7 @@ fn a_reader_that_goes_away_ends_each_command_quietly_with_the_documented_code() 
             ndjson(200_000),
         ),
         (vec!["schema", "export", "--draft", "07", roll], Vec::new()),
+        (vec!["runlog", "view", "--html", "-", "-"], run_log(20_000)),
     ];
     for (args, stdin) in cases {
         let (code, stderr) = read_one_byte(&args, &stdin);

@@ -501,3 +501,141 @@ fn ndjson_output_is_the_library_result() {
     let v: Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["coerce"], lib);
 }
+
+/// The page the library writes from passes over `bytes` (a log of one run the line-by-line
+/// coercer takes).
+fn library_page(bytes: &[u8]) -> Vec<u8> {
+    let options = agentwire_runlog::CoerceOptions::default();
+    let plan = agentwire_runlog::plan_by_line(bytes, &options).expect("taken line by line");
+    let mut page = Vec::new();
+    agentwire_runlog::write_html_by_line(&mut page, &plan).expect("write");
+    page
+}
+
+#[test]
+fn view_html_to_standard_output_is_the_page_it_writes_to_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("run.html");
+    let page_arg = page.to_str().expect("path");
+    let mut log = agentwire(&["runlog", "mock", "--scenario", "everything"], None).stdout;
+    log.extend_from_slice(b"{\"type\": \"tool:call\", \"stepId\": \"step_4\"}\nnot json at all\n");
+    let to_file = agentwire(&["runlog", "view", "--html", page_arg, "-"], Some(&log));
+    assert_eq!(to_file.status.code(), Some(0));
+    assert!(stdout(&to_file).starts_with(&format!("wrote {page_arg} (")));
+    let to_stdout = agentwire(&["runlog", "view", "--html", "-", "-"], Some(&log));
+    assert_eq!(to_stdout.status.code(), Some(0));
+    // Only the page: no line saying where it went.
+    assert_eq!(to_stdout.stdout, std::fs::read(&page).expect("page"));
+    assert_eq!(to_stdout.stdout, library_page(&log));
+}
+
+#[test]
+fn view_html_of_a_log_read_whole_is_the_whole_results_page() {
+    // Two runs: not taken line by line.
+    let log = b"{\"type\":\"run:start\",\"runId\":\"a\"}\n{\"type\":\"run:start\",\"runId\":\"b\"}\nnope\n";
+    let o = agentwire(&["runlog", "view", "--html", "-", "-"], Some(log));
+    assert_eq!(o.status.code(), Some(0));
+    let options = agentwire_runlog::CoerceOptions::default();
+    let result = agentwire_runlog::to_run_events_from_slice(log, &options);
+    let page = agentwire_runlog::render_html(&result, &result.state());
+    assert_eq!(stdout(&o), page);
+}
+
+/// 80,000 lines of one run, mostly complete envelopes, with lines that are not JSON, lines to
+/// degrade and lines without envelopes among them: every section of the page, and a page of
+/// about 50 MB, written as the log is read.
+fn large_log() -> Vec<u8> {
+    let mut log = String::from(
+        "{\"id\":\"e1\",\"runId\":\"big\",\"seq\":1,\"at\":1,\"schemaVersion\":1,\"type\":\"run:start\",\"goal\":\"a <large> run\"}\n",
+    );
+    for i in 2..80_000 {
+        let step = i / 100;
+        let line = match i % 1000 {
+            0 => "{\"type\":\"approval:decision\",\"decision\":\"maybe\"}".to_owned(),
+            1 => "not json & <b>".to_owned(),
+            2 => format!("{{\"type\":\"step:progress\",\"stepId\":\"s{step}\"}}"),
+            n => {
+                let body = if n % 100 == 3 {
+                    format!("\"type\":\"step:start\",\"stepId\":\"s{step}\"")
+                } else {
+                    format!("\"type\":\"step:progress\",\"stepId\":\"s{step}\",\"progress\":0.5")
+                };
+                format!(
+                    "{{\"id\":\"e{i}\",\"runId\":\"big\",\"seq\":{i},\"at\":{i},\"schemaVersion\":1,{body}}}"
+                )
+            }
+        };
+        log.push_str(&line);
+        log.push('\n');
+    }
+    log.into_bytes()
+}
+
+#[test]
+fn view_html_of_a_large_log_is_the_librarys_streamed_page() {
+    let log = std::sync::Arc::new(large_log());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("big.ndjson");
+    std::fs::write(&path, &*log).expect("write");
+    // The library's page is made while the command runs.
+    let page = {
+        let log = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || library_page(&log))
+    };
+    let o = agentwire(
+        &[
+            "runlog",
+            "view",
+            "--html",
+            "-",
+            path.to_str().expect("path"),
+        ],
+        None,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let page = page.join().expect("library page");
+    assert!(
+        o.stdout == page,
+        "the command's page ({} bytes) is not the library's ({} bytes)",
+        o.stdout.len(),
+        page.len()
+    );
+    let text = stdout(&o);
+    for section in [
+        "id=\"issues\"",
+        "id=\"steps\"",
+        "id=\"timeline\"",
+        "id=\"malformed\"",
+    ] {
+        assert!(text.contains(section), "{section}");
+    }
+}
+
+#[test]
+fn view_html_to_a_file_that_cannot_be_written_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("missing-folder/run.html");
+    let log = b"{\"type\":\"run:start\"}\n{\"type\":\"step:start\",\"stepId\":\"s\"}\n";
+    let o = agentwire(
+        &[
+            "runlog",
+            "view",
+            "--html",
+            page.to_str().expect("path"),
+            "-",
+        ],
+        Some(log),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.stdout, b"");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.starts_with(&format!("error: cannot write {}", page.display())),
+        "{stderr}"
+    );
+}

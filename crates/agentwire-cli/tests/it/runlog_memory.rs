@@ -1,4 +1,4 @@
-//! `agentwire runlog state|view` on large logs read from a file and from a pipe written as the
+//! `agentwire runlog state|view|view --html` on large logs read from a file and from a pipe written as the
 //! command runs: the output is the documented one and the peak memory (GNU time's maximum
 //! resident set) stays far below the log's size, because the log is read in pieces or passes
 //! and never held whole.
@@ -157,5 +157,28 @@ fn state_and_view_of_a_large_envelope_less_log_read_it_in_passes() {
     assert!(
         peak - base < size_kib / 4,
         "view: peak {peak} KiB, {base} KiB without a log, for a {size_kib} KiB log"
+    );
+    // The page is written as the log is read: neither the log nor the page is held (before:
+    // ten times the log).
+    let page = dir.path().join("big.html");
+    let (out, peak) = measured(
+        &[
+            "runlog",
+            "view",
+            "--html",
+            page.to_str().expect("path"),
+            path,
+        ],
+        None,
+    );
+    assert_eq!(
+        out,
+        format!("wrote {} (25002 events, 125010 issues)\n", page.display())
+    );
+    let page_kib = std::fs::metadata(&page).expect("page").len() / 1024;
+    assert!(page_kib > size_kib, "{page_kib} KiB page");
+    assert!(
+        peak - base < size_kib / 4,
+        "view --html: peak {peak} KiB, {base} KiB without a log, for a {size_kib} KiB log"
     );
 }

@@ -3,7 +3,7 @@
 
 use agentwire_runlog::{
     CoerceOptions, IssueList, LineItem, TextOptions, derive_run_state_from_slice, plan_by_line,
-    to_run_events_from_slice, write_text, write_text_by_line,
+    render_html, to_run_events_from_slice, write_html_by_line, write_text, write_text_by_line,
 };
 use proptest::prelude::*;
 
@@ -108,6 +108,11 @@ proptest! {
                     prop_assert_eq!(&state, &normalized);
                     prop_assert_eq!(String::from_utf8_lossy(&passes), String::from_utf8_lossy(&whole));
                 }
+                // So is the HTML page.
+                let mut page = Vec::new();
+                let written = write_html_by_line(&mut page, &plan).expect("write");
+                prop_assert_eq!(&written.state, &normalized);
+                prop_assert_eq!(String::from_utf8_lossy(&page), render_html(&result, &normalized));
             }
             prop_assert_eq!(derive_run_state_from_slice(&bytes, &options), normalized);
         } else {

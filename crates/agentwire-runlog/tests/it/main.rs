@@ -7,6 +7,7 @@ mod by_line;
 mod coerce_rules;
 mod derive;
 mod fast_reader;
+mod html_page;
 mod live;
 mod properties;
 mod schema_document;
