@@ -300,10 +300,10 @@ fn thread_info_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ThreadInf
 
 /// One page in one short read transaction, so the bounds and the events agree.
 fn read_page(conn: &Connection, thread: &ThreadId, first: u64, limit: usize) -> Result<Page> {
-    conn.execute_batch("BEGIN")?;
+    conn.prepare_cached("BEGIN")?.execute([])?;
     let result = read_page_in_tx(conn, thread, first, limit);
     // A read transaction has nothing to keep; ending it lets checkpoints move past it.
-    conn.execute_batch("COMMIT")?;
+    conn.prepare_cached("COMMIT")?.execute([])?;
     result
 }
 
@@ -322,7 +322,7 @@ fn read_page_in_tx(conn: &Connection, thread: &ThreadId, first: u64, limit: usiz
         Some((low, next, _)) => (low as u64, next as u64),
     };
     check_read_bounds(thread, first, low, next)?;
-    let mut events = Vec::new();
+    let mut events = Vec::with_capacity(limit.min(next.saturating_sub(first) as usize));
     if first < next {
         let mut stmt = conn.prepare_cached(
             "SELECT seq, event_id, kind, committed_at, payload FROM aw_events
