@@ -1,0 +1,331 @@
+//! The event stream of a connection: durable and ephemeral events forwarded live as
+//! `runtime.event` envelopes, and `runtime.events.resume`'s replay from the log up to its
+//! barrier.
+
+use std::sync::Arc;
+
+use agentwire_events::{After, Position, ThreadId};
+use agentwire_jsonrpc::RequestContext;
+use agentwire_roll::cursor::Uuid128;
+use agentwire_roll::project::project_event_envelope;
+use agentwire_roll::{EventCursor, ProtocolVersion, RollErrorCode};
+use agentwire_runtime::{Published, RuntimeError, StampedEvent};
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use super::super::wire;
+use super::{Answer, Session, lock, str_param};
+
+/// Events read from the log per page while replaying.
+const REPLAY_PAGE: usize = 500;
+
+impl Session {
+    pub(super) async fn resume(
+        &self,
+        ctx: &RequestContext,
+        version: ProtocolVersion,
+        params: &Value,
+    ) -> Answer {
+        let thread_id = str_param(params, "threadId");
+        let runtime = &self.face.runtime;
+        // Attached before the replay's end is read, so every later event is sent live: the
+        // replay and the live stream may overlap (the client de-duplicates by eventId) but
+        // never leave a gap.
+        let attached = lock(&self.attached).insert(thread_id.to_owned());
+        let timeline = match runtime
+            .inspect(thread_id, |state| state.timeline.clone())
+            .await
+        {
+            Ok(timeline) => timeline,
+            Err(error) => {
+                if attached {
+                    lock(&self.attached).remove(thread_id);
+                }
+                return Err(self.runtime_error(&error));
+            }
+        };
+        let gap = |message: String| self.err(RollErrorCode::EVENT_CURSOR_GAP, message);
+        let checkpoint = match params.get("afterCursor").and_then(Value::as_str) {
+            None => None,
+            Some(text) => {
+                let cursor = EventCursor::parse(text).map_err(|e| gap(e.to_string()))?;
+                cursor
+                    .ensure_log(&self.face.event_log_id(thread_id))
+                    .map_err(|e| gap(e.to_string()))?;
+                self.face
+                    .key()
+                    .verify(&cursor)
+                    .map_err(|e| gap(e.to_string()))?;
+                if cursor.sequence() >= timeline.len() as u64 {
+                    return Err(gap(format!(
+                        "the cursor is beyond the thread's {} durable events",
+                        timeline.len()
+                    )));
+                }
+                Some(cursor)
+            }
+        };
+        let log_thread = ThreadId::new(thread_id)
+            .map_err(|e| self.err(RollErrorCode::THREAD_NOT_FOUND, e.to_string()))?;
+        let low_watermark = runtime
+            .log()
+            .thread(&log_thread)
+            .await
+            .map_err(|e| self.runtime_error(&RuntimeError::Log(e)))?
+            .map_or(0, |info| info.low_watermark);
+        let start = checkpoint.as_ref().map_or(0, |c| c.sequence() as usize + 1);
+        let expired = match &checkpoint {
+            None => low_watermark > 0,
+            Some(c) => timeline[c.sequence() as usize] < low_watermark,
+        };
+        if expired {
+            return Err(self.err(
+                RollErrorCode::EVENT_CURSOR_EXPIRED,
+                "the events after this cursor were trimmed from the log",
+            ));
+        }
+        let peer = ctx.peer();
+        let mut ordinal = start;
+        let after = match timeline.get(start) {
+            Some(0) | None => After::Start,
+            Some(&seq) => After::Position(Position {
+                log_id: runtime.log().log_id(),
+                seq: seq - 1,
+            }),
+        };
+        // The next page is read and decoded while this one is encoded and written.
+        let total = timeline.len();
+        let log_id = self.face.event_log_id(thread_id);
+        let mut pages = read_ahead(
+            Arc::clone(runtime.log()),
+            log_thread,
+            after,
+            Arc::new(timeline),
+            start,
+        );
+        while ordinal < total {
+            let Some(page) = pages.recv().await else {
+                break;
+            };
+            let events = page.map_err(|e| match e {
+                ReplayError::Log(agentwire_events::Error::Expired { .. }) => self.err(
+                    RollErrorCode::EVENT_CURSOR_EXPIRED,
+                    "the events after this cursor were trimmed from the log",
+                ),
+                ReplayError::Log(other) => self.runtime_error(&RuntimeError::Log(other)),
+                ReplayError::Undecodable(reason) => self.err(
+                    RollErrorCode::INTERNAL_ERROR,
+                    format!("undecodable event: {reason}"),
+                ),
+            })?;
+            if let Some((last, _)) = events.last() {
+                ordinal = *last as usize + 1;
+            }
+            let batch: Vec<_> = events
+                .iter()
+                .filter_map(|(ordinal, event)| {
+                    self.durable_envelope(version, thread_id, &log_id, *ordinal, event)
+                })
+                .collect();
+            peer.notify_batch("runtime.event", &batch)
+                .await
+                .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
+        }
+        let through = self.event_cursor(thread_id, total).filter(|_| total > 0);
+        Ok(json!({
+            "throughCursor": through,
+            "replayedCount": ordinal.saturating_sub(start),
+        }))
+    }
+
+    pub(super) fn envelope(
+        &self,
+        thread_id: &str,
+        turn_id: Option<&str>,
+        at_ms: u64,
+        event: Value,
+    ) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert("protocolVersion".into(), json!("1.5"));
+        out.insert(
+            "runtimeInstanceId".into(),
+            json!(self.face.runtime.instance_id()),
+        );
+        out.insert("sequence".into(), json!(self.face.next_sequence()));
+        out.insert("timestamp".into(), json!(wire::timestamp(at_ms)));
+        out.insert("threadId".into(), json!(thread_id));
+        if let Some(turn_id) = turn_id {
+            out.insert("turnId".into(), json!(turn_id));
+        }
+        out.insert("event".into(), event);
+        out
+    }
+
+    /// The `runtime.event` envelope of a durable event as `version` carries it, or `None` when
+    /// the event has no Roll form there.
+    /// The envelope of a durable event; `log_id` is the thread's event log id
+    /// ([`RollFace::event_log_id`], computed once per replay).
+    pub(super) fn durable_envelope<'a>(
+        &'a self,
+        version: ProtocolVersion,
+        thread_id: &'a str,
+        log_id: &Uuid128,
+        ordinal: u64,
+        stamped: &'a StampedEvent,
+    ) -> Option<wire::DurableEnvelope<'a>> {
+        let event = wire::durable_event(&stamped.event)?.project(version)?;
+        let (durability, event_id, cursor) = if version.capabilities().durable_events {
+            let cursor = self.face.key().mint(*log_id, ordinal);
+            (
+                Some("durable"),
+                Some(cursor.event_id_text()),
+                Some(cursor.into_text()),
+            )
+        } else {
+            (None, None, None)
+        };
+        Some(wire::DurableEnvelope {
+            protocol_version: version.as_str(),
+            runtime_instance_id: self.face.runtime.instance_id(),
+            sequence: self.face.next_sequence(),
+            timestamp: wire::timestamp(stamped.at_ms),
+            thread_id,
+            turn_id: stamped.event.turn_id(),
+            event,
+            durability,
+            event_id,
+            cursor,
+        })
+    }
+
+    pub(super) async fn pump(self: Arc<Self>, mut published: broadcast::Receiver<Published>) {
+        loop {
+            match published.recv().await {
+                Ok(event) => self.forward(event).await,
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "the connection fell behind the runtime; the durable events it missed are read back with runtime.events.resume"
+                    );
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    pub(super) async fn forward(self: &Arc<Self>, published: Published) {
+        let Some(version) = self.version() else {
+            return;
+        };
+        let Some(peer) = self.peer.get() else {
+            return;
+        };
+        match published {
+            Published::Durable {
+                thread_id,
+                ordinal,
+                event,
+                ..
+            } => {
+                match &event.event {
+                    // The server request goes first; the view-only event follows it.
+                    agentwire_runtime::ThreadEvent::InteractionOpened { interaction } => {
+                        self.deliver(&thread_id, interaction.clone()).await;
+                    }
+                    agentwire_runtime::ThreadEvent::InteractionResolved {
+                        interaction_id,
+                        resolution,
+                        ..
+                    } => self.withdraw(interaction_id, resolution),
+                    _ => {}
+                }
+                let Some(ordinal) = ordinal else { return };
+                if !self.is_attached(&thread_id) {
+                    return;
+                }
+                if let Some(envelope) = self.durable_envelope(
+                    version,
+                    &thread_id,
+                    &self.face.event_log_id(&thread_id),
+                    ordinal,
+                    &event,
+                ) {
+                    let _ = peer.notify("runtime.event", &envelope).await;
+                }
+            }
+            Published::Live {
+                thread_id,
+                turn_id,
+                event,
+            } => {
+                if !self.is_attached(&thread_id) {
+                    return;
+                }
+                let at = self.face.runtime.now_ms();
+                let mut envelope =
+                    self.envelope(&thread_id, Some(&turn_id), at, wire::live_event(&event));
+                envelope.insert("durability".into(), json!("ephemeral"));
+                if let Ok(envelope) = project_event_envelope(&Value::Object(envelope), version) {
+                    let _ = peer.notify("runtime.event", &envelope).await;
+                }
+            }
+        }
+    }
+}
+
+/// Why a replay stopped early.
+enum ReplayError {
+    Log(agentwire_events::Error),
+    Undecodable(String),
+}
+
+/// The timeline events of `thread` from ordinal `start` (`after` is the log position before
+/// it), page by page with their ordinals, read and decoded by a task one page ahead of the
+/// receiver, up to the end of `timeline` or the first error; the task ends when the receiver
+/// is dropped.
+fn read_ahead(
+    log: Arc<dyn agentwire_events::EventLog>,
+    thread: ThreadId,
+    mut after: After,
+    timeline: Arc<Vec<u64>>,
+    start: usize,
+) -> tokio::sync::mpsc::Receiver<Result<Vec<(u64, StampedEvent)>, ReplayError>> {
+    let (pages, received) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        let mut ordinal = start;
+        while ordinal < timeline.len() {
+            let page = match log.read(&thread, after, REPLAY_PAGE).await {
+                Ok(page) => page,
+                Err(error) => {
+                    let _ = pages.send(Err(ReplayError::Log(error))).await;
+                    return;
+                }
+            };
+            let Some(last) = page.events.last() else {
+                return;
+            };
+            after = After::Position(last.position(log.log_id()));
+            let mut events = Vec::with_capacity(page.events.len());
+            for stored in &page.events {
+                if ordinal >= timeline.len() || stored.seq != timeline[ordinal] {
+                    continue;
+                }
+                match serde_json::from_slice::<StampedEvent>(&stored.payload) {
+                    Ok(event) => events.push((ordinal as u64, event)),
+                    Err(error) => {
+                        let _ = pages
+                            .send(Err(ReplayError::Undecodable(error.to_string())))
+                            .await;
+                        return;
+                    }
+                }
+                ordinal += 1;
+            }
+            let at_head = page.at_head();
+            if pages.send(Ok(events)).await.is_err() || at_head {
+                return;
+            }
+        }
+    });
+    received
+}
