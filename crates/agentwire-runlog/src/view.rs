@@ -769,9 +769,10 @@ pub struct WrittenPage {
 }
 
 /// [`write_html`] of a log coerced line by line: the same page, written from passes over the
-/// log (the state and the issue counts first, then the issues if there are any, then the
-/// timeline, with the malformed lines held beside it up to a bound or else read in a pass of
-/// their own), so only the state is held, never the events, the issues or the page.
+/// log (the state, the issue counts and the issues' list first, then the timeline with the
+/// malformed lines beside it; a list or section over a bound is dropped and written from a
+/// pass of its own), so only the state and those bounded sections are held, never the events
+/// or the page.
 pub fn write_html_by_line(
     out: &mut impl io::Write,
     plan: &LinePlan<'_>,
@@ -779,9 +780,18 @@ pub fn write_html_by_line(
     let mut deriver = Deriver::new();
     let mut counts = [0usize; 4];
     let (mut events, mut malformed) = (0usize, 0usize);
+    // The issues' list is rendered during this pass while it is short; past the bound, it is
+    // written from a pass of its own.
+    let mut listed = Some(Vec::new());
     for (item, issues) in plan.items() {
         for issue in &issues {
             counts[level_index(issue.level)] += 1;
+            if let Some(list) = &mut listed {
+                write_html_issue(list, issue)?;
+                if list.len() > MAX_HELD_SECTION_BYTES {
+                    listed = None;
+                }
+            }
         }
         match &item {
             Some(LineItem::Event(e) | LineItem::Synthesized(e)) => {
@@ -795,7 +805,9 @@ pub fn write_html_by_line(
     let state = deriver.into_state();
     let issues: usize = counts.iter().sum();
     write_html_head(out, &state, &counts)?;
-    if issues > 0 {
+    if let Some(list) = &listed {
+        out.write_all(list)?;
+    } else {
         for (_, item_issues) in plan.items() {
             for issue in &item_issues {
                 write_html_issue(out, issue)?;
@@ -805,26 +817,24 @@ pub fn write_html_by_line(
     write_html_steps(out, &state, issues > 0)?;
     // The malformed lines are rendered during the timeline's pass while they are few; past the
     // bound, they are written from a pass of their own.
-    let mut section = Vec::new();
-    let mut held = malformed > 0;
+    let mut section = (malformed > 0).then(Vec::new);
     for (item, _) in plan.items() {
         if let Some(event) = item.as_ref().and_then(LineItem::renderable) {
             let valid = !matches!(item, Some(LineItem::Degraded { .. }));
             write_html_entry(out, event, valid)?;
         }
-        if held {
-            write_html_malformed_item(&mut section, item.as_ref())?;
-            if section.len() > MAX_HELD_MALFORMED_BYTES {
-                held = false;
-                section = Vec::new();
+        if let Some(held) = &mut section {
+            write_html_malformed_item(held, item.as_ref())?;
+            if held.len() > MAX_HELD_SECTION_BYTES {
+                section = None;
             }
         }
     }
     out.write_all(b"</section>\n")?;
     if malformed > 0 {
         out.write_all(MALFORMED_HEAD.as_bytes())?;
-        if held {
-            out.write_all(&section)?;
+        if let Some(held) = &section {
+            out.write_all(held)?;
         } else {
             for (item, _) in plan.items() {
                 write_html_malformed_item(out, item.as_ref())?;
@@ -840,8 +850,9 @@ pub fn write_html_by_line(
     })
 }
 
-/// Most bytes of the malformed lines' section [`write_html_by_line`] holds to save a pass.
-const MAX_HELD_MALFORMED_BYTES: usize = 1 << 20;
+/// Most bytes of the issues' list or of the malformed lines' section [`write_html_by_line`]
+/// holds to save a pass over the log.
+const MAX_HELD_SECTION_BYTES: usize = 1 << 20;
 
 /// The malformed line of `item`, if it is one.
 fn write_html_malformed_item(out: &mut impl io::Write, item: Option<&LineItem>) -> io::Result<()> {

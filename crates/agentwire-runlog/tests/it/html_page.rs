@@ -168,8 +168,17 @@ fn the_streamed_page_of_generated_messy_logs_is_the_whole_page() {
             envelope_less.push_str("garbage line & <b>\n[1,2]\n{\"type\":\"approval:decision\"}\n");
         }
     }
+    // Over a megabyte of the issues' list (five issues a line): more than the writer holds
+    // during its first pass.
+    let mut many_issues = String::from("{\"type\":\"run:start\",\"goal\":\"g\"}\n");
+    for i in 0..2_500 {
+        many_issues.push_str(&format!(
+            "{{\"type\":\"step:progress\",\"stepId\":\"s\",\"message\":\"m{i}\"}}\n"
+        ));
+    }
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("envelope-less", envelope_less.into_bytes()),
+        ("many issues", many_issues.into_bytes()),
         (
             "unparsable lines",
             b"{\"type\":\"run:start\"}\n{broken\n{\"type\":\n]\n\xff\xfe not utf-8\n{\"a\":1,\"a\":2}\n\"x\"\n"
