@@ -399,16 +399,8 @@ fn html(
         Ok((written.events, written.issues))
     };
     let (plan, whole) = plan_or_whole(passes, options)?;
+    let plan = plan.or_else(|| whole.as_deref().and_then(|b| plan_by_line(b, options)));
     if let Some(plan) = plan.filter(|p| p.run_ids().len() <= 1) {
-        return write_page(target, format, out, |page, failed| {
-            by_line(&plan, page, failed)
-        });
-    }
-    if let Some(plan) = whole
-        .as_deref()
-        .and_then(|b| plan_by_line(b, options))
-        .filter(|p| p.run_ids().len() <= 1)
-    {
         return write_page(target, format, out, |page, failed| {
             by_line(&plan, page, failed)
         });
