@@ -44,14 +44,13 @@ impl Session {
                 return Err(self.runtime_error(&error));
             }
         };
+        let log_id = self.face.event_log_id(thread_id);
         let gap = |message: String| self.err(RollErrorCode::EVENT_CURSOR_GAP, message);
         let checkpoint = match params.get("afterCursor").and_then(Value::as_str) {
             None => None,
             Some(text) => {
                 let cursor = EventCursor::parse(text).map_err(|e| gap(e.to_string()))?;
-                cursor
-                    .ensure_log(&self.face.event_log_id(thread_id))
-                    .map_err(|e| gap(e.to_string()))?;
+                cursor.ensure_log(&log_id).map_err(|e| gap(e.to_string()))?;
                 self.face
                     .key()
                     .verify(&cursor)
@@ -95,7 +94,6 @@ impl Session {
         };
         // The next page is read and decoded while this one is encoded and written.
         let total = timeline.len();
-        let log_id = self.face.event_log_id(thread_id);
         let mut pages = read_ahead(
             Arc::clone(runtime.log()),
             log_thread,
