@@ -97,13 +97,28 @@ fn format_uuid(bytes: &Uuid128) -> String {
 
 /// Appends the 8-4-4-4-12 lowercase hex form of `bytes`.
 fn push_uuid(out: &mut String, bytes: &Uuid128) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for (index, byte) in bytes.iter().enumerate() {
-        if matches!(index, 4 | 6 | 8 | 10) {
-            out.push('-');
+    let _ = write!(out, "{}", UuidText(*bytes));
+}
+
+/// The 8-4-4-4-12 lowercase hex form of an id, as `Display`.
+struct UuidText(Uuid128);
+
+impl fmt::Display for UuidText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 36];
+        let mut at = 0;
+        for (index, byte) in self.0.iter().enumerate() {
+            if matches!(index, 4 | 6 | 8 | 10) {
+                out[at] = b'-';
+                at += 1;
+            }
+            out[at] = HEX[usize::from(byte >> 4)];
+            out[at + 1] = HEX[usize::from(byte & 0x0f)];
+            at += 2;
         }
-        out.push(HEX[usize::from(byte >> 4)] as char);
-        out.push(HEX[usize::from(byte & 0x0f)] as char);
+        // Only ASCII hex digits and dashes were written.
+        f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -196,6 +211,12 @@ impl EventCursor {
     /// The event id in wire form (lower-case hex).
     pub fn event_id_text(&self) -> String {
         format_uuid(&self.event_id)
+    }
+
+    /// The event id in wire form, displayed without building a string (for writers that
+    /// format into their own buffer).
+    pub fn event_id_display(&self) -> impl fmt::Display + use<> {
+        UuidText(self.event_id)
     }
 
     /// Fails unless the cursor belongs to `log_id` (the log of the thread it was sent for).

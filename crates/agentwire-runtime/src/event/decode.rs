@@ -234,7 +234,7 @@ impl<'de, A: MapAccess<'de>> VariantAccess<'de> for Fields<A> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use serde_json::json;
 
     use super::super::{
@@ -243,7 +243,7 @@ mod tests {
     };
     use super::VARIANTS;
 
-    fn every_variant() -> Vec<ThreadEvent> {
+    pub(in crate::event) fn every_variant() -> Vec<ThreadEvent> {
         let turn_id = || "t1".to_owned();
         vec![
             ThreadEvent::ThreadCreated {

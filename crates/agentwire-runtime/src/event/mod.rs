@@ -3,6 +3,7 @@
 //! output, reasoning summaries) are not here: they are never stored.
 
 mod decode;
+pub mod view;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -3,14 +3,16 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use agentwire_roll::ProtocolVersion;
 use agentwire_roll::constants::{MAX_RECOVERY_METADATA_CHARS, js_length};
+use agentwire_roll::{EventCursor, ProtocolVersion};
+use agentwire_runtime::event::view::EventView;
 use agentwire_runtime::{
     AttachmentDescriptor, Interaction, InteractionKind, LiveEvent, Message, MessagePart, Operation,
     Resolution, Role, ThreadEvent, ThreadState, ThreadSummary,
 };
 use serde::Serialize;
 use serde::ser::SerializeMap;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// An RFC 3339 timestamp (UTC, milliseconds) of a time in milliseconds since the Unix epoch.
@@ -283,6 +285,26 @@ pub fn approval_resolution(resolution: &Resolution) -> Value {
     }
 }
 
+/// A wire value of a durable event: typed, and serialized, when the event was decoded; the JSON
+/// text it is stored as, and copied, when the event is read through its stored view (replay).
+#[derive(Debug, Clone, Copy)]
+pub enum Field<'a, T: ?Sized> {
+    Typed(&'a T),
+    Stored(&'a RawValue),
+}
+
+impl<T: Serialize + ?Sized> Serialize for Field<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Typed(value) => value.serialize(serializer),
+            Field::Stored(text) => text.serialize(serializer),
+        }
+    }
+}
+
+/// A string field.
+pub type Text<'a> = Field<'a, str>;
+
 /// The Roll event of a durable core event (1.5 form), borrowed from it and serialized
 /// directly; `None` when the event has none (bookkeeping and user-input forms).
 pub fn durable_event(event: &ThreadEvent) -> Option<DurableEvent<'_>> {
@@ -290,20 +312,26 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DurableEvent<'_>> {
         ThreadEvent::TurnStarted { .. } => DurableEvent::TurnStarted,
         ThreadEvent::MessageCompleted {
             stream_id, text, ..
-        } => DurableEvent::MessageCompleted { stream_id, text },
+        } => DurableEvent::MessageCompleted {
+            stream_id: Field::Typed(stream_id),
+            text: Field::Typed(text),
+        },
         ThreadEvent::OperationCompleted { operation, .. } => {
             DurableEvent::ToolCompleted(ToolCompleted {
-                tool_call_id: &operation.tool_call_id,
-                agent_name: &operation.agent_name,
-                tool_name: &operation.tool_name,
-                operation_id: &operation.id,
-                outcome: WireOutcome::of(operation),
-                display: &operation.display,
+                tool_call_id: Field::Typed(&operation.tool_call_id),
+                agent_name: Field::Typed(&operation.agent_name),
+                tool_name: Field::Typed(&operation.tool_name),
+                operation_id: Field::Typed(&operation.id),
+                outcome: WireOutcome {
+                    kind: Field::Typed(&operation.outcome.kind),
+                    reason: operation.outcome.reason.as_deref().map(Field::Typed),
+                },
+                display: Field::Typed(&operation.display),
                 app_output: operation
                     .app_output
                     .as_ref()
                     .and_then(|a| a.get("descriptor"))
-                    .map(AppOutput::Declared),
+                    .map(|descriptor| AppOutput::Declared(Field::Typed(descriptor))),
             })
         }
         ThreadEvent::InteractionOpened { interaction } => DurableEvent::ApprovalRequired {
@@ -320,10 +348,13 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DurableEvent<'_>> {
         ThreadEvent::TurnCompleted { .. } => DurableEvent::TurnCompleted,
         ThreadEvent::TurnCancelled {
             reason, message, ..
-        } => DurableEvent::TurnCancelled { reason, message },
+        } => DurableEvent::TurnCancelled {
+            reason: Field::Typed(reason),
+            message: Field::Typed(message),
+        },
         ThreadEvent::TurnFailed { stage, message, .. } => DurableEvent::TurnFailed {
-            stage: stage.as_str(),
-            message,
+            stage: Field::Typed(stage.as_str()),
+            message: Field::Typed(message),
         },
         ThreadEvent::CapabilitiesChanged => DurableEvent::CapabilitiesChanged,
         ThreadEvent::ThreadCreated { .. }
@@ -336,6 +367,48 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DurableEvent<'_>> {
     })
 }
 
+/// The Roll event of a stored event read through its view: the same event as
+/// [`durable_event`] of its decode, its fields copied as stored.
+pub fn viewed_event<'a>(event: &EventView<'a>) -> DurableEvent<'a> {
+    match event {
+        EventView::TurnStarted { .. } => DurableEvent::TurnStarted,
+        EventView::MessageCompleted {
+            stream_id, text, ..
+        } => DurableEvent::MessageCompleted {
+            stream_id: Field::Stored(stream_id),
+            text: Field::Stored(text),
+        },
+        EventView::OperationCompleted { operation, .. } => {
+            DurableEvent::ToolCompleted(ToolCompleted {
+                tool_call_id: Field::Stored(operation.tool_call_id),
+                agent_name: Field::Stored(operation.agent_name),
+                tool_name: Field::Stored(operation.tool_name),
+                operation_id: Field::Stored(operation.id),
+                outcome: WireOutcome {
+                    kind: Field::Stored(operation.outcome.kind),
+                    reason: operation.outcome.reason.map(Field::Stored),
+                },
+                display: Field::Stored(operation.display),
+                app_output: operation
+                    .app_output_descriptor()
+                    .map(|descriptor| AppOutput::Declared(Field::Stored(descriptor))),
+            })
+        }
+        EventView::TurnCompleted { .. } => DurableEvent::TurnCompleted,
+        EventView::TurnCancelled {
+            reason, message, ..
+        } => DurableEvent::TurnCancelled {
+            reason: Field::Stored(reason),
+            message: Field::Stored(message),
+        },
+        EventView::TurnFailed { stage, message, .. } => DurableEvent::TurnFailed {
+            stage: Field::Stored(stage),
+            message: Field::Stored(message),
+        },
+        EventView::CapabilitiesChanged => DurableEvent::CapabilitiesChanged,
+    }
+}
+
 /// A durable Roll event in its 1.5 form. [`DurableEvent::project`] brings it to an older
 /// version by the rules of `agentwire_roll::project::project_event_envelope` (which the tests
 /// hold it to).
@@ -345,7 +418,7 @@ pub enum DurableEvent<'a> {
     #[serde(rename = "turn.started")]
     TurnStarted,
     #[serde(rename = "message.completed", rename_all = "camelCase")]
-    MessageCompleted { stream_id: &'a str, text: &'a str },
+    MessageCompleted { stream_id: Text<'a>, text: Text<'a> },
     #[serde(rename = "tool.completed")]
     ToolCompleted(ToolCompleted<'a>),
     #[serde(rename = "approval.required")]
@@ -358,12 +431,9 @@ pub enum DurableEvent<'a> {
     #[serde(rename = "turn.completed")]
     TurnCompleted,
     #[serde(rename = "turn.cancelled")]
-    TurnCancelled { reason: &'a str, message: &'a str },
+    TurnCancelled { reason: Text<'a>, message: Text<'a> },
     #[serde(rename = "turn.failed")]
-    TurnFailed {
-        stage: &'static str,
-        message: &'a str,
-    },
+    TurnFailed { stage: Text<'a>, message: Text<'a> },
     #[serde(rename = "capabilities.changed")]
     CapabilitiesChanged,
 }
@@ -396,12 +466,12 @@ impl DurableEvent<'_> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCompleted<'a> {
-    tool_call_id: &'a str,
-    agent_name: &'a str,
-    tool_name: &'a str,
-    operation_id: &'a str,
+    tool_call_id: Text<'a>,
+    agent_name: Text<'a>,
+    tool_name: Text<'a>,
+    operation_id: Text<'a>,
     outcome: WireOutcome<'a>,
-    display: &'a Value,
+    display: Field<'a, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     app_output: Option<AppOutput<'a>>,
 }
@@ -409,24 +479,15 @@ pub struct ToolCompleted<'a> {
 /// An operation's outcome on the wire.
 #[derive(Debug, Serialize)]
 struct WireOutcome<'a> {
-    kind: agentwire_runtime::OutcomeKind,
+    kind: Field<'a, agentwire_runtime::OutcomeKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-}
-
-impl<'a> WireOutcome<'a> {
-    fn of(operation: &'a Operation) -> Self {
-        WireOutcome {
-            kind: operation.outcome.kind,
-            reason: operation.outcome.reason.as_deref(),
-        }
-    }
+    reason: Option<Text<'a>>,
 }
 
 /// An app-output descriptor: the tool's, or `{"status":"not_provided"}`.
 #[derive(Debug)]
 enum AppOutput<'a> {
-    Declared(&'a Value),
+    Declared(Field<'a, Value>),
     NotProvided,
 }
 
@@ -443,25 +504,63 @@ impl Serialize for AppOutput<'_> {
     }
 }
 
+/// A time in milliseconds since the Unix epoch, serialized as its RFC 3339 [`timestamp`]
+/// without building the string first.
+#[derive(Debug, Clone, Copy)]
+pub struct Timestamp(pub u64);
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&humantime::format_rfc3339_millis(
+            UNIX_EPOCH + Duration::from_millis(self.0),
+        ))
+    }
+}
+
 /// A `runtime.event` envelope of a durable event, as `version` carries it: the cursor fields
-/// (`durability`, `eventId`, `cursor`) on 1.3+ only.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// (`durability`, `eventId`, `cursor`) on 1.3+ only, when `cursor` is set.
+#[derive(Debug)]
 pub struct DurableEnvelope<'a> {
     pub protocol_version: &'static str,
     pub runtime_instance_id: &'a str,
     pub sequence: u64,
-    pub timestamp: String,
+    pub timestamp: Timestamp,
     pub thread_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<&'a str>,
+    pub turn_id: Option<Text<'a>>,
     pub event: DurableEvent<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub durability: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub event_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<String>,
+    pub cursor: Option<EventCursor>,
+}
+
+impl Serialize for DurableEnvelope<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let fields =
+            6 + usize::from(self.turn_id.is_some()) + 3 * usize::from(self.cursor.is_some());
+        let mut map = serializer.serialize_map(Some(fields))?;
+        map.serialize_entry("protocolVersion", self.protocol_version)?;
+        map.serialize_entry("runtimeInstanceId", self.runtime_instance_id)?;
+        map.serialize_entry("sequence", &self.sequence)?;
+        map.serialize_entry("timestamp", &self.timestamp)?;
+        map.serialize_entry("threadId", self.thread_id)?;
+        if let Some(turn_id) = &self.turn_id {
+            map.serialize_entry("turnId", turn_id)?;
+        }
+        map.serialize_entry("event", &self.event)?;
+        if let Some(cursor) = &self.cursor {
+            map.serialize_entry("durability", "durable")?;
+            map.serialize_entry("eventId", &EventIdText(cursor))?;
+            map.serialize_entry("cursor", cursor.as_str())?;
+        }
+        map.end()
+    }
+}
+
+/// A cursor's event id in wire form, serialized without building the string first.
+struct EventIdText<'a>(&'a EventCursor);
+
+impl Serialize for EventIdText<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0.event_id_display())
+    }
 }
 
 /// The Roll event of an ephemeral core event.
@@ -687,22 +786,79 @@ mod tests {
         .collect()
     }
 
-    fn envelope(event: &ThreadEvent, version: ProtocolVersion) -> Option<Value> {
-        let event = durable_event(event)?.project(version)?;
-        let durable = version.capabilities().durable_events;
-        let envelope = DurableEnvelope {
+    fn cursor() -> EventCursor {
+        EventCursor::new([1; 16], 3, [0xab; 16])
+    }
+
+    fn stamped<'a>(
+        event: DurableEvent<'a>,
+        turn_id: Option<Text<'a>>,
+        version: ProtocolVersion,
+    ) -> DurableEnvelope<'a> {
+        DurableEnvelope {
             protocol_version: version.as_str(),
             runtime_instance_id: "r1",
             sequence: 7,
-            timestamp: timestamp(0),
+            timestamp: Timestamp(0),
             thread_id: "th1",
-            turn_id: Some("t1"),
+            turn_id,
             event,
-            durability: durable.then_some("durable"),
-            event_id: durable.then(|| "e1".to_owned()),
-            cursor: durable.then(|| "c1".to_owned()),
-        };
+            cursor: version.capabilities().durable_events.then(cursor),
+        }
+    }
+
+    fn envelope(event: &ThreadEvent, version: ProtocolVersion) -> Option<Value> {
+        let wire = durable_event(event)?.project(version)?;
+        let envelope = stamped(wire, event.turn_id().map(Field::Typed), version);
         Some(serde_json::to_value(envelope).unwrap())
+    }
+
+    /// A stored event read through its view is sent as the same bytes as its decode, on every
+    /// version; the kinds the view does not read are the ones replay decodes.
+    #[test]
+    fn viewed_events_are_sent_as_their_decode_is() {
+        let mut events = stored_events();
+        events.push(ThreadEvent::MessageCompleted {
+            turn_id: "t \"2\"".into(),
+            stream_id: "s\u{1}".into(),
+            text: "line\nbreak é 😀 \\ </script>".into(),
+        });
+        for event in events {
+            let payload = serde_json::to_vec(&agentwire_runtime::StampedEvent {
+                at_ms: 1_764_590_400_123,
+                event: event.clone(),
+            })
+            .unwrap();
+            let Some(view) = agentwire_runtime::event::view::StoredView::parse(&payload) else {
+                assert!(
+                    matches!(
+                        event,
+                        ThreadEvent::InteractionOpened { .. }
+                            | ThreadEvent::InteractionResolved { .. }
+                    ),
+                    "{} is not viewed",
+                    event.kind()
+                );
+                continue;
+            };
+            for version in agentwire_roll::SUPPORTED_VERSIONS {
+                let decoded = durable_event(&event)
+                    .and_then(|wire| wire.project(version))
+                    .map(|wire| {
+                        let mut envelope =
+                            stamped(wire, event.turn_id().map(Field::Typed), version);
+                        envelope.timestamp = Timestamp(1_764_590_400_123);
+                        serde_json::to_string(&envelope).unwrap()
+                    });
+                let viewed = viewed_event(&view.event).project(version).map(|wire| {
+                    let mut envelope =
+                        stamped(wire, view.event.turn_id().map(Field::Stored), version);
+                    envelope.timestamp = Timestamp(view.at_ms);
+                    serde_json::to_string(&envelope).unwrap()
+                });
+                assert_eq!(viewed, decoded, "{} on {version}", event.kind());
+            }
+        }
     }
 
     /// The typed envelopes follow the rules of the generic projection, version by version.
@@ -737,7 +893,8 @@ mod tests {
                     "display": {"text": "done", "diff": "+a"},
                     "appOutput": {"status": "available", "kind": "table"},
                 },
-                "durability": "durable", "eventId": "e1", "cursor": "c1",
+                "durability": "durable", "eventId": "abababab-abab-abab-abab-abababababab",
+                "cursor": "rte1:01010101-0101-0101-0101-010101010101:3:abababab-abab-abab-abab-abababababab",
             })
         );
         assert_eq!(

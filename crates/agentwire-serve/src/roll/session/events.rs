@@ -9,6 +9,7 @@ use agentwire_jsonrpc::RequestContext;
 use agentwire_roll::cursor::Uuid128;
 use agentwire_roll::project::project_event_envelope;
 use agentwire_roll::{EventCursor, ProtocolVersion, RollErrorCode};
+use agentwire_runtime::event::view::StoredView;
 use agentwire_runtime::{Published, RuntimeError, StampedEvent};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
@@ -106,23 +107,41 @@ impl Session {
                 break;
             };
             let events = page.map_err(|e| match e {
-                ReplayError::Log(agentwire_events::Error::Expired { .. }) => self.err(
+                agentwire_events::Error::Expired { .. } => self.err(
                     RollErrorCode::EVENT_CURSOR_EXPIRED,
                     "the events after this cursor were trimmed from the log",
                 ),
-                ReplayError::Log(other) => self.runtime_error(&RuntimeError::Log(other)),
-                ReplayError::Undecodable(reason) => self.err(
-                    RollErrorCode::INTERNAL_ERROR,
-                    format!("undecodable event: {reason}"),
-                ),
+                other => self.runtime_error(&RuntimeError::Log(other)),
             })?;
             if let Some((last, _)) = events.last() {
                 ordinal = *last as usize + 1;
             }
+            // Each event is read through its stored view (its fields copied as stored) or,
+            // when the view does not read it, decoded.
+            let read: Vec<Read<'_>> = events
+                .iter()
+                .map(|(_, payload)| match StoredView::parse(payload) {
+                    Some(view) => Ok(Read::Viewed(view)),
+                    None => serde_json::from_slice::<StampedEvent>(payload)
+                        .map(|event| Read::Decoded(Box::new(event)))
+                        .map_err(|error| {
+                            self.err(
+                                RollErrorCode::INTERNAL_ERROR,
+                                format!("undecodable event: {error}"),
+                            )
+                        }),
+                })
+                .collect::<Result<_, _>>()?;
             let batch: Vec<_> = events
                 .iter()
-                .filter_map(|(ordinal, event)| {
-                    self.durable_envelope(version, thread_id, &log_id, *ordinal, event)
+                .zip(&read)
+                .filter_map(|((ordinal, _), read)| match read {
+                    Read::Viewed(view) => {
+                        self.viewed_envelope(version, thread_id, &log_id, *ordinal, view)
+                    }
+                    Read::Decoded(event) => {
+                        self.durable_envelope(version, thread_id, &log_id, *ordinal, event)
+                    }
                 })
                 .collect();
             peer.notify_batch("runtime.event", &batch)
@@ -160,8 +179,7 @@ impl Session {
     }
 
     /// The `runtime.event` envelope of a durable event as `version` carries it, or `None` when
-    /// the event has no Roll form there.
-    /// The envelope of a durable event; `log_id` is the thread's event log id
+    /// the event has no Roll form there; `log_id` is the thread's event log id
     /// ([`RollFace::event_log_id`], computed once per replay).
     pub(super) fn durable_envelope<'a>(
         &'a self,
@@ -172,28 +190,61 @@ impl Session {
         stamped: &'a StampedEvent,
     ) -> Option<wire::DurableEnvelope<'a>> {
         let event = wire::durable_event(&stamped.event)?.project(version)?;
-        let (durability, event_id, cursor) = if version.capabilities().durable_events {
-            let cursor = self.face.key().mint(*log_id, ordinal);
-            (
-                Some("durable"),
-                Some(cursor.event_id_text()),
-                Some(cursor.into_text()),
-            )
-        } else {
-            (None, None, None)
-        };
-        Some(wire::DurableEnvelope {
+        let turn_id = stamped.event.turn_id().map(wire::Field::Typed);
+        Some(self.stamp(
+            version,
+            thread_id,
+            log_id,
+            ordinal,
+            stamped.at_ms,
+            turn_id,
+            event,
+        ))
+    }
+
+    /// [`Session::durable_envelope`] of a stored event read through its view: the same
+    /// envelope, its event's fields copied as stored.
+    fn viewed_envelope<'a>(
+        &'a self,
+        version: ProtocolVersion,
+        thread_id: &'a str,
+        log_id: &Uuid128,
+        ordinal: u64,
+        view: &StoredView<'a>,
+    ) -> Option<wire::DurableEnvelope<'a>> {
+        let event = wire::viewed_event(&view.event).project(version)?;
+        let turn_id = view.event.turn_id().map(wire::Field::Stored);
+        Some(self.stamp(
+            version, thread_id, log_id, ordinal, view.at_ms, turn_id, event,
+        ))
+    }
+
+    /// The envelope of `event`: the next sequence, and the cursor on versions with durable
+    /// events.
+    #[allow(clippy::too_many_arguments)]
+    fn stamp<'a>(
+        &'a self,
+        version: ProtocolVersion,
+        thread_id: &'a str,
+        log_id: &Uuid128,
+        ordinal: u64,
+        at_ms: u64,
+        turn_id: Option<wire::Text<'a>>,
+        event: wire::DurableEvent<'a>,
+    ) -> wire::DurableEnvelope<'a> {
+        wire::DurableEnvelope {
             protocol_version: version.as_str(),
             runtime_instance_id: self.face.runtime.instance_id(),
             sequence: self.face.next_sequence(),
-            timestamp: wire::timestamp(stamped.at_ms),
+            timestamp: wire::Timestamp(at_ms),
             thread_id,
-            turn_id: stamped.event.turn_id(),
+            turn_id,
             event,
-            durability,
-            event_id,
-            cursor,
-        })
+            cursor: version
+                .capabilities()
+                .durable_events
+                .then(|| self.face.key().mint(*log_id, ordinal)),
+        }
     }
 
     pub(super) async fn pump(self: Arc<Self>, mut published: broadcast::Receiver<Published>) {
@@ -271,23 +322,25 @@ impl Session {
     }
 }
 
-/// Why a replay stopped early.
-enum ReplayError {
-    Log(agentwire_events::Error),
-    Undecodable(String),
+/// Stored timeline events with their ordinals, as read for a replay.
+type Page = Vec<(u64, Vec<u8>)>;
+
+/// A replayed event, read through its stored view or decoded.
+enum Read<'a> {
+    Viewed(StoredView<'a>),
+    Decoded(Box<StampedEvent>),
 }
 
-/// The timeline events of `thread` from ordinal `start` (`after` is the log position before
-/// it), page by page with their ordinals, read and decoded by a task one page ahead of the
-/// receiver, up to the end of `timeline` or the first error; the task ends when the receiver
-/// is dropped.
+/// The stored timeline events of `thread` from ordinal `start` (`after` is the log position
+/// before it), page by page with their ordinals, read by a task one page ahead of the receiver,
+/// up to the end of `timeline` or the first error; the task ends when the receiver is dropped.
 fn read_ahead(
     log: Arc<dyn agentwire_events::EventLog>,
     thread: ThreadId,
     mut after: After,
     timeline: Arc<Vec<u64>>,
     start: usize,
-) -> tokio::sync::mpsc::Receiver<Result<Vec<(u64, StampedEvent)>, ReplayError>> {
+) -> tokio::sync::mpsc::Receiver<Result<Page, agentwire_events::Error>> {
     let (pages, received) = tokio::sync::mpsc::channel(1);
     tokio::spawn(async move {
         let mut ordinal = start;
@@ -295,7 +348,7 @@ fn read_ahead(
             let page = match log.read(&thread, after, REPLAY_PAGE).await {
                 Ok(page) => page,
                 Err(error) => {
-                    let _ = pages.send(Err(ReplayError::Log(error))).await;
+                    let _ = pages.send(Err(error)).await;
                     return;
                 }
             };
@@ -303,23 +356,15 @@ fn read_ahead(
                 return;
             };
             after = After::Position(last.position(log.log_id()));
+            let at_head = page.at_head();
             let mut events = Vec::with_capacity(page.events.len());
-            for stored in &page.events {
+            for stored in page.events {
                 if ordinal >= timeline.len() || stored.seq != timeline[ordinal] {
                     continue;
                 }
-                match serde_json::from_slice::<StampedEvent>(&stored.payload) {
-                    Ok(event) => events.push((ordinal as u64, event)),
-                    Err(error) => {
-                        let _ = pages
-                            .send(Err(ReplayError::Undecodable(error.to_string())))
-                            .await;
-                        return;
-                    }
-                }
+                events.push((ordinal as u64, stored.payload));
                 ordinal += 1;
             }
-            let at_head = page.at_head();
             if pages.send(Ok(events)).await.is_err() || at_head {
                 return;
             }
