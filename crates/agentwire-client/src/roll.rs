@@ -8,35 +8,34 @@
 //! **Invariant:** nothing the runtime sends is acted on before it validated under the negotiated
 //! version; nothing is sent that the negotiated version would refuse (unserved method, invalid
 //! params, a frame over `min(local budget, limits.maxFrameBytes)`).
+//!
+//! This module holds [`RollClient`], the connection's shared state and the handlers it serves;
+//! `calls` one call under the negotiated version, `initialize` the version and capability
+//! negotiation, `interaction` the server-request handlers, `events` the event queue and
+//! notification dispatch, `follow` [`ThreadFollower`], `options` the settings, `process`
+//! stopping the child, and `error` the errors and their codes.
 
+mod calls;
 mod error;
 mod events;
 mod follow;
+mod initialize;
 mod interaction;
 mod options;
 mod process;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use agentwire_jsonrpc::transport::ChildProcess;
-use agentwire_jsonrpc::{CallError, Event, Handlers, Id, Peer, PeerBuilder, Profile};
+use agentwire_jsonrpc::{Event, Handlers, Peer, PeerBuilder, Profile};
 use agentwire_roll::ids::{InvalidUuid, RequestId, ThreadId, TurnId};
-use agentwire_roll::negotiation::{
-    advertisable_versions, check_advertisement, check_capability_ack, outbound_frame_limit,
-};
-use agentwire_roll::parse::ParseError;
 use agentwire_roll::types::{
-    ClientCapabilitiesSetParams, InitializeParams, InitializeResult, ThreadCreateParams,
-    ThreadResult, TurnInput, TurnStartParams, TurnStartResult,
+    InitializeResult, ThreadCreateParams, ThreadResult, TurnInput, TurnStartParams, TurnStartResult,
 };
-use agentwire_roll::{
-    LATEST_VERSION, Method, ProtocolVersion, RollMethod, ServerRequestMethod, request, schema,
-};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use agentwire_roll::{Method, ProtocolVersion, RollMethod, ServerRequestMethod, request};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Notify, broadcast, mpsc};
@@ -73,59 +72,6 @@ fn fresh_uuid<T>(make: fn(String) -> Result<T, InvalidUuid>) -> T {
         // A v4 UUID has version nibble 4 and variant 10xx, which the protocol accepts.
         Err(error) => unreachable!("a v4 UUID is a protocol UUID: {error}"),
     }
-}
-
-/// Counts the bytes a value serialises to, without keeping them.
-struct ByteCount(usize);
-
-impl std::io::Write for ByteCount {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn json_length<T: Serialize + ?Sized>(value: &T) -> usize {
-    let mut count = ByteCount(0);
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX,
-    }
-}
-
-/// The encoded length of a request, counting the longest numeric id (our ids are numbers).
-fn request_frame_length(method: &str, params: &Value) -> usize {
-    const FIXED: usize = r#"{"jsonrpc":"2.0","id":,"method":,"params":}"#.len();
-    const LONGEST_ID: usize = "18446744073709551615".len();
-    FIXED
-        .saturating_add(LONGEST_ID)
-        .saturating_add(json_length(method))
-        .saturating_add(json_length(params))
-}
-
-/// The encoded length of the answer to a server request.
-fn response_frame_length(id: &Id, result: &Value) -> usize {
-    const FIXED: usize = r#"{"jsonrpc":"2.0","id":,"result":}"#.len();
-    FIXED
-        .saturating_add(json_length(id))
-        .saturating_add(json_length(result))
-}
-
-fn validate_result(
-    version: ProtocolVersion,
-    method: Method,
-    result: &Value,
-) -> Result<(), ParseError> {
-    schema::validate_definition(version, &method.result_definition(), result)
-        .map_err(|issues| ParseError::Schema { version, issues })
-}
-
-fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ParseError> {
-    serde_json::from_value(value).map_err(|e| ParseError::Decode(e.to_string()))
 }
 
 struct Settings {
@@ -241,326 +187,6 @@ fn handlers(shared: &Arc<Shared>) -> Handlers {
 struct ClientCore {
     peer: Peer,
     shared: Arc<Shared>,
-}
-
-impl ClientCore {
-    fn session(&self) -> Result<Arc<Session>, ClientError> {
-        if self.peer.is_closed() {
-            return Err(self.closed_error());
-        }
-        lock(&self.shared.state)
-            .session
-            .clone()
-            .ok_or(ClientError::NotInitialized)
-    }
-
-    fn closed_error(&self) -> ClientError {
-        let reason = lock(&self.shared.state)
-            .close_reason
-            .clone()
-            .unwrap_or_else(|| CloseReason::Disconnected("the connection closed".to_owned()));
-        ClientError::Closed {
-            reason,
-            stderr_tail: self.shared.stderr_tail(),
-        }
-    }
-
-    /// Records the violation and closes the connection: every pending call fails with
-    /// [`ClientError::Closed`] naming it.
-    async fn violate(&self, violation: ProtocolViolation) -> ClientError {
-        tracing::error!(code = violation.code(), %violation, "protocol violation; closing the connection");
-        self.shared
-            .record_close(CloseReason::Violation(violation.clone()));
-        let peer = self.peer.clone();
-        // Closing starts at once; writing what is queued may take longer and need not be
-        // waited for.
-        tokio::spawn(async move { peer.close().await });
-        self.peer.closed().await;
-        ClientError::ProtocolViolation(violation)
-    }
-
-    /// Waits until every notification read so far was handled. The transport hands a
-    /// response to its caller directly but notifications through an ordered queue, so the
-    /// events a runtime sent before an answer may still be queued when the answer arrives.
-    async fn settle_notifications(&self) {
-        let read = self.peer.stats().notifications_received;
-        loop {
-            let handled = self.shared.notification_handled.notified();
-            tokio::pin!(handled);
-            handled.as_mut().enable();
-            if self.shared.handled_notifications.load(Ordering::SeqCst) >= read
-                || self.peer.is_closed()
-            {
-                return;
-            }
-            tokio::select! {
-                _ = handled => {}
-                _ = self.peer.closed() => return,
-            }
-        }
-    }
-
-    async fn send(
-        &self,
-        method: Method,
-        params: &Value,
-        limit: usize,
-    ) -> Result<Value, ClientError> {
-        let length = request_frame_length(method.as_str(), params);
-        if length > limit {
-            return Err(ClientError::OutboundTooLarge {
-                method,
-                length,
-                limit,
-            });
-        }
-        let timeout = self.shared.settings.request_timeout;
-        match self
-            .peer
-            .request_with::<_, Value>(method.as_str(), params, timeout)
-            .await
-        {
-            Ok(result) => Ok(result),
-            Err(CallError::Remote(error)) => Err(ClientError::Remote {
-                method,
-                error: Box::new(RemoteError::from_error_object(error)),
-            }),
-            Err(CallError::Timeout { timeout_ms }) => {
-                Err(ClientError::Timeout { method, timeout_ms })
-            }
-            Err(CallError::Closed) => Err(self.closed_error()),
-            Err(other) => Err(ClientError::Transport(other)),
-        }
-    }
-
-    /// One call under the negotiated version: refused before sending when the version does not
-    /// serve it, the runtime lacks its feature or the params are invalid; the result validated;
-    /// retryable reads retried once.
-    async fn request(
-        &self,
-        method: Method,
-        params: Value,
-        internal: bool,
-    ) -> Result<Value, ClientError> {
-        if !internal {
-            let instead = match method {
-                Method::Initialize => Some("RollClient::initialize"),
-                Method::ClientCapabilitiesSet => Some("RollClient::set_handlers"),
-                _ => None,
-            };
-            if let Some(instead) = instead {
-                return Err(ClientError::ReservedMethod { method, instead });
-            }
-        }
-        let session = self.session()?;
-        let version = session.version;
-        if !method.is_served(version) {
-            return Err(ClientError::MethodUnavailable { method, version });
-        }
-        if let Some(feature) = method.required_feature()
-            && !session
-                .result
-                .features
-                .iter()
-                .any(|f| f.as_str() == feature.as_str())
-        {
-            return Err(ClientError::FeatureUnavailable { method, feature });
-        }
-        schema::validate_definition(version, &method.params_definition(), &params).map_err(
-            |issues| ClientError::InvalidParams {
-                method,
-                error: ParseError::Schema { version, issues },
-            },
-        )?;
-        let mut retried = false;
-        loop {
-            match self.send(method, &params, session.outbound_limit).await {
-                Ok(result) => {
-                    validate_result(version, method, &result)
-                        .map_err(|error| ClientError::InvalidResult { method, error })?;
-                    return Ok(result);
-                }
-                Err(error) if !retried && method.is_retryable_read() && error.is_retryable() => {
-                    retried = true;
-                    tracing::debug!(%method, %error, "retryable read failed; retrying once");
-                    tokio::time::sleep(self.shared.settings.read_retry_delay).await;
-                }
-                Err(error) => return Err(error),
-            }
-        }
-    }
-
-    async fn invoke<M: RollMethod>(
-        &self,
-        params: M::Params,
-        internal: bool,
-    ) -> Result<M::Result, ClientError> {
-        let method = M::METHOD;
-        let params = serde_json::to_value(&params).map_err(|e| ClientError::EncodeParams {
-            method,
-            message: e.to_string(),
-        })?;
-        let result = self.request(method, params, internal).await?;
-        decode(result).map_err(|error| ClientError::InvalidResult { method, error })
-    }
-
-    async fn call<M: RollMethod>(&self, params: M::Params) -> Result<M::Result, ClientError> {
-        self.invoke::<M>(params, false).await
-    }
-
-    async fn initialize(
-        &self,
-        options: InitializeOptions,
-        interactions: &Interactions,
-    ) -> Result<Initialized, ClientError> {
-        let budget = self.shared.settings.max_frame_bytes;
-        let budget_u64 = u64::try_from(budget).unwrap_or(u64::MAX);
-        let handlers = interactions.methods();
-        let offered: Vec<String> = match options.versions {
-            None => advertisable_versions(budget_u64, &handlers)
-                .into_iter()
-                .map(|v| v.as_str().to_owned())
-                .collect(),
-            Some(versions) => {
-                check_advertisement(&versions, budget_u64, &handlers)
-                    .map_err(ClientError::Advertisement)?;
-                versions
-            }
-        };
-        let method = Method::Initialize;
-        let params = InitializeParams {
-            protocol_versions: offered.clone(),
-            client: options.client,
-        };
-        let params = serde_json::to_value(&params).map_err(|e| ClientError::EncodeParams {
-            method,
-            message: e.to_string(),
-        })?;
-        // The shape of initialize never changed across versions.
-        schema::validate_definition(LATEST_VERSION, &method.params_definition(), &params).map_err(
-            |issues| ClientError::InvalidParams {
-                method,
-                error: ParseError::Schema {
-                    version: LATEST_VERSION,
-                    issues,
-                },
-            },
-        )?;
-        let result = self.send(method, &params, budget).await?;
-        let answered = result.get("protocolVersion").and_then(Value::as_str);
-        let version = answered
-            .and_then(ProtocolVersion::parse)
-            .filter(|v| offered.iter().any(|o| o == v.as_str()));
-        let Some(version) = version else {
-            let answered = answered.map(str::to_owned);
-            return Err(self
-                .violate(ProtocolViolation::VersionNotOffered { answered })
-                .await);
-        };
-        let typed: InitializeResult =
-            match validate_result(version, method, &result).and_then(|()| decode(result)) {
-                Ok(typed) => typed,
-                Err(error) => {
-                    return Err(self
-                        .violate(ProtocolViolation::InitializeResult(error))
-                        .await);
-                }
-            };
-        let outbound = outbound_frame_limit(budget_u64, typed.limits.max_frame_bytes);
-        let outbound_frame_limit = usize::try_from(outbound).unwrap_or(usize::MAX);
-        let negotiated = version.capabilities().server_request_capability_negotiation;
-        {
-            let mut state = lock(&self.shared.state);
-            state.session = Some(Arc::new(Session {
-                version,
-                result: typed.clone(),
-                outbound_limit: outbound_frame_limit,
-            }));
-            state.phase = Phase::Ready;
-            if !negotiated {
-                state.accepted = version
-                    .server_request_methods()
-                    .filter(|m| interactions.handles(*m))
-                    .collect();
-            }
-        }
-        tracing::info!(%version, runtime = %typed.runtime_instance_id, "initialized");
-        let accepted = if negotiated {
-            self.negotiate(interactions.clone()).await?
-        } else {
-            lock(&self.shared.state).accepted.clone()
-        };
-        Ok(Initialized {
-            version,
-            result: typed,
-            offered,
-            accepted,
-            outbound_frame_limit,
-        })
-    }
-
-    /// `client.capabilities.set` with the next revision (1.2+; the caller holds the capability
-    /// lock).
-    async fn negotiate(
-        &self,
-        interactions: Interactions,
-    ) -> Result<BTreeSet<ServerRequestMethod>, ClientError> {
-        let requested = interactions.methods();
-        let names: Vec<String> = requested.iter().map(|m| m.as_str().to_owned()).collect();
-        let revision = {
-            let mut state = lock(&self.shared.state);
-            state.revision += 1;
-            state.pending = Some(PendingCapabilities {
-                interactions: interactions.clone(),
-                requested: requested.iter().copied().collect(),
-            });
-            state.revision
-        };
-        let params = ClientCapabilitiesSetParams {
-            revision,
-            server_request_methods: names.clone(),
-        };
-        let outcome = self
-            .invoke::<request::ClientCapabilitiesSet>(params, true)
-            .await;
-        let clear_pending = || lock(&self.shared.state).pending = None;
-        let ack = match outcome {
-            Ok(ack) => ack,
-            Err(ClientError::InvalidResult { error, .. }) => {
-                clear_pending();
-                return Err(self
-                    .violate(ProtocolViolation::CapabilityResult(error))
-                    .await);
-            }
-            Err(error) => {
-                clear_pending();
-                return Err(error);
-            }
-        };
-        let acked: Vec<&str> = ack
-            .accepted_server_request_methods
-            .iter()
-            .map(|m| m.as_str())
-            .collect();
-        let accepted = match check_capability_ack(revision, &names, ack.revision, &acked) {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                clear_pending();
-                return Err(self.violate(ProtocolViolation::CapabilityAck(error)).await);
-            }
-        };
-        let revoked: BTreeSet<ServerRequestMethod> = {
-            let mut state = lock(&self.shared.state);
-            let revoked = state.accepted.difference(&accepted).copied().collect();
-            state.accepted = accepted.clone();
-            state.interactions = interactions;
-            state.pending = None;
-            revoked
-        };
-        self.shared.abort_revoked(&self.peer, &revoked);
-        tracing::info!(revision, accepted = ?accepted, "server-request capabilities acknowledged");
-        Ok(accepted)
-    }
 }
 
 async fn watch_transport(core: ClientCore, mut events: broadcast::Receiver<Event>) {
@@ -710,89 +336,6 @@ impl RollClient {
             core,
             events: Mutex::new(Some(events_rx)),
         }
-    }
-
-    /// `initialize`, first and once, then on 1.2+ `client.capabilities.set` with the registered
-    /// handlers (revision 1). Afterwards the outbound frame limit is
-    /// `min(local budget, limits.maxFrameBytes)`.
-    ///
-    /// # Errors
-    /// [`ClientError::AlreadyInitialized`]; [`ClientError::Advertisement`] for explicit versions
-    /// the local budget or the handlers do not allow (nothing is sent); the runtime's error
-    /// (e.g. `PROTOCOL_VERSION_UNSUPPORTED`; `initialize` may then be tried again);
-    /// [`ClientError::ProtocolViolation`] for an answer the protocol forbids (an un-offered
-    /// version, an invalid result, a capability ACK with another revision or an un-requested
-    /// method), which closes the connection.
-    pub async fn initialize(&self, options: InitializeOptions) -> Result<Initialized, ClientError> {
-        let _serial = self.core.shared.capability_lock.lock().await;
-        if self.core.peer.is_closed() {
-            return Err(self.core.closed_error());
-        }
-        let interactions = {
-            let mut state = lock(&self.core.shared.state);
-            if state.phase != Phase::Fresh {
-                return Err(ClientError::AlreadyInitialized);
-            }
-            state.phase = Phase::Initializing;
-            state.interactions.clone()
-        };
-        let outcome = self.core.initialize(options, &interactions).await;
-        if outcome.is_err() {
-            let mut state = lock(&self.core.shared.state);
-            if state.phase == Phase::Initializing {
-                state.phase = Phase::Fresh;
-            }
-        }
-        outcome
-    }
-
-    /// Replaces the server-request handlers. Before `initialize` they are only stored; on 1.2+
-    /// `client.capabilities.set` is sent with the next revision and the ACK checked; running
-    /// handlers of methods the runtime no longer accepts are aborted. Returns what the runtime
-    /// may now send.
-    ///
-    /// # Errors
-    /// On 1.1, [`ClientError::RequiredHandler`] without an `approval.request` handler; on 1.2+
-    /// the call's errors, and [`ClientError::ProtocolViolation`] for a bad ACK (the connection
-    /// closes).
-    pub async fn set_handlers(
-        &self,
-        interactions: Interactions,
-    ) -> Result<BTreeSet<ServerRequestMethod>, ClientError> {
-        let _serial = self.core.shared.capability_lock.lock().await;
-        let version = {
-            let mut state = lock(&self.core.shared.state);
-            match &state.session {
-                Some(session) => session.version,
-                None => {
-                    state.interactions = interactions;
-                    return Ok(BTreeSet::new());
-                }
-            }
-        };
-        if self.core.peer.is_closed() {
-            return Err(self.core.closed_error());
-        }
-        if version.capabilities().server_request_capability_negotiation {
-            return self.core.negotiate(interactions).await;
-        }
-        if let Some(method) = version
-            .required_server_request_methods()
-            .iter()
-            .find(|m| !interactions.handles(**m))
-        {
-            return Err(ClientError::RequiredHandler {
-                version,
-                method: *method,
-            });
-        }
-        let mut state = lock(&self.core.shared.state);
-        state.accepted = version
-            .server_request_methods()
-            .filter(|m| interactions.handles(*m))
-            .collect();
-        state.interactions = interactions;
-        Ok(state.accepted.clone())
     }
 
     /// A typed call of method `M`.

@@ -21,7 +21,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
-use super::{Shared, json_length, lock};
+use super::calls::json_length;
+use super::{Shared, lock};
 
 /// One item of the event queue.
 #[derive(Debug, Clone, PartialEq)]

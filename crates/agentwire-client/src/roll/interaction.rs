@@ -26,8 +26,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::calls::response_frame_length;
 use super::events::ClientEvent;
-use super::{Shared, lock, response_frame_length};
+use super::{Shared, lock};
 
 /// A handler failed; the runtime is answered `-32603` and fails the interaction closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

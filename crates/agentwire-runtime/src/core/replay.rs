@@ -1,0 +1,211 @@
+//! Rebuilding the threads at start and keeping that cheap: every thread's log folded (from its
+//! checkpoint when it has a usable one), what a stop interrupted ended, and a thread's state
+//! checkpointed in the background once enough events were appended since the last one.
+
+use std::sync::Arc;
+
+use agentwire_events::{After, Position, ThreadId};
+use tokio::sync::Mutex;
+
+use super::{Runtime, RuntimeError, ThreadSlot};
+use crate::event::StampedEvent;
+use crate::state::ThreadState;
+
+/// Events read per page when a thread is replayed.
+const REPLAY_PAGE: usize = 1_000;
+
+/// A thread's state is checkpointed when this many events (or a twentieth of the thread, if
+/// that is more) were appended since its last checkpoint.
+pub const CHECKPOINT_EVERY_EVENTS: u64 = 1_000;
+
+/// The checkpoint format this build writes and reads.
+const CHECKPOINT_FORMAT: u32 = 1;
+
+/// The events after which a thread of `next_position` events is checkpointed again.
+fn checkpoint_interval(next_position: u64) -> u64 {
+    CHECKPOINT_EVERY_EVENTS.max(next_position / 20)
+}
+
+/// A checkpoint's payload.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CheckpointPayload<S> {
+    format: u32,
+    state: S,
+}
+
+/// A folded thread and the events its checkpoint covers.
+struct Replayed {
+    state: ThreadState,
+    checkpointed: u64,
+}
+
+impl Runtime {
+    pub(super) async fn replay_all(&self) -> Result<(), RuntimeError> {
+        let mut after: Option<agentwire_events::ThreadId> = None;
+        loop {
+            let page = self.inner.log.threads(after.as_ref(), REPLAY_PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.thread.clone());
+            for info in page.iter().filter(|info| !info.deleted) {
+                let id = info.thread.as_str().to_owned();
+                let state = match self.replay_thread(&info.thread).await {
+                    Ok(state) => state,
+                    // A log trimmed from its start cannot be folded (there is no checkpoint
+                    // to start from). The runtime serves the other threads; this one stays in
+                    // the log untouched and is reported.
+                    Err(RuntimeError::Log(agentwire_events::Error::Expired {
+                        low_watermark,
+                        ..
+                    })) => {
+                        tracing::error!(
+                            thread = %id,
+                            low_watermark,
+                            "the thread's log was trimmed from its start and cannot be replayed; it is not served"
+                        );
+                        self.inner
+                            .unavailable
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push(id);
+                        continue;
+                    }
+                    Err(error) => return Err(error),
+                };
+                let checkpointed = state.checkpointed;
+                let slot = Arc::new(ThreadSlot {
+                    state: Mutex::new(state.state),
+                    log_thread: info.thread.clone(),
+                    checkpointed: checkpointed.into(),
+                });
+                let repairs = slot.state.lock().await.repairs_after_restart();
+                if !repairs.is_empty() {
+                    tracing::info!(thread = %id, repairs = repairs.len(), "ending what the stop interrupted");
+                    self.append(&id, &slot, repairs).await?;
+                }
+                let deleted = slot.state.lock().await.deleted;
+                if deleted {
+                    // Deleted, but the stop came before its events were removed.
+                    self.inner.log.delete_thread(&info.thread).await?;
+                } else {
+                    self.lock_threads().insert(id, slot);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds a thread's log, from its checkpoint when it has a usable one: one this build
+    /// reads, which covers the events up to the first one the log still holds.
+    async fn replay_thread(&self, thread: &ThreadId) -> Result<Replayed, RuntimeError> {
+        let id = thread.as_str();
+        let mut state = ThreadState::default();
+        let mut after = After::Start;
+        let mut checkpointed = 0;
+        if let Some(checkpoint) = self.inner.log.checkpoint(thread).await? {
+            match serde_json::from_slice::<CheckpointPayload<ThreadState>>(&checkpoint.payload) {
+                Ok(payload)
+                    if payload.format == CHECKPOINT_FORMAT
+                        && payload.state.next_position == checkpoint.through + 1 =>
+                {
+                    state = payload.state;
+                    checkpointed = state.next_position;
+                    after = After::Position(Position {
+                        log_id: self.inner.log.log_id(),
+                        seq: checkpoint.through,
+                    });
+                }
+                Ok(_) => tracing::warn!(
+                    thread = %id,
+                    "the thread's checkpoint is of another format; the log is folded from its start"
+                ),
+                Err(error) => tracing::warn!(
+                    thread = %id,
+                    %error,
+                    "the thread's checkpoint does not decode; the log is folded from its start"
+                ),
+            }
+        }
+        loop {
+            let page = self.inner.log.read(thread, after, REPLAY_PAGE).await?;
+            for stored in &page.events {
+                let event: StampedEvent = serde_json::from_slice(&stored.payload).map_err(|e| {
+                    RuntimeError::Undecodable {
+                        thread_id: id.to_owned(),
+                        seq: stored.seq,
+                        reason: e.to_string(),
+                    }
+                })?;
+                state
+                    .apply(stored.seq, &event)
+                    .map_err(|error| RuntimeError::Fold {
+                        thread_id: id.to_owned(),
+                        error,
+                    })?;
+            }
+            match page.events.last() {
+                Some(last) if !page.at_head() => {
+                    after = After::Position(last.position(self.inner.log.log_id()));
+                }
+                _ => break,
+            }
+        }
+        Ok(Replayed {
+            state,
+            checkpointed,
+        })
+    }
+
+    /// Writes the thread's checkpoint in the background when enough events were appended since
+    /// the last one. Called under the thread's lock with its state.
+    pub(super) fn checkpoint_if_due(
+        &self,
+        thread_id: &str,
+        slot: &ThreadSlot,
+        state: &ThreadState,
+    ) {
+        use std::sync::atomic::Ordering;
+        let covered = slot.checkpointed.load(Ordering::Relaxed);
+        let next = state.next_position;
+        if next == 0 || next.saturating_sub(covered) < checkpoint_interval(next) {
+            return;
+        }
+        slot.checkpointed.store(next, Ordering::Relaxed);
+        let state = state.clone();
+        let log = Arc::clone(&self.inner.log);
+        let thread = slot.log_thread.clone();
+        let thread_id = thread_id.to_owned();
+        tokio::spawn(async move {
+            let encoded = tokio::task::spawn_blocking(move || {
+                serde_json::to_vec(&CheckpointPayload {
+                    format: CHECKPOINT_FORMAT,
+                    state: &state,
+                })
+            })
+            .await;
+            let result = match encoded {
+                Ok(Ok(payload)) => log
+                    .put_checkpoint(
+                        &thread,
+                        agentwire_events::Checkpoint {
+                            through: next - 1,
+                            payload,
+                        },
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                Ok(Err(error)) => Err(error.to_string()),
+                Err(error) => Err(error.to_string()),
+            };
+            match result {
+                Ok(()) => {
+                    tracing::debug!(thread = %thread_id, through = next - 1, "checkpoint written")
+                }
+                // The next due checkpoint tries again; until then a restart folds more events.
+                Err(error) => {
+                    tracing::warn!(thread = %thread_id, %error, "the thread's checkpoint was not written")
+                }
+            }
+        });
+    }
+}
