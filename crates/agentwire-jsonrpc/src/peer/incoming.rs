@@ -1,0 +1,258 @@
+//! Incoming requests: admission (the in-flight limit, duplicate ids, unknown methods), a task
+//! per request that runs its handler under the concurrency limit, and the [`Responder`] that
+//! answers it exactly once, with the handler's outcome or, when dropped first, per the profile.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use tracing::Instrument as _;
+
+use crate::error::{ErrorObject, INVALID_REQUEST, OVERLOADED, REQUEST_CANCELLED};
+use crate::handler::{BoxFuture, RequestContext};
+use crate::message::{Id, RawJson};
+use crate::observe::{Event, bump};
+
+use super::reader::Sink;
+use super::writer::WriteCmd;
+use super::{InboundEntry, Inner, Peer, Reply, lock};
+
+impl Inner {
+    pub(super) async fn start_request(
+        self: &Arc<Self>,
+        id: Id,
+        method: String,
+        params: Option<RawJson>,
+        sink: &Sink,
+    ) {
+        let admitted = {
+            let inbound = lock(&self.inbound);
+            if inbound.len() >= self.profile.max_inbound_requests {
+                Err(None)
+            } else if inbound.contains_key(&id) {
+                Err(Some("request id already in use"))
+            } else {
+                Ok(())
+            }
+        };
+        match admitted {
+            Ok(()) => {}
+            Err(None) => {
+                bump(&self.counters.overloaded_replies, 1);
+                tracing::warn!(parent: &self.span, %id, method, "inbound queue full; answering overloaded");
+                let retry_after =
+                    u64::try_from(self.profile.retry_after.as_millis()).unwrap_or(u64::MAX);
+                let outcome = Err(ErrorObject::new(OVERLOADED, "overloaded")
+                    .with_data(serde_json::json!({ "retryAfterMs": retry_after })));
+                self.reply(sink, Some(&id), &outcome).await;
+                self.event(Event::Overloaded { id });
+                return;
+            }
+            Err(Some(reason)) => {
+                bump(&self.counters.invalid_messages, 1);
+                self.reply(
+                    sink,
+                    Some(&id),
+                    &Err(ErrorObject::new(INVALID_REQUEST, reason)),
+                )
+                .await;
+                self.event(Event::InvalidMessage {
+                    id: Some(id),
+                    reason,
+                    replied: true,
+                });
+                return;
+            }
+        }
+        let exclusive = self.handlers.is_exclusive(&method);
+        let Some(handler) = self.handlers.request(&method).cloned() else {
+            tracing::debug!(parent: &self.span, %id, method, "no handler");
+            self.reply(
+                sink,
+                Some(&id),
+                &Err(ErrorObject::method_not_found(&method)),
+            )
+            .await;
+            return;
+        };
+        let cancelled = Arc::new(AtomicBool::new(false));
+        lock(&self.inbound).insert(
+            id.clone(),
+            InboundEntry {
+                abort: None,
+                cancelled: Arc::clone(&cancelled),
+            },
+        );
+        if let Sink::Batch(collector) = sink {
+            collector.expect();
+        }
+        let method: Arc<str> = Arc::from(method);
+        let span = tracing::debug_span!(parent: &self.span, "jsonrpc.request", direction = "in", method = %method, id = %id);
+        let after_answer: crate::handler::AfterAnswer = Arc::default();
+        let responder = Responder {
+            inner: Arc::clone(self),
+            id: id.clone(),
+            sink: sink.clone(),
+            cancelled,
+            done: false,
+            started: Instant::now(),
+            after_answer: Arc::clone(&after_answer),
+        };
+        let ctx = RequestContext {
+            peer: Peer {
+                inner: Arc::clone(self),
+            },
+            id: id.clone(),
+            method,
+            after_answer,
+        };
+        let slots = Arc::clone(&self.handler_slots);
+        let task = tokio::spawn(
+            async move {
+                let responder = responder;
+                let Ok(_slot) = slots.acquire_owned().await else {
+                    return;
+                };
+                let outcome = match CatchUnwind(handler(ctx, params)).await {
+                    Ok(outcome) => outcome,
+                    Err(()) => {
+                        tracing::error!("request handler panicked; answering -32603");
+                        Err(ErrorObject::internal())
+                    }
+                };
+                responder.finish(outcome).await;
+            }
+            .instrument(span),
+        );
+        if let Some(entry) = lock(&self.inbound).get_mut(&id) {
+            entry.abort = Some(task.abort_handle());
+        }
+        if exclusive {
+            // Nothing read after this request is dispatched before it is answered.
+            let _ = task.await;
+        }
+    }
+}
+
+/// Answers one incoming request exactly once: with the handler's outcome, or, when dropped
+/// first (cancelled, aborted, or its task torn down), per the profile.
+struct Responder {
+    inner: Arc<Inner>,
+    id: Id,
+    sink: Sink,
+    cancelled: Arc<AtomicBool>,
+    done: bool,
+    started: Instant,
+    after_answer: crate::handler::AfterAnswer,
+}
+
+impl Responder {
+    fn run_after_answer(&self) {
+        let hook = self
+            .after_answer
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take());
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    async fn finish(mut self, outcome: Reply) {
+        let line = self.inner.encode_response(Some(&self.id), &outcome);
+        match &self.sink {
+            Sink::Direct => {
+                let wanted =
+                    u32::try_from(line.len().min(self.inner.writes.capacity)).unwrap_or(u32::MAX);
+                let Ok(permit) = Arc::clone(&self.inner.writes.bytes)
+                    .acquire_many_owned(wanted)
+                    .await
+                else {
+                    return;
+                };
+                // From here nothing awaits, so a cancel cannot interleave with the answer.
+                if self.inner.is_closed() || self.cancelled.load(Ordering::SeqCst) {
+                    return;
+                }
+                self.done = true;
+                lock(&self.inner.inbound).remove(&self.id);
+                let _ = self
+                    .inner
+                    .writes
+                    .tx
+                    .send(WriteCmd::Line(line, Some(permit)));
+                self.run_after_answer();
+            }
+            Sink::Batch(collector) => {
+                if self.inner.is_closed() || self.cancelled.load(Ordering::SeqCst) {
+                    return;
+                }
+                self.done = true;
+                lock(&self.inner.inbound).remove(&self.id);
+                collector.done(Some(line));
+                self.run_after_answer();
+            }
+        }
+        tracing::debug!(
+            duration_us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            outcome = match &outcome {
+                Ok(_) => "ok",
+                Err(_) => "error",
+            },
+            "request answered"
+        );
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        lock(&self.inner.inbound).remove(&self.id);
+        let outcome = if self.inner.is_closed() {
+            None
+        } else if self.cancelled.load(Ordering::SeqCst) {
+            tracing::debug!(outcome = "cancelled", "request cancelled");
+            self.inner
+                .profile
+                .respond_to_cancelled
+                .then(|| Err(ErrorObject::new(REQUEST_CANCELLED, "request cancelled")))
+        } else {
+            tracing::error!(
+                outcome = "dropped",
+                "request handler dropped without answering; answering -32603"
+            );
+            Some(Err(ErrorObject::internal()))
+        };
+        let line = outcome.map(|outcome| self.inner.encode_response(Some(&self.id), &outcome));
+        match &self.sink {
+            Sink::Direct => {
+                if let Some(line) = line {
+                    self.inner.writes.send_now(line);
+                }
+            }
+            Sink::Batch(collector) => collector.done(line),
+        }
+    }
+}
+
+/// Runs a handler's future, turning a panic into `Err(())` so the request is still answered.
+pub(super) struct CatchUnwind<T>(pub(super) BoxFuture<T>);
+
+impl<T> Future for CatchUnwind<T> {
+    type Output = Result<T, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! The comparison of two documents: the root, then every definition, node by node, each
+//! difference reported as a [`Change`] classified for the direction of the node it is in.
+//!
+//! This module holds the walk: the [`Comparer`], its node step (`$ref`, `true`/`false`
+//! schemas, the assertions without a finer rule) and how it recurses. The keywords with rules of
+//! their own are compared in the submodules: `values` (`type`, `enum`, `const`), `objects`
+//! (properties, `required`, additional and pattern properties), `bounds` (numeric and length
+//! bounds, `multipleOf`, `pattern`, `format`), `arrays` (`uniqueItems`, the item keywords) and
+//! `unions` (`oneOf`, `anyOf`, `allOf` and how their branches are paired).
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value, json};
+
+use crate::compat::direction::{
+    DirectionMap, Receivers, has_direction, local_ref_target, ref_definition,
+};
+use crate::compat::{Change, Direction, Rule, classify, definitions_of};
+use crate::pointer;
+use crate::versions::ANNOTATION_PREFIX;
+
+mod arrays;
+mod bounds;
+mod objects;
+mod unions;
+mod values;
+
+pub(super) fn compare_documents(
+    old: &Value,
+    new: &Value,
+    default: Direction,
+    version: Option<String>,
+    max_depth: usize,
+    out: &mut Vec<Change>,
+) {
+    let old_dirs = DirectionMap::build(old);
+    let new_dirs = DirectionMap::build(new);
+    let mut cmp = Comparer {
+        old_root: old,
+        new_root: new,
+        old_dirs: &old_dirs,
+        new_dirs: &new_dirs,
+        default,
+        version,
+        max_depth,
+        seen: HashSet::new(),
+        out,
+    };
+    let root_dir = cmp.direction_at("", "", Receivers::NONE);
+    cmp.node(old, new, "", "", root_dir, 0);
+    let empty = Map::new();
+    let (old_kw, old_defs) = definitions_of(old).unwrap_or(("$defs", &empty));
+    let (new_kw, new_defs) = definitions_of(new).unwrap_or((old_kw, &empty));
+    for (name, old_def) in old_defs {
+        let old_at = pointer::from_tokens([old_kw, name.as_str()]);
+        let Some(new_def) = new_defs.get(name) else {
+            let dir = cmp.direction_at(&old_at, &old_at, Receivers::NONE);
+            cmp.push(
+                Rule::DefinitionRemoved,
+                old_at,
+                Some(old_def.clone()),
+                None,
+                dir,
+                false,
+            );
+            continue;
+        };
+        let new_at = pointer::from_tokens([new_kw, name.as_str()]);
+        let dir = cmp.direction_at(&old_at, &new_at, Receivers::NONE);
+        cmp.node(old_def, new_def, &old_at, &new_at, dir, 0);
+    }
+    for (name, new_def) in new_defs {
+        if !old_defs.contains_key(name) {
+            let new_at = pointer::from_tokens([new_kw, name.as_str()]);
+            let dir = cmp.direction_at(&new_at, &new_at, Receivers::NONE);
+            cmp.push(
+                Rule::DefinitionAdded,
+                new_at,
+                None,
+                Some(new_def.clone()),
+                dir,
+                false,
+            );
+        }
+    }
+}
+
+pub(super) struct Comparer<'a> {
+    old_root: &'a Value,
+    new_root: &'a Value,
+    old_dirs: &'a DirectionMap,
+    new_dirs: &'a DirectionMap,
+    default: Direction,
+    version: Option<String>,
+    max_depth: usize,
+    seen: HashSet<(String, String, u8)>,
+    out: &'a mut Vec<Change>,
+}
+
+/// Assertion keywords without a finer rule: any difference is `constraint-changed`.
+pub(super) const OTHER_ASSERTIONS: &[&str] = &[
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "$dynamicRef",
+    "$recursiveRef",
+];
+
+impl Comparer<'_> {
+    fn direction_at(&self, old_at: &str, new_at: &str, inherited: Receivers) -> Receivers {
+        let mut r = inherited;
+        if let Some(x) = self.old_dirs.get(old_at) {
+            r = r.union(x);
+        }
+        if let Some(x) = self.new_dirs.get(new_at) {
+            r = r.union(x);
+        }
+        r
+    }
+
+    fn push(
+        &mut self,
+        rule: Rule,
+        pointer: String,
+        old: Option<Value>,
+        new: Option<Value>,
+        receivers: Receivers,
+        open: bool,
+    ) {
+        let direction = receivers.direction(self.default);
+        let class = classify(rule.effect(), direction, open);
+        self.out.push(Change {
+            rule,
+            pointer,
+            old,
+            new,
+            class,
+            direction,
+            version: self.version.clone(),
+        });
+    }
+
+    fn node(
+        &mut self,
+        old: &Value,
+        new: &Value,
+        old_at: &str,
+        new_at: &str,
+        inherited: Receivers,
+        depth: usize,
+    ) {
+        if old == new {
+            return;
+        }
+        if depth > self.max_depth {
+            self.push(
+                Rule::ComparisonTooDeep,
+                new_at.to_owned(),
+                None,
+                None,
+                inherited,
+                false,
+            );
+            return;
+        }
+        let dir = if has_direction(old) || has_direction(new) {
+            self.direction_at(old_at, new_at, inherited)
+        } else {
+            inherited
+        };
+        let rule = match (old, new) {
+            (Value::Object(o), Value::Object(n)) => Ok((o, n)),
+            (_, Value::Bool(false)) => Err(Rule::SchemaRemoved),
+            (Value::Bool(false), _) => Err(Rule::SchemaRestored),
+            (Value::Bool(true), Value::Object(n)) if is_trivial(n) => return,
+            (Value::Bool(true), Value::Object(_)) => Err(Rule::SchemaConstrained),
+            (Value::Object(o), Value::Bool(true)) if is_trivial(o) => return,
+            (Value::Object(_), Value::Bool(true)) => Err(Rule::SchemaUnconstrained),
+            _ => Err(Rule::ConstraintChanged),
+        };
+        let (o, n) = match rule {
+            Ok(pair) => pair,
+            Err(rule) => {
+                return self.push(
+                    rule,
+                    new_at.to_owned(),
+                    Some(old.clone()),
+                    Some(new.clone()),
+                    dir,
+                    false,
+                );
+            }
+        };
+        if self.references(o, n, old_at, new_at, dir, depth) {
+            return;
+        }
+        self.types(o, n, new_at, dir);
+        self.values(o, n, new_at, dir);
+        self.objects(o, n, old_at, new_at, dir, depth);
+        self.bounds(o, n, old_at, new_at, dir);
+        self.strings(o, n, old_at, new_at, dir);
+        self.arrays(o, n, old_at, new_at, dir, depth);
+        self.unions(o, n, old_at, new_at, dir, depth);
+        for key in OTHER_ASSERTIONS {
+            if o.get(*key) != n.get(*key) {
+                let at = pointer::push(if n.contains_key(*key) { new_at } else { old_at }, key);
+                self.push(
+                    Rule::ConstraintChanged,
+                    at,
+                    o.get(*key).cloned(),
+                    n.get(*key).cloned(),
+                    dir,
+                    false,
+                );
+            }
+        }
+    }
+
+    /// Handles `$ref`. Returns true when the nodes were compared through their targets and
+    /// nothing else is left to compare.
+    fn references(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        old_at: &str,
+        new_at: &str,
+        dir: Receivers,
+        depth: usize,
+    ) -> bool {
+        let old_ref = o.get("$ref").and_then(Value::as_str);
+        let new_ref = n.get("$ref").and_then(Value::as_str);
+        match (old_ref, new_ref) {
+            (None, None) => false,
+            (Some(a), Some(b)) => {
+                let (da, db) = (ref_definition(a), ref_definition(b));
+                let same = match (&da, &db) {
+                    (Some(x), Some(y)) => x == y,
+                    _ => a == b,
+                };
+                if !same {
+                    self.push(
+                        Rule::RefRetargeted,
+                        pointer::push(new_at, "$ref"),
+                        Some(json!(a)),
+                        Some(json!(b)),
+                        dir,
+                        false,
+                    );
+                    self.follow(a, b, dir, depth);
+                }
+                false
+            }
+            (Some(a), None) => {
+                if let Some(target) = local_ref_target(a)
+                    && let Some(resolved) = pointer::resolve(self.old_root, &target)
+                    && self.seen.insert((target.clone(), new_at.to_owned(), dir.0))
+                {
+                    self.node(
+                        resolved,
+                        &Value::Object(n.clone()),
+                        &target,
+                        new_at,
+                        dir,
+                        depth + 1,
+                    );
+                }
+                true
+            }
+            (None, Some(b)) => {
+                if let Some(target) = local_ref_target(b)
+                    && let Some(resolved) = pointer::resolve(self.new_root, &target)
+                    && self.seen.insert((old_at.to_owned(), target.clone(), dir.0))
+                {
+                    self.node(
+                        &Value::Object(o.clone()),
+                        resolved,
+                        old_at,
+                        &target,
+                        dir,
+                        depth + 1,
+                    );
+                }
+                true
+            }
+        }
+    }
+
+    fn follow(&mut self, a: &str, b: &str, dir: Receivers, depth: usize) {
+        let (Some(ta), Some(tb)) = (local_ref_target(a), local_ref_target(b)) else {
+            return;
+        };
+        let (Some(va), Some(vb)) = (
+            pointer::resolve(self.old_root, &ta),
+            pointer::resolve(self.new_root, &tb),
+        ) else {
+            return;
+        };
+        if self.seen.insert((ta.clone(), tb.clone(), dir.0)) {
+            let dir = self.direction_at(&ta, &tb, dir);
+            self.node(va, vb, &ta, &tb, dir, depth + 1);
+        }
+    }
+}
+
+/// A schema object with nothing but annotations accepts everything, like `true`.
+pub(super) fn is_trivial(m: &Map<String, Value>) -> bool {
+    m.keys().all(|k| {
+        k.starts_with(ANNOTATION_PREFIX)
+            || k.starts_with("x-")
+            || matches!(
+                k.as_str(),
+                "title"
+                    | "description"
+                    | "default"
+                    | "examples"
+                    | "$comment"
+                    | "deprecated"
+                    | "readOnly"
+                    | "writeOnly"
+                    | "$id"
+                    | "$anchor"
+                    | "$schema"
+            )
+    })
+}
