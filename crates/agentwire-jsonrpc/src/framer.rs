@@ -290,31 +290,11 @@ pub fn encode_line<T: serde::Serialize + ?Sized>(
     Ok(line)
 }
 
-/// Appends `message` and `\n` to `buffer`, or leaves `buffer` as it was when the message
-/// cannot be encoded or is over a limit.
-pub(crate) fn append_line<T: serde::Serialize + ?Sized>(
-    buffer: &mut Vec<u8>,
-    message: &T,
+pub(crate) fn check_line(
+    line: &[u8],
     max_frame: usize,
     max_line: Option<usize>,
 ) -> Result<(), FrameError> {
-    let start = buffer.len();
-    let checked = serde_json::to_writer(&mut *buffer, message)
-        .map_err(|e| FrameError::Encode(e.to_string()))
-        .and_then(|()| check_line(&buffer[start..], max_frame, max_line));
-    match checked {
-        Ok(()) => {
-            buffer.push(b'\n');
-            Ok(())
-        }
-        Err(error) => {
-            buffer.truncate(start);
-            Err(error)
-        }
-    }
-}
-
-fn check_line(line: &[u8], max_frame: usize, max_line: Option<usize>) -> Result<(), FrameError> {
     if line.len() > max_frame {
         return Err(FrameError::OutboundTooLarge {
             length: line.len(),

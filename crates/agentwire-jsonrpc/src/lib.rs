@@ -46,7 +46,7 @@ pub use framer::{DEFAULT_MAX_INBOUND_FRAME, Frame, FrameReader, FrameWriter, enc
 pub use handler::{BoxFuture, Handlers, NotificationContext, RequestContext};
 pub use message::{Decoded, Decoder, Id, Incoming, Invalid, RawJson, decode};
 pub use observe::{Event, Stats};
-pub use peer::{EVENT_CAPACITY, Peer, PeerBuilder, PendingCall};
+pub use peer::{EVENT_CAPACITY, NotificationBatch, Peer, PeerBuilder, PendingCall};
 pub use profile::{
     BatchPolicy, CHAINLESSCHAIN_MAX_INBOUND_FRAME, CHAINLESSCHAIN_MAX_LINE, CancelNotification,
     DEFAULT_MAX_CONCURRENT_HANDLERS, DEFAULT_MAX_INBOUND_REQUESTS, DEFAULT_MAX_PENDING_OUTBOUND,

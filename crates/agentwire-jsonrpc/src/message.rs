@@ -395,7 +395,7 @@ fn invalid(id: Option<Id>, is_response: bool, reason: &'static str) -> Decoded {
     })
 }
 
-const VERSION: &str = "2.0";
+pub(crate) const VERSION: &str = "2.0";
 
 /// An outbound request.
 #[derive(Debug, Serialize)]

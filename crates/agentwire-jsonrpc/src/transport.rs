@@ -24,6 +24,9 @@ use crate::framer::{Frame, FrameReader};
 pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
 /// Longest stderr line logged whole; longer ones are logged by length only.
 pub const STDERR_LOG_LINE_BYTES: usize = 4 * 1024;
+/// The capacity [`Stdout`] asks for when stdout is a pipe: Linux's largest for a process
+/// without privileges (`/proc/sys/fs/pipe-max-size`), sixteen times its default.
+pub const STDOUT_PIPE_BYTES: usize = 1 << 20;
 /// Buffer of each direction of [`memory_pair`].
 pub const MEMORY_PIPE_BYTES: usize = 64 * 1024;
 
@@ -99,6 +102,10 @@ impl AsyncRead for Stdin {
 /// runtime, unless stderr is the same pipe (`2>&1`): the non-blocking mode belongs to the open
 /// pipe, and the logs written to stderr would then fail with "would block" whenever the pipe is
 /// full. Anything else goes through tokio's blocking-thread stdout.
+///
+/// The pipe's capacity is raised to [`STDOUT_PIPE_BYTES`] where the system allows it (on Linux;
+/// elsewhere, or when refused, it stays as it is): a stream of notifications then reaches the
+/// host in a sixteenth of the writes and wake-ups.
 #[derive(Debug)]
 pub struct Stdout(StdoutInner);
 
@@ -117,6 +124,11 @@ impl Stdout {
             .and_then(|_| io::stdout().as_fd().try_clone_to_owned().ok())
             .filter(|fd| !same_file(fd.as_fd(), io::stderr().as_fd()))
             .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok());
+        #[cfg(target_os = "linux")]
+        if let Some(pipe) = &pipe {
+            // Best effort: a smaller pipe only means more writes.
+            let _ = rustix::pipe::fcntl_setpipe_size(pipe, STDOUT_PIPE_BYTES);
+        }
         Stdout(match pipe {
             Some(pipe) => StdoutInner::Pipe(pipe),
             None => StdoutInner::Blocking(tokio::io::stdout()),
@@ -126,6 +138,15 @@ impl Stdout {
     /// Whether stdout is written as a non-blocking pipe.
     pub fn is_pipe(&self) -> bool {
         matches!(self.0, StdoutInner::Pipe(_))
+    }
+
+    /// The capacity of the pipe in bytes, when stdout is written as one (on Linux).
+    pub fn pipe_capacity(&self) -> Option<usize> {
+        match &self.0 {
+            #[cfg(target_os = "linux")]
+            StdoutInner::Pipe(pipe) => rustix::pipe::fcntl_getpipe_size(pipe).ok(),
+            _ => None,
+        }
     }
 }
 

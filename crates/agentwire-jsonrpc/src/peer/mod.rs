@@ -12,7 +12,8 @@
 //! out, and the state its tasks share (`Inner`: limits, waiters, in-flight requests, closing).
 //! `calls` holds our requests and their waiters, `writer` the write queue and the writer task,
 //! `reader` the reader task and the dispatch of what it reads (with the notification task and
-//! batch answers), and `incoming` each incoming request's admission, handler task and answer.
+//! batch answers), and `incoming` each incoming request's admission, handler task and answer, and `batch` the
+//! notification batches (many notifications of one method queued as few writes).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,11 +36,13 @@ use crate::profile::{IdStyle, Profile};
 /// Capacity of the event broadcast of one connection.
 pub const EVENT_CAPACITY: usize = 256;
 
+mod batch;
 mod calls;
 mod incoming;
 mod reader;
 mod writer;
 
+pub use batch::NotificationBatch;
 pub use calls::PendingCall;
 use reader::{run_notifications, run_reader};
 use writer::{WriteCmd, WriteQueue, run_writer};
@@ -184,58 +187,6 @@ impl Peer {
         }
         let line = self.inner.encode(&OutNotification::new(method, params))?;
         self.inner.writes.send(line).await
-    }
-
-    /// Sends several notifications of one method, in order, as few writes: for a stream of
-    /// them (a replay) this costs one queue operation per buffer instead of one per message.
-    /// Each is checked against the outbound limit; one that is over it fails the call before
-    /// anything is queued.
-    ///
-    /// # Errors
-    /// [`CallError::Closed`] or [`CallError::Frame`].
-    pub async fn notify_batch<P: Serialize>(
-        &self,
-        method: &str,
-        params: &[P],
-    ) -> Result<(), CallError> {
-        if self.inner.is_closed() {
-            return Err(CallError::Closed);
-        }
-        // Encoded straight into buffers of about the queue's capacity (no line of its own),
-        // all of them before any is queued.
-        let capacity = self.inner.writes.capacity;
-        let mut buffers = Vec::new();
-        let mut buffer = Vec::new();
-        let mut count = 0u64;
-        for (index, p) in params.iter().enumerate() {
-            crate::framer::append_line(
-                &mut buffer,
-                &OutNotification::new(method, p),
-                self.inner.profile.max_outbound_frame,
-                self.inner.profile.max_outbound_line,
-            )?;
-            count += 1;
-            if buffer.len() >= capacity {
-                buffers.push((std::mem::take(&mut buffer), count));
-                count = 0;
-            } else if count == 1 {
-                // Room for the rest at the first one's size, up to a buffer's worth: the buffer
-                // is not regrown (and copied) message by message.
-                let left = params.len() - index;
-                let wanted = buffer
-                    .len()
-                    .saturating_mul(left)
-                    .min(capacity + buffer.len());
-                buffer.reserve(wanted - buffer.len());
-            }
-        }
-        if !buffer.is_empty() {
-            buffers.push((buffer, count));
-        }
-        for (buffer, count) in buffers {
-            self.inner.writes.send_buffer(buffer, count).await?;
-        }
-        Ok(())
     }
 
     /// Cancels an incoming request that is still queued or running: its handler is dropped and,

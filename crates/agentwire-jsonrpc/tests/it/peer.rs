@@ -32,12 +32,17 @@ impl<W: AsyncWrite + Unpin> Raw<W> {
     }
 
     async fn next(&mut self) -> Value {
+        serde_json::from_slice(&self.next_line().await).expect("the peer wrote JSON")
+    }
+
+    /// The next line's bytes, line feed excluded.
+    async fn next_line(&mut self) -> Vec<u8> {
         let frame = tokio::time::timeout(STUCK, self.lines.next_frame())
             .await
             .expect("no line from the peer")
             .expect("read");
         match frame {
-            Some(Frame::Line(line)) => serde_json::from_slice(line).expect("the peer wrote JSON"),
+            Some(Frame::Line(line)) => line.to_vec(),
             other => panic!("expected a line, got {other:?}"),
         }
     }
@@ -656,6 +661,50 @@ async fn a_notification_batch_is_written_in_order_or_not_at_all() {
         .await
         .unwrap();
     assert_eq!(raw.next().await["params"]["i"], "after");
+}
+
+/// Params written as text and params serialized make the same lines; a notification the
+/// batch refuses (over the line limit, or failed by its writer) leaves the batch as it was.
+#[tokio::test]
+async fn a_batch_takes_params_as_text_or_serialized() {
+    let (peer, mut raw) = serve(Profile::chainlesschain_app_server(), echo_handlers());
+    let mut batch = peer.notification_batch("item/\"delta\"", 3);
+    batch.push(&json!({"i": 1, "s": "é\n"})).unwrap();
+    batch
+        .push_with(|out| {
+            out.extend_from_slice(br#"{"i":2,"s":"\u0001"}"#);
+            Ok(())
+        })
+        .unwrap();
+    let error = batch
+        .push_with(|out| {
+            out.extend_from_slice(b"{\"pad\":\"");
+            out.resize(out.len() + 70_000, b'x');
+            out.extend_from_slice(b"\"}");
+            Ok(())
+        })
+        .expect_err("too long");
+    assert!(matches!(
+        error,
+        FrameError::LineTooLong { limit: 65_536, .. }
+    ));
+    let error = batch
+        .push_with(|out| {
+            out.extend_from_slice(b"{\"half\":");
+            Err(FrameError::Encode("refused".into()))
+        })
+        .expect_err("refused");
+    assert!(matches!(error, FrameError::Encode(_)));
+    batch.push(&3).unwrap();
+    assert_eq!(batch.len(), 3);
+    peer.send_batch(batch).await.unwrap();
+    for expected in [
+        r#"{"jsonrpc":"2.0","method":"item/\"delta\"","params":{"i":1,"s":"é\n"}}"#,
+        r#"{"jsonrpc":"2.0","method":"item/\"delta\"","params":{"i":2,"s":"\u0001"}}"#,
+        r#"{"jsonrpc":"2.0","method":"item/\"delta\"","params":3}"#,
+    ] {
+        assert_eq!(String::from_utf8(raw.next_line().await).unwrap(), expected);
+    }
 }
 
 #[tokio::test]

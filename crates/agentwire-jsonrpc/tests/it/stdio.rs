@@ -25,7 +25,11 @@ fn stdio_server_child() {
         .unwrap();
     runtime.block_on(async {
         let (stdin, stdout) = transport::stdio();
-        let kinds = json!({"stdinPipe": stdin.is_pipe(), "stdoutPipe": stdout.is_pipe()});
+        let kinds = json!({
+            "stdinPipe": stdin.is_pipe(),
+            "stdoutPipe": stdout.is_pipe(),
+            "stdoutPipeBytes": stdout.pipe_capacity(),
+        });
         let handlers = Handlers::new()
             .on_request("kinds", move |_ctx, _params| {
                 let kinds = kinds.clone();
@@ -80,7 +84,7 @@ async fn drive(script: &str) -> Value {
 async fn pipes_are_read_and_written_through_the_event_loop() {
     assert_eq!(
         drive(r#"exec "$0" "$@""#).await,
-        json!({"stdinPipe": true, "stdoutPipe": true})
+        json!({"stdinPipe": true, "stdoutPipe": true, "stdoutPipeBytes": 1 << 20})
     );
 }
 
@@ -89,7 +93,7 @@ async fn stdout_shared_with_stderr_is_written_by_a_blocking_thread() {
     // `2>&1`: a non-blocking stdout would make stderr non-blocking too.
     assert_eq!(
         drive(r#"exec "$0" "$@" 2>&1"#).await,
-        json!({"stdinPipe": true, "stdoutPipe": false})
+        json!({"stdinPipe": true, "stdoutPipe": false, "stdoutPipeBytes": null})
     );
 }
 
@@ -113,7 +117,10 @@ async fn stdin_that_is_not_a_pipe_is_read_by_a_blocking_thread() {
     let stdout = child.stdout.take().unwrap();
     let peer = Peer::spawn(stdout, write, Profile::generic(), Handlers::new());
     let kinds: Value = peer.request("kinds", &json!({})).await.unwrap();
-    assert_eq!(kinds, json!({"stdinPipe": false, "stdoutPipe": true}));
+    assert_eq!(
+        kinds,
+        json!({"stdinPipe": false, "stdoutPipe": true, "stdoutPipeBytes": 1 << 20})
+    );
     let echoed: Value = peer.request("echo", &json!([1, "two"])).await.unwrap();
     assert_eq!(echoed, json!([1, "two"]));
     peer.close().await;
