@@ -105,21 +105,26 @@ struct UuidText(Uuid128);
 
 impl fmt::Display for UuidText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut out = [0u8; 36];
-        let mut at = 0;
-        for (index, byte) in self.0.iter().enumerate() {
-            if matches!(index, 4 | 6 | 8 | 10) {
-                out[at] = b'-';
-                at += 1;
-            }
-            out[at] = HEX[usize::from(byte >> 4)];
-            out[at + 1] = HEX[usize::from(byte & 0x0f)];
-            at += 2;
-        }
-        // Only ASCII hex digits and dashes were written.
-        f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+        // Only ASCII hex digits and dashes are written.
+        f.write_str(std::str::from_utf8(&hyphenated(&self.0)).map_err(|_| fmt::Error)?)
     }
+}
+
+/// The 8-4-4-4-12 lowercase hex form of `id`, as ASCII bytes.
+fn hyphenated(id: &Uuid128) -> [u8; 36] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 36];
+    let mut at = 0;
+    for (index, byte) in id.iter().enumerate() {
+        if matches!(index, 4 | 6 | 8 | 10) {
+            out[at] = b'-';
+            at += 1;
+        }
+        out[at] = HEX[usize::from(byte >> 4)];
+        out[at + 1] = HEX[usize::from(byte & 0x0f)];
+        at += 2;
+    }
+    out
 }
 
 /// An opaque durable-event cursor. Equality is on the wire text; order only through
@@ -361,9 +366,65 @@ impl CursorKey {
     }
 }
 
+/// The wire text of the cursors of one log and of their event ids, written into byte buffers:
+/// the text [`CursorKey::mint`] gives, without building an [`EventCursor`] per event (a replay
+/// writes one per event it sends).
+#[derive(Debug, Clone)]
+pub struct CursorWriter {
+    key: CursorKey,
+    log_id: Uuid128,
+    /// `rte1:<eventLogId>:`.
+    head: Vec<u8>,
+}
+
+impl CursorWriter {
+    /// The cursors `key` mints for log `log_id`.
+    pub fn new(key: &CursorKey, log_id: Uuid128) -> CursorWriter {
+        let mut head = Vec::with_capacity(PREFIX.len() + 37);
+        head.extend_from_slice(PREFIX.as_bytes());
+        head.extend_from_slice(&hyphenated(&log_id));
+        head.push(b':');
+        CursorWriter {
+            key: key.clone(),
+            log_id,
+            head,
+        }
+    }
+
+    /// The event id of position `sequence` in wire form, as
+    /// [`EventCursor::event_id_text`] of its cursor.
+    pub fn event_id(&self, sequence: u64) -> [u8; 36] {
+        hyphenated(&self.key.event_id(&self.log_id, sequence))
+    }
+
+    /// Appends the text of the cursor of position `sequence`, whose event id in wire form is
+    /// `event_id` (from [`CursorWriter::event_id`]).
+    pub fn push_cursor(&self, out: &mut Vec<u8>, sequence: u64, event_id: &[u8; 36]) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(itoa::Buffer::new().format(sequence).as_bytes());
+        out.push(b':');
+        out.extend_from_slice(event_id);
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::CursorKey;
+    use super::{CursorKey, CursorWriter};
+
+    #[test]
+    fn the_writer_writes_the_minted_text() {
+        let key = CursorKey::new(b"secret");
+        let log_id = [0x5a; 16];
+        let writer = CursorWriter::new(&key, log_id);
+        for sequence in [0, 7, 10, 999, u64::MAX] {
+            let cursor = key.mint(log_id, sequence);
+            let event_id = writer.event_id(sequence);
+            assert_eq!(event_id.as_slice(), cursor.event_id_text().as_bytes());
+            let mut out = b"x".to_vec();
+            writer.push_cursor(&mut out, sequence, &event_id);
+            assert_eq!(&out[1..], cursor.as_str().as_bytes(), "{sequence}");
+        }
+    }
 
     #[test]
     fn the_mac_is_hmac_sha256() {
