@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use agentwire_events::{After, Position, ThreadId};
-use agentwire_jsonrpc::RequestContext;
-use agentwire_roll::cursor::Uuid128;
+use agentwire_jsonrpc::{FrameError, RequestContext};
+use agentwire_roll::cursor::{CursorWriter, Uuid128};
 use agentwire_roll::project::project_event_envelope;
 use agentwire_roll::{EventCursor, ProtocolVersion, RollErrorCode};
 use agentwire_runtime::event::view::StoredView;
@@ -93,8 +93,14 @@ impl Session {
                 seq: seq - 1,
             }),
         };
-        // The next page is read and decoded while this one is encoded and written.
+        // The next page is read while this one is encoded and written.
         let total = timeline.len();
+        let mut writer = wire::ReplayWriter::new(
+            version,
+            runtime.instance_id(),
+            thread_id,
+            CursorWriter::new(self.face.key(), log_id),
+        );
         let mut pages = read_ahead(
             Arc::clone(runtime.log()),
             log_thread,
@@ -116,35 +122,38 @@ impl Session {
             if let Some((last, _)) = events.last() {
                 ordinal = *last as usize + 1;
             }
-            // Each event is read through its stored view (its fields copied as stored) or,
-            // when the view does not read it, decoded.
-            let read: Vec<Read<'_>> = events
-                .iter()
-                .map(|(_, payload)| match StoredView::parse(payload) {
-                    Some(view) => Ok(Read::Viewed(view)),
-                    None => serde_json::from_slice::<StampedEvent>(payload)
-                        .map(|event| Read::Decoded(Box::new(event)))
-                        .map_err(|error| {
-                            self.err(
-                                RollErrorCode::INTERNAL_ERROR,
-                                format!("undecodable event: {error}"),
-                            )
-                        }),
-                })
-                .collect::<Result<_, _>>()?;
-            let batch: Vec<_> = events
-                .iter()
-                .zip(&read)
-                .filter_map(|((ordinal, _), read)| match read {
-                    Read::Viewed(view) => {
-                        self.viewed_envelope(version, thread_id, &log_id, *ordinal, view)
+            // Each event is written from its stored view (its fields copied as stored) or, when
+            // the view does not read it, decoded and serialized.
+            let mut batch = peer.notification_batch("runtime.event", events.len());
+            for (ordinal, payload) in &events {
+                let written = match StoredView::parse(payload) {
+                    Some(view) => batch.push_with(|out| {
+                        writer
+                            .write(out, self.face.next_sequence(), *ordinal, &view)
+                            .map_err(|_| FrameError::Encode("a stamp past the year 9999".into()))
+                    }),
+                    None => {
+                        let event =
+                            serde_json::from_slice::<StampedEvent>(payload).map_err(|error| {
+                                self.err(
+                                    RollErrorCode::INTERNAL_ERROR,
+                                    format!("undecodable event: {error}"),
+                                )
+                            })?;
+                        match self.durable_envelope(version, thread_id, &log_id, *ordinal, &event) {
+                            Some(envelope) => batch.push(&envelope),
+                            None => Ok(()),
+                        }
                     }
-                    Read::Decoded(event) => {
-                        self.durable_envelope(version, thread_id, &log_id, *ordinal, event)
-                    }
-                })
-                .collect();
-            peer.notify_batch("runtime.event", &batch)
+                };
+                written.map_err(|error| {
+                    self.err(
+                        RollErrorCode::INTERNAL_ERROR,
+                        format!("event {ordinal} cannot be sent: {error}"),
+                    )
+                })?;
+            }
+            peer.send_batch(batch)
                 .await
                 .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
         }
@@ -190,7 +199,7 @@ impl Session {
         stamped: &'a StampedEvent,
     ) -> Option<wire::DurableEnvelope<'a>> {
         let event = wire::durable_event(&stamped.event)?.project(version)?;
-        let turn_id = stamped.event.turn_id().map(wire::Field::Typed);
+        let turn_id = stamped.event.turn_id();
         Some(self.stamp(
             version,
             thread_id,
@@ -199,23 +208,6 @@ impl Session {
             stamped.at_ms,
             turn_id,
             event,
-        ))
-    }
-
-    /// [`Session::durable_envelope`] of a stored event read through its view: the same
-    /// envelope, its event's fields copied as stored.
-    fn viewed_envelope<'a>(
-        &'a self,
-        version: ProtocolVersion,
-        thread_id: &'a str,
-        log_id: &Uuid128,
-        ordinal: u64,
-        view: &StoredView<'a>,
-    ) -> Option<wire::DurableEnvelope<'a>> {
-        let event = wire::viewed_event(&view.event).project(version)?;
-        let turn_id = view.event.turn_id().map(wire::Field::Stored);
-        Some(self.stamp(
-            version, thread_id, log_id, ordinal, view.at_ms, turn_id, event,
         ))
     }
 
@@ -229,7 +221,7 @@ impl Session {
         log_id: &Uuid128,
         ordinal: u64,
         at_ms: u64,
-        turn_id: Option<wire::Text<'a>>,
+        turn_id: Option<&'a str>,
         event: wire::DurableEvent<'a>,
     ) -> wire::DurableEnvelope<'a> {
         wire::DurableEnvelope {
@@ -324,12 +316,6 @@ impl Session {
 
 /// Stored timeline events with their ordinals, as read for a replay.
 type Page = Vec<(u64, Vec<u8>)>;
-
-/// A replayed event, read through its stored view or decoded.
-enum Read<'a> {
-    Viewed(StoredView<'a>),
-    Decoded(Box<StampedEvent>),
-}
 
 /// The stored timeline events of `thread` from ordinal `start` (`after` is the log position
 /// before it), page by page with their ordinals, read by a task one page ahead of the receiver,

@@ -1,36 +1,14 @@
-//! The `runtime.event` envelope of a durable event and the event in it, with each field typed
-//! (an event decoded from the log or just committed) or copied as stored (an event read through
-//! the runtime's stored view: the resume replay), serialized straight into the frame.
+//! The `runtime.event` envelope of a durable event and the event in it, borrowed from the core's
+//! event (decoded from the log or just committed) and serialized straight into the frame. The
+//! resume replay writes the same bytes from stored views (`replay`).
 
 use agentwire_roll::{EventCursor, ProtocolVersion};
 use agentwire_runtime::ThreadEvent;
-use agentwire_runtime::event::view::EventView;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::{Timestamp, approval_resolution, pending_approval};
-
-/// A wire value of a durable event: typed, and serialized, when the event was decoded; the JSON
-/// text it is stored as, and copied, when the event is read through its stored view (replay).
-#[derive(Debug, Clone, Copy)]
-pub enum Field<'a, T: ?Sized> {
-    Typed(&'a T),
-    Stored(&'a RawValue),
-}
-
-impl<T: Serialize + ?Sized> Serialize for Field<'_, T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Field::Typed(value) => value.serialize(serializer),
-            Field::Stored(text) => text.serialize(serializer),
-        }
-    }
-}
-
-/// A string field.
-pub type Text<'a> = Field<'a, str>;
 
 /// The Roll event of a durable core event (1.5 form), borrowed from it and serialized
 /// directly; `None` when the event has none (bookkeeping and user-input forms).
@@ -39,26 +17,23 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DurableEvent<'_>> {
         ThreadEvent::TurnStarted { .. } => DurableEvent::TurnStarted,
         ThreadEvent::MessageCompleted {
             stream_id, text, ..
-        } => DurableEvent::MessageCompleted {
-            stream_id: Field::Typed(stream_id),
-            text: Field::Typed(text),
-        },
+        } => DurableEvent::MessageCompleted { stream_id, text },
         ThreadEvent::OperationCompleted { operation, .. } => {
             DurableEvent::ToolCompleted(ToolCompleted {
-                tool_call_id: Field::Typed(&operation.tool_call_id),
-                agent_name: Field::Typed(&operation.agent_name),
-                tool_name: Field::Typed(&operation.tool_name),
-                operation_id: Field::Typed(&operation.id),
+                tool_call_id: &operation.tool_call_id,
+                agent_name: &operation.agent_name,
+                tool_name: &operation.tool_name,
+                operation_id: &operation.id,
                 outcome: WireOutcome {
-                    kind: Field::Typed(&operation.outcome.kind),
-                    reason: operation.outcome.reason.as_deref().map(Field::Typed),
+                    kind: &operation.outcome.kind,
+                    reason: operation.outcome.reason.as_deref(),
                 },
-                display: Field::Typed(&operation.display),
+                display: &operation.display,
                 app_output: operation
                     .app_output
                     .as_ref()
                     .and_then(|a| a.get("descriptor"))
-                    .map(|descriptor| AppOutput::Declared(Field::Typed(descriptor))),
+                    .map(AppOutput::Declared),
             })
         }
         ThreadEvent::InteractionOpened { interaction } => DurableEvent::ApprovalRequired {
@@ -75,13 +50,10 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DurableEvent<'_>> {
         ThreadEvent::TurnCompleted { .. } => DurableEvent::TurnCompleted,
         ThreadEvent::TurnCancelled {
             reason, message, ..
-        } => DurableEvent::TurnCancelled {
-            reason: Field::Typed(reason),
-            message: Field::Typed(message),
-        },
+        } => DurableEvent::TurnCancelled { reason, message },
         ThreadEvent::TurnFailed { stage, message, .. } => DurableEvent::TurnFailed {
-            stage: Field::Typed(stage.as_str()),
-            message: Field::Typed(message),
+            stage: stage.as_str(),
+            message,
         },
         ThreadEvent::CapabilitiesChanged => DurableEvent::CapabilitiesChanged,
         ThreadEvent::ThreadCreated { .. }
@@ -94,48 +66,6 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DurableEvent<'_>> {
     })
 }
 
-/// The Roll event of a stored event read through its view: the same event as
-/// [`durable_event`] of its decode, its fields copied as stored.
-pub fn viewed_event<'a>(event: &EventView<'a>) -> DurableEvent<'a> {
-    match event {
-        EventView::TurnStarted { .. } => DurableEvent::TurnStarted,
-        EventView::MessageCompleted {
-            stream_id, text, ..
-        } => DurableEvent::MessageCompleted {
-            stream_id: Field::Stored(stream_id),
-            text: Field::Stored(text),
-        },
-        EventView::OperationCompleted { operation, .. } => {
-            DurableEvent::ToolCompleted(ToolCompleted {
-                tool_call_id: Field::Stored(operation.tool_call_id),
-                agent_name: Field::Stored(operation.agent_name),
-                tool_name: Field::Stored(operation.tool_name),
-                operation_id: Field::Stored(operation.id),
-                outcome: WireOutcome {
-                    kind: Field::Stored(operation.outcome.kind),
-                    reason: operation.outcome.reason.map(Field::Stored),
-                },
-                display: Field::Stored(operation.display),
-                app_output: operation
-                    .app_output_descriptor()
-                    .map(|descriptor| AppOutput::Declared(Field::Stored(descriptor))),
-            })
-        }
-        EventView::TurnCompleted { .. } => DurableEvent::TurnCompleted,
-        EventView::TurnCancelled {
-            reason, message, ..
-        } => DurableEvent::TurnCancelled {
-            reason: Field::Stored(reason),
-            message: Field::Stored(message),
-        },
-        EventView::TurnFailed { stage, message, .. } => DurableEvent::TurnFailed {
-            stage: Field::Stored(stage),
-            message: Field::Stored(message),
-        },
-        EventView::CapabilitiesChanged => DurableEvent::CapabilitiesChanged,
-    }
-}
-
 /// A durable Roll event in its 1.5 form. [`DurableEvent::project`] brings it to an older
 /// version by the rules of `agentwire_roll::project::project_event_envelope` (which the tests
 /// hold it to).
@@ -145,7 +75,7 @@ pub enum DurableEvent<'a> {
     #[serde(rename = "turn.started")]
     TurnStarted,
     #[serde(rename = "message.completed", rename_all = "camelCase")]
-    MessageCompleted { stream_id: Text<'a>, text: Text<'a> },
+    MessageCompleted { stream_id: &'a str, text: &'a str },
     #[serde(rename = "tool.completed")]
     ToolCompleted(ToolCompleted<'a>),
     #[serde(rename = "approval.required")]
@@ -158,9 +88,9 @@ pub enum DurableEvent<'a> {
     #[serde(rename = "turn.completed")]
     TurnCompleted,
     #[serde(rename = "turn.cancelled")]
-    TurnCancelled { reason: Text<'a>, message: Text<'a> },
+    TurnCancelled { reason: &'a str, message: &'a str },
     #[serde(rename = "turn.failed")]
-    TurnFailed { stage: Text<'a>, message: Text<'a> },
+    TurnFailed { stage: &'a str, message: &'a str },
     #[serde(rename = "capabilities.changed")]
     CapabilitiesChanged,
 }
@@ -193,12 +123,12 @@ impl DurableEvent<'_> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCompleted<'a> {
-    tool_call_id: Text<'a>,
-    agent_name: Text<'a>,
-    tool_name: Text<'a>,
-    operation_id: Text<'a>,
+    tool_call_id: &'a str,
+    agent_name: &'a str,
+    tool_name: &'a str,
+    operation_id: &'a str,
     outcome: WireOutcome<'a>,
-    display: Field<'a, Value>,
+    display: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     app_output: Option<AppOutput<'a>>,
 }
@@ -206,15 +136,15 @@ pub struct ToolCompleted<'a> {
 /// An operation's outcome on the wire.
 #[derive(Debug, Serialize)]
 struct WireOutcome<'a> {
-    kind: Field<'a, agentwire_runtime::OutcomeKind>,
+    kind: &'a agentwire_runtime::OutcomeKind,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<Text<'a>>,
+    reason: Option<&'a str>,
 }
 
 /// An app-output descriptor: the tool's, or `{"status":"not_provided"}`.
 #[derive(Debug)]
 enum AppOutput<'a> {
-    Declared(Field<'a, Value>),
+    Declared(&'a Value),
     NotProvided,
 }
 
@@ -240,7 +170,7 @@ pub struct DurableEnvelope<'a> {
     pub sequence: u64,
     pub timestamp: Timestamp,
     pub thread_id: &'a str,
-    pub turn_id: Option<Text<'a>>,
+    pub turn_id: Option<&'a str>,
     pub event: DurableEvent<'a>,
     pub cursor: Option<EventCursor>,
 }
@@ -278,13 +208,13 @@ impl Serialize for EventIdText<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use serde_json::json;
 
     use super::*;
 
     /// Every durable event kind, as the core stores it.
-    fn stored_events() -> Vec<ThreadEvent> {
+    pub(in crate::roll::wire) fn stored_events() -> Vec<ThreadEvent> {
         let operation = |app_output: Value, reason: Value| {
             let mut operation = json!({
                 "id": "op-1", "toolCallId": "call-1", "agentName": "demo", "toolName": "shell",
@@ -330,7 +260,7 @@ mod tests {
 
     fn stamped<'a>(
         event: DurableEvent<'a>,
-        turn_id: Option<Text<'a>>,
+        turn_id: Option<&'a str>,
         version: ProtocolVersion,
     ) -> DurableEnvelope<'a> {
         DurableEnvelope {
@@ -347,56 +277,8 @@ mod tests {
 
     fn envelope(event: &ThreadEvent, version: ProtocolVersion) -> Option<Value> {
         let wire = durable_event(event)?.project(version)?;
-        let envelope = stamped(wire, event.turn_id().map(Field::Typed), version);
+        let envelope = stamped(wire, event.turn_id(), version);
         Some(serde_json::to_value(envelope).unwrap())
-    }
-
-    /// A stored event read through its view is sent as the same bytes as its decode, on every
-    /// version; the kinds the view does not read are the ones replay decodes.
-    #[test]
-    fn viewed_events_are_sent_as_their_decode_is() {
-        let mut events = stored_events();
-        events.push(ThreadEvent::MessageCompleted {
-            turn_id: "t \"2\"".into(),
-            stream_id: "s\u{1}".into(),
-            text: "line\nbreak é 😀 \\ </script>".into(),
-        });
-        for event in events {
-            let payload = serde_json::to_vec(&agentwire_runtime::StampedEvent {
-                at_ms: 1_764_590_400_123,
-                event: event.clone(),
-            })
-            .unwrap();
-            let Some(view) = agentwire_runtime::event::view::StoredView::parse(&payload) else {
-                assert!(
-                    matches!(
-                        event,
-                        ThreadEvent::InteractionOpened { .. }
-                            | ThreadEvent::InteractionResolved { .. }
-                    ),
-                    "{} is not viewed",
-                    event.kind()
-                );
-                continue;
-            };
-            for version in agentwire_roll::SUPPORTED_VERSIONS {
-                let decoded = durable_event(&event)
-                    .and_then(|wire| wire.project(version))
-                    .map(|wire| {
-                        let mut envelope =
-                            stamped(wire, event.turn_id().map(Field::Typed), version);
-                        envelope.timestamp = Timestamp(1_764_590_400_123);
-                        serde_json::to_string(&envelope).unwrap()
-                    });
-                let viewed = viewed_event(&view.event).project(version).map(|wire| {
-                    let mut envelope =
-                        stamped(wire, view.event.turn_id().map(Field::Stored), version);
-                    envelope.timestamp = Timestamp(view.at_ms);
-                    serde_json::to_string(&envelope).unwrap()
-                });
-                assert_eq!(viewed, decoded, "{} on {version}", event.kind());
-            }
-        }
     }
 
     /// The typed envelopes follow the rules of the generic projection, version by version.

@@ -12,10 +12,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 mod durable;
+mod replay;
 
-pub use durable::{
-    DurableEnvelope, DurableEvent, Field, Text, ToolCompleted, durable_event, viewed_event,
-};
+pub use durable::{DurableEnvelope, DurableEvent, ToolCompleted, durable_event};
+pub use replay::ReplayWriter;
 
 /// An RFC 3339 timestamp (UTC, milliseconds) of a time in milliseconds since the Unix epoch.
 pub fn timestamp(ms: u64) -> String {
