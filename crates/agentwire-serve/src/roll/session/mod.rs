@@ -1,31 +1,29 @@
 //! One Roll connection: the request dispatcher and its methods. The event stream (live events
-//! and resume replay) is in `events`, the server-request deliveries in `interactions`.
+//! and resume replay) is in `events`, the server-request deliveries in `interactions`, the
+//! thread reads in `threads`, the attachment methods in `attachments`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentwire_jsonrpc::{ErrorObject, Event, Handlers, Id, Peer, RequestContext};
-use agentwire_roll::constants::{DEFAULT_PAGE_LIMIT, js_length};
+use agentwire_roll::constants::js_length;
 use agentwire_roll::negotiation::{Connection, NegotiationError};
-use agentwire_roll::project::{
-    project_initialize_result, project_operation_view, project_thread_snapshot,
-};
+use agentwire_roll::project::{project_initialize_result, project_operation_view};
 use agentwire_roll::schema;
 use agentwire_roll::{Feature, Method, ProtocolVersion, RollErrorCode, ServerRequestMethod};
-use agentwire_runtime::{
-    Admission, AttachmentError, AttachmentStore, Interaction, Operation, Resolution, RuntimeError,
-    StageRequest, StageSource, TurnInput,
-};
+use agentwire_runtime::{Admission, Interaction, Operation, Resolution, RuntimeError, TurnInput};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
 
-use super::wire::{self, SnapshotPaging};
+use super::wire;
 use super::{RollFace, roll_error};
 
+mod attachments;
 mod events;
 mod interactions;
+mod threads;
 
 /// Schema issues reported in an `INVALID_PARAMS` answer.
 const MAX_REPORTED_ISSUES: usize = 8;
@@ -392,103 +390,6 @@ impl Session {
         }
     }
 
-    fn attachment_store(&self) -> Result<&AttachmentStore, ErrorObject> {
-        self.face.config.attachments.as_ref().ok_or_else(|| {
-            self.err(
-                RollErrorCode::CAPABILITY_UNAVAILABLE,
-                "this runtime does not accept attachments",
-            )
-        })
-    }
-
-    fn attachment_error(&self, error: &AttachmentError) -> ErrorObject {
-        let code = match error.roll_code().and_then(RollErrorCode::from_wire) {
-            Some(code) => code,
-            None if error.is_invalid_params() => RollErrorCode::INVALID_PARAMS,
-            None => {
-                tracing::error!(%error, code = error.code(), "the attachment store failed");
-                RollErrorCode::INTERNAL_ERROR
-            }
-        };
-        roll_error(
-            self.error_version(),
-            code,
-            error.to_string(),
-            Some(json!({"code": error.code()})),
-        )
-    }
-
-    async fn attachment(&self, method: Method, params: &Value) -> Answer {
-        let store = self.attachment_store()?;
-        let thread_id = str_param(params, "threadId");
-        // Attachments belong to a served thread.
-        self.ensure_thread(thread_id)?;
-        let attachment_id = str_param(params, "attachmentId");
-        match method {
-            Method::AttachmentStage => {
-                let source = match (str_param(params, "source"), params.get("sourcePath")) {
-                    ("local-path", Some(Value::String(path))) => {
-                        StageSource::LocalPath(std::path::PathBuf::from(path))
-                    }
-                    ("chunks", None) => StageSource::Chunks,
-                    _ => {
-                        return Err(self.err(
-                            RollErrorCode::INVALID_PARAMS,
-                            "source local-path needs sourcePath; source chunks forbids it",
-                        ));
-                    }
-                };
-                let request = StageRequest {
-                    file_name: str_param(params, "fileName").to_owned(),
-                    media_type: str_param(params, "mediaType").to_owned(),
-                    bytes: params.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-                    sha256: str_param(params, "sha256").to_owned(),
-                    source,
-                };
-                let staged = store
-                    .stage(thread_id, request)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                let mut out =
-                    json!({"attachmentId": staged.attachment_id, "state": staged.state.as_str()});
-                if let Some(descriptor) = &staged.descriptor {
-                    out["descriptor"] = wire::attachment_descriptor(descriptor);
-                }
-                Ok(out)
-            }
-            Method::AttachmentChunk => {
-                use base64::Engine as _;
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(str_param(params, "dataBase64"))
-                    .map_err(|e| {
-                        self.err(RollErrorCode::INVALID_PARAMS, format!("dataBase64: {e}"))
-                    })?;
-                let sequence = params.get("sequence").and_then(Value::as_u64).unwrap_or(0);
-                let progress = store
-                    .chunk(thread_id, attachment_id, sequence, &data)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                Ok(
-                    json!({"receivedBytes": progress.received_bytes, "nextSequence": progress.next_sequence}),
-                )
-            }
-            Method::AttachmentCommit => {
-                let descriptor = store
-                    .commit(thread_id, attachment_id)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                Ok(json!({"descriptor": wire::attachment_descriptor(&descriptor)}))
-            }
-            _ => {
-                let released = store
-                    .release(thread_id, attachment_id)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                Ok(json!({"released": released}))
-            }
-        }
-    }
-
     /// The operation the params name, its sequence and its completion time (`None` when the
     /// thread has no such operation).
     async fn operation(
@@ -658,80 +559,6 @@ impl Session {
                     .await;
             });
         }
-    }
-
-    async fn thread_result(&self, thread_id: &str) -> Answer {
-        let summary = self
-            .face
-            .runtime
-            .inspect(thread_id, |state| wire::summary_of(thread_id, state))
-            .await
-            .map_err(|e| self.runtime_error(&e))?;
-        Ok(json!({"thread": wire::thread_summary(&summary)}))
-    }
-
-    fn page_limit(&self, params: &Value) -> Result<usize, ErrorObject> {
-        let limit = params
-            .get("limit")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_PAGE_LIMIT);
-        if limit == 0 || limit > self.face.config.max_page_size {
-            return Err(self.err(
-                RollErrorCode::INVALID_PARAMS,
-                format!("limit must be 1 to {}", self.face.config.max_page_size),
-            ));
-        }
-        Ok(usize::try_from(limit).unwrap_or(usize::MAX))
-    }
-
-    async fn thread_list(&self, params: &Value) -> Answer {
-        let limit = self.page_limit(params)?;
-        let start = match params.get("cursor").and_then(Value::as_str) {
-            None => 0,
-            Some(digits) => digits.parse::<usize>().unwrap_or(usize::MAX),
-        };
-        let summaries = self.face.runtime.summaries().await;
-        let end = start.saturating_add(limit).min(summaries.len());
-        let items: Vec<Value> = summaries
-            .get(start.min(end)..end)
-            .unwrap_or_default()
-            .iter()
-            .map(wire::thread_summary)
-            .collect();
-        let next = (end < summaries.len()).then(|| end.to_string());
-        Ok(json!({"items": items, "nextCursor": next}))
-    }
-
-    fn event_cursor(&self, thread_id: &str, timeline_len: usize) -> Option<String> {
-        timeline_len
-            .checked_sub(1)
-            .map(|last| self.face.cursor(thread_id, last as u64).as_str().to_owned())
-    }
-
-    async fn snapshot(&self, version: ProtocolVersion, thread_id: &str, params: &Value) -> Answer {
-        let limit = self.page_limit(params)?;
-        let recovery = params.get("recovery") == Some(&Value::Bool(true));
-        let paging = SnapshotPaging {
-            message_before: params.get("messageBeforeSequence").and_then(Value::as_u64),
-            operation_before: params
-                .get("operationBeforeSequence")
-                .and_then(Value::as_u64),
-            limit,
-        };
-        let snapshot = self
-            .face
-            .runtime
-            .inspect(thread_id, |state| {
-                let cursor = self.event_cursor(thread_id, state.timeline.len());
-                if recovery {
-                    wire::recovery_snapshot(thread_id, state, cursor)
-                } else {
-                    wire::full_snapshot(thread_id, state, paging, cursor)
-                }
-            })
-            .await
-            .map_err(|e| self.runtime_error(&e))?;
-        Ok(project_thread_snapshot(&snapshot, version))
     }
 
     async fn turn_start(&self, params: &Value) -> Answer {
