@@ -294,9 +294,49 @@ pub fn event_cursor_distance(
 /// tell its own cursors from forged ones without a lookup.
 #[derive(Clone)]
 pub struct CursorKey {
-    /// SHA-256 after the HMAC inner pad, and after the outer pad: each MAC continues from them.
-    inner: Sha256,
-    outer: Sha256,
+    /// SHA-256's state after the HMAC inner pad's block, and after the outer pad's: each MAC
+    /// continues from them, one block each for a cursor's 24-byte message.
+    inner: [u32; 8],
+    outer: [u32; 8],
+}
+
+/// SHA-256's initial state (FIPS 180-4, 5.3.3).
+const SHA256_INITIAL: [u32; 8] = [
+    0x6a09_e667,
+    0xbb67_ae85,
+    0x3c6e_f372,
+    0xa54f_f53a,
+    0x510e_527f,
+    0x9b05_688c,
+    0x1f83_d9ab,
+    0x5be0_cd19,
+];
+
+/// The SHA-256 digest of one 64-byte block (already compressed into `state`) followed by
+/// `message`: the rest of the message in whole blocks, then the padding and the bit length,
+/// with no buffer or allocation.
+fn sha256_after_block(mut state: [u32; 8], message: &[u8]) -> [u8; 32] {
+    let mut blocks = message.chunks_exact(64);
+    for block in blocks.by_ref() {
+        let mut whole = [0u8; 64];
+        whole.copy_from_slice(block);
+        sha2::block_api::compress256(&mut state, &[whole]);
+    }
+    let rest = blocks.remainder();
+    let bits = ((64 + message.len()) as u64).wrapping_mul(8);
+    let mut tail = [[0u8; 64]; 2];
+    let flat = tail.as_flattened_mut();
+    flat[..rest.len()].copy_from_slice(rest);
+    flat[rest.len()] = 0x80;
+    // The length ends the first block when the rest and its 0x80 leave eight bytes for it.
+    let used = if rest.len() < 56 { 1 } else { 2 };
+    flat[used * 64 - 8..used * 64].copy_from_slice(&bits.to_be_bytes());
+    sha2::block_api::compress256(&mut state, &tail[..used]);
+    let mut digest = [0u8; 32];
+    for (out, word) in digest.chunks_exact_mut(4).zip(state) {
+        out.copy_from_slice(&word.to_be_bytes());
+    }
+    digest
 }
 
 impl fmt::Debug for CursorKey {
@@ -320,16 +360,17 @@ impl CursorKey {
             inner_pad[index] ^= byte;
             outer_pad[index] ^= byte;
         }
-        CursorKey {
-            inner: Sha256::new().chain_update(inner_pad),
-            outer: Sha256::new().chain_update(outer_pad),
-        }
+        let mut inner = SHA256_INITIAL;
+        sha2::block_api::compress256(&mut inner, &[inner_pad]);
+        let mut outer = SHA256_INITIAL;
+        sha2::block_api::compress256(&mut outer, &[outer_pad]);
+        CursorKey { inner, outer }
     }
 
     /// HMAC-SHA256 of `message` under the key.
     fn mac(&self, message: &[u8]) -> [u8; 32] {
-        let inner = self.inner.clone().chain_update(message).finalize();
-        self.outer.clone().chain_update(inner).finalize().into()
+        let inner = sha256_after_block(self.inner, message);
+        sha256_after_block(self.outer, &inner)
     }
 
     /// The event id of position `sequence` in log `log_id`: HMAC-SHA256 truncated to a
@@ -423,6 +464,42 @@ mod tests {
             let mut out = b"x".to_vec();
             writer.push_cursor(&mut out, sequence, &event_id);
             assert_eq!(&out[1..], cursor.as_str().as_bytes(), "{sequence}");
+        }
+    }
+
+    #[test]
+    fn the_block_level_mac_is_the_digest_api_s_hmac() {
+        use sha2::{Digest, Sha256};
+        // Keys shorter and longer than a block's worth, messages across both padding cases
+        // (the length in the last block, or in one more) and across whole blocks.
+        for secret in [b"k".as_slice(), &[7u8; 32], &[9u8; 100]] {
+            let key = CursorKey::new(secret);
+            let mut padded = [0u8; 32];
+            if secret.len() > 32 {
+                padded.copy_from_slice(&Sha256::digest(secret));
+            } else {
+                padded[..secret.len()].copy_from_slice(secret);
+            }
+            let pad = |byte: u8| {
+                let mut block = [byte; 64];
+                for (b, k) in block.iter_mut().zip(padded) {
+                    *b ^= k;
+                }
+                block
+            };
+            for length in 0..200usize {
+                let message: Vec<u8> = (0..length).map(|i| (i * 31 + length) as u8).collect();
+                let inner = Sha256::new()
+                    .chain_update(pad(0x36))
+                    .chain_update(&message)
+                    .finalize();
+                let expected: [u8; 32] = Sha256::new()
+                    .chain_update(pad(0x5c))
+                    .chain_update(inner)
+                    .finalize()
+                    .into();
+                assert_eq!(key.mac(&message), expected, "{length}");
+            }
         }
     }
 
