@@ -12,13 +12,20 @@ use agentwire_roll::{EventCursor, ProtocolVersion, RollErrorCode};
 use agentwire_runtime::event::view::StoredView;
 use agentwire_runtime::{Published, RuntimeError, StampedEvent};
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 
 use super::super::wire;
 use super::{Answer, Session, lock, str_param};
 
-/// Events read from the log per page while replaying.
-const REPLAY_PAGE: usize = 500;
+/// Events read from the log per page while replaying: the most one read returns.
+const REPLAY_PAGE: usize = agentwire_events::MAX_PAGE_EVENTS;
+
+/// Bytes of stored events a replay reads ahead of what it has written: the reader runs while
+/// pages wait to be encoded (and one page past this, which a page of large events may be).
+const READ_AHEAD_BYTES: usize = 8 * 1024 * 1024;
+
+/// Pages a replay's reader may queue, within [`READ_AHEAD_BYTES`].
+const READ_AHEAD_PAGES: usize = 3;
 
 impl Session {
     pub(super) async fn resume(
@@ -107,12 +114,13 @@ impl Session {
             after,
             Arc::new(timeline),
             start,
+            READ_AHEAD_BYTES,
         );
         while ordinal < total {
             let Some(page) = pages.recv().await else {
                 break;
             };
-            let events = page.map_err(|e| match e {
+            let (events, _read_ahead) = page.map_err(|e| match e {
                 agentwire_events::Error::Expired { .. } => self.err(
                     RollErrorCode::EVENT_CURSOR_EXPIRED,
                     "the events after this cursor were trimmed from the log",
@@ -314,20 +322,24 @@ impl Session {
     }
 }
 
-/// Stored timeline events with their ordinals, as read for a replay.
-type Page = Vec<(u64, Vec<u8>)>;
+/// Stored timeline events with their ordinals, as read for a replay, and their share of the
+/// read-ahead budget (released when the page is dropped).
+type Page = (Vec<(u64, Vec<u8>)>, OwnedSemaphorePermit);
 
 /// The stored timeline events of `thread` from ordinal `start` (`after` is the log position
-/// before it), page by page with their ordinals, read by a task one page ahead of the receiver,
-/// up to the end of `timeline` or the first error; the task ends when the receiver is dropped.
+/// before it), page by page with their ordinals, read by a task ahead of the receiver while the
+/// pages not yet dropped hold less than `budget_bytes` ([`READ_AHEAD_BYTES`]), up to the end of
+/// `timeline` or the first error; the task ends when the receiver is dropped.
 fn read_ahead(
     log: Arc<dyn agentwire_events::EventLog>,
     thread: ThreadId,
     mut after: After,
     timeline: Arc<Vec<u64>>,
     start: usize,
+    budget_bytes: usize,
 ) -> tokio::sync::mpsc::Receiver<Result<Page, agentwire_events::Error>> {
-    let (pages, received) = tokio::sync::mpsc::channel(1);
+    let (pages, received) = tokio::sync::mpsc::channel(READ_AHEAD_PAGES);
+    let budget = Arc::new(Semaphore::new(budget_bytes));
     tokio::spawn(async move {
         let mut ordinal = start;
         while ordinal < timeline.len() {
@@ -344,17 +356,94 @@ fn read_ahead(
             after = After::Position(last.position(log.log_id()));
             let at_head = page.at_head();
             let mut events = Vec::with_capacity(page.events.len());
+            let mut bytes = 0usize;
             for stored in page.events {
                 if ordinal >= timeline.len() || stored.seq != timeline[ordinal] {
                     continue;
                 }
+                bytes += stored.payload.len();
                 events.push((ordinal as u64, stored.payload));
                 ordinal += 1;
             }
-            if pages.send(Ok(events)).await.is_err() || at_head {
+            // A page larger than the whole budget waits for every earlier page to be dropped.
+            let wanted = u32::try_from(bytes.min(budget_bytes)).unwrap_or(u32::MAX);
+            let Ok(permit) = Arc::clone(&budget).acquire_many_owned(wanted).await else {
+                return;
+            };
+            if pages.send(Ok((events, permit))).await.is_err() || at_head {
                 return;
             }
         }
     });
     received
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use agentwire_events::{After, Expected, NewEvent, ThreadId};
+
+    use super::{READ_AHEAD_PAGES, read_ahead};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reader_stays_within_its_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
+        let log = agentwire_events::open(&url).await.unwrap();
+        let thread = ThreadId::new("t").unwrap();
+        let count = agentwire_events::MAX_PAGE_EVENTS * 3 + 10;
+        let events = (0..count)
+            .map(|i| NewEvent::new("e", format!("{{\"i\":{i}}}").into_bytes()))
+            .collect::<Vec<_>>();
+        for (index, chunk) in events
+            .chunks(agentwire_events::MAX_APPEND_EVENTS)
+            .enumerate()
+        {
+            let at = (index * agentwire_events::MAX_APPEND_EVENTS) as u64;
+            log.append(&thread, Expected::Next(at), chunk.to_vec())
+                .await
+                .unwrap();
+        }
+        let timeline = Arc::new((0..count as u64).collect::<Vec<_>>());
+        let read = |budget| {
+            read_ahead(
+                Arc::clone(&log),
+                thread.clone(),
+                After::Start,
+                Arc::clone(&timeline),
+                0,
+                budget,
+            )
+        };
+
+        // A budget smaller than any page: the next page is read only once the one held is
+        // dropped.
+        let mut pages = read(1);
+        let mut ordinal = 0u64;
+        for _ in 0..4 {
+            let (page, permit) = pages.recv().await.unwrap().unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(pages.try_recv().is_err(), "a page read past the budget");
+            for (at, payload) in &page {
+                assert_eq!(*at, ordinal);
+                assert_eq!(payload, format!("{{\"i\":{ordinal}}}").as_bytes());
+                ordinal += 1;
+            }
+            drop((page, permit));
+        }
+        assert_eq!(ordinal, count as u64);
+        assert!(pages.recv().await.is_none());
+
+        // A budget larger than every page: the reader runs ahead up to its page queue.
+        let mut pages = read(64 * 1024 * 1024);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(pages.len(), READ_AHEAD_PAGES);
+        let mut read = 0;
+        while let Some(page) = pages.recv().await {
+            read += page.unwrap().0.len();
+        }
+        assert_eq!(read, count);
+    }
 }
