@@ -12,6 +12,7 @@
 mod error;
 mod limits;
 mod postgres;
+mod queue;
 mod retention;
 mod settings;
 mod sqlite;

@@ -2,8 +2,8 @@
 //! group-commits appends (BEGIN, the `aw_append` calls, one coalesced NOTIFY and COMMIT
 //! pipelined in one round trip), a read pool, and a listener connection that wakes tails.
 //!
-//! This module holds the `PostgresLog` (opening, the reads, the queue to the writer) and the
-//! commands it sends; `writer.rs` is the writer task and its group commit, `transactions.rs` the
+//! This module holds the `PostgresLog` (opening, the reads; the queue to the writer is the
+//! crate's `queue.rs`); `writer.rs` is the writer task and its group commit, `transactions.rs` the
 //! writer's other transactions (retention trims, deletions, checkpoints), `listen.rs` the
 //! listener, `schema.rs` the migrations.
 
@@ -12,24 +12,23 @@ mod schema;
 mod transactions;
 mod writer;
 
-use std::sync::{Mutex, RwLock};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio_postgres::{Client, NoTls};
-use uuid::Uuid;
 
 use crate::EventLog;
 use crate::error::{Error, Result};
-use crate::limits::{MAX_CHECKPOINT_BYTES, MAX_PAGE_BYTES};
+use crate::limits::MAX_PAGE_BYTES;
+use crate::queue::WriterQueue;
 use crate::settings::Settings;
 use crate::sqlite::check_limit;
 use crate::types::{
     After, Appended, Backend, Checkpoint, CheckpointInfo, Expected, LogId, NewEvent, Page,
-    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint,
-    check_read_bounds, first_wanted,
+    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_read_bounds, first_wanted,
 };
 use listen::listen;
 use writer::Writer;
@@ -45,41 +44,11 @@ pub struct PostgresLog {
     log_id: LogId,
     settings: Settings,
     pool: Pool,
-    queue: RwLock<Option<mpsc::Sender<Command>>>,
+    queue: WriterQueue,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
     commits: watch::Sender<u64>,
     // Dropping it stops the listener task.
     _listener_stop: oneshot::Sender<()>,
-}
-
-#[derive(Debug)]
-enum Command {
-    Append(AppendRequest),
-    Trim {
-        thread: ThreadId,
-        retention: Retention,
-        now: SystemTime,
-        reply: oneshot::Sender<Result<Trimmed>>,
-    },
-    Delete {
-        thread: ThreadId,
-        reply: oneshot::Sender<Result<bool>>,
-    },
-    Checkpoint {
-        thread: ThreadId,
-        checkpoint: Checkpoint,
-        reply: oneshot::Sender<Result<()>>,
-    },
-}
-
-#[derive(Debug)]
-struct AppendRequest {
-    thread: ThreadId,
-    expected: Expected,
-    events: Vec<NewEvent>,
-    ids: Vec<Uuid>,
-    bytes: usize,
-    reply: oneshot::Sender<Result<Appended>>,
 }
 
 async fn connect(config: &tokio_postgres::Config) -> Result<Client> {
@@ -119,7 +88,7 @@ impl PostgresLog {
                 reason: e.to_string(),
             })?;
         let (commits, _) = watch::channel(0u64);
-        let (tx, rx) = mpsc::channel(settings.queue_capacity);
+        let (queue, rx) = WriterQueue::new(settings.queue_capacity);
         let writer = Writer {
             client,
             append: None,
@@ -136,28 +105,11 @@ impl PostgresLog {
             log_id,
             settings,
             pool,
-            queue: RwLock::new(Some(tx)),
+            queue,
             writer: Mutex::new(Some(writer)),
             commits,
             _listener_stop: stop,
         })
-    }
-
-    fn sender(&self) -> Result<mpsc::Sender<Command>> {
-        self.queue
-            .read()
-            .map_err(|_| Error::Closed)?
-            .clone()
-            .ok_or(Error::Closed)
-    }
-
-    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
-        let (reply, answer) = oneshot::channel();
-        self.sender()?
-            .send(make(reply))
-            .await
-            .map_err(|_| Error::Closed)?;
-        answer.await.map_err(|_| Error::Closed)?
     }
 
     async fn reader(&self) -> Result<deadpool_postgres::Object> {
@@ -186,23 +138,9 @@ impl EventLog for PostgresLog {
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> Result<Appended> {
-        let bytes = check_append(&events, self.settings.max_record_bytes)?;
-        let ids = events
-            .iter()
-            .map(|e| e.event_id.unwrap_or_else(Uuid::new_v4))
-            .collect();
-        let thread = thread.clone();
-        self.call(|reply| {
-            Command::Append(AppendRequest {
-                thread,
-                expected,
-                events,
-                ids,
-                bytes,
-                reply,
-            })
-        })
-        .await
+        self.queue
+            .append(thread, expected, events, self.settings.max_record_bytes)
+            .await
     }
 
     async fn read(&self, thread: &ThreadId, after: After, limit: usize) -> Result<Page> {
@@ -317,26 +255,11 @@ impl EventLog for PostgresLog {
         retention: &Retention,
         now: SystemTime,
     ) -> Result<Trimmed> {
-        let thread = thread.clone();
-        let retention = *retention;
-        self.call(|reply| Command::Trim {
-            thread,
-            retention,
-            now,
-            reply,
-        })
-        .await
+        self.queue.trim(thread, retention, now).await
     }
 
     async fn put_checkpoint(&self, thread: &ThreadId, checkpoint: Checkpoint) -> Result<()> {
-        check_checkpoint(&checkpoint, MAX_CHECKPOINT_BYTES)?;
-        let thread = thread.clone();
-        self.call(|reply| Command::Checkpoint {
-            thread,
-            checkpoint,
-            reply,
-        })
-        .await
+        self.queue.put_checkpoint(thread, checkpoint).await
     }
 
     async fn checkpoint(&self, thread: &ThreadId) -> Result<Option<Checkpoint>> {
@@ -368,13 +291,11 @@ impl EventLog for PostgresLog {
     }
 
     async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
-        let thread = thread.clone();
-        self.call(|reply| Command::Delete { thread, reply }).await
+        self.queue.delete_thread(thread).await
     }
 
     async fn close(&self) -> Result<()> {
-        let sender = self.queue.write().map_err(|_| Error::Closed)?.take();
-        drop(sender);
+        self.queue.close()?;
         let handle = self.writer.lock().map_err(|_| Error::Closed)?.take();
         if let Some(handle) = handle {
             handle.await.map_err(|_| Error::Closed)?;

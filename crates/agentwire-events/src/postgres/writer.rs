@@ -7,8 +7,9 @@ use tokio::sync::{mpsc, watch};
 use tokio_postgres::Client;
 
 use super::transactions::{delete, put_checkpoint, trim};
-use super::{AppendRequest, CHANNEL, Command, connect};
+use super::{CHANNEL, connect};
 use crate::error::{Error, Result};
+use crate::queue::{AppendRequest, Command, gather};
 use crate::settings::Settings;
 use crate::types::{Appended, Expected, LogId};
 const APPEND_SQL: &str =
@@ -43,30 +44,15 @@ impl Writer {
                     }
                     Err(err) => {
                         tracing::warn!(error = %err, "postgres writer cannot reconnect");
-                        fail(command, &err);
+                        command.fail(&err);
                         continue;
                     }
                 }
             }
             match command {
                 Command::Append(first) => {
-                    let mut batch_bytes = first.bytes;
-                    let mut batch = vec![first];
-                    while batch.len() < self.settings.max_batch_appends
-                        && batch_bytes < self.settings.max_batch_bytes
-                    {
-                        match queue.try_recv() {
-                            Ok(Command::Append(next)) => {
-                                batch_bytes += next.bytes;
-                                batch.push(next);
-                            }
-                            Ok(other) => {
-                                held = Some(other);
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
+                    let batch;
+                    (batch, held) = gather(first, &mut queue, &self.settings);
                     self.commit_batch(batch).await;
                 }
                 Command::Trim {
@@ -256,23 +242,5 @@ fn copy_error(err: &tokio_postgres::Error) -> Error {
     }
     Error::WriteFailed {
         reason: format!("group commit failed: {err}"),
-    }
-}
-
-fn fail(command: Command, err: &Error) {
-    let reason = err.to_string();
-    match command {
-        Command::Append(request) => {
-            let _ = request.reply.send(Err(Error::WriteFailed { reason }));
-        }
-        Command::Trim { reply, .. } => {
-            let _ = reply.send(Err(Error::WriteFailed { reason }));
-        }
-        Command::Checkpoint { reply, .. } => {
-            let _ = reply.send(Err(Error::WriteFailed { reason }));
-        }
-        Command::Delete { reply, .. } => {
-            let _ = reply.send(Err(Error::WriteFailed { reason }));
-        }
     }
 }

@@ -5,33 +5,32 @@ mod schema;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, watch};
 use uuid::Uuid;
 
 use crate::EventLog;
 use crate::error::{Error, Result};
-use crate::limits::{MAX_CHECKPOINT_BYTES, MAX_PAGE_BYTES, MAX_PAGE_EVENTS};
+use crate::limits::{MAX_PAGE_BYTES, MAX_PAGE_EVENTS};
+use crate::queue::WriterQueue;
 use crate::settings::Settings;
 use crate::types::{
     After, Appended, Backend, Checkpoint, CheckpointInfo, Expected, LogId, NewEvent, Page,
-    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_append, check_checkpoint,
-    check_read_bounds, first_wanted,
+    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_read_bounds, first_wanted,
 };
 
 pub use schema::SQLITE_SCHEMA_VERSION;
-use writer::{AppendRequest, Command};
 
 /// A log in one SQLite file.
 #[derive(Debug)]
 pub struct SqliteLog {
     log_id: LogId,
     settings: Settings,
-    queue: RwLock<Option<mpsc::Sender<Command>>>,
+    queue: WriterQueue,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     readers: Arc<Readers>,
     commits: watch::Sender<u64>,
@@ -62,7 +61,7 @@ impl SqliteLog {
         };
         let (conn, log_id) = opened;
         let (commits, _) = watch::channel(0u64);
-        let (tx, rx) = mpsc::channel(settings.queue_capacity);
+        let (queue, rx) = WriterQueue::new(settings.queue_capacity);
         let writer = writer::spawn(conn, rx, log_id, settings.clone(), commits.clone())?;
         let readers = Arc::new(Readers {
             path: path.clone(),
@@ -77,29 +76,12 @@ impl SqliteLog {
         Ok(Self {
             log_id,
             settings,
-            queue: RwLock::new(Some(tx)),
+            queue,
             writer: Mutex::new(Some(writer)),
             readers,
             commits,
             _watcher_stop: watcher_stop,
         })
-    }
-
-    fn sender(&self) -> Result<mpsc::Sender<Command>> {
-        self.queue
-            .read()
-            .map_err(|_| Error::Closed)?
-            .clone()
-            .ok_or(Error::Closed)
-    }
-
-    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
-        let (reply, answer) = oneshot::channel();
-        self.sender()?
-            .send(make(reply))
-            .await
-            .map_err(|_| Error::Closed)?;
-        answer.await.map_err(|_| Error::Closed)?
     }
 }
 
@@ -119,23 +101,9 @@ impl EventLog for SqliteLog {
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> Result<Appended> {
-        let bytes = check_append(&events, self.settings.max_record_bytes)?;
-        let ids = events
-            .iter()
-            .map(|e| e.event_id.unwrap_or_else(Uuid::new_v4))
-            .collect();
-        let thread = thread.clone();
-        self.call(|reply| {
-            Command::Append(AppendRequest {
-                thread,
-                expected,
-                events,
-                ids,
-                bytes,
-                reply,
-            })
-        })
-        .await
+        self.queue
+            .append(thread, expected, events, self.settings.max_record_bytes)
+            .await
     }
 
     async fn read(&self, thread: &ThreadId, after: After, limit: usize) -> Result<Page> {
@@ -191,26 +159,11 @@ impl EventLog for SqliteLog {
         retention: &Retention,
         now: SystemTime,
     ) -> Result<Trimmed> {
-        let thread = thread.clone();
-        let retention = *retention;
-        self.call(|reply| Command::Trim {
-            thread,
-            retention,
-            now,
-            reply,
-        })
-        .await
+        self.queue.trim(thread, retention, now).await
     }
 
     async fn put_checkpoint(&self, thread: &ThreadId, checkpoint: Checkpoint) -> Result<()> {
-        check_checkpoint(&checkpoint, MAX_CHECKPOINT_BYTES)?;
-        let thread = thread.clone();
-        self.call(|reply| Command::Checkpoint {
-            thread,
-            checkpoint,
-            reply,
-        })
-        .await
+        self.queue.put_checkpoint(thread, checkpoint).await
     }
 
     async fn checkpoint(&self, thread: &ThreadId) -> Result<Option<Checkpoint>> {
@@ -254,13 +207,11 @@ impl EventLog for SqliteLog {
     }
 
     async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
-        let thread = thread.clone();
-        self.call(|reply| Command::Delete { thread, reply }).await
+        self.queue.delete_thread(thread).await
     }
 
     async fn close(&self) -> Result<()> {
-        let sender = self.queue.write().map_err(|_| Error::Closed)?.take();
-        drop(sender);
+        self.queue.close()?;
         let handle = self.writer.lock().map_err(|_| Error::Closed)?.take();
         if let Some(handle) = handle {
             tokio::task::spawn_blocking(move || handle.join())

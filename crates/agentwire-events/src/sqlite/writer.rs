@@ -5,47 +5,16 @@
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tokio::sync::{mpsc, oneshot, watch};
-use uuid::Uuid;
+use tokio::sync::{mpsc, watch};
 
 use crate::error::{Error, Result};
+use crate::queue::{AppendRequest, Command, gather};
 use crate::retention::{age_cutoff_ms, new_low_watermark};
 use crate::settings::Settings;
 use crate::types::{
-    Appended, Checkpoint, Expected, LogId, NewEvent, Retention, ThreadId, Trimmed,
-    check_checkpoint_position, unix_ms,
+    Appended, Checkpoint, Expected, LogId, Retention, ThreadId, Trimmed, check_checkpoint_position,
+    unix_ms,
 };
-
-/// What the writer thread does, one at a time.
-#[derive(Debug)]
-pub(crate) enum Command {
-    Append(AppendRequest),
-    Trim {
-        thread: ThreadId,
-        retention: Retention,
-        now: SystemTime,
-        reply: oneshot::Sender<Result<Trimmed>>,
-    },
-    Delete {
-        thread: ThreadId,
-        reply: oneshot::Sender<Result<bool>>,
-    },
-    Checkpoint {
-        thread: ThreadId,
-        checkpoint: Checkpoint,
-        reply: oneshot::Sender<Result<()>>,
-    },
-}
-
-#[derive(Debug)]
-pub(crate) struct AppendRequest {
-    pub(crate) thread: ThreadId,
-    pub(crate) expected: Expected,
-    pub(crate) events: Vec<NewEvent>,
-    pub(crate) ids: Vec<Uuid>,
-    pub(crate) bytes: usize,
-    pub(crate) reply: oneshot::Sender<Result<Appended>>,
-}
 
 pub(crate) fn spawn(
     conn: Connection,
@@ -85,23 +54,8 @@ impl Writer {
             };
             match command {
                 Command::Append(first) => {
-                    let mut batch_bytes = first.bytes;
-                    let mut batch = vec![first];
-                    while batch.len() < self.settings.max_batch_appends
-                        && batch_bytes < self.settings.max_batch_bytes
-                    {
-                        match queue.try_recv() {
-                            Ok(Command::Append(next)) => {
-                                batch_bytes += next.bytes;
-                                batch.push(next);
-                            }
-                            Ok(other) => {
-                                held = Some(other);
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
+                    let batch;
+                    (batch, held) = gather(first, &mut queue, &self.settings);
                     self.commit_batch(batch);
                 }
                 Command::Trim {
