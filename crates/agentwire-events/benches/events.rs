@@ -511,8 +511,17 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // `cargo bench -p agentwire-events -- sqlite` (or `postgres`) runs one engine; the bench
+    // harness's own flags (`--bench`) are not engine names.
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a == "sqlite" || a == "postgres")
+        .collect();
     let mut lines = Vec::new();
     for engine in ["sqlite", "postgres"] {
+        if !wanted.is_empty() && !wanted.iter().any(|w| w == engine) {
+            continue;
+        }
         let mut report = Report {
             engine,
             lines: Vec::new(),
