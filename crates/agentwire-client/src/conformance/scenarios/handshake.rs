@@ -255,7 +255,9 @@ pub(super) async fn no_interaction_before_ack(context: &Context) -> Result<(), F
         "client.capabilities.set [approval.request] answered {}",
         excerpt(&ack_result)
     );
-    if let Some(early) = wire.inbox().find(|f| asked(f)) {
+    // Only frames read before the ACK count: the inbox may already hold frames that followed
+    // it in the same read.
+    if let Some(early) = wire.inbox().find(|f| f.index < ack.index && asked(f)) {
         return Err(Failure::new(format!(
             "frame {}, an approval.request, was written before the capability ACK (frame {})",
             early.index, ack.index

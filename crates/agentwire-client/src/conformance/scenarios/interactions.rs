@@ -88,10 +88,13 @@ pub(super) async fn approval(context: &Context) -> Result<(), Failure> {
                 approval["turnId"],
                 excerpt(&params)
             );
+            // Only frames read before the request count: the inbox may already hold frames
+            // that followed it in the same read.
             let required_first = wire.inbox().find(|f: &&Frame| {
-                f.event_of(&thread).is_some_and(|e| {
-                    event_type(e) == "approval.required" && e["event"]["approval"]["id"] == id
-                })
+                f.index < request.index
+                    && f.event_of(&thread).is_some_and(|e| {
+                        event_type(e) == "approval.required" && e["event"]["approval"]["id"] == id
+                    })
             });
             if let Some(early) = required_first {
                 return Err(Failure::new(format!(
