@@ -20,8 +20,9 @@ use super::{Answer, Session, lock, str_param};
 /// Events read from the log per page while replaying: the most one read returns.
 const REPLAY_PAGE: usize = agentwire_events::MAX_PAGE_EVENTS;
 
-/// Bytes of stored events a replay reads ahead of what it has written: the reader runs while
-/// pages wait to be encoded (and one page past this, which a page of large events may be).
+/// Bytes of stored events a replay's reader holds ahead of the writer: it reads on while the
+/// pages not yet written hold less. A single page over the budget takes all of it, so at most
+/// one such page waits at a time.
 const READ_AHEAD_BYTES: usize = 8 * 1024 * 1024;
 
 /// Pages a replay's reader may queue, within [`READ_AHEAD_BYTES`].
