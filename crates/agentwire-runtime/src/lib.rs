@@ -22,14 +22,15 @@ pub use attachments::{
     AttachmentStore, ChunkProgress, MediaType, StageRequest, StageSource, Staged,
 };
 pub use core::{
-    Agent, CHECKPOINT_EVERY_EVENTS, Clock, LiveEvent, Published, Runtime, RuntimeConfig,
-    RuntimeError, SystemClock, ThreadSummary, TurnContext, TurnEnd,
+    Agent, CHECKPOINT_EVERY_EVENTS, Clock, DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock,
+    Published, Runtime, RuntimeConfig, RuntimeError, Scope, Sleep, Subscription, SystemClock,
+    ThreadSummary, TurnContext, TurnEnd,
 };
 pub use demo::DemoCommand;
 pub use event::{
     AttachmentPart, FailStage, Interaction, InteractionKind, Message, MessagePart, Operation,
     OutcomeKind, Resolution, Role, StampedEvent, ThreadEvent, ToolOutcome, TurnInput, TurnStatus,
 };
-pub use idempotency::{Admission, IdempotencyCache};
+pub use idempotency::{Admission, Fingerprint, IdempotencyLimits, IdempotencyStore, fingerprint};
 pub use process::{AgentCommandError, AgentProcess, AgentProcessConfig};
 pub use state::{ActiveTurn, FoldError, Page, ThreadState};

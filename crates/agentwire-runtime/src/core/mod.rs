@@ -13,32 +13,89 @@
 
 mod interactions;
 mod replay;
+mod subscribe;
 mod threads;
 mod turns;
 mod types;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, MutexGuard, PoisonError};
 
-use agentwire_events::{EventLog, Expected, NewEvent, ThreadId};
-use tokio::sync::{Mutex, broadcast, oneshot, watch};
+use agentwire_events::{After, EventLog, Expected, NewEvent, Position, ThreadId};
+use tokio::sync::{Mutex, oneshot, watch};
 
 use crate::event::{Resolution, StampedEvent, ThreadEvent};
+use crate::idempotency::{IdempotencyLimits, IdempotencyStore};
 use crate::state::ThreadState;
 
 pub use self::replay::CHECKPOINT_EVERY_EVENTS;
+use self::subscribe::{CommittedPage, Subscriber};
+pub use self::subscribe::{Scope, Subscription};
 pub use self::turns::TurnContext;
 pub use self::types::{
-    Agent, Clock, LiveEvent, Published, RuntimeConfig, RuntimeError, SystemClock, ThreadSummary,
-    TurnEnd,
+    Agent, Clock, DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, Published, RuntimeConfig,
+    RuntimeError, Sleep, SystemClock, ThreadSummary, TurnEnd,
 };
+
+/// A std mutex's guard, whether or not a holder panicked (the data stays consistent: every
+/// critical section here is a plain map or list update).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The controls of a thread's running turn.
+#[derive(Debug)]
+struct RunningTurn {
+    turn_id: String,
+    cancel: watch::Sender<bool>,
+    /// Set when the turn must end `failed` (with this message) whatever the agent returns.
+    failure: Option<String>,
+}
 
 #[derive(Debug)]
 struct ThreadSlot {
     state: Mutex<ThreadState>,
     log_thread: ThreadId,
     /// The events the last checkpoint written (or being written) covers.
-    checkpointed: std::sync::atomic::AtomicU64,
+    checkpointed: AtomicU64,
+    /// The thread's own subscribers.
+    subscribers: std::sync::Mutex<Vec<Arc<Subscriber>>>,
+    /// The running turn, while its agent runs.
+    running: std::sync::Mutex<Option<RunningTurn>>,
+    /// The turn waiting for each pending interaction's resolution, by interaction id.
+    waiters: std::sync::Mutex<HashMap<String, oneshot::Sender<Resolution>>>,
+    /// The thread's summary as of its last fold, read without waiting for its state's lock.
+    summary: std::sync::Mutex<ThreadSummary>,
+}
+
+impl ThreadSlot {
+    fn new(
+        thread_id: &str,
+        state: ThreadState,
+        checkpointed: u64,
+    ) -> Result<ThreadSlot, RuntimeError> {
+        Ok(ThreadSlot {
+            summary: std::sync::Mutex::new(summary_of(thread_id, &state)),
+            state: Mutex::new(state),
+            log_thread: ThreadId::new(thread_id)?,
+            checkpointed: checkpointed.into(),
+            subscribers: Default::default(),
+            running: Default::default(),
+            waiters: Default::default(),
+        })
+    }
+}
+
+fn summary_of(thread_id: &str, state: &ThreadState) -> ThreadSummary {
+    ThreadSummary {
+        id: thread_id.to_owned(),
+        title: state.title.clone(),
+        model: state.model.clone(),
+        created_at_ms: state.created_at_ms,
+        updated_at_ms: state.updated_at_ms,
+        message_count: state.messages.len() as u64,
+    }
 }
 
 #[derive(Debug)]
@@ -49,13 +106,13 @@ struct Inner {
     config: RuntimeConfig,
     instance_id: String,
     threads: std::sync::Mutex<HashMap<String, Arc<ThreadSlot>>>,
-    waiters: std::sync::Mutex<HashMap<String, oneshot::Sender<Resolution>>>,
-    cancels: std::sync::Mutex<HashMap<String, watch::Sender<bool>>>,
-    /// Turns to end `failed` (with this message) whatever the agent returns.
-    failures: std::sync::Mutex<HashMap<String, String>>,
+    /// Every turn id of the store, with its thread: turn ids are unique per store.
+    turn_ids: std::sync::Mutex<HashMap<String, String>>,
     /// Threads found at start whose log cannot be replayed (trimmed from its start).
     unavailable: std::sync::Mutex<Vec<String>>,
-    published: broadcast::Sender<Published>,
+    /// Subscribers of every thread.
+    subscribers: std::sync::Mutex<Vec<Arc<Subscriber>>>,
+    idempotency: IdempotencyStore,
 }
 
 /// The runtime core. Cheap to clone; every clone is the same runtime.
@@ -73,20 +130,26 @@ impl Runtime {
         clock: Arc<dyn Clock>,
         config: RuntimeConfig,
     ) -> Result<Runtime, RuntimeError> {
-        let (published, _) = broadcast::channel(config.subscriber_capacity.max(1));
+        let idempotency = IdempotencyStore::new(
+            IdempotencyLimits {
+                entries: config.idempotency_entries,
+                bytes: config.idempotency_bytes,
+                ttl: None,
+            },
+            Arc::clone(&clock),
+        );
         let runtime = Runtime {
             inner: Arc::new(Inner {
+                idempotency,
                 log,
                 agent,
                 clock,
                 config,
                 instance_id: uuid::Uuid::new_v4().to_string(),
                 threads: Default::default(),
-                waiters: Default::default(),
-                cancels: Default::default(),
-                failures: Default::default(),
+                turn_ids: Default::default(),
                 unavailable: Default::default(),
-                published,
+                subscribers: Default::default(),
             }),
         };
         runtime.replay_all().await?;
@@ -103,21 +166,69 @@ impl Runtime {
         self.inner.clock.now_ms()
     }
 
+    /// The runtime's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// The runtime's settings.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// The answers of completed mutations, by (caller scope, key): one store for every face.
+    pub fn idempotency(&self) -> &IdempotencyStore {
+        &self.inner.idempotency
+    }
+
     /// The log the runtime writes.
     pub fn log(&self) -> &Arc<dyn EventLog> {
         &self.inner.log
     }
 
-    /// Everything published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Published> {
-        self.inner.published.subscribe()
+    /// Everything published from now on, for every thread (a [`Scope::All`] subscription).
+    pub fn subscribe(&self) -> Subscription {
+        let subscriber = Arc::new(Subscriber::new(
+            Scope::All,
+            self.inner.config.subscriber_queue_bytes,
+        ));
+        lock(&self.inner.subscribers).push(Arc::clone(&subscriber));
+        Subscription::new(self.clone(), subscriber, HashMap::new())
     }
 
-    fn lock_threads(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<ThreadSlot>>> {
-        self.inner
-            .threads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// One thread's events from now on: every durable event after those its state holds now,
+    /// and its ephemeral events.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ThreadNotFound`].
+    pub async fn subscribe_thread(&self, thread_id: &str) -> Result<Subscription, RuntimeError> {
+        let slot = self.slot(thread_id)?;
+        let subscriber = Arc::new(Subscriber::new(
+            Scope::Thread(thread_id.to_owned()),
+            self.inner.config.subscriber_queue_bytes,
+        ));
+        // Under the state's lock, which every publication of the thread holds: the subscription
+        // starts exactly after the events folded so far.
+        let state = slot.state.lock().await;
+        lock(&slot.subscribers).push(Arc::clone(&subscriber));
+        let next = HashMap::from([(thread_id.to_owned(), state.next_position)]);
+        drop(state);
+        Ok(Subscription::new(self.clone(), subscriber, next))
+    }
+
+    fn unsubscribe(&self, subscriber: &Arc<Subscriber>) {
+        match &subscriber.scope {
+            Scope::All => lock(&self.inner.subscribers).retain(|s| !Arc::ptr_eq(s, subscriber)),
+            Scope::Thread(thread_id) => {
+                if let Ok(slot) = self.slot(thread_id) {
+                    lock(&slot.subscribers).retain(|s| !Arc::ptr_eq(s, subscriber));
+                }
+            }
+        }
+    }
+
+    fn lock_threads(&self) -> MutexGuard<'_, HashMap<String, Arc<ThreadSlot>>> {
+        lock(&self.inner.threads)
     }
 
     fn slot(&self, thread_id: &str) -> Result<Arc<ThreadSlot>, RuntimeError> {
@@ -135,44 +246,47 @@ impl Runtime {
         slot: &Arc<ThreadSlot>,
         events: Vec<ThreadEvent>,
     ) -> Result<(), RuntimeError> {
-        self.append_with(thread_id, slot, move |_| events).await
+        self.append_with(thread_id, slot, move |_| Ok((events, ())))
+            .await
     }
 
-    /// Appends the events `make` builds from the thread's current state (under the thread's
-    /// lock, so nothing changes between reading the state and writing), folds them, then
-    /// publishes them. The fold is checked first, so nothing that would not fold is ever
-    /// written. The work runs in its own task: a caller that stops waiting cannot leave a
-    /// committed append unfolded.
-    async fn append_with<F>(
+    /// One check-and-append: `decide` reads the thread's current state and either refuses (its
+    /// error is returned, nothing is written) or gives the events to append and what to return;
+    /// under the thread's lock, so nothing changes between the check and the write. The events
+    /// are checked against the fold before they are written (nothing that would not fold is
+    /// ever written), appended in one commit, folded, then published. The work runs in its own
+    /// task: a caller that stops waiting cannot leave a committed append unfolded.
+    async fn append_with<T, F>(
         &self,
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
-        make: F,
-    ) -> Result<(), RuntimeError>
+        decide: F,
+    ) -> Result<T, RuntimeError>
     where
-        F: FnOnce(&ThreadState) -> Vec<ThreadEvent> + Send + 'static,
+        F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError> + Send + 'static,
+        T: Send + 'static,
     {
         let runtime = self.clone();
         let slot = Arc::clone(slot);
         let thread = thread_id.to_owned();
-        tokio::spawn(async move { runtime.append_now(&thread, &slot, make).await })
+        tokio::spawn(async move { runtime.append_now(&thread, &slot, decide).await })
             .await
             .unwrap_or_else(|e| Err(RuntimeError::Stopped(e.to_string())))
     }
 
-    async fn append_now<F>(
+    async fn append_now<T, F>(
         &self,
         thread_id: &str,
         slot: &ThreadSlot,
-        make: F,
-    ) -> Result<(), RuntimeError>
+        decide: F,
+    ) -> Result<T, RuntimeError>
     where
-        F: FnOnce(&ThreadState) -> Vec<ThreadEvent>,
+        F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError>,
     {
         let mut state = slot.state.lock().await;
-        let events = make(&state);
+        let (events, out) = decide(&state)?;
         if events.is_empty() {
-            return Ok(());
+            return Ok(out);
         }
         let at_ms = self.inner.clock.now_ms();
         let stamped: Vec<StampedEvent> = events
@@ -198,6 +312,7 @@ impl Runtime {
                     })
             })
             .collect::<Result<Vec<NewEvent>, RuntimeError>>()?;
+        let weights: Vec<usize> = records.iter().map(NewEvent::record_size).collect();
         let appended = self
             .inner
             .log
@@ -221,33 +336,142 @@ impl Runtime {
                     .then(|| state.timeline.len() as u64 - 1),
             );
         }
+        *lock(&slot.summary) = summary_of(thread_id, &state);
         if !state.deleted {
             self.checkpoint_if_due(thread_id, slot, &state);
         }
-        drop(state);
-        for (offset, ((event, event_id), ordinal)) in stamped
+        // Published under the thread's lock, so subscribers see the thread's events in the
+        // order of its log.
+        for (offset, (((event, event_id), ordinal), weight)) in stamped
             .into_iter()
             .zip(appended.event_ids)
             .zip(ordinals)
+            .zip(weights)
             .enumerate()
         {
-            // No subscriber is not an error: publication is for whoever listens.
-            let _ = self.inner.published.send(Published::Durable {
+            let published = Published::Durable {
                 thread_id: thread_id.to_owned(),
                 seq: appended.first_seq + offset as u64,
                 event_id,
                 ordinal,
-                event: Box::new(event),
-            });
+                event: Arc::new(event),
+            };
+            self.publish(slot, &published, weight);
         }
-        Ok(())
+        drop(state);
+        Ok(out)
+    }
+
+    /// Offers `published` to the thread's subscribers and to those of every thread.
+    fn publish(&self, slot: &ThreadSlot, published: &Published, weight: usize) {
+        for subscriber in lock(&slot.subscribers).iter() {
+            subscriber.offer(published, weight);
+        }
+        for subscriber in lock(&self.inner.subscribers).iter() {
+            subscriber.offer(published, weight);
+        }
     }
 
     fn publish_live(&self, thread_id: &str, turn_id: &str, event: LiveEvent) {
-        let _ = self.inner.published.send(Published::Live {
+        let Ok(slot) = self.slot(thread_id) else {
+            return;
+        };
+        let weight = subscribe::live_weight(&event);
+        let published = Published::Live {
             thread_id: thread_id.to_owned(),
             turn_id: turn_id.to_owned(),
             event,
-        });
+        };
+        self.publish(&slot, &published, weight);
+    }
+
+    /// A page of a thread's committed events from position `from` (at most `limit`), as they
+    /// were published: what a subscriber that fell behind reads back.
+    async fn committed_events(
+        &self,
+        thread_id: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<CommittedPage, RuntimeError> {
+        let page = self.stored_events(thread_id, from, limit).await?;
+        let mut events = Vec::with_capacity(page.events.len());
+        for stored in &page.events {
+            let event: StampedEvent =
+                serde_json::from_slice(&stored.payload).map_err(|e| RuntimeError::Undecodable {
+                    thread_id: thread_id.to_owned(),
+                    seq: stored.seq,
+                    reason: e.to_string(),
+                })?;
+            events.push((stored.seq, stored.event_id, event));
+        }
+        let ordinals: Vec<Option<u64>> = match self.slot(thread_id) {
+            Ok(slot) => {
+                let state = slot.state.lock().await;
+                events
+                    .iter()
+                    .map(|(seq, _, _)| state.timeline.binary_search(seq).ok().map(|i| i as u64))
+                    .collect()
+            }
+            Err(_) => vec![None; events.len()],
+        };
+        Ok(CommittedPage {
+            at_head: page.at_head(),
+            events: events
+                .into_iter()
+                .zip(ordinals)
+                .map(|((seq, event_id, event), ordinal)| Published::Durable {
+                    thread_id: thread_id.to_owned(),
+                    seq,
+                    event_id,
+                    ordinal,
+                    event: Arc::new(event),
+                })
+                .collect(),
+        })
+    }
+
+    /// The identity of the store the runtime runs on (the same across restarts on it).
+    pub fn store_id(&self) -> uuid::Uuid {
+        self.inner.log.log_id().0
+    }
+
+    /// The position of the oldest event the log still holds of a thread (0 when none was
+    /// trimmed).
+    ///
+    /// # Errors
+    /// [`RuntimeError::ThreadNotFound`] for an id no thread can have; the log's errors.
+    pub async fn low_watermark(&self, thread_id: &str) -> Result<u64, RuntimeError> {
+        let log_thread = ThreadId::new(thread_id)
+            .map_err(|_| RuntimeError::ThreadNotFound(thread_id.to_owned()))?;
+        Ok(self
+            .inner
+            .log
+            .thread(&log_thread)
+            .await?
+            .map_or(0, |info| info.low_watermark))
+    }
+
+    /// A page of a thread's stored events from position `from` (at most `limit`), their
+    /// payloads as stored: what a face replays without decoding.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ThreadNotFound`] for an id no thread can have; the log's errors
+    /// (`events.expired` when `from` was trimmed).
+    pub async fn stored_events(
+        &self,
+        thread_id: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<agentwire_events::Page, RuntimeError> {
+        let log_thread = ThreadId::new(thread_id)
+            .map_err(|_| RuntimeError::ThreadNotFound(thread_id.to_owned()))?;
+        let after = match from {
+            0 => After::Start,
+            _ => After::Position(Position {
+                log_id: self.inner.log.log_id(),
+                seq: from - 1,
+            }),
+        };
+        Ok(self.inner.log.read(&log_thread, after, limit).await?)
     }
 }

@@ -4,12 +4,10 @@
 
 use std::sync::Arc;
 
-use agentwire_events::{After, Position, ThreadId};
-use tokio::sync::Mutex;
-
-use super::{Runtime, RuntimeError, ThreadSlot};
+use super::{Runtime, RuntimeError, ThreadSlot, lock};
 use crate::event::StampedEvent;
 use crate::state::ThreadState;
+use agentwire_events::{After, Position, ThreadId};
 
 /// Events read per page when a thread is replayed.
 const REPLAY_PAGE: usize = 1_000;
@@ -63,21 +61,14 @@ impl Runtime {
                             low_watermark,
                             "the thread's log was trimmed from its start and cannot be replayed; it is not served"
                         );
-                        self.inner
-                            .unavailable
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .push(id);
+                        lock(&self.inner.unavailable).push(id);
                         continue;
                     }
                     Err(error) => return Err(error),
                 };
                 let checkpointed = state.checkpointed;
-                let slot = Arc::new(ThreadSlot {
-                    state: Mutex::new(state.state),
-                    log_thread: info.thread.clone(),
-                    checkpointed: checkpointed.into(),
-                });
+                self.claim_turn_ids(&id, &state.state);
+                let slot = Arc::new(ThreadSlot::new(&id, state.state, checkpointed)?);
                 let repairs = slot.state.lock().await.repairs_after_restart();
                 if !repairs.is_empty() {
                     tracing::info!(thread = %id, repairs = repairs.len(), "ending what the stop interrupted");
@@ -93,6 +84,24 @@ impl Runtime {
             }
         }
         Ok(())
+    }
+
+    /// Records the ids of the thread's turns (each turn's input is one user message), so that
+    /// no other thread can start a turn with one of them.
+    fn claim_turn_ids(&self, thread_id: &str, state: &ThreadState) {
+        let mut turn_ids = lock(&self.inner.turn_ids);
+        for message in &state.messages {
+            if message.role == crate::event::Role::User {
+                turn_ids
+                    .entry(message.turn_id.clone())
+                    .or_insert_with(|| thread_id.to_owned());
+            }
+        }
+        if let Some(turn) = &state.active_turn {
+            turn_ids
+                .entry(turn.id.clone())
+                .or_insert_with(|| thread_id.to_owned());
+        }
     }
 
     /// Folds a thread's log, from its checkpoint when it has a usable one: one this build

@@ -3,10 +3,7 @@
 
 use std::sync::Arc;
 
-use agentwire_events::ThreadId;
-use tokio::sync::Mutex;
-
-use super::{Runtime, RuntimeError, ThreadSlot, ThreadSummary};
+use super::{Runtime, RuntimeError, ThreadSlot, ThreadSummary, lock};
 use crate::event::{Resolution, ThreadEvent};
 use crate::state::ThreadState;
 
@@ -18,11 +15,7 @@ impl Runtime {
         model: Option<String>,
     ) -> Result<String, RuntimeError> {
         let id = uuid::Uuid::new_v4().to_string();
-        let slot = Arc::new(ThreadSlot {
-            state: Mutex::new(ThreadState::default()),
-            log_thread: ThreadId::new(id.clone())?,
-            checkpointed: 0.into(),
-        });
+        let slot = Arc::new(ThreadSlot::new(&id, ThreadState::default(), 0)?);
         self.append(
             &id,
             &slot,
@@ -40,31 +33,38 @@ impl Runtime {
             .await
     }
 
-    /// Deletes a thread: a running turn is cancelled first, then the deletion is recorded.
+    /// Deletes a thread, in one check-and-append: its pending interactions resolved
+    /// `cancelled`, then the deletion. Its running turn is then stopped (nothing more of it is
+    /// recorded), and its events are removed from the log (which keeps the thread's
+    /// tombstone).
     pub async fn delete_thread(&self, thread_id: &str) -> Result<(), RuntimeError> {
         let slot = self.slot(thread_id)?;
-        let active = slot
-            .state
-            .lock()
-            .await
-            .active_turn
-            .as_ref()
-            .map(|t| t.id.clone());
-        if let Some(turn_id) = active {
-            self.signal_cancel(&turn_id);
-        }
-        let pending: Vec<String> = slot.state.lock().await.pending.keys().cloned().collect();
-        for id in pending {
-            self.wake(
-                &id,
-                Resolution::Cancelled {
-                    reason: "the thread was deleted".into(),
-                },
-            );
-        }
-        self.append(thread_id, &slot, vec![ThreadEvent::ThreadDeleted])
-            .await?;
+        let decide = |state: &ThreadState| {
+            let mut events: Vec<ThreadEvent> = state
+                .pending
+                .iter()
+                .map(|(id, interaction)| ThreadEvent::InteractionResolved {
+                    interaction_id: id.clone(),
+                    turn_id: Some(interaction.turn_id.clone()),
+                    approval_id: interaction.ask.approval_id().map(str::to_owned),
+                    resolution: Resolution::Cancelled {
+                        reason: "the thread was deleted".into(),
+                    },
+                })
+                .collect();
+            events.push(ThreadEvent::ThreadDeleted);
+            Ok((events, ()))
+        };
+        self.append_with(thread_id, &slot, decide).await?;
         self.lock_threads().remove(thread_id);
+        if let Some(running) = lock(&slot.running).take() {
+            running.cancel.send_replace(true);
+        }
+        for (_, waiter) in lock(&slot.waiters).drain() {
+            let _ = waiter.send(Resolution::Cancelled {
+                reason: "the thread was deleted".into(),
+            });
+        }
         // Published and committed first, so observers see the deletion; then the events go
         // (the log keeps the thread's tombstone). A stop in between is finished at start.
         self.inner.log.delete_thread(&slot.log_thread).await?;
@@ -74,11 +74,7 @@ impl Runtime {
     /// Threads the log holds but the runtime does not serve, because their log was trimmed
     /// from its start before this runtime started (a fold needs the thread's first event).
     pub fn unavailable_threads(&self) -> Vec<String> {
-        self.inner
-            .unavailable
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        lock(&self.inner.unavailable).clone()
     }
 
     /// Whether the runtime serves the thread.
@@ -94,27 +90,37 @@ impl Runtime {
     }
 
     /// Every served thread's summary, oldest first (by creation time, then id), so a list
-    /// paged by index stays stable while threads are added.
-    pub async fn summaries(&self) -> Vec<ThreadSummary> {
-        let slots: Vec<(String, Arc<ThreadSlot>)> = self
-            .lock_threads()
+    /// paged by that key stays stable while threads are added and deleted. Read without
+    /// waiting for any thread's lock (a summary is kept beside each thread's state).
+    pub fn summaries(&self) -> Vec<ThreadSummary> {
+        let slots: Vec<Arc<ThreadSlot>> = self.lock_threads().values().cloned().collect();
+        let mut out: Vec<ThreadSummary> = slots
             .iter()
-            .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
+            .map(|slot| lock(&slot.summary).clone())
             .collect();
-        let mut out = Vec::with_capacity(slots.len());
-        for (id, slot) in slots {
-            let state = slot.state.lock().await;
-            out.push(ThreadSummary {
-                id,
-                title: state.title.clone(),
-                model: state.model.clone(),
-                created_at_ms: state.created_at_ms,
-                updated_at_ms: state.updated_at_ms,
-                message_count: state.messages.len() as u64,
-            });
-        }
         out.sort_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then(a.id.cmp(&b.id)));
         out
+    }
+
+    /// At most `limit` summaries in [`summaries`](Self::summaries)' order, strictly after the
+    /// thread `after` (its creation time and id; `None` for the first page), and whether more
+    /// follow. A key is a position in the order, whether or not its thread still exists, so a
+    /// thread deleted between two pages hides no other.
+    pub fn summaries_after(
+        &self,
+        after: Option<(u64, &str)>,
+        limit: usize,
+    ) -> (Vec<ThreadSummary>, bool) {
+        let all = self.summaries();
+        let start = match after {
+            None => 0,
+            Some((created_at_ms, id)) => {
+                all.partition_point(|s| (s.created_at_ms, s.id.as_str()) <= (created_at_ms, id))
+            }
+        };
+        let end = start.saturating_add(limit).min(all.len());
+        let more = end < all.len();
+        (all[start..end].to_vec(), more)
     }
 
     /// A copy of a thread's state. [`Runtime::inspect`] reads part of it without the copy.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, watch};
 
-use super::{LiveEvent, Runtime, RuntimeError, TurnEnd};
+use super::{LiveEvent, RunningTurn, Runtime, RuntimeError, ThreadSlot, TurnEnd, lock};
 use crate::event::{
     FailStage, Interaction, InteractionKind, Operation, Resolution, ThreadEvent, TurnInput,
     TurnStatus,
@@ -15,7 +15,9 @@ use crate::state::ThreadState;
 
 impl Runtime {
     /// Starts a turn and runs it on the agent in the background; returns once `turn.started`
-    /// committed.
+    /// committed. Turn ids are unique per store: an id this thread already used is
+    /// [`RuntimeError::TurnAlreadyStarted`] (a retry finds its turn), one of another thread
+    /// [`RuntimeError::TurnIdInUse`].
     pub async fn start_turn(
         &self,
         thread_id: &str,
@@ -26,156 +28,229 @@ impl Runtime {
             return Err(RuntimeError::InvalidInput("a turn needs an id".into()));
         }
         let slot = self.slot(thread_id)?;
-        if let Some(active) = &slot.state.lock().await.active_turn {
-            return Err(RuntimeError::TurnAlreadyActive {
-                thread_id: thread_id.to_owned(),
-                active: active.id.clone(),
-            });
+        {
+            let mut turn_ids = lock(&self.inner.turn_ids);
+            match turn_ids.get(turn_id) {
+                Some(owner) if owner == thread_id => {
+                    return Err(RuntimeError::TurnAlreadyStarted {
+                        thread_id: thread_id.to_owned(),
+                        turn_id: turn_id.to_owned(),
+                    });
+                }
+                Some(owner) => {
+                    return Err(RuntimeError::TurnIdInUse {
+                        turn_id: turn_id.to_owned(),
+                        thread_id: owner.clone(),
+                    });
+                }
+                None => {
+                    turn_ids.insert(turn_id.to_owned(), thread_id.to_owned());
+                }
+            }
         }
-        self.append(
-            thread_id,
-            &slot,
-            vec![ThreadEvent::TurnStarted {
-                turn_id: turn_id.to_owned(),
-                input: input.clone(),
-            }],
-        )
-        .await?;
         let (cancel_tx, cancel_rx) = watch::channel(false);
-        self.inner
-            .cancels
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(turn_id.to_owned(), cancel_tx);
+        let started_at = self.inner.clock.now_ms();
+        let started = self
+            .append_with(thread_id, &slot, {
+                let (slot, thread_id, turn_id) =
+                    (Arc::clone(&slot), thread_id.to_owned(), turn_id.to_owned());
+                let input = input.clone();
+                move |state: &ThreadState| {
+                    if let Some(active) = &state.active_turn {
+                        return Err(RuntimeError::TurnAlreadyActive {
+                            thread_id,
+                            active: active.id.clone(),
+                        });
+                    }
+                    // Installed under the thread's lock, so a cancel that follows the commit
+                    // always finds the turn.
+                    *lock(&slot.running) = Some(RunningTurn {
+                        turn_id: turn_id.clone(),
+                        cancel: cancel_tx,
+                        failure: None,
+                    });
+                    Ok((vec![ThreadEvent::TurnStarted { turn_id, input }], ()))
+                }
+            })
+            .await;
+        if let Err(error) = started {
+            let mut running = lock(&slot.running);
+            if running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
+                *running = None;
+            }
+            drop(running);
+            let mut turn_ids = lock(&self.inner.turn_ids);
+            if turn_ids
+                .get(turn_id)
+                .is_some_and(|owner| owner == thread_id)
+            {
+                turn_ids.remove(turn_id);
+            }
+            return Err(error);
+        }
+        let deadline_ms = self
+            .inner
+            .config
+            .turn_timeout
+            .map(|limit| started_at.saturating_add(millis(limit)));
         let context = TurnContext {
             runtime: self.clone(),
             thread_id: thread_id.to_owned(),
             turn_id: turn_id.to_owned(),
             input,
-            cancel: cancel_rx.clone(),
+            cancel: cancel_rx,
+            deadline_ms,
         };
         let runtime = self.clone();
         let agent = Arc::clone(&self.inner.agent);
         let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
         tokio::spawn(async move {
-            let end = tokio::spawn(async move { agent.run_turn(context).await }).await;
-            let cancelled = *cancel_rx.borrow();
-            runtime
-                .finish_turn(&thread_id, &turn_id, end, cancelled)
-                .await;
+            let mut run = tokio::spawn(async move { agent.run_turn(context).await });
+            let end = match deadline_ms {
+                None => run.await,
+                Some(at) => {
+                    tokio::select! {
+                        end = &mut run => end,
+                        () = runtime.inner.clock.sleep_until(at) => {
+                            runtime.stop_turn(&thread_id, &turn_id, "the turn ran out of time");
+                            run.await
+                        }
+                    }
+                }
+            };
+            runtime.finish_turn(&thread_id, &turn_id, end).await;
         });
         Ok(())
     }
 
+    /// Records how the turn ended, with the interactions it left pending resolved `cancelled`
+    /// first; in one check-and-append, so an answer landing meanwhile cannot make the end of
+    /// the turn unrecordable.
     async fn finish_turn(
         &self,
         thread_id: &str,
         turn_id: &str,
         end: Result<TurnEnd, tokio::task::JoinError>,
-        cancelled: bool,
     ) {
-        self.inner
-            .cancels
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(turn_id);
         let Ok(slot) = self.slot(thread_id) else {
             // Deleted while the turn ran: nothing more to record.
             return;
         };
-        let failure = self
-            .inner
-            .failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(turn_id);
-        let turn_id = turn_id.to_owned();
-        let terminal = match (failure, cancelled, end) {
-            (Some(message), _, _) => ThreadEvent::TurnFailed {
-                turn_id: turn_id.clone(),
-                stage: FailStage::Execute,
-                message,
-            },
-            (None, true, _) => ThreadEvent::TurnCancelled {
-                turn_id: turn_id.clone(),
-                reason: "cancelled".into(),
-                message: "the turn was cancelled".into(),
-            },
-            (None, false, Ok(TurnEnd::Completed)) => ThreadEvent::TurnCompleted {
-                turn_id: turn_id.clone(),
-            },
-            (None, false, Ok(TurnEnd::Failed { stage, message })) => ThreadEvent::TurnFailed {
-                turn_id: turn_id.clone(),
-                stage,
-                message,
-            },
-            (None, false, Err(_)) => ThreadEvent::TurnFailed {
-                turn_id: turn_id.clone(),
-                stage: FailStage::Execute,
-                message: "the agent stopped unexpectedly".into(),
-            },
+        let decide = {
+            let (slot, turn_id) = (Arc::clone(&slot), turn_id.to_owned());
+            move |state: &ThreadState| {
+                let running = lock(&slot.running).take_if(|r| r.turn_id == turn_id);
+                let (failure, cancelled) = running.map_or((None, false), |r| {
+                    let cancelled = *r.cancel.borrow();
+                    (r.failure, cancelled)
+                });
+                let terminal = terminal_event(turn_id.clone(), failure, cancelled, end);
+                let mut waiters = lock(&slot.waiters);
+                let mut events: Vec<ThreadEvent> = state
+                    .pending
+                    .iter()
+                    .map(|(id, interaction)| {
+                        waiters.remove(id);
+                        ThreadEvent::InteractionResolved {
+                            interaction_id: id.clone(),
+                            turn_id: Some(turn_id.clone()),
+                            approval_id: interaction.ask.approval_id().map(str::to_owned),
+                            resolution: Resolution::Cancelled {
+                                reason: "the turn ended".into(),
+                            },
+                        }
+                    })
+                    .collect();
+                events.push(terminal);
+                Ok((events, ()))
+            }
         };
-        let runtime = self.clone();
-        // The interactions still pending are read under the thread's lock, with the append: an
-        // answer landing meanwhile cannot make the end of the turn unrecordable.
-        let make = move |state: &ThreadState| {
-            let mut events: Vec<ThreadEvent> = state
-                .pending
-                .iter()
-                .map(|(id, interaction)| {
-                    runtime.forget_waiter(id);
-                    ThreadEvent::InteractionResolved {
-                        interaction_id: id.clone(),
-                        turn_id: Some(turn_id.clone()),
-                        approval_id: interaction.ask.approval_id().map(str::to_owned),
-                        resolution: Resolution::Cancelled {
-                            reason: "the turn ended".into(),
-                        },
-                    }
-                })
-                .collect();
-            events.push(terminal);
-            events
-        };
-        if let Err(error) = self.append_with(thread_id, &slot, make).await {
+        if let Err(error) = self.append_with(thread_id, &slot, decide).await {
             tracing::error!(thread = %thread_id, %error, "could not record the end of a turn");
         }
     }
 
     /// Asks the active turn to stop; true if it was running (its end is recorded when the agent
-    /// returns).
+    /// returns), false if it was already stopping.
     pub async fn cancel_turn(&self, thread_id: &str, turn_id: &str) -> Result<bool, RuntimeError> {
         let slot = self.slot(thread_id)?;
-        let status = match &slot.state.lock().await.active_turn {
-            Some(active) if active.id == turn_id => active.status,
-            _ => return Err(RuntimeError::TurnNotFound(turn_id.to_owned())),
+        let decide = {
+            let turn_id = turn_id.to_owned();
+            move |state: &ThreadState| match &state.active_turn {
+                Some(active) if active.id == turn_id => {
+                    if active.status == TurnStatus::Cancelling {
+                        return Ok((Vec::new(), false));
+                    }
+                    let event = ThreadEvent::TurnStatusChanged {
+                        turn_id,
+                        status: TurnStatus::Cancelling,
+                    };
+                    Ok((vec![event], true))
+                }
+                _ => Err(RuntimeError::TurnNotFound(turn_id)),
+            }
         };
-        if status == TurnStatus::Cancelling {
-            return Ok(false);
+        let cancelling = self.append_with(thread_id, &slot, decide).await?;
+        if cancelling {
+            self.signal_cancel(&slot, turn_id, None);
         }
-        self.append(
-            thread_id,
-            &slot,
-            vec![ThreadEvent::TurnStatusChanged {
-                turn_id: turn_id.to_owned(),
-                status: TurnStatus::Cancelling,
-            }],
-        )
-        .await?;
-        self.signal_cancel(turn_id);
-        Ok(true)
+        Ok(cancelling)
     }
 
-    pub(super) fn signal_cancel(&self, turn_id: &str) {
-        if let Some(cancel) = self
-            .inner
-            .cancels
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(turn_id)
-        {
-            let _ = cancel.send(true);
+    /// Stops a turn from the runtime's side: it ends `failed` at `execute` with `message`.
+    fn stop_turn(&self, thread_id: &str, turn_id: &str, message: &str) {
+        if let Ok(slot) = self.slot(thread_id) {
+            self.signal_cancel(&slot, turn_id, Some(message));
         }
+    }
+
+    /// Tells the running turn `turn_id` of the thread to stop; with a `failure`, it ends
+    /// `failed` with that message whatever the agent returns (the first failure stands).
+    pub(super) fn signal_cancel(&self, slot: &ThreadSlot, turn_id: &str, failure: Option<&str>) {
+        let mut running = lock(&slot.running);
+        if let Some(running) = running.as_mut().filter(|r| r.turn_id == turn_id) {
+            if let Some(message) = failure {
+                running.failure.get_or_insert_with(|| message.to_owned());
+            }
+            running.cancel.send_replace(true);
+        }
+    }
+}
+
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The event that ends a turn: a failure the runtime decided stands first, then a cancel, then
+/// what the agent reported.
+fn terminal_event(
+    turn_id: String,
+    failure: Option<String>,
+    cancelled: bool,
+    end: Result<TurnEnd, tokio::task::JoinError>,
+) -> ThreadEvent {
+    match (failure, cancelled, end) {
+        (Some(message), _, _) => ThreadEvent::TurnFailed {
+            turn_id,
+            stage: FailStage::Execute,
+            message,
+        },
+        (None, true, _) => ThreadEvent::TurnCancelled {
+            turn_id,
+            reason: "cancelled".into(),
+            message: "the turn was cancelled".into(),
+        },
+        (None, false, Ok(TurnEnd::Completed)) => ThreadEvent::TurnCompleted { turn_id },
+        (None, false, Ok(TurnEnd::Failed { stage, message })) => ThreadEvent::TurnFailed {
+            turn_id,
+            stage,
+            message,
+        },
+        (None, false, Err(_)) => ThreadEvent::TurnFailed {
+            turn_id,
+            stage: FailStage::Execute,
+            message: "the agent stopped unexpectedly".into(),
+        },
     }
 }
 
@@ -188,6 +263,8 @@ pub struct TurnContext {
     turn_id: String,
     input: TurnInput,
     cancel: watch::Receiver<bool>,
+    /// When the turn's time runs out, if it has a limit.
+    deadline_ms: Option<u64>,
 }
 
 impl TurnContext {
@@ -251,28 +328,27 @@ impl TurnContext {
     }
 
     /// Asks the host and waits for the resolution: the host's answer, `expired` at the
-    /// deadline, or `cancelled` when the turn is stopped. The interaction is recorded (and
-    /// published) before it can be answered, and its resolution after.
+    /// deadline (the runtime's interaction time, or the turn's remaining time if that is
+    /// sooner, by the runtime's clock), or `cancelled` when the turn is stopped. The
+    /// interaction is recorded (and published) before it can be answered; its resolution is
+    /// recorded by whoever resolves it first, before the turn learns it.
     pub async fn ask(&self, ask: InteractionKind) -> Result<Resolution, RuntimeError> {
         let runtime = &self.runtime;
-        let ttl = runtime.inner.config.interaction_ttl;
         let now = runtime.inner.clock.now_ms();
+        let mut expires_at_ms = now.saturating_add(millis(runtime.inner.config.interaction_ttl));
+        if let Some(deadline) = self.deadline_ms {
+            expires_at_ms = expires_at_ms.min(deadline);
+        }
         let interaction = Interaction {
             id: uuid::Uuid::new_v4().to_string(),
             turn_id: self.turn_id.clone(),
-            expires_at_ms: now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+            expires_at_ms,
             ask,
         };
         let id = interaction.id.clone();
-        let approval_id = interaction.ask.approval_id().map(str::to_owned);
-        let (tx, rx) = oneshot::channel();
-        runtime
-            .inner
-            .waiters
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id.clone(), tx);
+        let (tx, mut rx) = oneshot::channel();
         let slot = runtime.slot(&self.thread_id)?;
+        lock(&slot.waiters).insert(id.clone(), tx);
         let opened = vec![
             ThreadEvent::InteractionOpened { interaction },
             ThreadEvent::TurnStatusChanged {
@@ -281,38 +357,28 @@ impl TurnContext {
             },
         ];
         if let Err(error) = runtime.append(&self.thread_id, &slot, opened).await {
-            runtime.forget_waiter(&id);
+            lock(&slot.waiters).remove(&id);
             return Err(error);
         }
-        let resolution = tokio::select! {
-            answer = rx => answer.unwrap_or(Resolution::Cancelled { reason: "the runtime dropped the interaction".into() }),
-            () = tokio::time::sleep(ttl) => Resolution::Expired,
+        let ours = tokio::select! {
+            answer = &mut rx => return Ok(answer.unwrap_or_else(|_| dropped())),
+            () = runtime.inner.clock.sleep_until(expires_at_ms) => Resolution::Expired,
             () = self.cancelled() => Resolution::Cancelled { reason: "the turn was cancelled".into() },
         };
-        runtime.forget_waiter(&id);
-        let status = if self.is_cancelled() {
-            TurnStatus::Cancelling
-        } else {
-            TurnStatus::Running
-        };
-        runtime
-            .append(
-                &self.thread_id,
-                &slot,
-                vec![
-                    ThreadEvent::InteractionResolved {
-                        interaction_id: id,
-                        turn_id: Some(self.turn_id.clone()),
-                        approval_id,
-                        resolution: resolution.clone(),
-                    },
-                    ThreadEvent::TurnStatusChanged {
-                        turn_id: self.turn_id.clone(),
-                        status,
-                    },
-                ],
-            )
-            .await?;
-        Ok(resolution)
+        match runtime.settle(&self.thread_id, &slot, &id, ours).await {
+            // Settled by us: the waiter was handed the resolution.
+            Ok(()) | Err(RuntimeError::InteractionNotFound(_)) => {
+                Ok(rx.await.unwrap_or_else(|_| dropped()))
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// The resolution of an interaction whose waiter went away unanswered (the thread was deleted
+/// or the turn ended around it).
+fn dropped() -> Resolution {
+    Resolution::Cancelled {
+        reason: "the runtime dropped the interaction".into(),
     }
 }

@@ -3,7 +3,12 @@
 //! how a turn ended, and the [`Agent`] trait a turn runs on.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -12,10 +17,22 @@ use super::TurnContext;
 use crate::event::{FailStage, StampedEvent};
 use crate::state::FoldError;
 
-/// Where the time comes from (milliseconds since the Unix epoch).
+/// A future that resolves at a time of a [`Clock`].
+pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// Where the time comes from (milliseconds since the Unix epoch), and how to wait for a time of
+/// it: every deadline of the core (interaction expiry, turn time limits) is awaited through its
+/// clock, so a test clock drives them without sleeping.
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Now.
     fn now_ms(&self) -> u64;
+
+    /// Resolves once [`now_ms`](Self::now_ms) has reached `at_ms`. The default waits on tokio's
+    /// timer for the difference, read now.
+    fn sleep_until(&self, at_ms: u64) -> Sleep {
+        let wait = at_ms.saturating_sub(self.now_ms());
+        Box::pin(tokio::time::sleep(Duration::from_millis(wait)))
+    }
 }
 
 /// The system clock.
@@ -30,13 +47,68 @@ impl Clock for SystemClock {
     }
 }
 
+/// A clock that moves only when told ([`advance`](Self::advance), [`set`](Self::set)): for
+/// tests of deadlines, which then need no sleeping.
+#[derive(Debug)]
+pub struct ManualClock {
+    now: AtomicU64,
+    moved: tokio::sync::watch::Sender<u64>,
+}
+
+impl ManualClock {
+    /// A clock standing at `now_ms`.
+    pub fn new(now_ms: u64) -> ManualClock {
+        ManualClock {
+            now: AtomicU64::new(now_ms),
+            moved: tokio::sync::watch::Sender::new(now_ms),
+        }
+    }
+
+    /// Moves the clock forward by `ms`, waking what waits for a time it reaches.
+    pub fn advance(&self, ms: u64) {
+        let now = self.now.fetch_add(ms, Ordering::SeqCst).saturating_add(ms);
+        self.moved.send_replace(now);
+    }
+
+    /// Sets the clock to `now_ms`, waking what waits for a time it reaches.
+    pub fn set(&self, now_ms: u64) {
+        self.now.store(now_ms, Ordering::SeqCst);
+        self.moved.send_replace(now_ms);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.now.load(Ordering::SeqCst)
+    }
+
+    fn sleep_until(&self, at_ms: u64) -> Sleep {
+        let mut moved = self.moved.subscribe();
+        Box::pin(async move {
+            // An error means the clock is gone: nothing will move it again.
+            if moved.wait_for(|now| *now >= at_ms).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
+}
+
 /// Settings of a runtime.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
-    /// How long an interaction waits for the host before it expires.
+    /// How long an interaction waits for the host before it expires (at most: an interaction
+    /// of a turn with a time limit expires when the turn's time runs out, if that is sooner).
     pub interaction_ttl: Duration,
-    /// How many published events a slow subscriber may lag before it misses some (it is told).
-    pub subscriber_capacity: usize,
+    /// How long a turn may run before it is stopped and ends `failed` (no limit when `None`).
+    pub turn_timeout: Option<Duration>,
+    /// The bytes of events a subscriber's queue holds. A subscriber that falls further behind
+    /// stops receiving copies and catches up from the log when it reads again
+    /// ([`Subscription`](super::Subscription)).
+    pub subscriber_queue_bytes: usize,
+    /// Completed mutations whose answers the idempotency store keeps, per runtime.
+    pub idempotency_entries: usize,
+    /// Bytes of kept answers (and their keys) the idempotency store holds at most.
+    pub idempotency_bytes: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -44,10 +116,16 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             // The protocol's runtime deadline for approvals and user input.
             interaction_ttl: Duration::from_secs(5 * 60),
-            subscriber_capacity: 4_096,
+            turn_timeout: None,
+            subscriber_queue_bytes: DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+            idempotency_entries: crate::idempotency::DEFAULT_IDEMPOTENCY_ENTRIES,
+            idempotency_bytes: crate::idempotency::DEFAULT_IDEMPOTENCY_BYTES,
         }
     }
 }
+
+/// The default bytes of a subscriber's queue.
+pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 8 * 1024 * 1024;
 
 /// An ephemeral happening of a turn: published, never stored, never replayed.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,8 +166,8 @@ pub enum Published {
         ///
         /// [`ThreadEvent::is_timeline`]: crate::event::ThreadEvent::is_timeline
         ordinal: Option<u64>,
-        /// The event (boxed: it is copied to every subscriber's queue).
-        event: Box<StampedEvent>,
+        /// The event, shared by every subscriber's queue.
+        event: Arc<StampedEvent>,
     },
     /// An ephemeral event.
     Live {
@@ -131,9 +209,23 @@ pub enum RuntimeError {
     /// No such active turn.
     #[error("turn {0} is not active")]
     TurnNotFound(String),
-    /// No such pending interaction.
+    /// The turn id was already used on this thread: the turn exists (a retry of its start
+    /// finds this).
+    #[error("turn {turn_id} was already started on thread {thread_id}")]
+    TurnAlreadyStarted { thread_id: String, turn_id: String },
+    /// The turn id is taken by a turn of another thread (turn ids are unique per store).
+    #[error("turn id {turn_id} belongs to thread {thread_id}")]
+    TurnIdInUse { turn_id: String, thread_id: String },
+    /// No such pending interaction (unknown, already resolved, or of another thread or turn).
     #[error("interaction {0} is not pending")]
     InteractionNotFound(String),
+    /// The answer does not fit the interaction (another kind of answer): refused, and the
+    /// interaction failed closed.
+    #[error("interaction {interaction_id}: {reason}")]
+    AnswerRefused {
+        interaction_id: String,
+        reason: String,
+    },
     /// The input breaks a rule of the core.
     #[error("{0}")]
     InvalidInput(String),
@@ -162,7 +254,10 @@ impl RuntimeError {
             RuntimeError::ThreadNotFound(_) => "runtime.thread-not-found",
             RuntimeError::TurnAlreadyActive { .. } => "runtime.turn-already-active",
             RuntimeError::TurnNotFound(_) => "runtime.turn-not-found",
+            RuntimeError::TurnAlreadyStarted { .. } => "runtime.turn-already-started",
+            RuntimeError::TurnIdInUse { .. } => "runtime.turn-id-in-use",
             RuntimeError::InteractionNotFound(_) => "runtime.interaction-not-found",
+            RuntimeError::AnswerRefused { .. } => "runtime.answer-refused",
             RuntimeError::InvalidInput(_) => "runtime.invalid-input",
             RuntimeError::Log(_) => "runtime.log",
             RuntimeError::Fold { .. } => "runtime.fold",

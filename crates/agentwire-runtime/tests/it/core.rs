@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+
 use agentwire_runtime::demo::{MAX_BURST_OPERATIONS, MAX_EXPLANATION_CHARS};
 use agentwire_runtime::*;
 use proptest::prelude::*;
@@ -335,35 +337,48 @@ fn pages_are_the_newest_first_then_older_each_oldest_first() {
 }
 
 #[test]
-fn the_idempotency_cache_replays_refuses_and_evicts_only_completed_entries() {
-    let mut cache = IdempotencyCache::new(2);
-    assert_eq!(cache.admit("r1", "create{}"), Admission::Run);
-    assert_eq!(cache.admit("r1", "create{}"), Admission::InFlight);
-    assert_eq!(cache.admit("r1", "rename{}"), Admission::Mismatch);
-    cache.complete("r1", 10);
-    assert_eq!(cache.admit("r1", "create{}"), Admission::Replay(10));
+fn the_idempotency_store_replays_refuses_and_evicts_only_completed_entries() {
+    let limits = IdempotencyLimits {
+        entries: 2,
+        ..IdempotencyLimits::default()
+    };
+    let cache = IdempotencyStore::new(limits, Arc::new(SystemClock));
+    let create = fingerprint(&[b"create", b"{}"]);
+    let rename = fingerprint(&[b"rename", b"{}"]);
+    let titled = fingerprint(&[b"create", b"{\"title\":1}"]);
+    assert_eq!(cache.admit("roll", "r1", &create), Admission::Run);
+    assert_eq!(cache.admit("roll", "r1", &create), Admission::InFlight);
+    assert_eq!(cache.admit("roll", "r1", &rename), Admission::Mismatch);
     assert_eq!(
-        cache.admit("r1", "create{\"title\":1}"),
-        Admission::Mismatch
+        cache.admit("other", "r1", &rename),
+        Admission::Run,
+        "scopes are apart"
     );
-    assert_eq!(cache.admit("long", "x"), Admission::Run);
-    for (id, value) in [("r2", 20), ("r3", 30)] {
-        assert_eq!(cache.admit(id, "create{}"), Admission::Run);
-        cache.complete(id, value);
+    cache.abandon("other", "r1");
+    cache.complete("roll", "r1", b"10");
+    assert_eq!(
+        cache.admit("roll", "r1", &create),
+        Admission::Replay(Arc::from(&b"10"[..]))
+    );
+    assert_eq!(cache.admit("roll", "r1", &titled), Admission::Mismatch);
+    assert_eq!(cache.admit("roll", "long", &create), Admission::Run);
+    for (id, value) in [("r2", b"20"), ("r3", b"30")] {
+        assert_eq!(cache.admit("roll", id, &create), Admission::Run);
+        cache.complete("roll", id, value);
     }
     assert_eq!(cache.completed_len(), 2);
     assert_eq!(
-        cache.admit("r1", "create{}"),
+        cache.admit("roll", "r1", &create),
         Admission::Run,
         "the oldest completed entry was evicted"
     );
     assert_eq!(
-        cache.admit("long", "x"),
+        cache.admit("roll", "long", &create),
         Admission::InFlight,
         "in-flight entries are never evicted"
     );
-    cache.abandon("long");
-    assert_eq!(cache.admit("long", "x"), Admission::Run);
+    cache.abandon("roll", "long");
+    assert_eq!(cache.admit("roll", "long", &create), Admission::Run);
 }
 
 #[test]

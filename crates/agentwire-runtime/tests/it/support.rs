@@ -5,8 +5,7 @@
 
 use std::time::Duration;
 
-use agentwire_runtime::{Published, ThreadEvent, TurnInput};
-use tokio::sync::broadcast;
+use agentwire_runtime::{Published, Subscription, ThreadEvent, TurnInput};
 
 /// A bound on how long a test waits for an event, so a bug fails instead of hanging.
 const WAIT: Duration = Duration::from_secs(30);
@@ -20,7 +19,7 @@ pub(crate) fn input(text: &str) -> TurnInput {
 
 /// Collects what is published until a durable event matches `done`.
 pub(crate) async fn until(
-    rx: &mut broadcast::Receiver<Published>,
+    rx: &mut Subscription,
     done: impl Fn(&ThreadEvent) -> bool,
 ) -> Vec<Published> {
     let mut seen = Vec::new();

@@ -12,9 +12,8 @@
 mod session;
 pub mod wire;
 
-use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use agentwire_jsonrpc::{ErrorObject, Profile};
 use agentwire_roll::constants::{
@@ -22,11 +21,10 @@ use agentwire_roll::constants::{
 };
 use agentwire_roll::cursor::Uuid128;
 use agentwire_roll::{CursorKey, EventCursor, ProtocolVersion, RollErrorCode, SUPPORTED_VERSIONS};
-use agentwire_runtime::{AttachmentStore, IdempotencyCache, Runtime};
+use agentwire_runtime::{AttachmentStore, Runtime};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Notify;
 
 pub use session::SessionEnd;
 
@@ -88,16 +86,6 @@ impl ServeError {
     }
 }
 
-/// A cached mutation result: the answer the first call got.
-pub(crate) type MutationResult = Result<Value, ErrorObject>;
-
-/// Turn ids already started, for `turn.start`'s de-duplication by `turnId`.
-#[derive(Debug, Default)]
-struct SeenTurns {
-    ids: HashSet<String>,
-    order: VecDeque<String>,
-}
-
 /// The Roll face of one runtime. Serves one connection at a time ([`serve`](Self::serve)).
 #[derive(Debug)]
 pub struct RollFace {
@@ -107,16 +95,13 @@ pub struct RollFace {
     store_id: [u8; 16],
     sequence: AtomicU64,
     active: AtomicBool,
-    idempotency: Mutex<IdempotencyCache<MutationResult>>,
-    idempotency_done: Notify,
-    turns: Mutex<SeenTurns>,
 }
 
 impl RollFace {
     /// The face of `runtime`. Cursor event ids are keyed by the runtime's store identity, so a
     /// runtime restarted on the same store accepts the cursors it gave out before.
     pub fn new(runtime: Runtime, config: RollFaceConfig) -> Arc<RollFace> {
-        let store_id = *runtime.log().log_id().0.as_bytes();
+        let store_id = *runtime.store_id().as_bytes();
         let secret = Sha256::new()
             .chain_update(b"agentwire roll cursor key\0")
             .chain_update(store_id)
@@ -126,9 +111,6 @@ impl RollFace {
             store_id,
             sequence: AtomicU64::new(0),
             active: AtomicBool::new(false),
-            idempotency: Mutex::new(IdempotencyCache::new(config.idempotency_entries)),
-            idempotency_done: Notify::new(),
-            turns: Mutex::new(SeenTurns::default()),
             runtime,
             config,
         })
@@ -206,46 +188,6 @@ impl RollFace {
 
     pub(crate) fn next_sequence(&self) -> u64 {
         self.sequence.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub(crate) fn idempotency(
-        &self,
-    ) -> std::sync::MutexGuard<'_, IdempotencyCache<MutationResult>> {
-        self.idempotency
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    pub(crate) fn idempotency_done(&self) -> &Notify {
-        &self.idempotency_done
-    }
-
-    /// Records a started turn id; false if it was seen before (the start is a retry).
-    pub(crate) fn remember_turn(&self, turn_id: &str) -> bool {
-        let mut turns = self
-            .turns
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !turns.ids.insert(turn_id.to_owned()) {
-            return false;
-        }
-        turns.order.push_back(turn_id.to_owned());
-        while turns.order.len() > self.config.idempotency_entries.max(1) {
-            if let Some(old) = turns.order.pop_front() {
-                turns.ids.remove(&old);
-            }
-        }
-        true
-    }
-
-    pub(crate) fn forget_turn(&self, turn_id: &str) {
-        let mut turns = self
-            .turns
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if turns.ids.remove(turn_id) {
-            turns.order.retain(|t| t != turn_id);
-        }
     }
 }
 

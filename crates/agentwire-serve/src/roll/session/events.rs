@@ -4,15 +4,14 @@
 
 use std::sync::Arc;
 
-use agentwire_events::{After, Position, ThreadId};
 use agentwire_jsonrpc::{FrameError, RequestContext};
 use agentwire_roll::cursor::{CursorWriter, Uuid128};
 use agentwire_roll::project::project_event_envelope;
 use agentwire_roll::{EventCursor, ProtocolVersion, RollErrorCode};
 use agentwire_runtime::event::view::StoredView;
-use agentwire_runtime::{Published, RuntimeError, StampedEvent};
+use agentwire_runtime::{Published, Runtime, RuntimeError, StampedEvent, Subscription};
 use serde_json::{Map, Value, json};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::super::wire;
 use super::{Answer, Session, lock, str_param};
@@ -73,14 +72,10 @@ impl Session {
                 Some(cursor)
             }
         };
-        let log_thread = ThreadId::new(thread_id)
-            .map_err(|e| self.err(RollErrorCode::THREAD_NOT_FOUND, e.to_string()))?;
         let low_watermark = runtime
-            .log()
-            .thread(&log_thread)
+            .low_watermark(thread_id)
             .await
-            .map_err(|e| self.runtime_error(&RuntimeError::Log(e)))?
-            .map_or(0, |info| info.low_watermark);
+            .map_err(|e| self.runtime_error(&e))?;
         let start = checkpoint.as_ref().map_or(0, |c| c.sequence() as usize + 1);
         let expired = match &checkpoint {
             None => low_watermark > 0,
@@ -94,13 +89,7 @@ impl Session {
         }
         let peer = ctx.peer();
         let mut ordinal = start;
-        let after = match timeline.get(start) {
-            Some(0) | None => After::Start,
-            Some(&seq) => After::Position(Position {
-                log_id: runtime.log().log_id(),
-                seq: seq - 1,
-            }),
-        };
+        let from = timeline.get(start).copied().unwrap_or(0);
         // The next page is read while this one is encoded and written.
         let total = timeline.len();
         let mut writer = wire::ReplayWriter::new(
@@ -110,9 +99,9 @@ impl Session {
             CursorWriter::new(self.face.key(), log_id),
         );
         let mut pages = read_ahead(
-            Arc::clone(runtime.log()),
-            log_thread,
-            after,
+            runtime.clone(),
+            thread_id.to_owned(),
+            from,
             Arc::new(timeline),
             start,
             READ_AHEAD_BYTES,
@@ -122,11 +111,11 @@ impl Session {
                 break;
             };
             let (events, _read_ahead) = page.map_err(|e| match e {
-                agentwire_events::Error::Expired { .. } => self.err(
+                RuntimeError::Log(agentwire_events::Error::Expired { .. }) => self.err(
                     RollErrorCode::EVENT_CURSOR_EXPIRED,
                     "the events after this cursor were trimmed from the log",
                 ),
-                other => self.runtime_error(&RuntimeError::Log(other)),
+                other => self.runtime_error(&other),
             })?;
             if let Some((last, _)) = events.last() {
                 ordinal = *last as usize + 1;
@@ -248,17 +237,17 @@ impl Session {
         }
     }
 
-    pub(super) async fn pump(self: Arc<Self>, mut published: broadcast::Receiver<Published>) {
+    /// Forwards what the runtime publishes, for as long as the connection lasts. The
+    /// subscription reads back from the log whatever this connection fell behind on, so every
+    /// durable event and every interaction reaches it.
+    pub(super) async fn pump(self: Arc<Self>, mut published: Subscription) {
         loop {
             match published.recv().await {
                 Ok(event) => self.forward(event).await,
-                Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    tracing::warn!(
-                        missed,
-                        "the connection fell behind the runtime; the durable events it missed are read back with runtime.events.resume"
-                    );
+                Err(RuntimeError::Stopped(_)) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "events this connection fell behind on could not be read back");
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
             }
         }
     }
@@ -327,24 +316,24 @@ impl Session {
 /// read-ahead budget (released when the page is dropped).
 type Page = (Vec<(u64, Vec<u8>)>, OwnedSemaphorePermit);
 
-/// The stored timeline events of `thread` from ordinal `start` (`after` is the log position
-/// before it), page by page with their ordinals, read by a task ahead of the receiver while the
+/// The stored timeline events of `thread_id` from ordinal `start` (`from` is its log
+/// position), read through the runtime page by page with their ordinals, read by a task ahead of the receiver while the
 /// pages not yet dropped hold less than `budget_bytes` ([`READ_AHEAD_BYTES`]), up to the end of
 /// `timeline` or the first error; the task ends when the receiver is dropped.
 fn read_ahead(
-    log: Arc<dyn agentwire_events::EventLog>,
-    thread: ThreadId,
-    mut after: After,
+    runtime: Runtime,
+    thread_id: String,
+    mut from: u64,
     timeline: Arc<Vec<u64>>,
     start: usize,
     budget_bytes: usize,
-) -> tokio::sync::mpsc::Receiver<Result<Page, agentwire_events::Error>> {
+) -> tokio::sync::mpsc::Receiver<Result<Page, RuntimeError>> {
     let (pages, received) = tokio::sync::mpsc::channel(READ_AHEAD_PAGES);
     let budget = Arc::new(Semaphore::new(budget_bytes));
     tokio::spawn(async move {
         let mut ordinal = start;
         while ordinal < timeline.len() {
-            let page = match log.read(&thread, after, REPLAY_PAGE).await {
+            let page = match runtime.stored_events(&thread_id, from, REPLAY_PAGE).await {
                 Ok(page) => page,
                 Err(error) => {
                     let _ = pages.send(Err(error)).await;
@@ -354,7 +343,7 @@ fn read_ahead(
             let Some(last) = page.events.last() else {
                 return;
             };
-            after = After::Position(last.position(log.log_id()));
+            from = last.seq + 1;
             let at_head = page.at_head();
             let mut events = Vec::with_capacity(page.events.len());
             let mut bytes = 0usize;
@@ -384,7 +373,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use agentwire_events::{After, Expected, NewEvent, ThreadId};
+    use agentwire_events::{Expected, NewEvent, ThreadId};
+    use agentwire_runtime::{DemoAgent, Runtime, RuntimeConfig, SystemClock};
 
     use super::{READ_AHEAD_PAGES, read_ahead};
 
@@ -393,6 +383,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
         let log = agentwire_events::open(&url).await.unwrap();
+        // Started on the empty log: the events below are only read back, never folded.
+        let runtime = Runtime::start(
+            Arc::clone(&log),
+            Arc::new(DemoAgent::default()),
+            Arc::new(SystemClock),
+            RuntimeConfig::default(),
+        )
+        .await
+        .unwrap();
         let thread = ThreadId::new("t").unwrap();
         let count = agentwire_events::MAX_PAGE_EVENTS * 3 + 10;
         let events = (0..count)
@@ -410,9 +409,9 @@ mod tests {
         let timeline = Arc::new((0..count as u64).collect::<Vec<_>>());
         let read = |budget| {
             read_ahead(
-                Arc::clone(&log),
-                thread.clone(),
-                After::Start,
+                runtime.clone(),
+                "t".to_owned(),
+                0,
                 Arc::clone(&timeline),
                 0,
                 budget,

@@ -11,7 +11,9 @@ use agentwire_roll::negotiation::{Connection, NegotiationError};
 use agentwire_roll::project::{project_initialize_result, project_operation_view};
 use agentwire_roll::schema;
 use agentwire_roll::{Feature, Method, ProtocolVersion, RollErrorCode, ServerRequestMethod};
-use agentwire_runtime::{Admission, Interaction, Operation, Resolution, RuntimeError, TurnInput};
+use agentwire_runtime::{
+    Admission, Interaction, Operation, Resolution, RuntimeError, TurnInput, fingerprint,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
@@ -143,6 +145,38 @@ fn strings_param(params: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The idempotency scope of Roll's `requestId`s: one per runtime, shared by its connections
+/// (a retry may come on a new connection).
+const IDEMPOTENCY_SCOPE: &str = "roll";
+
+/// A mutation's answer as the idempotency store keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Kept {
+    Result(Value),
+    Error(ErrorObject),
+}
+
+fn encode_kept(answer: &Answer) -> Option<Vec<u8>> {
+    let kept = match answer {
+        Ok(value) => Kept::Result(value.clone()),
+        Err(error) => Kept::Error(error.clone()),
+    };
+    serde_json::to_vec(&kept).ok()
+}
+
+fn decode_kept(bytes: &[u8]) -> Answer {
+    match serde_json::from_slice::<Kept>(bytes) {
+        Ok(Kept::Result(value)) => Ok(value),
+        Ok(Kept::Error(error)) => Err(error),
+        // Written by `encode_kept` of this build: not reachable, and never a silent success.
+        Err(error) => Err(ErrorObject::new(
+            agentwire_roll::errors::JSONRPC_INTERNAL_ERROR,
+            format!("a kept answer cannot be read: {error}"),
+        )),
+    }
+}
+
 fn canonical(value: &Value) -> String {
     fn sorted(value: &Value) -> Value {
         match value {
@@ -194,7 +228,11 @@ impl Session {
             RuntimeError::TurnAlreadyActive { .. } => RollErrorCode::TURN_ALREADY_ACTIVE,
             RuntimeError::TurnNotFound(_) => RollErrorCode::TURN_NOT_FOUND,
             RuntimeError::InteractionNotFound(_) => RollErrorCode::APPROVAL_NOT_FOUND,
-            RuntimeError::InvalidInput(_) => RollErrorCode::INVALID_PARAMS,
+            RuntimeError::InvalidInput(_) | RuntimeError::TurnIdInUse { .. } => {
+                RollErrorCode::INVALID_PARAMS
+            }
+            RuntimeError::TurnAlreadyStarted { .. } => RollErrorCode::TURN_ALREADY_ACTIVE,
+            RuntimeError::AnswerRefused { .. } => RollErrorCode::APPROVAL_NOT_FOUND,
             RuntimeError::Log(LogError::Closed) => RollErrorCode::RUNTIME_CLOSING,
             RuntimeError::Log(LogError::CommitOutcomeUnknown { .. }) => {
                 RollErrorCode::OUTCOME_UNKNOWN
@@ -239,8 +277,9 @@ impl Session {
         self.dispatch(ctx, method, version, params).await
     }
 
-    /// Runs a mutation once per `requestId`: a retry with the same params gets the first
-    /// answer; the same id with other params is `INVALID_PARAMS`.
+    /// Runs a mutation once per `requestId` (the runtime's idempotency store, scope
+    /// [`IDEMPOTENCY_SCOPE`]): a retry with the same params gets the first answer; the same id
+    /// with other params is `INVALID_PARAMS`. A retryable failure is not kept.
     async fn idempotent(
         self: Arc<Self>,
         ctx: RequestContext,
@@ -248,13 +287,13 @@ impl Session {
         params: Value,
     ) -> Answer {
         let request_id = str_param(&params, "requestId").to_owned();
-        let fingerprint = format!("{}\n{}", method.as_str(), canonical(&params));
+        let print = fingerprint(&[method.as_str().as_bytes(), canonical(&params).as_bytes()]);
+        let store = self.face.runtime.idempotency();
         loop {
-            let done = self.face.idempotency_done().notified();
-            let admission = self.face.idempotency().admit(&request_id, &fingerprint);
-            match admission {
+            let done = store.completed();
+            match store.admit(IDEMPOTENCY_SCOPE, &request_id, &print) {
                 Admission::Run => break,
-                Admission::Replay(answer) => return answer,
+                Admission::Replay(bytes) => return decode_kept(&bytes),
                 Admission::Mismatch => {
                     return Err(self.err(
                         RollErrorCode::INVALID_PARAMS,
@@ -272,15 +311,10 @@ impl Session {
             .and_then(|d| d.get("retryable"))
             .and_then(Value::as_bool)
             .unwrap_or(false));
-        {
-            let mut cache = self.face.idempotency();
-            if transient {
-                cache.abandon(&request_id);
-            } else {
-                cache.complete(&request_id, answer.clone());
-            }
+        match encode_kept(&answer) {
+            Some(bytes) if !transient => store.complete(IDEMPOTENCY_SCOPE, &request_id, &bytes),
+            _ => store.abandon(IDEMPOTENCY_SCOPE, &request_id),
         }
-        self.face.idempotency_done().notify_waiters();
         answer
     }
 
@@ -582,10 +616,6 @@ impl Session {
                 .map_err(|e| self.attachment_error(&e))?
         };
         let accepted = json!({"accepted": true, "turnId": turn_id});
-        if !self.face.remember_turn(turn_id) {
-            // A second start of the same turn is a retry: the first start stands.
-            return Ok(accepted);
-        }
         // Attached before the turn starts, so its first events reach this connection.
         let attached = lock(&self.attached).insert(thread_id.to_owned());
         match self
@@ -602,8 +632,9 @@ impl Session {
             .await
         {
             Ok(()) => Ok(accepted),
+            // A second start of the same turn is a retry: the first start stands.
+            Err(RuntimeError::TurnAlreadyStarted { .. }) => Ok(accepted),
             Err(error) => {
-                self.face.forget_turn(turn_id);
                 if attached {
                     lock(&self.attached).remove(thread_id);
                 }

@@ -35,21 +35,29 @@ impl Session {
         Ok(usize::try_from(limit).unwrap_or(usize::MAX))
     }
 
+    /// A page of the thread list, oldest first. The cursor is the key of the page's last
+    /// thread (creation time and id), so a thread deleted between two pages hides no other;
+    /// a cursor this runtime did not give out is `INVALID_PARAMS`.
     pub(super) async fn thread_list(&self, params: &Value) -> Answer {
         let limit = self.page_limit(params)?;
-        let start = match params.get("cursor").and_then(Value::as_str) {
-            None => 0,
-            Some(digits) => digits.parse::<usize>().unwrap_or(usize::MAX),
+        let after = match params.get("cursor").and_then(Value::as_str) {
+            None => None,
+            Some(cursor) => Some(parse_list_cursor(cursor).ok_or_else(|| {
+                self.err(
+                    RollErrorCode::INVALID_PARAMS,
+                    "cursor is not a thread list cursor",
+                )
+            })?),
         };
-        let summaries = self.face.runtime.summaries().await;
-        let end = start.saturating_add(limit).min(summaries.len());
-        let items: Vec<Value> = summaries
-            .get(start.min(end)..end)
-            .unwrap_or_default()
-            .iter()
-            .map(wire::thread_summary)
-            .collect();
-        let next = (end < summaries.len()).then(|| end.to_string());
+        let (page, more) = self
+            .face
+            .runtime
+            .summaries_after(after.as_ref().map(|(at, id)| (*at, id.as_str())), limit);
+        let next = more
+            .then(|| page.last())
+            .flatten()
+            .map(|last| list_cursor(last.created_at_ms, &last.id));
+        let items: Vec<Value> = page.iter().map(wire::thread_summary).collect();
         Ok(json!({"items": items, "nextCursor": next}))
     }
 
@@ -88,5 +96,59 @@ impl Session {
             .await
             .map_err(|e| self.runtime_error(&e))?;
         Ok(project_thread_snapshot(&snapshot, version))
+    }
+}
+
+/// Digits of a thread list cursor's creation time.
+const CURSOR_TIME_DIGITS: usize = 20;
+
+/// A thread list cursor: the key of the last thread of a page (its creation time, then each
+/// byte of its id as three digits), in the decimal digits Roll's cursors are made of.
+fn list_cursor(created_at_ms: u64, thread_id: &str) -> String {
+    let mut out = format!("{created_at_ms:0width$}", width = CURSOR_TIME_DIGITS);
+    for byte in thread_id.bytes() {
+        out.push_str(&format!("{byte:03}"));
+    }
+    out
+}
+
+/// The key a thread list cursor carries, if it is one [`list_cursor`] writes.
+fn parse_list_cursor(cursor: &str) -> Option<(u64, String)> {
+    if cursor.len() <= CURSOR_TIME_DIGITS
+        || !(cursor.len() - CURSOR_TIME_DIGITS).is_multiple_of(3)
+        || !cursor.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let (at, id) = cursor.split_at(CURSOR_TIME_DIGITS);
+    let bytes = id
+        .as_bytes()
+        .chunks(3)
+        .map(|digits| std::str::from_utf8(digits).ok()?.parse::<u8>().ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some((at.parse().ok()?, String::from_utf8(bytes).ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{list_cursor, parse_list_cursor};
+
+    #[test]
+    fn list_cursors_round_trip_and_refuse_what_they_are_not() {
+        let cursor = list_cursor(1_796_514_537_533, "0a78539a-é");
+        assert!(cursor.bytes().all(|b| b.is_ascii_digit()));
+        assert_eq!(
+            parse_list_cursor(&cursor),
+            Some((1_796_514_537_533, "0a78539a-é".to_owned()))
+        );
+        for bad in [
+            "",
+            "2",
+            "12345678901234567890",
+            "1234567890123456789012",
+            "0000000000000000000125600",
+        ] {
+            assert_eq!(parse_list_cursor(bad), None, "{bad}");
+        }
     }
 }

@@ -1,0 +1,302 @@
+//! Subscriptions: what the runtime publishes, delivered to each subscriber through a queue of
+//! its own, bounded in bytes. A subscriber is one thread's observer ([`Scope::Thread`]) or every
+//! thread's ([`Scope::All`]); any number of each may exist.
+//!
+//! A subscriber that falls behind is never waited for and never silently short: once its queue
+//! is full, the durable events of a thread it cannot take are not copied to it, and the queue
+//! records from which position that thread was missed. When the subscriber reads again, its
+//! [`Subscription`] reads the missed events back from the log through the runtime, then goes on
+//! with the queue — in order, with nothing missing or repeated (durable events are numbered per
+//! thread, so an event already delivered is skipped and a gap is read back from the log).
+//! Ephemeral events are not stored: those that do not fit are dropped.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+
+use super::{LiveEvent, Published, Runtime, RuntimeError};
+
+/// What a subscriber observes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// One thread: its durable events from the position at which the subscription began, and
+    /// its ephemeral events.
+    Thread(String),
+    /// Every thread: each thread's durable events from the first one published after the
+    /// subscription began, and every ephemeral event.
+    All,
+}
+
+/// The queue of one subscriber, filled by the runtime as it publishes.
+#[derive(Debug)]
+pub(super) struct Subscriber {
+    pub(super) scope: Scope,
+    capacity_bytes: usize,
+    queue: Mutex<Queue>,
+    ready: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    items: VecDeque<(Published, usize)>,
+    bytes: usize,
+    /// Threads whose durable events were not copied since the subscriber last looked, with the
+    /// first position missed.
+    missed: BTreeMap<String, u64>,
+    closed: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Subscriber {
+    pub(super) fn new(scope: Scope, capacity_bytes: usize) -> Subscriber {
+        Subscriber {
+            scope,
+            capacity_bytes: capacity_bytes.max(1),
+            queue: Mutex::new(Queue::default()),
+            ready: Notify::new(),
+        }
+    }
+
+    /// Queues `published` (of `weight` bytes) if it fits; a durable event that does not is
+    /// recorded as missed instead. Never waits. An event always fits an empty queue, so one
+    /// larger than the whole queue still gets through.
+    pub(super) fn offer(&self, published: &Published, weight: usize) {
+        let mut queue = lock(&self.queue);
+        if queue.closed {
+            return;
+        }
+        let full = !queue.items.is_empty() && queue.bytes + weight > self.capacity_bytes;
+        match published {
+            Published::Durable { thread_id, seq, .. } => {
+                // Once a thread is missed, its later events are missed too, so that what the
+                // queue holds of it stays a prefix of what was published.
+                if full || queue.missed.contains_key(thread_id) {
+                    queue.missed.entry(thread_id.clone()).or_insert(*seq);
+                    drop(queue);
+                    self.ready.notify_one();
+                    return;
+                }
+            }
+            Published::Live { .. } => {
+                if full {
+                    return;
+                }
+            }
+        }
+        queue.bytes += weight;
+        queue.items.push_back((published.clone(), weight));
+        drop(queue);
+        self.ready.notify_one();
+    }
+
+    fn close(&self) {
+        lock(&self.queue).closed = true;
+        self.ready.notify_one();
+    }
+
+    /// Queued bytes (for tests and reports).
+    fn queued_bytes(&self) -> usize {
+        lock(&self.queue).bytes
+    }
+}
+
+/// The bytes an ephemeral event counts for in a queue.
+pub(super) fn live_weight(event: &LiveEvent) -> usize {
+    const OVERHEAD: usize = 64;
+    OVERHEAD
+        + match event {
+            LiveEvent::MessageStarted { stream_id } => stream_id.len(),
+            LiveEvent::MessageDelta { stream_id, delta } => stream_id.len() + delta.len(),
+            LiveEvent::ToolStarted {
+                tool_call_id,
+                agent_name,
+                tool_name,
+                input,
+            } => tool_call_id.len() + agent_name.len() + tool_name.len() + input.to_string().len(),
+            LiveEvent::ToolOutput {
+                tool_call_id,
+                agent_name,
+                tool_name,
+                stream,
+                delta,
+            } => {
+                tool_call_id.len() + agent_name.len() + tool_name.len() + stream.len() + delta.len()
+            }
+        }
+}
+
+enum Next {
+    Event(Published),
+    Missed(BTreeMap<String, u64>),
+    Closed,
+}
+
+/// One subscriber's side: [`recv`](Self::recv) returns what was published in its scope, in
+/// order, reading back from the log what its queue could not hold. Dropping it unsubscribes.
+#[derive(Debug)]
+pub struct Subscription {
+    runtime: Runtime,
+    subscriber: Arc<Subscriber>,
+    /// Per thread, the position of the next durable event to deliver.
+    next: HashMap<String, u64>,
+    /// Threads being read back from the log, with the next position to read.
+    catching_up: BTreeMap<String, u64>,
+    /// Events read back, delivered before anything queued.
+    replayed: VecDeque<Published>,
+}
+
+/// Events read back from the log per page.
+const CATCH_UP_PAGE: usize = 256;
+
+impl Subscription {
+    pub(super) fn new(
+        runtime: Runtime,
+        subscriber: Arc<Subscriber>,
+        next: HashMap<String, u64>,
+    ) -> Subscription {
+        Subscription {
+            runtime,
+            subscriber,
+            next,
+            catching_up: BTreeMap::new(),
+            replayed: VecDeque::new(),
+        }
+    }
+
+    /// What this subscription observes.
+    pub fn scope(&self) -> &Scope {
+        &self.subscriber.scope
+    }
+
+    /// The bytes its queue holds now.
+    pub fn queued_bytes(&self) -> usize {
+        self.subscriber.queued_bytes()
+    }
+
+    /// The next published event in the scope.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Stopped`] once the runtime stopped publishing to it; a log error while
+    /// missed events were read back (the thread is then no longer caught up: its later events
+    /// are delivered as they come).
+    pub async fn recv(&mut self) -> Result<Published, RuntimeError> {
+        loop {
+            if let Some(published) = self.replayed.pop_front() {
+                return Ok(published);
+            }
+            if let Some((thread_id, from)) = self.catching_up.pop_first() {
+                self.read_back(thread_id, from).await?;
+                continue;
+            }
+            match self.take() {
+                Some(Next::Event(published)) => {
+                    if let Some(published) = self.admit(published) {
+                        return Ok(published);
+                    }
+                }
+                Some(Next::Missed(missed)) => {
+                    for (thread_id, first) in missed {
+                        let from = self.next.get(&thread_id).copied().unwrap_or(first);
+                        self.catching_up.insert(thread_id, from);
+                    }
+                }
+                Some(Next::Closed) => {
+                    return Err(RuntimeError::Stopped("the subscription was closed".into()));
+                }
+                // A permit stored by an earlier notification makes this return at once; the
+                // queue is looked at again either way.
+                None => self.subscriber.ready.notified().await,
+            }
+        }
+    }
+
+    fn take(&self) -> Option<Next> {
+        let mut queue = lock(&self.subscriber.queue);
+        if let Some((published, weight)) = queue.items.pop_front() {
+            queue.bytes -= weight;
+            return Some(Next::Event(published));
+        }
+        if !queue.missed.is_empty() {
+            return Some(Next::Missed(std::mem::take(&mut queue.missed)));
+        }
+        queue.closed.then_some(Next::Closed)
+    }
+
+    /// The queued event if it is the next one of its thread; an event delivered already is
+    /// skipped, and one past a gap starts reading the gap back from the log.
+    fn admit(&mut self, published: Published) -> Option<Published> {
+        let Published::Durable { thread_id, seq, .. } = &published else {
+            if let Published::Live { thread_id, .. } = &published
+                && self.catching_up.contains_key(thread_id)
+            {
+                // Its thread's durable events are behind: the ephemeral ones are lost to lag.
+                return None;
+            }
+            return Some(published);
+        };
+        if self.catching_up.contains_key(thread_id) {
+            // Committed before it was published, so the read back reaches it.
+            return None;
+        }
+        match self.next.get(thread_id).copied() {
+            Some(next) if *seq < next => None,
+            Some(next) if *seq > next => {
+                self.catching_up.insert(thread_id.clone(), next);
+                None
+            }
+            _ => {
+                self.next.insert(thread_id.clone(), seq + 1);
+                Some(published)
+            }
+        }
+    }
+
+    /// Reads one page of `thread_id`'s events from position `from` into `replayed`; the thread
+    /// stays in `catching_up` until a page reaches the log's head.
+    async fn read_back(&mut self, thread_id: String, from: u64) -> Result<(), RuntimeError> {
+        let page = match self
+            .runtime
+            .committed_events(&thread_id, from, CATCH_UP_PAGE)
+            .await
+        {
+            Ok(page) => page,
+            // Deleted meanwhile: nothing more of it will come.
+            Err(RuntimeError::ThreadNotFound(_))
+            | Err(RuntimeError::Log(agentwire_events::Error::ThreadDeleted { .. })) => {
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        };
+        let mut next = from;
+        for published in page.events {
+            if let Published::Durable { seq, .. } = &published {
+                next = seq + 1;
+            }
+            self.replayed.push_back(published);
+        }
+        self.next.insert(thread_id.clone(), next);
+        if !page.at_head {
+            self.catching_up.insert(thread_id, next);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.subscriber.close();
+        self.runtime.unsubscribe(&self.subscriber);
+    }
+}
+
+/// Committed events of a thread read back from the log, as published.
+#[derive(Debug)]
+pub(super) struct CommittedPage {
+    pub(super) events: Vec<Published>,
+    /// Whether the page reached the last event committed when it was read.
+    pub(super) at_head: bool,
+}
