@@ -10,3 +10,4 @@ mod attachments;
 mod core;
 mod process;
 mod running;
+mod subscriptions;
