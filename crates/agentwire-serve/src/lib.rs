@@ -5,4 +5,4 @@
 
 pub mod roll;
 
-pub use roll::{RollFace, RollFaceConfig, ServeError, SessionEnd};
+pub use roll::{RollFace, RollFaceConfig, SessionEnd};

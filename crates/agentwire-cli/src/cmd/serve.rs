@@ -1,6 +1,7 @@
-//! `agentwire serve --stdio`: the reference runtime serving the Roll Runtime Protocol 1.0 to 1.5
-//! on standard input and output. Standard output carries protocol frames only; logs go to
-//! standard error (`AGENTWIRE_LOG` sets the filter, default `info`).
+//! `agentwire serve`: the reference runtime serving the Roll Runtime Protocol 1.0 to 1.5 on
+//! standard input and output (`--stdio`) and on a Unix socket (`--roll-socket PATH`, any number
+//! of hosts at once), one runtime core behind both. Standard output carries protocol frames
+//! only; logs go to standard error (`AGENTWIRE_LOG` sets the filter, default `info`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,9 +20,13 @@ use crate::output::Format;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Serve one connection on standard input and output.
+    /// Serve one connection on standard input and output; the runtime stops when it ends.
     #[arg(long)]
     stdio: bool,
+    /// Serve the Roll Runtime Protocol on a Unix socket at PATH, to any number of hosts at once
+    /// (one session each). Without `--stdio`, the runtime serves until SIGINT or SIGTERM.
+    #[arg(long, value_name = "PATH")]
+    roll_socket: Option<PathBuf>,
     /// The durable event log: `sqlite:PATH` or `postgres://…` (default:
     /// `sqlite:<state dir>/runtime.sqlite`, see `state_dir`).
     #[arg(long, value_name = "URL")]
@@ -181,11 +186,14 @@ pub(crate) fn init_logging(default: &str) {
         .try_init();
 }
 
+/// Hosts served on the Unix socket at once; a host beyond them is closed at once (logged).
+pub(crate) const MAX_SOCKET_CONNECTIONS: usize = 256;
+
 pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::Result<u8> {
-    if !args.stdio {
+    if !args.stdio && args.roll_socket.is_none() {
         return Err(Usage::new(
             "usage.serve-transport",
-            "choose a transport: --stdio (the runtime serves one connection on standard input and output)",
+            "choose a transport: --stdio (one connection on standard input and output) and/or --roll-socket PATH (any number of hosts on a Unix socket)",
         )
         .into());
     }
@@ -197,17 +205,108 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let (log, face) = args.runtime.start(&url).await?;
-        tracing::info!(store = %url, instance = %face.runtime().instance_id(), "serving the Roll Runtime Protocol on stdio");
-        // Pipes are read and written through the event loop, not tokio's blocking threads.
-        let (stdin, stdout) = agentwire_jsonrpc::transport::stdio();
-        let end = face
-            .serve(stdin, stdout)
-            .await
-            .context("cannot serve")?;
-        if end == SessionEnd::UncorrelatedError {
-            tracing::warn!("the connection ended after an uncorrelated error response");
+        let listener = match &args.roll_socket {
+            Some(path) => Some(SocketListener::bind(path)?),
+            None => None,
+        };
+        tracing::info!(store = %url, instance = %face.runtime().instance_id(), stdio = args.stdio, socket = ?args.roll_socket, "serving the Roll Runtime Protocol");
+        let accepting = listener.map(|listener| tokio::spawn(listener.serve(Arc::clone(&face))));
+        if args.stdio {
+            // Pipes are read and written through the event loop, not tokio's blocking threads.
+            let (stdin, stdout) = agentwire_jsonrpc::transport::stdio();
+            if face.serve(stdin, stdout).await == SessionEnd::UncorrelatedError {
+                tracing::warn!("the connection ended after an uncorrelated error response");
+            }
+        } else {
+            stop_signal().await;
+        }
+        if let Some(accepting) = accepting {
+            accepting.abort();
         }
         log.close().await.context("cannot close the event log")?;
         anyhow::Ok(0)
     })
+}
+
+/// Resolves at SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::error!("cannot watch for SIGINT or SIGTERM; serving until killed");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => tracing::info!("SIGINT: stopping"),
+        _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
+    }
+}
+
+/// The Unix socket the Roll face listens on; the socket file is removed when it is dropped.
+struct SocketListener {
+    listener: tokio::net::UnixListener,
+    path: PathBuf,
+}
+
+impl SocketListener {
+    /// Binds `path`. A socket file left by a runtime that no longer listens is replaced; one
+    /// that answers is in use, and so is any other kind of file.
+    fn bind(path: &Path) -> anyhow::Result<SocketListener> {
+        use std::os::unix::fs::FileTypeExt as _;
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                anyhow::bail!("{} exists and is not a socket", path.display());
+            }
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                anyhow::bail!("{} is in use: a runtime listens on it", path.display());
+            }
+            std::fs::remove_file(path)
+                .with_context(|| format!("cannot replace the stale socket {}", path.display()))?;
+        }
+        let listener = tokio::net::UnixListener::bind(path)
+            .with_context(|| format!("cannot listen on {}", path.display()))?;
+        Ok(SocketListener {
+            listener,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Accepts hosts until aborted, each served as its own session.
+    async fn serve(self, face: Arc<RollFace>) {
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_SOCKET_CONNECTIONS));
+        loop {
+            let stream = match self.listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // A transient failure (out of descriptors): the others go on being served.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                tracing::warn!(
+                    limit = MAX_SOCKET_CONNECTIONS,
+                    "too many hosts on the socket; closing the new one"
+                );
+                continue;
+            };
+            let (reader, writer) = stream.into_split();
+            let face = Arc::clone(&face);
+            tokio::spawn(async move {
+                tracing::info!("a host connected on the socket");
+                let end = face.serve(reader, writer).await;
+                tracing::info!(?end, "a host's session on the socket ended");
+                drop(slot);
+            });
+        }
+    }
+}
+
+impl Drop for SocketListener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }

@@ -8,7 +8,9 @@
 use std::time::Duration;
 
 use crate::support::BIN;
-use crate::support::roll_host::{Host, assert_fixture_shape, fixture, roll_code, types, uuid};
+use crate::support::roll_host::{
+    Host, STUCK, assert_fixture_shape, fixture, roll_code, types, uuid,
+};
 use serde_json::{Value, json};
 
 const VERSIONS: [&str; 6] = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"];
@@ -1244,4 +1246,84 @@ async fn edit_slow_and_big_turns_and_retried_cancels_and_detaches() {
         .unwrap();
     assert_eq!(again, json!({"detached": false}));
     assert_eq!(host.finish().await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_on_the_roll_socket_both_get_the_approval_and_the_first_answer_wins() {
+    let (dir, path) = store();
+    let socket = dir.path().join("roll.sock");
+    let mut runtime = tokio::process::Command::new(BIN)
+        .args(["serve", "--roll-socket"])
+        .arg(&socket)
+        .arg("--store")
+        .arg(format!("sqlite:{}", path.display()))
+        .env("AGENTWIRE_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::time::timeout(STUCK, async {
+        while !socket.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the runtime listens");
+    let mut first = Host::connect(&socket, &path).await;
+    let mut second = Host::connect(&socket, &path).await;
+    first.open("1.3", &HANDLERS).await;
+    second.open("1.3", &HANDLERS).await;
+    let thread = first.create_thread("shared").await;
+    second
+        .call("thread.open", json!({"threadId": thread}))
+        .await
+        .unwrap();
+    let turn = first.start_turn(&thread, "/approve ls").await;
+    let to_first = first.wait_for(|f| f["method"] == "approval.request").await;
+    let to_second = second.wait_for(|f| f["method"] == "approval.request").await;
+    let interaction = to_first["params"]["interactionId"].clone();
+    assert_eq!(to_second["params"]["interactionId"], interaction);
+
+    // The first host answers; the second is told the request is withdrawn, and its late
+    // answer changes nothing.
+    first
+        .send(&json!({"jsonrpc": "2.0", "id": to_first["id"], "result": {"decision": "approve"}}))
+        .await;
+    let cancel = second
+        .wait_for(|f| f["method"] == "runtime.serverRequest.cancel")
+        .await;
+    assert_eq!(cancel["params"]["interactionId"], interaction);
+    second
+        .send(&json!({"jsonrpc": "2.0", "id": to_second["id"], "result": {"decision": "reject"}}))
+        .await;
+    for host in [&mut first, &mut second] {
+        let events = host.turn_events(&turn).await;
+        let resolved = events
+            .iter()
+            .find(|e| e["event"]["type"] == "approval.resolved")
+            .expect("both see the resolution");
+        assert_eq!(resolved["event"]["resolution"]["decision"], "approve");
+        let tool = events
+            .iter()
+            .find(|e| e["event"]["type"] == "tool.completed")
+            .expect("the tool runs");
+        assert_eq!(tool["event"]["outcome"]["kind"], "success");
+        assert_eq!(events.last().unwrap()["event"]["type"], "turn.completed");
+    }
+    drop((first, second));
+    let pid = i32::try_from(runtime.id().unwrap()).unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(STUCK, runtime.wait())
+        .await
+        .expect("the runtime stops on SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(!socket.exists(), "the socket file is removed");
 }

@@ -13,7 +13,7 @@ mod session;
 pub mod wire;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentwire_jsonrpc::{ErrorObject, Profile};
 use agentwire_roll::constants::{
@@ -69,24 +69,9 @@ impl Default for RollFaceConfig {
     }
 }
 
-/// Why [`RollFace::serve`] did not serve.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// Another connection is active: the runtime serves one at a time.
-    #[error("the runtime already serves a connection")]
-    Busy,
-}
-
-impl ServeError {
-    /// Stable error code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ServeError::Busy => "serve.roll.busy",
-        }
-    }
-}
-
-/// The Roll face of one runtime. Serves one connection at a time ([`serve`](Self::serve)).
+/// The Roll face of one runtime. Serves any number of connections at once
+/// ([`serve`](Self::serve)), each with its own negotiation, attachments to threads and server
+/// requests; the runtime's threads, idempotency store and interactions are shared by all.
 #[derive(Debug)]
 pub struct RollFace {
     runtime: Runtime,
@@ -94,7 +79,6 @@ pub struct RollFace {
     key: CursorKey,
     store_id: [u8; 16],
     sequence: AtomicU64,
-    active: AtomicBool,
 }
 
 impl RollFace {
@@ -110,7 +94,6 @@ impl RollFace {
             key: CursorKey::new(&secret),
             store_id,
             sequence: AtomicU64::new(0),
-            active: AtomicBool::new(false),
             runtime,
             config,
         })
@@ -126,32 +109,15 @@ impl RollFace {
         &self.config
     }
 
-    /// Serves one connection until it closes; a second concurrent call fails with
-    /// [`ServeError::Busy`]. Pending server requests are withdrawn when it ends (their
-    /// interactions stay pending and are delivered again to the next connection).
-    ///
-    /// # Errors
-    /// [`ServeError::Busy`].
-    pub async fn serve<R, W>(
-        self: &Arc<Self>,
-        reader: R,
-        writer: W,
-    ) -> Result<SessionEnd, ServeError>
+    /// Serves one connection until it closes. Pending server requests are withdrawn when it
+    /// ends (their interactions stay pending, and the other connections, or the next one, are
+    /// sent them).
+    pub async fn serve<R, W>(self: &Arc<Self>, reader: R, writer: W) -> SessionEnd
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        if self.active.swap(true, Ordering::SeqCst) {
-            return Err(ServeError::Busy);
-        }
-        struct Release<'a>(&'a AtomicBool);
-        impl Drop for Release<'_> {
-            fn drop(&mut self) {
-                self.0.store(false, Ordering::SeqCst);
-            }
-        }
-        let _release = Release(&self.active);
-        Ok(session::run(Arc::clone(self), reader, writer).await)
+        session::run(Arc::clone(self), reader, writer).await
     }
 
     /// The JSON-RPC profile of a connection: the Roll runtime profile with this face's inbound

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use agentwire_roll::{ProtocolVersion, schema};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, Command};
 
 /// A guard against a hung test, not a timing assertion.
 pub(crate) const STUCK: Duration = Duration::from_secs(60);
@@ -97,10 +97,14 @@ pub(crate) fn assert_fixture_shape(ours: &Value, fixture: &Value, path: &str) {
     }
 }
 
+type Input = Box<dyn AsyncWrite + Unpin + Send>;
+type Output = Box<dyn AsyncRead + Unpin + Send>;
+
 pub(crate) struct Host {
-    pub(crate) child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Lines<BufReader<ChildStdout>>,
+    /// The runtime, when this host started it (`None` for a host on its socket).
+    pub(crate) child: Option<Child>,
+    stdin: Option<Input>,
+    lines: Lines<BufReader<Output>>,
     pub(crate) version: Option<ProtocolVersion>,
     next_id: u64,
     /// Notifications and server requests read while waiting for something else.
@@ -130,12 +134,30 @@ impl Host {
             .kill_on_drop(true)
             .spawn()
             .expect("agentwire serve starts");
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().map(|s| Box::new(s) as Input);
+        let stdout = Box::new(child.stdout.take().expect("stdout")) as Output;
         Host {
-            child,
+            child: Some(child),
             stdin,
             lines: BufReader::with_capacity(1 << 20, stdout).lines(),
+            version: None,
+            next_id: 0,
+            inbox: VecDeque::new(),
+            written: Vec::new(),
+            store: store.to_path_buf(),
+        }
+    }
+
+    /// Connects to a runtime's Roll socket (`agentwire serve --roll-socket PATH`).
+    pub(crate) async fn connect(socket: &Path, store: &Path) -> Host {
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .expect("the runtime listens on its socket");
+        let (read, write) = stream.into_split();
+        Host {
+            child: None,
+            stdin: Some(Box::new(write)),
+            lines: BufReader::with_capacity(1 << 20, Box::new(read) as Output).lines(),
             version: None,
             next_id: 0,
             inbox: VecDeque::new(),
@@ -159,7 +181,8 @@ impl Host {
     /// Closes the runtime's input and waits for it to exit.
     pub(crate) async fn finish(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
-        tokio::time::timeout(STUCK, self.child.wait())
+        let child = self.child.as_mut().expect("a runtime this host started");
+        tokio::time::timeout(STUCK, child.wait())
             .await
             .expect("the runtime exits when its input ends")
             .expect("wait")
