@@ -14,7 +14,7 @@ use agentwire_events::EventLog;
 use agentwire_runtime::*;
 use serde_json::{Value, json};
 
-use crate::support::{input, is_turn_end, until};
+use agentwire_testkit::runtime::{input, is_turn_end, until};
 
 /// `python3` from `PATH`, which every agent script of these tests runs on.
 fn python3() -> String {

@@ -1,7 +1,6 @@
-//! What the runtime's test modules share: a turn's input, collecting what is published until
-//! an event arrives, and what ends a turn.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! What the tests of the runtime core and of its agents share, behind the `runtime` feature: a
+//! turn's input, collecting what the runtime publishes until an event arrives, and what ends a
+//! turn.
 
 use std::time::Duration;
 
@@ -11,7 +10,8 @@ use tokio::sync::broadcast;
 /// A bound on how long a test waits for an event, so a bug fails instead of hanging.
 const WAIT: Duration = Duration::from_secs(30);
 
-pub(crate) fn input(text: &str) -> TurnInput {
+/// A turn's input of `text` alone.
+pub fn input(text: &str) -> TurnInput {
     TurnInput {
         text: text.into(),
         attachments: vec![],
@@ -19,14 +19,20 @@ pub(crate) fn input(text: &str) -> TurnInput {
 }
 
 /// Collects what is published until a durable event matches `done`.
-pub(crate) async fn until(
+///
+/// # Panics
+/// When the channel closes or lags, or no such event is published within 30 seconds.
+pub async fn until(
     rx: &mut broadcast::Receiver<Published>,
     done: impl Fn(&ThreadEvent) -> bool,
 ) -> Vec<Published> {
     let mut seen = Vec::new();
-    tokio::time::timeout(WAIT, async {
+    let waited = tokio::time::timeout(WAIT, async {
         loop {
-            let published = rx.recv().await.unwrap();
+            let published = match rx.recv().await {
+                Ok(published) => published,
+                Err(e) => panic!("the runtime's publication stopped: {e}"),
+            };
             let finished =
                 matches!(&published, Published::Durable { event, .. } if done(&event.event));
             seen.push(published);
@@ -35,12 +41,16 @@ pub(crate) async fn until(
             }
         }
     })
-    .await
-    .expect("the awaited event was published");
+    .await;
+    assert!(
+        waited.is_ok(),
+        "the awaited event was not published within {WAIT:?}"
+    );
     seen
 }
 
-pub(crate) fn is_turn_end(event: &ThreadEvent) -> bool {
+/// Whether `event` ends a turn (completed, failed or cancelled).
+pub fn is_turn_end(event: &ThreadEvent) -> bool {
     matches!(
         event,
         ThreadEvent::TurnCompleted { .. }
