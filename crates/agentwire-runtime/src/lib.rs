@@ -3,7 +3,8 @@
 //! ([`state`]), the events themselves ([`event`]), the running core that serves threads from the
 //! event log and drives turns on an agent ([`core`]), the bounded idempotency cache of mutations
 //! ([`idempotency`]), the attachments hosts stage for turns ([`attachments`]), and the scripted
-//! demo agent ([`demo`] its commands, [`agent`] the agent).
+//! demo agent ([`demo`] its commands, [`agent`] the agent). Other agents implement [`Agent`] on
+//! this crate's public API (the agent process adapter is `agentwire-agent-process`).
 //! Faces translate this into their wire protocols; the event log stores the events as opaque
 //! payloads.
 
@@ -13,7 +14,6 @@ pub mod core;
 pub mod demo;
 pub mod event;
 pub mod idempotency;
-pub mod process;
 pub mod state;
 
 pub use agent::DemoAgent;
@@ -32,5 +32,4 @@ pub use event::{
     OutcomeKind, Resolution, Role, StampedEvent, ThreadEvent, ToolOutcome, TurnInput, TurnStatus,
 };
 pub use idempotency::{Admission, Fingerprint, IdempotencyLimits, IdempotencyStore, fingerprint};
-pub use process::{AgentCommandError, AgentProcess, AgentProcessConfig};
 pub use state::{ActiveTurn, FoldError, Page, ThreadState};

@@ -23,6 +23,8 @@
 //! - helpers: [`run_ok`], [`read_json`], [`write_temp_json`]
 //! - command-line runs: [`Cli`] (arguments, directory, standard input; fails on a panic),
 //!   [`dir_with`], [`utf8`]
+//! - the runtime core's tests (feature `runtime`): `runtime::input`, `runtime::until` (what is
+//!   published until an event arrives), `runtime::is_turn_end`
 
 mod artifacts;
 mod cli;
@@ -31,6 +33,8 @@ mod paths;
 mod postgres;
 mod process;
 mod roll_fixtures;
+#[cfg(feature = "runtime")]
+pub mod runtime;
 mod tools;
 mod verdicts;
 

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentwire_agent_process::{AgentProcess, AgentProcessConfig};
 use agentwire_runtime::{
-    Agent, AgentProcess, AgentProcessConfig, AttachmentLimits, AttachmentStore, DemoAgent, Runtime,
-    RuntimeConfig, SystemClock,
+    Agent, AttachmentLimits, AttachmentStore, DemoAgent, Runtime, RuntimeConfig, SystemClock,
 };
 use agentwire_serve::{RollFace, RollFaceConfig, SessionEnd};
 use anyhow::Context;

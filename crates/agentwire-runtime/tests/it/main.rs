@@ -1,13 +1,10 @@
 //! The runtime's tests, one binary: the core without I/O, the running core over a real SQLite
-//! log, attachments, and agent processes.
+//! log, and attachments.
 
 // Helpers outside #[test] functions panic on failure too: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 mod attachments;
 mod core;
-mod process;
 mod running;
 mod subscriptions;

@@ -12,7 +12,7 @@ use agentwire_runtime::*;
 use async_trait::async_trait;
 use serde_json::json;
 
-use crate::support::{input, is_turn_end, until};
+use agentwire_testkit::runtime::{input, is_turn_end, until};
 
 /// A bound on how long a test waits for an event, so a bug fails instead of hanging.
 const WAIT: Duration = Duration::from_secs(20);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use agentwire_events::EventLog;
 use agentwire_runtime::*;
 
-use crate::support::{input, is_turn_end, until};
+use agentwire_testkit::runtime::{input, is_turn_end, until};
 
 /// A bound on how long a test waits, so a bug fails instead of hanging.
 const WAIT: Duration = Duration::from_secs(30);

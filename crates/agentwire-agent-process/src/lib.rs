@@ -1,5 +1,5 @@
-//! The agent process adapter: an [`Agent`] that runs each turn in a child process speaking the
-//! agent protocol (docs/agent.md, `protocols/agent/agent.schema.json`) — `turn.start`, decisions,
+//! The agent process adapter: an [`Agent`] of the runtime core (`agentwire-runtime`, through its
+//! public API alone) that runs each turn in a child process speaking the agent protocol (docs/agent.md, `protocols/agent/agent.schema.json`) — `turn.start`, decisions,
 //! form answers and `turn.cancel` on its standard input; run events, message text, tool output,
 //! requests and `turn.end` on its standard output, one JSON object per line.
 //!
@@ -11,7 +11,7 @@
 //! recorded `user_rejected` (or `cancelled`) whatever the agent says. Whatever goes wrong with
 //! the process fails only its turn, with a stage and a message; every buffer is bounded.
 //!
-//! This module holds the adapter and the limits of a turn; `config` the command and its
+//! The crate root holds the adapter and the limits of a turn; `config` the command and its
 //! settings, `child` the child process and its standard streams, `session` the reading of one
 //! turn, `protocol` the agent protocol's messages as the runtime checks and writes them, and
 //! `decisions` the runtime's word on approvals, form answers and tool outcomes.
@@ -19,7 +19,7 @@
 //! [`LiveCoercer`]: agentwire_runlog::LiveCoercer
 
 /// The agent protocol's messages, generated from `protocols/agent/agent.schema.json`.
-#[path = "../../../../protocols/agent/generated/rust/agent.rs"]
+#[path = "../../../protocols/agent/generated/rust/agent.rs"]
 #[rustfmt::skip]
 pub mod wire;
 
@@ -32,17 +32,16 @@ mod session;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentwire_runtime::{Agent, FailStage, TurnContext, TurnEnd};
 use async_trait::async_trait;
 use tracing::Instrument as _;
 
-use self::child::run;
-use crate::core::{Agent, TurnContext, TurnEnd};
-use crate::event::FailStage;
+use crate::child::run;
 
 pub use config::{AgentCommandError, AgentProcessConfig};
 
 /// The agent protocol's schema document (canonical text).
-pub const AGENT_SCHEMA_TEXT: &str = include_str!("../../../../protocols/agent/agent.schema.json");
+pub const AGENT_SCHEMA_TEXT: &str = include_str!("../../../protocols/agent/agent.schema.json");
 
 /// How long an agent may work on a turn by default, not counting the time its requests wait
 /// for the host (10 minutes).

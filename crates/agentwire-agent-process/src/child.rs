@@ -12,16 +12,16 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
-use super::protocol::{turn_start, validators};
-use super::session::{Ending, Session};
-use super::{AgentProcessConfig, MAX_QUEUED_INPUT, MAX_STDERR_LINE_BYTES, failed};
-use crate::core::{TurnContext, TurnEnd};
-use crate::event::FailStage;
+use agentwire_runtime::{FailStage, TurnContext, TurnEnd};
+
+use crate::protocol::{turn_start, validators};
+use crate::session::{Ending, Session};
+use crate::{AgentProcessConfig, MAX_QUEUED_INPUT, MAX_STDERR_LINE_BYTES, failed};
 
 /// How long the runtime waits for the rest of the agent's standard error once it exited.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
-pub(super) async fn run(config: &AgentProcessConfig, turn: &TurnContext) -> TurnEnd {
+pub(crate) async fn run(config: &AgentProcessConfig, turn: &TurnContext) -> TurnEnd {
     let validators = match validators() {
         Ok(v) => v,
         Err(message) => return failed(FailStage::Bootstrap, message),
@@ -89,8 +89,8 @@ async fn write_stdin(mut stdin: ChildStdin, mut lines: mpsc::Receiver<Vec<u8>>) 
 
 /// The end of the agent's standard error, bounded.
 #[derive(Debug)]
-pub(super) struct StderrTail {
-    pub(super) text: String,
+pub(crate) struct StderrTail {
+    pub(crate) text: String,
     limit: usize,
 }
 
@@ -138,7 +138,7 @@ async fn read_stderr(stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<StderrTail>
 }
 
 /// How the process ended, if it does within `grace`.
-pub(super) async fn exit_within(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+pub(crate) async fn exit_within(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     match tokio::time::timeout(grace, child.wait()).await {
         Ok(Ok(status)) => Some(status),
         Ok(Err(e)) => {
@@ -149,7 +149,7 @@ pub(super) async fn exit_within(child: &mut Child, grace: Duration) -> Option<Ex
     }
 }
 
-pub(super) async fn kill(child: &mut Child) {
+pub(crate) async fn kill(child: &mut Child) {
     if let Err(e) = child.kill().await {
         tracing::debug!("cannot kill the agent process: {e}");
     }
@@ -157,7 +157,7 @@ pub(super) async fn kill(child: &mut Child) {
 
 /// Waits a little for the rest of standard error (a process the agent started may still hold
 /// it open), then stops reading.
-pub(super) async fn drain_stderr(task: tokio::task::JoinHandle<()>) {
+pub(crate) async fn drain_stderr(task: tokio::task::JoinHandle<()>) {
     let abort = task.abort_handle();
     if tokio::time::timeout(STDERR_DRAIN, task).await.is_err() {
         abort.abort();
@@ -165,7 +165,7 @@ pub(super) async fn drain_stderr(task: tokio::task::JoinHandle<()>) {
 }
 
 /// How a process ended, in words.
-pub(super) fn describe(status: ExitStatus) -> String {
+pub(crate) fn describe(status: ExitStatus) -> String {
     if let Some(code) = status.code() {
         return format!("exited with code {code}");
     }

@@ -10,11 +10,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentwire_agent_process::{AgentProcess, AgentProcessConfig};
 use agentwire_events::EventLog;
 use agentwire_runtime::*;
 use serde_json::{Value, json};
 
-use crate::support::{input, is_turn_end, until};
+use agentwire_testkit::runtime::{input, is_turn_end, until};
 
 /// `python3` from `PATH`, which every agent script of these tests runs on.
 fn python3() -> String {
@@ -42,7 +43,7 @@ fn moody_agent() -> PathBuf {
 }
 
 async fn runtime(dir: &tempfile::TempDir, agent: AgentProcess) -> Runtime {
-    // The runtime log of a failing test is in its output (RUST_LOG=agentwire_runtime=debug).
+    // The runtime log of a failing test is in its output (RUST_LOG=agentwire_agent_process=debug).
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -269,18 +270,18 @@ async fn the_example_agent_runs_its_tool_after_the_approval_is_approved() {
                 delta: "$ ls -la\n".into(),
             },
             LiveEvent::MessageStarted {
-                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply")
+                stream_id: agentwire_agent_process::message_stream_id("t1", "reply")
             },
             LiveEvent::MessageDelta {
-                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply"),
+                stream_id: agentwire_agent_process::message_stream_id("t1", "reply"),
                 delta: "Echoed ".into()
             },
             LiveEvent::MessageDelta {
-                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply"),
+                stream_id: agentwire_agent_process::message_stream_id("t1", "reply"),
                 delta: "`ls ".into()
             },
             LiveEvent::MessageDelta {
-                stream_id: agentwire_runtime::process::message_stream_id("t1", "reply"),
+                stream_id: agentwire_agent_process::message_stream_id("t1", "reply"),
                 delta: "-la`.".into()
             },
         ]
@@ -583,7 +584,7 @@ async fn hand_written_run_events_are_repaired_and_unknown_ones_ignored() {
     assert!(durable(&seen).iter().any(|e| matches!(
         e,
         ThreadEvent::MessageCompleted { stream_id, text, .. }
-            if *stream_id == agentwire_runtime::process::message_stream_id("t1", "summary") && text == "messy done"
+            if *stream_id == agentwire_agent_process::message_stream_id("t1", "summary") && text == "messy done"
     )));
 }
 
@@ -649,11 +650,11 @@ fn the_example_agent_passes_mypy_strict_against_the_bindings() {
 #[test]
 fn the_agent_protocol_fixtures_have_the_verdicts_their_names_say() {
     let document = agentwire_schema::SchemaDocument::from_slice(
-        agentwire_runtime::process::AGENT_SCHEMA_TEXT.as_bytes(),
+        agentwire_agent_process::AGENT_SCHEMA_TEXT.as_bytes(),
     )
     .unwrap();
     assert!(
-        document.canonical_text(true) == agentwire_runtime::process::AGENT_SCHEMA_TEXT,
+        document.canonical_text(true) == agentwire_agent_process::AGENT_SCHEMA_TEXT,
         "the schema is not in canonical text: run `agentwire fmt --newline protocols/agent/agent.schema.json`"
     );
     let lint = agentwire_schema::lint(&document);
@@ -685,7 +686,7 @@ fn the_agent_protocol_fixtures_have_the_verdicts_their_names_say() {
 /// field of each TaskLens definition is in the agent protocol's definition of the same name.
 #[test]
 fn the_run_events_agents_write_are_the_tasklens_events() {
-    let agent: Value = serde_json::from_str(agentwire_runtime::process::AGENT_SCHEMA_TEXT).unwrap();
+    let agent: Value = serde_json::from_str(agentwire_agent_process::AGENT_SCHEMA_TEXT).unwrap();
     let tasklens: Value = serde_json::from_str(agentwire_runlog::SCHEMA_TEXT).unwrap();
     let names = [
         "RunStart",
@@ -752,7 +753,7 @@ fn the_documented_example_agent_is_the_committed_one() {
 #[test]
 fn every_documented_message_is_valid() {
     let document = agentwire_schema::SchemaDocument::from_slice(
-        agentwire_runtime::process::AGENT_SCHEMA_TEXT.as_bytes(),
+        agentwire_agent_process::AGENT_SCHEMA_TEXT.as_bytes(),
     )
     .unwrap();
     let validator = document.validator().unwrap();

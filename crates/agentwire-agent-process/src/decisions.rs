@@ -2,14 +2,14 @@
 //! written back to the agent (anything but an approval is a refusal), and how a tool call ended,
 //! the runtime's approval decision first and the agent's result only after it.
 
+use agentwire_runtime::{OutcomeKind, Resolution, ToolOutcome};
 use serde_json::{Map, Value, json};
 
-use super::session::OpenCall;
-use super::wire;
-use crate::event::{OutcomeKind, Resolution, ToolOutcome};
+use crate::session::OpenCall;
+use crate::wire;
 
 /// The decision written back for an approval: anything but the host's approval is a refusal.
-pub(super) fn approval_decision(request_id: String, resolution: &Resolution) -> Value {
+pub(crate) fn approval_decision(request_id: String, resolution: &Resolution) -> Value {
     use wire::ApprovalDecisionDecision as D;
     let (decision, reason) = match resolution {
         Resolution::Approved => (D::Approve, None),
@@ -30,7 +30,7 @@ pub(super) fn approval_decision(request_id: String, resolution: &Resolution) -> 
 }
 
 /// The answer written back for a form.
-pub(super) fn input_result(request_id: String, resolution: &Resolution) -> Value {
+pub(crate) fn input_result(request_id: String, resolution: &Resolution) -> Value {
     use wire::InputResultStatus as S;
     let cancelled = |reason: &str| (S::Cancelled, None, Some(reason.to_owned()));
     let (status, values, reason) = match resolution {
@@ -71,7 +71,7 @@ fn error_text(error: Option<&Value>) -> Option<String> {
 }
 
 /// How a tool call ended: the runtime's approval decision first, then the agent's result.
-pub(super) fn tool_outcome(
+pub(crate) fn tool_outcome(
     line: usize,
     call: &OpenCall,
     approval: Option<&Resolution>,
@@ -152,7 +152,7 @@ pub(super) fn tool_outcome(
     }
 }
 
-pub(super) fn default_display(tool_name: &str, outcome: &ToolOutcome) -> String {
+pub(crate) fn default_display(tool_name: &str, outcome: &ToolOutcome) -> String {
     let reason = outcome.reason.as_deref();
     match (outcome.kind, reason) {
         (OutcomeKind::Success, _) => format!("{tool_name} ran"),

@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use agentwire_jsonrpc::{Frame, FrameReader};
 use agentwire_runlog::{EventKind, IssueLevel, LineItem, LiveCoercer, RunEvent};
+use agentwire_runtime::{
+    FailStage, InteractionKind, LiveEvent, Operation, OutcomeKind, Resolution, RuntimeError,
+    ToolOutcome, TurnContext, TurnEnd,
+};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncRead;
 use tokio::process::Child;
@@ -16,15 +20,13 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::child::{StderrTail, describe, drain_stderr, exit_within, kill};
-use super::decisions::{approval_decision, default_display, input_result, tool_outcome};
-use super::protocol::{RUNTIME_MESSAGE_TYPES, Validators};
-use super::{
+use crate::child::{StderrTail, describe, drain_stderr, exit_within, kill};
+use crate::decisions::{approval_decision, default_display, input_result, tool_outcome};
+use crate::protocol::{RUNTIME_MESSAGE_TYPES, Validators};
+use crate::{
     AgentProcessConfig, DEFAULT_MESSAGE_ID, MAX_DECIDED_CALLS, MAX_OPEN_MESSAGES,
     MAX_OPEN_TOOL_CALLS, MAX_PENDING_REQUESTS, MAX_QUEUED_INPUT, failed, message_stream_id, wire,
 };
-use crate::core::{LiveEvent, RuntimeError, TurnContext, TurnEnd};
-use crate::event::{FailStage, InteractionKind, Operation, OutcomeKind, Resolution, ToolOutcome};
 
 /// How long a cancelled turn waits for its requests to record their cancellation.
 const REQUEST_SETTLE: Duration = Duration::from_secs(2);
@@ -36,7 +38,7 @@ const APPROVAL_CLAIM_KEYS: &[&str] = &["decision", "approved", "status", "resolu
 
 /// How the reading of a turn stopped.
 #[derive(Debug)]
-pub(super) enum Ending {
+pub(crate) enum Ending {
     /// The agent wrote `turn.end`.
     End(TurnEnd),
     /// Its standard output ended before `turn.end`.
@@ -51,10 +53,10 @@ pub(super) enum Ending {
 
 /// A tool call the agent began and has not reported a result for.
 #[derive(Debug)]
-pub(super) struct OpenCall {
-    pub(super) tool_name: String,
-    pub(super) agent_name: String,
-    pub(super) input: Value,
+pub(crate) struct OpenCall {
+    pub(crate) tool_name: String,
+    pub(crate) agent_name: String,
+    pub(crate) input: Value,
 }
 
 /// A request waiting for the host.
@@ -67,7 +69,7 @@ enum Pending {
 type Asked = (String, Result<Resolution, RuntimeError>);
 
 /// The state of one turn of one agent process.
-pub(super) struct Session<'a> {
+pub(crate) struct Session<'a> {
     config: &'a AgentProcessConfig,
     turn: &'a TurnContext,
     validators: &'static Validators,
@@ -90,14 +92,14 @@ pub(super) struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    pub(super) fn new(
+    pub(crate) fn new(
         config: &'a AgentProcessConfig,
         turn: &'a TurnContext,
         validators: &'static Validators,
         input: mpsc::Sender<Vec<u8>>,
     ) -> Session<'a> {
-        let now = crate::core::SystemClock;
-        let started_ms = crate::core::Clock::now_ms(&now);
+        let now = agentwire_runtime::SystemClock;
+        let started_ms = agentwire_runtime::Clock::now_ms(&now);
         Session {
             config,
             turn,
@@ -120,7 +122,7 @@ impl<'a> Session<'a> {
     }
 
     /// Queues one message for the agent's standard input.
-    pub(super) fn send(&self, message: &Value) -> Result<(), String> {
+    pub(crate) fn send(&self, message: &Value) -> Result<(), String> {
         let mut line = serde_json::to_vec(message)
             .map_err(|e| format!("cannot encode a message for the agent: {e}"))?;
         line.push(b'\n');
@@ -154,7 +156,7 @@ impl<'a> Session<'a> {
         }
     }
 
-    pub(super) async fn run<R: AsyncRead + Unpin>(&mut self, mut reader: FrameReader<R>) -> Ending {
+    pub(crate) async fn run<R: AsyncRead + Unpin>(&mut self, mut reader: FrameReader<R>) -> Ending {
         let turn = self.turn;
         loop {
             let deadline = self.deadline();
@@ -589,7 +591,7 @@ impl<'a> Session<'a> {
     }
 
     /// Ends the process and says how the turn ended.
-    pub(super) async fn finish(
+    pub(crate) async fn finish(
         mut self,
         ending: Ending,
         mut child: Child,

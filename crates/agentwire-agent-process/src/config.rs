@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{
+use crate::{
     DEFAULT_AGENT_NAME, DEFAULT_CANCEL_GRACE, DEFAULT_EXIT_GRACE, DEFAULT_MAX_GARBAGE_LINES,
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_RUN_EVENTS, DEFAULT_STDERR_TAIL_BYTES,
     DEFAULT_TURN_TIMEOUT,
@@ -129,7 +129,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::process::AgentProcess;
+    use crate::AgentProcess;
 
     #[test]
     fn a_command_line_splits_like_a_shell_without_one() {

@@ -4,15 +4,15 @@
 
 use std::sync::OnceLock;
 
+use agentwire_runtime::TurnContext;
 use agentwire_schema::{SchemaDocument, Validator, ValidatorCompiler};
 use serde_json::{Map, Value};
 
-use super::{AGENT_SCHEMA_TEXT, wire};
-use crate::core::TurnContext;
+use crate::{AGENT_SCHEMA_TEXT, wire};
 
 /// The agent protocol validators of what an agent writes, compiled once.
-pub(super) struct Validators {
-    pub(super) by_type: Vec<(&'static str, Validator)>,
+pub(crate) struct Validators {
+    pub(crate) by_type: Vec<(&'static str, Validator)>,
 }
 
 /// The agent's own messages, by wire type, and their definitions.
@@ -26,14 +26,14 @@ const AGENT_MESSAGE_TYPES: &[(&str, &str)] = &[
 ];
 
 /// The runtime's messages: an agent that writes one is ignored and reported.
-pub(super) const RUNTIME_MESSAGE_TYPES: &[&str] = &[
+pub(crate) const RUNTIME_MESSAGE_TYPES: &[&str] = &[
     "turn.start",
     "approval.decision",
     "input.result",
     "turn.cancel",
 ];
 
-pub(super) fn validators() -> Result<&'static Validators, String> {
+pub(crate) fn validators() -> Result<&'static Validators, String> {
     static VALIDATORS: OnceLock<Result<Validators, String>> = OnceLock::new();
     VALIDATORS
         .get_or_init(|| {
@@ -56,7 +56,7 @@ pub(super) fn validators() -> Result<&'static Validators, String> {
         .map_err(Clone::clone)
 }
 
-pub(super) fn turn_start(turn: &TurnContext) -> Value {
+pub(crate) fn turn_start(turn: &TurnContext) -> Value {
     let input = turn.input();
     let message = wire::TurnStart {
         protocol_version: wire::PROTOCOL_VERSION.to_owned(),
