@@ -89,6 +89,9 @@ pub struct Profile {
     pub max_concurrent_handlers: usize,
     /// `data.retryAfterMs` of the overloaded reply.
     pub retry_after: Duration,
+    /// The dialect's own answer to a request over [`max_inbound_requests`](Self::max_inbound_requests),
+    /// sent as is; `None`: `-32001 "overloaded"` with `data: {retryAfterMs}`.
+    pub overloaded_reply: Option<crate::ErrorObject>,
     /// Our requests waiting for a response; one more fails with
     /// [`crate::CallError::TooManyPending`].
     pub max_pending_outbound: usize,
@@ -123,6 +126,7 @@ impl Profile {
             max_inbound_requests: DEFAULT_MAX_INBOUND_REQUESTS,
             max_concurrent_handlers: DEFAULT_MAX_CONCURRENT_HANDLERS,
             retry_after: DEFAULT_RETRY_AFTER,
+            overloaded_reply: None,
             max_pending_outbound: DEFAULT_MAX_PENDING_OUTBOUND,
             write_queue_bytes: DEFAULT_WRITE_QUEUE_BYTES,
             notification_queue: DEFAULT_NOTIFICATION_QUEUE,
@@ -180,6 +184,14 @@ impl Profile {
             id_style: IdStyle::String("server:".to_owned()),
             ..Profile::generic()
         }
+    }
+
+    /// The same profile answering a request over the inbound bound with `error` (a dialect
+    /// whose errors have a shape of their own).
+    #[must_use]
+    pub fn with_overloaded_reply(mut self, error: crate::ErrorObject) -> Self {
+        self.overloaded_reply = Some(error);
+        self
     }
 
     /// The same profile with another inbound frame limit.

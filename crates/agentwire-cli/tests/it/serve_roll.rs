@@ -1327,3 +1327,39 @@ async fn two_hosts_on_the_roll_socket_both_get_the_approval_and_the_first_answer
     assert_eq!(status.code(), Some(0));
     assert!(!socket.exists(), "the socket file is removed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_over_the_inbound_bound_are_answered_as_roll_errors() {
+    let (_dir, path) = store();
+    let mut host = Host::start(&path, &[]).await;
+    host.open("1.5", &HANDLERS).await;
+    // Answers of some 15 KB each, so that unread ones fill the pipe and the write queue.
+    for n in 0..50 {
+        host.create_thread(&format!("{n:03}{}", "t".repeat(190)))
+            .await;
+    }
+    const SENT: u64 = 2_400;
+    let mut lines = Vec::new();
+    for id in 0..SENT {
+        let request = json!({"jsonrpc": "2.0", "id": format!("l{id}"), "method": "thread.list", "params": {}});
+        lines.extend(serde_json::to_vec(&request).unwrap());
+        lines.push(b'\n');
+    }
+    // All at once, read only after a while: the runtime's queues fill.
+    host.send_raw(&lines).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut overloaded = 0;
+    for _ in 0..SENT {
+        // `read` checks every frame against the 1.5 export.
+        let frame = host.read().await;
+        if let Some(error) = frame.get("error") {
+            assert_eq!(error["code"], -32000, "{frame}");
+            assert_eq!(roll_code(error), "INTERNAL_ERROR");
+            assert_eq!(error["data"]["retryable"], true);
+            assert!(error["data"]["details"]["retryAfterMs"].as_u64().unwrap() > 0);
+            overloaded += 1;
+        }
+    }
+    assert!(overloaded > 0, "no request was over the bound");
+    assert_eq!(host.finish().await.code(), Some(0));
+}

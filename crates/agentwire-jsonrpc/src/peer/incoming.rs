@@ -46,8 +46,10 @@ impl Inner {
                 tracing::warn!(parent: &self.span, %id, method, "inbound queue full; answering overloaded");
                 let retry_after =
                     u64::try_from(self.profile.retry_after.as_millis()).unwrap_or(u64::MAX);
-                let outcome = Err(ErrorObject::new(OVERLOADED, "overloaded")
-                    .with_data(serde_json::json!({ "retryAfterMs": retry_after })));
+                let outcome = Err(self.profile.overloaded_reply.clone().unwrap_or_else(|| {
+                    ErrorObject::new(OVERLOADED, "overloaded")
+                        .with_data(serde_json::json!({ "retryAfterMs": retry_after }))
+                }));
                 self.reply(sink, Some(&id), &outcome).await;
                 self.event(Event::Overloaded { id });
                 return;

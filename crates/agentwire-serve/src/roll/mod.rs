@@ -121,11 +121,22 @@ impl RollFace {
     }
 
     /// The JSON-RPC profile of a connection: the Roll runtime profile with this face's inbound
-    /// frame limit.
+    /// frame limit, and a request over the inbound bound answered as a Roll error (retryable
+    /// `INTERNAL_ERROR`, `details.retryAfterMs`), the shape every Roll version takes.
     pub fn profile(&self) -> Profile {
-        Profile::roll().with_max_inbound_frame(
-            usize::try_from(self.config.max_frame_bytes).unwrap_or(usize::MAX),
-        )
+        let profile = Profile::roll();
+        let retry_after = u64::try_from(profile.retry_after.as_millis()).unwrap_or(u64::MAX);
+        let overloaded = roll_error(
+            ProtocolVersion::V1_0,
+            RollErrorCode::INTERNAL_ERROR,
+            "overloaded: too many requests in flight",
+            Some(json!({"retryAfterMs": retry_after})),
+        );
+        profile
+            .with_max_inbound_frame(
+                usize::try_from(self.config.max_frame_bytes).unwrap_or(usize::MAX),
+            )
+            .with_overloaded_reply(overloaded)
     }
 
     /// The event log id of a thread in cursors: derived from the store and the thread, so it
