@@ -16,19 +16,24 @@ pub(crate) fn age_cutoff_ms(retention: &Retention, now: SystemTime) -> i64 {
 ///   the byte budget, or `None` when the whole thread fits;
 /// - `first_young`: the first event (in sequence order) committed at or after the age cutoff,
 ///   or `None` when every kept event is past it. Only the prefix before it is trimmed, even if a
-///   later event carries an older time.
+///   later event carries an older time;
+/// - `checkpoint_through`: the last event the thread's checkpoint covers, if it has one. The cut
+///   never passes it: the events after a checkpoint are what its reader folds on top of it, so
+///   a thread with a checkpoint can always be rebuilt.
 pub(crate) fn new_low_watermark(
     retention: &Retention,
     low_watermark: u64,
     next_seq: u64,
     bytes_cut: Option<u64>,
     first_young: Option<u64>,
+    checkpoint_through: Option<u64>,
 ) -> u64 {
     let count_cut = next_seq.saturating_sub(retention.max_records);
     let age_cut = first_young.unwrap_or(next_seq);
-    low_watermark
-        .max(count_cut)
+    let wanted = count_cut
         .max(bytes_cut.unwrap_or(0))
         .max(age_cut)
         .min(next_seq)
+        .min(checkpoint_through.map_or(u64::MAX, |through| through.saturating_add(1)));
+    low_watermark.max(wanted)
 }

@@ -58,12 +58,20 @@ pub(super) async fn trim(
         )
         .await?
         .get(0);
+    let checkpoint: Option<i64> = tx
+        .query_opt(
+            "SELECT through FROM aw_checkpoints WHERE thread = $1",
+            &[&thread.as_str()],
+        )
+        .await?
+        .map(|r| r.get(0));
     let cut = new_low_watermark(
         retention,
         low as u64,
         next as u64,
         bytes_cut.map(|s| s as u64 + 1),
         first_young.map(|s| s as u64),
+        checkpoint.map(|s| s as u64),
     );
     let removed = tx
         .query_one(

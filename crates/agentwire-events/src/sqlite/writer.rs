@@ -267,12 +267,20 @@ fn trim(
         params![thread.as_str(), age_cutoff_ms(retention, now)],
         |r| r.get(0),
     )?;
+    let checkpoint: Option<i64> = conn
+        .query_row(
+            "SELECT through FROM aw_checkpoints WHERE thread = ?1",
+            [thread.as_str()],
+            |r| r.get(0),
+        )
+        .optional()?;
     let cut = new_low_watermark(
         retention,
         low as u64,
         next as u64,
         bytes_cut.map(|s| s as u64 + 1),
         first_young.map(|s| s as u64),
+        checkpoint.map(|s| s as u64),
     );
     let (removed, freed): (i64, Option<i64>) = conn.query_row(
         "SELECT COUNT(*), SUM(size) FROM aw_events WHERE thread = ?1 AND seq < ?2",

@@ -29,7 +29,7 @@ use crate::event::{Resolution, StampedEvent, ThreadEvent};
 use crate::idempotency::{IdempotencyLimits, IdempotencyStore};
 use crate::state::ThreadState;
 
-pub use self::replay::CHECKPOINT_EVERY_EVENTS;
+pub use self::replay::{CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS};
 use self::subscribe::{CommittedPage, Subscriber};
 pub use self::subscribe::{Scope, Subscription};
 pub use self::turns::TurnContext;
@@ -338,7 +338,16 @@ impl Runtime {
         }
         *lock(&slot.summary) = summary_of(thread_id, &state);
         if !state.deleted {
-            self.checkpoint_if_due(thread_id, slot, &state);
+            let boundary = stamped.iter().any(|e| {
+                matches!(
+                    e.event,
+                    ThreadEvent::ThreadCreated { .. }
+                        | ThreadEvent::TurnCompleted { .. }
+                        | ThreadEvent::TurnFailed { .. }
+                        | ThreadEvent::TurnCancelled { .. }
+                )
+            });
+            self.checkpoint_if_due(thread_id, slot, &state, boundary);
         }
         // Published under the thread's lock, so subscribers see the thread's events in the
         // order of its log.

@@ -24,6 +24,12 @@ fn checkpoint_interval(next_position: u64) -> u64 {
     CHECKPOINT_EVERY_EVENTS.max(next_position / 20)
 }
 
+/// At a thread's creation and at the end of a turn, a checkpoint is written once a twentieth of
+/// the thread's events (at least one) were appended since the last one: trimming never passes
+/// a thread's checkpoint, so this keeps the log trimmable up to a recent turn's end, while the
+/// cost of writing checkpoints (each the size of the state) stays proportional to the events.
+pub const CHECKPOINT_AT_TURN_END_FRACTION: u64 = 20;
+
 /// A checkpoint's payload.
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -166,17 +172,24 @@ impl Runtime {
     }
 
     /// Writes the thread's checkpoint in the background when enough events were appended since
-    /// the last one. Called under the thread's lock with its state.
+    /// the last one: [`CHECKPOINT_EVERY_EVENTS`] (or a twentieth of the thread), or at a
+    /// `boundary` (the thread's creation, a turn's end) a
+    /// [`CHECKPOINT_AT_TURN_END_FRACTION`]th of the thread. Called under the thread's lock with
+    /// its state.
     pub(super) fn checkpoint_if_due(
         &self,
         thread_id: &str,
         slot: &ThreadSlot,
         state: &ThreadState,
+        boundary: bool,
     ) {
         use std::sync::atomic::Ordering;
         let covered = slot.checkpointed.load(Ordering::Relaxed);
         let next = state.next_position;
-        if next == 0 || next.saturating_sub(covered) < checkpoint_interval(next) {
+        let since = next.saturating_sub(covered);
+        let due = since >= checkpoint_interval(next)
+            || (boundary && since >= (next / CHECKPOINT_AT_TURN_END_FRACTION).max(1));
+        if next == 0 || since == 0 || !due {
             return;
         }
         slot.checkpointed.store(next, Ordering::Relaxed);

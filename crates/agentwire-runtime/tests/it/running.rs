@@ -622,50 +622,44 @@ async fn a_checkpoint_that_does_not_decode_is_ignored_when_the_log_is_whole() {
 }
 
 #[tokio::test]
-async fn a_thread_trimmed_from_its_start_is_reported_and_the_others_are_served() {
+async fn a_thread_trimmed_from_its_start_comes_back_with_its_state() {
     let dir = tempfile::tempdir().unwrap();
-    let (kept, trimmed) = {
+    let (thread, before) = {
         let runtime = demo_runtime(&dir).await;
-        let kept = runtime
-            .create_thread(Some("kept".into()), None)
-            .await
-            .unwrap();
-        let trimmed = runtime
+        let thread = runtime
             .create_thread(Some("trimmed".into()), None)
             .await
             .unwrap();
         let mut rx = runtime.subscribe();
         runtime
-            .start_turn(&trimmed, "t1", input("hello"))
+            .start_turn(&thread, "t1", input("hello"))
             .await
             .unwrap();
         until(&mut rx, |e| matches!(e, ThreadEvent::TurnCompleted { .. })).await;
+        let before = runtime.snapshot(&thread).await.unwrap();
+        // The checkpoint written at the turn's end.
+        let checkpoint =
+            checkpoint_covering(&**runtime.log(), &thread, before.next_position).await;
+        // Retention asks for every event to go; the cut stops after the checkpoint.
         let retention = agentwire_events::Retention {
-            max_records: 2,
+            max_records: 0,
             ..agentwire_events::Retention::default()
         };
         let done = runtime
             .log()
             .trim(
-                &ThreadId::new(trimmed.clone()).unwrap(),
+                &ThreadId::new(thread.clone()).unwrap(),
                 &retention,
                 std::time::SystemTime::now(),
             )
             .await
             .unwrap();
-        assert!(done.removed > 0);
+        assert_eq!(done.removed, before.next_position);
+        assert_eq!(done.low_watermark, checkpoint.through + 1);
         runtime.log().close().await.unwrap();
-        (kept, trimmed)
+        (thread, before)
     };
     let runtime = demo_runtime(&dir).await;
-    assert_eq!(runtime.thread_ids(), vec![kept.clone()]);
-    assert_eq!(runtime.unavailable_threads(), vec![trimmed.clone()]);
-    assert!(matches!(
-        runtime.snapshot(&trimmed).await,
-        Err(RuntimeError::ThreadNotFound(_))
-    ));
-    assert_eq!(
-        runtime.snapshot(&kept).await.unwrap().title.as_deref(),
-        Some("kept")
-    );
+    assert!(runtime.unavailable_threads().is_empty());
+    assert_eq!(runtime.snapshot(&thread).await.unwrap(), before);
 }
