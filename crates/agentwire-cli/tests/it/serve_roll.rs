@@ -1363,3 +1363,64 @@ async fn requests_over_the_inbound_bound_are_answered_as_roll_errors() {
     assert!(overloaded > 0, "no request was over the bound");
     assert_eq!(host.finish().await.code(), Some(0));
 }
+
+/// The runtime's resident set in KiB, from `/proc`.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// The resident set `agentwire serve` may reach while attachment chunks stream through it,
+/// whatever their total (docs/roll-runtime.md, "Memory").
+const CHUNK_TRAFFIC_RSS_BOUND_KIB: u64 = 160 * 1024;
+
+/// Chunks sent before the resident set is taken as the baseline (allocator arenas warm up).
+const WARM_UP: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachment_chunk_traffic_leaves_the_runtimes_memory_bounded() {
+    use base64::Engine as _;
+    let (_dir, path) = store();
+    let mut host = Host::start(&path, &[]).await;
+    host.open("1.5", &HANDLERS).await;
+    let thread = host.create_thread("chunks").await;
+    let pid = host.child.as_ref().unwrap().id().unwrap();
+    // Chunks at the protocol's limit, 128 MiB of base64 in all: a runtime that kept anything of
+    // each (a retry cache holding params did) grows by about that much after the warm-up.
+    let raw: Vec<u8> = (0..agentwire_roll::constants::MAX_ATTACHMENT_CHUNK_BYTES)
+        .map(|i| (i % 251) as u8)
+        .collect();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&raw);
+    let cycles = (128 << 20) / encoded.len() + 1;
+    let (mut warm, mut peak) = (0, 0);
+    for cycle in 0..cycles {
+        let stage = json!({"requestId": uuid(), "threadId": thread, "fileName": "blob.png",
+            "mediaType": "image/png", "bytes": raw.len(), "sha256": sha256_hex(&raw),
+            "source": "chunks"});
+        let staged = host.call("attachment.stage", stage).await.unwrap();
+        let id = staged["attachmentId"].clone();
+        let chunk = json!({"requestId": uuid(), "threadId": thread, "attachmentId": id,
+            "sequence": 0, "dataBase64": encoded});
+        host.call("attachment.chunk", chunk).await.unwrap();
+        let release = json!({"requestId": uuid(), "threadId": thread, "attachmentId": id});
+        host.call("attachment.release", release).await.unwrap();
+        if cycle == WARM_UP {
+            warm = rss_kib(pid);
+        }
+        peak = peak.max(rss_kib(pid));
+    }
+    assert!(
+        peak < CHUNK_TRAFFIC_RSS_BOUND_KIB,
+        "the runtime reached {peak} KiB over {cycles} chunks"
+    );
+    let traffic_after_warm_up = (cycles - WARM_UP) * encoded.len() / 1024;
+    assert!(
+        peak - warm < traffic_after_warm_up as u64 / 4,
+        "the runtime grew from {warm} to {peak} KiB over {traffic_after_warm_up} KiB of chunks"
+    );
+    assert_eq!(host.finish().await.code(), Some(0));
+}

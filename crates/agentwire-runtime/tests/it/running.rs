@@ -638,8 +638,7 @@ async fn a_thread_trimmed_from_its_start_comes_back_with_its_state() {
         until(&mut rx, |e| matches!(e, ThreadEvent::TurnCompleted { .. })).await;
         let before = runtime.snapshot(&thread).await.unwrap();
         // The checkpoint written at the turn's end.
-        let checkpoint =
-            checkpoint_covering(&**runtime.log(), &thread, before.next_position).await;
+        let checkpoint = checkpoint_covering(&**runtime.log(), &thread, before.next_position).await;
         // Retention asks for every event to go; the cut stops after the checkpoint.
         let retention = agentwire_events::Retention {
             max_records: 0,
