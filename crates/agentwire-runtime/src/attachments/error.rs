@@ -181,22 +181,6 @@ impl AttachmentError {
         }
     }
 
-    /// The Roll `rollCode` of the eight attachment kinds, one variant each; `None` for the
-    /// others (invalid params, or the store's own failure).
-    pub fn roll_code(&self) -> Option<&'static str> {
-        match self {
-            AttachmentError::NotFound { .. } => Some("ATTACHMENT_NOT_FOUND"),
-            AttachmentError::NotCommitted { .. } => Some("ATTACHMENT_NOT_COMMITTED"),
-            AttachmentError::TooLarge { .. } => Some("ATTACHMENT_TOO_LARGE"),
-            AttachmentError::TypeUnsupported { .. } => Some("ATTACHMENT_TYPE_UNSUPPORTED"),
-            AttachmentError::HashMismatch { .. } => Some("ATTACHMENT_HASH_MISMATCH"),
-            AttachmentError::QuotaExceeded { .. } => Some("ATTACHMENT_QUOTA_EXCEEDED"),
-            AttachmentError::UploadIncomplete { .. } => Some("ATTACHMENT_UPLOAD_INCOMPLETE"),
-            AttachmentError::PathRejected { .. } => Some("ATTACHMENT_PATH_REJECTED"),
-            _ => None,
-        }
-    }
-
     /// Whether the caller's input is malformed (a face answers invalid params).
     pub fn is_invalid_params(&self) -> bool {
         matches!(

@@ -120,9 +120,8 @@ fn content(file: &mut std::fs::File) -> Vec<u8> {
     data
 }
 
-fn assert_codes(error: &AttachmentError, code: &str, roll_code: Option<&str>) {
+fn assert_code(error: &AttachmentError, code: &str) {
     assert_eq!(error.code(), code, "{error:?}");
-    assert_eq!(error.roll_code(), roll_code, "{error:?}");
 }
 
 #[tokio::test]
@@ -191,11 +190,7 @@ async fn a_local_path_must_be_an_absolute_regular_file_that_is_no_symlink() {
             .stage(THREAD, local("real.png", "image/png", PNG, &path))
             .await
             .unwrap_err();
-        assert_codes(
-            &error,
-            "runtime.attachment.path-rejected",
-            Some("ATTACHMENT_PATH_REJECTED"),
-        );
+        assert_code(&error, "runtime.attachment.path-rejected");
         match &error {
             AttachmentError::PathRejected { path: p, reason } => {
                 assert_eq!((p, *reason), (&path, expected));
@@ -214,11 +209,7 @@ async fn a_local_file_unlike_its_declaration_is_a_hash_mismatch_and_kept_nowhere
     let mut wrong_hash = local("diagram.png", "image/png", PNG, &path);
     wrong_hash.sha256 = sha256(b"something else");
     let error = fx.store.stage(THREAD, wrong_hash).await.unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.hash-mismatch",
-        Some("ATTACHMENT_HASH_MISMATCH"),
-    );
+    assert_code(&error, "runtime.attachment.hash-mismatch");
     assert!(
         matches!(&error, AttachmentError::HashMismatch { declared, actual }
             if *declared == sha256(b"something else") && *actual == sha256(PNG)),
@@ -246,11 +237,7 @@ async fn a_local_file_over_the_limit_is_too_large_by_declaration_or_by_content()
         .stage(THREAD, local("big.png", "image/png", &[7; 9], &big))
         .await
         .unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.too-large",
-        Some("ATTACHMENT_TOO_LARGE"),
-    );
+    assert_code(&error, "runtime.attachment.too-large");
     assert!(
         matches!(
             error,
@@ -377,7 +364,7 @@ async fn the_last_chunk_sent_again_with_the_same_data_is_answered_as_before() {
     assert_eq!(fx.store.chunk(THREAD, &id, 0, b"abc").await.unwrap(), first);
 
     let error = fx.store.chunk(THREAD, &id, 0, b"abd").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.chunk-conflict", None);
+    assert_code(&error, "runtime.attachment.chunk-conflict");
     assert!(error.is_invalid_params());
     assert!(matches!(
         error,
@@ -399,7 +386,7 @@ async fn a_chunk_out_of_order_is_refused_and_changes_nothing() {
     let fx = Fixture::standard();
     let id = fx.stage_chunks(THREAD, "diagram.png", b"abcdef").await;
     let error = fx.store.chunk(THREAD, &id, 1, b"abc").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.chunk-out-of-order", None);
+    assert_code(&error, "runtime.attachment.chunk-out-of-order");
     assert!(error.is_invalid_params());
     assert!(matches!(
         error,
@@ -435,11 +422,7 @@ async fn a_chunk_over_the_chunk_limit_is_too_large_and_changes_nothing() {
     });
     let id = fx.stage_chunks(THREAD, "diagram.png", b"abcdef").await;
     let error = fx.store.chunk(THREAD, &id, 0, b"abcde").await.unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.too-large",
-        Some("ATTACHMENT_TOO_LARGE"),
-    );
+    assert_code(&error, "runtime.attachment.too-large");
     assert!(
         matches!(
             error,
@@ -452,7 +435,7 @@ async fn a_chunk_over_the_chunk_limit_is_too_large_and_changes_nothing() {
         "{error:?}"
     );
     let error = fx.store.chunk(THREAD, &id, 0, b"").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.empty-chunk", None);
+    assert_code(&error, "runtime.attachment.empty-chunk");
     let progress = fx.store.chunk(THREAD, &id, 0, b"abcd").await.unwrap();
     assert_eq!(progress.received_bytes, 4);
 }
@@ -463,11 +446,7 @@ async fn chunks_over_the_declared_size_are_too_large_and_the_chunk_is_not_kept()
     let id = fx.stage_chunks(THREAD, "diagram.png", b"abcdef").await;
     fx.store.chunk(THREAD, &id, 0, b"abcd").await.unwrap();
     let error = fx.store.chunk(THREAD, &id, 1, b"efgh").await.unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.too-large",
-        Some("ATTACHMENT_TOO_LARGE"),
-    );
+    assert_code(&error, "runtime.attachment.too-large");
     assert!(
         matches!(
             error,
@@ -493,11 +472,7 @@ async fn a_commit_before_every_byte_arrived_is_incomplete_and_stays_staged() {
     let id = fx.stage_chunks(THREAD, "diagram.png", b"abcdef").await;
     fx.store.chunk(THREAD, &id, 0, b"abcd").await.unwrap();
     let error = fx.store.commit(THREAD, &id).await.unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.upload-incomplete",
-        Some("ATTACHMENT_UPLOAD_INCOMPLETE"),
-    );
+    assert_code(&error, "runtime.attachment.upload-incomplete");
     assert!(matches!(
         error,
         AttachmentError::UploadIncomplete {
@@ -518,11 +493,7 @@ async fn a_commit_of_other_content_is_a_hash_mismatch_and_the_data_is_discarded(
     fx.store.chunk(THREAD, &id, 0, b"abcdef").await.unwrap();
     assert_eq!(fx.spool_files(), 1);
     let error = fx.store.commit(THREAD, &id).await.unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.hash-mismatch",
-        Some("ATTACHMENT_HASH_MISMATCH"),
-    );
+    assert_code(&error, "runtime.attachment.hash-mismatch");
     assert!(
         matches!(&error, AttachmentError::HashMismatch { declared, actual }
             if *declared == sha256(b"ABCDEF") && *actual == sha256(b"abcdef")),
@@ -531,11 +502,7 @@ async fn a_commit_of_other_content_is_a_hash_mismatch_and_the_data_is_discarded(
     assert_eq!(fx.spool_files(), 0);
     assert_eq!(fx.store.retained().await.unwrap(), 0);
     let error = fx.store.commit(THREAD, &id).await.unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.not-found",
-        Some("ATTACHMENT_NOT_FOUND"),
-    );
+    assert_code(&error, "runtime.attachment.not-found");
     let error = fx.store.chunk(THREAD, &id, 1, b"g").await.unwrap_err();
     assert_eq!(error.code(), "runtime.attachment.not-found");
 }
@@ -549,7 +516,7 @@ async fn a_repeated_commit_answers_the_same_descriptor_and_takes_no_more_chunks(
     fx.clock.advance(1_000);
     assert_eq!(fx.store.commit(THREAD, &id).await.unwrap(), first);
     let error = fx.store.chunk(THREAD, &id, 0, b"abc").await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.not-uploading", None);
+    assert_code(&error, "runtime.attachment.not-uploading");
     assert!(error.is_invalid_params());
 }
 
@@ -574,11 +541,7 @@ async fn media_types_are_the_accepted_ones_and_agree_with_the_extension() {
             .stage(THREAD, chunks(name, media_type, b"abc"))
             .await
             .unwrap_err();
-        assert_codes(
-            &error,
-            "runtime.attachment.type-unsupported",
-            Some("ATTACHMENT_TYPE_UNSUPPORTED"),
-        );
+        assert_code(&error, "runtime.attachment.type-unsupported");
         match error {
             AttachmentError::TypeUnsupported {
                 media_type: m,
@@ -637,7 +600,7 @@ async fn malformed_declarations_are_invalid_params_of_their_own_kind() {
     let mut upper = chunks("a.png", "image/png", b"abc");
     upper.sha256 = upper.sha256.to_uppercase();
     let error = stage(upper).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.invalid-sha256", None);
+    assert_code(&error, "runtime.attachment.invalid-sha256");
     assert!(error.is_invalid_params());
 
     let mut short = chunks("a.png", "image/png", b"abc");
@@ -648,7 +611,7 @@ async fn malformed_declarations_are_invalid_params_of_their_own_kind() {
     );
 
     let error = stage(chunks("", "image/png", b"abc")).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.invalid-file-name", None);
+    assert_code(&error, "runtime.attachment.invalid-file-name");
     assert!(matches!(
         error,
         AttachmentError::InvalidFileName { units: 0 }
@@ -669,7 +632,7 @@ async fn malformed_declarations_are_invalid_params_of_their_own_kind() {
     let mut empty = chunks("a.png", "image/png", b"");
     empty.sha256 = sha256(b"");
     let error = stage(empty).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.invalid-size", None);
+    assert_code(&error, "runtime.attachment.invalid-size");
     assert!(error.is_invalid_params());
 
     let mut declared_too_large = chunks("a.png", "image/png", b"abc");
@@ -708,11 +671,7 @@ async fn the_quota_counts_staged_and_committed_attachments_of_every_thread_until
             .stage(thread, chunks("c.png", "image/png", b"ghi"))
             .await
             .unwrap_err();
-        assert_codes(
-            &error,
-            "runtime.attachment.quota-exceeded",
-            Some("ATTACHMENT_QUOTA_EXCEEDED"),
-        );
+        assert_code(&error, "runtime.attachment.quota-exceeded");
         assert!(matches!(error, AttachmentError::QuotaExceeded { max: 2 }));
         assert!(error.is_retryable());
     }
@@ -796,7 +755,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
 
     let nine: Vec<String> = (0..9).map(|_| good.clone()).collect();
     let error = fx.store.for_turn(THREAD, &nine).await.unwrap_err();
-    assert_codes(&error, "runtime.attachment.too-many-for-turn", None);
+    assert_code(&error, "runtime.attachment.too-many-for-turn");
     assert!(error.is_invalid_params());
     assert!(matches!(
         error,
@@ -808,7 +767,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
         .for_turn(THREAD, &[&good, &good])
         .await
         .unwrap_err();
-    assert_codes(&error, "runtime.attachment.duplicate-in-turn", None);
+    assert_code(&error, "runtime.attachment.duplicate-in-turn");
 
     let uncommitted = fx.stage_chunks(THREAD, "wip.png", b"wip").await;
     let error = fx
@@ -816,11 +775,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
         .for_turn(THREAD, &[&good, &uncommitted])
         .await
         .unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.not-committed",
-        Some("ATTACHMENT_NOT_COMMITTED"),
-    );
+    assert_code(&error, "runtime.attachment.not-committed");
     assert!(
         matches!(&error, AttachmentError::NotCommitted { attachment_id } if *attachment_id == uncommitted)
     );
@@ -834,11 +789,7 @@ async fn a_turn_may_not_name_too_many_twice_uncommitted_foreign_released_or_expi
             .for_turn(THREAD, &[&good, missing])
             .await
             .unwrap_err();
-        assert_codes(
-            &error,
-            "runtime.attachment.not-found",
-            Some("ATTACHMENT_NOT_FOUND"),
-        );
+        assert_code(&error, "runtime.attachment.not-found");
         assert!(
             matches!(&error, AttachmentError::NotFound { attachment_id } if attachment_id == missing)
         );
@@ -873,11 +824,7 @@ async fn attachments_expire_a_ttl_after_stage_or_commit_and_their_files_go() {
     // The staged one is older than the ttl; the committed one counts from its commit.
     fx.clock.advance(1);
     let error = fx.store.commit(THREAD, &staged).await.unwrap_err();
-    assert_codes(
-        &error,
-        "runtime.attachment.not-found",
-        Some("ATTACHMENT_NOT_FOUND"),
-    );
+    assert_code(&error, "runtime.attachment.not-found");
     assert_eq!(fx.spool_files(), 1);
     assert_eq!(fx.store.for_turn(THREAD, &[&late]).await.unwrap().len(), 1);
 
@@ -967,7 +914,7 @@ fn display_names_are_sanitised_renderings_of_the_file_name() {
 }
 
 #[test]
-fn each_roll_code_has_exactly_one_kind() {
+fn each_kind_has_its_own_code_and_says_whether_it_is_invalid_params() {
     let errors = [
         AttachmentError::NotFound {
             attachment_id: "a".into(),
@@ -1019,63 +966,31 @@ fn each_roll_code_has_exactly_one_kind() {
             source: std::io::Error::other("disk"),
         },
     ];
-    let table: Vec<(&str, Option<&str>, bool)> = errors
+    let table: Vec<(&str, bool)> = errors
         .iter()
-        .map(|e| (e.code(), e.roll_code(), e.is_invalid_params()))
+        .map(|e| (e.code(), e.is_invalid_params()))
         .collect();
     assert_eq!(
         table,
         [
-            (
-                "runtime.attachment.not-found",
-                Some("ATTACHMENT_NOT_FOUND"),
-                false
-            ),
-            (
-                "runtime.attachment.not-committed",
-                Some("ATTACHMENT_NOT_COMMITTED"),
-                false
-            ),
-            (
-                "runtime.attachment.too-large",
-                Some("ATTACHMENT_TOO_LARGE"),
-                false
-            ),
-            (
-                "runtime.attachment.type-unsupported",
-                Some("ATTACHMENT_TYPE_UNSUPPORTED"),
-                false
-            ),
-            (
-                "runtime.attachment.hash-mismatch",
-                Some("ATTACHMENT_HASH_MISMATCH"),
-                false
-            ),
-            (
-                "runtime.attachment.quota-exceeded",
-                Some("ATTACHMENT_QUOTA_EXCEEDED"),
-                false
-            ),
-            (
-                "runtime.attachment.upload-incomplete",
-                Some("ATTACHMENT_UPLOAD_INCOMPLETE"),
-                false
-            ),
-            (
-                "runtime.attachment.path-rejected",
-                Some("ATTACHMENT_PATH_REJECTED"),
-                false
-            ),
-            ("runtime.attachment.invalid-file-name", None, true),
-            ("runtime.attachment.invalid-sha256", None, true),
-            ("runtime.attachment.invalid-size", None, true),
-            ("runtime.attachment.empty-chunk", None, true),
-            ("runtime.attachment.chunk-out-of-order", None, true),
-            ("runtime.attachment.chunk-conflict", None, true),
-            ("runtime.attachment.not-uploading", None, true),
-            ("runtime.attachment.too-many-for-turn", None, true),
-            ("runtime.attachment.duplicate-in-turn", None, true),
-            ("runtime.attachment.storage", None, false),
+            ("runtime.attachment.not-found", false),
+            ("runtime.attachment.not-committed", false),
+            ("runtime.attachment.too-large", false),
+            ("runtime.attachment.type-unsupported", false),
+            ("runtime.attachment.hash-mismatch", false),
+            ("runtime.attachment.quota-exceeded", false),
+            ("runtime.attachment.upload-incomplete", false),
+            ("runtime.attachment.path-rejected", false),
+            ("runtime.attachment.invalid-file-name", true),
+            ("runtime.attachment.invalid-sha256", true),
+            ("runtime.attachment.invalid-size", true),
+            ("runtime.attachment.empty-chunk", true),
+            ("runtime.attachment.chunk-out-of-order", true),
+            ("runtime.attachment.chunk-conflict", true),
+            ("runtime.attachment.not-uploading", true),
+            ("runtime.attachment.too-many-for-turn", true),
+            ("runtime.attachment.duplicate-in-turn", true),
+            ("runtime.attachment.storage", false),
         ]
     );
 }

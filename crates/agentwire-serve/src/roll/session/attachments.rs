@@ -9,6 +9,21 @@ use serde_json::{Value, json};
 use super::super::{roll_error, wire};
 use super::{Answer, Session, str_param};
 
+/// The Roll code of the attachment errors that have one of their own: one each.
+fn roll_code(error: &AttachmentError) -> Option<RollErrorCode> {
+    Some(match error {
+        AttachmentError::NotFound { .. } => RollErrorCode::ATTACHMENT_NOT_FOUND,
+        AttachmentError::NotCommitted { .. } => RollErrorCode::ATTACHMENT_NOT_COMMITTED,
+        AttachmentError::TooLarge { .. } => RollErrorCode::ATTACHMENT_TOO_LARGE,
+        AttachmentError::TypeUnsupported { .. } => RollErrorCode::ATTACHMENT_TYPE_UNSUPPORTED,
+        AttachmentError::HashMismatch { .. } => RollErrorCode::ATTACHMENT_HASH_MISMATCH,
+        AttachmentError::QuotaExceeded { .. } => RollErrorCode::ATTACHMENT_QUOTA_EXCEEDED,
+        AttachmentError::UploadIncomplete { .. } => RollErrorCode::ATTACHMENT_UPLOAD_INCOMPLETE,
+        AttachmentError::PathRejected { .. } => RollErrorCode::ATTACHMENT_PATH_REJECTED,
+        _ => return None,
+    })
+}
+
 impl Session {
     pub(super) fn attachment_store(&self) -> Result<&AttachmentStore, ErrorObject> {
         self.face.config.attachments.as_ref().ok_or_else(|| {
@@ -20,7 +35,7 @@ impl Session {
     }
 
     pub(super) fn attachment_error(&self, error: &AttachmentError) -> ErrorObject {
-        let code = match error.roll_code().and_then(RollErrorCode::from_wire) {
+        let code = match roll_code(error) {
             Some(code) => code,
             None if error.is_invalid_params() => RollErrorCode::INVALID_PARAMS,
             None => {
