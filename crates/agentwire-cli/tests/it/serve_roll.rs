@@ -1424,3 +1424,76 @@ async fn attachment_chunk_traffic_leaves_the_runtimes_memory_bounded() {
     );
     assert_eq!(host.finish().await.code(), Some(0));
 }
+
+/// The points of a session at which the host dies in `a_dead_host_leaves_no_runtime_behind`.
+#[derive(Debug, Clone, Copy)]
+enum DeathPoint {
+    MidHandshake,
+    MidTurn,
+    ApprovalPending,
+    MidReplay,
+    MidBurst,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_host_leaves_no_runtime_behind_and_its_store_consistent() {
+    use DeathPoint::*;
+    for point in [MidHandshake, MidTurn, ApprovalPending, MidReplay, MidBurst] {
+        let (_dir, path) = store();
+        let mut host = Host::start(&path, &[]).await;
+        match point {
+            MidHandshake => {
+                host.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersions\":[\"1.5\"],")
+                    .await;
+            }
+            MidTurn | ApprovalPending | MidReplay | MidBurst => {
+                host.open("1.5", &HANDLERS).await;
+                let thread = host.create_thread("dies").await;
+                let text = match point {
+                    MidTurn => "/slow 500",
+                    ApprovalPending => "/approve rm -rf build",
+                    _ => "/burst 5000",
+                };
+                let turn = host.start_turn(&thread, text).await;
+                match point {
+                    ApprovalPending => {
+                        host.wait_for(|f| f["method"] == "approval.request").await;
+                    }
+                    MidReplay => {
+                        host.turn_events(&turn).await;
+                        host.send_request(
+                            "runtime.events.resume",
+                            json!({"threadId": thread, "afterCursor": null}),
+                        )
+                        .await;
+                        // Some of the replay is on its way.
+                        host.read().await;
+                    }
+                    _ => {
+                        host.read().await;
+                    }
+                }
+            }
+        }
+        let mut runtime = host.die();
+        let status = tokio::time::timeout(Duration::from_secs(5), runtime.wait())
+            .await
+            .unwrap_or_else(|_| panic!("{point:?}: the runtime outlived its host by 5 s"))
+            .unwrap();
+        assert_eq!(status.code(), Some(0), "{point:?}");
+
+        // The store is consistent: a new runtime serves it, nothing left running or pending.
+        let mut next = Host::start(&path, &[]).await;
+        next.open("1.5", &HANDLERS).await;
+        let list = next.call("thread.list", json!({})).await.unwrap();
+        for item in list["items"].as_array().unwrap() {
+            let snapshot = next
+                .call("thread.snapshot", json!({"threadId": item["id"]}))
+                .await
+                .unwrap();
+            assert!(snapshot["activeTurn"].is_null(), "{point:?}: {snapshot}");
+            assert_eq!(snapshot["pendingInteractions"], json!([]), "{point:?}");
+        }
+        assert_eq!(next.finish().await.code(), Some(0));
+    }
+}

@@ -178,6 +178,14 @@ impl Host {
         self.send_raw(&line).await;
     }
 
+    /// What the host's death does to the runtime: both ends of its pipes closed at once, with
+    /// nothing read or written after. Returns the runtime, still to be waited for.
+    pub(crate) fn die(mut self) -> Child {
+        drop(self.stdin.take());
+        drop(self.lines);
+        self.child.take().expect("a runtime this host started")
+    }
+
     /// Closes the runtime's input and waits for it to exit.
     pub(crate) async fn finish(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
