@@ -360,21 +360,37 @@ impl ThreadState {
         });
     }
 
-    /// The events a runtime appends for this thread when it starts again after a stop: every
-    /// pending interaction cancelled, then the active turn failed at `execute`.
-    pub fn repairs_after_restart(&self) -> Vec<ThreadEvent> {
-        let mut out: Vec<ThreadEvent> = self
-            .pending
+    /// The events that resolve every pending interaction `cancelled` with `reason`, in id order.
+    pub fn cancel_pending(&self, reason: &str) -> Vec<ThreadEvent> {
+        self.pending
             .iter()
             .map(|(id, interaction)| ThreadEvent::InteractionResolved {
                 interaction_id: id.clone(),
                 turn_id: Some(interaction.turn_id.clone()),
                 approval_id: interaction.ask.approval_id().map(str::to_owned),
                 resolution: Resolution::Cancelled {
-                    reason: "the runtime stopped while the interaction was pending".into(),
+                    reason: reason.to_owned(),
                 },
             })
-            .collect();
+            .collect()
+    }
+
+    /// What a list of threads shows of this one, whose id is `thread_id`.
+    pub fn summary(&self, thread_id: &str) -> crate::core::ThreadSummary {
+        crate::core::ThreadSummary {
+            id: thread_id.to_owned(),
+            title: self.title.clone(),
+            model: self.model.clone(),
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: self.updated_at_ms,
+            message_count: self.messages.len() as u64,
+        }
+    }
+
+    /// The events a runtime appends for this thread when it starts again after a stop: every
+    /// pending interaction cancelled, then the active turn failed at `execute`.
+    pub fn repairs_after_restart(&self) -> Vec<ThreadEvent> {
+        let mut out = self.cancel_pending("the runtime stopped while the interaction was pending");
         if let Some(turn) = &self.active_turn {
             out.push(ThreadEvent::TurnFailed {
                 turn_id: turn.id.clone(),

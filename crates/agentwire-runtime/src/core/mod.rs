@@ -76,7 +76,7 @@ impl ThreadSlot {
         checkpointed: u64,
     ) -> Result<ThreadSlot, RuntimeError> {
         Ok(ThreadSlot {
-            summary: std::sync::Mutex::new(summary_of(thread_id, &state)),
+            summary: std::sync::Mutex::new(state.summary(thread_id)),
             state: Mutex::new(state),
             log_thread: ThreadId::new(thread_id)?,
             checkpointed: checkpointed.into(),
@@ -84,17 +84,6 @@ impl ThreadSlot {
             running: Default::default(),
             waiters: Default::default(),
         })
-    }
-}
-
-fn summary_of(thread_id: &str, state: &ThreadState) -> ThreadSummary {
-    ThreadSummary {
-        id: thread_id.to_owned(),
-        title: state.title.clone(),
-        model: state.model.clone(),
-        created_at_ms: state.created_at_ms,
-        updated_at_ms: state.updated_at_ms,
-        message_count: state.messages.len() as u64,
     }
 }
 
@@ -336,7 +325,7 @@ impl Runtime {
                     .then(|| state.timeline.len() as u64 - 1),
             );
         }
-        *lock(&slot.summary) = summary_of(thread_id, &state);
+        *lock(&slot.summary) = state.summary(thread_id);
         if !state.deleted {
             let boundary = stamped.iter().any(|e| {
                 matches!(

@@ -40,18 +40,7 @@ impl Runtime {
     pub async fn delete_thread(&self, thread_id: &str) -> Result<(), RuntimeError> {
         let slot = self.slot(thread_id)?;
         let decide = |state: &ThreadState| {
-            let mut events: Vec<ThreadEvent> = state
-                .pending
-                .iter()
-                .map(|(id, interaction)| ThreadEvent::InteractionResolved {
-                    interaction_id: id.clone(),
-                    turn_id: Some(interaction.turn_id.clone()),
-                    approval_id: interaction.ask.approval_id().map(str::to_owned),
-                    resolution: Resolution::Cancelled {
-                        reason: "the thread was deleted".into(),
-                    },
-                })
-                .collect();
+            let mut events = state.cancel_pending("the thread was deleted");
             events.push(ThreadEvent::ThreadDeleted);
             Ok((events, ()))
         };
@@ -75,6 +64,14 @@ impl Runtime {
     /// from its start before this runtime started (a fold needs the thread's first event).
     pub fn unavailable_threads(&self) -> Vec<String> {
         lock(&self.inner.unavailable).clone()
+    }
+
+    /// A served thread's summary, read without waiting for its state's lock.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ThreadNotFound`].
+    pub fn summary(&self, thread_id: &str) -> Result<ThreadSummary, RuntimeError> {
+        Ok(lock(&self.slot(thread_id)?.summary).clone())
     }
 
     /// Whether the runtime serves the thread.

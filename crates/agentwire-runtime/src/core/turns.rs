@@ -146,21 +146,10 @@ impl Runtime {
                 });
                 let terminal = terminal_event(turn_id.clone(), failure, cancelled, end);
                 let mut waiters = lock(&slot.waiters);
-                let mut events: Vec<ThreadEvent> = state
-                    .pending
-                    .iter()
-                    .map(|(id, interaction)| {
-                        waiters.remove(id);
-                        ThreadEvent::InteractionResolved {
-                            interaction_id: id.clone(),
-                            turn_id: Some(turn_id.clone()),
-                            approval_id: interaction.ask.approval_id().map(str::to_owned),
-                            resolution: Resolution::Cancelled {
-                                reason: "the turn ended".into(),
-                            },
-                        }
-                    })
-                    .collect();
+                for id in state.pending.keys() {
+                    waiters.remove(id);
+                }
+                let mut events = state.cancel_pending("the turn ended");
                 events.push(terminal);
                 Ok((events, ()))
             }
@@ -360,10 +349,19 @@ impl TurnContext {
             lock(&slot.waiters).remove(&id);
             return Err(error);
         }
+        // In this order when several are ready: a recorded resolution stands, and a deadline
+        // reached is `expired` even if the turn is stopped at the same moment.
         let ours = tokio::select! {
+            biased;
             answer = &mut rx => return Ok(answer.unwrap_or_else(|_| dropped())),
             () = runtime.inner.clock.sleep_until(expires_at_ms) => Resolution::Expired,
-            () = self.cancelled() => Resolution::Cancelled { reason: "the turn was cancelled".into() },
+            () = self.cancelled() => {
+                if runtime.inner.clock.now_ms() >= expires_at_ms {
+                    Resolution::Expired
+                } else {
+                    Resolution::Cancelled { reason: "the turn was cancelled".into() }
+                }
+            }
         };
         match runtime.settle(&self.thread_id, &slot, &id, ours).await {
             // Settled by us: the waiter was handed the resolution.

@@ -28,6 +28,16 @@ async fn start(log: Arc<dyn EventLog>, clock: Arc<dyn Clock>, config: RuntimeCon
     Runtime::start(log, agent, clock, config).await.unwrap()
 }
 
+/// A runtime on `log` with the system clock and the default settings.
+async fn on_log(log: &Arc<dyn EventLog>) -> Runtime {
+    start(
+        Arc::clone(log),
+        Arc::new(SystemClock),
+        RuntimeConfig::default(),
+    )
+    .await
+}
+
 async fn runtime(dir: &tempfile::TempDir, config: RuntimeConfig) -> Runtime {
     start(open_log(dir).await, Arc::new(SystemClock), config).await
 }
@@ -190,12 +200,7 @@ async fn two_turn_starts_on_one_thread_at_once_start_one_turn() {
 async fn a_turn_id_is_unique_per_store_across_threads_and_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(&dir).await;
-    let runtime = start(
-        Arc::clone(&log),
-        Arc::new(SystemClock),
-        RuntimeConfig::default(),
-    )
-    .await;
+    let runtime = on_log(&log).await;
     let a = runtime.create_thread(None, None).await.unwrap();
     let b = runtime.create_thread(None, None).await.unwrap();
     let mut sub = runtime.subscribe_thread(&a).await.unwrap();
@@ -211,7 +216,7 @@ async fn a_turn_id_is_unique_per_store_across_threads_and_restarts() {
     drop(sub);
     drop(runtime);
 
-    let restarted = start(log, Arc::new(SystemClock), RuntimeConfig::default()).await;
+    let restarted = on_log(&log).await;
     let after = restarted
         .start_turn(&b, "t1", input("hi"))
         .await
@@ -261,12 +266,7 @@ async fn deleting_a_thread_with_an_approval_outstanding_always_resolves_it_first
 async fn a_deleted_thread_stays_deleted_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(&dir).await;
-    let runtime = start(
-        Arc::clone(&log),
-        Arc::new(SystemClock),
-        RuntimeConfig::default(),
-    )
-    .await;
+    let runtime = on_log(&log).await;
     let kept = runtime
         .create_thread(Some("kept".into()), None)
         .await
@@ -277,7 +277,7 @@ async fn a_deleted_thread_stays_deleted_after_a_restart() {
         .unwrap();
     runtime.delete_thread(&gone).await.unwrap();
     drop(runtime);
-    let restarted = start(log, Arc::new(SystemClock), RuntimeConfig::default()).await;
+    let restarted = on_log(&log).await;
     assert_eq!(restarted.thread_ids(), [kept]);
     assert_eq!(
         restarted.snapshot(&gone).await.unwrap_err().code(),

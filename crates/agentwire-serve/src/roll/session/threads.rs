@@ -15,8 +15,7 @@ impl Session {
         let summary = self
             .face
             .runtime
-            .inspect(thread_id, |state| wire::summary_of(thread_id, state))
-            .await
+            .summary(thread_id)
             .map_err(|e| self.runtime_error(&e))?;
         Ok(json!({"thread": wire::thread_summary(&summary)}))
     }

@@ -92,18 +92,6 @@ pub fn thread_summary(summary: &ThreadSummary) -> Value {
     Value::Object(out)
 }
 
-/// The summary of a thread from its state.
-pub fn summary_of(thread_id: &str, state: &ThreadState) -> ThreadSummary {
-    ThreadSummary {
-        id: thread_id.to_owned(),
-        title: state.title.clone(),
-        model: state.model.clone(),
-        created_at_ms: state.created_at_ms,
-        updated_at_ms: state.updated_at_ms,
-        message_count: state.messages.len() as u64,
-    }
-}
-
 /// A `UiMessage` (1.4+ parts; 1.3 and older drop non-text parts by projection).
 pub fn ui_message(message: &Message) -> Value {
     let parts: Vec<Value> = message
@@ -391,10 +379,7 @@ pub fn full_snapshot(
         })
         .collect();
     let mut out = Map::new();
-    out.insert(
-        "thread".into(),
-        thread_summary(&summary_of(thread_id, state)),
-    );
+    out.insert("thread".into(), thread_summary(&state.summary(thread_id)));
     out.insert(
         "messages".into(),
         json!({
@@ -441,7 +426,7 @@ pub fn recovery_snapshot(
     state: &ThreadState,
     event_cursor: Option<String>,
 ) -> Value {
-    let mut summary = summary_of(thread_id, state);
+    let mut summary = state.summary(thread_id);
     summary.title = summary
         .title
         .map(|t| truncate_js(&t, MAX_RECOVERY_METADATA_CHARS));
