@@ -453,6 +453,7 @@ impl ValidatorCompiler {
             fast,
             document: Arc::clone(&self.document),
             dispatch: Arc::clone(&self.dispatch),
+            tagged: TaggedUnion::at(&self.document, &self.dispatch, &ptr),
             pointer: ptr,
         })
     }
@@ -512,6 +513,95 @@ pub struct Validator {
     document: Arc<Value>,
     dispatch: Arc<DispatchTable>,
     pointer: String,
+    /// When the schema is a tagged union and nothing else: the report of an invalid value is
+    /// the report of the branch its tag selects.
+    tagged: Option<TaggedUnion>,
+}
+
+/// A schema that is a `oneOf` / `anyOf` with a tag ([`dispatch`]) and no other assertion: the
+/// report of a value whose tag selects a branch is that branch's (what the report of the whole
+/// union says, see `Reporter::union`), so the branch's own engine makes it, without the union's
+/// engine collecting (and copying the value into) the errors of every other branch.
+struct TaggedUnion {
+    /// Pointer of the `oneOf` / `anyOf` keyword, as the dispatch table is keyed.
+    union_at: String,
+    /// Each branch's engine, built on the first report that needs it (`None`: it cannot be
+    /// built, and the union's engine reports).
+    branches: Box<[std::sync::OnceLock<Option<jsonschema::Validator>>]>,
+}
+
+/// Keywords that assert or apply subschemas besides a union: a schema with any of them is not a
+/// tagged union alone.
+const ASSERTING_KEYWORDS: &[&str] = &[
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "items",
+    "additionalItems",
+    "prefixItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+];
+
+impl TaggedUnion {
+    /// The tagged union the schema at `ptr` is, if it is one and nothing else.
+    fn at(document: &Value, dispatch: &DispatchTable, ptr: &str) -> Option<TaggedUnion> {
+        let Value::Object(schema) = pointer::resolve(document, ptr)? else {
+            return None;
+        };
+        if ASSERTING_KEYWORDS.iter().any(|k| schema.contains_key(*k)) {
+            return None;
+        }
+        let (keyword, branches) = match (schema.get("oneOf"), schema.get("anyOf")) {
+            (Some(Value::Array(b)), None) => ("oneOf", b),
+            (None, Some(Value::Array(b))) => ("anyOf", b),
+            _ => return None,
+        };
+        let union_at = pointer::push(ptr, keyword);
+        dispatch.contains_key(&union_at).then(|| TaggedUnion {
+            union_at,
+            branches: branches
+                .iter()
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+        })
+    }
 }
 
 impl fmt::Debug for Validator {
@@ -597,6 +687,11 @@ impl Validator {
                 }
             }
         }
+        if pruned.is_none()
+            && let Some(issues) = self.report_through_tag(instance)
+        {
+            return dedup(issues);
+        }
         let mut reporter = Reporter {
             validator: self,
             root: instance,
@@ -630,6 +725,37 @@ impl Validator {
             reporter.report(&err, 0);
         }
         dedup(reporter.out)
+    }
+
+    /// The issues of an invalid value of a tagged union whose tag selects a branch, from that
+    /// branch's engine: what the union's report says (`Reporter::union`), at the cost of one
+    /// branch. `None` when it does not apply (no tag, an unknown one, a branch that holds).
+    fn report_through_tag(&self, instance: &Value) -> Option<Vec<Issue>> {
+        let tagged = self.tagged.as_ref()?;
+        let dispatch = self.dispatch.get(&tagged.union_at)?;
+        let Value::Object(object) = instance else {
+            return None;
+        };
+        let branch = dispatch.branch_for(object.get(&dispatch.property)?)?;
+        let engine = tagged
+            .branches
+            .get(branch)?
+            .get_or_init(|| {
+                self.engine
+                    .build(&format!("{}/{branch}", tagged.union_at))
+                    .ok()
+            })
+            .as_ref()?;
+        let mut reporter = Reporter {
+            validator: self,
+            root: instance,
+            out: Vec::new(),
+        };
+        // The union's report of the branch's errors is one level down.
+        for err in engine.iter_errors(instance) {
+            reporter.report(&err, 1);
+        }
+        (!reporter.out.is_empty()).then_some(reporter.out)
     }
 
     /// The engine's validator, built on first use.
