@@ -8,8 +8,10 @@
 #   --quick      shorter timing rounds (0.2 s instead of 1 s; one run per side for --cli)
 #   --only NAME  only workloads whose name contains NAME (e.g. openclaw, small, huge)
 #   --cli        only the command-line benchmark: `agentwire validate --ndjson` through the
-#                release binary against the same job in node with AJV (marginal rate over
-#                4,000 -> 20,000 messages), which otherwise runs after the library benchmark
+#                release binary against the same job in node with AJV, for the root of
+#                OpenClaw's schema and ten definitions through `--def` (TickEvent, RequestFrame,
+#                ChatEvent, …; marginal rate over 20,000 -> 100,000 lines, fastest of three),
+#                which otherwise runs after the library benchmark
 #        scripts/bench.sh --serve [--events N]
 #   --serve      the runtime over its real transport: `agentwire serve --stdio` driven through
 #                a pipe (durable events per second, resume replay, turn start to first delta),

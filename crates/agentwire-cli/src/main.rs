@@ -3,7 +3,8 @@
 //!
 //! Exit codes: 0 success (everything valid, nothing to report); 1 the command ran and found
 //! something (an invalid message, a lint error, a stale file, a breaking change); 2 usage, I/O or
-//! schema errors that stopped the command; 141 standard output closed by its reader.
+//! schema errors that stopped the command, or a validation a limit stopped before it could
+//! decide; 141 standard output closed by its reader.
 
 mod cmd;
 mod input;

@@ -32,12 +32,15 @@ pub(crate) enum Format {
 /// Size of the standard output buffer.
 const STDOUT_BUFFER_BYTES: usize = 64 << 10;
 
-/// Standard output as commands write it: buffered, and failing when the descriptor is closed.
+/// Standard output as commands write it: buffered, and failing when the descriptor is not open.
 ///
-/// A descriptor closed when the process started is replaced by `/dev/null` before `main`, and
-/// the standard library's `Stdout` reports success for writes to a descriptor closed later
-/// (EBADF), so `agentwire fmt - >&-` would exit 0 with its output lost; both are detected and
-/// every write fails instead.
+/// The standard library's `Stdout` reports success for writes to a descriptor that is not open
+/// (EBADF), which would turn lost output into an exit 0; writing through a duplicate of the
+/// descriptor makes such a write fail instead. `/dev/null` is an ordinary destination whatever
+/// its open mode: a caller that discards the output still gets the command's exit code. (A
+/// descriptor closed when the process starts, `>&-`, is replaced by the runtime with `/dev/null`
+/// opened read-write before `main`, on Linux; nothing tells it apart from a caller's
+/// `/dev/null`, so it is treated as one.)
 pub(crate) fn stdout() -> io::BufWriter<Box<dyn Write>> {
     io::BufWriter::with_capacity(STDOUT_BUFFER_BYTES, raw_stdout())
 }
@@ -45,39 +48,10 @@ pub(crate) fn stdout() -> io::BufWriter<Box<dyn Write>> {
 #[cfg(unix)]
 fn raw_stdout() -> Box<dyn Write> {
     use std::os::fd::AsFd;
-    if opened_by_the_runtime_for_a_closed_descriptor() {
-        return Box::new(ClosedStdout(io::ErrorKind::Other));
-    }
     match io::stdout().as_fd().try_clone_to_owned() {
         Ok(fd) => Box::new(std::fs::File::from(fd)),
         Err(err) => Box::new(ClosedStdout(err.kind())),
     }
-}
-
-/// Whether standard output is the `/dev/null` the Rust runtime opens (read-write) in place of a
-/// descriptor that was closed when the process started (`agentwire fmt - >&-`). A shell's
-/// `>/dev/null` opens it write-only, and stays an ordinary destination.
-#[cfg(target_os = "linux")]
-fn opened_by_the_runtime_for_a_closed_descriptor() -> bool {
-    /// `O_ACCMODE` and `O_RDWR` of Linux.
-    const ACCESS_MODE: u32 = 0o3;
-    const READ_WRITE: u32 = 0o2;
-    let is_null = std::fs::read_link("/proc/self/fd/1").is_ok_and(|p| p == Path::new("/dev/null"));
-    if !is_null {
-        return false;
-    }
-    let Ok(info) = std::fs::read_to_string("/proc/self/fdinfo/1") else {
-        return false;
-    };
-    info.lines()
-        .find_map(|line| line.strip_prefix("flags:"))
-        .and_then(|flags| u32::from_str_radix(flags.trim(), 8).ok())
-        .is_some_and(|flags| flags & ACCESS_MODE == READ_WRITE)
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn opened_by_the_runtime_for_a_closed_descriptor() -> bool {
-    false
 }
 
 #[cfg(not(unix))]

@@ -14,7 +14,10 @@
 //! - evaluation is bounded: [`MAX_EVAL_DEPTH`](crate::fast::MAX_EVAL_DEPTH) levels and a step
 //!   budget ([`WALK_STEPS_BASE`](crate::fast::WALK_STEPS_BASE) plus
 //!   [`WALK_STEPS_PER_VALUE`](crate::fast::WALK_STEPS_PER_VALUE) per value), each with its own
-//!   issue code, and an issue reached by several paths is reported once;
+//!   issue code, which leaves the value undecided ([`IssueCode::is_undecided`]), never invalid;
+//!   the compiled plan decides a subschema once per value when a plain walk spends the budget,
+//!   so applicators that fan out are decided; an issue reached by several paths is reported
+//!   once;
 //! - a failed `oneOf` / `anyOf` whose branch is chosen by a tag property (an OpenAPI
 //!   `discriminator`, or a `const` / `enum` property every branch pins, see `dispatch.rs`)
 //!   reports the issues of the branch the tag selects, or one issue at an unknown tag.
@@ -153,13 +156,18 @@ pub enum IssueCode {
     /// `contentEncoding` / `contentMediaType`.
     Content,
     /// Evaluation nested deeper than [`MAX_EVAL_DEPTH`](crate::fast::MAX_EVAL_DEPTH) levels of
-    /// applicators and descents: the value is not accepted.
+    /// applicators and descents: the validity of the value is not decided
+    /// ([`is_undecided`](IssueCode::is_undecided)).
     DepthLimit,
     /// Evaluation took more steps than its budget
     /// ([`WALK_STEPS_BASE`](crate::fast::WALK_STEPS_BASE) plus
-    /// [`WALK_STEPS_PER_VALUE`](crate::fast::WALK_STEPS_PER_VALUE) per value): the value is
-    /// not accepted.
+    /// [`WALK_STEPS_PER_VALUE`](crate::fast::WALK_STEPS_PER_VALUE) per value): the validity
+    /// of the value is not decided ([`is_undecided`](IssueCode::is_undecided)).
     WalkBudget,
+    /// The value is invalid, but listing its issues takes more steps than the budget (the
+    /// report visits every branch of every applicator, where the verdict reuses what it
+    /// decided): one issue at the instance path of the first error, in AJV's order.
+    ReportBudget,
     /// Anything else the engine reports.
     Other,
 }
@@ -204,8 +212,17 @@ impl IssueCode {
             IssueCode::Content => "validate.content",
             IssueCode::DepthLimit => "validate.depth-limit",
             IssueCode::WalkBudget => "validate.walk-budget",
+            IssueCode::ReportBudget => "validate.report-budget",
             IssueCode::Other => "validate.other",
         }
+    }
+}
+
+impl IssueCode {
+    /// Whether a limit stopped the check before it could decide: the message is then neither
+    /// valid nor invalid, and this issue is its only one.
+    pub fn is_undecided(self) -> bool {
+        matches!(self, IssueCode::DepthLimit | IssueCode::WalkBudget)
     }
 }
 
@@ -436,6 +453,7 @@ impl ValidatorCompiler {
             fast,
             document: Arc::clone(&self.document),
             dispatch: Arc::clone(&self.dispatch),
+            tagged: TaggedUnion::at(&self.document, &self.dispatch, &ptr),
             pointer: ptr,
         })
     }
@@ -495,6 +513,95 @@ pub struct Validator {
     document: Arc<Value>,
     dispatch: Arc<DispatchTable>,
     pointer: String,
+    /// When the schema is a tagged union and nothing else: the report of an invalid value is
+    /// the report of the branch its tag selects.
+    tagged: Option<TaggedUnion>,
+}
+
+/// A schema that is a `oneOf` / `anyOf` with a tag ([`dispatch`]) and no other assertion: the
+/// report of a value whose tag selects a branch is that branch's (what the report of the whole
+/// union says, see `Reporter::union`), so the branch's own engine makes it, without the union's
+/// engine collecting (and copying the value into) the errors of every other branch.
+struct TaggedUnion {
+    /// Pointer of the `oneOf` / `anyOf` keyword, as the dispatch table is keyed.
+    union_at: String,
+    /// Each branch's engine, built on the first report that needs it (`None`: it cannot be
+    /// built, and the union's engine reports).
+    branches: Box<[std::sync::OnceLock<Option<jsonschema::Validator>>]>,
+}
+
+/// Keywords that assert or apply subschemas besides a union: a schema with any of them is not a
+/// tagged union alone.
+const ASSERTING_KEYWORDS: &[&str] = &[
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "items",
+    "additionalItems",
+    "prefixItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+];
+
+impl TaggedUnion {
+    /// The tagged union the schema at `ptr` is, if it is one and nothing else.
+    fn at(document: &Value, dispatch: &DispatchTable, ptr: &str) -> Option<TaggedUnion> {
+        let Value::Object(schema) = pointer::resolve(document, ptr)? else {
+            return None;
+        };
+        if ASSERTING_KEYWORDS.iter().any(|k| schema.contains_key(*k)) {
+            return None;
+        }
+        let (keyword, branches) = match (schema.get("oneOf"), schema.get("anyOf")) {
+            (Some(Value::Array(b)), None) => ("oneOf", b),
+            (None, Some(Value::Array(b))) => ("anyOf", b),
+            _ => return None,
+        };
+        let union_at = pointer::push(ptr, keyword);
+        dispatch.contains_key(&union_at).then(|| TaggedUnion {
+            union_at,
+            branches: branches
+                .iter()
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+        })
+    }
 }
 
 impl fmt::Debug for Validator {
@@ -554,18 +661,21 @@ impl Validator {
         let mut pruned = None;
         match &self.fast {
             Some((plan, target)) => {
-                // The engine collects every error of its walk at once: a walk over budget is
-                // answered by the limit, not by millions of issues.
+                // The engine collects every error of its walk at once, and its walk visits
+                // every path of applicators that fan out: a walk over budget is answered by one
+                // issue at the first error, not by millions of issues.
                 let walked = match (plan.verdict(*target, instance), &self.engine.pruning) {
                     (Ok(true), _) => return Vec::new(),
                     (Ok(false), None) => plan.report_within_budget(*target, instance),
                     (Ok(false), Some(pruning)) => plan
                         .report_reaches(*target, instance, pruning.targets())
                         .map(|reached| pruned = pruning.document_for(&reached, &self.pointer)),
-                    (Err(limit), _) => Err(limit),
+                    (Err(limit), _) => return vec![self.limit_issue(limit)],
                 };
-                if let Err(limit) = walked {
-                    return vec![self.limit_issue(limit)];
+                // The verdict is decided; only the list of issues is out of reach.
+                if walked.is_err() {
+                    let first = plan.first_error_path(*target, instance);
+                    return vec![self.report_budget_issue(first)];
                 }
             }
             None => {
@@ -576,6 +686,11 @@ impl Validator {
                     return Vec::new();
                 }
             }
+        }
+        if pruned.is_none()
+            && let Some(issues) = self.report_through_tag(instance)
+        {
+            return dedup(issues);
         }
         let mut reporter = Reporter {
             validator: self,
@@ -612,6 +727,37 @@ impl Validator {
         dedup(reporter.out)
     }
 
+    /// The issues of an invalid value of a tagged union whose tag selects a branch, from that
+    /// branch's engine: what the union's report says (`Reporter::union`), at the cost of one
+    /// branch. `None` when it does not apply (no tag, an unknown one, a branch that holds).
+    fn report_through_tag(&self, instance: &Value) -> Option<Vec<Issue>> {
+        let tagged = self.tagged.as_ref()?;
+        let dispatch = self.dispatch.get(&tagged.union_at)?;
+        let Value::Object(object) = instance else {
+            return None;
+        };
+        let branch = dispatch.branch_for(object.get(&dispatch.property)?)?;
+        let engine = tagged
+            .branches
+            .get(branch)?
+            .get_or_init(|| {
+                self.engine
+                    .build(&format!("{}/{branch}", tagged.union_at))
+                    .ok()
+            })
+            .as_ref()?;
+        let mut reporter = Reporter {
+            validator: self,
+            root: instance,
+            out: Vec::new(),
+        };
+        // The union's report of the branch's errors is one level down.
+        for err in engine.iter_errors(instance) {
+            reporter.report(&err, 1);
+        }
+        (!reporter.out.is_empty()).then_some(reporter.out)
+    }
+
     /// The engine's validator, built on first use.
     fn engine(&self) -> Result<&jsonschema::Validator, SchemaError> {
         if let Some(engine) = self.inner.get() {
@@ -633,18 +779,18 @@ impl Validator {
         }
     }
 
-    /// The one issue of a validation stopped by a limit.
+    /// The one issue of a validation stopped by a limit before it could decide.
     fn limit_issue(&self, limit: EvalLimit) -> Issue {
         let (code, message) = match limit {
             EvalLimit::Depth => (
                 IssueCode::DepthLimit,
                 format!(
-                    "the schema nests deeper than {MAX_EVAL_DEPTH} levels of applicators on this value; it is not accepted"
+                    "the schema nests deeper than {MAX_EVAL_DEPTH} levels of applicators on this value; whether it is valid is not decided"
                 ),
             ),
             _ => (
                 IssueCode::WalkBudget,
-                "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted".to_owned(),
+                "checking this value against the schema takes more steps than the budget (its applicators fan out); whether it is valid is not decided".to_owned(),
             ),
         };
         Issue {
@@ -653,6 +799,18 @@ impl Validator {
             schema_pointer: self.pointer.clone(),
             keyword: "",
             message,
+        }
+    }
+
+    /// The one issue of an invalid value whose report is over the step budget, at the instance
+    /// path of its first error (`None`: unknown, the root).
+    fn report_budget_issue(&self, first_error: Option<String>) -> Issue {
+        Issue {
+            code: IssueCode::ReportBudget,
+            instance_pointer: first_error.unwrap_or_default(),
+            schema_pointer: self.pointer.clone(),
+            keyword: "",
+            message: "the value is invalid; listing its issues takes more steps than the budget (the report visits every branch of applicators that fan out), so the first error alone is located".to_owned(),
         }
     }
 

@@ -108,7 +108,9 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
     }
     report.summary()?;
     let counts = report.counts;
-    Ok(if counts.errors > 0 {
+    // A message whose validity a limit left undecided is not an answer: the command could not
+    // do what it was asked.
+    Ok(if counts.errors > 0 || counts.undecided > 0 {
         output::EXIT_ERROR
     } else if counts.invalid > 0 {
         output::EXIT_FOUND
@@ -242,7 +244,36 @@ struct Counts {
     messages: u64,
     valid: u64,
     invalid: u64,
+    /// Messages a limit stopped the check of before it could decide.
+    undecided: u64,
     errors: u64,
+}
+
+/// What the issues of one message say about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Valid,
+    Invalid,
+    /// A limit stopped the check before it could decide (its one issue says which).
+    Undecided,
+}
+
+impl Verdict {
+    fn of(issues: &[Issue]) -> Verdict {
+        match issues {
+            [] => Verdict::Valid,
+            [issue] if issue.code.is_undecided() => Verdict::Undecided,
+            _ => Verdict::Invalid,
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Verdict::Valid => "valid",
+            Verdict::Invalid => "invalid",
+            Verdict::Undecided => "undecided",
+        }
+    }
 }
 
 /// Writes the per-message reports and the summary.
@@ -267,12 +298,13 @@ impl Report<'_> {
     }
 
     fn message(&mut self, input: &str, line: Option<u64>, issues: &[Issue]) -> io::Result<()> {
-        let valid = issues.is_empty();
+        let verdict = Verdict::of(issues);
+        let valid = verdict == Verdict::Valid;
         self.counts.messages += 1;
-        if valid {
-            self.counts.valid += 1;
-        } else {
-            self.counts.invalid += 1;
+        match verdict {
+            Verdict::Valid => self.counts.valid += 1,
+            Verdict::Invalid => self.counts.invalid += 1,
+            Verdict::Undecided => self.counts.undecided += 1,
         }
         let shown = match self.detail {
             Detail::Summary => false,
@@ -301,12 +333,16 @@ impl Report<'_> {
                         })
                     })
                     .collect();
+                let valid = match verdict {
+                    Verdict::Undecided => serde_json::Value::Null,
+                    _ => valid.into(),
+                };
                 let record =
                     json!({"input": input, "line": line, "valid": valid, "issues": issues});
                 writeln!(self.out, "{record}")
             }
             Format::Human => {
-                let verdict = if valid { "valid" } else { "invalid" };
+                let verdict = verdict.word();
                 match line {
                     Some(n) if self.name_lines => {
                         writeln!(self.out, "{input} line {n}: {verdict}")?
@@ -347,10 +383,15 @@ impl Report<'_> {
         let c = self.counts;
         match self.format {
             Format::Json => {
-                let record = json!({"summary": {"messages": c.messages, "valid": c.valid, "invalid": c.invalid, "errors": c.errors}});
+                let record = json!({"summary": {"messages": c.messages, "valid": c.valid, "invalid": c.invalid, "undecided": c.undecided, "errors": c.errors}});
                 writeln!(self.out, "{record}")?;
             }
             Format::Human => {
+                let undecided = if c.undecided > 0 {
+                    format!(", {} undecided", c.undecided)
+                } else {
+                    String::new()
+                };
                 let errors = if c.errors > 0 {
                     format!(", {} unreadable inputs", c.errors)
                 } else {
@@ -363,7 +404,7 @@ impl Report<'_> {
                 };
                 writeln!(
                     self.out,
-                    "{} {noun}: {} valid, {} invalid{errors}",
+                    "{} {noun}: {} valid, {} invalid{undecided}{errors}",
                     c.messages, c.valid, c.invalid
                 )?;
             }

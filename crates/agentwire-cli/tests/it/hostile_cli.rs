@@ -1,6 +1,7 @@
 //! Inputs and arguments that must not crash a command, lose output or be silently ignored: a
-//! reader that closes the pipe early (an HTML page of a run log included), a closed standard
-//! output, a 16 MiB line ending in CRLF, standard input named twice, `gen --name` outside a plain
+//! reader that closes the pipe early (an HTML page of a run log included), a standard output
+//! on `/dev/null` however it was opened (the verdict's exit code stands) or one that refuses
+//! writes, a 16 MiB line ending in CRLF, standard input named twice, `gen --name` outside a plain
 //! file stem, `--version` beside `--schema`, an upward projection.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -138,15 +139,156 @@ fn a_reader_that_goes_away_ends_each_command_quietly_with_the_documented_code() 
     }
 }
 
+/// A stream of three valid messages and one invalid one, and the schema they go with.
+fn mixed_stream(dir: &Path) -> (PathBuf, PathBuf) {
+    let schema = frames_schema(dir);
+    let stream = dir.join("mixed.ndjson");
+    std::fs::write(
+        &stream,
+        "{\"type\":\"req\"}\n{\"type\":\"event\",\"seq\":1}\n{\"seq\":-1}\n{\"type\":\"res\"}\n",
+    )
+    .unwrap();
+    (schema, stream)
+}
+
+/// The arguments of `agentwire validate --schema S --ndjson STREAM`, with `--format json` first
+/// when `json`.
+fn validate_args(schema: &Path, stream: &Path, json: bool) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    if json {
+        args.extend(["--format".into(), "json".into()]);
+    }
+    args.extend([
+        "validate".into(),
+        "--schema".into(),
+        schema.to_str().unwrap().into(),
+        "--ndjson".into(),
+        stream.to_str().unwrap().into(),
+    ]);
+    args
+}
+
+/// `/dev/null` opened for reading and writing, as Python's `subprocess.DEVNULL`, Node's
+/// `stdio: 'ignore'` and systemd's `StandardOutput=null` hand it to a child.
+fn dev_null_read_write() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .unwrap()
+}
+
 #[test]
-fn a_closed_standard_output_is_an_error_not_a_silent_success() {
-    let doc = br#"{"b": 1, "a": [1, 2]}"#;
-    for args in ["fmt -", "--format json fmt -"] {
-        let mut child = Command::new("sh")
+fn a_standard_output_on_read_write_dev_null_keeps_the_verdicts_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (schema, mixed) = mixed_stream(dir.path());
+    let valid = dir.path().join("valid.ndjson");
+    std::fs::write(&valid, "{\"type\":\"req\"}\n").unwrap();
+    for json in [false, true] {
+        for (stream, verdict) in [(&mixed, 1), (&valid, 0)] {
+            let out = Command::new(BIN)
+                .args(validate_args(&schema, stream, json))
+                .stdin(Stdio::null())
+                .stdout(dev_null_read_write())
+                .stderr(Stdio::piped())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(verdict), "json {json}: {stderr}");
+            assert_eq!(stderr, "", "json {json}");
+        }
+    }
+}
+
+#[test]
+fn a_python_caller_that_discards_the_output_gets_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (schema, mixed) = mixed_stream(dir.path());
+    // As a CI script or a test harness calls a validator for its exit code.
+    let script = r#"
+import json, subprocess, sys
+run = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE)
+print(json.dumps({"code": run.returncode, "stderr": run.stderr.decode("utf-8", "replace")}))
+"#;
+    let out = agentwire_testkit::require_python()
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(validate_args(&schema, &mixed, false))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result, json!({"code": 1, "stderr": ""}));
+}
+
+#[test]
+fn a_node_caller_that_ignores_the_output_gets_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (schema, mixed) = mixed_stream(dir.path());
+    let script = r#"
+const { spawnSync } = require("node:child_process");
+const [bin, ...args] = process.argv.slice(1);
+const run = spawnSync(bin, args, { stdio: "ignore" });
+console.log(JSON.stringify({ code: run.status, signal: run.signal }));
+"#;
+    let out = agentwire_testkit::require_node()
+        .arg("-e")
+        .arg(script)
+        .arg(BIN)
+        .args(validate_args(&schema, &mixed, true))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result, json!({"code": 1, "signal": null}));
+}
+
+/// `>/dev/null`, `1<>/dev/null` and a standard output closed at start (`>&-`, which the runtime
+/// replaces with `/dev/null` opened read-write) all discard the output and keep the verdict.
+#[test]
+fn every_shell_redirection_to_dev_null_keeps_the_verdicts_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (schema, mixed) = mixed_stream(dir.path());
+    for redirection in [">/dev/null", "1<>/dev/null", ">&-"] {
+        let out = Command::new("sh")
             .arg("-c")
-            .arg(format!("exec \"$0\" {args} >&-"))
+            .arg(format!("exec \"$0\" \"$@\" {redirection}"))
             .arg(BIN)
+            .args(validate_args(&schema, &mixed, false))
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{redirection}: {stderr}");
+        assert_eq!(stderr, "", "{redirection}");
+    }
+}
+
+/// A standard output that refuses writes (`/dev/full`: ENOSPC) is an error, never a silent
+/// success with the output lost.
+#[test]
+fn a_standard_output_that_cannot_be_written_is_an_error_not_a_silent_success() {
+    let doc = br#"{"b": 1, "a": [1, 2]}"#;
+    for args in [&["fmt", "-"][..], &["--format", "json", "fmt", "-"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut child = Command::new(BIN)
+            .args(args)
             .stdin(Stdio::piped())
+            .stdout(full)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -154,10 +296,10 @@ fn a_closed_standard_output_is_an_error_not_a_silent_success() {
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{stderr}");
-        assert_eq!(out.status.code(), Some(2), "{args}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.starts_with("error: cannot write standard output"),
-            "{args}: {stderr}"
+            "{args:?}: {stderr}"
         );
     }
 }

@@ -150,7 +150,8 @@ fn json_format_has_one_object_per_message_and_a_summary() {
         {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"id\""},
         {"instancePath": "", "schemaPath": "/definitions/Req/required", "keyword": "required", "code": "validate.required", "message": "missing required property \"method\""}
     ]});
-    let summary = json!({"summary": {"messages": 2, "valid": 1, "invalid": 1, "errors": 0}});
+    let summary =
+        json!({"summary": {"messages": 2, "valid": 1, "invalid": 1, "undecided": 0, "errors": 0}});
     assert_eq!(
         records(&["--verbose"]),
         vec![valid, invalid.clone(), summary.clone()]
@@ -396,6 +397,130 @@ fn usage_and_io_errors_exit_2() {
     );
     assert_eq!(
         records[2],
-        json!({"summary": {"messages": 1, "valid": 1, "invalid": 0, "errors": 1}})
+        json!({"summary": {"messages": 1, "valid": 1, "invalid": 0, "undecided": 0, "errors": 1}})
     );
+}
+
+/// `L_i = {allOf: [{$ref: L_{i+1}}, {$ref: L_{i+1}}]}` to `depth`, `L_depth` a string (or, with
+/// `without_plan`, a string or object without unevaluated properties: a document the compiled
+/// plan does not take, checked by the reference engine alone).
+fn fan_out_schema(depth: usize, without_plan: bool) -> Vec<u8> {
+    let mut defs = serde_json::Map::new();
+    for i in 0..depth {
+        let next = format!("#/$defs/L{}", i + 1);
+        defs.insert(
+            format!("L{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+        );
+    }
+    let last = if without_plan {
+        json!({"type": ["string", "object"], "unevaluatedProperties": false})
+    } else {
+        json!({"type": "string"})
+    };
+    defs.insert(format!("L{depth}"), last);
+    serde_json::to_vec(&json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": defs,
+        "$ref": "#/$defs/L0"
+    }))
+    .unwrap()
+}
+
+/// Issue 35: a valid value under 2^30 paths of `allOf` is valid (each subschema's verdict on
+/// each value is kept once the plain walk spends its budget), and an invalid one is invalid.
+#[test]
+fn a_value_under_an_exponential_allof_gets_its_true_verdict() {
+    let dir = dir_with(&[
+        ("s.json", &fan_out_schema(30, false)),
+        ("x.json", b"\"x\""),
+        ("m.ndjson", b"\"x\"\n5\n"),
+    ]);
+    let out = run(
+        dir.path(),
+        &["validate", "--schema", "s.json", "x.json"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "x.json: valid\n1 message: 1 valid, 0 invalid\n"
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "validate", "--schema", "s.json", "--def", "L0", "--ndjson", "m.ndjson",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "line 2: invalid\n  (root): the value is invalid; listing its issues takes more steps \
+         than the budget (the report visits every branch of applicators that fan out), so the \
+         first error alone is located [validate.report-budget at /$defs/L0]\n\
+         2 messages: 1 valid, 1 invalid\n"
+    );
+}
+
+/// Where a limit still stops the check (a document without a compiled plan counts every path
+/// of its applicators; a chain of applicators deeper than the limit), the message is neither
+/// valid nor invalid: `undecided`, and the command exits 2.
+#[test]
+fn a_message_a_limit_stops_is_undecided_and_exits_2() {
+    let mut deep = serde_json::Map::new();
+    for i in 0..3_000 {
+        deep.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}]}),
+        );
+    }
+    deep.insert("d3000".to_owned(), json!({"type": "string"}));
+    let deep = serde_json::to_vec(&json!({"$defs": deep, "$ref": "#/$defs/d0"})).unwrap();
+    let dir = dir_with(&[
+        ("fan.json", &fan_out_schema(30, true)),
+        ("deep.json", &deep),
+        ("m.ndjson", b"\"x\"\n"),
+    ]);
+    for (schema, code) in [
+        ("fan.json", "validate.walk-budget"),
+        ("deep.json", "validate.depth-limit"),
+    ] {
+        let out = run(
+            dir.path(),
+            &["validate", "--schema", schema, "--ndjson", "m.ndjson"],
+            None,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{schema}: {}",
+            text(&out.stderr)
+        );
+        let report = text(&out.stdout);
+        let lines: Vec<&str> = report.lines().collect();
+        assert_eq!(lines.len(), 3, "{report}");
+        assert_eq!(lines[0], "line 1: undecided");
+        assert!(lines[1].ends_with(&format!("[{code} at ]")), "{report}");
+        assert_eq!(lines[2], "1 message: 0 valid, 0 invalid, 1 undecided");
+        let out = run(
+            dir.path(),
+            &[
+                "--format", "json", "validate", "--schema", schema, "--ndjson", "m.ndjson",
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2));
+        let records: Vec<Value> = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0]["valid"], Value::Null);
+        assert_eq!(records[0]["issues"][0]["code"], code);
+        assert_eq!(
+            records[1],
+            json!({"summary": {"messages": 1, "valid": 0, "invalid": 0, "undecided": 1, "errors": 0}})
+        );
+    }
 }

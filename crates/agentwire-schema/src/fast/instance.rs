@@ -82,6 +82,9 @@ pub(crate) trait Instance<'a>: Copy {
     /// [`Instance::entries`] with keys as [`Key`]s.
     fn keyed_entries(self) -> Self::KeyedEntries;
     fn get(self, key: &str) -> Option<Self>;
+    /// What tells this value apart from every other value of the same instance (its place in
+    /// it), for memoising the verdict of a subschema on it; `None` when it is not worth it.
+    fn identity(self) -> Option<usize>;
 }
 
 impl<'a> Instance<'a> for &'a Value {
@@ -145,6 +148,11 @@ impl<'a> Instance<'a> for &'a Value {
             Value::Object(o) => o.get(key),
             _ => None,
         }
+    }
+    #[inline]
+    fn identity(self) -> Option<usize> {
+        // The value's address: distinct for every value of the tree borrowed for the run.
+        Some(std::ptr::from_ref(self) as usize)
     }
 }
 

@@ -25,8 +25,10 @@ use crate::pointer;
 pub use ecma::PATTERN_BACKTRACK_LIMIT;
 pub use tape::Tape;
 
-pub use eval::{EvalLimit, MAX_EVAL_DEPTH, WALK_STEPS_BASE, WALK_STEPS_PER_VALUE};
-use eval::{bounded, budget, count_values};
+pub use eval::{
+    EvalLimit, MAX_EVAL_DEPTH, MAX_MEMO_ENTRIES, WALK_STEPS_BASE, WALK_STEPS_PER_VALUE,
+};
+use eval::{bounded, budget, count_values, decide};
 use instance::{Instance, Kind};
 use plan::{Compiler, NodeId, Plan};
 
@@ -166,19 +168,22 @@ impl FastSchema {
         self.plan.nodes.len()
     }
 
-    /// Whether `value` is valid against `target` (a value that runs into an [`EvalLimit`] is
-    /// not).
+    /// Whether `value` is valid against `target` (`false` also for a value whose validation
+    /// runs into an [`EvalLimit`]: [`verdict`](FastSchema::verdict) tells the two apart).
     pub fn is_valid(&self, target: Target, value: &Value) -> bool {
         self.verdict(target, value) == Ok(true)
     }
 
-    /// Whether `value` is valid against `target`, or the limit that stopped the validation.
+    /// Whether `value` is valid against `target`, or the limit that stopped the validation
+    /// before it could decide. A validation that fans out (the same subschema applied to the
+    /// same value by many paths) is decided with each subschema's verdict on each value kept.
     pub fn verdict(&self, target: Target, value: &Value) -> Result<bool, EvalLimit> {
-        let run = |steps| bounded(steps, || eval::valid(&self.plan, target.0, value, 0));
+        let run = || eval::valid(&self.plan, target.0, value, 0);
         // Counting the values costs a walk of its own: only an instance that needs more than
-        // the base budget pays for it.
-        match run(WALK_STEPS_BASE) {
-            Err(EvalLimit::Steps) => run(budget(count_values(value))),
+        // the base budget pays for it (and only one that needs more than its whole budget pays
+        // for the memo).
+        match bounded(WALK_STEPS_BASE, run) {
+            Err(EvalLimit::Steps) => decide(budget(count_values(value)), run),
             other => other,
         }
     }
@@ -237,7 +242,7 @@ impl FastSchema {
             Err(_) => return Some(String::new()),
         }
         let steps = budget(count_values(value));
-        bounded(steps, || {
+        decide(steps, || {
             eval::first_error(&self.plan, target.0, value, "", 0)
         })
         .map_or(Some(String::new()), |e| Some(e.unwrap_or_default()))
@@ -306,7 +311,7 @@ impl Parsed<'_> {
             Inner::Tape { tape, text } => {
                 let v = tape.root(text).pointer(ptr)?;
                 let steps = budget(tape.toks.len());
-                Some(bounded(steps, || eval::valid(&schema.plan, target.0, v, 0)))
+                Some(decide(steps, || eval::valid(&schema.plan, target.0, v, 0)))
             }
             Inner::Value(value) => Some(schema.verdict(target, pointer::resolve(value, ptr)?)),
         }

@@ -593,6 +593,10 @@ impl<'a> Instance<'a> for TapeRef<'a> {
     fn keyed_entries(self) -> TapeKeyedEntries<'a> {
         TapeKeyedEntries(self.entries())
     }
+    #[inline]
+    fn identity(self) -> Option<usize> {
+        Some(self.idx as usize)
+    }
     fn get(self, key: &str) -> Option<TapeRef<'a>> {
         let print = key_print(key);
         let short = key.len() < 8;

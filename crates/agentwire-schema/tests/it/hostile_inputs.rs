@@ -286,7 +286,7 @@ fn a_chain_of_applicators_deeper_than_the_limit_is_refused_with_its_code() {
         assert_eq!(found[0].2, "validate.depth-limit");
         assert_eq!(
             found[0].3,
-            "the schema nests deeper than 1024 levels of applicators on this value; it is not accepted"
+            "the schema nests deeper than 1024 levels of applicators on this value; whether it is valid is not decided"
         );
     }
     // Under the limit the same chain decides.
@@ -322,20 +322,54 @@ fn allof_fan_out_reports_each_issue_once() {
     );
 }
 
+/// Issue 35: past the walk budget of a plain walk, the plan keeps each subschema's verdict on
+/// each value, so `"x"` under 2^30 paths is decided valid, not refused. An invalid value is
+/// decided invalid the same way; its full report (whose walk visits every path) is over the
+/// budget, so it is one issue at the first error.
 #[test]
-fn allof_fan_out_past_the_walk_budget_stops_with_its_code() {
-    for depth in [22, 40] {
+fn allof_fan_out_is_decided_whatever_its_depth() {
+    for depth in [22, 30, 40] {
         let v = fan_out(depth);
-        for instance in [json!("x"), json!(5)] {
-            let found = issues(&v, &instance);
-            assert_eq!(found.len(), 1, "{depth} {instance}");
-            assert_eq!(found[0].2, "validate.walk-budget");
+        assert!(issues(&v, &json!("x")).is_empty(), "{depth}");
+        assert!(v.validate_bytes(b"\"x\"").is_empty(), "{depth}");
+        let mut tape = agentwire_schema::fast::Tape::new();
+        assert!(
+            v.validate_bytes_in(b"\"x\"", &mut tape).is_empty(),
+            "{depth}"
+        );
+        let message = "the value is invalid; listing its issues takes more steps than the budget (the report visits every branch of applicators that fan out), so the first error alone is located";
+        for instance in [json!(5), json!({"a": [1, "x"]})] {
             assert_eq!(
-                found[0].3,
-                "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted"
+                issues(&v, &instance),
+                [one("", "", "validate.report-budget", message)],
+                "{depth} {instance}"
             );
         }
     }
+    // Inside a message, the first error is located where it is.
+    let mut defs = serde_json::Map::new();
+    for i in 0..30 {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+        );
+    }
+    defs.insert("d30".to_owned(), json!({"type": "string"}));
+    let v = doc(json!({
+        "$defs": defs,
+        "type": "object",
+        "properties": {"name": {"$ref": "#/$defs/d0"}}
+    }))
+    .validator()
+    .unwrap();
+    assert!(issues(&v, &json!({"name": "x"})).is_empty());
+    let found = issues(&v, &json!({"name": 7}));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].0.as_str(), found[0].2),
+        ("/name", "validate.report-budget")
+    );
 }
 
 /// A document the compiled plan does not take (`unevaluatedProperties` at the end of the
@@ -372,7 +406,7 @@ fn allof_fan_out_without_a_plan_stops_with_the_same_code() {
                     "",
                     "",
                     "validate.walk-budget",
-                    "checking this value against the schema takes more steps than the budget (its applicators fan out); it is not accepted"
+                    "checking this value against the schema takes more steps than the budget (its applicators fan out); whether it is valid is not decided"
                 )],
                 "{depth} {instance}"
             );

@@ -270,3 +270,60 @@ fn ajv_gives_the_same_verdicts() {
         }
     }
 }
+
+/// The report of an invalid frame is made by the engine of the branch its `type` selects (the
+/// root is a tagged `oneOf` and nothing else); it must be the report the union's own engine
+/// gives. The same document with a `type` assertion that never fails beside the root `oneOf`
+/// is reported through the union, and both reports agree on generated frames broken in one
+/// place, on frames with an unknown or missing tag, and on values that are not objects.
+#[test]
+fn a_report_through_the_tags_branch_equals_the_report_through_the_union() {
+    use agentwire_schema::fast::sample::{Generator, Rng, Size, mutate};
+
+    let doc = schema();
+    let tagged = doc.validator().unwrap();
+    let mut whole = doc.value().clone();
+    whole["type"] = json!(["object", "array", "string", "number", "boolean", "null"]);
+    let whole = SchemaDocument::from_value(whole)
+        .unwrap()
+        .validator()
+        .unwrap();
+    let generator = Generator::new(&doc, Size::Small);
+    let mut rng = Rng::new(0x7a9);
+    let mut frames: Vec<Value> = Vec::new();
+    for name in [
+        "ConnectParams",
+        "ChatSendParams",
+        "HelloOk",
+        "TickEvent",
+        "ChatEvent",
+    ] {
+        let part = generator.instance(&doc.definition_pointer(name).unwrap(), &mut rng);
+        frames.extend([
+            json!({"type": "req", "id": "r1", "method": "connect", "params": part.clone()}),
+            json!({"type": "res", "id": "r1", "ok": true, "payload": part.clone()}),
+            json!({"type": "event", "event": "chat", "payload": part, "seq": 3}),
+        ]);
+    }
+    let mut reported = 0;
+    for frame in &frames {
+        for _ in 0..40 {
+            let broken = mutate(frame, &mut rng);
+            let issues = tagged.validate(&broken);
+            assert_eq!(issues, whole.validate(&broken), "{broken}");
+            reported += usize::from(!issues.is_empty());
+        }
+    }
+    assert!(reported > 200, "only {reported} broken frames were invalid");
+    for odd in [
+        json!({"type": "request", "id": "r1"}),
+        json!({"id": "r1"}),
+        json!({"type": 7}),
+        json!([1, 2]),
+        json!("req"),
+    ] {
+        let issues = tagged.validate(&odd);
+        assert!(!issues.is_empty(), "{odd}");
+        assert_eq!(issues, whole.validate(&odd), "{odd}");
+    }
+}

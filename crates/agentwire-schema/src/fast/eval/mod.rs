@@ -3,7 +3,7 @@
 //! in AJV's evaluation order. All are generic over [`Instance`], so parsed values and the parse
 //! tape share one evaluator.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 
 use serde_json::Value;
@@ -35,8 +35,12 @@ pub const WALK_STEPS_BASE: u64 = 1_000_000;
 /// Evaluation steps allowed per value of the instance, beyond [`WALK_STEPS_BASE`].
 pub const WALK_STEPS_PER_VALUE: u64 = 1_000;
 
-/// A bound a validation ran into before it could decide: the instance is then invalid (a value
-/// that cannot be checked is not accepted).
+/// Verdicts a memoised validation keeps at most (one per subschema and value it evaluated); past
+/// it, further subschemas are evaluated without being kept. About 32 MiB of table.
+pub const MAX_MEMO_ENTRIES: usize = 1 << 20;
+
+/// A bound a validation ran into before it could decide: the instance is then neither valid
+/// nor invalid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EvalLimit {
@@ -62,6 +66,12 @@ thread_local! {
     static STEPS_LEFT: Cell<u64> = const { Cell::new(u64::MAX) };
     /// The first limit the validation running on this thread ran into.
     static LIMIT_HIT: Cell<Option<EvalLimit>> = const { Cell::new(None) };
+    /// Whether the validation running on this thread keeps its verdicts in [`MEMO`].
+    static MEMO_ON: Cell<bool> = const { Cell::new(false) };
+    /// The verdict of each subschema (after `$ref` chains) on each value it was applied to, in
+    /// the memoised validation running on this thread.
+    static MEMO: RefCell<ahash::AHashMap<(NodeId, usize), bool>> =
+        RefCell::new(ahash::AHashMap::new());
 }
 
 /// The step budget of a validation of an instance of `values` values.
@@ -107,6 +117,55 @@ pub(crate) fn bounded<T>(steps: u64, f: impl FnOnce() -> T) -> Result<T, EvalLim
         Some(limit) => Err(limit),
         None => Ok(answer),
     }
+}
+
+/// [`bounded`], deciding what fans out: when the plain run spends its budget, the validation
+/// runs again with every subschema's verdict on each value kept and reused. The plan has no
+/// keyword whose verdict depends on annotations of other subschemas (`unevaluated*` is not
+/// compiled), so a subschema applied to one value always gives the same verdict, and an `allOf`
+/// of two references to the next level, 30 levels deep, takes two steps a level instead of
+/// 2^30. Only a run that spends its budget pays for the table.
+pub(crate) fn decide<T>(steps: u64, f: impl Fn() -> T) -> Result<T, EvalLimit> {
+    match bounded(steps, &f) {
+        Err(EvalLimit::Steps) => memoised(steps, f),
+        other => other,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn memoised<T>(steps: u64, f: impl Fn() -> T) -> Result<T, EvalLimit> {
+    let outer_on = MEMO_ON.replace(true);
+    let outer = MEMO.take();
+    let answer = bounded(steps, f);
+    MEMO_ON.set(outer_on);
+    MEMO.set(outer);
+    answer
+}
+
+/// [`evaluate`] through the memo of the running validation.
+#[cold]
+#[inline(never)]
+fn remembered<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, id: usize, depth: u32) -> bool {
+    if let Some(known) = MEMO.with_borrow(|memo| memo.get(&(node, id)).copied()) {
+        return known;
+    }
+    let verdict = evaluate(plan, node, i, depth);
+    // A verdict reached after a limit was hit means nothing (the run's answer is the limit).
+    if LIMIT_HIT.get().is_none() {
+        MEMO.with_borrow_mut(|memo| {
+            if memo.len() < MAX_MEMO_ENTRIES {
+                memo.insert((node, id), verdict);
+            }
+        });
+    }
+    verdict
+}
+
+/// Whether the running validation is memoised and already knows `node`'s verdict on `i`
+/// (the failure path looks no further into a subschema that holds).
+fn known_valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) -> bool {
+    MEMO_ON.get() && i.identity().is_some() && valid(plan, node, i, depth)
 }
 
 #[inline]
@@ -188,6 +247,7 @@ impl Seen {
 }
 
 /// The verdict of `node` on `i`, stopping at the first failure.
+#[inline]
 pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) -> bool {
     // A node that is a `$ref` alone is its target: go there directly. The hops take no stack,
     // so they take no depth either.
@@ -195,6 +255,16 @@ pub(crate) fn valid<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth:
     if !step(depth) {
         return false;
     }
+    if MEMO_ON.get()
+        && let Some(id) = i.identity()
+    {
+        return remembered(plan, node, i, id, depth);
+    }
+    evaluate(plan, node, i, depth)
+}
+
+/// [`valid`] of a node that is not a `$ref` alone, its step taken.
+fn evaluate<'a, I: Instance<'a>>(plan: &Plan, node: NodeId, i: I, depth: u32) -> bool {
     let n = &plan.nodes[node as usize];
     if n.types & type_bits(i) == 0 {
         return false;
@@ -557,6 +627,10 @@ impl<'a> Instance<'a> for KeyInstance<'a> {
         std::iter::empty()
     }
     fn get(self, _key: &str) -> Option<Self> {
+        None
+    }
+    fn identity(self) -> Option<usize> {
+        // A name is checked by `propertyNames` once per member: nothing to share.
         None
     }
 }

@@ -96,6 +96,9 @@ pub(crate) fn first_error<'a, I: Instance<'a>>(
     path: &str,
     depth: u32,
 ) -> Option<String> {
+    if known_valid(plan, node, i, depth) {
+        return None;
+    }
     let node = plan.alias[node as usize];
     if !step(depth) {
         return Some(path.to_owned());
