@@ -72,16 +72,17 @@ if [[ "${CI:-}" == "true" ]]; then
 
   tmp_root="${TMPDIR:-/tmp}"
   # A run killed with SIGKILL (or a machine that went down) could not remove its folder: remove
-  # those whose run is gone.
+  # ours whose run is gone.
   for stale in "$tmp_root"/agentwire-test.*; do
-    [[ -f "$stale/pid" ]] || continue
+    [[ -O "$stale" && -f "$stale/pid" ]] || continue
     pid="$(cat "$stale/pid" 2>/dev/null || true)"
     if [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
       printf 'test.sh: removing %s, left by an earlier run that did not finish\n' "$stale"
-      rm -rf "$stale"
+      rm -rf "$stale" || true
     fi
   done
   work="$(mktemp -d "$tmp_root/agentwire-test.XXXXXX")"
+  printf '%s\n' "$$" >"$work/pid"
   cleanup() {
     local status=$?
     # Child processes of the tests (a PostgreSQL server stopping) may still be writing for a
@@ -95,7 +96,6 @@ if [[ "${CI:-}" == "true" ]]; then
   trap 'exit 129' HUP
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  printf '%s\n' "$$" >"$work/pid"
   # The tests' PostgreSQL server runs as the postgres user when the tests run as root: it must
   # reach its data folder under the tests' TMPDIR.
   chmod 755 "$work"
