@@ -17,7 +17,7 @@ cd "$repo_root"
 
 # What a run from nothing needs, measured (docs/testing.md gives the parts), with a margin for
 # the tests' stores and the machine's other users.
-min_free_gib="${AGENTWIRE_MIN_FREE_GIB:-6}"
+min_free_gib="${AGENTWIRE_MIN_FREE_GIB:-4}"
 fuzz_seconds="${AGENTWIRE_FUZZ_SECONDS:-10}"
 
 failed=()
