@@ -478,3 +478,183 @@ fn files_are_listed_in_name_order() {
         .collect();
     assert_eq!(names, ["a.json", "b.json"]);
 }
+
+/// `scripts/test.sh` itself: its temporary build folders, its leftovers check, its disk check.
+mod test_command {
+    #![allow(clippy::expect_used)]
+
+    use agentwire_testkit::{repo_root, run_ok};
+
+    /// A copy of `scripts/test.sh` in a scratch repository whose installer and fuzz script do
+    /// nothing and whose `cargo` is a stub: `STUB_BUILD` says whether `cargo build` succeeds, and
+    /// `cargo test` leaves a file in the clone and one in its `TMPDIR`. Every `cargo` call writes a
+    /// file into its `CARGO_TARGET_DIR` and logs that folder.
+    struct ScriptSandbox {
+        root: tempfile::TempDir,
+    }
+
+    impl ScriptSandbox {
+        fn new() -> ScriptSandbox {
+            let root = tempfile::tempdir().expect("temp dir");
+            let repo = root.path().join("repo");
+            let scripts = repo.join("scripts");
+            std::fs::create_dir_all(&scripts).expect("mkdir scripts");
+            std::fs::copy(repo_root().join("scripts/test.sh"), scripts.join("test.sh"))
+                .expect("copy test.sh");
+            for stub in ["install-test-tools.sh", "fuzz.sh"] {
+                write_executable(&scripts.join(stub), "#!/bin/sh\nexit 0\n");
+            }
+            std::fs::create_dir_all(root.path().join("shared/peers")).expect("mkdir shared");
+            std::fs::create_dir_all(root.path().join("bin")).expect("mkdir bin");
+            write_executable(
+                &root.path().join("bin/cargo"),
+                "#!/bin/sh\n\
+                 echo \"$CARGO_TARGET_DIR\" >>\"$STUB_LOG\"\n\
+                 mkdir -p \"$CARGO_TARGET_DIR\" && echo built >\"$CARGO_TARGET_DIR/$1.out\"\n\
+                 case \"$1\" in\n\
+                   build) [ \"$STUB_BUILD\" = ok ] ;;\n\
+                   test) echo stray >left-behind.txt; echo stray >\"$TMPDIR/stray\" ;;\n\
+                 esac\n",
+            );
+            std::fs::create_dir_all(root.path().join("tmp")).expect("mkdir tmp");
+            std::fs::write(repo.join(".gitignore"), "/.tools/\n").expect("write .gitignore");
+            let git = |args: &[&str]| {
+                run_ok(
+                    std::process::Command::new("git")
+                        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                        .args(args)
+                        .current_dir(&repo),
+                )
+            };
+            git(&["init", "-q"]);
+            git(&["add", "."]);
+            git(&["commit", "-q", "-m", "scratch"]);
+            ScriptSandbox { root }
+        }
+
+        fn path(&self, rel: &str) -> std::path::PathBuf {
+            self.root.path().join(rel)
+        }
+
+        fn run(&self, build: &str) -> std::process::Output {
+            let path = format!(
+                "{}:{}",
+                self.path("bin").display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            std::process::Command::new("bash")
+                .arg(self.path("repo/scripts/test.sh"))
+                .env("CI", "true")
+                .env("PATH", path)
+                .env("TMPDIR", self.path("tmp"))
+                .env("AGENTWIRE_MIN_FREE_GIB", "0")
+                .env("STUB_LOG", self.path("cargo.log"))
+                .env("STUB_BUILD", build)
+                .env_remove("CARGO_TARGET_DIR")
+                .env_remove("AGENTWIRE_SHARED_DIR")
+                .current_dir(self.path("repo"))
+                .output()
+                .expect("run test.sh")
+        }
+
+        fn build_folders(&self) -> Vec<String> {
+            let log = std::fs::read_to_string(self.path("cargo.log")).expect("cargo.log");
+            let mut folders: Vec<String> = log.lines().map(str::to_owned).collect();
+            folders.dedup();
+            folders
+        }
+
+        fn tmp_entries(&self) -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(self.path("tmp"))
+                .expect("read tmp")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        }
+    }
+
+    fn write_executable(path: &std::path::Path, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, text).expect("write stub");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod stub");
+    }
+
+    #[test]
+    fn the_test_command_in_ci_removes_its_build_folder_when_the_build_fails() {
+        let sandbox = ScriptSandbox::new();
+        // An earlier run killed with SIGKILL: its process is gone, its folder is not.
+        let stale = sandbox.path("tmp/agentwire-test.stale");
+        std::fs::create_dir_all(stale.join("target")).expect("mkdir stale");
+        let mut gone = std::process::Command::new("true").spawn().expect("spawn");
+        let gone_pid = gone.id();
+        gone.wait().expect("wait");
+        std::fs::write(stale.join("pid"), format!("{gone_pid}\n")).expect("write pid");
+
+        let out = sandbox.run("fails");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("FAILED: cargo build --workspace --all-targets"),
+            "{stderr}"
+        );
+        let folders = sandbox.build_folders();
+        assert_eq!(
+            folders.len(),
+            1,
+            "one build folder for every step: {folders:?}"
+        );
+        assert!(
+            folders[0].starts_with(&format!(
+                "{}/agentwire-test.",
+                sandbox.path("tmp").display()
+            )),
+            "the build goes to a temporary folder outside the clone: {folders:?}"
+        );
+        assert_eq!(
+            sandbox.tmp_entries(),
+            Vec::<String>::new(),
+            "the run's own folder and the stale one are removed"
+        );
+    }
+
+    #[test]
+    fn the_test_command_fails_naming_what_the_tests_left_behind() {
+        let sandbox = ScriptSandbox::new();
+        let out = sandbox.run("ok");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("the run changed or left in the clone")
+                && stderr.contains("left-behind.txt"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("the tests left in their temporary folder") && stderr.contains("stray"),
+            "{stderr}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("test.sh: step times:"), "{stdout}");
+        assert_eq!(sandbox.tmp_entries(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_test_command_fails_at_once_when_the_disk_is_too_full() {
+        let sandbox = ScriptSandbox::new();
+        let out = std::process::Command::new("bash")
+            .arg(sandbox.path("repo/scripts/test.sh"))
+            .env("CI", "true")
+            .env("TMPDIR", sandbox.path("tmp"))
+            // More than any disk holds.
+            .env("AGENTWIRE_MIN_FREE_GIB", "1000000000")
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("AGENTWIRE_SHARED_DIR")
+            .output()
+            .expect("run test.sh");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("free on the disk that holds"), "{stderr}");
+        assert!(!sandbox.path("cargo.log").exists(), "nothing was built");
+        assert_eq!(sandbox.tmp_entries(), Vec::<String>::new());
+    }
+}

@@ -10,7 +10,9 @@ use serde_json::Value;
 #[test]
 fn html_view_renders_in_chromium_without_errors() {
     agentwire_testkit::require_chromium();
-    let out_dir = agentwire_testkit::repo_root().join("target/tests-out/runlog");
+    // In the build's own scratch folder: kept for a look at the page and its screenshot, gone
+    // with the build folder (never in the clone itself).
+    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("runlog-html");
     std::fs::create_dir_all(&out_dir).expect("output folder");
     let page = out_dir.join("approval-pending.html");
     let screenshot = out_dir.join("approval-pending.png");
