@@ -181,8 +181,9 @@ impl Subscription {
     ///
     /// # Errors
     /// [`RuntimeError::Stopped`] once the runtime stopped publishing to it; a log error while
-    /// missed events were read back (the thread is then no longer caught up: its later events
-    /// are delivered as they come).
+    /// missed events were read back: `events.expired` when they were trimmed first (the
+    /// thread then goes on from the oldest event the log holds), any other once (its later
+    /// events are then delivered as they come).
     pub async fn recv(&mut self) -> Result<Published, RuntimeError> {
         loop {
             if let Some(published) = self.replayed.pop_front() {
@@ -268,6 +269,15 @@ impl Subscription {
             Err(RuntimeError::ThreadNotFound(_))
             | Err(RuntimeError::Log(agentwire_events::Error::ThreadDeleted { .. })) => {
                 return Ok(());
+            }
+            // Trimmed before it could be read back: the caller is told, and the thread goes on
+            // from the oldest event the log still holds.
+            Err(RuntimeError::Log(agentwire_events::Error::Expired { low_watermark, .. })) => {
+                self.catching_up.insert(thread_id.clone(), low_watermark);
+                return Err(RuntimeError::Log(agentwire_events::Error::Expired {
+                    thread: thread_id,
+                    low_watermark,
+                }));
             }
             Err(error) => return Err(error),
         };

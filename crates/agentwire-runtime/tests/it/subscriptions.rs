@@ -408,3 +408,66 @@ async fn the_first_answer_wins_and_an_answer_of_another_kind_fails_closed() {
     };
     assert_eq!(event.event.kind(), "turn.failed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_whose_missed_events_were_trimmed_is_told_and_goes_on_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = RuntimeConfig {
+        subscriber_queue_bytes: 1024,
+        ..RuntimeConfig::default()
+    };
+    let runtime = runtime(&dir, config).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut reader = runtime.subscribe_thread(&thread).await.unwrap();
+    let mut stalled = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime
+        .start_turn(&thread, "first", input("/burst 200"))
+        .await
+        .unwrap();
+    let first = durable_until_turn_end(&mut reader, &thread).await;
+    let head = first.last().unwrap().0 + 1;
+    // Everything the checkpoint at the turn's end covers goes.
+    let log_thread = agentwire_events::ThreadId::new(thread.clone()).unwrap();
+    let retention = agentwire_events::Retention {
+        max_records: 0,
+        ..agentwire_events::Retention::default()
+    };
+    let low = tokio::time::timeout(WAIT, async {
+        loop {
+            let trimmed = runtime
+                .log()
+                .trim(&log_thread, &retention, std::time::SystemTime::now())
+                .await
+                .unwrap();
+            if trimmed.low_watermark == head {
+                return trimmed.low_watermark;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the turn's end was checkpointed");
+    // The stalled subscriber reads what its queue held, then is told the rest is gone.
+    let error = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Err(error) = stalled.recv().await {
+                return error;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(error.code(), "runtime.log");
+    assert!(matches!(
+        error,
+        RuntimeError::Log(agentwire_events::Error::Expired { low_watermark, .. }) if low_watermark == low
+    ));
+    // It goes on with the thread's next events, from the log's oldest.
+    runtime
+        .start_turn(&thread, "second", input("hi"))
+        .await
+        .unwrap();
+    let next = durable_until_turn_end(&mut stalled, &thread).await;
+    assert_eq!(next.first(), Some(&(low, "turn.started")));
+    contiguous(&next, low);
+}
