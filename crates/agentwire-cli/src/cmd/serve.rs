@@ -116,6 +116,7 @@ impl RuntimeArgs {
     pub(crate) fn runtime_config(&self) -> RuntimeConfig {
         RuntimeConfig {
             interaction_ttl: Duration::from_secs(self.interaction_timeout),
+            idempotency_entries: usize::try_from(self.idempotency_entries).unwrap_or(usize::MAX),
             ..RuntimeConfig::default()
         }
     }
@@ -124,7 +125,6 @@ impl RuntimeArgs {
         RollFaceConfig {
             max_frame_bytes: self.max_frame_bytes,
             max_page_size: self.max_page_size,
-            idempotency_entries: usize::try_from(self.idempotency_entries).unwrap_or(usize::MAX),
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
             runtime_version: env!("CARGO_PKG_VERSION").to_owned(),
             manifest: serde_json::json!({"agent": self.agent_name()}),

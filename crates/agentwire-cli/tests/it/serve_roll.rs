@@ -1497,3 +1497,26 @@ async fn a_dead_host_leaves_no_runtime_behind_and_its_store_consistent() {
         assert_eq!(next.finish().await.code(), Some(0));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_announced_idempotency_limit_is_the_one_the_runtime_keeps() {
+    let (_dir, path) = store();
+    let mut host = Host::start(&path, &["--idempotency-entries", "2"]).await;
+    let init = host.open("1.5", &HANDLERS).await;
+    assert_eq!(init["limits"]["idempotencyCacheEntries"], 2);
+    let first = uuid();
+    let create = |id: &str| json!({"requestId": id, "title": "kept"});
+    let a = host.call("thread.create", create(&first)).await.unwrap();
+    assert_eq!(
+        host.call("thread.create", create(&first)).await.unwrap(),
+        a,
+        "a retry is answered again"
+    );
+    for _ in 0..2 {
+        host.call("thread.create", create(&uuid())).await.unwrap();
+    }
+    // Two later mutations evicted the first: its retry runs again.
+    let again = host.call("thread.create", create(&first)).await.unwrap();
+    assert_ne!(again["thread"]["id"], a["thread"]["id"]);
+    assert_eq!(host.finish().await.code(), Some(0));
+}

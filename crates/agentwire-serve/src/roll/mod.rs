@@ -16,9 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentwire_jsonrpc::{ErrorObject, Profile};
-use agentwire_roll::constants::{
-    DEFAULT_IDEMPOTENCY_CACHE_ENTRIES, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PAGE_SIZE,
-};
+use agentwire_roll::constants::{DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PAGE_SIZE};
 use agentwire_roll::cursor::Uuid128;
 use agentwire_roll::{CursorKey, EventCursor, ProtocolVersion, RollErrorCode, SUPPORTED_VERSIONS};
 use agentwire_runtime::{AttachmentStore, Runtime};
@@ -35,8 +33,6 @@ pub struct RollFaceConfig {
     pub max_frame_bytes: u64,
     /// The largest page a client may ask for (`limits.maxPageSize`).
     pub max_page_size: u64,
-    /// Completed mutations whose result is kept for retries (`limits.idempotencyCacheEntries`).
-    pub idempotency_entries: usize,
     /// `server.name` of the initialize result.
     pub server_name: String,
     /// `server.version`.
@@ -57,8 +53,6 @@ impl Default for RollFaceConfig {
         RollFaceConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_page_size: DEFAULT_MAX_PAGE_SIZE,
-            idempotency_entries: usize::try_from(DEFAULT_IDEMPOTENCY_CACHE_ENTRIES)
-                .unwrap_or(10_000),
             server_name: "agentwire".to_owned(),
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
             runtime_version: env!("CARGO_PKG_VERSION").to_owned(),

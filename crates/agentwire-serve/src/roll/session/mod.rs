@@ -510,7 +510,7 @@ impl Session {
                 "maxFrameBytes": config.max_frame_bytes,
                 "maxPageSize": config.max_page_size,
                 "eventReplay": version.capabilities().durable_events,
-                "idempotencyCacheEntries": config.idempotency_entries,
+                "idempotencyCacheEntries": self.face.runtime.idempotency().limits().entries,
                 "maxAttachmentBytes": agentwire_roll::constants::MAX_ATTACHMENT_BYTES,
                 "maxAttachmentChunkBytes": agentwire_roll::constants::MAX_ATTACHMENT_CHUNK_BYTES,
                 "maxTurnAttachments": agentwire_roll::constants::MAX_TURN_ATTACHMENTS,
