@@ -27,7 +27,7 @@ pub use cursor::{
 };
 pub use errors::RollErrorCode;
 pub use ids::{InteractionId, JsonRpcId, RequestId};
-pub use methods::{MethodKind, MethodParams, MethodResult, RollMethod, request};
+pub use methods::{MethodKind, MethodParams, MethodResult, RollHandler, RollMethod, request};
 pub use version::{
     Capabilities, Feature, LATEST_VERSION, Method, ProtocolVersion, SUPPORTED_VERSIONS,
     ServerRequestMethod,

@@ -65,7 +65,7 @@ macro_rules! feature_slot {
 macro_rules! roll_methods {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $wire:literal, since $since:ident,
+        $variant:ident($handler:ident) = $wire:literal, since $since:ident,
         $params:ident => $result:ident $(($boxed:ident))?,
         $kind:ident $(, needs $feature:ident)?;
     )+) => {
@@ -128,6 +128,32 @@ macro_rules! roll_methods {
             pub fn method(&self) -> Method {
                 match self { $(MethodParams::$variant(_) => Method::$variant),+ }
             }
+
+            /// Calls the handler's method of these params and types its result: the server's
+            /// one dispatch, generated from the table.
+            ///
+            /// # Errors
+            /// What the handler's method answers.
+            pub async fn dispatch<H: RollHandler>(self, handler: &H) -> Result<MethodResult, H::Error> {
+                Ok(match self {
+                    $(MethodParams::$variant(params) => MethodResult::$variant(handler.$handler(params).await?)),+
+                })
+            }
+        }
+
+        /// The server side of the method table: one method per client request, taking its typed
+        /// params and answering its typed result or the server's error. [`MethodParams::dispatch`]
+        /// calls them.
+        pub trait RollHandler: Sync {
+            /// A refusal, as the server answers it.
+            type Error: Send;
+            $(
+                $(#[$doc])*
+                fn $handler(
+                    &self,
+                    params: $params,
+                ) -> impl std::future::Future<Output = Result<result_slot!($result $($boxed)?), Self::Error>> + Send;
+            )+
         }
 
         /// Typed result of a client request, one variant per method; serializes as the result.
@@ -162,64 +188,64 @@ macro_rules! roll_methods {
 
 roll_methods! {
     /// `initialize`: version negotiation; first and once.
-    Initialize = "initialize", since V1_0,
+    Initialize(initialize) = "initialize", since V1_0,
         InitializeParams => InitializeResult, Other;
     /// `client.capabilities.set`: the server requests the client handles, with a revision.
-    ClientCapabilitiesSet = "client.capabilities.set", since V1_2,
+    ClientCapabilitiesSet(client_capabilities_set) = "client.capabilities.set", since V1_2,
         ClientCapabilitiesSetParams => ClientCapabilitiesSetResult, Other;
     /// `thread.list`: threads, paged.
-    ThreadList = "thread.list", since V1_0,
+    ThreadList(thread_list) = "thread.list", since V1_0,
         ThreadListParams => ThreadListResult, RetryableRead;
     /// `thread.create`.
-    ThreadCreate = "thread.create", since V1_0,
+    ThreadCreate(thread_create) = "thread.create", since V1_0,
         ThreadCreateParams => ThreadCreateResult, Mutation;
     /// `thread.open`: attach to a thread and get its snapshot.
-    ThreadOpen = "thread.open", since V1_0,
+    ThreadOpen(thread_open) = "thread.open", since V1_0,
         ThreadOpenParams => ThreadOpenResult (boxed), Other;
     /// `thread.snapshot`: a thread's state, paged (a recovery projection from 1.3).
-    ThreadSnapshot = "thread.snapshot", since V1_0,
+    ThreadSnapshot(thread_snapshot) = "thread.snapshot", since V1_0,
         ThreadSnapshotParams => ThreadSnapshotResult (boxed), RetryableRead;
     /// `thread.rename`.
-    ThreadRename = "thread.rename", since V1_0,
+    ThreadRename(thread_rename) = "thread.rename", since V1_0,
         ThreadRenameParams => ThreadRenameResult, Mutation;
     /// `thread.delete`.
-    ThreadDelete = "thread.delete", since V1_0,
+    ThreadDelete(thread_delete) = "thread.delete", since V1_0,
         ThreadDeleteParams => ThreadDeleteResult, Mutation;
     /// `thread.detach`: stop receiving a thread's events.
-    ThreadDetach = "thread.detach", since V1_0,
+    ThreadDetach(thread_detach) = "thread.detach", since V1_0,
         ThreadDetachParams => ThreadDetachResult, Mutation;
     /// `thread.capabilities`: what the thread's agent offers.
-    ThreadCapabilities = "thread.capabilities", since V1_0,
+    ThreadCapabilities(thread_capabilities) = "thread.capabilities", since V1_0,
         ThreadCapabilitiesParams => ThreadCapabilitiesResult, RetryableRead;
     /// `runtime.events.resume`: replay strictly after a cursor, then the barrier.
-    RuntimeEventsResume = "runtime.events.resume", since V1_3,
+    RuntimeEventsResume(runtime_events_resume) = "runtime.events.resume", since V1_3,
         RuntimeEventsResumeParams => RuntimeEventsResumeResult, Other;
     /// `turn.start`.
-    TurnStart = "turn.start", since V1_0,
+    TurnStart(turn_start) = "turn.start", since V1_0,
         TurnStartParams => TurnStartResult, Mutation;
     /// `turn.cancel`.
-    TurnCancel = "turn.cancel", since V1_0,
+    TurnCancel(turn_cancel) = "turn.cancel", since V1_0,
         TurnCancelParams => TurnCancelResult, Mutation;
     /// `approval.respond`: the 1.0 write path of approvals (`CAPABILITY_UNAVAILABLE` from 1.1).
-    ApprovalRespond = "approval.respond", since V1_0,
+    ApprovalRespond(approval_respond) = "approval.respond", since V1_0,
         ApprovalRespondParams => ApprovalRespondResult, Mutation;
     /// `operation.get`: one tool operation's view.
-    OperationGet = "operation.get", since V1_0,
+    OperationGet(operation_get) = "operation.get", since V1_0,
         OperationGetParams => OperationGetResult, RetryableRead;
     /// `operation.result.get`: a stored app-output result.
-    OperationResultGet = "operation.result.get", since V1_5,
+    OperationResultGet(operation_result_get) = "operation.result.get", since V1_5,
         OperationResultGetParams => OperationResultGetResult, Other, needs AppOutput;
     /// `attachment.stage`: from a local path or for chunked upload.
-    AttachmentStage = "attachment.stage", since V1_4,
+    AttachmentStage(attachment_stage) = "attachment.stage", since V1_4,
         AttachmentStageParams => AttachmentStageResult, Mutation, needs Attachments;
     /// `attachment.chunk`: one chunk of a chunked upload.
-    AttachmentChunk = "attachment.chunk", since V1_4,
+    AttachmentChunk(attachment_chunk) = "attachment.chunk", since V1_4,
         AttachmentChunkParams => AttachmentChunkResult, Mutation, needs Attachments;
     /// `attachment.commit`: size and sha256 verified.
-    AttachmentCommit = "attachment.commit", since V1_4,
+    AttachmentCommit(attachment_commit) = "attachment.commit", since V1_4,
         AttachmentCommitParams => AttachmentCommitResult, Mutation, needs Attachments;
     /// `attachment.release`.
-    AttachmentRelease = "attachment.release", since V1_4,
+    AttachmentRelease(attachment_release) = "attachment.release", since V1_4,
         AttachmentReleaseParams => AttachmentReleaseResult, Mutation, needs Attachments;
 }
 

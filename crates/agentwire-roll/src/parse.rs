@@ -85,7 +85,7 @@ pub(crate) fn checked<T: DeserializeOwned>(
 ) -> Result<T, ParseError> {
     schema::validate_definition(version, definition, value)
         .map_err(|issues| ParseError::Schema { version, issues })?;
-    serde_json::from_value(value.clone()).map_err(|e| ParseError::Decode(e.to_string()))
+    T::deserialize(value).map_err(|e| ParseError::Decode(e.to_string()))
 }
 
 /// Parses the params of client request `method` under `version`.

@@ -13,7 +13,12 @@ use std::rc::Rc;
 use agentwire_schema::{ProjectError, ProjectErrorKind, ProjectTarget, Projector};
 use serde_json::{Map, Value, json};
 
+use crate::generated::SharedAppOutputDescriptorNotProvided as AppOutputNotProvided;
 use crate::schema::{self, SchemaIssue};
+use crate::types::{
+    ActiveTurnStatus, AppOutputDescriptor, InitializeResult, MessagePart, OperationView,
+    ThreadSnapshot,
+};
 use crate::version::{Feature, Method, ProtocolVersion, ServerRequestMethod};
 
 /// Why a value could not be projected.
@@ -75,58 +80,75 @@ fn not_provided() -> Value {
     json!({"status": "not_provided"})
 }
 
-/// An operation view for `to`: 1.5 requires `appOutput` (added as `not_provided` when
-/// missing); older versions do not have it.
-pub fn project_operation_view(view: &Value, to: ProtocolVersion) -> Value {
-    let mut view = view.clone();
-    if let Value::Object(map) = &mut view {
-        if to >= ProtocolVersion::V1_5 {
-            map.entry("appOutput").or_insert_with(not_provided);
-        } else {
-            map.remove("appOutput");
-        }
-    }
+/// An operation view for `to`: 1.5 requires `appOutput` (`not_provided` when the tool
+/// declared none); older versions do not have it.
+pub fn project_operation(mut view: OperationView, to: ProtocolVersion) -> OperationView {
+    view.app_output = (to >= ProtocolVersion::V1_5).then(|| {
+        view.app_output
+            .take()
+            .unwrap_or(AppOutputDescriptor::NotProvided(AppOutputNotProvided {}))
+    });
     view
 }
 
-/// A thread snapshot (full or recovery) for `to`.
-pub fn project_thread_snapshot(snapshot: &Value, to: ProtocolVersion) -> Value {
-    let Value::Object(source) = snapshot else {
-        return snapshot.clone();
-    };
-    let mut out = source.clone();
-    if let Some(Value::Array(items)) = out.get_mut("operations").and_then(|o| o.get_mut("items")) {
-        for item in items.iter_mut() {
-            *item = project_operation_view(item, to);
-        }
-    }
-    let mut out = Value::Object(out);
-    keep_text_parts(&mut out, to);
-    let Value::Object(mut out) = out else {
-        return out;
-    };
+/// [`project_operation`] of an operation view given as a value; a value that is not an
+/// operation view is returned as it is.
+pub fn project_operation_view(view: &Value, to: ProtocolVersion) -> Value {
+    through_typed(view, |typed| project_operation(typed, to))
+}
+
+/// A thread snapshot (full or recovery) for `to`: the operation views of `to`
+/// ([`project_operation`]); text parts only before 1.4; before 1.3 no cursor and no recovery
+/// marker (a recovery snapshot becomes an ordinary one); before 1.2 no `pendingInteractions`,
+/// and an active turn waiting for the user is `running`.
+pub fn project_snapshot(mut snapshot: ThreadSnapshot, to: ProtocolVersion) -> ThreadSnapshot {
+    let operations = std::mem::take(&mut snapshot.operations.items);
+    snapshot.operations.items = operations
+        .into_iter()
+        .map(|view| project_operation(view, to))
+        .collect();
+    keep_parts_of(&mut snapshot, to);
     if to < ProtocolVersion::V1_3 {
-        // Rebuilt from the keys 1.2 has, so a recovery snapshot becomes an ordinary one.
-        const KEEP: [&str; 7] = [
-            "thread",
-            "messages",
-            "operations",
-            "activeTurn",
-            "pendingApprovals",
-            "pendingInteractions",
-            "transcriptCompleteness",
-        ];
-        out.retain(|key, _| KEEP.contains(&key.as_str()));
+        snapshot.event_cursor = None;
+        snapshot.recovery_projection = None;
     }
     if to < ProtocolVersion::V1_2 {
-        out.remove("pendingInteractions");
-        if let Some(status) = out.get_mut("activeTurn").and_then(|t| t.get_mut("status"))
-            && status == "waiting-for-user"
+        snapshot.pending_interactions = None;
+        if let Some(turn) = &mut snapshot.active_turn
+            && turn.status == ActiveTurnStatus::WaitingForUser
         {
-            *status = Value::String("running".into());
+            turn.status = ActiveTurnStatus::Running;
         }
     }
-    Value::Object(out)
+    snapshot
+}
+
+/// Drops the message parts `to` does not have (before 1.4, every part but text).
+fn keep_parts_of(snapshot: &mut ThreadSnapshot, to: ProtocolVersion) {
+    if to < ProtocolVersion::V1_4 {
+        for message in &mut snapshot.messages.items {
+            message
+                .parts
+                .retain(|part| matches!(part, MessagePart::Text { .. }));
+        }
+    }
+}
+
+/// [`project_snapshot`] of a snapshot given as a value; a value that is not a snapshot is
+/// returned as it is.
+pub fn project_thread_snapshot(snapshot: &Value, to: ProtocolVersion) -> Value {
+    through_typed(snapshot, |typed| project_snapshot(typed, to))
+}
+
+/// `rule` applied to `value` read as a `T` and written back; `value` itself when it is not one.
+fn through_typed<T: serde::Serialize + serde::de::DeserializeOwned>(
+    value: &Value,
+    rule: impl FnOnce(T) -> T,
+) -> Value {
+    match T::deserialize(value) {
+        Ok(typed) => serde_json::to_value(rule(typed)).unwrap_or_else(|_| value.clone()),
+        Err(_) => value.clone(),
+    }
 }
 
 /// A `runtime.event` envelope for `to`.
@@ -223,18 +245,37 @@ pub fn project_server_request_cancel_params(
     Ok(Value::Object(out))
 }
 
-/// An `initialize` result for `to`: version relabelled, features and `limits` keys of `to` only,
-/// `eventReplay` as `to` defines it.
-pub fn project_initialize_result(result: &Value, to: ProtocolVersion) -> Value {
-    let mut out = result.clone();
-    if let Value::Object(map) = &mut out {
-        map.insert("protocolVersion".into(), Value::String(to.as_str().into()));
-        if let Some(Value::Object(limits)) = map.get_mut("limits") {
-            limits.retain(|key, _| to.limits_keys().contains(&key.as_str()));
+/// An `initialize` result for `to`: version relabelled, the features `to` has (a feature is a
+/// claim, so one `to` does not know is left out rather than refused), the `limits` keys of `to`
+/// only, and `eventReplay` as `to` defines it.
+pub fn project_initialize(mut result: InitializeResult, to: ProtocolVersion) -> InitializeResult {
+    result.protocol_version = to.as_str().to_owned();
+    result
+        .features
+        .retain(|f| Feature::from_wire(f.as_str()).is_some_and(|f| f.is_available(to)));
+    let keys = to.limits_keys();
+    let limits = &mut result.limits;
+    limits.event_replay = to.capabilities().durable_events;
+    for (key, value) in [
+        ("maxAttachmentBytes", &mut limits.max_attachment_bytes),
+        (
+            "maxAttachmentChunkBytes",
+            &mut limits.max_attachment_chunk_bytes,
+        ),
+        ("maxTurnAttachments", &mut limits.max_turn_attachments),
+        ("maxStagedAttachments", &mut limits.max_staged_attachments),
+    ] {
+        if !keys.contains(&key) {
+            *value = None;
         }
     }
-    initialize_result(&mut out, to);
-    out
+    result
+}
+
+/// [`project_initialize`] of a result given as a value; a value that is not one is returned as
+/// it is.
+pub fn project_initialize_result(result: &Value, to: ProtocolVersion) -> Value {
+    through_typed(result, |typed| project_initialize(typed, to))
 }
 
 /// Projects whole Roll messages of one version down to another: the generic schema-driven
@@ -493,8 +534,10 @@ mod hooks {
             if to < ProtocolVersion::V1_3 && result.get("recoveryProjection").is_some() {
                 return Ok(Prepared::Projected(project_thread_snapshot(result, to)));
             }
-            let mut out = result.clone();
-            keep_text_parts(&mut out, to);
+            let out = through_typed(result, |mut snapshot: ThreadSnapshot| {
+                keep_parts_of(&mut snapshot, to);
+                snapshot
+            });
             return Ok(Prepared::Walk(out));
         }
         if is("initializeResult") {
@@ -519,46 +562,5 @@ mod hooks {
             return Err(unsupported(format!("a result of {first}"), to));
         }
         Ok(Prepared::Walk(result.clone()))
-    }
-}
-
-/// Below 1.4 a message part is text only: the other parts are dropped (a part is content, and
-/// a transcript without the attachment still says what was written). The annotations can strip
-/// a property but not drop array members.
-fn keep_text_parts(snapshot: &mut Value, to: ProtocolVersion) {
-    if to >= ProtocolVersion::V1_4 {
-        return;
-    }
-    if let Some(Value::Array(messages)) = snapshot
-        .get_mut("messages")
-        .and_then(|m| m.get_mut("items"))
-    {
-        for message in messages.iter_mut() {
-            if let Some(Value::Array(parts)) = message.get_mut("parts") {
-                parts.retain(|part| part.get("type") == Some(&Value::String("text".into())));
-            }
-        }
-    }
-}
-
-/// The `initialize` result's features are what `to` has (a feature is a claim, so one `to` does
-/// not know is left out rather than refused), and `limits.eventReplay` says whether `to` replays
-/// events: values, not shapes, which the annotations do not rewrite.
-fn initialize_result(result: &mut Value, to: ProtocolVersion) {
-    let Value::Object(map) = result else {
-        return;
-    };
-    if let Some(Value::Array(features)) = map.get_mut("features") {
-        features.retain(|f| {
-            f.as_str()
-                .and_then(Feature::from_wire)
-                .is_some_and(|f| f.is_available(to))
-        });
-    }
-    if let Some(Value::Object(limits)) = map.get_mut("limits") {
-        limits.insert(
-            "eventReplay".into(),
-            Value::Bool(to.capabilities().durable_events),
-        );
     }
 }

@@ -2,12 +2,17 @@
 //! attachments, answered `CAPABILITY_UNAVAILABLE` when the runtime keeps none.
 
 use agentwire_jsonrpc::ErrorObject;
-use agentwire_roll::{Method, RollErrorCode};
+use agentwire_roll::RollErrorCode;
+use agentwire_roll::ids::ThreadId;
+use agentwire_roll::types::{
+    AttachmentChunkParams, AttachmentChunkResult, AttachmentCommitResult, AttachmentParams,
+    AttachmentReleaseResult, AttachmentSource, AttachmentStageParams, AttachmentStageResult,
+};
 use agentwire_runtime::{AttachmentError, AttachmentStore, StageRequest, StageSource};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::super::{roll_error, wire};
-use super::{Answer, Session, str_param};
+use super::Session;
 
 /// The Roll code of the attachment errors that have one of their own: one each.
 fn roll_code(error: &AttachmentError) -> Option<RollErrorCode> {
@@ -51,74 +56,107 @@ impl Session {
         )
     }
 
-    pub(super) async fn attachment(&self, method: Method, params: &Value) -> Answer {
+    /// The store, after checking that `thread_id` is served (attachments belong to a thread).
+    fn store_of(&self, thread_id: &ThreadId) -> Result<&AttachmentStore, ErrorObject> {
         let store = self.attachment_store()?;
-        let thread_id = str_param(params, "threadId");
-        // Attachments belong to a served thread.
-        self.ensure_thread(thread_id)?;
-        let attachment_id = str_param(params, "attachmentId");
-        match method {
-            Method::AttachmentStage => {
-                let source = match (str_param(params, "source"), params.get("sourcePath")) {
-                    ("local-path", Some(Value::String(path))) => {
-                        StageSource::LocalPath(std::path::PathBuf::from(path))
-                    }
-                    ("chunks", None) => StageSource::Chunks,
-                    _ => {
-                        return Err(self.err(
-                            RollErrorCode::INVALID_PARAMS,
-                            "source local-path needs sourcePath; source chunks forbids it",
-                        ));
-                    }
-                };
-                let request = StageRequest {
-                    file_name: str_param(params, "fileName").to_owned(),
-                    media_type: str_param(params, "mediaType").to_owned(),
-                    bytes: params.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-                    sha256: str_param(params, "sha256").to_owned(),
-                    source,
-                };
-                let staged = store
-                    .stage(thread_id, request)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                let mut out =
-                    json!({"attachmentId": staged.attachment_id, "state": staged.state.as_str()});
-                if let Some(descriptor) = &staged.descriptor {
-                    out["descriptor"] = wire::attachment_descriptor(descriptor);
-                }
-                Ok(out)
+        self.ensure_thread(thread_id.as_str())?;
+        Ok(store)
+    }
+
+    pub(super) async fn attachment_stage(
+        &self,
+        params: AttachmentStageParams,
+    ) -> Result<AttachmentStageResult, ErrorObject> {
+        let store = self.store_of(&params.thread_id)?;
+        let source = match (params.source, params.source_path) {
+            (AttachmentSource::LocalPath, Some(path)) => {
+                StageSource::LocalPath(std::path::PathBuf::from(path))
             }
-            Method::AttachmentChunk => {
-                use base64::Engine as _;
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(str_param(params, "dataBase64"))
-                    .map_err(|e| {
-                        self.err(RollErrorCode::INVALID_PARAMS, format!("dataBase64: {e}"))
-                    })?;
-                let sequence = params.get("sequence").and_then(Value::as_u64).unwrap_or(0);
-                let progress = store
-                    .chunk(thread_id, attachment_id, sequence, &data)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                Ok(
-                    json!({"receivedBytes": progress.received_bytes, "nextSequence": progress.next_sequence}),
-                )
-            }
-            Method::AttachmentCommit => {
-                let descriptor = store
-                    .commit(thread_id, attachment_id)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                Ok(json!({"descriptor": wire::attachment_descriptor(&descriptor)}))
-            }
+            (AttachmentSource::Chunks, None) => StageSource::Chunks,
             _ => {
-                let released = store
-                    .release(thread_id, attachment_id)
-                    .await
-                    .map_err(|e| self.attachment_error(&e))?;
-                Ok(json!({"released": released}))
+                return Err(self.err(
+                    RollErrorCode::INVALID_PARAMS,
+                    "source local-path needs sourcePath; source chunks forbids it",
+                ));
             }
-        }
+        };
+        let request = StageRequest {
+            file_name: params.file_name,
+            media_type: params.media_type.as_str().to_owned(),
+            bytes: params.bytes,
+            sha256: params.sha_256,
+            source,
+        };
+        let staged = store
+            .stage(params.thread_id.as_str(), request)
+            .await
+            .map_err(|e| self.attachment_error(&e))?;
+        Ok(AttachmentStageResult {
+            attachment_id: self
+                .wire(wire::wire_value("an attachment id", &staged.attachment_id))?,
+            state: self.wire(wire::wire_value(
+                "an attachment state",
+                staged.state.as_str(),
+            ))?,
+            descriptor: staged
+                .descriptor
+                .as_ref()
+                .map(|d| self.wire(wire::attachment_descriptor(d)))
+                .transpose()?,
+        })
+    }
+
+    pub(super) async fn attachment_chunk(
+        &self,
+        params: AttachmentChunkParams,
+    ) -> Result<AttachmentChunkResult, ErrorObject> {
+        use base64::Engine as _;
+        let store = self.store_of(&params.thread_id)?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(&params.data_base_64)
+            .map_err(|e| self.err(RollErrorCode::INVALID_PARAMS, format!("dataBase64: {e}")))?;
+        let progress = store
+            .chunk(
+                params.thread_id.as_str(),
+                params.attachment_id.as_str(),
+                params.sequence,
+                &data,
+            )
+            .await
+            .map_err(|e| self.attachment_error(&e))?;
+        Ok(AttachmentChunkResult {
+            received_bytes: progress.received_bytes,
+            next_sequence: progress.next_sequence,
+        })
+    }
+
+    pub(super) async fn attachment_commit(
+        &self,
+        params: AttachmentParams,
+    ) -> Result<AttachmentCommitResult, ErrorObject> {
+        let store = self.store_of(&params.thread_id)?;
+        let descriptor = store
+            .commit(params.thread_id.as_str(), params.attachment_id.as_str())
+            .await
+            .map_err(|e| self.attachment_error(&e))?;
+        Ok(AttachmentCommitResult {
+            descriptor: self.wire(wire::attachment_descriptor(&descriptor))?,
+        })
+    }
+
+    pub(super) async fn attachment_release(
+        &self,
+        params: AttachmentParams,
+    ) -> Result<AttachmentReleaseResult, ErrorObject> {
+        let store = self.store_of(&params.thread_id)?;
+        let released = store
+            .release(params.thread_id.as_str(), params.attachment_id.as_str())
+            .await
+            .map_err(|e| self.attachment_error(&e))?;
+        Ok(AttachmentReleaseResult { released })
+    }
+
+    fn wire<T>(&self, built: Result<T, wire::WireError>) -> Result<T, ErrorObject> {
+        built.map_err(|e| self.wire_error(&e))
     }
 }

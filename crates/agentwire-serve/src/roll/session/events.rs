@@ -4,17 +4,18 @@
 
 use std::sync::Arc;
 
-use agentwire_jsonrpc::{FrameError, RequestContext};
+use agentwire_jsonrpc::{ErrorObject, FrameError, RequestContext};
 use agentwire_roll::cursor::{CursorWriter, Uuid128};
 use agentwire_roll::project::project_event_envelope;
-use agentwire_roll::{EventCursor, ProtocolVersion, RollErrorCode};
+use agentwire_roll::types::{RuntimeEventsResumeParams, RuntimeEventsResumeResult};
+use agentwire_roll::{ProtocolVersion, RollErrorCode};
 use agentwire_runtime::event::view::StoredView;
 use agentwire_runtime::{Published, Runtime, RuntimeError, StampedEvent, Subscription};
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::super::wire;
-use super::{Answer, Session, lock, str_param};
+use super::{Session, lock};
 
 /// Events read from the log per page while replaying: the most one read returns.
 const REPLAY_PAGE: usize = agentwire_events::MAX_PAGE_EVENTS;
@@ -32,9 +33,9 @@ impl Session {
         &self,
         ctx: &RequestContext,
         version: ProtocolVersion,
-        params: &Value,
-    ) -> Answer {
-        let thread_id = str_param(params, "threadId");
+        params: RuntimeEventsResumeParams,
+    ) -> Result<RuntimeEventsResumeResult, ErrorObject> {
+        let thread_id = params.thread_id.as_str();
         let runtime = &self.face.runtime;
         // Attached before the replay's end is read, so every later event is sent live: the
         // replay and the live stream may overlap (the client de-duplicates by eventId) but
@@ -54,10 +55,9 @@ impl Session {
         };
         let log_id = self.face.event_log_id(thread_id);
         let gap = |message: String| self.err(RollErrorCode::EVENT_CURSOR_GAP, message);
-        let checkpoint = match params.get("afterCursor").and_then(Value::as_str) {
+        let checkpoint = match params.after_cursor {
             None => None,
-            Some(text) => {
-                let cursor = EventCursor::parse(text).map_err(|e| gap(e.to_string()))?;
+            Some(cursor) => {
                 cursor.ensure_log(&log_id).map_err(|e| gap(e.to_string()))?;
                 self.face
                     .key()
@@ -155,11 +155,10 @@ impl Session {
                 .await
                 .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
         }
-        let through = self.event_cursor(thread_id, total).filter(|_| total > 0);
-        Ok(json!({
-            "throughCursor": through,
-            "replayedCount": ordinal.saturating_sub(start),
-        }))
+        Ok(RuntimeEventsResumeResult {
+            through_cursor: self.event_cursor(thread_id, total),
+            replayed_count: ordinal.saturating_sub(start) as u64,
+        })
     }
 
     pub(super) fn envelope(

@@ -1,6 +1,8 @@
-//! One Roll connection: the request dispatcher and its methods. The event stream (live events
-//! and resume replay) is in `events`, the server-request deliveries in `interactions`, the
-//! thread reads in `threads`, the attachment methods in `attachments`.
+//! One Roll connection: its state, and each request checked, decoded into the method table's
+//! params type and dispatched by the table (`MethodParams::dispatch`) to the handler in `calls`.
+//! The event stream (live events and resume replay) is in `events`, the server-request
+//! deliveries in `interactions`, the thread reads in `threads`, the attachment methods in
+//! `attachments`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -8,12 +10,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use agentwire_jsonrpc::{ErrorObject, Event, Handlers, Id, Peer, RequestContext};
 use agentwire_roll::constants::js_length;
 use agentwire_roll::negotiation::{Connection, NegotiationError};
-use agentwire_roll::project::{project_initialize_result, project_operation_view};
-use agentwire_roll::schema;
-use agentwire_roll::{Feature, Method, ProtocolVersion, RollErrorCode, ServerRequestMethod};
-use agentwire_runtime::{
-    Admission, Interaction, Operation, Resolution, RuntimeError, TurnInput, fingerprint,
+use agentwire_roll::parse::ParseError;
+use agentwire_roll::types::{FeatureName, OperationParams};
+use agentwire_roll::{
+    Feature, Method, MethodParams, ProtocolVersion, RollErrorCode, ServerRequestMethod,
 };
+use agentwire_runtime::{Admission, Interaction, Operation, Resolution, RuntimeError, fingerprint};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
@@ -23,6 +25,7 @@ use super::wire;
 use super::{RollFace, roll_error};
 
 mod attachments;
+mod calls;
 mod events;
 mod interactions;
 mod threads;
@@ -124,25 +127,6 @@ async fn uncorrelated(events: &mut broadcast::Receiver<Event>) {
             Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
         }
     }
-}
-
-fn str_param<'a>(params: &'a Value, key: &str) -> &'a str {
-    params.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-/// The strings of the array `key` of `params` (empty when absent; the schema has checked the
-/// items' type).
-fn strings_param(params: &Value, key: &str) -> Vec<String> {
-    params
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The idempotency scope of Roll's `requestId`s: one per runtime, shared by its connections
@@ -247,193 +231,21 @@ impl Session {
         self.err(code, error.to_string())
     }
 
-    async fn handle(self: Arc<Self>, ctx: RequestContext, params: Option<Value>) -> Answer {
-        let method = {
-            let conn = lock(&self.conn);
-            conn.check_call(ctx.method())
-        }
-        .map_err(|e| self.negotiation_error(&e))?;
-        let params = params.unwrap_or(Value::Null);
-        // `initialize` has one shape in every version; before it, the newest one checks it.
-        let version = self.version().unwrap_or(agentwire_roll::LATEST_VERSION);
-        if let Err(issues) =
-            schema::validate_definition(version, &method.params_definition(), &params)
-        {
-            let details: Vec<Value> = issues
-                .iter()
-                .take(MAX_REPORTED_ISSUES)
-                .map(|i| json!({"instancePath": i.instance_path, "message": i.message}))
-                .collect();
-            return Err(roll_error(
-                self.error_version(),
-                RollErrorCode::INVALID_PARAMS,
-                format!("invalid {} params", method.as_str()),
-                Some(json!({"issues": details})),
-            ));
-        }
-        if method.is_idempotent_mutation() {
-            return self.idempotent(ctx, method, params).await;
-        }
-        self.dispatch(ctx, method, version, params).await
-    }
-
-    /// Runs a mutation once per `requestId` (the runtime's idempotency store, scope
-    /// [`IDEMPOTENCY_SCOPE`]): a retry with the same params gets the first answer; the same id
-    /// with other params is `INVALID_PARAMS`. A retryable failure is not kept.
-    async fn idempotent(
-        self: Arc<Self>,
-        ctx: RequestContext,
-        method: Method,
-        params: Value,
-    ) -> Answer {
-        let request_id = str_param(&params, "requestId").to_owned();
-        let print = fingerprint(&[method.as_str().as_bytes(), canonical(&params).as_bytes()]);
-        let store = self.face.runtime.idempotency();
-        loop {
-            let done = store.completed();
-            match store.admit(IDEMPOTENCY_SCOPE, &request_id, &print) {
-                Admission::Run => break,
-                Admission::Replay(bytes) => return decode_kept(&bytes),
-                Admission::Mismatch => {
-                    return Err(self.err(
-                        RollErrorCode::INVALID_PARAMS,
-                        format!("requestId {request_id} was used for another mutation"),
-                    ));
-                }
-                Admission::InFlight => done.await,
-            }
-        }
-        let version = self.error_version();
-        let answer = Arc::clone(&self)
-            .dispatch(ctx, method, version, params)
-            .await;
-        let transient = matches!(&answer, Err(e) if e.data.as_ref()
-            .and_then(|d| d.get("retryable"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false));
-        match encode_kept(&answer) {
-            Some(bytes) if !transient => store.complete(IDEMPOTENCY_SCOPE, &request_id, &bytes),
-            _ => store.abandon(IDEMPOTENCY_SCOPE, &request_id),
-        }
-        answer
-    }
-
-    async fn dispatch(
-        self: Arc<Self>,
-        ctx: RequestContext,
-        method: Method,
-        version: ProtocolVersion,
-        params: Value,
-    ) -> Answer {
-        let runtime = &self.face.runtime;
-        match method {
-            Method::Initialize => self.initialize(&ctx, &params),
-            Method::ClientCapabilitiesSet => self.set_capabilities(&ctx, &params),
-            Method::ThreadList => self.thread_list(&params).await,
-            Method::ThreadCreate => {
-                let title = params
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .map(|t| self.title(t))
-                    .transpose()?;
-                let id = runtime
-                    .create_thread(title, None)
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
-                self.attach(&id);
-                self.thread_result(&id).await
-            }
-            Method::ThreadRename => {
-                let thread_id = str_param(&params, "threadId");
-                let title = self.title(str_param(&params, "title"))?;
-                runtime
-                    .rename_thread(thread_id, title)
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
-                self.thread_result(thread_id).await
-            }
-            Method::ThreadDelete => {
-                let thread_id = str_param(&params, "threadId");
-                runtime
-                    .delete_thread(thread_id)
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
-                lock(&self.attached).remove(thread_id);
-                if let Some(store) = &self.face.config.attachments
-                    && let Err(error) = store.release_thread(thread_id).await
-                {
-                    tracing::warn!(%error, "could not release a deleted thread's attachments");
-                }
-                Ok(json!({"deleted": true}))
-            }
-            Method::ThreadDetach => {
-                let thread_id = str_param(&params, "threadId");
-                self.ensure_thread(thread_id)?;
-                let detached = lock(&self.attached).remove(thread_id);
-                Ok(json!({"detached": detached}))
-            }
-            Method::ThreadOpen => {
-                let thread_id = str_param(&params, "threadId");
-                // Attached first: an event committed while the snapshot is read is then sent
-                // live (and may also be in the snapshot) rather than missed.
-                let attached = lock(&self.attached).insert(thread_id.to_owned());
-                let snapshot = self
-                    .snapshot(version, thread_id, &json!({"threadId": thread_id}))
-                    .await;
-                if snapshot.is_err() && attached {
-                    lock(&self.attached).remove(thread_id);
-                }
-                snapshot
-            }
-            Method::ThreadSnapshot => {
-                let thread_id = str_param(&params, "threadId");
-                self.snapshot(version, thread_id, &params).await
-            }
-            Method::ThreadCapabilities => {
-                self.ensure_thread(str_param(&params, "threadId"))?;
-                Ok(json!({"manifest": self.face.config.manifest}))
-            }
-            Method::RuntimeEventsResume => self.resume(&ctx, version, &params).await,
-            Method::TurnStart => self.turn_start(&params).await,
-            Method::TurnCancel => {
-                let cancelling = runtime
-                    .cancel_turn(str_param(&params, "threadId"), str_param(&params, "turnId"))
-                    .await
-                    .map_err(|e| self.runtime_error(&e))?;
-                Ok(json!({"cancelling": cancelling}))
-            }
-            Method::ApprovalRespond => self.approval_respond(&params).await,
-            Method::OperationGet => {
-                let found = self.operation(&params).await?;
-                let view = found.map(|(op, sequence, at)| {
-                    project_operation_view(&wire::operation_view(sequence, &op, at), version)
-                });
-                Ok(json!({"operation": view}))
-            }
-            Method::OperationResultGet => {
-                let found = self.operation(&params).await?;
-                let view = found.map(|(op, _, at)| {
-                    wire::operation_result_view(str_param(&params, "threadId"), &op, at)
-                });
-                Ok(json!({"result": view}))
-            }
-            Method::AttachmentStage
-            | Method::AttachmentChunk
-            | Method::AttachmentCommit
-            | Method::AttachmentRelease => self.attachment(method, &params).await,
-        }
+    fn wire_error(&self, error: &wire::WireError) -> ErrorObject {
+        tracing::error!(%error, "a record has no wire form");
+        self.err(RollErrorCode::INTERNAL_ERROR, error.to_string())
     }
 
     /// The operation the params name, its sequence and its completion time (`None` when the
     /// thread has no such operation).
     async fn operation(
         &self,
-        params: &Value,
+        params: &OperationParams,
     ) -> Result<Option<(Operation, usize, u64)>, ErrorObject> {
-        let operation_id = str_param(params, "operationId");
+        let operation_id = params.operation_id.as_str();
         self.face
             .runtime
-            .inspect(str_param(params, "threadId"), |state| {
+            .inspect(params.thread_id.as_str(), |state| {
                 let sequence = state
                     .operations
                     .iter()
@@ -467,7 +279,8 @@ impl Session {
         Ok(trimmed.to_owned())
     }
 
-    fn features(&self, version: ProtocolVersion) -> Vec<&'static str> {
+    /// The features announced on `version`.
+    fn features(&self, version: ProtocolVersion) -> Vec<FeatureName> {
         Feature::ALL
             .into_iter()
             .filter(|f| f.is_available(version))
@@ -476,67 +289,8 @@ impl Session {
                 Feature::Attachments => self.face.config.attachments.is_some(),
                 _ => true,
             })
-            .map(Feature::as_str)
+            .filter_map(|f| wire::wire_value("a feature", f.as_str()).ok())
             .collect()
-    }
-
-    fn initialize(self: &Arc<Self>, ctx: &RequestContext, params: &Value) -> Answer {
-        let client = params.get("client").cloned().unwrap_or(Value::Null);
-        for key in ["name", "version"] {
-            let length = js_length(str_param(&client, key).trim());
-            if length == 0 || length > 100 {
-                return Err(self.err(
-                    RollErrorCode::INVALID_PARAMS,
-                    format!("client.{key} has 1 to 100 characters after trimming"),
-                ));
-            }
-        }
-        let offered = strings_param(params, "protocolVersions");
-        // The lock is released before an error is built (building it reads the version).
-        let negotiated = lock(&self.conn).initialize(&offered);
-        let version = negotiated.map_err(|e| self.negotiation_error(&e))?;
-        let config = &self.face.config;
-        tracing::info!(version = %version, client = %str_param(&client, "name"), "initialized");
-        let result = json!({
-            "protocolVersion": version.as_str(),
-            "runtimeInstanceId": self.face.runtime.instance_id(),
-            "server": {
-                "name": config.server_name,
-                "version": config.server_version,
-                "runtimeVersion": config.runtime_version,
-            },
-            "features": self.features(version),
-            "limits": {
-                "maxFrameBytes": config.max_frame_bytes,
-                "maxPageSize": config.max_page_size,
-                "eventReplay": version.capabilities().durable_events,
-                "idempotencyCacheEntries": self.face.runtime.idempotency().limits().entries,
-                "maxAttachmentBytes": agentwire_roll::constants::MAX_ATTACHMENT_BYTES,
-                "maxAttachmentChunkBytes": agentwire_roll::constants::MAX_ATTACHMENT_CHUNK_BYTES,
-                "maxTurnAttachments": agentwire_roll::constants::MAX_TURN_ATTACHMENTS,
-                "maxStagedAttachments": agentwire_roll::constants::MAX_STAGED_ATTACHMENTS,
-            },
-        });
-        if !version.capabilities().server_request_capability_negotiation {
-            // 1.1 is interaction-ready at once: pending interactions follow the answer.
-            self.deliver_pending_after(ctx);
-        }
-        Ok(project_initialize_result(&result, version))
-    }
-
-    fn set_capabilities(self: &Arc<Self>, ctx: &RequestContext, params: &Value) -> Answer {
-        let revision = params.get("revision").and_then(Value::as_u64).unwrap_or(0);
-        let methods = strings_param(params, "serverRequestMethods");
-        let updated = lock(&self.conn).set_capabilities(revision, &methods);
-        let update = updated.map_err(|e| self.negotiation_error(&e))?;
-        for method in &update.revoked {
-            self.revoke(*method);
-        }
-        self.deliver_pending_after(ctx);
-        Ok(json!({
-            "revision": update.ack.revision,
-            "acceptedServerRequestMethods": update.ack.accepted.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
-        }))
     }
 
     /// Once this request's answer is queued, delivers every pending interaction the client
@@ -595,90 +349,117 @@ impl Session {
         }
     }
 
-    async fn turn_start(&self, params: &Value) -> Answer {
-        let thread_id = str_param(params, "threadId");
-        let turn_id = str_param(params, "turnId");
-        let input = params.get("input").cloned().unwrap_or(Value::Null);
-        let text = str_param(&input, "text").to_owned();
-        let ids = strings_param(&input, "attachments");
-        if text.is_empty() && ids.is_empty() {
-            return Err(self.err(
-                RollErrorCode::INVALID_PARAMS,
-                "a turn needs text or attachments",
-            ));
+    /// Answers one request: checked against the connection's state, its params decoded once
+    /// into the method table's type under the negotiated version (the schema checks them
+    /// first), a mutation run once per `requestId`, then the table's dispatch.
+    async fn handle(self: Arc<Self>, ctx: RequestContext, params: Option<Value>) -> Answer {
+        let method = {
+            let conn = lock(&self.conn);
+            conn.check_call(ctx.method())
         }
-        let parts = if ids.is_empty() {
-            Vec::new()
-        } else {
-            self.attachment_store()?
-                .for_turn(thread_id, &ids)
-                .await
-                .map_err(|e| self.attachment_error(&e))?
+        .map_err(|e| self.negotiation_error(&e))?;
+        let params = params.unwrap_or(Value::Null);
+        // `initialize` has one shape in every version; before it, the newest one checks it.
+        let version = self.version().unwrap_or(agentwire_roll::LATEST_VERSION);
+        let typed = method
+            .parse_params(version, &params)
+            .map_err(|e| self.parse_error(method, &e))?;
+        let call = Call {
+            session: self,
+            ctx,
+            version,
         };
-        let accepted = json!({"accepted": true, "turnId": turn_id});
-        // Attached before the turn starts, so its first events reach this connection.
-        let attached = lock(&self.attached).insert(thread_id.to_owned());
-        match self
-            .face
-            .runtime
-            .start_turn(
-                thread_id,
-                turn_id,
-                TurnInput {
-                    text,
-                    attachments: parts,
-                },
-            )
-            .await
-        {
-            Ok(()) => Ok(accepted),
-            // A second start of the same turn is a retry: the first start stands.
-            Err(RuntimeError::TurnAlreadyStarted { .. }) => Ok(accepted),
-            Err(error) => {
-                if attached {
-                    lock(&self.attached).remove(thread_id);
-                }
-                Err(self.runtime_error(&error))
-            }
+        if method.is_idempotent_mutation() {
+            return call.idempotent(method, typed, &params).await;
         }
+        call.answer(typed).await
     }
 
-    async fn approval_respond(&self, params: &Value) -> Answer {
-        let thread_id = str_param(params, "threadId");
-        let turn_id = str_param(params, "turnId");
-        let approval_id = str_param(params, "approvalId");
-        let pending = self
-            .face
-            .runtime
-            .inspect(thread_id, |state| {
-                state
-                    .pending
-                    .values()
-                    .find(|i| i.ask.approval_id() == Some(approval_id) && i.turn_id == turn_id)
-                    .cloned()
-            })
-            .await
-            .map_err(|e| self.runtime_error(&e))?;
-        let Some(interaction) = pending else {
-            return Err(self.err(
-                RollErrorCode::APPROVAL_NOT_FOUND,
-                format!("approval {approval_id} is not pending on turn {turn_id}"),
-            ));
-        };
-        let resolution = match str_param(params, "decision") {
-            "approve" => Resolution::Approved,
-            _ => Resolution::Rejected {
-                reason: params
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            },
-        };
-        self.face
-            .runtime
-            .resolve(thread_id, &interaction.id, resolution)
-            .await
-            .map_err(|e| self.runtime_error(&e))?;
-        Ok(json!({"resolved": true}))
+    /// The answer to params that do not decode: `INVALID_PARAMS` with the schema's issues; an
+    /// `afterCursor` that is not one of this runtime's cursors is `EVENT_CURSOR_GAP`.
+    fn parse_error(&self, method: Method, error: &ParseError) -> ErrorObject {
+        match error {
+            ParseError::Schema { issues, .. } => {
+                let details: Vec<Value> = issues
+                    .iter()
+                    .take(MAX_REPORTED_ISSUES)
+                    .map(|i| json!({"instancePath": i.instance_path, "message": i.message}))
+                    .collect();
+                roll_error(
+                    self.error_version(),
+                    RollErrorCode::INVALID_PARAMS,
+                    format!("invalid {} params", method.as_str()),
+                    Some(json!({"issues": details})),
+                )
+            }
+            ParseError::Decode(reason) if method == Method::RuntimeEventsResume => self.err(
+                RollErrorCode::EVENT_CURSOR_GAP,
+                format!("the cursor is not one this runtime gives out: {reason}"),
+            ),
+            other => self.err(
+                RollErrorCode::INVALID_PARAMS,
+                format!("invalid {} params: {other}", method.as_str()),
+            ),
+        }
+    }
+}
+
+/// One request being answered: the connection, the request and the version it is answered in.
+/// The method table's [`RollHandler`] is implemented on it (`calls`).
+struct Call {
+    session: Arc<Session>,
+    ctx: RequestContext,
+    version: ProtocolVersion,
+}
+
+impl Call {
+    /// The table's dispatch, the typed result written as the answer.
+    async fn answer(&self, params: MethodParams) -> Answer {
+        let result = params.dispatch(self).await?;
+        serde_json::to_value(&result).map_err(|error| {
+            self.session.err(
+                RollErrorCode::INTERNAL_ERROR,
+                format!("the result cannot be written: {error}"),
+            )
+        })
+    }
+
+    /// Runs a mutation once per `requestId` (the runtime's idempotency store, scope
+    /// [`IDEMPOTENCY_SCOPE`]): a retry with the same params gets the first answer; the same id
+    /// with other params is `INVALID_PARAMS`. A retryable failure is not kept. `raw` are the
+    /// params as sent, fingerprinted in canonical form.
+    async fn idempotent(&self, method: Method, params: MethodParams, raw: &Value) -> Answer {
+        // Every mutation's params have a `requestId`, which the schema requires.
+        let request_id = raw
+            .get("requestId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let print = fingerprint(&[method.as_str().as_bytes(), canonical(raw).as_bytes()]);
+        let store = self.session.face.runtime.idempotency();
+        loop {
+            let done = store.completed();
+            match store.admit(IDEMPOTENCY_SCOPE, &request_id, &print) {
+                Admission::Run => break,
+                Admission::Replay(bytes) => return decode_kept(&bytes),
+                Admission::Mismatch => {
+                    return Err(self.session.err(
+                        RollErrorCode::INVALID_PARAMS,
+                        format!("requestId {request_id} was used for another mutation"),
+                    ));
+                }
+                Admission::InFlight => done.await,
+            }
+        }
+        let answer = self.answer(params).await;
+        let transient = matches!(&answer, Err(e) if e.data.as_ref()
+            .and_then(|d| d.get("retryable"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false));
+        match encode_kept(&answer) {
+            Some(bytes) if !transient => store.complete(IDEMPOTENCY_SCOPE, &request_id, &bytes),
+            _ => store.abandon(IDEMPOTENCY_SCOPE, &request_id),
+        }
+        answer
     }
 }

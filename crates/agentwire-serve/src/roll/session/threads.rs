@@ -3,28 +3,30 @@
 
 use agentwire_jsonrpc::ErrorObject;
 use agentwire_roll::constants::DEFAULT_PAGE_LIMIT;
-use agentwire_roll::project::project_thread_snapshot;
-use agentwire_roll::{ProtocolVersion, RollErrorCode};
-use serde_json::{Value, json};
+use agentwire_roll::project::project_snapshot;
+use agentwire_roll::types::{
+    ThreadListParams, ThreadListResult, ThreadResult, ThreadSnapshot, ThreadSnapshotParams,
+};
+use agentwire_roll::{EventCursor, ProtocolVersion, RollErrorCode};
 
 use super::super::wire::{self, SnapshotPaging};
-use super::{Answer, Session};
+use super::Session;
 
 impl Session {
-    pub(super) async fn thread_result(&self, thread_id: &str) -> Answer {
+    pub(super) fn thread_result(&self, thread_id: &str) -> Result<ThreadResult, ErrorObject> {
         let summary = self
             .face
             .runtime
             .summary(thread_id)
             .map_err(|e| self.runtime_error(&e))?;
-        Ok(json!({"thread": wire::thread_summary(&summary)}))
+        Ok(ThreadResult {
+            thread: wire::thread_summary(&summary).map_err(|e| self.wire_error(&e))?,
+        })
     }
 
-    pub(super) fn page_limit(&self, params: &Value) -> Result<usize, ErrorObject> {
-        let limit = params
-            .get("limit")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_PAGE_LIMIT);
+    /// A page size: the protocol's default when absent, at most `limits.maxPageSize`.
+    fn page_limit(&self, limit: Option<u64>) -> Result<usize, ErrorObject> {
+        let limit = limit.unwrap_or(DEFAULT_PAGE_LIMIT);
         if limit == 0 || limit > self.face.config.max_page_size {
             return Err(self.err(
                 RollErrorCode::INVALID_PARAMS,
@@ -37,9 +39,12 @@ impl Session {
     /// A page of the thread list, oldest first. The cursor is the key of the page's last
     /// thread (creation time and id), so a thread deleted between two pages hides no other;
     /// a cursor this runtime did not give out is `INVALID_PARAMS`.
-    pub(super) async fn thread_list(&self, params: &Value) -> Answer {
-        let limit = self.page_limit(params)?;
-        let after = match params.get("cursor").and_then(Value::as_str) {
+    pub(super) fn thread_list(
+        &self,
+        params: ThreadListParams,
+    ) -> Result<ThreadListResult, ErrorObject> {
+        let limit = self.page_limit(params.limit)?;
+        let after = match params.cursor.as_deref() {
             None => None,
             Some(cursor) => Some(parse_list_cursor(cursor).ok_or_else(|| {
                 self.err(
@@ -52,49 +57,53 @@ impl Session {
             .face
             .runtime
             .summaries_after(after.as_ref().map(|(at, id)| (*at, id.as_str())), limit);
-        let next = more
+        let next_cursor = more
             .then(|| page.last())
             .flatten()
             .map(|last| list_cursor(last.created_at_ms, &last.id));
-        let items: Vec<Value> = page.iter().map(wire::thread_summary).collect();
-        Ok(json!({"items": items, "nextCursor": next}))
+        let items = page
+            .iter()
+            .map(wire::thread_summary)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.wire_error(&e))?;
+        Ok(ThreadListResult { items, next_cursor })
     }
 
-    pub(super) fn event_cursor(&self, thread_id: &str, timeline_len: usize) -> Option<String> {
+    /// The cursor of a thread's last timeline event, `None` before its first.
+    pub(super) fn event_cursor(&self, thread_id: &str, timeline_len: usize) -> Option<EventCursor> {
         timeline_len
             .checked_sub(1)
-            .map(|last| self.face.cursor(thread_id, last as u64).as_str().to_owned())
+            .map(|last| self.face.cursor(thread_id, last as u64))
     }
 
+    /// `thread.snapshot` (and `thread.open`): full or recovery, in `version`'s form.
     pub(super) async fn snapshot(
         &self,
         version: ProtocolVersion,
-        thread_id: &str,
-        params: &Value,
-    ) -> Answer {
-        let limit = self.page_limit(params)?;
-        let recovery = params.get("recovery") == Some(&Value::Bool(true));
+        params: &ThreadSnapshotParams,
+    ) -> Result<Box<ThreadSnapshot>, ErrorObject> {
+        let limit = self.page_limit(params.limit)?;
         let paging = SnapshotPaging {
-            message_before: params.get("messageBeforeSequence").and_then(Value::as_u64),
-            operation_before: params
-                .get("operationBeforeSequence")
-                .and_then(Value::as_u64),
+            message_before: params.message_before_sequence,
+            operation_before: params.operation_before_sequence,
             limit,
         };
+        let thread_id = &params.thread_id;
         let snapshot = self
             .face
             .runtime
-            .inspect(thread_id, |state| {
-                let cursor = self.event_cursor(thread_id, state.timeline.len());
-                if recovery {
+            .inspect(thread_id.as_str(), |state| {
+                let cursor = self.event_cursor(thread_id.as_str(), state.timeline.len());
+                if params.recovery == Some(true) {
                     wire::recovery_snapshot(thread_id, state, cursor)
                 } else {
                     wire::full_snapshot(thread_id, state, paging, cursor)
                 }
             })
             .await
-            .map_err(|e| self.runtime_error(&e))?;
-        Ok(project_thread_snapshot(&snapshot, version))
+            .map_err(|e| self.runtime_error(&e))?
+            .map_err(|e| self.wire_error(&e))?;
+        Ok(Box::new(project_snapshot(snapshot, version)))
     }
 }
 
