@@ -325,3 +325,105 @@ pub fn recovery_snapshot(
         recovery_projection: Some(true),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use agentwire_roll::project::project_snapshot;
+    use agentwire_roll::{SUPPORTED_VERSIONS, schema};
+    use agentwire_runtime::{StampedEvent, ThreadEvent};
+    use serde_json::json;
+
+    use super::*;
+
+    const THREAD: &str = "0a78539a-1f2b-4c3d-8e9f-0123456789ab";
+    const TURN: &str = "1b78539a-1f2b-4c3d-8e9f-0123456789ab";
+
+    /// A thread with a message, three operations (a declared descriptor, none, one that is not
+    /// a descriptor), a pending approval and a pending form, folded as the core folds it.
+    fn state() -> ThreadState {
+        let operation = |n: u8, app_output: Value| {
+            let mut operation = json!({
+                "id": format!("2c78539a-1f2b-4c3d-8e9f-01234567890{n}"), "toolCallId": "c",
+                "agentName": "demo", "toolName": "shell", "input": {},
+                "outcome": {"kind": "success"}, "display": {"text": "done"},
+            });
+            if !app_output.is_null() {
+                operation["appOutput"] = app_output;
+            }
+            json!({"type": "operation.completed", "turnId": TURN, "operation": operation})
+        };
+        let interaction = |id: &str, ask: Value| {
+            json!({"type": "interaction.opened", "interaction": {
+                "id": id, "turnId": TURN, "expiresAtMs": 9_000_000_000_000u64, "ask": ask}})
+        };
+        let events = [
+            json!({"type": "thread.created", "title": "t"}),
+            json!({"type": "turn.started", "turnId": TURN, "input": {"text": "hi"}}),
+            json!({"type": "message.completed", "turnId": TURN, "streamId": "s", "text": "echo"}),
+            operation(
+                1,
+                json!({"descriptor": {"status": "available", "schemaId": "s", "schemaVersion": 1}}),
+            ),
+            operation(2, Value::Null),
+            operation(3, json!({"descriptor": {"status": "weird"}})),
+            interaction(
+                "3d78539a-1f2b-4c3d-8e9f-0123456789ab",
+                json!({"kind": "approval", "approvalId": "4e78539a-1f2b-4c3d-8e9f-0123456789ab",
+                       "agentName": "demo", "toolName": "shell", "preview": {"command": "ls"}}),
+            ),
+            interaction(
+                "5f78539a-1f2b-4c3d-8e9f-0123456789ab",
+                json!({"kind": "userInput", "title": "Name?", "controls": [
+                    {"type": "text", "id": "name", "label": "Name", "required": true}]}),
+            ),
+        ];
+        let stamped: Vec<StampedEvent> = events
+            .into_iter()
+            .map(|event| StampedEvent {
+                at_ms: 1_764_590_400_000,
+                event: serde_json::from_value::<ThreadEvent>(event).unwrap(),
+            })
+            .collect();
+        ThreadState::replay(&stamped).unwrap()
+    }
+
+    #[test]
+    fn snapshots_are_valid_on_every_version() {
+        let state = state();
+        let thread = ThreadId::new(THREAD).unwrap();
+        let paging = SnapshotPaging {
+            message_before: None,
+            operation_before: None,
+            limit: 10,
+        };
+        let full = full_snapshot(&thread, &state, paging, None).unwrap();
+        let descriptors: Vec<Value> = full
+            .operations
+            .items
+            .iter()
+            .map(|op| serde_json::to_value(&op.app_output).unwrap())
+            .collect();
+        assert_eq!(
+            descriptors,
+            [
+                json!({"status": "available", "schemaId": "s", "schemaVersion": 1}),
+                json!({"status": "not_provided"}),
+                json!({"status": "invalid"}),
+            ]
+        );
+        assert_eq!(full.pending_approvals.len(), 1);
+        assert_eq!(full.pending_interactions.as_ref().map(Vec::len), Some(2));
+        let recovery = recovery_snapshot(&thread, &state, None).unwrap();
+        for version in SUPPORTED_VERSIONS {
+            for snapshot in [&full, &recovery] {
+                let projected =
+                    serde_json::to_value(project_snapshot(snapshot.clone(), version)).unwrap();
+                assert_eq!(
+                    schema::validate_definition(version, "sharedThreadSnapshot", &projected),
+                    Ok(()),
+                    "{version}: {projected}"
+                );
+            }
+        }
+    }
+}
