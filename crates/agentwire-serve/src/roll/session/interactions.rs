@@ -38,6 +38,16 @@ impl Session {
         if interaction.expires_at_ms <= self.face.runtime.now_ms() {
             return;
         }
+        // An interaction read back after this connection fell behind may have been resolved
+        // since: only one still pending is sent (one resolved later is withdrawn as usual).
+        let pending = self
+            .face
+            .runtime
+            .inspect(thread_id, |state| state.pending.contains_key(&interaction.id))
+            .await;
+        if !matches!(pending, Ok(true)) {
+            return;
+        }
         {
             let mut deliveries = lock(&self.deliveries);
             if deliveries.contains_key(&interaction.id) {
