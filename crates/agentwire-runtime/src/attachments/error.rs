@@ -1,5 +1,6 @@
-//! Why the attachment store refused a call: [`AttachmentError`] with its stable codes and its
-//! mapping onto the Roll registry, and the reasons a size, media type or local path was refused.
+//! Why the attachment store refused a call: [`AttachmentError`] with its stable codes, and the
+//! reasons a size, media type or local path was refused. Faces map the variants onto their own
+//! error registries.
 
 use std::fmt;
 use std::io;
@@ -67,9 +68,8 @@ impl fmt::Display for PathRejection {
 }
 
 /// Why the store refused a call. [`code`](Self::code) is stable per variant;
-/// [`roll_code`](Self::roll_code) maps the eight attachment kinds one-to-one onto the Roll
-/// registry, [`is_invalid_params`](Self::is_invalid_params) says which others are the caller's
-/// malformed input, and [`Storage`](Self::Storage) is the store's own failure.
+/// [`is_invalid_params`](Self::is_invalid_params) says which variants are the caller's malformed
+/// input, and [`Storage`](Self::Storage) is the store's own failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AttachmentError {

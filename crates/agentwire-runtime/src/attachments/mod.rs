@@ -1,7 +1,7 @@
 //! Attachments: files a host stages for a thread and then names in a turn's input. The store owns
 //! their lifecycle (staged → committed → released or expired), their limits and their content,
 //! which it keeps in files of a spool directory, never in memory. It knows no wire encoding;
-//! faces decode their uploads and map [`AttachmentError::roll_code`] onto their error registries.
+//! faces decode their uploads and map [`AttachmentError`]'s variants onto their error registries.
 //!
 //! Every call runs its work whole on tokio's blocking pool: a caller that stops waiting does not
 //! leave a half-written chunk or a reserved quota slot behind. The map of attachments sits behind
