@@ -18,6 +18,7 @@ pub trait JsonText: Copy {
 }
 
 impl JsonText for &str {
+    #[inline]
     fn write(self, out: &mut Vec<u8>) {
         // Writing a string into a vector cannot fail.
         let _ = serde_json::to_writer(out, self);
@@ -25,6 +26,7 @@ impl JsonText for &str {
 }
 
 impl JsonText for &Value {
+    #[inline]
     fn write(self, out: &mut Vec<u8>) {
         // Writing a value into a vector cannot fail: its keys are strings.
         let _ = serde_json::to_writer(out, self);
@@ -32,6 +34,7 @@ impl JsonText for &Value {
 }
 
 impl JsonText for Raw<'_> {
+    #[inline]
     fn write(self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.get().as_bytes());
     }
@@ -198,6 +201,7 @@ pub fn live_event(event: &LiveEvent) -> DecodedEvent<'_> {
 }
 
 /// The Roll event of a stored event read through its view: every viewed kind has one.
+#[inline]
 pub fn stored_event<'a>(event: &EventView<'a>) -> StoredEvent<'a> {
     match event {
         EventView::TurnStarted { .. } => RuntimeEvent::TurnStarted,
@@ -251,6 +255,7 @@ impl<S: JsonText, V: JsonText> RuntimeEvent<S, V> {
     /// before 1.1). `tool.completed` has `appOutput` on 1.5 (`not_provided` when the tool
     /// declared none) and none before. Every other kind, the ephemeral ones included, is the
     /// same on every version.
+    #[inline]
     pub fn project(mut self, to: ProtocolVersion) -> Option<Self> {
         match &mut self {
             RuntimeEvent::ToolCompleted(tool) => {
@@ -271,6 +276,7 @@ impl<S: JsonText, V: JsonText> RuntimeEvent<S, V> {
     }
 
     /// Appends the event's JSON text, its members in the order of the Roll schema's examples.
+    #[inline]
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
             RuntimeEvent::TurnStarted => out.extend_from_slice(br#"{"type":"turn.started""#),
@@ -373,6 +379,7 @@ impl<S: JsonText, V: JsonText> ToolCompleted<S, V> {
 }
 
 /// Appends `key` (the member's separator, name and colon) and the value's JSON text.
+#[inline]
 fn member(out: &mut Vec<u8>, key: &[u8], value: impl JsonText) {
     out.extend_from_slice(key);
     value.write(out);
