@@ -4,14 +4,12 @@
 
 use std::sync::Arc;
 
-use agentwire_jsonrpc::{ErrorObject, FrameError, RequestContext};
-use agentwire_roll::cursor::{CursorWriter, Uuid128};
-use agentwire_roll::project::project_event_envelope;
+use agentwire_jsonrpc::{ErrorObject, FrameError, NotificationBatch, Peer, RequestContext};
+use agentwire_roll::cursor::CursorWriter;
 use agentwire_roll::types::{RuntimeEventsResumeParams, RuntimeEventsResumeResult};
 use agentwire_roll::{ProtocolVersion, RollErrorCode};
 use agentwire_runtime::event::view::StoredView;
 use agentwire_runtime::{Published, Runtime, RuntimeError, StampedEvent, Subscription};
-use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::super::wire;
@@ -92,12 +90,8 @@ impl Session {
         let from = timeline.get(start).copied().unwrap_or(0);
         // The next page is read while this one is encoded and written.
         let total = timeline.len();
-        let mut writer = wire::ReplayWriter::new(
-            version,
-            runtime.instance_id(),
-            thread_id,
-            CursorWriter::new(self.face.key(), log_id),
-        );
+        let cursors = CursorWriter::new(self.face.key(), log_id);
+        let mut writer = wire::EnvelopeWriter::new(version, runtime.instance_id(), thread_id);
         let mut pages = read_ahead(
             runtime.clone(),
             thread_id.to_owned(),
@@ -121,25 +115,49 @@ impl Session {
                 ordinal = *last as usize + 1;
             }
             // Each event is written from its stored view (its fields copied as stored) or, when
-            // the view does not read it, decoded and serialized.
+            // the view does not read it, from its decode.
             let mut batch = peer.notification_batch("runtime.event", events.len());
             for (ordinal, payload) in &events {
+                let durability = wire::Durability::Durable {
+                    cursors: &cursors,
+                    ordinal: *ordinal,
+                };
                 let written = match StoredView::parse(payload) {
-                    Some(view) => batch.push_with(|out| {
-                        writer
-                            .write(out, self.face.next_sequence(), *ordinal, &view)
-                            .map_err(|_| FrameError::Encode("a stamp past the year 9999".into()))
-                    }),
+                    Some(view) => match wire::stored_event(&view.event).project(version) {
+                        Some(event) => batch.push_with(|out| {
+                            let sequence = self.face.next_sequence();
+                            let turn_id = view.event.turn_id();
+                            writer
+                                .write(out, sequence, view.at_ms, turn_id, &event, durability)
+                                .map_err(stamp_error)
+                        }),
+                        None => Ok(()),
+                    },
                     None => {
-                        let event =
+                        let stamped =
                             serde_json::from_slice::<StampedEvent>(payload).map_err(|error| {
                                 self.err(
                                     RollErrorCode::INTERNAL_ERROR,
                                     format!("undecodable event: {error}"),
                                 )
                             })?;
-                        match self.durable_envelope(version, thread_id, &log_id, *ordinal, &event) {
-                            Some(envelope) => batch.push(&envelope),
+                        let event = wire::durable_event(&stamped.event)
+                            .and_then(|event| event.project(version));
+                        match event {
+                            Some(event) => batch.push_with(|out| {
+                                let sequence = self.face.next_sequence();
+                                let turn_id = stamped.event.turn_id();
+                                writer
+                                    .write(
+                                        out,
+                                        sequence,
+                                        stamped.at_ms,
+                                        turn_id,
+                                        &event,
+                                        durability,
+                                    )
+                                    .map_err(stamp_error)
+                            }),
                             None => Ok(()),
                         }
                     }
@@ -159,81 +177,6 @@ impl Session {
             through_cursor: self.event_cursor(thread_id, total),
             replayed_count: ordinal.saturating_sub(start) as u64,
         })
-    }
-
-    pub(super) fn envelope(
-        &self,
-        thread_id: &str,
-        turn_id: Option<&str>,
-        at_ms: u64,
-        event: Value,
-    ) -> Map<String, Value> {
-        let mut out = Map::new();
-        out.insert("protocolVersion".into(), json!("1.5"));
-        out.insert(
-            "runtimeInstanceId".into(),
-            json!(self.face.runtime.instance_id()),
-        );
-        out.insert("sequence".into(), json!(self.face.next_sequence()));
-        out.insert("timestamp".into(), json!(wire::timestamp(at_ms)));
-        out.insert("threadId".into(), json!(thread_id));
-        if let Some(turn_id) = turn_id {
-            out.insert("turnId".into(), json!(turn_id));
-        }
-        out.insert("event".into(), event);
-        out
-    }
-
-    /// The `runtime.event` envelope of a durable event as `version` carries it, or `None` when
-    /// the event has no Roll form there; `log_id` is the thread's event log id
-    /// ([`RollFace::event_log_id`], computed once per replay).
-    pub(super) fn durable_envelope<'a>(
-        &'a self,
-        version: ProtocolVersion,
-        thread_id: &'a str,
-        log_id: &Uuid128,
-        ordinal: u64,
-        stamped: &'a StampedEvent,
-    ) -> Option<wire::DurableEnvelope<'a>> {
-        let event = wire::durable_event(&stamped.event)?.project(version)?;
-        let turn_id = stamped.event.turn_id();
-        Some(self.stamp(
-            version,
-            thread_id,
-            log_id,
-            ordinal,
-            stamped.at_ms,
-            turn_id,
-            event,
-        ))
-    }
-
-    /// The envelope of `event`: the next sequence, and the cursor on versions with durable
-    /// events.
-    #[allow(clippy::too_many_arguments)]
-    fn stamp<'a>(
-        &'a self,
-        version: ProtocolVersion,
-        thread_id: &'a str,
-        log_id: &Uuid128,
-        ordinal: u64,
-        at_ms: u64,
-        turn_id: Option<&'a str>,
-        event: wire::DurableEvent<'a>,
-    ) -> wire::DurableEnvelope<'a> {
-        wire::DurableEnvelope {
-            protocol_version: version.as_str(),
-            runtime_instance_id: self.face.runtime.instance_id(),
-            sequence: self.face.next_sequence(),
-            timestamp: wire::Timestamp(at_ms),
-            thread_id,
-            turn_id,
-            event,
-            cursor: version
-                .capabilities()
-                .durable_events
-                .then(|| self.face.key().mint(*log_id, ordinal)),
-        }
     }
 
     /// Forwards what the runtime publishes, for as long as the connection lasts. The
@@ -281,15 +224,28 @@ impl Session {
                 if !self.is_attached(&thread_id) {
                     return;
                 }
-                if let Some(envelope) = self.durable_envelope(
-                    version,
-                    &thread_id,
-                    &self.face.event_log_id(&thread_id),
+                let Some(roll) =
+                    wire::durable_event(&event.event).and_then(|roll| roll.project(version))
+                else {
+                    return;
+                };
+                let cursors =
+                    CursorWriter::new(self.face.key(), self.face.event_log_id(&thread_id));
+                let durability = wire::Durability::Durable {
+                    cursors: &cursors,
                     ordinal,
-                    &event,
-                ) {
-                    let _ = peer.notify("runtime.event", &envelope).await;
-                }
+                };
+                let writer =
+                    wire::EnvelopeWriter::new(version, self.face.runtime.instance_id(), &thread_id);
+                let batch = self.one_event(
+                    peer,
+                    writer,
+                    event.at_ms,
+                    event.event.turn_id(),
+                    &roll,
+                    durability,
+                );
+                let _ = peer.send_batch(batch).await;
             }
             Published::Live {
                 thread_id,
@@ -299,16 +255,51 @@ impl Session {
                 if !self.is_attached(&thread_id) {
                     return;
                 }
-                let at = self.face.runtime.now_ms();
-                let mut envelope =
-                    self.envelope(&thread_id, Some(&turn_id), at, wire::live_event(&event));
-                envelope.insert("durability".into(), json!("ephemeral"));
-                if let Ok(envelope) = project_event_envelope(&Value::Object(envelope), version) {
-                    let _ = peer.notify("runtime.event", &envelope).await;
-                }
+                let at_ms = self.face.runtime.now_ms();
+                let Some(roll) = wire::live_event(&event).project(version) else {
+                    return;
+                };
+                let writer =
+                    wire::EnvelopeWriter::new(version, self.face.runtime.instance_id(), &thread_id);
+                let batch = self.one_event(
+                    peer,
+                    writer,
+                    at_ms,
+                    Some(turn_id.as_str()),
+                    &roll,
+                    wire::Durability::Ephemeral,
+                );
+                let _ = peer.send_batch(batch).await;
             }
         }
     }
+
+    /// A batch of the one envelope of a live `event` (durable or ephemeral), with the
+    /// connection's next sequence; empty when the event cannot be sent (a stamp past the year
+    /// 9999, a frame over the outbound limit), which is dropped as a failed send would be.
+    fn one_event<S: wire::JsonText, V: wire::JsonText>(
+        &self,
+        peer: &Peer,
+        mut writer: wire::EnvelopeWriter,
+        at_ms: u64,
+        turn_id: Option<S>,
+        event: &wire::RuntimeEvent<S, V>,
+        durability: wire::Durability<'_>,
+    ) -> NotificationBatch {
+        let mut batch = peer.notification_batch("runtime.event", 1);
+        let _ = batch.push_with(|out| {
+            let sequence = self.face.next_sequence();
+            writer
+                .write(out, sequence, at_ms, turn_id, event, durability)
+                .map_err(stamp_error)
+        });
+        batch
+    }
+}
+
+/// The error of an envelope whose stamp has no RFC 3339 form.
+fn stamp_error(_: std::fmt::Error) -> FrameError {
+    FrameError::Encode("a stamp past the year 9999".into())
 }
 
 /// Stored timeline events with their ordinals, as read for a replay, and their share of the

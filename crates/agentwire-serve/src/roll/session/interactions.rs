@@ -43,7 +43,9 @@ impl Session {
         let pending = self
             .face
             .runtime
-            .inspect(thread_id, |state| state.pending.contains_key(&interaction.id))
+            .inspect(thread_id, |state| {
+                state.pending.contains_key(&interaction.id)
+            })
             .await;
         if !matches!(pending, Ok(true)) {
             return;

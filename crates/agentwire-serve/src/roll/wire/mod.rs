@@ -1,21 +1,24 @@
 //! The Roll wire shapes of the core's records, built in the newest version's form (1.5) and
 //! projected down per connection by `agentwire_roll::project`: the typed results of the method
-//! table (`snapshot`), the event envelopes (`durable`, `replay`) and the server requests. Pure
-//! functions: no I/O, no state.
+//! table (`snapshot`), and the `runtime.event` envelopes, written as bytes by one writer
+//! (`envelope`) from one typed event whose `project` holds the face's version rules for events
+//! (`event`). Pure functions and per-connection writers: no I/O.
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use agentwire_roll::constants::js_length;
-use agentwire_runtime::{Interaction, InteractionKind, LiveEvent, Resolution};
-use serde::Serialize;
+use agentwire_runtime::{Interaction, InteractionKind, Resolution};
 use serde_json::{Map, Value, json};
 
-mod durable;
-mod replay;
+mod envelope;
+mod event;
 mod snapshot;
 
-pub use durable::{DurableEnvelope, DurableEvent, ToolCompleted, durable_event};
-pub use replay::ReplayWriter;
+pub use envelope::{Durability, EnvelopeWriter};
+pub use event::{
+    DecodedEvent, JsonText, RuntimeEvent, StoredEvent, ToolCompleted, durable_event, live_event,
+    stored_event,
+};
 pub use snapshot::{
     SnapshotPaging, WireError, attachment_descriptor, full_snapshot, operation_result_view,
     operation_view, recovery_snapshot, thread_summary, wire_value,
@@ -26,20 +29,14 @@ pub fn timestamp(ms: u64) -> String {
     Timestamp(ms).to_string()
 }
 
-/// A time in milliseconds since the Unix epoch as its RFC 3339 [`timestamp`], displayed and
-/// serialized without building the string first.
+/// A time in milliseconds since the Unix epoch as its RFC 3339 [`timestamp`], displayed
+/// without building the string first.
 #[derive(Debug, Clone, Copy)]
 pub struct Timestamp(pub u64);
 
 impl std::fmt::Display for Timestamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(self.0)).fmt(f)
-    }
-}
-
-impl Serialize for Timestamp {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
     }
 }
 
@@ -161,44 +158,6 @@ pub fn approval_resolution(resolution: &Resolution) -> Value {
         Resolution::Submitted { .. } => {
             json!({"status": "cancelled", "reason": "not an approval decision"})
         }
-    }
-}
-
-/// The Roll event of an ephemeral core event.
-pub fn live_event(event: &LiveEvent) -> Value {
-    match event {
-        LiveEvent::MessageStarted { stream_id } => {
-            json!({"type": "message.started", "streamId": stream_id})
-        }
-        LiveEvent::MessageDelta { stream_id, delta } => {
-            json!({"type": "message.delta", "streamId": stream_id, "delta": delta})
-        }
-        LiveEvent::ToolStarted {
-            tool_call_id,
-            agent_name,
-            tool_name,
-            input,
-        } => json!({
-            "type": "tool.started",
-            "toolCallId": tool_call_id,
-            "agentName": agent_name,
-            "toolName": tool_name,
-            "input": input,
-        }),
-        LiveEvent::ToolOutput {
-            tool_call_id,
-            agent_name,
-            tool_name,
-            stream,
-            delta,
-        } => json!({
-            "type": "tool.output",
-            "toolCallId": tool_call_id,
-            "agentName": agent_name,
-            "toolName": tool_name,
-            "stream": stream,
-            "delta": delta,
-        }),
     }
 }
 
