@@ -1,6 +1,6 @@
-//! A borrowed view of a stored event: the fields a face puts on its wire, each as the JSON
-//! text it is stored as, so the face copies them without decoding and re-escaping them (the
-//! replay of a resume sends every event of a thread this way).
+//! A borrowed view of a stored event: the core event's own fields, each as the JSON text it is
+//! stored as, so a face that sends stored events again copies them without decoding and
+//! re-escaping them (the Roll face's resume replay sends every event of a thread this way).
 //!
 //! The view reads the runtime's own writes ([`StampedEvent`](super::StampedEvent) serialized
 //! by `serde_json`), so a string's stored text is the text `serde_json` writes for it again.
@@ -39,7 +39,7 @@ impl<'a> Raw<'a> {
     }
 }
 
-/// A stored event's stamp and its wire fields.
+/// A stored event's stamp and its fields.
 #[derive(Debug)]
 pub struct StoredView<'a> {
     /// When the runtime produced the event (milliseconds since the Unix epoch).
