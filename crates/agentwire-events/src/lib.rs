@@ -53,6 +53,12 @@ pub trait EventLog: Send + Sync + std::fmt::Debug {
     /// Which engine holds the log.
     fn backend(&self) -> Backend;
 
+    /// The largest record (payload plus kind) an append takes; a larger one is
+    /// [`Error::RecordTooLarge`]. At most [`MAX_RECORD_BYTES`].
+    fn max_record_bytes(&self) -> usize {
+        MAX_RECORD_BYTES
+    }
+
     /// Appends `events` to `thread` in one commit, after checking `expected`. Returns only after
     /// the commit is durable; on any error nothing of this append was written (except
     /// [`Error::CommitOutcomeUnknown`], which says so).

@@ -160,7 +160,18 @@ impl ThreadState {
         &self,
         events: impl IntoIterator<Item = &'a StampedEvent>,
     ) -> Result<(), FoldError> {
-        let mut probe = ThreadState {
+        let mut probe = self.probe();
+        for event in events {
+            probe.apply_to_probe(event)?;
+        }
+        Ok(())
+    }
+
+    /// What the checks of [`apply`](Self::apply) read of this state, without the transcript
+    /// (messages, operations, timeline): a copy the size of the pending interactions, on which
+    /// events are checked and folded ahead of the state itself.
+    pub fn probe(&self) -> ThreadState {
+        ThreadState {
             created: self.created,
             deleted: self.deleted,
             title: None,
@@ -174,10 +185,17 @@ impl ThreadState {
             pending: self.pending.clone(),
             next_position: self.next_position,
             timeline: Vec::new(),
-        };
-        for event in events {
-            probe.apply(probe.next_position, event)?;
         }
+    }
+
+    /// Applies the next event to a [`probe`](Self::probe), which keeps no transcript; on an
+    /// error it is unchanged.
+    pub fn apply_to_probe(&mut self, stamped: &StampedEvent) -> Result<(), FoldError> {
+        self.apply(self.next_position, stamped)?;
+        self.messages.clear();
+        self.operations.clear();
+        self.operation_times_ms.clear();
+        self.timeline.clear();
         Ok(())
     }
 

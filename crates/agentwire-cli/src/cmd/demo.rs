@@ -57,6 +57,10 @@ struct Timeline {
     started: Option<Instant>,
     turn: usize,
     entries: Vec<Entry>,
+    /// The turns whose `turn.started` the timeline shows.
+    turns_shown: std::collections::HashSet<String>,
+    /// Signalled when a turn's `turn.started` is shown.
+    shown: Arc<tokio::sync::Notify>,
 }
 
 impl Timeline {
@@ -96,6 +100,9 @@ fn interactions(timeline: &Arc<Mutex<Timeline>>, reject: bool) -> Interactions {
             let timeline = Arc::clone(&approvals);
             async move {
                 let approval = request.approval();
+                // The host's lines follow the turn's start: the server request arrives after
+                // it on the wire, but is handled apart from the event stream.
+                shown_started(&timeline, approval.turn_id.as_str()).await;
                 let preview = serde_json::to_value(&approval.preview).unwrap_or(Value::Null);
                 let command = text(&preview, "command");
                 let explanation = text(&preview, "explanation");
@@ -122,6 +129,7 @@ fn interactions(timeline: &Arc<Mutex<Timeline>>, reject: bool) -> Interactions {
         .on_user_input(move |form| {
             let timeline = Arc::clone(&forms);
             async move {
+                shown_started(&timeline, form.params.turn_id.as_str()).await;
                 let controls = serde_json::to_value(&form.params.controls).unwrap_or(Value::Null);
                 let values: Vec<SubmittedValue> = controls
                     .as_array()
@@ -154,6 +162,18 @@ fn interactions(timeline: &Arc<Mutex<Timeline>>, reject: bool) -> Interactions {
                 Ok(UserInputResult::Submitted { values })
             }
         })
+}
+
+/// Waits until the timeline shows the start of `turn_id`.
+async fn shown_started(timeline: &Arc<Mutex<Timeline>>, turn_id: &str) {
+    loop {
+        let shown = Arc::clone(&lock(timeline).shown);
+        let notified = shown.notified();
+        if lock(timeline).turns_shown.contains(turn_id) {
+            return;
+        }
+        notified.await;
+    }
 }
 
 /// What the timeline says of one event (`None`: not shown on its own line).
@@ -308,10 +328,15 @@ async fn drive(args: &Args, url: &str, inputs: &[String]) -> anyhow::Result<Repo
                 durable += 1;
             }
             let event = envelope["event"].clone();
-            if let Some((what, detail)) = describe(&event, &mut deltas) {
-                lock(&timeline).push(&what, detail, Some(envelope));
-            }
             let kind = text(&event, "type");
+            if let Some((what, detail)) = describe(&event, &mut deltas) {
+                let mut timeline = lock(&timeline);
+                timeline.push(&what, detail, Some(envelope));
+                if kind == "turn.started" {
+                    timeline.turns_shown.insert(turn_id.clone());
+                    timeline.shown.notify_waiters();
+                }
+            }
             if matches!(
                 kind.as_str(),
                 "turn.completed" | "turn.failed" | "turn.cancelled"

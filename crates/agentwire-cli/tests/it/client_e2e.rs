@@ -755,7 +755,8 @@ async fn a_thread_is_followed_across_a_killed_runtime_without_gap_or_repeat() {
         .start_turn(
             thread.clone(),
             TurnInput {
-                text: "/burst 500".into(),
+                // Long enough that the kill comes while it runs, at any append rate.
+                text: "/burst 100000".into(),
                 attachments: None,
             },
         )

@@ -132,6 +132,10 @@ impl EventLog for PostgresLog {
         Backend::Postgres
     }
 
+    fn max_record_bytes(&self) -> usize {
+        self.settings.max_record_bytes
+    }
+
     async fn append(
         &self,
         thread: &ThreadId,

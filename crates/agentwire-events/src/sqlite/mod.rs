@@ -95,6 +95,10 @@ impl EventLog for SqliteLog {
         Backend::Sqlite
     }
 
+    fn max_record_bytes(&self) -> usize {
+        self.settings.max_record_bytes
+    }
+
     async fn append(
         &self,
         thread: &ThreadId,

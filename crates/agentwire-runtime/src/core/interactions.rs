@@ -55,7 +55,7 @@ impl Runtime {
         if expired {
             // Its waiter may not have woken yet; the deadline stands either way.
             let _ = self
-                .settle(thread_id, &slot, interaction_id, Resolution::Expired)
+                .settle(thread_id, &slot, interaction_id, Resolution::Expired, None)
                 .await;
             return Err(RuntimeError::InteractionNotFound(interaction_id.to_owned()));
         }
@@ -68,7 +68,7 @@ impl Runtime {
                 reason,
             });
         }
-        self.settle(thread_id, &slot, interaction_id, resolution)
+        self.settle(thread_id, &slot, interaction_id, resolution, None)
             .await
     }
 
@@ -86,32 +86,34 @@ impl Runtime {
         reason: &str,
     ) -> Result<(), RuntimeError> {
         let slot = self.slot(thread_id)?;
-        let turn_id = match slot.state.lock().await.pending.get(interaction_id) {
-            Some(interaction) => interaction.turn_id.clone(),
-            None => return Err(RuntimeError::InteractionNotFound(interaction_id.to_owned())),
-        };
         let resolution = Resolution::Cancelled {
             reason: reason.to_owned(),
         };
-        self.settle(thread_id, &slot, interaction_id, resolution)
-            .await?;
-        self.signal_cancel(&slot, &turn_id, Some(reason));
-        Ok(())
+        self.settle(
+            thread_id,
+            &slot,
+            interaction_id,
+            resolution,
+            Some(reason.to_owned()),
+        )
+        .await
     }
 
     /// Resolves a pending interaction, if it still is: one check-and-append of its resolution
     /// and its turn's status (running again, or still stopping), then the waiting turn is
-    /// handed the resolution.
+    /// handed the resolution. With `fail_turn`, the turn is told to stop and to end `failed`
+    /// with that message in the same check, before it can learn the resolution.
     ///
     /// # Errors
     /// [`RuntimeError::InteractionNotFound`] when it is not pending: another resolution came
-    /// first.
+    /// first (nothing changes, and the turn is not stopped).
     pub(super) async fn settle(
         &self,
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
         interaction_id: &str,
         resolution: Resolution,
+        fail_turn: Option<String>,
     ) -> Result<(), RuntimeError> {
         let decide = {
             let (slot, interaction_id, resolution) = (
@@ -123,6 +125,9 @@ impl Runtime {
                 let Some(pending) = state.pending.get(&interaction_id) else {
                     return Err(RuntimeError::InteractionNotFound(interaction_id));
                 };
+                if let Some(message) = &fail_turn {
+                    slot.signal_cancel(&pending.turn_id, Some(message));
+                }
                 let stopping = state
                     .active_turn
                     .as_ref()
@@ -159,7 +164,7 @@ impl Runtime {
             interaction_id.to_owned(),
         );
         tokio::spawn(async move {
-            runtime.append_now(&thread_id, &slot, decide).await?;
+            runtime.append_with(&thread_id, &slot, decide).await?;
             if let Some(waiter) = lock(&slot.waiters).remove(&interaction_id) {
                 let _ = waiter.send(resolution);
             }

@@ -18,7 +18,7 @@ mod threads;
 mod turns;
 mod types;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, MutexGuard, PoisonError};
 
@@ -67,7 +67,75 @@ struct ThreadSlot {
     waiters: std::sync::Mutex<HashMap<String, oneshot::Sender<Resolution>>>,
     /// The thread's summary as of its last fold, read without waiting for its state's lock.
     summary: std::sync::Mutex<ThreadSummary>,
+    /// Events admitted and not yet committed, and the state the checks see.
+    outbox: std::sync::Mutex<Outbox>,
+    /// Signalled when the outbox has room again or a flush ended.
+    room: tokio::sync::Notify,
 }
+
+/// The events of a thread admitted (checked, positioned and encoded) and not yet committed.
+#[derive(Debug)]
+struct Outbox {
+    /// The committed state with every admitted event folded in, without the transcript
+    /// ([`ThreadState::probe`]): what the next admission is checked against.
+    probe: ThreadState,
+    queued: VecDeque<Queued>,
+    /// Bytes of the queued records.
+    bytes: usize,
+    /// Whether a flush task runs.
+    flushing: bool,
+}
+
+/// One admitted event: a durable one to commit, or an ephemeral one published in its place
+/// once everything admitted before it is, so a subscriber sees a turn's events in the order
+/// the turn produced them.
+#[derive(Debug)]
+enum Queued {
+    Durable {
+        position: u64,
+        stamped: StampedEvent,
+        record: NewEvent,
+        /// Told when this event, the last of its admission, is committed, folded and published.
+        ticket: Option<oneshot::Sender<Result<(), RuntimeError>>>,
+    },
+    Live {
+        published: Published,
+        weight: usize,
+    },
+}
+
+impl Queued {
+    fn size(&self) -> usize {
+        match self {
+            Queued::Durable { record, .. } => record.record_size(),
+            Queued::Live { weight, .. } => *weight,
+        }
+    }
+
+    fn turn_id(&self) -> Option<&str> {
+        match self {
+            Queued::Durable { stamped, .. } => stamped.event.turn_id(),
+            Queued::Live { published, .. } => match published {
+                Published::Live { turn_id, .. } => Some(turn_id),
+                Published::Durable { event, .. } => event.event.turn_id(),
+            },
+        }
+    }
+
+    fn into_ticket(self) -> Option<oneshot::Sender<Result<(), RuntimeError>>> {
+        match self {
+            Queued::Durable { ticket, .. } => ticket,
+            Queued::Live { .. } => None,
+        }
+    }
+}
+
+/// Bytes of admitted records a thread's outbox holds before an admission waits for the
+/// flusher: the most one commit takes, so a full outbox is one commit's work.
+pub const OUTBOX_BYTES: usize = agentwire_events::DEFAULT_MAX_BATCH_BYTES;
+
+/// Events one commit takes from a thread's outbox at most.
+pub const FLUSH_EVENTS: usize = agentwire_events::MAX_PAGE_EVENTS;
 
 impl ThreadSlot {
     fn new(
@@ -77,6 +145,13 @@ impl ThreadSlot {
     ) -> Result<ThreadSlot, RuntimeError> {
         Ok(ThreadSlot {
             summary: std::sync::Mutex::new(state.summary(thread_id)),
+            outbox: std::sync::Mutex::new(Outbox {
+                probe: state.probe(),
+                queued: VecDeque::new(),
+                bytes: 0,
+                flushing: false,
+            }),
+            room: tokio::sync::Notify::new(),
             state: Mutex::new(state),
             log_thread: ThreadId::new(thread_id)?,
             checkpointed: checkpointed.into(),
@@ -84,6 +159,20 @@ impl ThreadSlot {
             running: Default::default(),
             waiters: Default::default(),
         })
+    }
+}
+
+impl ThreadSlot {
+    /// Tells the running turn `turn_id` to stop; with a `failure`, it ends `failed` with that
+    /// message whatever the agent returns (the first failure stands).
+    fn signal_cancel(&self, turn_id: &str, failure: Option<&str>) {
+        let mut running = lock(&self.running);
+        if let Some(running) = running.as_mut().filter(|r| r.turn_id == turn_id) {
+            if let Some(message) = failure {
+                running.failure.get_or_insert_with(|| message.to_owned());
+            }
+            running.cancel.send_replace(true);
+        }
     }
 }
 
@@ -227,8 +316,8 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::ThreadNotFound(thread_id.to_owned()))
     }
 
-    /// Appends `events` to the thread in one commit, folds them, then publishes them. See
-    /// [`append_with`](Self::append_with).
+    /// Appends `events` to the thread, waiting until they are committed, folded and published.
+    /// See [`append_with`](Self::append_with).
     async fn append(
         &self,
         thread_id: &str,
@@ -239,12 +328,11 @@ impl Runtime {
             .await
     }
 
-    /// One check-and-append: `decide` reads the thread's current state and either refuses (its
-    /// error is returned, nothing is written) or gives the events to append and what to return;
-    /// under the thread's lock, so nothing changes between the check and the write. The events
-    /// are checked against the fold before they are written (nothing that would not fold is
-    /// ever written), appended in one commit, folded, then published. The work runs in its own
-    /// task: a caller that stops waiting cannot leave a committed append unfolded.
+    /// One check-and-append: `decide` reads the thread's state — as it will be once every
+    /// event admitted before is committed — and either refuses (its error is returned, nothing
+    /// is written) or gives the events to append and what to return. Admitted under the
+    /// outbox's lock, so nothing changes between the check and the admission; then waits until
+    /// the events are committed in one append, folded and published.
     async fn append_with<T, F>(
         &self,
         thread_id: &str,
@@ -252,112 +340,287 @@ impl Runtime {
         decide: F,
     ) -> Result<T, RuntimeError>
     where
-        F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError> + Send + 'static,
-        T: Send + 'static,
+        F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError>,
     {
-        let runtime = self.clone();
-        let slot = Arc::clone(slot);
-        let thread = thread_id.to_owned();
-        tokio::spawn(async move { runtime.append_now(&thread, &slot, decide).await })
-            .await
-            .unwrap_or_else(|e| Err(RuntimeError::Stopped(e.to_string())))
+        let (out, ticket) = self.admit(thread_id, slot, decide).await?;
+        if let Some(ticket) = ticket {
+            ticket
+                .await
+                .unwrap_or_else(|_| Err(RuntimeError::Stopped("the flusher ended".into())))?;
+        }
+        Ok(out)
     }
 
-    async fn append_now<T, F>(
+    /// Admits `events` without waiting for their commit: what a turn records along the way
+    /// (messages, operations). They are committed in order with everything else of the thread;
+    /// a failed commit fails the running turn.
+    async fn append_admitted(
         &self,
         thread_id: &str,
-        slot: &ThreadSlot,
+        slot: &Arc<ThreadSlot>,
+        events: Vec<ThreadEvent>,
+    ) -> Result<(), RuntimeError> {
+        self.admit(thread_id, slot, move |_| Ok((events, ())))
+            .await
+            .map(|_| ())
+    }
+
+    /// The admission: once the outbox has room, `decide` on the outbox's state; its events are
+    /// checked against the fold (nothing that would not fold is ever admitted), stamped,
+    /// positioned and encoded, and queued for the flusher, which is started if none runs.
+    /// Nothing here waits while holding a lock, so a caller that stops waiting leaves either
+    /// nothing or a whole admission behind.
+    async fn admit<T, F>(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
         decide: F,
-    ) -> Result<T, RuntimeError>
+    ) -> Result<(T, Option<oneshot::Receiver<Result<(), RuntimeError>>>), RuntimeError>
     where
         F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError>,
     {
-        let mut state = slot.state.lock().await;
-        let (events, out) = decide(&state)?;
+        loop {
+            let room = slot.room.notified();
+            {
+                let outbox = lock(&slot.outbox);
+                if outbox.queued.is_empty() || outbox.bytes < OUTBOX_BYTES {
+                    break;
+                }
+            }
+            room.await;
+        }
+        let mut outbox = lock(&slot.outbox);
+        let (events, out) = decide(&outbox.probe)?;
         if events.is_empty() {
-            return Ok(out);
+            return Ok((out, None));
         }
         let at_ms = self.inner.clock.now_ms();
         let stamped: Vec<StampedEvent> = events
             .into_iter()
             .map(|event| StampedEvent { at_ms, event })
             .collect();
-        state
+        outbox
+            .probe
             .check_batch(&stamped)
             .map_err(|error| RuntimeError::Fold {
                 thread_id: thread_id.to_owned(),
                 error,
             })?;
-        let records = stamped
-            .iter()
-            .map(|e| {
-                serde_json::to_vec(e)
-                    .map(|payload| NewEvent::new(e.event.kind(), payload))
-                    .map_err(|error| {
-                        RuntimeError::InvalidInput(format!(
-                            "cannot encode {}: {error}",
-                            e.event.kind()
-                        ))
-                    })
-            })
-            .collect::<Result<Vec<NewEvent>, RuntimeError>>()?;
-        let weights: Vec<usize> = records.iter().map(NewEvent::record_size).collect();
-        let appended = self
-            .inner
-            .log
-            .append(
-                &slot.log_thread,
-                Expected::Next(state.next_position),
-                records,
-            )
-            .await?;
-        let mut ordinals = Vec::with_capacity(stamped.len());
+        let limit = self.inner.log.max_record_bytes();
+        let mut records = Vec::with_capacity(stamped.len());
         for event in &stamped {
-            // Checked above: the fold cannot refuse what it accepted on the probe.
-            let position = state.next_position;
-            if let Err(error) = state.apply(position, event) {
+            let payload = serde_json::to_vec(event).map_err(|error| {
+                RuntimeError::InvalidInput(format!("cannot encode {}: {error}", event.event.kind()))
+            })?;
+            let record = NewEvent::new(event.event.kind(), payload);
+            let size = record.record_size();
+            if size > limit {
+                return Err(agentwire_events::Error::RecordTooLarge { size, limit }.into());
+            }
+            records.push(record);
+        }
+        let (tx, rx) = oneshot::channel();
+        let mut ticket = Some(tx);
+        let last = stamped.len() - 1;
+        for (index, (event, record)) in stamped.into_iter().zip(records).enumerate() {
+            let position = outbox.probe.next_position;
+            // Checked above as a batch: the probe cannot refuse what it accepted.
+            if let Err(error) = outbox.probe.apply_to_probe(&event) {
                 tracing::error!(thread = %thread_id, %error, "a checked event did not fold");
             }
-            ordinals.push(
-                event
-                    .event
-                    .is_timeline()
-                    .then(|| state.timeline.len() as u64 - 1),
-            );
+            outbox.bytes += record.record_size();
+            outbox.queued.push_back(Queued::Durable {
+                position,
+                stamped: event,
+                record,
+                ticket: if index == last { ticket.take() } else { None },
+            });
+        }
+        self.start_flush(thread_id, slot, &mut outbox);
+        Ok((out, Some(rx)))
+    }
+
+    fn start_flush(&self, thread_id: &str, slot: &Arc<ThreadSlot>, outbox: &mut Outbox) {
+        if !outbox.flushing {
+            outbox.flushing = true;
+            let (runtime, slot, thread) = (self.clone(), Arc::clone(slot), thread_id.to_owned());
+            tokio::spawn(async move { runtime.flush(&thread, &slot).await });
+        }
+    }
+
+    /// The thread's flusher: commits whatever was admitted while the previous commit ran as
+    /// one append (up to [`FLUSH_EVENTS`] events and [`OUTBOX_BYTES`]), then folds, publishes
+    /// and answers the tickets of what it committed, until the outbox is empty.
+    async fn flush(&self, thread_id: &str, slot: &Arc<ThreadSlot>) {
+        loop {
+            let batch: Vec<Queued> = {
+                let mut outbox = lock(&slot.outbox);
+                if outbox.queued.is_empty() {
+                    outbox.flushing = false;
+                    drop(outbox);
+                    slot.room.notify_waiters();
+                    return;
+                }
+                let mut bytes = 0;
+                let mut durable = 0;
+                let mut count = 0;
+                for queued in &outbox.queued {
+                    let size = queued.size();
+                    let is_durable = matches!(queued, Queued::Durable { .. });
+                    if durable > 0
+                        && is_durable
+                        && (durable == FLUSH_EVENTS || bytes + size > OUTBOX_BYTES)
+                    {
+                        break;
+                    }
+                    bytes += size;
+                    durable += usize::from(is_durable);
+                    count += 1;
+                }
+                outbox.bytes -= bytes;
+                outbox.queued.drain(..count).collect()
+            };
+            slot.room.notify_waiters();
+            let first = batch.iter().find_map(|q| match q {
+                Queued::Durable { position, .. } => Some(*position),
+                Queued::Live { .. } => None,
+            });
+            let Some(first) = first else {
+                // Only ephemeral events: nothing to commit before they are published.
+                for queued in batch {
+                    if let Queued::Live { published, weight } = queued {
+                        self.publish(slot, &published, weight);
+                    }
+                }
+                continue;
+            };
+            let records: Vec<NewEvent> = batch
+                .iter()
+                .filter_map(|q| match q {
+                    Queued::Durable { record, .. } => Some(record.clone()),
+                    Queued::Live { .. } => None,
+                })
+                .collect();
+            match self
+                .inner
+                .log
+                .append(&slot.log_thread, Expected::Next(first), records)
+                .await
+            {
+                Ok(appended) => {
+                    let tickets = self
+                        .fold_and_publish(thread_id, slot, batch, appended)
+                        .await;
+                    for ticket in tickets {
+                        let _ = ticket.send(Ok(()));
+                    }
+                }
+                Err(error) => {
+                    let error = Arc::new(error);
+                    let dropped = self.drop_admitted(slot).await;
+                    tracing::error!(thread = %thread_id, %error, dropped = batch.len() + dropped.len(),
+                        "a commit failed; the events admitted with it and after it are dropped");
+                    let turns: Vec<String> = batch
+                        .iter()
+                        .chain(&dropped)
+                        .filter_map(|q| q.turn_id().map(str::to_owned))
+                        .collect();
+                    let running = lock(&slot.running).as_ref().map(|r| r.turn_id.clone());
+                    if let Some(turn_id) = running.filter(|t| turns.contains(t)) {
+                        slot.signal_cancel(
+                            &turn_id,
+                            Some(&format!("the event log failed: {error}")),
+                        );
+                    }
+                    for ticket in batch
+                        .into_iter()
+                        .chain(dropped)
+                        .filter_map(Queued::into_ticket)
+                    {
+                        let _ = ticket.send(Err(RuntimeError::CommitFailed(Arc::clone(&error))));
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a failed commit: everything still admitted is dropped (its positions follow what
+    /// was not committed) and the outbox's state is the committed state's again.
+    async fn drop_admitted(&self, slot: &ThreadSlot) -> Vec<Queued> {
+        // The state's lock first, then the outbox's: an admission never waits for the state
+        // while it holds the outbox.
+        let state = slot.state.lock().await;
+        let mut outbox = lock(&slot.outbox);
+        outbox.probe = state.probe();
+        outbox.bytes = 0;
+        outbox.queued.drain(..).collect()
+    }
+
+    /// Folds a committed batch into the thread's state and publishes its events (the ephemeral
+    /// ones in their places), under the state's lock, so subscribers see the thread's events in
+    /// the order of its log; returns the batch's tickets.
+    async fn fold_and_publish(
+        &self,
+        thread_id: &str,
+        slot: &ThreadSlot,
+        batch: Vec<Queued>,
+        appended: agentwire_events::Appended,
+    ) -> Vec<oneshot::Sender<Result<(), RuntimeError>>> {
+        let mut state = slot.state.lock().await;
+        let mut boundary = false;
+        let mut tickets = Vec::new();
+        let mut event_ids = appended.event_ids.into_iter();
+        let mut seq = appended.first_seq;
+        let mut published = Vec::with_capacity(batch.len());
+        for queued in batch {
+            match queued {
+                Queued::Durable {
+                    stamped,
+                    record,
+                    ticket,
+                    ..
+                } => {
+                    // Checked at admission: the fold cannot refuse what the probe accepted.
+                    let position = state.next_position;
+                    if let Err(error) = state.apply(position, &stamped) {
+                        tracing::error!(thread = %thread_id, %error, "a checked event did not fold");
+                    }
+                    boundary |= matches!(
+                        stamped.event,
+                        ThreadEvent::ThreadCreated { .. }
+                            | ThreadEvent::TurnCompleted { .. }
+                            | ThreadEvent::TurnFailed { .. }
+                            | ThreadEvent::TurnCancelled { .. }
+                    );
+                    let ordinal = stamped
+                        .event
+                        .is_timeline()
+                        .then(|| state.timeline.len() as u64 - 1);
+                    let event = Published::Durable {
+                        thread_id: thread_id.to_owned(),
+                        seq,
+                        event_id: event_ids.next().unwrap_or_default(),
+                        ordinal,
+                        event: Arc::new(stamped),
+                    };
+                    seq += 1;
+                    published.push((event, record.record_size()));
+                    tickets.extend(ticket);
+                }
+                Queued::Live {
+                    published: event,
+                    weight,
+                } => published.push((event, weight)),
+            }
         }
         *lock(&slot.summary) = state.summary(thread_id);
         if !state.deleted {
-            let boundary = stamped.iter().any(|e| {
-                matches!(
-                    e.event,
-                    ThreadEvent::ThreadCreated { .. }
-                        | ThreadEvent::TurnCompleted { .. }
-                        | ThreadEvent::TurnFailed { .. }
-                        | ThreadEvent::TurnCancelled { .. }
-                )
-            });
             self.checkpoint_if_due(thread_id, slot, &state, boundary);
         }
-        // Published under the thread's lock, so subscribers see the thread's events in the
-        // order of its log.
-        for (offset, (((event, event_id), ordinal), weight)) in stamped
-            .into_iter()
-            .zip(appended.event_ids)
-            .zip(ordinals)
-            .zip(weights)
-            .enumerate()
-        {
-            let published = Published::Durable {
-                thread_id: thread_id.to_owned(),
-                seq: appended.first_seq + offset as u64,
-                event_id,
-                ordinal,
-                event: Arc::new(event),
-            };
-            self.publish(slot, &published, weight);
+        for (event, weight) in &published {
+            self.publish(slot, event, *weight);
         }
-        drop(state);
-        Ok(out)
+        tickets
     }
 
     /// Offers `published` to the thread's subscribers and to those of every thread.
@@ -370,6 +633,9 @@ impl Runtime {
         }
     }
 
+    /// Publishes an ephemeral event at once when nothing of the thread waits for its commit,
+    /// and otherwise queues it behind what does, so it is not seen before events produced
+    /// before it (dropped when the outbox holds twice [`OUTBOX_BYTES`]).
     fn publish_live(&self, thread_id: &str, turn_id: &str, event: LiveEvent) {
         let Ok(slot) = self.slot(thread_id) else {
             return;
@@ -380,7 +646,19 @@ impl Runtime {
             turn_id: turn_id.to_owned(),
             event,
         };
-        self.publish(&slot, &published, weight);
+        let mut outbox = lock(&slot.outbox);
+        if outbox.queued.is_empty() && !outbox.flushing {
+            drop(outbox);
+            self.publish(&slot, &published, weight);
+            return;
+        }
+        if outbox.bytes + weight > 2 * OUTBOX_BYTES {
+            // Ephemeral: dropped when it does not fit, as a subscriber's full queue drops it.
+            return;
+        }
+        outbox.bytes += weight;
+        outbox.queued.push_back(Queued::Live { published, weight });
+        self.start_flush(thread_id, &slot, &mut outbox);
     }
 
     /// A page of a thread's committed events from position `from` (at most `limit`), as they

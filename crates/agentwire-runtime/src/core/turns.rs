@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, watch};
 
-use super::{LiveEvent, RunningTurn, Runtime, RuntimeError, ThreadSlot, TurnEnd, lock};
+use super::{LiveEvent, RunningTurn, Runtime, RuntimeError, TurnEnd, lock};
 use crate::event::{
     FailStage, Interaction, InteractionKind, Operation, Resolution, ThreadEvent, TurnInput,
     TurnStatus,
@@ -181,7 +181,7 @@ impl Runtime {
         };
         let cancelling = self.append_with(thread_id, &slot, decide).await?;
         if cancelling {
-            self.signal_cancel(&slot, turn_id, None);
+            slot.signal_cancel(turn_id, None);
         }
         Ok(cancelling)
     }
@@ -189,19 +189,7 @@ impl Runtime {
     /// Stops a turn from the runtime's side: it ends `failed` at `execute` with `message`.
     fn stop_turn(&self, thread_id: &str, turn_id: &str, message: &str) {
         if let Ok(slot) = self.slot(thread_id) {
-            self.signal_cancel(&slot, turn_id, Some(message));
-        }
-    }
-
-    /// Tells the running turn `turn_id` of the thread to stop; with a `failure`, it ends
-    /// `failed` with that message whatever the agent returns (the first failure stands).
-    pub(super) fn signal_cancel(&self, slot: &ThreadSlot, turn_id: &str, failure: Option<&str>) {
-        let mut running = lock(&slot.running);
-        if let Some(running) = running.as_mut().filter(|r| r.turn_id == turn_id) {
-            if let Some(message) = failure {
-                running.failure.get_or_insert_with(|| message.to_owned());
-            }
-            running.cancel.send_replace(true);
+            slot.signal_cancel(turn_id, Some(message));
         }
     }
 }
@@ -290,10 +278,14 @@ impl TurnContext {
             .publish_live(&self.thread_id, &self.turn_id, event);
     }
 
+    /// Admits `event` to the thread's log: it is committed in order with the turn's other
+    /// events, and published once committed; the call does not wait for the commit (what must
+    /// follow durability — an interaction, the end of the turn — does). A failed commit fails
+    /// the turn.
     async fn record(&self, event: ThreadEvent) -> Result<(), RuntimeError> {
         let slot = self.runtime.slot(&self.thread_id)?;
         self.runtime
-            .append(&self.thread_id, &slot, vec![event])
+            .append_admitted(&self.thread_id, &slot, vec![event])
             .await
     }
 
@@ -363,7 +355,10 @@ impl TurnContext {
                 }
             }
         };
-        match runtime.settle(&self.thread_id, &slot, &id, ours).await {
+        match runtime
+            .settle(&self.thread_id, &slot, &id, ours, None)
+            .await
+        {
             // Settled by us: the waiter was handed the resolution.
             Ok(()) | Err(RuntimeError::InteractionNotFound(_)) => {
                 Ok(rx.await.unwrap_or_else(|_| dropped()))

@@ -235,6 +235,10 @@ pub enum RuntimeError {
     /// The log refused or failed.
     #[error("event log: {0}")]
     Log(#[from] agentwire_events::Error),
+    /// The commit of a batch of admitted events failed: every event admitted with it or after
+    /// it was dropped (nothing of it is published), and the thread's running turn fails.
+    #[error("event log: the commit failed: {0}")]
+    CommitFailed(Arc<agentwire_events::Error>),
     /// A thread's log does not fold (it was not written by this runtime, or was edited).
     #[error("thread {thread_id}: {error}")]
     Fold { thread_id: String, error: FoldError },
@@ -259,10 +263,19 @@ impl RuntimeError {
             RuntimeError::InteractionNotFound(_) => "runtime.interaction-not-found",
             RuntimeError::AnswerRefused { .. } => "runtime.answer-refused",
             RuntimeError::InvalidInput(_) => "runtime.invalid-input",
-            RuntimeError::Log(_) => "runtime.log",
+            RuntimeError::Log(_) | RuntimeError::CommitFailed(_) => "runtime.log",
             RuntimeError::Fold { .. } => "runtime.fold",
             RuntimeError::Undecodable { .. } => "runtime.undecodable",
             RuntimeError::Stopped(_) => "runtime.stopped",
+        }
+    }
+
+    /// The log's error behind this one, if the log refused or failed.
+    pub fn log_error(&self) -> Option<&agentwire_events::Error> {
+        match self {
+            RuntimeError::Log(error) => Some(error),
+            RuntimeError::CommitFailed(error) => Some(error),
+            _ => None,
         }
     }
 }

@@ -217,13 +217,13 @@ impl Session {
             }
             RuntimeError::TurnAlreadyStarted { .. } => RollErrorCode::TURN_ALREADY_ACTIVE,
             RuntimeError::AnswerRefused { .. } => RollErrorCode::APPROVAL_NOT_FOUND,
-            RuntimeError::Log(LogError::Closed) => RollErrorCode::RUNTIME_CLOSING,
-            RuntimeError::Log(LogError::CommitOutcomeUnknown { .. }) => {
-                RollErrorCode::OUTCOME_UNKNOWN
-            }
-            RuntimeError::Log(LogError::ThreadDeleted { .. }) => RollErrorCode::THREAD_NOT_FOUND,
-            RuntimeError::Log(LogError::RecordTooLarge { .. }) => RollErrorCode::INVALID_PARAMS,
-            _ => RollErrorCode::INTERNAL_ERROR,
+            _ => match error.log_error() {
+                Some(LogError::Closed) => RollErrorCode::RUNTIME_CLOSING,
+                Some(LogError::CommitOutcomeUnknown { .. }) => RollErrorCode::OUTCOME_UNKNOWN,
+                Some(LogError::ThreadDeleted { .. }) => RollErrorCode::THREAD_NOT_FOUND,
+                Some(LogError::RecordTooLarge { .. }) => RollErrorCode::INVALID_PARAMS,
+                _ => RollErrorCode::INTERNAL_ERROR,
+            },
         };
         if code == RollErrorCode::INTERNAL_ERROR {
             tracing::error!(%error, code = error.code(), "a runtime call failed");
