@@ -93,7 +93,8 @@ struct Outbox {
 enum Queued {
     Durable {
         position: u64,
-        stamped: StampedEvent,
+        /// Shared with every subscriber once published.
+        stamped: Arc<StampedEvent>,
         record: NewEvent,
         /// Told when this event, the last of its admission, is committed, folded and published.
         ticket: Option<oneshot::Sender<Result<(), RuntimeError>>>,
@@ -431,7 +432,7 @@ impl Runtime {
             outbox.bytes += record.record_size();
             outbox.queued.push_back(Queued::Durable {
                 position,
-                stamped: event,
+                stamped: Arc::new(event),
                 record,
                 ticket: if index == last { ticket.take() } else { None },
             });
@@ -601,7 +602,7 @@ impl Runtime {
                         seq,
                         event_id: event_ids.next().unwrap_or_default(),
                         ordinal,
-                        event: Arc::new(stamped),
+                        event: stamped,
                     };
                     seq += 1;
                     published.push((event, record.record_size()));

@@ -125,7 +125,9 @@ impl Runtime {
 
     /// Records how the turn ended, with the interactions it left pending resolved `cancelled`
     /// first; in one check-and-append, so an answer landing meanwhile cannot make the end of
-    /// the turn unrecordable.
+    /// the turn unrecordable. When the commit of the end fails (and with it whatever the turn
+    /// recorded since the last commit), the turn is recorded `failed` with the log's error,
+    /// again, a few times.
     async fn finish_turn(
         &self,
         thread_id: &str,
@@ -136,27 +138,52 @@ impl Runtime {
             // Deleted while the turn ran: nothing more to record.
             return;
         };
-        let decide = {
-            let (slot, turn_id) = (Arc::clone(&slot), turn_id.to_owned());
-            move |state: &ThreadState| {
-                let running = lock(&slot.running).take_if(|r| r.turn_id == turn_id);
-                let (failure, cancelled) = running.map_or((None, false), |r| {
-                    let cancelled = *r.cancel.borrow();
-                    (r.failure, cancelled)
-                });
-                let terminal = terminal_event(turn_id.clone(), failure, cancelled, end);
-                let mut waiters = lock(&slot.waiters);
-                for id in state.pending.keys() {
-                    waiters.remove(id);
+        let mut end = Some(end);
+        for _ in 0..FINISH_ATTEMPTS {
+            let decide = {
+                let (slot, turn_id, end) = (Arc::clone(&slot), turn_id.to_owned(), end.take());
+                move |state: &ThreadState| {
+                    let running = lock(&slot.running).take_if(|r| r.turn_id == turn_id);
+                    let (failure, cancelled) = running.map_or((None, false), |r| {
+                        let cancelled = *r.cancel.borrow();
+                        (r.failure, cancelled)
+                    });
+                    let terminal = match end {
+                        Some(end) => terminal_event(turn_id.clone(), failure, cancelled, end),
+                        // A retry: the first attempt's commit failed.
+                        None => terminal_event(
+                            turn_id.clone(),
+                            Some(failure.unwrap_or_else(|| "the event log failed".into())),
+                            cancelled,
+                            Ok(TurnEnd::Completed),
+                        ),
+                    };
+                    let mut waiters = lock(&slot.waiters);
+                    for id in state.pending.keys() {
+                        waiters.remove(id);
+                    }
+                    let mut events = state.cancel_pending("the turn ended");
+                    events.push(terminal);
+                    Ok((events, ()))
                 }
-                let mut events = state.cancel_pending("the turn ended");
-                events.push(terminal);
-                Ok((events, ()))
+            };
+            match self.append_with(thread_id, &slot, decide).await {
+                Ok(()) => return,
+                Err(RuntimeError::CommitFailed(error)) => {
+                    // Read by the next attempt's decision, as a failure the runtime decided.
+                    *lock(&slot.running) = Some(RunningTurn {
+                        turn_id: turn_id.to_owned(),
+                        cancel: watch::channel(true).0,
+                        failure: Some(format!("the event log failed: {error}")),
+                    });
+                }
+                Err(error) => {
+                    tracing::error!(thread = %thread_id, %error, "could not record the end of a turn");
+                    return;
+                }
             }
-        };
-        if let Err(error) = self.append_with(thread_id, &slot, decide).await {
-            tracing::error!(thread = %thread_id, %error, "could not record the end of a turn");
         }
+        tracing::error!(thread = %thread_id, "could not record the end of a turn: the log keeps failing");
     }
 
     /// Asks the active turn to stop; true if it was running (its end is recorded when the agent
@@ -193,6 +220,9 @@ impl Runtime {
         }
     }
 }
+
+/// Commits of a turn's end tried before the runtime gives up on recording it.
+const FINISH_ATTEMPTS: usize = 3;
 
 fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)

@@ -6,5 +6,6 @@
 
 mod attachments;
 mod core;
+mod pipeline;
 mod running;
 mod subscriptions;

@@ -1,0 +1,239 @@
+//! Pipelined durable appends: a burst reaches subscribers in log order with its end last, and
+//! a commit that fails mid-burst fails the turn, publishes nothing it did not commit, and leaves
+//! the thread serving.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use agentwire_events::{
+    After, Appended, Backend, Checkpoint, CheckpointInfo, EventLog, Expected, LogId, NewEvent,
+    Page, Position, Retention, ThreadId, ThreadInfo, Trimmed,
+};
+use agentwire_runtime::*;
+use async_trait::async_trait;
+
+use agentwire_testkit::runtime::{input, is_turn_end, until};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A log that fails one append (the `fail_at`-th, counting from 1) and forwards everything else.
+#[derive(Debug)]
+struct FailingLog {
+    inner: Arc<dyn EventLog>,
+    appends: AtomicUsize,
+    fail_at: AtomicUsize,
+}
+
+#[async_trait]
+impl EventLog for FailingLog {
+    fn log_id(&self) -> LogId {
+        self.inner.log_id()
+    }
+    fn backend(&self) -> Backend {
+        self.inner.backend()
+    }
+    async fn append(
+        &self,
+        thread: &ThreadId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> agentwire_events::Result<Appended> {
+        let n = self.appends.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.fail_at.load(Ordering::SeqCst) {
+            return Err(agentwire_events::Error::WriteFailed {
+                reason: "injected".into(),
+            });
+        }
+        self.inner.append(thread, expected, events).await
+    }
+    async fn read(
+        &self,
+        thread: &ThreadId,
+        after: After,
+        limit: usize,
+    ) -> agentwire_events::Result<Page> {
+        self.inner.read(thread, after, limit).await
+    }
+    fn commits(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.commits()
+    }
+    async fn thread(&self, thread: &ThreadId) -> agentwire_events::Result<Option<ThreadInfo>> {
+        self.inner.thread(thread).await
+    }
+    async fn threads(
+        &self,
+        after: Option<&ThreadId>,
+        limit: usize,
+    ) -> agentwire_events::Result<Vec<ThreadInfo>> {
+        self.inner.threads(after, limit).await
+    }
+    async fn trim(
+        &self,
+        thread: &ThreadId,
+        retention: &Retention,
+        now: SystemTime,
+    ) -> agentwire_events::Result<Trimmed> {
+        self.inner.trim(thread, retention, now).await
+    }
+    async fn put_checkpoint(
+        &self,
+        thread: &ThreadId,
+        checkpoint: Checkpoint,
+    ) -> agentwire_events::Result<()> {
+        self.inner.put_checkpoint(thread, checkpoint).await
+    }
+    async fn checkpoint(&self, thread: &ThreadId) -> agentwire_events::Result<Option<Checkpoint>> {
+        self.inner.checkpoint(thread).await
+    }
+    async fn checkpoint_info(
+        &self,
+        thread: &ThreadId,
+    ) -> agentwire_events::Result<Option<CheckpointInfo>> {
+        self.inner.checkpoint_info(thread).await
+    }
+    async fn delete_thread(&self, thread: &ThreadId) -> agentwire_events::Result<bool> {
+        self.inner.delete_thread(thread).await
+    }
+    async fn close(&self) -> agentwire_events::Result<()> {
+        self.inner.close().await
+    }
+}
+
+async fn failing_runtime(dir: &tempfile::TempDir) -> (Runtime, Arc<FailingLog>) {
+    let path = dir.path().join("events.db");
+    let inner = agentwire_events::open(&format!("sqlite:{}", path.display()))
+        .await
+        .unwrap();
+    let log = Arc::new(FailingLog {
+        inner,
+        appends: AtomicUsize::new(0),
+        fail_at: AtomicUsize::new(0),
+    });
+    let agent = Arc::new(DemoAgent {
+        slow_interval: Duration::from_millis(1),
+    });
+    let runtime = Runtime::start(
+        Arc::clone(&log) as Arc<dyn EventLog>,
+        agent,
+        Arc::new(SystemClock),
+        RuntimeConfig::default(),
+    )
+    .await
+    .unwrap();
+    (runtime, log)
+}
+
+/// The durable events of a subscription until the turn ends, as (seq, kind).
+async fn durable_until_end(sub: &mut Subscription) -> Vec<(u64, &'static str)> {
+    let events = tokio::time::timeout(WAIT, until(sub, is_turn_end))
+        .await
+        .expect("the turn ends");
+    events
+        .iter()
+        .filter_map(|p| match p {
+            Published::Durable { seq, event, .. } => Some((*seq, event.event.kind())),
+            Published::Live { .. } => None,
+        })
+        .collect()
+}
+
+/// Every event the log holds of `thread`, as (seq, kind).
+async fn stored(log: &dyn EventLog, thread: &str) -> Vec<(u64, String)> {
+    let thread = ThreadId::new(thread).unwrap();
+    let mut out = Vec::new();
+    let mut after = After::Start;
+    loop {
+        let page = log.read(&thread, after, 1_000).await.unwrap();
+        let Some(last) = page.events.last() else {
+            return out;
+        };
+        after = After::Position(Position {
+            log_id: log.log_id(),
+            seq: last.seq,
+        });
+        let at_head = page.at_head();
+        out.extend(page.events.into_iter().map(|e| (e.seq, e.kind)));
+        if at_head {
+            return out;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_reaches_a_subscriber_in_log_order_with_its_end_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, log) = failing_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime
+        .start_turn(&thread, "burst", input("/burst 3000"))
+        .await
+        .unwrap();
+    let seen = durable_until_end(&mut sub).await;
+    // turn.started, 3,000 operations, the closing message, turn.completed.
+    assert_eq!(seen.len(), 3_003);
+    assert_eq!(seen.first().map(|e| e.1), Some("turn.started"));
+    assert_eq!(seen.last().map(|e| e.1), Some("turn.completed"));
+    for pair in seen.windows(2) {
+        assert_eq!(pair[1].0, pair[0].0 + 1, "{pair:?}");
+    }
+    // Committed in far fewer appends than events (the creation, then the burst).
+    let appends = log.appends.load(Ordering::SeqCst);
+    assert!(appends < 1_000, "{appends} appends for 3,003 events");
+    let stored = stored(log.as_ref(), &thread).await;
+    let published: Vec<(u64, String)> = seen.iter().map(|(s, k)| (*s, k.to_string())).collect();
+    assert_eq!(stored[1..], published[..]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_commit_fails_the_turn_publishes_nothing_uncommitted_and_the_thread_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, log) = failing_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    // The creation was append 1; the turn's start is 2; a commit of the burst fails.
+    log.fail_at.store(4, Ordering::SeqCst);
+    runtime
+        .start_turn(&thread, "burst", input("/burst 20000"))
+        .await
+        .unwrap();
+    let events = tokio::time::timeout(WAIT, until(&mut sub, is_turn_end))
+        .await
+        .expect("the turn ends");
+    let Some(Published::Durable { event, .. }) = events.last() else {
+        panic!("no end");
+    };
+    let ThreadEvent::TurnFailed { message, .. } = &event.event else {
+        panic!("{:?}", event.event);
+    };
+    assert!(message.contains("the event log failed"), "{message}");
+    assert!(message.contains("injected"), "{message}");
+    let seen: Vec<(u64, &'static str)> = events
+        .iter()
+        .filter_map(|p| match p {
+            Published::Durable { seq, event, .. } => Some((*seq, event.event.kind())),
+            Published::Live { .. } => None,
+        })
+        .collect();
+    let failed = runtime
+        .inspect(&thread, |state| state.active_turn.is_none())
+        .await
+        .unwrap();
+    assert!(failed);
+    // What was published is exactly what the log holds, in its order.
+    let stored = stored(log.as_ref(), &thread).await;
+    let published: Vec<(u64, String)> = seen.iter().map(|(s, k)| (*s, k.to_string())).collect();
+    assert_eq!(stored[1..], published[..]);
+    for pair in seen.windows(2) {
+        assert_eq!(pair[1].0, pair[0].0 + 1, "{pair:?}");
+    }
+    // The thread takes a new turn.
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime
+        .start_turn(&thread, "after", input("hello"))
+        .await
+        .unwrap();
+    let seen = durable_until_end(&mut sub).await;
+    assert_eq!(seen.last().map(|e| e.1), Some("turn.completed"));
+}
