@@ -95,7 +95,10 @@ enum Queued {
         position: u64,
         /// Shared with every subscriber once published.
         stamped: Arc<StampedEvent>,
+        /// Taken by the commit.
         record: NewEvent,
+        /// The record's size.
+        size: usize,
         /// Told when this event, the last of its admission, is committed, folded and published.
         ticket: Option<oneshot::Sender<Result<(), RuntimeError>>>,
     },
@@ -108,7 +111,7 @@ enum Queued {
 impl Queued {
     fn size(&self) -> usize {
         match self {
-            Queued::Durable { record, .. } => record.record_size(),
+            Queued::Durable { size, .. } => *size,
             Queued::Live { weight, .. } => *weight,
         }
     }
@@ -433,6 +436,7 @@ impl Runtime {
             outbox.queued.push_back(Queued::Durable {
                 position,
                 stamped: Arc::new(event),
+                size: record.record_size(),
                 record,
                 ticket: if index == last { ticket.take() } else { None },
             });
@@ -454,7 +458,7 @@ impl Runtime {
     /// and answers the tickets of what it committed, until the outbox is empty.
     async fn flush(&self, thread_id: &str, slot: &Arc<ThreadSlot>) {
         loop {
-            let batch: Vec<Queued> = {
+            let mut batch: Vec<Queued> = {
                 let mut outbox = lock(&slot.outbox);
                 if outbox.queued.is_empty() {
                     outbox.flushing = false;
@@ -496,9 +500,13 @@ impl Runtime {
                 continue;
             };
             let records: Vec<NewEvent> = batch
-                .iter()
+                .iter_mut()
                 .filter_map(|q| match q {
-                    Queued::Durable { record, .. } => Some(record.clone()),
+                    Queued::Durable { record, .. } => Some(NewEvent {
+                        event_id: record.event_id,
+                        kind: std::mem::take(&mut record.kind),
+                        payload: std::mem::take(&mut record.payload),
+                    }),
                     Queued::Live { .. } => None,
                 })
                 .collect();
@@ -577,7 +585,7 @@ impl Runtime {
             match queued {
                 Queued::Durable {
                     stamped,
-                    record,
+                    size,
                     ticket,
                     ..
                 } => {
@@ -605,7 +613,7 @@ impl Runtime {
                         event: stamped,
                     };
                     seq += 1;
-                    published.push((event, record.record_size()));
+                    published.push((event, size));
                     tickets.extend(ticket);
                 }
                 Queued::Live {

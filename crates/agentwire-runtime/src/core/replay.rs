@@ -12,8 +12,11 @@ use agentwire_events::{After, Position, ThreadId};
 /// Events read per page when a thread is replayed.
 const REPLAY_PAGE: usize = 1_000;
 
-/// A thread's state is checkpointed when this many events (or a twentieth of the thread, if
-/// that is more) were appended since its last checkpoint.
+/// A thread's state is checkpointed when this many events (or half the thread, if that is
+/// more) were appended since its last checkpoint. Each checkpoint costs the size of the state;
+/// with the interval growing with the thread, the checkpoints of a thread that grows to `n`
+/// events cost about three states of `n` in all, so writing them stays proportional to the
+/// events appended, and a restart folds at most a third of a thread after its checkpoint.
 pub const CHECKPOINT_EVERY_EVENTS: u64 = 1_000;
 
 /// The checkpoint format this build writes and reads.
@@ -21,7 +24,7 @@ const CHECKPOINT_FORMAT: u32 = 1;
 
 /// The events after which a thread of `next_position` events is checkpointed again.
 fn checkpoint_interval(next_position: u64) -> u64 {
-    CHECKPOINT_EVERY_EVENTS.max(next_position / 20)
+    CHECKPOINT_EVERY_EVENTS.max(next_position / 2)
 }
 
 /// At a thread's creation and at the end of a turn, a checkpoint is written once a twentieth of
@@ -172,7 +175,7 @@ impl Runtime {
     }
 
     /// Writes the thread's checkpoint in the background when enough events were appended since
-    /// the last one: [`CHECKPOINT_EVERY_EVENTS`] (or a twentieth of the thread), or at a
+    /// the last one: [`CHECKPOINT_EVERY_EVENTS`] (or half the thread), or at a
     /// `boundary` (the thread's creation, a turn's end) a
     /// [`CHECKPOINT_AT_TURN_END_FRACTION`]th of the thread. Called under the thread's lock with
     /// its state.

@@ -215,6 +215,27 @@ impl Subscription {
         }
     }
 
+    /// The next event if one is ready now: `None` when the queue is empty, closed, or the
+    /// next step reads missed events back from the log (which [`recv`](Self::recv) does). A
+    /// reader drains what is ready with it after a `recv`, to handle it as one batch.
+    pub fn try_recv(&mut self) -> Option<Published> {
+        loop {
+            if let Some(published) = self.replayed.pop_front() {
+                return Some(published);
+            }
+            if !self.catching_up.is_empty() {
+                return None;
+            }
+            let mut queue = lock(&self.subscriber.queue);
+            let (published, weight) = queue.items.pop_front()?;
+            queue.bytes -= weight;
+            drop(queue);
+            if let Some(published) = self.admit(published) {
+                return Some(published);
+            }
+        }
+    }
+
     fn take(&self) -> Option<Next> {
         let mut queue = lock(&self.subscriber.queue);
         if let Some((published, weight)) = queue.items.pop_front() {

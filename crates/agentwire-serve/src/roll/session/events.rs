@@ -2,6 +2,7 @@
 //! `runtime.event` envelopes, and `runtime.events.resume`'s replay from the log up to its
 //! barrier.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentwire_jsonrpc::{ErrorObject, FrameError, NotificationBatch, Peer, RequestContext};
@@ -9,7 +10,9 @@ use agentwire_roll::cursor::CursorWriter;
 use agentwire_roll::types::{RuntimeEventsResumeParams, RuntimeEventsResumeResult};
 use agentwire_roll::{ProtocolVersion, RollErrorCode};
 use agentwire_runtime::event::view::StoredView;
-use agentwire_runtime::{Published, Runtime, RuntimeError, StampedEvent, Subscription};
+use agentwire_runtime::{
+    Published, Runtime, RuntimeError, StampedEvent, Subscription, ThreadEvent,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::super::wire;
@@ -183,9 +186,19 @@ impl Session {
     /// subscription reads back from the log whatever this connection fell behind on, so every
     /// durable event and every interaction reaches it.
     pub(super) async fn pump(self: Arc<Self>, mut published: Subscription) {
+        let mut ready = Vec::new();
         loop {
             match published.recv().await {
-                Ok(event) => self.forward(event).await,
+                Ok(event) => {
+                    ready.push(event);
+                    while ready.len() < PUMP_BATCH {
+                        let Some(event) = published.try_recv() else {
+                            break;
+                        };
+                        ready.push(event);
+                    }
+                    self.forward(&mut ready).await;
+                }
                 Err(RuntimeError::Stopped(_)) => return,
                 Err(error) => {
                     tracing::warn!(%error, "events this connection fell behind on could not be read back");
@@ -194,108 +207,124 @@ impl Session {
         }
     }
 
-    pub(super) async fn forward(self: &Arc<Self>, published: Published) {
-        let Some(version) = self.version() else {
+    /// Sends what the runtime published, in order, as few writes: the envelopes of the events
+    /// of attached threads in one batch (one envelope writer and one cursor writer per thread),
+    /// cut where an interaction opens (its server request goes out first, the view-only event
+    /// after it) or ends (its request is withdrawn).
+    async fn forward(self: &Arc<Self>, events: &mut Vec<Published>) {
+        let (Some(version), Some(peer)) = (self.version(), self.peer.get()) else {
+            events.clear();
             return;
         };
-        let Some(peer) = self.peer.get() else {
-            return;
-        };
-        match published {
-            Published::Durable {
-                thread_id,
-                ordinal,
-                event,
-                ..
-            } => {
-                match &event.event {
-                    // The server request goes first; the view-only event follows it.
-                    agentwire_runtime::ThreadEvent::InteractionOpened { interaction } => {
-                        self.deliver(&thread_id, interaction.clone()).await;
-                    }
-                    agentwire_runtime::ThreadEvent::InteractionResolved {
-                        interaction_id,
-                        resolution,
-                        ..
-                    } => self.withdraw(interaction_id, resolution),
-                    _ => {}
-                }
-                let Some(ordinal) = ordinal else { return };
-                if !self.is_attached(&thread_id) {
-                    return;
-                }
-                let Some(roll) =
-                    wire::durable_event(&event.event).and_then(|roll| roll.project(version))
-                else {
-                    return;
-                };
-                let cursors =
-                    CursorWriter::new(self.face.key(), self.face.event_log_id(&thread_id));
-                let durability = wire::Durability::Durable {
-                    cursors: &cursors,
+        let mut batch = peer.notification_batch("runtime.event", events.len());
+        let mut writers: HashMap<String, (wire::EnvelopeWriter, CursorWriter)> = HashMap::new();
+        for published in events.drain(..) {
+            match published {
+                Published::Durable {
+                    thread_id,
                     ordinal,
-                };
-                let writer =
-                    wire::EnvelopeWriter::new(version, self.face.runtime.instance_id(), &thread_id);
-                let batch = self.one_event(
-                    peer,
-                    writer,
-                    event.at_ms,
-                    event.event.turn_id(),
-                    &roll,
-                    durability,
-                );
-                let _ = peer.send_batch(batch).await;
-            }
-            Published::Live {
-                thread_id,
-                turn_id,
-                event,
-            } => {
-                if !self.is_attached(&thread_id) {
-                    return;
+                    event,
+                    ..
+                } => {
+                    match &event.event {
+                        ThreadEvent::InteractionOpened { interaction } => {
+                            send(peer, &mut batch).await;
+                            self.deliver(&thread_id, interaction.clone()).await;
+                        }
+                        ThreadEvent::InteractionResolved {
+                            interaction_id,
+                            resolution,
+                            ..
+                        } => {
+                            send(peer, &mut batch).await;
+                            self.withdraw(interaction_id, resolution);
+                        }
+                        _ => {}
+                    }
+                    let Some(ordinal) = ordinal else { continue };
+                    if !self.is_attached(&thread_id) {
+                        continue;
+                    }
+                    let Some(roll) =
+                        wire::durable_event(&event.event).and_then(|roll| roll.project(version))
+                    else {
+                        continue;
+                    };
+                    let (writer, cursors) = self.writers_of(&mut writers, version, &thread_id);
+                    let durability = wire::Durability::Durable { cursors, ordinal };
+                    let _ = batch.push_with(|out| {
+                        writer
+                            .write(
+                                out,
+                                self.face.next_sequence(),
+                                event.at_ms,
+                                event.event.turn_id(),
+                                &roll,
+                                durability,
+                            )
+                            .map_err(stamp_error)
+                    });
                 }
-                let at_ms = self.face.runtime.now_ms();
-                let Some(roll) = wire::live_event(&event).project(version) else {
-                    return;
-                };
-                let writer =
-                    wire::EnvelopeWriter::new(version, self.face.runtime.instance_id(), &thread_id);
-                let batch = self.one_event(
-                    peer,
-                    writer,
-                    at_ms,
-                    Some(turn_id.as_str()),
-                    &roll,
-                    wire::Durability::Ephemeral,
-                );
-                let _ = peer.send_batch(batch).await;
+                Published::Live {
+                    thread_id,
+                    turn_id,
+                    event,
+                } => {
+                    if !self.is_attached(&thread_id) {
+                        continue;
+                    }
+                    let Some(roll) = wire::live_event(&event).project(version) else {
+                        continue;
+                    };
+                    let at_ms = self.face.runtime.now_ms();
+                    let (writer, _) = self.writers_of(&mut writers, version, &thread_id);
+                    let _ = batch.push_with(|out| {
+                        writer
+                            .write(
+                                out,
+                                self.face.next_sequence(),
+                                at_ms,
+                                Some(turn_id.as_str()),
+                                &roll,
+                                wire::Durability::Ephemeral,
+                            )
+                            .map_err(stamp_error)
+                    });
+                }
             }
         }
+        send(peer, &mut batch).await;
     }
 
-    /// A batch of the one envelope of a live `event` (durable or ephemeral), with the
-    /// connection's next sequence; empty when the event cannot be sent (a stamp past the year
-    /// 9999, a frame over the outbound limit), which is dropped as a failed send would be.
-    fn one_event<S: wire::JsonText, V: wire::JsonText>(
+    /// The envelope and cursor writers of `thread_id` for one forwarded batch.
+    fn writers_of<'w>(
         &self,
-        peer: &Peer,
-        mut writer: wire::EnvelopeWriter,
-        at_ms: u64,
-        turn_id: Option<S>,
-        event: &wire::RuntimeEvent<S, V>,
-        durability: wire::Durability<'_>,
-    ) -> NotificationBatch {
-        let mut batch = peer.notification_batch("runtime.event", 1);
-        let _ = batch.push_with(|out| {
-            let sequence = self.face.next_sequence();
-            writer
-                .write(out, sequence, at_ms, turn_id, event, durability)
-                .map_err(stamp_error)
+        writers: &'w mut HashMap<String, (wire::EnvelopeWriter, CursorWriter)>,
+        version: ProtocolVersion,
+        thread_id: &str,
+    ) -> (&'w mut wire::EnvelopeWriter, &'w CursorWriter) {
+        let (writer, cursors) = writers.entry(thread_id.to_owned()).or_insert_with(|| {
+            (
+                wire::EnvelopeWriter::new(version, self.face.runtime.instance_id(), thread_id),
+                CursorWriter::new(self.face.key(), self.face.event_log_id(thread_id)),
+            )
         });
-        batch
+        (writer, cursors)
     }
 }
+
+/// Sends the envelopes batched so far (an envelope that cannot be sent was dropped as a failed
+/// send would be) and starts the next batch.
+async fn send(peer: &Peer, batch: &mut NotificationBatch) {
+    if batch.is_empty() {
+        return;
+    }
+    let full = std::mem::replace(batch, peer.notification_batch("runtime.event", 16));
+    let _ = peer.send_batch(full).await;
+}
+
+/// Events forwarded as one batch at most.
+const PUMP_BATCH: usize = 1_024;
 
 /// The error of an envelope whose stamp has no RFC 3339 form.
 fn stamp_error(_: std::fmt::Error) -> FrameError {
