@@ -4,6 +4,7 @@
 //! snapshot after a restart equals the one before it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::event::{
     FailStage, Interaction, Message, MessagePart, Operation, Resolution, Role, StampedEvent,
@@ -126,8 +127,9 @@ pub struct ThreadState {
     pub updated_at_ms: u64,
     /// The transcript: user inputs and completed agent messages.
     pub messages: Vec<Message>,
-    /// Completed tool operations, with their sequence as the index.
-    pub operations: Vec<Operation>,
+    /// Completed tool operations, with their sequence as the index; shared, so a copy of the
+    /// state (a checkpoint's) does not copy them.
+    pub operations: Vec<Arc<Operation>>,
     /// When each operation completed (same index as `operations`).
     pub operation_times_ms: Vec<u64>,
     /// The turn in progress.
@@ -191,16 +193,20 @@ impl ThreadState {
     /// Applies the next event to a [`probe`](Self::probe), which keeps no transcript; on an
     /// error it is unchanged.
     pub fn apply_to_probe(&mut self, stamped: &StampedEvent) -> Result<(), FoldError> {
-        self.apply(self.next_position, stamped)?;
-        self.messages.clear();
-        self.operations.clear();
-        self.operation_times_ms.clear();
-        self.timeline.clear();
-        Ok(())
+        self.apply_with(self.next_position, stamped, false)
     }
 
     /// Applies the event at `position` of the log; on an error the state is unchanged.
     pub fn apply(&mut self, position: u64, stamped: &StampedEvent) -> Result<(), FoldError> {
+        self.apply_with(position, stamped, true)
+    }
+
+    fn apply_with(
+        &mut self,
+        position: u64,
+        stamped: &StampedEvent,
+        transcript: bool,
+    ) -> Result<(), FoldError> {
         if position != self.next_position {
             return Err(FoldError::Position {
                 position,
@@ -217,10 +223,10 @@ impl ThreadState {
             return Err(FoldError::Creation { position, kind });
         }
         self.check(position, event)?;
-        if event.is_timeline() {
+        if transcript && event.is_timeline() {
             self.timeline.push(position);
         }
-        self.fold(stamped);
+        self.fold(stamped, transcript);
         self.updated_at_ms = stamped.at_ms;
         self.next_position += 1;
         Ok(())
@@ -300,7 +306,8 @@ impl ThreadState {
         }
     }
 
-    fn fold(&mut self, stamped: &StampedEvent) {
+    /// Folds the event; the transcript (messages, operations) only with `transcript`.
+    fn fold(&mut self, stamped: &StampedEvent, transcript: bool) {
         let at = stamped.at_ms;
         match &stamped.event {
             ThreadEvent::ThreadCreated { title, model } => {
@@ -334,7 +341,9 @@ impl ThreadState {
                         .cloned()
                         .map(MessagePart::Attachment),
                 );
-                self.push_message(Role::User, turn_id, at, parts);
+                if transcript {
+                    self.push_message(Role::User, turn_id, at, parts);
+                }
             }
             ThreadEvent::TurnStatusChanged { status, .. } => {
                 if let Some(turn) = &mut self.active_turn {
@@ -342,12 +351,16 @@ impl ThreadState {
                 }
             }
             ThreadEvent::MessageCompleted { turn_id, text, .. } => {
-                let parts = vec![MessagePart::Text { text: text.clone() }];
-                self.push_message(Role::Assistant, turn_id, at, parts);
+                if transcript {
+                    let parts = vec![MessagePart::Text { text: text.clone() }];
+                    self.push_message(Role::Assistant, turn_id, at, parts);
+                }
             }
             ThreadEvent::OperationCompleted { operation, .. } => {
-                self.operations.push(operation.clone());
-                self.operation_times_ms.push(at);
+                if transcript {
+                    self.operations.push(Arc::new(operation.clone()));
+                    self.operation_times_ms.push(at);
+                }
             }
             ThreadEvent::InteractionOpened { interaction } => {
                 self.pending
@@ -443,13 +456,20 @@ impl ThreadState {
     }
 }
 
-fn page<T>(items: &[T], before: Option<u64>, limit: usize) -> Page<'_, T> {
+fn page<T, I: std::borrow::Borrow<T>>(
+    items: &[I],
+    before: Option<u64>,
+    limit: usize,
+) -> Page<'_, T> {
     let end = before.map_or(items.len(), |b| {
         usize::try_from(b).unwrap_or(usize::MAX).min(items.len())
     });
     let start = end.saturating_sub(limit);
     Page {
-        items: items[start..end].iter().collect(),
+        items: items[start..end]
+            .iter()
+            .map(std::borrow::Borrow::borrow)
+            .collect(),
         next_before: (start > 0).then_some(start as u64),
     }
 }

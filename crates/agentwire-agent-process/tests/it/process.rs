@@ -134,7 +134,7 @@ fn operations(state: &ThreadState) -> Vec<Operation> {
         .iter()
         .map(|o| Operation {
             id: String::new(),
-            ..o.clone()
+            ..Operation::clone(o)
         })
         .collect()
 }

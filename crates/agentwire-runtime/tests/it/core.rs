@@ -178,7 +178,7 @@ fn a_turn_with_a_tool_and_an_approval_folds_into_the_snapshot_state() {
     }
     assert!(state.active_turn.is_none());
     assert!(state.pending.is_empty());
-    assert_eq!(state.operations, vec![operation("o1")]);
+    assert_eq!(state.operations, vec![std::sync::Arc::new(operation("o1"))]);
     let roles: Vec<(Role, u64)> = state
         .messages
         .iter()

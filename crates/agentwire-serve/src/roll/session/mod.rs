@@ -241,7 +241,7 @@ impl Session {
     async fn operation(
         &self,
         params: &OperationParams,
-    ) -> Result<Option<(Operation, usize, u64)>, ErrorObject> {
+    ) -> Result<Option<(Arc<Operation>, usize, u64)>, ErrorObject> {
         let operation_id = params.operation_id.as_str();
         self.face
             .runtime
