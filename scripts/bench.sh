@@ -14,8 +14,11 @@
 #                which otherwise runs after the library benchmark
 #        scripts/bench.sh --serve [--events N]
 #   --serve      the runtime over its real transport: `agentwire serve --stdio` driven through
-#                a pipe (durable events per second, resume replay, turn start to first delta),
-#                each against the event log's raw rate measured in the same run
+#                a pipe: durable events delivered per second against Python's sqlite3
+#                inserting the same rows (WAL, synchronous=FULL, 1,000-row transactions;
+#                needs python3), resume replay against a raw cursor read, turn start to first
+#                delta; N events a burst (default 50,000), medians of five alternating rounds,
+#                each ratio printed with its target and met/MISSED
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
