@@ -19,12 +19,20 @@
 #                needs python3), resume replay against a raw cursor read, turn start to first
 #                delta; N events a burst (default 50,000), medians of five alternating rounds,
 #                each ratio printed with its target and met/MISSED
+#        scripts/bench.sh --events [--appends N]
+#   --events     the runtime's durable appends through its API: one awaited append (p50, p99)
+#                against a raw one-row commit, 32 concurrent appenders against raw 32-row
+#                commits, on the same engine in the same run (rounds alternating)
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 if [[ "${1:-}" == "--cli" ]]; then
   shift
   exec cargo bench -p agentwire-cli --bench cli_validate -- "$@"
+fi
+if [[ "${1:-}" == "--events" ]]; then
+  shift
+  exec cargo bench -p agentwire-runtime --bench appends -- "$@"
 fi
 if [[ "${1:-}" == "--serve" ]]; then
   shift
