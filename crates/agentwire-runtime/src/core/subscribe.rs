@@ -116,7 +116,7 @@ pub(super) fn live_weight(event: &LiveEvent) -> usize {
                 agent_name,
                 tool_name,
                 input,
-            } => tool_call_id.len() + agent_name.len() + tool_name.len() + input.to_string().len(),
+            } => tool_call_id.len() + agent_name.len() + tool_name.len() + json_len(input),
             LiveEvent::ToolOutput {
                 tool_call_id,
                 agent_name,
@@ -127,6 +127,24 @@ pub(super) fn live_weight(event: &LiveEvent) -> usize {
                 tool_call_id.len() + agent_name.len() + tool_name.len() + stream.len() + delta.len()
             }
         }
+}
+
+/// The length of a value's compact JSON text, counted without writing it anywhere.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Counting cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 enum Next {
