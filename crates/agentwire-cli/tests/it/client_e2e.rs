@@ -804,10 +804,12 @@ async fn a_thread_is_followed_across_a_killed_runtime_without_gap_or_repeat() {
             FollowOptions {
                 after: checkpoint,
                 runtime_instance: Some(instance),
-                // The runtime's cursors survive its restarts, so a resume is enough.
+                // The runtime's cursors survive its restarts, so a resume is enough; the
+                // replay is staged whole however far the burst got before the kill.
                 recovery: RecoveryConfig {
                     snapshot_on_new_instance: false,
-                    ..RecoveryConfig::default()
+                    max_staged_events: 200_000,
+                    max_staged_bytes: 512 * 1024 * 1024,
                 },
             },
         )
@@ -829,10 +831,21 @@ async fn a_thread_is_followed_across_a_killed_runtime_without_gap_or_repeat() {
     let expected: Vec<u64> = (0..=last).collect();
     assert_eq!(sequences, expected, "every durable event once, in order");
 
-    // The same events, by id, as a replay of the whole log.
+    // The same events, by id, as a replay of the whole log, staged whole however far the burst
+    // got before the kill (the default window of 10,000 events would fall back to a snapshot).
     drop(follower);
     let mut everything = client
-        .follow(thread.clone(), FollowOptions::after(None))
+        .follow(
+            thread.clone(),
+            FollowOptions {
+                recovery: RecoveryConfig {
+                    max_staged_events: 200_000,
+                    max_staged_bytes: 512 * 1024 * 1024,
+                    ..RecoveryConfig::default()
+                },
+                ..FollowOptions::after(None)
+            },
+        )
         .unwrap();
     let (all, error) = take_events(&mut everything, |taken| {
         taken.last().map(sequence) == Some(last)
