@@ -155,20 +155,6 @@ impl ThreadState {
         Ok(state)
     }
 
-    /// Checks that `events` would fold one after the other from the current state, without
-    /// changing it. Costs the size of the pending interactions, not of the transcript (the
-    /// checks never read messages or operations), so a long thread checks as fast as a new one.
-    pub fn check_batch<'a>(
-        &self,
-        events: impl IntoIterator<Item = &'a StampedEvent>,
-    ) -> Result<(), FoldError> {
-        let mut probe = self.probe();
-        for event in events {
-            probe.apply_to_probe(event)?;
-        }
-        Ok(())
-    }
-
     /// What the checks of [`apply`](Self::apply) read of this state, without the transcript
     /// (messages, operations, timeline): a copy the size of the pending interactions, on which
     /// events are checked and folded ahead of the state itself.

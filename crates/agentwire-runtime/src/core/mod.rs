@@ -119,10 +119,7 @@ impl Queued {
     fn turn_id(&self) -> Option<&str> {
         match self {
             Queued::Durable { stamped, .. } => stamped.event.turn_id(),
-            Queued::Live { published, .. } => match published {
-                Published::Live { turn_id, .. } => Some(turn_id),
-                Published::Durable { event, .. } => event.event.turn_id(),
-            },
+            Queued::Live { published, .. } => published.turn_id(),
         }
     }
 
@@ -403,13 +400,16 @@ impl Runtime {
             .into_iter()
             .map(|event| StampedEvent { at_ms, event })
             .collect();
-        outbox
-            .probe
-            .check_batch(&stamped)
-            .map_err(|error| RuntimeError::Fold {
-                thread_id: thread_id.to_owned(),
-                error,
-            })?;
+        // Folded on a copy of the probe, which replaces it once the whole batch is admitted.
+        let mut probe = outbox.probe.probe();
+        for event in &stamped {
+            probe
+                .apply_to_probe(event)
+                .map_err(|error| RuntimeError::Fold {
+                    thread_id: thread_id.to_owned(),
+                    error,
+                })?;
+        }
         let limit = self.inner.log.max_record_bytes();
         let mut records = Vec::with_capacity(stamped.len());
         for event in &stamped {
@@ -421,22 +421,19 @@ impl Runtime {
             if size > limit {
                 return Err(agentwire_events::Error::RecordTooLarge { size, limit }.into());
             }
-            records.push(record);
+            records.push((record, size));
         }
+        let first = outbox.probe.next_position;
+        outbox.probe = probe;
         let (tx, rx) = oneshot::channel();
         let mut ticket = Some(tx);
         let last = stamped.len() - 1;
-        for (index, (event, record)) in stamped.into_iter().zip(records).enumerate() {
-            let position = outbox.probe.next_position;
-            // Checked above as a batch: the probe cannot refuse what it accepted.
-            if let Err(error) = outbox.probe.apply_to_probe(&event) {
-                tracing::error!(thread = %thread_id, %error, "a checked event did not fold");
-            }
-            outbox.bytes += record.record_size();
+        for (index, (event, (record, size))) in stamped.into_iter().zip(records).enumerate() {
+            outbox.bytes += size;
             outbox.queued.push_back(Queued::Durable {
-                position,
+                position: first + index as u64,
                 stamped: Arc::new(event),
-                size: record.record_size(),
+                size,
                 record,
                 ticket: if index == last { ticket.take() } else { None },
             });

@@ -180,6 +180,16 @@ pub enum Published {
     },
 }
 
+impl Published {
+    /// The turn the event belongs to, if any.
+    pub fn turn_id(&self) -> Option<&str> {
+        match self {
+            Published::Durable { event, .. } => event.event.turn_id(),
+            Published::Live { turn_id, .. } => Some(turn_id),
+        }
+    }
+}
+
 /// What a list of threads shows of each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadSummary {
