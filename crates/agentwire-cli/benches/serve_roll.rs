@@ -10,8 +10,13 @@
 //!   the same rows, in pages of the log's largest (target: at least 0.5x);
 //! - the latency from `turn.start` to the first delta of a plain-text turn.
 //!
-//! usage: cargo bench -p agentwire-cli --bench serve_roll [-- --events N] (default 50,000);
-//! needs `python3`.
+//! Each figure is measured on SQLite (the anchor: Python's `sqlite3`, as above) and then on
+//! PostgreSQL (the test kit's private server, `synchronous_commit = on`; the anchor: the same rows
+//! inserted in 1,000-row transactions of one multi-row `INSERT` each into a table of the same
+//! shape on the same server; target: at least 0.5x).
+//!
+//! usage: cargo bench -p agentwire-cli --bench serve_roll [-- --events N] [--store sqlite|postgres]
+//! (default 50,000 events, both stores); needs `python3` and the test tools' PostgreSQL.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -30,10 +35,9 @@ struct Runtime {
 }
 
 impl Runtime {
-    fn start(store: &std::path::Path) -> Runtime {
+    fn start(store: &str) -> Runtime {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
-            .args(["serve", "--stdio", "--store"])
-            .arg(format!("sqlite:{}", store.display()))
+            .args(["serve", "--stdio", "--store", store])
             .env("AGENTWIRE_LOG", "error")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -184,13 +188,167 @@ print(len(rows), time.perf_counter() - started)
 
 fn main() {
     let mut events = 50_000usize;
+    let mut only: Option<String> = None;
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--events") {
         events = args[at + 1].parse().expect("--events N");
     }
+    if let Some(at) = args.iter().position(|a| a == "--store") {
+        let store = args[at + 1].clone();
+        assert!(
+            store == "sqlite" || store == "postgres",
+            "--store sqlite|postgres"
+        );
+        only = Some(store);
+    }
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("runtime.sqlite");
-    let mut runtime = Runtime::start(&store);
+    if only.as_deref() != Some("postgres") {
+        run(&Store::sqlite(dir.path()), events);
+    }
+    if only.as_deref() != Some("sqlite") {
+        let url = agentwire_testkit::postgres_server().fresh_database("bench_serve");
+        run(&Store::postgres(url), events);
+    }
+}
+
+/// The runtime's store in one measurement, and its delivery anchor.
+struct Store {
+    url: String,
+    label: &'static str,
+    anchor: &'static str,
+    kind: StoreKind,
+}
+
+enum StoreKind {
+    /// The runtime's database file and the folder of the anchor's.
+    Sqlite(std::path::PathBuf, std::path::PathBuf),
+    Postgres,
+}
+
+impl Store {
+    fn sqlite(dir: &std::path::Path) -> Store {
+        let file = dir.join("runtime.sqlite");
+        Store {
+            url: format!("sqlite:{}", file.display()),
+            label: "sqlite: (defaults)",
+            anchor: "Python sqlite3 (WAL, synchronous=FULL, 1,000-row transactions, the same rows)",
+            kind: StoreKind::Sqlite(file, dir.to_path_buf()),
+        }
+    }
+
+    fn postgres(url: String) -> Store {
+        Store {
+            url,
+            label: "postgres:// (synchronous_commit=on)",
+            anchor: "1,000-row multi-row INSERT transactions of the same rows into a table of the same shape, one connection",
+            kind: StoreKind::Postgres,
+        }
+    }
+
+    /// The anchor's rows per second for the rows the runtime stored for `thread`.
+    fn anchor_inserts(&self, thread: &str, round: usize) -> f64 {
+        match &self.kind {
+            StoreKind::Sqlite(file, dir) => {
+                python_inserts(file, thread, &dir.join(format!("anchor-{round}.sqlite")))
+            }
+            StoreKind::Postgres => postgres_inserts(&self.url, thread, round),
+        }
+    }
+}
+
+/// The anchor of durable delivery on PostgreSQL: the rows the runtime stored for `thread`,
+/// inserted into a new table of `aw_events`' shape (`LIKE aw_events INCLUDING ALL`) on the same
+/// server, in 1,000-row transactions of one multi-row `INSERT` each, on one connection; rows
+/// per second.
+fn postgres_inserts(url: &str, thread: &str, round: usize) -> f64 {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    tokio.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let table = format!("anchor_events_{round}");
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (LIKE aw_events INCLUDING ALL)"
+            ))
+            .await
+            .unwrap();
+        let rows = client
+            .query(
+                "SELECT thread, seq, event_id, kind, committed_at, size, payload FROM aw_events \
+                 WHERE thread = $1 ORDER BY seq",
+                &[&thread],
+            )
+            .await
+            .unwrap();
+        type Row = (String, i64, uuid::Uuid, String, i64, i64, Vec<u8>);
+        let rows: Vec<Row> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get(0),
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                    r.get(6),
+                )
+            })
+            .collect();
+        let mut statements = std::collections::HashMap::new();
+        let started = Instant::now();
+        for chunk in rows.chunks(1000) {
+            let statement = match statements.get(&chunk.len()) {
+                Some(statement) => statement,
+                None => {
+                    let values: Vec<String> = (0..chunk.len())
+                        .map(|i| {
+                            let at = i * 7;
+                            format!(
+                                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                                at + 1,
+                                at + 2,
+                                at + 3,
+                                at + 4,
+                                at + 5,
+                                at + 6,
+                                at + 7
+                            )
+                        })
+                        .collect();
+                    let sql = format!("INSERT INTO {table} VALUES {}", values.join(", "));
+                    let prepared = client.prepare(&sql).await.unwrap();
+                    statements.entry(chunk.len()).or_insert(prepared)
+                }
+            };
+            let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                Vec::with_capacity(chunk.len() * 7);
+            for row in chunk {
+                params.extend([
+                    &row.0 as &(dyn tokio_postgres::types::ToSql + Sync),
+                    &row.1,
+                    &row.2,
+                    &row.3,
+                    &row.4,
+                    &row.5,
+                    &row.6,
+                ]);
+            }
+            client.batch_execute("BEGIN").await.unwrap();
+            client.execute(statement, &params).await.unwrap();
+            client.batch_execute("COMMIT").await.unwrap();
+        }
+        rows.len() as f64 / started.elapsed().as_secs_f64()
+    })
+}
+
+fn run(store: &Store, events: usize) {
+    let mut runtime = Runtime::start(&store.url);
     runtime.call(
         "initialize",
         json!({"protocolVersions": ["1.5"], "client": {"name": "bench", "version": "1"}}),
@@ -254,8 +412,7 @@ fn main() {
             }
         }
         bursts.push(rate(delivered, started.elapsed()));
-        let anchor = dir.path().join(format!("anchor-{round}.sqlite"));
-        inserts.push(python_inserts(&store, &burst, &anchor));
+        inserts.push(store.anchor_inserts(&burst, round));
     }
     let delivered_rate = median_rate(&mut bursts);
     let insert_rate = median_rate(&mut inserts);
@@ -300,9 +457,7 @@ fn main() {
         .build()
         .unwrap();
     let (raw_read, raw_read_count) = tokio.block_on(async {
-        let log = agentwire_events::open(&format!("sqlite:{}", store.display()))
-            .await
-            .unwrap();
+        let log = agentwire_events::open(&store.url).await.unwrap();
         let thread_id = ThreadId::new(burst.clone()).unwrap();
         let mut reads = Vec::with_capacity(ROUNDS);
         let mut count = 0usize;
@@ -331,17 +486,19 @@ fn main() {
         }
         let raw_read = median(&mut reads);
         log.close().await.unwrap();
-
-        log.close().await.unwrap();
         (raw_read, count)
     });
 
     let replay_rate = rate(replayed, replay_elapsed);
     let read_rate = rate(raw_read_count, raw_read);
-    println!("agentwire serve --stdio (release), Roll 1.5 over a pipe, store sqlite: (defaults)");
+    println!(
+        "agentwire serve --stdio (release), Roll 1.5 over a pipe, store {}",
+        store.label
+    );
     let ratio = delivered_rate / insert_rate;
     println!(
-        "  durable events delivered (/burst {events}, {delivered} each): {delivered_rate:.0}/s; Python sqlite3 (WAL, synchronous=FULL, 1,000-row transactions, the same rows) {insert_rate:.0}/s; ratio {ratio:.2}x (target >= 0.5x: {}; medians of {ROUNDS} alternating rounds)",
+        "  durable events delivered (/burst {events}, {delivered} each): {delivered_rate:.0}/s; {} {insert_rate:.0}/s; ratio {ratio:.2}x (target >= 0.5x: {}; medians of {ROUNDS} alternating rounds)",
+        store.anchor,
         verdict(ratio >= 0.5)
     );
     println!(

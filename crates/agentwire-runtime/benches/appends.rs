@@ -8,19 +8,23 @@
 //! - 32 concurrent appenders, each renaming its own thread, events per second, against raw
 //!   32-row appends in one commit each (target: at least 0.8x).
 //!
-//! usage: cargo bench -p agentwire-runtime --bench appends [-- --appends N] (default 500 a round)
+//! usage: cargo bench -p agentwire-runtime --bench appends [-- --appends N] [--synchronous normal]
+//! (default 500 appends a round, `synchronous = FULL`; `normal` leaves the fsync out of both
+//! sides, measuring the path alone)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentwire_events::{EventLog, Expected, NewEvent, ThreadId};
+use agentwire_events::{EventLog, Expected, NewEvent, Settings, Synchronous, ThreadId};
 use agentwire_runtime::{
     DemoAgent, Runtime, RuntimeConfig, StampedEvent, SystemClock, ThreadEvent,
 };
 
 const ROUNDS: usize = 5;
+/// Pairs of rounds of the concurrent measurement (each round is short).
+const CONCURRENT_ROUNDS: usize = 15;
 const APPENDERS: usize = 32;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -31,6 +35,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+fn ratio(ours: Duration, theirs: Duration) -> f64 {
+    ours.as_secs_f64() / theirs.as_secs_f64()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -48,10 +60,13 @@ fn renamed_record(title: &str) -> NewEvent {
     NewEvent::new("thread.renamed", serde_json::to_vec(&event).unwrap())
 }
 
-async fn open(dir: &tempfile::TempDir, name: &str) -> Arc<dyn EventLog> {
-    agentwire_events::open(&format!("sqlite:{}", dir.path().join(name).display()))
-        .await
-        .unwrap()
+async fn open(dir: &tempfile::TempDir, name: &str, synchronous: Synchronous) -> Arc<dyn EventLog> {
+    let settings = Settings {
+        synchronous,
+        ..Settings::default()
+    };
+    let url = format!("sqlite:{}", dir.path().join(name).display());
+    agentwire_events::open_with(&url, settings).await.unwrap()
 }
 
 fn main() {
@@ -60,6 +75,14 @@ fn main() {
     if let Some(at) = args.iter().position(|a| a == "--appends") {
         appends = args[at + 1].parse().expect("--appends N");
     }
+    // `--synchronous normal` leaves the fsync out of both sides: what remains is the cost of
+    // the path itself.
+    let synchronous = match args.iter().position(|a| a == "--synchronous") {
+        Some(at) if args[at + 1] == "normal" => Synchronous::Normal,
+        Some(at) if args[at + 1] == "full" => Synchronous::Full,
+        Some(_) => panic!("--synchronous full|normal"),
+        None => Synchronous::Full,
+    };
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -67,95 +90,112 @@ fn main() {
     tokio.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
         let runtime = Runtime::start(
-            open(&dir, "runtime.sqlite").await,
+            open(&dir, "runtime.sqlite", synchronous).await,
             Arc::new(DemoAgent::default()),
             Arc::new(SystemClock),
             RuntimeConfig::default(),
         )
         .await
         .unwrap();
-        let raw = open(&dir, "raw.sqlite").await;
+        let raw = open(&dir, "raw.sqlite", synchronous).await;
         let title = "a title of the usual length for a thread";
 
-        // One awaited append.
+        // One awaited append: ours and the raw commit alternate append by append (the order
+        // swapped each time), so that both sample the same disk; a ratio per round, the median
+        // of the rounds' ratios reported.
         let thread = runtime.create_thread(None, None).await.unwrap();
         let raw_thread = ThreadId::new("raw-single").unwrap();
         let mut raw_next = 0u64;
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let (mut r50s, mut r99s) = (Vec::new(), Vec::new());
+        let (mut ours_all, mut theirs_all) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
-            for _ in 0..appends {
-                let started = Instant::now();
-                runtime.rename_thread(&thread, title.to_owned()).await.unwrap();
-                ours.push(started.elapsed());
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            for i in 0..appends {
+                for side in [i % 2, 1 - i % 2] {
+                    let started = Instant::now();
+                    if side == 0 {
+                        runtime.rename_thread(&thread, title.to_owned()).await.unwrap();
+                        ours.push(started.elapsed());
+                    } else {
+                        raw.append(&raw_thread, Expected::Next(raw_next), vec![renamed_record(title)])
+                            .await
+                            .unwrap();
+                        raw_next += 1;
+                        theirs.push(started.elapsed());
+                    }
+                }
             }
-            for _ in 0..appends {
-                let started = Instant::now();
-                raw.append(&raw_thread, Expected::Next(raw_next), vec![renamed_record(title)])
-                    .await
-                    .unwrap();
-                raw_next += 1;
-                theirs.push(started.elapsed());
-            }
+            ours.sort();
+            theirs.sort();
+            r50s.push(ratio(percentile(&ours, 0.5), percentile(&theirs, 0.5)));
+            r99s.push(ratio(percentile(&ours, 0.99), percentile(&theirs, 0.99)));
+            ours_all.extend(ours);
+            theirs_all.extend(theirs);
         }
-        ours.sort();
-        theirs.sort();
-        let (p50, p99) = (percentile(&ours, 0.5), percentile(&ours, 0.99));
-        let (raw50, raw99) = (percentile(&theirs, 0.5), percentile(&theirs, 0.99));
-        let (r50, r99) = (
-            p50.as_secs_f64() / raw50.as_secs_f64(),
-            p99.as_secs_f64() / raw99.as_secs_f64(),
-        );
-        println!("agentwire-runtime durable appends, store sqlite: (defaults), {appends} appends a round");
+        ours_all.sort();
+        theirs_all.sort();
+        let (r50, r99) = (median(&mut r50s), median(&mut r99s));
+        println!("agentwire-runtime durable appends, store sqlite: (synchronous {synchronous:?}), {appends} appends a round");
         println!(
-            "  one awaited append: p50 {:.3} ms, p99 {:.3} ms; raw one-row commit p50 {:.3} ms, p99 {:.3} ms; ratios {r50:.2}x and {r99:.2}x (target <= 1.2x: {} and {}; {ROUNDS} alternating rounds)",
-            p50.as_secs_f64() * 1e3,
-            p99.as_secs_f64() * 1e3,
-            raw50.as_secs_f64() * 1e3,
-            raw99.as_secs_f64() * 1e3,
+            "  one awaited append: p50 {:.3} ms, p99 {:.3} ms; raw one-row commit p50 {:.3} ms, p99 {:.3} ms; ratios {r50:.2}x and {r99:.2}x (target <= 1.2x: {} and {}; medians of {ROUNDS} rounds, the sides alternating append by append)",
+            ms(percentile(&ours_all, 0.5)),
+            ms(percentile(&ours_all, 0.99)),
+            ms(percentile(&theirs_all, 0.5)),
+            ms(percentile(&theirs_all, 0.99)),
             verdict(r50 <= 1.2),
             verdict(r99 <= 1.2),
         );
 
-        // 32 concurrent appenders, each on its own thread.
+        // 32 concurrent appenders, each on its own thread, against one writer committing
+        // 32-row appends; short rounds alternating, a ratio per pair of rounds.
         let mut threads = Vec::with_capacity(APPENDERS);
         for _ in 0..APPENDERS {
             threads.push(runtime.create_thread(None, None).await.unwrap());
         }
-        let per = appends.max(APPENDERS) / APPENDERS * 4;
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let per = (appends / APPENDERS).max(4);
         let raw_batch = ThreadId::new("raw-batch").unwrap();
         let mut batch_next = 0u64;
-        for _ in 0..ROUNDS {
-            let started = Instant::now();
-            let tasks: Vec<_> = threads
-                .iter()
-                .map(|thread| {
-                    let (runtime, thread) = (runtime.clone(), thread.clone());
-                    tokio::spawn(async move {
-                        for _ in 0..per {
-                            runtime.rename_thread(&thread, title.to_owned()).await.unwrap();
-                        }
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await.unwrap();
+        let (mut ratios, mut ours_rates, mut raw_rates) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..CONCURRENT_ROUNDS {
+            let (mut ours, mut theirs) = (0.0, 0.0);
+            for side in [round % 2, 1 - round % 2] {
+                let started = Instant::now();
+                if side == 0 {
+                    let tasks: Vec<_> = threads
+                        .iter()
+                        .map(|thread| {
+                            let (runtime, thread) = (runtime.clone(), thread.clone());
+                            tokio::spawn(async move {
+                                for _ in 0..per {
+                                    runtime.rename_thread(&thread, title.to_owned()).await.unwrap();
+                                }
+                            })
+                        })
+                        .collect();
+                    for task in tasks {
+                        task.await.unwrap();
+                    }
+                    ours = (APPENDERS * per) as f64 / started.elapsed().as_secs_f64();
+                } else {
+                    for _ in 0..per {
+                        let records = (0..APPENDERS).map(|_| renamed_record(title)).collect();
+                        raw.append(&raw_batch, Expected::Next(batch_next), records)
+                            .await
+                            .unwrap();
+                        batch_next += APPENDERS as u64;
+                    }
+                    theirs = (APPENDERS * per) as f64 / started.elapsed().as_secs_f64();
+                }
             }
-            ours.push((APPENDERS * per) as f64 / started.elapsed().as_secs_f64());
-            let started = Instant::now();
-            for _ in 0..per {
-                let records = (0..APPENDERS).map(|_| renamed_record(title)).collect();
-                raw.append(&raw_batch, Expected::Next(batch_next), records)
-                    .await
-                    .unwrap();
-                batch_next += APPENDERS as u64;
-            }
-            theirs.push((APPENDERS * per) as f64 / started.elapsed().as_secs_f64());
+            ratios.push(ours / theirs);
+            ours_rates.push(ours);
+            raw_rates.push(theirs);
         }
-        let (ours, theirs) = (median(&mut ours), median(&mut theirs));
-        let ratio = ours / theirs;
+        let ratio = median(&mut ratios);
         println!(
-            "  {APPENDERS} concurrent appenders ({per} appends each a round): {ours:.0} events/s; raw {APPENDERS}-row commits {theirs:.0} rows/s; ratio {ratio:.2}x (target >= 0.8x: {}; medians of {ROUNDS} alternating rounds)",
+            "  {APPENDERS} concurrent appenders ({per} appends each a round): {:.0} events/s; raw {APPENDERS}-row commits {:.0} rows/s; ratio {ratio:.2}x (target >= 0.8x: {}; median of {CONCURRENT_ROUNDS} pairs of alternating rounds)",
+            median(&mut ours_rates),
+            median(&mut raw_rates),
             verdict(ratio >= 0.8)
         );
         raw.close().await.unwrap();
