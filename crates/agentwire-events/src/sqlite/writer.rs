@@ -101,46 +101,81 @@ impl Writer {
         Ok(value)
     }
 
-    /// One group commit. Each append runs inside its own savepoint, so a conflicting append is
-    /// rolled back alone; acknowledgements go out only after `COMMIT` returned.
+    /// One group commit, acknowledged only after `COMMIT` returned. An append that is refused
+    /// (a conflict, a deleted thread) is refused before it writes anything, so the appends run
+    /// one after the other in one transaction without savepoints; only if a statement fails
+    /// after an append began to write (which the engine's own checks make unexpected) is the
+    /// transaction rolled back and the batch run again with a savepoint per append, so that
+    /// the failing append is rolled back alone.
     fn commit_batch(&mut self, batch: Vec<AppendRequest>) {
         let now_ms = unix_ms(SystemTime::now());
-        if let Err(err) = self.conn.execute_batch("BEGIN IMMEDIATE") {
-            let reason = err.to_string();
-            for request in batch {
-                let _ = request.reply.send(Err(Error::WriteFailed {
-                    reason: reason.clone(),
-                }));
-            }
-            return;
-        }
-        let mut results = Vec::with_capacity(batch.len());
-        for request in &batch {
-            results.push(self.append_in_savepoint(request, now_ms));
-        }
-        let any_written = results.iter().any(Result::is_ok);
-        let commit = self.conn.execute_batch("COMMIT");
-        if let Err(err) = commit {
-            let _ = self.conn.execute_batch("ROLLBACK");
-            tracing::warn!(error = %err, "sqlite group commit failed");
-            let reason = err.to_string();
-            for (request, result) in batch.into_iter().zip(results) {
-                let answer = match result {
-                    Ok(_) => Err(Error::WriteFailed {
+        let results = match self.run_batch(&batch, now_ms, false) {
+            Err(Isolate) => match self.run_batch(&batch, now_ms, true) {
+                Ok(results) => results,
+                Err(Isolate) => unreachable!("a batch with savepoints does not ask for them"),
+            },
+            Ok(results) => results,
+        };
+        let results = match results {
+            Ok(results) => results,
+            Err(reason) => {
+                for request in batch {
+                    let _ = request.reply.send(Err(Error::WriteFailed {
                         reason: reason.clone(),
-                    }),
-                    Err(e) => Err(e),
-                };
-                let _ = request.reply.send(answer);
+                    }));
+                }
+                return;
             }
-            return;
-        }
-        if any_written {
+        };
+        if results.iter().any(Result::is_ok) {
             self.signal();
         }
         for (request, result) in batch.into_iter().zip(results) {
             let _ = request.reply.send(result);
         }
+    }
+
+    /// Runs the batch in one transaction and commits it: each append's result, or why the
+    /// transaction failed as a whole. Without `savepoints`, an append that fails after it
+    /// wrote rolls the transaction back and asks for [`Isolate`].
+    fn run_batch(
+        &mut self,
+        batch: &[AppendRequest],
+        now_ms: i64,
+        savepoints: bool,
+    ) -> Result<std::result::Result<Vec<Result<Appended>>, String>, Isolate> {
+        if let Err(err) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            return Ok(Err(err.to_string()));
+        }
+        let mut results = Vec::with_capacity(batch.len());
+        for request in batch {
+            let result = if savepoints {
+                self.append_in_savepoint(request, now_ms)
+            } else {
+                match append(&self.conn, self.log_id, request, now_ms) {
+                    Err(AppendFailure::Wrote(_)) => {
+                        let _ = self.conn.execute_batch("ROLLBACK");
+                        return Err(Isolate);
+                    }
+                    other => other.map_err(AppendFailure::into_error),
+                }
+            };
+            results.push(result);
+        }
+        if let Err(err) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            tracing::warn!(error = %err, "sqlite group commit failed");
+            let reason = err.to_string();
+            return Ok(Ok(results
+                .into_iter()
+                .map(|result| {
+                    result.and(Err(Error::WriteFailed {
+                        reason: reason.clone(),
+                    }))
+                })
+                .collect()));
+        }
+        Ok(Ok(results))
     }
 
     fn append_in_savepoint(&self, request: &AppendRequest, now_ms: i64) -> Result<Appended> {
@@ -150,58 +185,127 @@ impl Writer {
                 self.conn.prepare_cached("RELEASE append")?.execute([])?;
                 Ok(appended)
             }
-            Err(err) => {
+            Err(failure) => {
                 self.conn
                     .execute_batch("ROLLBACK TO append; RELEASE append")?;
-                Err(err)
+                Err(failure.into_error())
             }
         }
     }
 }
 
+/// A batch run without savepoints met an append that failed after it wrote.
+struct Isolate;
+
+/// Why an append failed: before it wrote anything (a refusal, or a failed read), or after.
+enum AppendFailure {
+    Clean(Error),
+    Wrote(Error),
+}
+
+impl AppendFailure {
+    fn into_error(self) -> Error {
+        match self {
+            AppendFailure::Clean(err) | AppendFailure::Wrote(err) => err,
+        }
+    }
+}
+
+/// One append: the thread's row moved on by the batch in one conditional `UPDATE … RETURNING`
+/// (or created, for a new thread), then the events inserted. A refusal writes nothing.
 fn append(
     conn: &Connection,
     log_id: LogId,
     request: &AppendRequest,
     now_ms: i64,
-) -> Result<Appended> {
+) -> std::result::Result<Appended, AppendFailure> {
     let thread = request.thread.as_str();
-    let row: Option<(i64, i64)> = conn
-        .prepare_cached("SELECT next_seq, deleted FROM aw_threads WHERE thread = ?1")?
-        .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    let next = match row {
-        Some((_, deleted)) if deleted != 0 => {
-            return Err(Error::ThreadDeleted {
-                thread: thread.to_string(),
-            });
-        }
-        Some((next, _)) => next as u64,
+    let count = request.events.len() as u64;
+    let expected: i64 = match request.expected {
+        Expected::Any => -1,
+        Expected::Next(n) => i64::try_from(n).unwrap_or(i64::MAX),
+    };
+    let clean = |err: rusqlite::Error| AppendFailure::Clean(err.into());
+    let moved: Option<i64> = conn
+        .prepare_cached(
+            "UPDATE aw_threads SET next_seq = next_seq + ?2, bytes = bytes + ?3
+             WHERE thread = ?1 AND deleted = 0 AND (?4 < 0 OR next_seq = ?4)
+             RETURNING next_seq",
+        )
+        .map_err(clean)?
+        .query_row(
+            params![thread, count as i64, request.bytes as i64, expected],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(clean)?;
+    let next = match moved {
+        Some(after) => after as u64 - count,
         None => {
-            conn.prepare_cached(
-                "INSERT INTO aw_threads (thread, next_seq, low_seq, bytes, deleted, created_at)
-                 VALUES (?1, 0, 0, 0, 0, ?2)",
-            )?
-            .execute(params![thread, now_ms])?;
-            0
+            let row: Option<(i64, i64)> = conn
+                .prepare_cached("SELECT next_seq, deleted FROM aw_threads WHERE thread = ?1")
+                .map_err(clean)?
+                .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(clean)?;
+            let refusal = match row {
+                Some((_, deleted)) if deleted != 0 => Error::ThreadDeleted {
+                    thread: thread.to_string(),
+                },
+                Some((actual, _)) => Error::Conflict {
+                    thread: thread.to_string(),
+                    expected: expected_position(request.expected, actual as u64),
+                    actual: actual as u64,
+                },
+                None if expected > 0 => Error::Conflict {
+                    thread: thread.to_string(),
+                    expected: expected_position(request.expected, 0),
+                    actual: 0,
+                },
+                None => {
+                    conn.prepare_cached(
+                        "INSERT INTO aw_threads (thread, next_seq, low_seq, bytes, deleted, created_at)
+                         VALUES (?1, ?2, 0, ?3, 0, ?4)",
+                    )
+                    .map_err(clean)?
+                    .execute(params![thread, count as i64, request.bytes as i64, now_ms])
+                    .map_err(|err| AppendFailure::Wrote(err.into()))?;
+                    return insert_events(conn, log_id, request, 0, now_ms);
+                }
+            };
+            return Err(AppendFailure::Clean(refusal));
         }
     };
-    if let Expected::Next(expected) = request.expected
-        && expected != next
-    {
-        return Err(Error::Conflict {
-            thread: thread.to_string(),
-            expected,
-            actual: next,
-        });
+    insert_events(conn, log_id, request, next, now_ms)
+}
+
+/// The position an append expected, for its conflict (`Any` never conflicts: `actual`).
+fn expected_position(expected: Expected, actual: u64) -> u64 {
+    match expected {
+        Expected::Next(n) => n,
+        Expected::Any => actual,
     }
-    {
-        let mut insert = conn.prepare_cached(
+}
+
+/// Inserts the append's events from position `next`, after its thread's row was moved on.
+fn insert_events(
+    conn: &Connection,
+    log_id: LogId,
+    request: &AppendRequest,
+    next: u64,
+    now_ms: i64,
+) -> std::result::Result<Appended, AppendFailure> {
+    let wrote = |err: rusqlite::Error| AppendFailure::Wrote(err.into());
+    let thread = request.thread.as_str();
+    let mut insert = conn
+        .prepare_cached(
             "INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?;
-        for (i, (event, id)) in request.events.iter().zip(&request.ids).enumerate() {
-            insert.execute(params![
+        )
+        .map_err(wrote)?;
+    for (i, (event, id)) in request.events.iter().zip(&request.ids).enumerate() {
+        insert
+            .execute(params![
                 thread,
                 (next + i as u64) as i64,
                 id.as_bytes().as_slice(),
@@ -209,14 +313,9 @@ fn append(
                 now_ms,
                 event.record_size() as i64,
                 event.payload,
-            ])?;
-        }
+            ])
+            .map_err(wrote)?;
     }
-    let count = request.events.len() as u64;
-    conn.prepare_cached(
-        "UPDATE aw_threads SET next_seq = ?2, bytes = bytes + ?3 WHERE thread = ?1",
-    )?
-    .execute(params![thread, (next + count) as i64, request.bytes as i64])?;
     Ok(Appended {
         log_id,
         first_seq: next,

@@ -289,3 +289,65 @@ async fn postgres_store_from_a_newer_build_is_refused() {
     let err = open(&url).await.unwrap_err();
     assert_eq!(err.code(), "events.schema-too-new");
 }
+
+/// An append that fails after it began to write (here: its event's row is already taken, which
+/// only a damaged or hand-edited store can hold) fails alone: the appends committed in the same
+/// group commit stand, and nothing of the failed one remains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_append_failing_after_it_wrote_is_rolled_back_alone_in_its_group_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    log.append(
+        &thread("warm"),
+        Expected::Any,
+        vec![NewEvent::new("e", "0")],
+    )
+    .await
+    .unwrap();
+    // A row for position 0 of a thread the store does not list.
+    let blocker = rusqlite::Connection::open(&path).unwrap();
+    blocker
+        .execute(
+            "INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
+             VALUES ('damaged', 0, x'00', 'e', 0, 1, x'00')",
+            [],
+        )
+        .unwrap();
+    // Hold the write lock, so that the first append waits in the writer while the next two
+    // queue up behind it and are gathered into one group commit.
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let append = |name: &'static str, expected: Expected| {
+        let log = Arc::clone(&log);
+        tokio::spawn(async move {
+            log.append(&thread(name), expected, vec![NewEvent::new("e", name)])
+                .await
+        })
+    };
+    let first = append("warm", Expected::Next(1));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let damaged = append("damaged", Expected::Next(0));
+    let healthy = append("healthy", Expected::Next(0));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    blocker.execute_batch("COMMIT").unwrap();
+    assert_eq!(first.await.unwrap().unwrap().first_seq, 1);
+    let err = damaged.await.unwrap().unwrap_err();
+    assert_eq!(err.code(), "events.sqlite", "{err}");
+    assert_eq!(healthy.await.unwrap().unwrap().first_seq, 0);
+    assert!(log.thread(&thread("damaged")).await.unwrap().is_none());
+    let page = log
+        .read(&thread("healthy"), After::Start, 10)
+        .await
+        .unwrap();
+    assert_eq!(page.events.len(), 1);
+    // The damaged thread's next append meets the same row and fails the same way.
+    let err = log
+        .append(
+            &thread("damaged"),
+            Expected::Next(0),
+            vec![NewEvent::new("e", "x")],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "events.sqlite", "{err}");
+}
