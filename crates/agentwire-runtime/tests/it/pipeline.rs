@@ -237,3 +237,124 @@ async fn a_failed_commit_fails_the_turn_publishes_nothing_uncommitted_and_the_th
     let seen = durable_until_end(&mut sub).await;
     assert_eq!(seen.last().map(|e| e.1), Some("turn.completed"));
 }
+
+/// Records `operations` operations without waiting for their commits, then asks for an
+/// approval, then records one more operation.
+#[derive(Debug)]
+struct BurstThenAsk {
+    operations: usize,
+}
+
+fn operation(index: usize) -> Operation {
+    Operation {
+        id: format!("op-{index}"),
+        tool_call_id: format!("call-{index}"),
+        agent_name: "test".into(),
+        tool_name: "burst".into(),
+        input: serde_json::json!({"n": index}),
+        outcome: ToolOutcome {
+            kind: OutcomeKind::Success,
+            reason: None,
+        },
+        display: serde_json::json!({"text": format!("burst {index}")}),
+        app_output: None,
+    }
+}
+
+#[async_trait]
+impl Agent for BurstThenAsk {
+    async fn run_turn(&self, turn: TurnContext) -> TurnEnd {
+        for index in 0..self.operations {
+            turn.operation(operation(index)).await.unwrap();
+        }
+        let asked = turn
+            .ask(InteractionKind::Approval {
+                approval_id: "approval-1".into(),
+                agent_name: "test".into(),
+                tool_name: "shell".into(),
+                preview: serde_json::json!({"command": "ls"}),
+                reason: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(asked, Resolution::Approved);
+        turn.operation(operation(self.operations)).await.unwrap();
+        TurnEnd::Completed
+    }
+}
+
+/// What must follow durability does: an approval is published only once every event admitted
+/// before it is committed (the log holds them all when a subscriber sees it), a subscriber sees
+/// everything in log order, and the turn's end comes last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_after_a_burst_is_published_after_every_event_before_it_is_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = agentwire_events::open(&format!(
+        "sqlite:{}",
+        dir.path().join("events.db").display()
+    ))
+    .await
+    .unwrap();
+    let runtime = Runtime::start(
+        Arc::clone(&log),
+        Arc::new(BurstThenAsk { operations: 2_000 }),
+        Arc::new(SystemClock),
+        RuntimeConfig::default(),
+    )
+    .await
+    .unwrap();
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime
+        .start_turn(&thread, "turn-1", input("go"))
+        .await
+        .unwrap();
+    let mut seen: Vec<(u64, &'static str)> = Vec::new();
+    let interaction = loop {
+        let published = tokio::time::timeout(WAIT, sub.recv())
+            .await
+            .expect("the approval comes")
+            .expect("the subscription stays open");
+        let Published::Durable { seq, event, .. } = &published else {
+            continue;
+        };
+        seen.push((*seq, event.event.kind()));
+        if let ThreadEvent::InteractionOpened { interaction } = &event.event {
+            break interaction.id.clone();
+        }
+    };
+    // Everything up to the approval is in the log, exactly as seen; after it only the turn's
+    // status, committed with it (the turn waits for the answer).
+    let stored_now = stored(log.as_ref(), &thread).await;
+    let published: Vec<(u64, String)> = seen.iter().map(|(s, k)| (*s, k.to_string())).collect();
+    assert!(
+        stored_now[1..=published.len()] == published[..],
+        "the log differs from what was published before the approval"
+    );
+    let after: Vec<&str> = stored_now[published.len() + 1..]
+        .iter()
+        .map(|(_, kind)| kind.as_str())
+        .collect();
+    assert_eq!(after, ["turn.status"]);
+    let operations = seen
+        .iter()
+        .filter(|(_, kind)| *kind == "operation.completed")
+        .count();
+    assert_eq!(operations, 2_000);
+    runtime
+        .resolve(&thread, &interaction, Resolution::Approved)
+        .await
+        .unwrap();
+    let rest = durable_until_end(&mut sub).await;
+    seen.extend(rest);
+    assert_eq!(seen.last().map(|e| e.1), Some("turn.completed"));
+    for pair in seen.windows(2) {
+        assert_eq!(pair[1].0, pair[0].0 + 1, "{pair:?}");
+    }
+    let stored_all = stored(log.as_ref(), &thread).await;
+    let published: Vec<(u64, String)> = seen.iter().map(|(s, k)| (*s, k.to_string())).collect();
+    assert!(
+        stored_all[1..] == published[..],
+        "the log differs from what was published"
+    );
+}
