@@ -2,8 +2,8 @@
 # Soak: runs the durability test of a runtime killed mid-burst (kill -9 while a pipelined
 # `/burst` is being committed, then a restart on the same store, followed from the host's
 # persisted cursor: every event the host was handed is still there, and the events after it
-# come without gap or repeat) many times in a row; stops at the first failure. Not part of the
-# test command, which runs it once.
+# come without gap or repeat; killed at three points of the burst each run) many times in a row;
+# stops at the first failure. Not part of the test command, which runs it once.
 #
 # usage: scripts/soak.sh [--runs N]   (default 50)
 # exit:  0 every run passed; 1 a run failed (its output is printed); 2 bad usage

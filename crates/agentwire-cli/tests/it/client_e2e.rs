@@ -730,8 +730,17 @@ async fn last_sequence(client: &RollClient, thread: &ThreadId) -> u64 {
     snapshot.event_cursor.flatten().unwrap().sequence()
 }
 
+/// Killed early in the burst, in its middle, and well into it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_is_followed_across_a_killed_runtime_without_gap_or_repeat() {
+    for kill_after in [10, 1_000, 10_000] {
+        follow_across_a_kill(kill_after).await;
+    }
+}
+
+/// Starts `/burst 100000`, kills the runtime with SIGKILL once the follower took `kill_after`
+/// events, starts it again on the same store, and follows on from the persisted checkpoint.
+async fn follow_across_a_kill(kill_after: usize) {
     let (_dir, path) = store();
     let client = spawn(&path, Interactions::new());
     client
@@ -763,7 +772,7 @@ async fn a_thread_is_followed_across_a_killed_runtime_without_gap_or_repeat() {
         .await
         .unwrap();
     // Midway through the burst the runtime is killed.
-    let (mut before, _) = take_events(&mut follower, |taken| taken.len() >= 10).await;
+    let (mut before, _) = take_events(&mut follower, |taken| taken.len() >= kill_after).await;
     let pid = client.pid().unwrap();
     let killed = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
