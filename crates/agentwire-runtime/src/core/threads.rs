@@ -15,15 +15,52 @@ impl Runtime {
         model: Option<String>,
     ) -> Result<String, RuntimeError> {
         let id = uuid::Uuid::new_v4().to_string();
-        let slot = Arc::new(ThreadSlot::new(&id, ThreadState::default(), 0)?);
-        self.append(
-            &id,
-            &slot,
-            vec![ThreadEvent::ThreadCreated { title, model }],
-        )
-        .await?;
-        self.lock_threads().insert(id.clone(), slot);
+        self.create_thread_as(&id, title, model).await?;
         Ok(id)
+    }
+
+    /// Creates a thread of the caller's id (a face whose protocol lets the host choose it). An
+    /// id the store holds or held (a deleted thread's) is [`RuntimeError::ThreadExists`]; one
+    /// the log cannot take (empty, over its length limit, with a control character) is
+    /// [`RuntimeError::InvalidInput`].
+    pub async fn create_thread_as(
+        &self,
+        id: &str,
+        title: Option<String>,
+        model: Option<String>,
+    ) -> Result<(), RuntimeError> {
+        if self.lock_threads().contains_key(id) {
+            return Err(RuntimeError::ThreadExists(id.to_owned()));
+        }
+        let slot = match ThreadSlot::new(id, ThreadState::default(), 0) {
+            Ok(slot) => Arc::new(slot),
+            Err(RuntimeError::Log(error)) => {
+                return Err(RuntimeError::InvalidInput(format!("thread id: {error}")));
+            }
+            Err(error) => return Err(error),
+        };
+        // The log's position check settles a race between two creations of one id, and refuses
+        // the id of a thread the store deleted (its tombstone stays).
+        match self
+            .append(id, &slot, vec![ThreadEvent::ThreadCreated { title, model }])
+            .await
+        {
+            Ok(()) => {}
+            Err(error)
+                if matches!(
+                    error.log_error(),
+                    Some(
+                        agentwire_events::Error::Conflict { .. }
+                            | agentwire_events::Error::ThreadDeleted { .. }
+                    )
+                ) =>
+            {
+                return Err(RuntimeError::ThreadExists(id.to_owned()));
+            }
+            Err(error) => return Err(error),
+        }
+        self.lock_threads().insert(id.to_owned(), slot);
+        Ok(())
     }
 
     /// Renames a thread.

@@ -213,6 +213,9 @@ pub enum RuntimeError {
     /// No such thread (or it was deleted).
     #[error("thread {0} not found")]
     ThreadNotFound(String),
+    /// A thread of that id exists, or existed and was deleted (ids are never reused).
+    #[error("thread {0} already exists")]
+    ThreadExists(String),
     /// The thread already has an active turn.
     #[error("thread {thread_id} already has the active turn {active}")]
     TurnAlreadyActive { thread_id: String, active: String },
@@ -266,6 +269,7 @@ impl RuntimeError {
     pub fn code(&self) -> &'static str {
         match self {
             RuntimeError::ThreadNotFound(_) => "runtime.thread-not-found",
+            RuntimeError::ThreadExists(_) => "runtime.thread-exists",
             RuntimeError::TurnAlreadyActive { .. } => "runtime.turn-already-active",
             RuntimeError::TurnNotFound(_) => "runtime.turn-not-found",
             RuntimeError::TurnAlreadyStarted { .. } => "runtime.turn-already-started",

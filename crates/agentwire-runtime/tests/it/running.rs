@@ -662,3 +662,47 @@ async fn a_thread_trimmed_from_its_start_comes_back_with_its_state() {
     assert!(runtime.unavailable_threads().is_empty());
     assert_eq!(runtime.snapshot(&thread).await.unwrap(), before);
 }
+
+/// A host may choose a thread's id: taken once, never again (not even after a deletion), and
+/// one the log cannot hold is refused as input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_created_with_a_chosen_id_is_unique_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(&dir).await;
+    let runtime = runtime_with(
+        Arc::clone(&log),
+        Arc::new(DemoAgent::default()),
+        Duration::from_secs(60),
+    )
+    .await;
+    runtime
+        .create_thread_as("thread-a", Some("A".into()), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        runtime.summary("thread-a").unwrap().title.as_deref(),
+        Some("A")
+    );
+    let again = runtime.create_thread_as("thread-a", None, None).await;
+    assert_eq!(again.unwrap_err().code(), "runtime.thread-exists");
+    runtime.delete_thread("thread-a").await.unwrap();
+    let after_deletion = runtime.create_thread_as("thread-a", None, None).await;
+    assert_eq!(after_deletion.unwrap_err().code(), "runtime.thread-exists");
+    for bad in ["", "a\nb"] {
+        let refused = runtime.create_thread_as(bad, None, None).await;
+        assert_eq!(
+            refused.unwrap_err().code(),
+            "runtime.invalid-input",
+            "{bad:?}"
+        );
+    }
+    // Two creations of one new id at once: one is created, the other refused.
+    let (one, two) = tokio::join!(
+        runtime.create_thread_as("thread-b", None, None),
+        runtime.create_thread_as("thread-b", None, None)
+    );
+    let mut outcomes = [one.is_ok(), two.is_ok()];
+    outcomes.sort_unstable();
+    assert_eq!(outcomes, [false, true]);
+    assert!(runtime.contains_thread("thread-b"));
+}
