@@ -12,17 +12,21 @@
 #                OpenClaw's schema and ten definitions through `--def` (TickEvent, RequestFrame,
 #                ChatEvent, …; marginal rate over 20,000 -> 100,000 lines, fastest of three),
 #                which otherwise runs after the library benchmark
-#        scripts/bench.sh --serve [--events N]
+#        scripts/bench.sh --serve [--events N] [--store sqlite|postgres]
 #   --serve      the runtime over its real transport: `agentwire serve --stdio` driven through
-#                a pipe: durable events delivered per second against Python's sqlite3
-#                inserting the same rows (WAL, synchronous=FULL, 1,000-row transactions;
-#                needs python3), resume replay against a raw cursor read, turn start to first
-#                delta; N events a burst (default 50,000), medians of five alternating rounds,
-#                each ratio printed with its target and met/MISSED
-#        scripts/bench.sh --events [--appends N]
+#                a pipe, on SQLite and then on PostgreSQL (the test tools' server): durable
+#                events delivered per second against the engine inserting the same rows
+#                (SQLite: Python's sqlite3, WAL, synchronous=FULL; PostgreSQL: multi-row
+#                INSERTs; both in 1,000-row transactions; needs python3), resume replay against
+#                a raw cursor read, turn start to first delta; N events a burst (default
+#                50,000), medians of five alternating rounds, each ratio printed with its
+#                target and met/MISSED; --store runs one store only
+#        scripts/bench.sh --events [--appends N] [--synchronous normal]
 #   --events     the runtime's durable appends through its API: one awaited append (p50, p99)
 #                against a raw one-row commit, 32 concurrent appenders against raw 32-row
-#                commits, on the same engine in the same run (rounds alternating)
+#                transactions (a row on each of 32 threads), SQLite itself on the log's schema
+#                and settings as the anchor, in the same run (rounds alternating);
+#                --synchronous normal leaves the fsync out of both sides
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
