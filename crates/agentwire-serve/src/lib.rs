@@ -1,8 +1,11 @@
 //! Wire faces of the agentwire runtime core. Each face translates the core's threads, turns,
 //! events and interactions into one wire protocol and back, and validates every inbound frame
 //! before acting on it; the core knows no wire encoding. [`roll`] serves the Roll Runtime
-//! Protocol 1.0 to 1.5 over JSON-RPC (stdio, or any byte stream).
+//! Protocol 1.0 to 1.5 over JSON-RPC (stdio, or any byte stream); [`app_server`] the
+//! ChainlessChain App Server over JSON-RPC on stdio.
 
+pub mod app_server;
 pub mod roll;
 
+pub use app_server::{AppServerConfig, AppServerFace};
 pub use roll::{RollFace, RollFaceConfig, SessionEnd};

@@ -1,7 +1,9 @@
 //! `agentwire serve`: the reference runtime serving the Roll Runtime Protocol 1.0 to 1.5 on
 //! standard input and output (`--stdio`) and on a Unix socket (`--roll-socket PATH`, any number
-//! of hosts at once), one runtime core behind both. Standard output carries protocol frames
-//! only; logs go to standard error (`AGENTWIRE_LOG` sets the filter, default `info`).
+//! of hosts at once), or the ChainlessChain App Server on standard input and output
+//! (`--app-server`, as the ChainlessChain SDKs spawn it), one runtime core behind them all.
+//! Standard output carries protocol frames only; logs go to standard error (`AGENTWIRE_LOG`
+//! sets the filter, default `info`; `warn` under `--app-server`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use agentwire_agent_process::{AgentProcess, AgentProcessConfig};
 use agentwire_runtime::{
     Agent, AttachmentLimits, AttachmentStore, DemoAgent, Runtime, RuntimeConfig, SystemClock,
 };
-use agentwire_serve::{RollFace, RollFaceConfig, SessionEnd};
+use agentwire_serve::{AppServerConfig, AppServerFace, RollFace, RollFaceConfig, SessionEnd};
 use anyhow::Context;
 
 use crate::cmd::Usage;
@@ -27,12 +29,60 @@ pub(crate) struct Args {
     /// (one session each). Without `--stdio`, the runtime serves until SIGINT or SIGTERM.
     #[arg(long, value_name = "PATH")]
     roll_socket: Option<PathBuf>,
+    /// Serve the ChainlessChain App Server on standard input and output (docs/app-server.md);
+    /// the runtime stops when the host closes standard input.
+    #[arg(long, conflicts_with = "stdio")]
+    app_server: bool,
+    /// The App Server SDK's storage choice: either maps onto the runtime's event log.
+    #[arg(long, value_name = "KIND", value_parser = ["jsonl", "sqlite"], requires = "app_server")]
+    app_server_store: Option<String>,
+    /// The App Server SDK's state directory: the log is `DIR/runtime.sqlite`.
+    #[arg(long, value_name = "DIR", requires = "app_server", conflicts_with_all = ["app_server_state_path", "store"])]
+    app_server_state_dir: Option<PathBuf>,
+    /// The App Server SDK's state file: the log is the SQLite file PATH.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "app_server",
+        conflicts_with = "store"
+    )]
+    app_server_state_path: Option<PathBuf>,
+    /// Requests of the App Server host read and not yet answered; one more is answered
+    /// `-32001` with `data.retry_after_ms`.
+    #[arg(long, value_name = "N", default_value_t = agentwire_serve::app_server::DEFAULT_QUEUE_CAP as u64,
+          value_parser = clap::value_parser!(u64).range(1..=65_536), requires = "app_server")]
+    app_server_queue_cap: u64,
+    /// How long an App Server `approval/decide` request waits for the host, in seconds; no
+    /// answer by then is a decline.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..=86_400), requires = "app_server")]
+    approval_timeout: u64,
     /// The durable event log: `sqlite:PATH` or `postgres://…` (default:
     /// `sqlite:<state dir>/runtime.sqlite`, see `state_dir`).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
     #[command(flatten)]
     runtime: RuntimeArgs,
+}
+
+impl Args {
+    /// The store: `--store`, else the App Server's state path or directory, else the default.
+    fn store_url(&self) -> anyhow::Result<String> {
+        if let Some(path) = &self.app_server_state_path {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).with_context(|| {
+                    format!("cannot create the state directory {}", parent.display())
+                })?;
+            }
+            return Ok(format!("sqlite:{}", path.display()));
+        }
+        if let Some(dir) = &self.app_server_state_dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+            return Ok(format!("sqlite:{}", dir.join("runtime.sqlite").display()));
+        }
+        store_url(self.store.clone())
+    }
 }
 
 /// What the runtime runs and its limits (shared by `serve` and `demo`).
@@ -190,15 +240,20 @@ pub(crate) fn init_logging(default: &str) {
 pub(crate) const MAX_SOCKET_CONNECTIONS: usize = 256;
 
 pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::Result<u8> {
-    if !args.stdio && args.roll_socket.is_none() {
+    if !args.stdio && !args.app_server && args.roll_socket.is_none() {
         return Err(Usage::new(
             "usage.serve-transport",
-            "choose a transport: --stdio (one connection on standard input and output) and/or --roll-socket PATH (any number of hosts on a Unix socket)",
+            "choose a transport: --stdio (one connection on standard input and output), --app-server (the ChainlessChain App Server on standard input and output) and/or --roll-socket PATH (any number of hosts on a Unix socket)",
         )
         .into());
     }
-    init_logging("info");
-    let url = store_url(args.store)?;
+    // The App Server SDK keeps only the tail of standard error; informational lines are left
+    // out unless AGENTWIRE_LOG asks for them.
+    init_logging(if args.app_server { "warn" } else { "info" });
+    if let Some(kind) = &args.app_server_store {
+        tracing::debug!(%kind, "the App Server store choice maps onto the runtime's event log");
+    }
+    let url = args.store_url()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -209,7 +264,7 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
             Some(path) => Some(SocketListener::bind(path)?),
             None => None,
         };
-        tracing::info!(store = %url, instance = %face.runtime().instance_id(), stdio = args.stdio, socket = ?args.roll_socket, "serving the Roll Runtime Protocol");
+        tracing::info!(store = %url, instance = %face.runtime().instance_id(), stdio = args.stdio, app_server = args.app_server, socket = ?args.roll_socket, "serving");
         let accepting = listener.map(|listener| tokio::spawn(listener.serve(Arc::clone(&face))));
         if args.stdio {
             // Pipes are read and written through the event loop, not tokio's blocking threads.
@@ -217,6 +272,17 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
             if face.serve(stdin, stdout).await == SessionEnd::UncorrelatedError {
                 tracing::warn!("the connection ended after an uncorrelated error response");
             }
+        } else if args.app_server {
+            let app_server = AppServerFace::new(
+                face.runtime().clone(),
+                AppServerConfig {
+                    queue_cap: usize::try_from(args.app_server_queue_cap).unwrap_or(usize::MAX),
+                    approval_timeout: Duration::from_secs(args.approval_timeout),
+                    ..AppServerConfig::default()
+                },
+            );
+            let (stdin, stdout) = agentwire_jsonrpc::transport::stdio();
+            app_server.serve(stdin, stdout).await;
         } else {
             stop_signal().await;
         }

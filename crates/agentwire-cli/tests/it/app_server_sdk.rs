@@ -1,0 +1,340 @@
+//! `agentwire serve --app-server` driven by the real ChainlessChain Python SDK
+//! (`chainlesschain-agent-sdk`'s `AppServerClient`, which spawns the binary as
+//! `<exe> serve --app-server --app-server-state-dir DIR`), through `tools/python/app_server_driver.py`;
+//! the SDK's own `validate_protocol_message` checks every line the server wrote. Also a host
+//! writing raw lines: garbage, a blank line, a batch, a request before `initialize`, an 8 MiB
+//! line.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::BIN;
+
+/// Runs one scenario of the driver against a fresh state directory; its report.
+fn scenario(name: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let output = agentwire_testkit::python_script("app_server_driver.py")
+        .arg(BIN)
+        .arg(dir.path().join("state"))
+        .arg(name)
+        .env("AGENTWIRE_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the driver failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report.get("invalid_lines").cloned().unwrap_or(json!([])),
+        json!([]),
+        "the SDK's validator refused lines"
+    );
+    report
+}
+
+fn methods(notifications: &Value) -> Vec<&str> {
+    notifications
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["method"].as_str().unwrap())
+        .collect()
+}
+
+fn error_code(answer: &Value) -> i64 {
+    answer["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {answer}"))
+}
+
+#[test]
+fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
+    let report = scenario("basic");
+    let init = &report["initialize"];
+    assert_eq!(init["server"]["name"], "agentwire");
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["minimumProtocolVersion"], 1);
+    assert_eq!(
+        init["features"],
+        json!([
+            "thread_turn_item",
+            "structured_approval",
+            "bounded_transport"
+        ])
+    );
+    assert_eq!(init["downgraded"], false);
+    assert_eq!(init["transports"], json!(["stdio"]));
+    assert_eq!(init["limits"]["maxInboundLineBytes"], 8 * 1024 * 1024);
+    assert_eq!(init["limits"]["maxOutboundLineBytes"], 65_536);
+    assert_eq!(error_code(&report["second_initialize"]), -32009);
+
+    let thread = &report["thread_start"]["result"]["thread"];
+    assert_eq!(thread["id"], "thread-1");
+    assert_eq!(thread["title"], "First");
+    assert_eq!(thread["status"], "idle");
+    assert_eq!(error_code(&report["thread_start_again"]), -32009);
+    assert_eq!(error_code(&report["thread_start_bad_id"]), -32602);
+
+    // turn/started is written before the answer to turn/start.
+    let started = &report["turn_start"];
+    assert_eq!(started["result"]["turn"]["id"], "turn-1");
+    assert_eq!(started["result"]["turn"]["status"], "running");
+    assert!(
+        started["notifications_before"].as_u64().unwrap() >= 1,
+        "{started}"
+    );
+    let notifications = &report["turn_notifications"];
+    assert_eq!(notifications[0]["method"], "turn/started");
+    assert_eq!(
+        notifications[0]["params"]["turn"],
+        started["result"]["turn"]
+    );
+    assert_eq!(
+        methods(notifications),
+        [
+            "turn/started",
+            "item/started",
+            "item/delta",
+            "item/delta",
+            "item/delta",
+            "item/completed",
+            "turn/completed",
+            "thread/updated"
+        ]
+    );
+    let text: String = notifications
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["method"] == "item/delta")
+        .map(|n| n["params"]["delta"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "echo: hello there");
+    let completed_item = &notifications[5]["params"]["item"];
+    assert_eq!(completed_item["id"], "turn-1:assistant");
+    assert_eq!(completed_item["status"], "completed");
+    assert_eq!(
+        completed_item["content"],
+        json!({"text": "echo: hello there"})
+    );
+    let completed_turn = &notifications[6]["params"];
+    assert_eq!(completed_turn["turn"]["status"], "completed");
+    assert_eq!(completed_turn["error"], Value::Null);
+    assert_eq!(notifications[7]["params"]["thread"]["status"], "idle");
+
+    assert_eq!(error_code(&report["empty_input"]), -32602);
+    assert_eq!(error_code(&report["unknown_thread"]), -32004);
+    assert_eq!(error_code(&report["unknown_method"]), -32601);
+    assert_eq!(error_code(&report["read_unknown"]), -32004);
+
+    let threads = &report["thread_list"]["result"]["threads"];
+    assert_eq!(threads.as_array().unwrap().len(), 1);
+    assert_eq!(threads[0]["id"], "thread-1");
+    let read = &report["thread_read"]["result"];
+    let kinds: Vec<&str> = read["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["eventType"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "thread.created",
+            "turn.started",
+            "message.completed",
+            "turn.completed"
+        ]
+    );
+    assert_eq!(read["hasMore"], false);
+    assert_eq!(report["running_after_close"], false);
+}
+
+#[test]
+fn approvals_are_taken_only_from_accept_decisions_and_everything_else_refuses_the_tool() {
+    let report = scenario("approvals");
+    for (case, approved, via) in [
+        ("accept-once", true, "acceptOnce"),
+        ("accept-turn", true, "acceptForTurn"),
+        ("accept-session", true, "acceptForSession"),
+        ("decline", false, "decline"),
+        ("invalid", false, "invalid"),
+        ("error", false, "error"),
+    ] {
+        let notifications = &report[case]["notifications"];
+        let order = methods(notifications);
+        let requested = order
+            .iter()
+            .position(|m| *m == "approval/requested")
+            .unwrap();
+        let resolved = order
+            .iter()
+            .position(|m| *m == "approval/resolved")
+            .unwrap();
+        let result = order.iter().position(|m| *m == "tool/result").unwrap();
+        assert!(
+            requested < resolved && resolved < result,
+            "{case}: {order:?}"
+        );
+        assert_eq!(order.last(), Some(&"thread/updated"), "{case}");
+        let list = notifications.as_array().unwrap();
+        let resolution = &list[resolved]["params"];
+        assert_eq!(resolution["approved"], approved, "{case}");
+        assert_eq!(resolution["via"], via, "{case}");
+        let request = &report[case]["request"];
+        assert_eq!(request["method"], "approval/decide");
+        assert!(request["id"].as_str().unwrap().starts_with("server:"));
+        assert_eq!(
+            request["params"]["request"], list[requested]["params"]["request"],
+            "{case}"
+        );
+        let binding = &request["params"]["request"]["binding"];
+        assert_eq!(binding["threadId"], "thread-a");
+        assert!(
+            binding["operationDigest"]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:")
+        );
+        assert_eq!(resolution["approvalId"], request["params"]["request"]["id"]);
+        let tool = &list[result]["params"];
+        assert_eq!(tool["isError"], !approved, "{case}");
+        // The agent goes on either way: the turn completes.
+        let end = list
+            .iter()
+            .find(|n| n["method"] == "turn/completed")
+            .unwrap();
+        assert_eq!(end["params"]["turn"]["status"], "completed", "{case}");
+    }
+    assert_eq!(
+        report["decline"]["notifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["method"] == "tool/result")
+            .unwrap()["params"]["error"],
+        "not today"
+    );
+    let error_reason = report["error"]["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["method"] == "tool/result")
+        .unwrap()["params"]["error"]
+        .clone();
+    assert_eq!(
+        error_reason,
+        "the host answered with an error: the dialog crashed"
+    );
+}
+
+#[test]
+fn an_interrupt_answers_once_the_turn_has_stopped() {
+    let report = scenario("interrupt");
+    assert_eq!(report["turn_start"]["result"]["turn"]["status"], "running");
+    assert_eq!(error_code(&report["second_turn"]), -32009);
+    let interrupted = &report["interrupt"]["result"];
+    assert_eq!(interrupted["physicallySettled"], true);
+    assert_eq!(interrupted["turn"]["status"], "interrupted");
+    assert!(interrupted["turn"]["completedAt"].is_string());
+    // turn/completed was handed to the host before the interrupt's answer.
+    let completed = report["completed_before_reply"].as_array().unwrap();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(completed[0]["params"]["turn"], interrupted["turn"]);
+    let again = &report["interrupt_again"]["result"];
+    assert_eq!(again["alreadyTerminal"], true);
+    assert_eq!(again["turn"], interrupted["turn"]);
+    assert_eq!(error_code(&report["interrupt_unknown"]), -32004);
+}
+
+#[test]
+fn features_are_intersected_in_server_order_and_a_smaller_set_is_downgraded() {
+    let report = scenario("negotiation");
+    assert_eq!(report["reduced"]["features"], json!(["thread_turn_item"]));
+    assert_eq!(report["reduced"]["downgraded"], true);
+    assert_eq!(report["empty"]["features"], json!([]));
+    assert_eq!(report["empty"]["downgraded"], true);
+}
+
+/// A host writing raw lines: what cannot be parsed or is a batch gets no answer (an answer
+/// would need `id: null`, which the SDK cannot read), a request before `initialize` is
+/// refused with `-32002`, an 8 MiB line is read and answered, and the session goes on.
+#[test]
+fn bad_lines_from_a_host_are_dropped_or_answered_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--app-server", "--app-server-state-dir"])
+        .arg(dir.path())
+        .env("AGENTWIRE_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    send("this is not json");
+    send("");
+    send(r#"[{"jsonrpc":"2.0","id":"9","method":"thread/list","params":{}}]"#);
+    send(r#"{"jsonrpc":"2.0","id":"1","method":"thread/list","params":{}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":"2","method":"initialize","params":{"protocolVersion":1,"minimumProtocolVersion":1,"client":{"name":"raw","version":"1"}}}"#,
+    );
+    let big = "x".repeat(8 * 1024 * 1024 - 200);
+    send(&format!(
+        r#"{{"jsonrpc":"2.0","id":"3","method":"thread/start","params":{{"title":"{big}"}}}}"#
+    ));
+    send(r#"{"jsonrpc":"2.0","id":"4","method":"thread/start","params":{"threadId":"raw-1"}}"#);
+    // Read up to the last answer, then close standard input: the server exits.
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut closed = Some(stdin);
+    while stdout.read_line(&mut line).unwrap() > 0 {
+        assert!(line.len() <= 65_537, "a line of {} bytes", line.len());
+        assert!(!line.trim().is_empty(), "a blank line");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == "4" {
+            closed.take();
+        }
+        lines.push(message);
+        line.clear();
+    }
+    assert!(closed.is_none(), "the output ended before the last answer");
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let answers: Vec<&Value> = lines.iter().filter(|l| l.get("id").is_some()).collect();
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!("1"), &json!("2"), &json!("3"), &json!("4")]);
+    assert_eq!(answers[0]["error"]["code"], -32002);
+    assert_eq!(answers[1]["result"]["protocolVersion"], 1);
+    assert_eq!(answers[2]["error"]["code"], -32602);
+    assert_eq!(answers[3]["result"]["thread"]["id"], "raw-1");
+    assert!(
+        lines.iter().all(|l| l.get("id") != Some(&Value::Null)),
+        "{lines:?}"
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.is_empty(), "the dropped lines are logged");
+}
+
+#[test]
+fn every_spawn_option_of_the_sdk_is_taken() {
+    let report = scenario("spawn");
+    assert_eq!(report["with_dir"]["limits"]["requestQueueCap"], 7);
+    let again = &report["listed_again"]["result"]["threads"];
+    assert_eq!(again.as_array().unwrap().len(), 1);
+    assert_eq!(again[0]["id"], "kept");
+    // Another store: none of the first one's threads.
+    assert_eq!(report["listed_by_path"]["result"]["threads"], json!([]));
+}

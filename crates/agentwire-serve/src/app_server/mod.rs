@@ -1,0 +1,113 @@
+//! The ChainlessChain App Server face: JSON-RPC over NDJSON on stdio, as the ChainlessChain
+//! SDKs' `AppServerClient` drives it (`<exe> serve --app-server`), on the runtime core.
+//!
+//! Every line written is one compact JSON object under 64 KiB (long text goes out as several
+//! `item/delta`s, reads are paged), never blank and never with `id: null`; a line that cannot
+//! be parsed is logged and dropped. `initialize` comes first and once. What the core publishes
+//! on the connection's threads becomes the App Server's notifications in the order of a turn;
+//! an approval is asked with the `approval/decide` server request, and anything but an
+//! acceptance (a decline, an invalid decision, an error reply, no answer in time) rejects the
+//! tool, failing closed.
+
+mod session;
+pub mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentwire_jsonrpc::{ErrorObject, Profile};
+use agentwire_runtime::Runtime;
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The App Server protocol version served (the only one there is).
+pub const PROTOCOL_VERSION: i64 = 1;
+
+/// The features served, in the order `initialize` reports them.
+pub const FEATURES: &[&str] = &[
+    "thread_turn_item",
+    "structured_approval",
+    "bounded_transport",
+];
+
+/// What an approval's `policyDigest` is the digest of: the rule this face applies.
+pub const POLICY: &str = "agentwire app-server approval policy 1: an approval is taken only from an acceptOnce, acceptForTurn or acceptForSession decision of the host; anything else rejects the tool";
+
+/// The default for [`AppServerConfig::approval_timeout`].
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The default for [`AppServerConfig::queue_cap`].
+pub const DEFAULT_QUEUE_CAP: usize = 256;
+
+/// Settings of the App Server face.
+#[derive(Debug, Clone)]
+pub struct AppServerConfig {
+    /// `server.name` of the initialize result.
+    pub server_name: String,
+    /// `server.version`.
+    pub server_version: String,
+    /// Requests read and not yet answered; one more is answered `-32001` (overloaded, with
+    /// `data.retry_after_ms`).
+    pub queue_cap: usize,
+    /// How long an `approval/decide` request waits for the host before it counts as a
+    /// decline.
+    pub approval_timeout: Duration,
+    /// The working directory an approval's binding names.
+    pub cwd: String,
+}
+
+impl Default for AppServerConfig {
+    fn default() -> Self {
+        AppServerConfig {
+            server_name: "agentwire".to_owned(),
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            queue_cap: DEFAULT_QUEUE_CAP,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            cwd: std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| "/".to_owned()),
+        }
+    }
+}
+
+/// The App Server face of one runtime; each connection ([`serve`](Self::serve)) has its own
+/// negotiation and followed threads, and the runtime's threads are shared by all.
+#[derive(Debug)]
+pub struct AppServerFace {
+    runtime: Runtime,
+    config: AppServerConfig,
+}
+
+impl AppServerFace {
+    /// The face of `runtime`.
+    pub fn new(runtime: Runtime, config: AppServerConfig) -> Arc<AppServerFace> {
+        Arc::new(AppServerFace { runtime, config })
+    }
+
+    /// The runtime served.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The JSON-RPC profile of a connection: the App Server profile (8 MiB inbound lines,
+    /// 64 KiB outbound lines, no `id: null`, no batches) with the request queue's cap, over
+    /// which a request is answered `-32001` with `data.retry_after_ms`.
+    pub fn profile(&self) -> Profile {
+        let profile = Profile::chainlesschain_app_server();
+        let retry_after = u64::try_from(profile.retry_after.as_millis()).unwrap_or(u64::MAX);
+        let overloaded = ErrorObject::new(-32001, "overloaded: too many requests in flight")
+            .with_data(json!({"retry_after_ms": retry_after}));
+        profile
+            .with_max_inbound_requests(self.config.queue_cap.max(1))
+            .with_overloaded_reply(overloaded)
+    }
+
+    /// Serves one connection until it closes (the host closed its side).
+    pub async fn serve<R, W>(self: &Arc<Self>, reader: R, writer: W)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        session::run(Arc::clone(self), reader, writer).await;
+    }
+}

@@ -1,0 +1,1151 @@
+//! One App Server connection: `initialize` first and once, the thread and turn methods, and a
+//! pump that turns what the runtime core publishes on the connection's threads into the App
+//! Server's notifications, in the order of a turn (`turn/started`, items, tools, approvals,
+//! `turn/completed`, `thread/updated`).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use agentwire_jsonrpc::{CallError, ErrorObject, Handlers, Peer, RequestContext};
+use agentwire_runtime::{
+    Interaction, InteractionKind, LiveEvent, Published, Resolution, RuntimeError, StampedEvent,
+    Subscription, ThreadEvent, TurnInput,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
+
+use super::wire::{self, ItemStatus, ItemView, TurnStatus};
+use super::{AppServerFace, FEATURES, PROTOCOL_VERSION};
+
+/// The App Server's error codes (the SDK raises each as `AppServerRpcError(code, …)`).
+mod code {
+    pub(super) const INVALID_PARAMS: i64 = -32602;
+    pub(super) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(super) const INTERNAL: i64 = -32603;
+    pub(super) const NOT_INITIALIZED: i64 = -32002;
+    pub(super) const NOT_FOUND: i64 = -32004;
+    pub(super) const CONFLICT: i64 = -32009;
+    pub(super) const TIMEOUT: i64 = -32010;
+}
+
+/// How long `turn/start` waits for its `turn/started` to be written, and `turn/interrupt`
+/// for the turn to stop.
+const SETTLE_LIMIT: Duration = Duration::from_secs(30);
+
+/// The most a `thread/list` or `thread/read` result holds in bytes (a page; the rest is read
+/// with the next call), so that its line stays under the SDK's limit.
+const MAX_RESULT_BYTES: usize = 48 * 1024;
+
+/// The largest `args` or `result` of a tool notification sent as is; a larger one is
+/// summarised by its size.
+const MAX_TOOL_JSON_BYTES: usize = 16 * 1024;
+
+fn error(code: i64, message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(code, message)
+}
+
+fn invalid(message: impl Into<String>) -> ErrorObject {
+    error(code::INVALID_PARAMS, message)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A runtime error as the App Server's error.
+fn runtime_error(failure: &RuntimeError) -> ErrorObject {
+    match failure {
+        RuntimeError::ThreadNotFound(_) | RuntimeError::TurnNotFound(_) => {
+            error(code::NOT_FOUND, failure.to_string())
+        }
+        RuntimeError::ThreadExists(_)
+        | RuntimeError::TurnAlreadyActive { .. }
+        | RuntimeError::TurnAlreadyStarted { .. }
+        | RuntimeError::TurnIdInUse { .. } => error(code::CONFLICT, failure.to_string()),
+        RuntimeError::InvalidInput(_) => invalid(failure.to_string()),
+        _ => {
+            tracing::error!(error = %failure, "a runtime call failed");
+            error(code::INTERNAL, "internal error")
+        }
+    }
+}
+
+/// What `initialize` settled.
+#[derive(Debug, Clone)]
+struct Negotiated {
+    features: Vec<&'static str>,
+}
+
+/// A turn this connection follows.
+#[derive(Debug)]
+struct TurnView {
+    thread_id: String,
+    created_at_ms: u64,
+    revision: u64,
+    status: TurnStatus,
+    completed_at_ms: Option<u64>,
+    /// The turn's `turn/started` was written.
+    started: bool,
+    /// Items of the turn's message streams, by stream id.
+    items: HashMap<String, ItemState>,
+    assistant_items: usize,
+}
+
+impl TurnView {
+    fn value(&self, turn_id: &str) -> Value {
+        wire::turn(
+            &self.thread_id,
+            turn_id,
+            self.status,
+            self.created_at_ms,
+            self.completed_at_ms,
+            self.revision,
+        )
+    }
+}
+
+#[derive(Debug)]
+struct ItemState {
+    id: String,
+    created_at_ms: u64,
+    streamed: bool,
+    completed: bool,
+}
+
+pub(crate) struct Session {
+    face: Arc<AppServerFace>,
+    peer: OnceLock<Peer>,
+    negotiated: Mutex<Option<Negotiated>>,
+    /// Threads whose notifications this connection gets: those it started, resumed or read,
+    /// or started a turn on.
+    watched: Mutex<HashSet<String>>,
+    turns: Mutex<HashMap<String, TurnView>>,
+    /// How each approval this connection decided was decided (`approval/resolved`'s `via`).
+    decided: Mutex<HashMap<String, &'static str>>,
+    /// Signalled whenever the pump wrote a turn's start or end.
+    progress: Notify,
+}
+
+pub(crate) async fn run<R, W>(face: Arc<AppServerFace>, reader: R, writer: W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let session = Arc::new(Session {
+        face,
+        peer: OnceLock::new(),
+        negotiated: Mutex::new(None),
+        watched: Mutex::new(HashSet::new()),
+        turns: Mutex::new(HashMap::new()),
+        decided: Mutex::new(HashMap::new()),
+        progress: Notify::new(),
+    });
+    // Subscribed before the first request is read, so nothing committed during the
+    // connection is missed.
+    let published = session.face.runtime.subscribe();
+    let handlers = Handlers::new()
+        .exclusive("initialize")
+        .on_any_request({
+            let session = Arc::clone(&session);
+            move |ctx, params| {
+                let session = Arc::clone(&session);
+                async move { session.handle(&ctx, params.unwrap_or(Value::Null)).await }
+            }
+        })
+        .on_any_notification(|ctx, _| async move {
+            tracing::debug!(
+                method = ctx.method(),
+                "a client notification has no meaning here; dropped"
+            );
+        });
+    let peer = Peer::spawn(reader, writer, session.face.profile(), handlers);
+    let _ = session.peer.set(peer.clone());
+    let pump = tokio::spawn(Arc::clone(&session).pump(published));
+    peer.closed().await;
+    pump.abort();
+}
+
+impl Session {
+    async fn handle(
+        self: &Arc<Self>,
+        ctx: &RequestContext,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        let method = ctx.method();
+        if method == "initialize" {
+            return self.initialize(&params);
+        }
+        if lock(&self.negotiated).is_none() {
+            return Err(error(
+                code::NOT_INITIALIZED,
+                "initialize must be called first",
+            ));
+        }
+        let params = match params {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            _ => return Err(invalid("params must be an object")),
+        };
+        match method {
+            "thread/start" => self.thread_start(&params).await,
+            "thread/list" => self.thread_list(&params).await,
+            "thread/read" => self.thread_read(&params, false).await,
+            "thread/resume" => self.thread_read(&params, true).await,
+            "turn/start" => self.turn_start(&params).await,
+            "turn/interrupt" => self.turn_interrupt(&params).await,
+            other => Err(error(
+                code::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
+        }
+    }
+
+    /// The negotiation: the client's range of versions against ours ([1, 1]); the features
+    /// ours in our order, kept where the client asked for them (all when it named none).
+    fn initialize(&self, params: &Value) -> Result<Value, ErrorObject> {
+        let mut negotiated = lock(&self.negotiated);
+        if negotiated.is_some() {
+            return Err(error(code::CONFLICT, "initialize was already called"));
+        }
+        let version = |name: &str| -> Result<i64, ErrorObject> {
+            params
+                .get(name)
+                .and_then(Value::as_i64)
+                .ok_or_else(|| invalid(format!("{name} must be an integer")))
+        };
+        let maximum = version("protocolVersion")?;
+        let minimum = version("minimumProtocolVersion")?;
+        if minimum > maximum {
+            return Err(invalid("minimumProtocolVersion is above protocolVersion"));
+        }
+        let client = params.get("client");
+        let named = |field: &str| {
+            client
+                .and_then(|c| c.get(field))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+        };
+        if !named("name") || !named("version") {
+            return Err(invalid("client needs a name and a version"));
+        }
+        if maximum < PROTOCOL_VERSION || minimum > PROTOCOL_VERSION {
+            return Err(invalid("no protocol version in common").with_data(json!({
+                "client": {"minimum": minimum, "maximum": maximum},
+                "server": {"minimum": PROTOCOL_VERSION, "maximum": PROTOCOL_VERSION},
+            })));
+        }
+        let features: Vec<&'static str> = match params.get("features") {
+            None | Some(Value::Null) => FEATURES.to_vec(),
+            Some(Value::Array(asked)) => FEATURES
+                .iter()
+                .copied()
+                .filter(|ours| asked.iter().any(|a| a.as_str() == Some(ours)))
+                .collect(),
+            Some(_) => return Err(invalid("features must be an array of strings")),
+        };
+        let downgraded = features.len() < FEATURES.len();
+        let result = json!({
+            "server": {
+                "name": self.face.config.server_name,
+                "version": self.face.config.server_version,
+            },
+            "protocolVersion": PROTOCOL_VERSION,
+            "minimumProtocolVersion": PROTOCOL_VERSION,
+            "features": features,
+            "downgraded": downgraded,
+            "transports": ["stdio"],
+            "limits": {
+                "maxInboundLineBytes": self.face.profile().max_inbound_frame,
+                "maxOutboundLineBytes": wire::MAX_LINE_BYTES,
+                "requestQueueCap": self.face.config.queue_cap,
+                "approvalTimeoutMs": u64::try_from(self.face.config.approval_timeout.as_millis()).unwrap_or(u64::MAX),
+            },
+        });
+        *negotiated = Some(Negotiated { features });
+        Ok(result)
+    }
+
+    fn watch(&self, thread_id: &str) {
+        lock(&self.watched).insert(thread_id.to_owned());
+    }
+
+    async fn thread_value(&self, thread_id: &str) -> Result<Value, ErrorObject> {
+        self.face
+            .runtime
+            .inspect(thread_id, |state| wire::thread_of_state(thread_id, state))
+            .await
+            .map_err(|e| runtime_error(&e))
+    }
+
+    async fn thread_start(
+        self: &Arc<Self>,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let thread_id = match params.get("threadId") {
+            None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
+            Some(Value::String(id)) if wire::is_identifier(id) => id.clone(),
+            Some(_) => return Err(invalid("threadId must be an Identifier")),
+        };
+        let title = match params.get("title") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(title)) if title.chars().count() <= 512 => Some(title.clone()),
+            Some(_) => return Err(invalid("title must be a string of at most 512 characters")),
+        };
+        for object in ["metadata", "agentOptions"] {
+            if params
+                .get(object)
+                .is_some_and(|v| !v.is_object() && !v.is_null())
+            {
+                return Err(invalid(format!("{object} must be an object")));
+            }
+        }
+        self.face
+            .runtime
+            .create_thread_as(&thread_id, title, None)
+            .await
+            .map_err(|e| runtime_error(&e))?;
+        self.watch(&thread_id);
+        let thread = self.thread_value(&thread_id).await?;
+        self.notify("thread/updated", json!({"thread": thread}))
+            .await;
+        Ok(json!({"thread": thread}))
+    }
+
+    async fn thread_list(
+        &self,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let limit = optional_count(params, "limit", 100, 1000)?;
+        if params
+            .get("includeArchived")
+            .is_some_and(|v| !v.is_boolean() && !v.is_null())
+        {
+            return Err(invalid("includeArchived must be a boolean"));
+        }
+        let mut summaries = self.face.runtime.summaries();
+        summaries.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms).then(a.id.cmp(&b.id)));
+        let mut threads = Vec::new();
+        let mut bytes = 0;
+        let mut has_more = false;
+        for summary in summaries.iter().take(limit) {
+            let Ok(thread) = self.thread_value(&summary.id).await else {
+                continue;
+            };
+            let size = thread.to_string().len() + 1;
+            if bytes + size > MAX_RESULT_BYTES {
+                has_more = true;
+                break;
+            }
+            bytes += size;
+            threads.push(thread);
+        }
+        has_more |= summaries.len() > limit && threads.len() == limit;
+        Ok(json!({"threads": threads, "hasMore": has_more}))
+    }
+
+    /// `thread/read` and `thread/resume`: the thread and a page of its events after
+    /// `afterEventSeq`; a resume also follows the thread from then on.
+    async fn thread_read(
+        &self,
+        params: &serde_json::Map<String, Value>,
+        resume: bool,
+    ) -> Result<Value, ErrorObject> {
+        let thread_id = required_str(params, "threadId")?;
+        let after = optional_count(params, "afterEventSeq", 0, usize::MAX)?;
+        let limit = optional_count(params, "limit", 10_000, 10_000)?;
+        if !self.face.runtime.contains_thread(thread_id) {
+            return Err(error(
+                code::NOT_FOUND,
+                format!("thread {thread_id} not found"),
+            ));
+        }
+        if resume {
+            self.watch(thread_id);
+        }
+        let thread = self.thread_value(thread_id).await?;
+        let mut events = Vec::new();
+        let mut bytes = thread.to_string().len();
+        let mut from = after as u64;
+        let mut has_more = false;
+        'pages: while events.len() < limit {
+            let page = self
+                .face
+                .runtime
+                .stored_events(thread_id, from, (limit - events.len()).min(1000))
+                .await
+                .map_err(|e| runtime_error(&e))?;
+            let at_head = page.at_head();
+            for stored in page.events {
+                from = stored.seq + 1;
+                let mut event = json!({
+                    "eventSeq": stored.seq,
+                    "eventType": stored.kind,
+                    "timestamp": wire::timestamp(u64::try_from(stored.committed_at_ms).unwrap_or(0)),
+                });
+                let payload: Value = serde_json::from_slice(&stored.payload).unwrap_or(Value::Null);
+                let payload_size = stored.payload.len();
+                if payload_size > MAX_RESULT_BYTES / 2 {
+                    event["payloadBytes"] = json!(payload_size);
+                } else {
+                    event["payload"] = payload;
+                }
+                let size = event.to_string().len() + 1;
+                if bytes + size > MAX_RESULT_BYTES {
+                    has_more = true;
+                    break 'pages;
+                }
+                bytes += size;
+                events.push(event);
+            }
+            if at_head {
+                break;
+            }
+        }
+        Ok(json!({"thread": thread, "events": events, "hasMore": has_more}))
+    }
+
+    async fn turn_start(
+        self: &Arc<Self>,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let thread_id = required_str(params, "threadId")?.to_owned();
+        let text = input_text(params.get("input"))?;
+        let turn_id = match params.get("turnId") {
+            None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
+            Some(Value::String(id)) if wire::is_identifier(id) => id.clone(),
+            Some(_) => return Err(invalid("turnId must be an Identifier")),
+        };
+        if params
+            .get("options")
+            .is_some_and(|v| !v.is_object() && !v.is_null())
+        {
+            return Err(invalid("options must be an object"));
+        }
+        self.watch(&thread_id);
+        self.face
+            .runtime
+            .start_turn(
+                &thread_id,
+                &turn_id,
+                TurnInput {
+                    text,
+                    attachments: Vec::new(),
+                },
+            )
+            .await
+            .map_err(|e| runtime_error(&e))?;
+        // `turn/started` goes out before this answer.
+        let turn = self
+            .wait_for(&turn_id, |view| view.started)
+            .await
+            .ok_or_else(|| error(code::INTERNAL, "the turn's start was not delivered"))?;
+        Ok(json!({"turn": turn}))
+    }
+
+    async fn turn_interrupt(
+        self: &Arc<Self>,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let thread_id = required_str(params, "threadId")?;
+        let turn_id = required_str(params, "turnId")?;
+        if let Some(turn) = self.turn_if(turn_id, |view| view.status.is_terminal()) {
+            return Ok(json!({"turn": turn, "alreadyTerminal": true}));
+        }
+        self.watch(thread_id);
+        match self.face.runtime.cancel_turn(thread_id, turn_id).await {
+            Ok(_) => {}
+            Err(RuntimeError::TurnNotFound(_)) => {
+                // It may have ended between the two looks.
+                if let Some(turn) = self.turn_if(turn_id, |view| view.status.is_terminal()) {
+                    return Ok(json!({"turn": turn, "alreadyTerminal": true}));
+                }
+                return Err(error(
+                    code::NOT_FOUND,
+                    format!("no active turn {turn_id} on thread {thread_id}"),
+                ));
+            }
+            Err(other) => return Err(runtime_error(&other)),
+        }
+        match self
+            .wait_for(turn_id, |view| view.status.is_terminal())
+            .await
+        {
+            Some(turn) => Ok(json!({"turn": turn, "physicallySettled": true})),
+            None => Err(error(code::TIMEOUT, "the turn has not stopped yet")
+                .with_data(json!({"retry_after_ms": 100}))),
+        }
+    }
+
+    fn turn_if(&self, turn_id: &str, done: impl Fn(&TurnView) -> bool) -> Option<Value> {
+        let turns = lock(&self.turns);
+        turns
+            .get(turn_id)
+            .filter(|view| done(view))
+            .map(|view| view.value(turn_id))
+    }
+
+    /// Waits until the pump has written what `done` looks for of the turn (at most
+    /// [`SETTLE_LIMIT`]); the turn as then.
+    async fn wait_for(&self, turn_id: &str, done: impl Fn(&TurnView) -> bool) -> Option<Value> {
+        let wait = async {
+            loop {
+                let progressed = self.progress.notified();
+                if let Some(turn) = self.turn_if(turn_id, &done) {
+                    return turn;
+                }
+                progressed.await;
+            }
+        };
+        tokio::time::timeout(SETTLE_LIMIT, wait).await.ok()
+    }
+
+    /// Writes a notification; a failure (the connection closed, a line over the limit) is
+    /// logged.
+    async fn notify(&self, method: &str, params: Value) {
+        // The peer is set before the first line is read, so before anything is published here.
+        let Some(peer) = self.peer.get() else {
+            return;
+        };
+        if let Err(error) = peer.notify(method, &params).await {
+            tracing::warn!(%method, %error, "a notification could not be written");
+        }
+    }
+
+    /// Forwards what the runtime publishes on the watched threads, in order.
+    async fn pump(self: Arc<Self>, mut published: Subscription) {
+        loop {
+            let event = match published.recv().await {
+                Ok(event) => event,
+                Err(RuntimeError::Stopped(_)) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "a subscription read failed; going on");
+                    continue;
+                }
+            };
+            let thread_id = match &event {
+                Published::Durable { thread_id, .. } | Published::Live { thread_id, .. } => {
+                    thread_id
+                }
+            };
+            if !lock(&self.watched).contains(thread_id.as_str()) {
+                continue;
+            }
+            match event {
+                Published::Durable {
+                    thread_id,
+                    seq,
+                    event,
+                    ..
+                } => self.durable(&thread_id, seq, &event).await,
+                Published::Live {
+                    thread_id,
+                    turn_id,
+                    event,
+                } => self.live(&thread_id, &turn_id, event).await,
+            }
+        }
+    }
+
+    async fn durable(self: &Arc<Self>, thread_id: &str, seq: u64, stamped: &StampedEvent) {
+        let at = stamped.at_ms;
+        match &stamped.event {
+            ThreadEvent::TurnStarted { turn_id, .. } => {
+                let turn = {
+                    let mut turns = lock(&self.turns);
+                    let view = turns.entry(turn_id.clone()).or_insert_with(|| TurnView {
+                        thread_id: thread_id.to_owned(),
+                        created_at_ms: at,
+                        revision: seq,
+                        status: TurnStatus::Running,
+                        completed_at_ms: None,
+                        started: false,
+                        items: HashMap::new(),
+                        assistant_items: 0,
+                    });
+                    view.value(turn_id)
+                };
+                self.notify("turn/started", json!({"turn": turn})).await;
+                if let Some(view) = lock(&self.turns).get_mut(turn_id) {
+                    view.started = true;
+                }
+                self.progress.notify_waiters();
+            }
+            ThreadEvent::TurnStatusChanged { turn_id, status } => {
+                if let Some(view) = lock(&self.turns).get_mut(turn_id) {
+                    view.revision = seq;
+                    view.status = match status {
+                        agentwire_runtime::TurnStatus::WaitingForUser => {
+                            TurnStatus::WaitingApproval
+                        }
+                        _ => TurnStatus::Running,
+                    };
+                }
+            }
+            ThreadEvent::MessageCompleted {
+                turn_id,
+                stream_id,
+                text,
+            } => {
+                self.complete_message(thread_id, turn_id, stream_id, text, at)
+                    .await;
+            }
+            ThreadEvent::OperationCompleted { turn_id, operation } => {
+                let failed = !matches!(
+                    operation.outcome.kind,
+                    agentwire_runtime::OutcomeKind::Success
+                );
+                self.notify(
+                    "tool/result",
+                    json!({
+                        "threadId": thread_id,
+                        "turnId": turn_id,
+                        "itemId": operation.id,
+                        "toolUseId": operation.tool_call_id,
+                        "tool": operation.tool_name,
+                        "isError": failed,
+                        "error": if failed { operation.outcome.reason.clone().map(Value::String).unwrap_or_else(|| json!("the tool failed")) } else { Value::Null },
+                        "result": bounded(&operation.display),
+                        "permissionDecision": Value::Null,
+                    }),
+                )
+                .await;
+            }
+            ThreadEvent::InteractionOpened { interaction } => {
+                // A connection that did not negotiate structured approvals is not asked; the
+                // approval waits for another host, or its deadline.
+                let asks = lock(&self.negotiated)
+                    .as_ref()
+                    .is_some_and(|n| n.features.contains(&"structured_approval"));
+                if asks && let InteractionKind::Approval { .. } = &interaction.ask {
+                    self.ask_approval(thread_id, interaction).await;
+                }
+            }
+            ThreadEvent::InteractionResolved {
+                interaction_id,
+                turn_id,
+                approval_id: Some(_),
+                resolution,
+            } => {
+                let via = lock(&self.decided)
+                    .remove(interaction_id)
+                    .unwrap_or(match resolution {
+                        Resolution::Expired => "timeout",
+                        Resolution::Cancelled { .. } => "cancelled",
+                        _ => "runtime",
+                    });
+                self.notify(
+                    "approval/resolved",
+                    json!({
+                        "threadId": thread_id,
+                        "turnId": turn_id,
+                        "approvalId": interaction_id,
+                        "approved": matches!(resolution, Resolution::Approved),
+                        "via": via,
+                    }),
+                )
+                .await;
+            }
+            ThreadEvent::TurnCompleted { turn_id } => {
+                self.end_turn(thread_id, turn_id, seq, at, TurnStatus::Completed, None)
+                    .await;
+            }
+            ThreadEvent::TurnFailed {
+                turn_id, message, ..
+            } => {
+                let error = json!({"code": "AGENT_TURN_FAILED", "message": message});
+                self.end_turn(thread_id, turn_id, seq, at, TurnStatus::Failed, Some(error))
+                    .await;
+            }
+            ThreadEvent::TurnCancelled { turn_id, .. } => {
+                self.end_turn(thread_id, turn_id, seq, at, TurnStatus::Interrupted, None)
+                    .await;
+            }
+            _ => {}
+        }
+    }
+
+    async fn live(&self, thread_id: &str, turn_id: &str, event: LiveEvent) {
+        match event {
+            LiveEvent::MessageDelta { stream_id, delta } => {
+                let Some(item_id) = self.start_item(thread_id, turn_id, &stream_id, true).await
+                else {
+                    return;
+                };
+                self.deltas(thread_id, turn_id, &item_id, &delta).await;
+            }
+            LiveEvent::ToolStarted {
+                tool_call_id,
+                tool_name,
+                input,
+                ..
+            } => {
+                self.notify(
+                    "tool/requested",
+                    json!({
+                        "threadId": thread_id,
+                        "turnId": turn_id,
+                        "itemId": tool_call_id,
+                        "toolUseId": tool_call_id,
+                        "tool": tool_name,
+                        "args": bounded(&input),
+                    }),
+                )
+                .await;
+            }
+            LiveEvent::MessageStarted { .. } | LiveEvent::ToolOutput { .. } => {}
+        }
+    }
+
+    /// The item of a message stream, `item/started` written when it is new. `None` when the
+    /// turn is not one this connection follows.
+    async fn start_item(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        stream_id: &str,
+        streaming: bool,
+    ) -> Option<String> {
+        let (item, id) = {
+            let mut turns = lock(&self.turns);
+            let view = turns.get_mut(turn_id)?;
+            if let Some(item) = view.items.get_mut(stream_id) {
+                item.streamed |= streaming;
+                return Some(item.id.clone());
+            }
+            let id = match view.assistant_items {
+                0 => format!("{turn_id}:assistant"),
+                n => format!("{turn_id}:assistant:{n}"),
+            };
+            view.assistant_items += 1;
+            let now = self.face.runtime.now_ms();
+            view.items.insert(
+                stream_id.to_owned(),
+                ItemState {
+                    id: id.clone(),
+                    created_at_ms: now,
+                    streamed: streaming,
+                    completed: false,
+                },
+            );
+            let item = wire::item(ItemView {
+                id: &id,
+                thread_id,
+                turn_id,
+                kind: "assistant_message",
+                status: ItemStatus::Started,
+                created_at_ms: now,
+                completed_at_ms: None,
+                content: None,
+            });
+            (item, id)
+        };
+        self.notify("item/started", json!({"item": item})).await;
+        Some(id)
+    }
+
+    /// `text` as `item/delta`s, each small enough for one line.
+    async fn deltas(&self, thread_id: &str, turn_id: &str, item_id: &str, text: &str) {
+        for piece in wire::chunks(text, wire::MAX_DELTA_TEXT_BYTES) {
+            self.notify(
+                "item/delta",
+                json!({
+                    "threadId": thread_id,
+                    "turnId": turn_id,
+                    "itemId": item_id,
+                    "delta": {"type": "text_delta", "text": piece},
+                }),
+            )
+            .await;
+        }
+    }
+
+    async fn complete_message(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        stream_id: &str,
+        text: &str,
+        at: u64,
+    ) {
+        let Some(item_id) = self.start_item(thread_id, turn_id, stream_id, false).await else {
+            return;
+        };
+        let (streamed, created_at_ms) = {
+            let mut turns = lock(&self.turns);
+            let Some(item) = turns
+                .get_mut(turn_id)
+                .and_then(|view| view.items.get_mut(stream_id))
+            else {
+                return;
+            };
+            item.completed = true;
+            (item.streamed, item.created_at_ms)
+        };
+        // A message that was not streamed reaches the host as deltas first.
+        if !streamed {
+            self.deltas(thread_id, turn_id, &item_id, text).await;
+        }
+        let content = if text.len() <= wire::MAX_COMPLETED_TEXT_BYTES {
+            json!({"text": text})
+        } else {
+            json!({"textBytes": text.len()})
+        };
+        let item = wire::item(ItemView {
+            id: &item_id,
+            thread_id,
+            turn_id,
+            kind: "assistant_message",
+            status: ItemStatus::Completed,
+            created_at_ms,
+            completed_at_ms: Some(at),
+            content: Some(content),
+        });
+        self.notify("item/completed", json!({"item": item})).await;
+    }
+
+    async fn end_turn(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        seq: u64,
+        at: u64,
+        status: TurnStatus,
+        failure: Option<Value>,
+    ) {
+        // Items of streams that never completed end with the turn.
+        let open: Vec<Value> = {
+            let mut turns = lock(&self.turns);
+            let Some(view) = turns.get_mut(turn_id) else {
+                return;
+            };
+            let item_status = match status {
+                TurnStatus::Failed => ItemStatus::Failed,
+                _ => ItemStatus::Cancelled,
+            };
+            view.items
+                .values_mut()
+                .filter(|item| !item.completed)
+                .map(|item| {
+                    item.completed = true;
+                    wire::item(ItemView {
+                        id: &item.id,
+                        thread_id,
+                        turn_id,
+                        kind: "assistant_message",
+                        status: item_status,
+                        created_at_ms: item.created_at_ms,
+                        completed_at_ms: Some(at),
+                        content: None,
+                    })
+                })
+                .collect()
+        };
+        for item in open {
+            self.notify("item/completed", json!({"item": item})).await;
+        }
+        let turn = {
+            let mut turns = lock(&self.turns);
+            let Some(view) = turns.get_mut(turn_id) else {
+                return;
+            };
+            view.status = status;
+            view.revision = seq;
+            view.completed_at_ms = Some(at);
+            view.items.clear();
+            view.value(turn_id)
+        };
+        self.notify(
+            "turn/completed",
+            json!({"turn": turn, "error": failure.unwrap_or(Value::Null)}),
+        )
+        .await;
+        if let Ok(thread) = self.thread_value(thread_id).await {
+            self.notify("thread/updated", json!({"thread": thread}))
+                .await;
+        }
+        self.progress.notify_waiters();
+    }
+
+    /// An approval the agent asks for: `approval/requested`, then the `approval/decide`
+    /// server request, answered in its own task; whatever is not an acceptance (a decline, an
+    /// invalid decision, an error reply, no answer in time) is a rejection whose reason says
+    /// why.
+    async fn ask_approval(self: &Arc<Self>, thread_id: &str, interaction: &Interaction) {
+        let InteractionKind::Approval {
+            agent_name,
+            tool_name,
+            preview,
+            reason,
+            ..
+        } = &interaction.ask
+        else {
+            return;
+        };
+        let operation =
+            json!({"tool": tool_name, "agent": agent_name, "preview": bounded(preview)});
+        let request = json!({
+            "id": interaction.id,
+            "binding": {
+                "threadId": thread_id,
+                "turnId": interaction.turn_id,
+                "itemId": interaction.id,
+                "attemptId": Value::Null,
+                "operationDigest": wire::digest(operation.to_string().as_bytes()),
+                "policyDigest": wire::digest(super::POLICY.as_bytes()),
+                "workspaceDigest": Value::Null,
+                "cwd": self.face.config.cwd,
+                "nonce": uuid::Uuid::new_v4().to_string(),
+                "expiresAt": wire::timestamp(interaction.expires_at_ms),
+            },
+            "operation": operation,
+            "risk": "medium",
+            "reason": reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| format!("the agent asks to run {tool_name}")),
+            "requestedPermissions": [],
+        });
+        self.notify("approval/requested", json!({"request": request}))
+            .await;
+        let session = Arc::clone(self);
+        let (thread_id, interaction_id) = (thread_id.to_owned(), interaction.id.clone());
+        tokio::spawn(async move {
+            let Some(peer) = session.peer.get() else {
+                return;
+            };
+            let answer: Result<Value, CallError> = peer
+                .request_with(
+                    "approval/decide",
+                    &json!({"request": request}),
+                    Some(session.face.config.approval_timeout),
+                )
+                .await;
+            let (resolution, via) = match answer {
+                Ok(decision) => decide(&decision),
+                Err(CallError::Remote(error)) => (
+                    Resolution::Rejected {
+                        reason: Some(format!(
+                            "the host answered with an error: {}",
+                            error.message
+                        )),
+                    },
+                    "error",
+                ),
+                Err(CallError::Timeout { timeout_ms }) => (
+                    Resolution::Rejected {
+                        reason: Some(format!("no decision within {timeout_ms} ms")),
+                    },
+                    "timeout",
+                ),
+                // The connection went away: the approval stays pending for another host.
+                Err(CallError::Closed) => return,
+                Err(other) => (
+                    Resolution::Rejected {
+                        reason: Some(format!("the decision could not be read: {other}")),
+                    },
+                    "invalid",
+                ),
+            };
+            lock(&session.decided).insert(interaction_id.clone(), via);
+            if let Err(error) = session
+                .face
+                .runtime
+                .resolve(&thread_id, &interaction_id, resolution)
+                .await
+            {
+                lock(&session.decided).remove(&interaction_id);
+                tracing::info!(%error, "an approval decision was not taken");
+            }
+        });
+    }
+}
+
+/// A decision as the resolution it stands for, and how it was reached: `acceptOnce`,
+/// `acceptForTurn` and `acceptForSession` approve; `decline` and `cancel` reject with their
+/// reason; anything else is not an `ApprovalDecision` and rejects, failing closed.
+fn decide(decision: &Value) -> (Resolution, &'static str) {
+    let refuse = |why: &str| {
+        (
+            Resolution::Rejected {
+                reason: Some(format!(
+                    "the decision is not a valid ApprovalDecision: {why}"
+                )),
+            },
+            "invalid",
+        )
+    };
+    let Some(object) = decision.as_object() else {
+        return refuse("not an object");
+    };
+    let Some(kind) = object.get("kind").and_then(Value::as_str) else {
+        return refuse("no kind");
+    };
+    let allowed: &[&str] = match kind {
+        "acceptOnce" => &["kind"],
+        "acceptForTurn" | "acceptForSession" => &["kind", "permissions"],
+        "decline" | "cancel" => &["kind", "reason"],
+        _ => return refuse("an unknown kind"),
+    };
+    if let Some(extra) = object.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return refuse(&format!("{extra} is not a field of a {kind} decision"));
+    }
+    match kind {
+        "acceptOnce" => (Resolution::Approved, "acceptOnce"),
+        "acceptForTurn" | "acceptForSession" => {
+            let permissions_ok = object
+                .get("permissions")
+                .is_none_or(|p| p.as_array().is_some_and(|a| a.len() <= 64));
+            if !permissions_ok {
+                return refuse("permissions must be an array of at most 64 grants");
+            }
+            let via = if kind == "acceptForTurn" {
+                "acceptForTurn"
+            } else {
+                "acceptForSession"
+            };
+            (Resolution::Approved, via)
+        }
+        _ => {
+            let reason = match object.get("reason") {
+                None => None,
+                Some(Value::String(reason)) if reason.chars().count() <= 2048 => {
+                    Some(reason.clone())
+                }
+                Some(_) => return refuse("reason must be a string of at most 2,048 characters"),
+            };
+            let via = if kind == "decline" {
+                "decline"
+            } else {
+                "cancel"
+            };
+            (
+                Resolution::Rejected {
+                    reason: reason.or_else(|| Some(format!("the host chose {kind}"))),
+                },
+                via,
+            )
+        }
+    }
+}
+
+/// `value`, or a summary of its size when it is too large for a notification.
+fn bounded(value: &Value) -> Value {
+    let size = value.to_string().len();
+    if size <= MAX_TOOL_JSON_BYTES {
+        value.clone()
+    } else {
+        json!({"omittedBytes": size})
+    }
+}
+
+fn required_str<'a>(
+    params: &'a serde_json::Map<String, Value>,
+    name: &str,
+) -> Result<&'a str, ErrorObject> {
+    match params.get(name) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        _ => Err(invalid(format!("{name} is required (a non-empty string)"))),
+    }
+}
+
+fn optional_count(
+    params: &serde_json::Map<String, Value>,
+    name: &str,
+    default: usize,
+    max: usize,
+) -> Result<usize, ErrorObject> {
+    match params.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(value) => value
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n <= max)
+            .ok_or_else(|| invalid(format!("{name} must be an integer from 0 to {max}"))),
+    }
+}
+
+/// A turn's input: a non-empty string, or an array of `{type: "text", text}` parts joined.
+fn input_text(input: Option<&Value>) -> Result<String, ErrorObject> {
+    let text = match input {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for part in parts {
+                match (part.get("type").and_then(Value::as_str), part.get("text")) {
+                    (Some("text"), Some(Value::String(piece))) => text.push_str(piece),
+                    _ => return Err(invalid("input parts must be {type: \"text\", text}")),
+                }
+            }
+            text
+        }
+        None | Some(Value::Null) => return Err(invalid("input is required")),
+        Some(_) => return Err(invalid("input must be a string or an array of text parts")),
+    };
+    if text.trim().is_empty() {
+        return Err(invalid("input must not be empty"));
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_accept_only_the_accept_kinds_and_fail_closed_on_anything_else() {
+        let approved = |d: Value| matches!(decide(&d).0, Resolution::Approved);
+        assert!(approved(json!({"kind": "acceptOnce"})));
+        assert!(approved(
+            json!({"kind": "acceptForTurn", "permissions": []})
+        ));
+        assert!(approved(json!({"kind": "acceptForSession"})));
+        assert_eq!(
+            decide(&json!({"kind": "acceptForSession"})).1,
+            "acceptForSession"
+        );
+        for refused in [
+            json!({"kind": "decline", "reason": "no"}),
+            json!({"kind": "cancel"}),
+            json!({"kind": "acceptOnce", "permissions": []}),
+            json!({"kind": "approve"}),
+            json!({"kind": 1}),
+            json!("acceptOnce"),
+            json!(null),
+            json!({"kind": "decline", "reason": 7}),
+        ] {
+            assert!(!approved(refused.clone()), "{refused}");
+        }
+        let (resolution, via) = decide(&json!({"kind": "decline", "reason": "not now"}));
+        assert_eq!(via, "decline");
+        assert_eq!(
+            resolution,
+            Resolution::Rejected {
+                reason: Some("not now".into())
+            }
+        );
+        assert_eq!(decide(&json!({"kind": "maybe"})).1, "invalid");
+    }
+
+    #[test]
+    fn inputs_are_text_or_text_parts_and_never_empty() {
+        assert_eq!(input_text(Some(&json!("hi"))).unwrap(), "hi");
+        assert_eq!(
+            input_text(Some(
+                &json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
+            ))
+            .unwrap(),
+            "ab"
+        );
+        for bad in [
+            json!(""),
+            json!("  "),
+            json!([]),
+            json!([{"type": "image"}]),
+            json!(3),
+        ] {
+            assert!(input_text(Some(&bad)).is_err(), "{bad}");
+        }
+        assert!(input_text(None).is_err());
+    }
+}

@@ -1,0 +1,215 @@
+//! The App Server's objects as the face writes them: `Thread`, `Turn`, `Item`, the approval
+//! request, and the limits every line written keeps.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use agentwire_runtime::{ThreadState, ThreadSummary};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// The largest line the SDK reads (its reader's limit, the newline excluded).
+pub const MAX_LINE_BYTES: usize = 65_536;
+
+/// The most text one `item/delta` carries: with the envelope and JSON escaping (at most six
+/// bytes a character for control characters), a delta line stays under [`MAX_LINE_BYTES`].
+pub const MAX_DELTA_TEXT_BYTES: usize = 8 * 1024;
+
+/// The most text an `item/completed` carries in its content; a longer message's text reaches
+/// the host as deltas, and its completion says how long it was.
+pub const MAX_COMPLETED_TEXT_BYTES: usize = 8 * 1024;
+
+/// An RFC 3339 timestamp (UTC, milliseconds) of a time in milliseconds since the epoch.
+pub fn timestamp(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// `sha256:` and the hex digest of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for byte in hash {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// A thread as the App Server shows it: `active` while a turn runs; its revision is the
+/// position of its last event.
+pub fn thread(summary: &ThreadSummary, active: bool, revision: u64) -> Value {
+    json!({
+        "id": summary.id,
+        "status": if active { "active" } else { "idle" },
+        "title": summary.title,
+        "createdAt": timestamp(summary.created_at_ms),
+        "updatedAt": timestamp(summary.updated_at_ms),
+        "revision": revision,
+    })
+}
+
+/// A thread from its state.
+pub fn thread_of_state(thread_id: &str, state: &ThreadState) -> Value {
+    thread(
+        &state.summary(thread_id),
+        state.active_turn.is_some(),
+        state.next_position.saturating_sub(1),
+    )
+}
+
+/// The status of a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnStatus {
+    Running,
+    WaitingApproval,
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+impl TurnStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Running => "running",
+            TurnStatus::WaitingApproval => "waiting_approval",
+            TurnStatus::Completed => "completed",
+            TurnStatus::Failed => "failed",
+            TurnStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the turn has ended.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TurnStatus::Completed | TurnStatus::Failed | TurnStatus::Interrupted
+        )
+    }
+}
+
+/// A turn: every field sent, `completedAt` null until it ended.
+pub fn turn(
+    thread_id: &str,
+    turn_id: &str,
+    status: TurnStatus,
+    created_at_ms: u64,
+    completed_at_ms: Option<u64>,
+    revision: u64,
+) -> Value {
+    json!({
+        "id": turn_id,
+        "threadId": thread_id,
+        "status": status.as_str(),
+        "createdAt": timestamp(created_at_ms),
+        "completedAt": completed_at_ms.map(timestamp),
+        "revision": revision,
+    })
+}
+
+/// The status of an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemStatus {
+    Started,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ItemStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            ItemStatus::Started => "started",
+            ItemStatus::Completed => "completed",
+            ItemStatus::Failed => "failed",
+            ItemStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// An item of a turn.
+#[derive(Debug)]
+pub struct ItemView<'a> {
+    pub id: &'a str,
+    pub thread_id: &'a str,
+    pub turn_id: &'a str,
+    pub kind: &'static str,
+    pub status: ItemStatus,
+    pub created_at_ms: u64,
+    pub completed_at_ms: Option<u64>,
+    pub content: Option<Value>,
+}
+
+/// An item as the App Server writes it.
+pub fn item(view: ItemView<'_>) -> Value {
+    let mut item = json!({
+        "id": view.id,
+        "threadId": view.thread_id,
+        "turnId": view.turn_id,
+        "kind": view.kind,
+        "status": view.status.as_str(),
+        "createdAt": timestamp(view.created_at_ms),
+    });
+    if let Some(content) = view.content {
+        item["content"] = content;
+    }
+    if let Some(at) = view.completed_at_ms {
+        item["completedAt"] = json!(timestamp(at));
+    }
+    item
+}
+
+/// Splits `text` into pieces of at most `max` bytes, on character boundaries.
+pub fn chunks(text: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut end = rest.len().min(max);
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let (head, tail) = rest.split_at(end);
+        out.push(head);
+        rest = tail;
+    }
+    out
+}
+
+/// Whether `id` is an App Server `Identifier`: 1 to 160 characters, a letter or digit first,
+/// then letters, digits and `._:/-`.
+pub fn is_identifier(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 160
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'/' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_split_on_character_boundaries_within_the_limit() {
+        let text = "aé€😀".repeat(1000);
+        let pieces = chunks(&text, 7);
+        assert!(pieces.iter().all(|p| p.len() <= 7 && !p.is_empty()));
+        assert_eq!(pieces.concat(), text);
+        assert!(chunks("", 7).is_empty());
+    }
+
+    #[test]
+    fn identifiers_follow_the_app_server_pattern() {
+        for good in ["a", "thread-1", "x:y/z.w_v", &"a".repeat(160)] {
+            assert!(is_identifier(good), "{good}");
+        }
+        for bad in ["", "-a", "a b", "a\n", &"a".repeat(161), "é"] {
+            assert!(!is_identifier(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_milliseconds() {
+        assert_eq!(timestamp(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    }
+}

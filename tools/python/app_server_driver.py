@@ -1,0 +1,238 @@
+"""Drives `agentwire serve --app-server` through the real ChainlessChain SDK (`AppServerClient`).
+
+usage: python app_server_driver.py AGENTWIRE_BINARY STATE_DIR SCENARIO
+
+Each scenario prints one JSON object on stdout: what the SDK handed the host (results,
+errors, every notification in arrival order, every server request), for the Rust test to
+check. Every line the server wrote is also checked with the SDK's own validator
+(`validate_protocol_message`) through a tap on the SDK's reader; a failure is reported in
+`invalid_lines`.
+"""
+
+import asyncio
+import json
+import sys
+
+from chainlesschain_agent_sdk.app_server import (
+    AppServerClient,
+    AppServerClientOptions,
+    AppServerRpcError,
+)
+from chainlesschain_agent_sdk.generated_app_protocol import validate_protocol_message
+
+
+def main() -> None:
+    binary, state_dir, scenario = sys.argv[1:4]
+    print(json.dumps(asyncio.run(SCENARIOS[scenario](binary, state_dir))))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.notifications: list = []
+        self.requests: list = []
+        self.decision = {"kind": "acceptOnce"}
+        self.invalid_lines: list = []
+
+    def on_notification(self, message) -> None:
+        self.check(message)
+        self.notifications.append(message)
+
+    def on_server_request(self, message):
+        self.check(message)
+        self.requests.append(message)
+        if isinstance(self.decision, Exception):
+            raise self.decision
+        return self.decision
+
+    def check(self, message) -> None:
+        try:
+            validate_protocol_message(message)
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            self.invalid_lines.append({"message": message, "error": str(error)})
+
+    def methods(self) -> list:
+        return [n["method"] for n in self.notifications]
+
+
+def client(binary: str, state_dir: str, recorder: Recorder, **options) -> AppServerClient:
+    return AppServerClient(
+        AppServerClientOptions(
+            cli_path=binary,
+            state_directory=state_dir,
+            request_timeout_seconds=20,
+            **options,
+        ),
+        on_server_request=recorder.on_server_request,
+        on_notification=recorder.on_notification,
+    )
+
+
+async def call(c: AppServerClient, method: str, params, recorder: "Recorder | None" = None) -> dict:
+    """The answer, and with a recorder, how many notifications had arrived before it."""
+    try:
+        out: dict = {"result": await c.request(method, params)}
+    except AppServerRpcError as error:
+        out = {"error": {"code": error.code, "message": str(error), "data": error.data}}
+    if recorder is not None:
+        out["notifications_before"] = len(recorder.notifications)
+    return out
+
+
+async def until_turn_completed(recorder: Recorder, turn_id: str, timeout: float = 20) -> None:
+    async def wait() -> None:
+        while not any(
+            n["method"] == "turn/completed" and n["params"]["turn"]["id"] == turn_id
+            for n in recorder.notifications
+        ):
+            await asyncio.sleep(0.01)
+        # thread/updated follows turn/completed
+        await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(wait(), timeout)
+
+
+async def basic(binary: str, state_dir: str) -> dict:
+    recorder = Recorder()
+    c = client(binary, state_dir, recorder)
+    out: dict = {"initialize": await c.start()}
+    out["second_initialize"] = await call(
+        c,
+        "initialize",
+        {"protocolVersion": 1, "minimumProtocolVersion": 1, "client": {"name": "x", "version": "1"}},
+    )
+    out["thread_start"] = await call(c, "thread/start", {"threadId": "thread-1", "title": "First"})
+    out["thread_start_again"] = await call(c, "thread/start", {"threadId": "thread-1"})
+    out["thread_start_bad_id"] = await call(c, "thread/start", {"threadId": "-bad id"})
+    before = len(recorder.notifications)
+    out["turn_start"] = await call(
+        c,
+        "turn/start",
+        {"threadId": "thread-1", "turnId": "turn-1", "input": "hello there"},
+        recorder,
+    )
+    out["turn_start"]["notifications_before"] -= before
+    await until_turn_completed(recorder, "turn-1")
+    out["turn_notifications"] = recorder.notifications[before:]
+    out["empty_input"] = await call(c, "turn/start", {"threadId": "thread-1", "input": ""})
+    out["unknown_thread"] = await call(c, "turn/start", {"threadId": "nope", "input": "x"})
+    out["unknown_method"] = await call(c, "thread/rename", {"threadId": "thread-1"})
+    out["thread_list"] = await call(c, "thread/list", {})
+    out["thread_read"] = await call(c, "thread/read", {"threadId": "thread-1"})
+    out["read_unknown"] = await call(c, "thread/read", {"threadId": "nope"})
+    await c.close()
+    out["running_after_close"] = c.running
+    out["invalid_lines"] = recorder.invalid_lines
+    return out
+
+
+async def approvals(binary: str, state_dir: str) -> dict:
+    recorder = Recorder()
+    c = client(binary, state_dir, recorder)
+    await c.start()
+    await call(c, "thread/start", {"threadId": "thread-a"})
+    out: dict = {}
+    decisions = {
+        "accept-once": {"kind": "acceptOnce"},
+        "accept-turn": {"kind": "acceptForTurn", "permissions": []},
+        "accept-session": {"kind": "acceptForSession"},
+        "decline": {"kind": "decline", "reason": "not today"},
+        "invalid": {"kind": "acceptOnce", "permissions": []},
+        "error": RuntimeError("the dialog crashed"),
+    }
+    for index, (name, decision) in enumerate(decisions.items()):
+        recorder.decision = decision
+        before = len(recorder.notifications)
+        turn = f"turn-{index}"
+        await call(
+            c, "turn/start", {"threadId": "thread-a", "turnId": turn, "input": "/approve ls -la"}
+        )
+        await until_turn_completed(recorder, turn)
+        out[name] = {
+            "notifications": recorder.notifications[before:],
+            "request": recorder.requests[-1],
+        }
+    await c.close()
+    out["invalid_lines"] = recorder.invalid_lines
+    return out
+
+
+async def interrupt(binary: str, state_dir: str) -> dict:
+    recorder = Recorder()
+    c = client(binary, state_dir, recorder)
+    await c.start()
+    await call(c, "thread/start", {"threadId": "thread-i"})
+    out: dict = {}
+    out["turn_start"] = await call(
+        c, "turn/start", {"threadId": "thread-i", "turnId": "slow-1", "input": "/slow 400"}
+    )
+    out["second_turn"] = await call(
+        c, "turn/start", {"threadId": "thread-i", "turnId": "slow-2", "input": "hi"}
+    )
+    await asyncio.sleep(0.2)
+    out["interrupt"] = await call(
+        c, "turn/interrupt", {"threadId": "thread-i", "turnId": "slow-1"}, recorder
+    )
+    seen = recorder.notifications[: out["interrupt"].pop("notifications_before")]
+    out["completed_before_reply"] = [n for n in seen if n["method"] == "turn/completed"]
+    out["interrupt_again"] = await call(
+        c, "turn/interrupt", {"threadId": "thread-i", "turnId": "slow-1"}
+    )
+    out["interrupt_unknown"] = await call(
+        c, "turn/interrupt", {"threadId": "thread-i", "turnId": "never"}
+    )
+    await c.close()
+    out["invalid_lines"] = recorder.invalid_lines
+    return out
+
+
+async def negotiation(binary: str, state_dir: str) -> dict:
+    out: dict = {}
+    recorder = Recorder()
+    c = client(binary, state_dir, recorder, features=("thread_turn_item", "typed_graph"))
+    out["reduced"] = await c.start()
+    await c.close()
+    recorder = Recorder()
+    c = client(binary, state_dir, recorder, features=("typed_graph",))
+    out["empty"] = await c.start()
+    await c.close()
+    return out
+
+
+async def spawn(binary: str, state_dir: str) -> dict:
+    """Every spawn option the SDK has: the store kind, the queue cap, a state dir or a path."""
+    out: dict = {}
+    recorder = Recorder()
+    c = client(binary, state_dir, recorder, storage_backend="jsonl", server_queue_cap=7)
+    out["with_dir"] = await c.start()
+    await call(c, "thread/start", {"threadId": "kept"})
+    await c.close()
+    # The same state directory again: the thread is still there.
+    c = client(binary, state_dir, recorder, storage_backend="sqlite")
+    await c.start()
+    out["listed_again"] = await call(c, "thread/list", {})
+    await c.close()
+    c = AppServerClient(
+        AppServerClientOptions(
+            cli_path=binary,
+            state_path=state_dir + "/elsewhere/state.sqlite",
+            request_timeout_seconds=20,
+        ),
+        on_notification=recorder.on_notification,
+    )
+    await c.start()
+    out["listed_by_path"] = await call(c, "thread/list", {})
+    await c.close()
+    out["invalid_lines"] = recorder.invalid_lines
+    return out
+
+
+SCENARIOS = {
+    "spawn": spawn,
+    "basic": basic,
+    "approvals": approvals,
+    "interrupt": interrupt,
+    "negotiation": negotiation,
+}
+
+if __name__ == "__main__":
+    main()
