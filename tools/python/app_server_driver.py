@@ -113,6 +113,15 @@ async def basic(binary: str, state_dir: str) -> dict:
     out["turn_start"]["notifications_before"] -= before
     await until_turn_completed(recorder, "turn-1")
     out["turn_notifications"] = recorder.notifications[before:]
+    before = len(recorder.notifications)
+    await call(c, "turn/start", {"threadId": "thread-1", "turnId": "big-1", "input": "/big 200000"})
+    await until_turn_completed(recorder, "big-1")
+    big = recorder.notifications[before:]
+    out["big"] = {
+        "methods": sorted(set(n["method"] for n in big)),
+        "delta_bytes": [len(n["params"]["delta"]["text"]) for n in big if n["method"] == "item/delta"],
+        "completed": [n["params"]["item"] for n in big if n["method"] == "item/completed"],
+    }
     out["empty_input"] = await call(c, "turn/start", {"threadId": "thread-1", "input": ""})
     out["unknown_thread"] = await call(c, "turn/start", {"threadId": "nope", "input": "x"})
     out["unknown_method"] = await call(c, "thread/rename", {"threadId": "thread-1"})

@@ -127,6 +127,18 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
     assert_eq!(completed_turn["error"], Value::Null);
     assert_eq!(notifications[7]["params"]["thread"]["status"], "idle");
 
+    // A 200,000-byte message reaches the host as deltas of at most 8 KiB, each line under the
+    // SDK's 64 KiB; its completion gives its length instead of the text.
+    let big = &report["big"];
+    let sizes: Vec<u64> = big["delta_bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes.iter().sum::<u64>(), 200_000);
+    assert!(sizes.iter().all(|n| *n <= 8 * 1024), "{sizes:?}");
+    assert_eq!(big["completed"][0]["content"], json!({"textBytes": 200_000}));
     assert_eq!(error_code(&report["empty_input"]), -32602);
     assert_eq!(error_code(&report["unknown_thread"]), -32004);
     assert_eq!(error_code(&report["unknown_method"]), -32601);
@@ -148,9 +160,16 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
             "thread.created",
             "turn.started",
             "message.completed",
+            "turn.completed",
+            "turn.started",
+            "message.completed",
             "turn.completed"
         ]
     );
+    // The big message's event is listed by its size, so the page stays one line.
+    let big_event = &read["events"][5];
+    assert!(big_event.get("payload").is_none(), "{big_event}");
+    assert!(big_event["payloadBytes"].as_u64().unwrap() > 200_000);
     assert_eq!(read["hasMore"], false);
     assert_eq!(report["running_after_close"], false);
 }
