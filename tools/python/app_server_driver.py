@@ -122,6 +122,11 @@ async def basic(binary: str, state_dir: str) -> dict:
         "delta_bytes": [len(n["params"]["delta"]["text"]) for n in big if n["method"] == "item/delta"],
         "completed": [n["params"]["item"] for n in big if n["method"] == "item/completed"],
     }
+    keyed = {"threadId": "thread-1", "turnId": "idem-1", "input": "hi", "idempotencyKey": "k-1"}
+    out["idem_first"] = await call(c, "turn/start", keyed)
+    await until_turn_completed(recorder, "idem-1")
+    out["idem_again"] = await call(c, "turn/start", keyed)
+    out["idem_other"] = await call(c, "turn/start", dict(keyed, input="other"))
     out["empty_input"] = await call(c, "turn/start", {"threadId": "thread-1", "input": ""})
     out["unknown_thread"] = await call(c, "turn/start", {"threadId": "nope", "input": "x"})
     out["unknown_method"] = await call(c, "thread/rename", {"threadId": "thread-1"})

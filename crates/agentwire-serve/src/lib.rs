@@ -5,6 +5,7 @@
 //! ChainlessChain App Server over JSON-RPC on stdio.
 
 pub mod app_server;
+mod kept;
 pub mod roll;
 
 pub use app_server::{AppServerConfig, AppServerFace};

@@ -138,7 +138,15 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
         .collect();
     assert_eq!(sizes.iter().sum::<u64>(), 200_000);
     assert!(sizes.iter().all(|n| *n <= 8 * 1024), "{sizes:?}");
-    assert_eq!(big["completed"][0]["content"], json!({"textBytes": 200_000}));
+    assert_eq!(
+        big["completed"][0]["content"],
+        json!({"textBytes": 200_000})
+    );
+    // A retried turn/start with the same idempotencyKey gets the first answer (no second
+    // turn); the key with other params is a conflict.
+    assert_eq!(report["idem_first"]["result"]["turn"]["id"], "idem-1");
+    assert_eq!(report["idem_again"], report["idem_first"]);
+    assert_eq!(error_code(&report["idem_other"]), -32009);
     assert_eq!(error_code(&report["empty_input"]), -32602);
     assert_eq!(error_code(&report["unknown_thread"]), -32004);
     assert_eq!(error_code(&report["unknown_method"]), -32601);
@@ -158,6 +166,9 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
         kinds,
         [
             "thread.created",
+            "turn.started",
+            "message.completed",
+            "turn.completed",
             "turn.started",
             "message.completed",
             "turn.completed",

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use agentwire_jsonrpc::{CallError, ErrorObject, Handlers, Peer, RequestContext};
 use agentwire_runtime::{
-    Interaction, InteractionKind, LiveEvent, Published, Resolution, RuntimeError, StampedEvent,
-    Subscription, ThreadEvent, TurnInput,
+    Admission, Interaction, InteractionKind, LiveEvent, Published, Resolution, RuntimeError,
+    StampedEvent, Subscription, ThreadEvent, TurnInput, fingerprint,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -190,13 +190,68 @@ impl Session {
             Value::Null => serde_json::Map::new(),
             _ => return Err(invalid("params must be an object")),
         };
+        match params.get("idempotencyKey") {
+            None | Some(Value::Null) => self.dispatch(method, &params).await,
+            Some(Value::String(key)) if !key.is_empty() && key.len() <= 256 => {
+                self.idempotent(method, key, &params).await
+            }
+            Some(_) => Err(invalid("idempotencyKey must be a string of 1 to 256 bytes")),
+        }
+    }
+
+    /// Runs a call once per method and `idempotencyKey` (the runtime's idempotency store,
+    /// shared by every connection and face): a retry with the same params gets the first
+    /// answer, even on another connection; the same key with other params is `-32009`.
+    async fn idempotent(
+        self: &Arc<Self>,
+        method: &str,
+        key: &str,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let scope = format!("app-server {method}");
+        let print = fingerprint(&[
+            method.as_bytes(),
+            crate::kept::canonical(&Value::Object(params.clone())).as_bytes(),
+        ]);
+        let store = self.face.runtime.idempotency();
+        loop {
+            let done = store.completed();
+            match store.admit(&scope, key, &print) {
+                Admission::Run => break,
+                Admission::Replay(bytes) => return crate::kept::decode(&bytes),
+                Admission::Mismatch => {
+                    return Err(error(
+                        code::CONFLICT,
+                        format!("idempotencyKey {key} was used for other params"),
+                    ));
+                }
+                Admission::InFlight => done.await,
+            }
+        }
+        let answer = self.dispatch(method, params).await;
+        // Only what was decided is kept: an internal failure or a timeout may go otherwise
+        // when retried.
+        let decided =
+            !matches!(&answer, Err(e) if e.code == code::INTERNAL || e.code == code::TIMEOUT);
+        match crate::kept::encode(&answer) {
+            Some(bytes) if decided => store.complete(&scope, key, &bytes),
+            _ => store.abandon(&scope, key),
+        }
+        answer
+    }
+
+    async fn dispatch(
+        self: &Arc<Self>,
+        method: &str,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
         match method {
-            "thread/start" => self.thread_start(&params).await,
-            "thread/list" => self.thread_list(&params).await,
-            "thread/read" => self.thread_read(&params, false).await,
-            "thread/resume" => self.thread_read(&params, true).await,
-            "turn/start" => self.turn_start(&params).await,
-            "turn/interrupt" => self.turn_interrupt(&params).await,
+            "thread/start" => self.thread_start(params).await,
+            "thread/list" => self.thread_list(params).await,
+            "thread/read" => self.thread_read(params, false).await,
+            "thread/resume" => self.thread_read(params, true).await,
+            "turn/start" => self.turn_start(params).await,
+            "turn/interrupt" => self.turn_interrupt(params).await,
             other => Err(error(
                 code::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),

@@ -4,7 +4,7 @@
 //! deliveries in `interactions`, the thread reads in `threads`, the attachment methods in
 //! `attachments`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentwire_jsonrpc::{ErrorObject, Event, Handlers, Id, Peer, RequestContext};
@@ -132,49 +132,6 @@ async fn uncorrelated(events: &mut broadcast::Receiver<Event>) {
 /// The idempotency scope of Roll's `requestId`s: one per runtime, shared by its connections
 /// (a retry may come on a new connection).
 const IDEMPOTENCY_SCOPE: &str = "roll";
-
-/// A mutation's answer as the idempotency store keeps it.
-#[derive(serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum Kept {
-    Result(Value),
-    Error(ErrorObject),
-}
-
-fn encode_kept(answer: &Answer) -> Option<Vec<u8>> {
-    let kept = match answer {
-        Ok(value) => Kept::Result(value.clone()),
-        Err(error) => Kept::Error(error.clone()),
-    };
-    serde_json::to_vec(&kept).ok()
-}
-
-fn decode_kept(bytes: &[u8]) -> Answer {
-    match serde_json::from_slice::<Kept>(bytes) {
-        Ok(Kept::Result(value)) => Ok(value),
-        Ok(Kept::Error(error)) => Err(error),
-        // Written by `encode_kept` of this build: not reachable, and never a silent success.
-        Err(error) => Err(ErrorObject::new(
-            agentwire_roll::errors::JSONRPC_INTERNAL_ERROR,
-            format!("a kept answer cannot be read: {error}"),
-        )),
-    }
-}
-
-fn canonical(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let ordered: BTreeMap<&String, Value> =
-                    map.iter().map(|(k, v)| (k, sorted(v))).collect();
-                Value::Object(ordered.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
-}
 
 impl Session {
     fn version(&self) -> Option<ProtocolVersion> {
@@ -435,13 +392,16 @@ impl Call {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let print = fingerprint(&[method.as_str().as_bytes(), canonical(raw).as_bytes()]);
+        let print = fingerprint(&[
+            method.as_str().as_bytes(),
+            crate::kept::canonical(raw).as_bytes(),
+        ]);
         let store = self.session.face.runtime.idempotency();
         loop {
             let done = store.completed();
             match store.admit(IDEMPOTENCY_SCOPE, &request_id, &print) {
                 Admission::Run => break,
-                Admission::Replay(bytes) => return decode_kept(&bytes),
+                Admission::Replay(bytes) => return crate::kept::decode(&bytes),
                 Admission::Mismatch => {
                     return Err(self.session.err(
                         RollErrorCode::INVALID_PARAMS,
@@ -456,7 +416,7 @@ impl Call {
             .and_then(|d| d.get("retryable"))
             .and_then(Value::as_bool)
             .unwrap_or(false));
-        match encode_kept(&answer) {
+        match crate::kept::encode(&answer) {
             Some(bytes) if !transient => store.complete(IDEMPOTENCY_SCOPE, &request_id, &bytes),
             _ => store.abandon(IDEMPOTENCY_SCOPE, &request_id),
         }
