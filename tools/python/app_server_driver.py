@@ -240,7 +240,31 @@ async def spawn(binary: str, state_dir: str) -> dict:
     return out
 
 
+async def threads(binary: str, state_dir: str) -> dict:
+    recorder = Recorder()
+    c = client(binary, state_dir, recorder)
+    await c.start()
+    out: dict = {}
+    await call(c, "thread/start", {"threadId": "source", "title": "Source"})
+    out["fork"] = await call(
+        c, "thread/fork", {"threadId": "source", "newThreadId": "forked", "title": "Fork"}
+    )
+    out["fork_unknown"] = await call(c, "thread/fork", {"threadId": "nope"})
+    out["fork_taken"] = await call(c, "thread/fork", {"threadId": "source", "newThreadId": "forked"})
+    await call(c, "turn/start", {"threadId": "forked", "turnId": "long", "input": "/slow 400"})
+    out["archive_active"] = await call(c, "thread/archive", {"threadId": "forked"})
+    await call(c, "turn/interrupt", {"threadId": "forked", "turnId": "long"})
+    out["archive"] = await call(c, "thread/archive", {"threadId": "source"})
+    out["turn_on_archived"] = await call(c, "turn/start", {"threadId": "source", "input": "hi"})
+    out["list"] = await call(c, "thread/list", {})
+    out["list_all"] = await call(c, "thread/list", {"includeArchived": True})
+    await c.close()
+    out["invalid_lines"] = recorder.invalid_lines
+    return out
+
+
 SCENARIOS = {
+    "threads": threads,
     "spawn": spawn,
     "basic": basic,
     "approvals": approvals,

@@ -117,6 +117,12 @@ pub struct ThreadState {
     pub created: bool,
     /// Whether the thread was deleted.
     pub deleted: bool,
+    /// Whether the thread was archived (it takes no new turn).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
+    /// The thread it was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_thread_id: Option<String>,
     /// Its title.
     pub title: Option<String>,
     /// Its model.
@@ -162,6 +168,8 @@ impl ThreadState {
         ThreadState {
             created: self.created,
             deleted: self.deleted,
+            archived: self.archived,
+            parent_thread_id: None,
             title: None,
             model: None,
             created_at_ms: self.created_at_ms,
@@ -296,13 +304,19 @@ impl ThreadState {
     fn fold(&mut self, stamped: &StampedEvent, transcript: bool) {
         let at = stamped.at_ms;
         match &stamped.event {
-            ThreadEvent::ThreadCreated { title, model } => {
+            ThreadEvent::ThreadCreated {
+                title,
+                model,
+                parent_thread_id,
+            } => {
                 self.created = true;
                 self.title = title.clone();
                 self.model = model.clone();
+                self.parent_thread_id = parent_thread_id.clone();
                 self.created_at_ms = at;
             }
             ThreadEvent::ThreadRenamed { title } => self.title = Some(title.clone()),
+            ThreadEvent::ThreadArchived => self.archived = true,
             ThreadEvent::ThreadDeleted => {
                 self.deleted = true;
                 self.pending.clear();
@@ -401,6 +415,8 @@ impl ThreadState {
             created_at_ms: self.created_at_ms,
             updated_at_ms: self.updated_at_ms,
             message_count: self.messages.len() as u64,
+            archived: self.archived,
+            parent_thread_id: self.parent_thread_id.clone(),
         }
     }
 

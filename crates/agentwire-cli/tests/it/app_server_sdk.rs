@@ -368,3 +368,30 @@ fn every_spawn_option_of_the_sdk_is_taken() {
     // Another store: none of the first one's threads.
     assert_eq!(report["listed_by_path"]["result"]["threads"], json!([]));
 }
+
+#[test]
+fn threads_fork_with_their_parent_and_archived_ones_take_no_turn() {
+    let report = scenario("threads");
+    let fork = &report["fork"]["result"];
+    assert_eq!(fork["thread"]["id"], "forked");
+    assert_eq!(fork["thread"]["parentThreadId"], "source");
+    assert_eq!(fork["thread"]["title"], "Fork");
+    assert_eq!(fork["historyForked"], false);
+    assert_eq!(error_code(&report["fork_unknown"]), -32004);
+    assert_eq!(error_code(&report["fork_taken"]), -32009);
+    assert_eq!(error_code(&report["archive_active"]), -32009);
+    assert_eq!(report["archive"]["result"]["thread"]["status"], "archived");
+    assert_eq!(error_code(&report["turn_on_archived"]), -32009);
+    let ids = |answer: &Value| -> Vec<String> {
+        let mut ids: Vec<String> = answer["result"]["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(&report["list"]), ["forked"]);
+    assert_eq!(ids(&report["list_all"]), ["forked", "source"]);
+}

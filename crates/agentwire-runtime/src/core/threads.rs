@@ -29,6 +29,52 @@ impl Runtime {
         title: Option<String>,
         model: Option<String>,
     ) -> Result<(), RuntimeError> {
+        self.create_with(id, title, model, None).await
+    }
+
+    /// Forks `source` into a new thread of id `id` (the caller's, or a new one): it records
+    /// its parent and starts with no history of its own. Returns its id.
+    pub async fn fork_thread(
+        &self,
+        source: &str,
+        id: Option<&str>,
+        title: Option<String>,
+    ) -> Result<String, RuntimeError> {
+        let model = self.summary(source)?.model;
+        let id = id.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+        self.create_with(&id, title, model, Some(source.to_owned()))
+            .await?;
+        Ok(id)
+    }
+
+    /// Archives a thread: it is kept and read, and takes no new turn. Archiving an archived
+    /// thread changes nothing; a thread with an active turn is refused.
+    pub async fn archive_thread(&self, thread_id: &str) -> Result<(), RuntimeError> {
+        let slot = self.slot(thread_id)?;
+        let decide = |state: &ThreadState| {
+            if let Some(active) = &state.active_turn {
+                return Err(RuntimeError::TurnAlreadyActive {
+                    thread_id: thread_id.to_owned(),
+                    active: active.id.clone(),
+                });
+            }
+            let events = if state.archived {
+                Vec::new()
+            } else {
+                vec![ThreadEvent::ThreadArchived]
+            };
+            Ok((events, ()))
+        };
+        self.append_with(thread_id, &slot, decide).await
+    }
+
+    async fn create_with(
+        &self,
+        id: &str,
+        title: Option<String>,
+        model: Option<String>,
+        parent_thread_id: Option<String>,
+    ) -> Result<(), RuntimeError> {
         if self.lock_threads().contains_key(id) {
             return Err(RuntimeError::ThreadExists(id.to_owned()));
         }
@@ -42,7 +88,15 @@ impl Runtime {
         // The log's position check settles a race between two creations of one id, and refuses
         // the id of a thread the store deleted (its tombstone stays).
         match self
-            .append(id, &slot, vec![ThreadEvent::ThreadCreated { title, model }])
+            .append(
+                id,
+                &slot,
+                vec![ThreadEvent::ThreadCreated {
+                    title,
+                    model,
+                    parent_thread_id,
+                }],
+            )
             .await
         {
             Ok(()) => {}

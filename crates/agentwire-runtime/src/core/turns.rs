@@ -56,6 +56,9 @@ impl Runtime {
                     (Arc::clone(&slot), thread_id.to_owned(), turn_id.to_owned());
                 let input = input.clone();
                 move |state: &ThreadState| {
+                    if state.archived {
+                        return Err(RuntimeError::ThreadArchived(thread_id));
+                    }
                     if let Some(active) = &state.active_turn {
                         return Err(RuntimeError::TurnAlreadyActive {
                             thread_id,

@@ -205,6 +205,10 @@ pub struct ThreadSummary {
     pub updated_at_ms: u64,
     /// Messages in its transcript.
     pub message_count: u64,
+    /// Whether it was archived.
+    pub archived: bool,
+    /// The thread it was forked from.
+    pub parent_thread_id: Option<String>,
 }
 
 /// Why a runtime call was refused.
@@ -216,6 +220,9 @@ pub enum RuntimeError {
     /// A thread of that id exists, or existed and was deleted (ids are never reused).
     #[error("thread {0} already exists")]
     ThreadExists(String),
+    /// The thread was archived: it takes no new turn.
+    #[error("thread {0} is archived")]
+    ThreadArchived(String),
     /// The thread already has an active turn.
     #[error("thread {thread_id} already has the active turn {active}")]
     TurnAlreadyActive { thread_id: String, active: String },
@@ -270,6 +277,7 @@ impl RuntimeError {
         match self {
             RuntimeError::ThreadNotFound(_) => "runtime.thread-not-found",
             RuntimeError::ThreadExists(_) => "runtime.thread-exists",
+            RuntimeError::ThreadArchived(_) => "runtime.thread-archived",
             RuntimeError::TurnAlreadyActive { .. } => "runtime.turn-already-active",
             RuntimeError::TurnNotFound(_) => "runtime.turn-not-found",
             RuntimeError::TurnAlreadyStarted { .. } => "runtime.turn-already-started",

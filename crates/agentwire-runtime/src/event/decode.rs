@@ -25,6 +25,7 @@ const VARIANTS: &[&str] = &[
     "thread.created",
     "thread.renamed",
     "thread.deleted",
+    "thread.archived",
     "turn.started",
     "turn.status",
     "message.completed",
@@ -50,11 +51,15 @@ enum Mirror {
         title: Option<String>,
         #[serde(default)]
         model: Option<String>,
+        #[serde(default)]
+        parent_thread_id: Option<String>,
     },
     #[serde(rename = "thread.renamed")]
     ThreadRenamed { title: String },
     #[serde(rename = "thread.deleted")]
     ThreadDeleted,
+    #[serde(rename = "thread.archived")]
+    ThreadArchived,
     #[serde(rename = "turn.started")]
     TurnStarted { turn_id: String, input: TurnInput },
     #[serde(rename = "turn.status")]
@@ -249,13 +254,16 @@ pub(super) mod tests {
             ThreadEvent::ThreadCreated {
                 title: Some("T".into()),
                 model: None,
+                parent_thread_id: None,
             },
             ThreadEvent::ThreadCreated {
                 title: None,
                 model: None,
+                parent_thread_id: Some("p".into()),
             },
             ThreadEvent::ThreadRenamed { title: "U".into() },
             ThreadEvent::ThreadDeleted,
+            ThreadEvent::ThreadArchived,
             ThreadEvent::TurnStarted {
                 turn_id: turn_id(),
                 input: TurnInput {
@@ -362,7 +370,7 @@ pub(super) mod tests {
         assert_eq!(
             error(r#"{"type":"turn.exploded","turnId":"t"}"#),
             "unknown variant `turn.exploded`, expected one of `thread.created`, `thread.renamed`, \
-             `thread.deleted`, `turn.started`, `turn.status`, `message.completed`, \
+             `thread.deleted`, `thread.archived`, `turn.started`, `turn.status`, `message.completed`, \
              `operation.completed`, `interaction.opened`, `interaction.resolved`, \
              `turn.completed`, `turn.cancelled`, `turn.failed`, `capabilities.changed` at line 1 \
              column 23"

@@ -30,6 +30,9 @@ pub enum ThreadEvent {
         title: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
+        /// The thread it was forked from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_thread_id: Option<String>,
     },
     /// The thread's title changed.
     #[serde(rename = "thread.renamed")]
@@ -37,6 +40,9 @@ pub enum ThreadEvent {
     /// The thread was deleted; nothing may follow.
     #[serde(rename = "thread.deleted")]
     ThreadDeleted,
+    /// The thread was archived: it is kept and read, and takes no new turn.
+    #[serde(rename = "thread.archived")]
+    ThreadArchived,
     /// A turn began with the user's input (which becomes the thread's next user message).
     #[serde(rename = "turn.started")]
     TurnStarted { turn_id: String, input: TurnInput },
@@ -110,6 +116,7 @@ impl ThreadEvent {
             ThreadEvent::ThreadCreated { .. }
             | ThreadEvent::ThreadRenamed { .. }
             | ThreadEvent::ThreadDeleted
+            | ThreadEvent::ThreadArchived
             | ThreadEvent::CapabilitiesChanged => None,
         }
     }
@@ -134,6 +141,7 @@ impl ThreadEvent {
             ThreadEvent::ThreadCreated { .. }
             | ThreadEvent::ThreadRenamed { .. }
             | ThreadEvent::ThreadDeleted
+            | ThreadEvent::ThreadArchived
             | ThreadEvent::TurnStatusChanged { .. } => false,
         }
     }
@@ -144,6 +152,7 @@ impl ThreadEvent {
             ThreadEvent::ThreadCreated { .. } => "thread.created",
             ThreadEvent::ThreadRenamed { .. } => "thread.renamed",
             ThreadEvent::ThreadDeleted => "thread.deleted",
+            ThreadEvent::ThreadArchived => "thread.archived",
             ThreadEvent::TurnStarted { .. } => "turn.started",
             ThreadEvent::TurnStatusChanged { .. } => "turn.status",
             ThreadEvent::MessageCompleted { .. } => "message.completed",

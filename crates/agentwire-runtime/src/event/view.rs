@@ -506,6 +506,7 @@ mod tests {
                         ThreadEvent::ThreadCreated { .. }
                             | ThreadEvent::ThreadRenamed { .. }
                             | ThreadEvent::ThreadDeleted
+                            | ThreadEvent::ThreadArchived
                             | ThreadEvent::TurnStatusChanged { .. }
                             | ThreadEvent::InteractionOpened { .. }
                             | ThreadEvent::InteractionResolved { .. }

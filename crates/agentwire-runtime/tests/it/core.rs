@@ -20,6 +20,7 @@ fn created() -> StampedEvent {
         ThreadEvent::ThreadCreated {
             title: Some("t".into()),
             model: None,
+            parent_thread_id: None,
         },
     )
 }

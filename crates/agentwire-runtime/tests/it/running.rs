@@ -706,3 +706,52 @@ async fn a_thread_created_with_a_chosen_id_is_unique_for_good() {
     assert_eq!(outcomes, [false, true]);
     assert!(runtime.contains_thread("thread-b"));
 }
+
+/// A fork records its parent; an archived thread takes no turn; both survive a restart (they
+/// are folded from the log).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forks_and_archives_are_durable_and_an_archived_thread_takes_no_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = demo_runtime(&dir).await;
+    runtime
+        .create_thread_as("source", Some("S".into()), None)
+        .await
+        .unwrap();
+    let fork = runtime
+        .fork_thread("source", Some("fork"), None)
+        .await
+        .unwrap();
+    assert_eq!(fork, "fork");
+    assert_eq!(
+        runtime
+            .fork_thread("missing", None, None)
+            .await
+            .unwrap_err()
+            .code(),
+        "runtime.thread-not-found"
+    );
+    runtime.archive_thread("source").await.unwrap();
+    // Again: nothing changes.
+    runtime.archive_thread("source").await.unwrap();
+    let refused = runtime.start_turn("source", "t-1", input("hi")).await;
+    assert_eq!(refused.unwrap_err().code(), "runtime.thread-archived");
+    // The refused turn id stays free.
+    runtime
+        .start_turn("fork", "t-1", input("/slow 400"))
+        .await
+        .unwrap();
+    let busy = runtime.archive_thread("fork").await;
+    assert_eq!(busy.unwrap_err().code(), "runtime.turn-already-active");
+    runtime.log().close().await.unwrap();
+    drop(runtime);
+
+    let runtime = demo_runtime(&dir).await;
+    let source = runtime.summary("source").unwrap();
+    assert!(source.archived);
+    assert_eq!(source.parent_thread_id, None);
+    let fork = runtime.summary("fork").unwrap();
+    assert!(!fork.archived);
+    assert_eq!(fork.parent_thread_id.as_deref(), Some("source"));
+    let refused = runtime.start_turn("source", "t-2", input("hi")).await;
+    assert_eq!(refused.unwrap_err().code(), "runtime.thread-archived");
+}

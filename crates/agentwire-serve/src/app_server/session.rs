@@ -63,6 +63,7 @@ fn runtime_error(failure: &RuntimeError) -> ErrorObject {
             error(code::NOT_FOUND, failure.to_string())
         }
         RuntimeError::ThreadExists(_)
+        | RuntimeError::ThreadArchived(_)
         | RuntimeError::TurnAlreadyActive { .. }
         | RuntimeError::TurnAlreadyStarted { .. }
         | RuntimeError::TurnIdInUse { .. } => error(code::CONFLICT, failure.to_string()),
@@ -250,6 +251,8 @@ impl Session {
             "thread/list" => self.thread_list(params).await,
             "thread/read" => self.thread_read(params, false).await,
             "thread/resume" => self.thread_read(params, true).await,
+            "thread/fork" => self.thread_fork(params).await,
+            "thread/archive" => self.thread_archive(params).await,
             "turn/start" => self.turn_start(params).await,
             "turn/interrupt" => self.turn_interrupt(params).await,
             other => Err(error(
@@ -345,11 +348,7 @@ impl Session {
             Some(Value::String(id)) if wire::is_identifier(id) => id.clone(),
             Some(_) => return Err(invalid("threadId must be an Identifier")),
         };
-        let title = match params.get("title") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(title)) if title.chars().count() <= 512 => Some(title.clone()),
-            Some(_) => return Err(invalid("title must be a string of at most 512 characters")),
-        };
+        let title = optional_title(params)?;
         for object in ["metadata", "agentOptions"] {
             if params
                 .get(object)
@@ -370,6 +369,48 @@ impl Session {
         Ok(json!({"thread": thread}))
     }
 
+    /// A new thread that records `threadId` as its parent; it starts with no history of its
+    /// own (`historyForked: false`).
+    async fn thread_fork(
+        self: &Arc<Self>,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let source = required_str(params, "threadId")?;
+        let new_id = match params.get("newThreadId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) if wire::is_identifier(id) => Some(id.as_str()),
+            Some(_) => return Err(invalid("newThreadId must be an Identifier")),
+        };
+        let title = optional_title(params)?;
+        let thread_id = self
+            .face
+            .runtime
+            .fork_thread(source, new_id, title)
+            .await
+            .map_err(|e| runtime_error(&e))?;
+        self.watch(&thread_id);
+        let thread = self.thread_value(&thread_id).await?;
+        self.notify("thread/updated", json!({"thread": thread}))
+            .await;
+        Ok(json!({"thread": thread, "historyForked": false}))
+    }
+
+    async fn thread_archive(
+        self: &Arc<Self>,
+        params: &serde_json::Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let thread_id = required_str(params, "threadId")?;
+        self.face
+            .runtime
+            .archive_thread(thread_id)
+            .await
+            .map_err(|e| runtime_error(&e))?;
+        let thread = self.thread_value(thread_id).await?;
+        self.notify("thread/updated", json!({"thread": thread}))
+            .await;
+        Ok(json!({"thread": thread}))
+    }
+
     async fn thread_list(
         &self,
         params: &serde_json::Map<String, Value>,
@@ -381,7 +422,12 @@ impl Session {
         {
             return Err(invalid("includeArchived must be a boolean"));
         }
+        let include_archived = params
+            .get("includeArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let mut summaries = self.face.runtime.summaries();
+        summaries.retain(|s| include_archived || !s.archived);
         summaries.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms).then(a.id.cmp(&b.id)));
         let mut threads = Vec::new();
         let mut bytes = 0;
@@ -1091,6 +1137,14 @@ fn bounded(value: &Value) -> Value {
         value.clone()
     } else {
         json!({"omittedBytes": size})
+    }
+}
+
+fn optional_title(params: &serde_json::Map<String, Value>) -> Result<Option<String>, ErrorObject> {
+    match params.get("title") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(title)) if title.chars().count() <= 512 => Ok(Some(title.clone())),
+        Some(_) => Err(invalid("title must be a string of at most 512 characters")),
     }
 }
 

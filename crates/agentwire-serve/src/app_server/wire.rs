@@ -34,17 +34,28 @@ pub fn digest(bytes: &[u8]) -> String {
     out
 }
 
-/// A thread as the App Server shows it: `active` while a turn runs; its revision is the
-/// position of its last event.
+/// A thread as the App Server shows it: `archived` once archived, `active` while a turn runs;
+/// its revision is the position of its last event.
 pub fn thread(summary: &ThreadSummary, active: bool, revision: u64) -> Value {
-    json!({
+    let status = if summary.archived {
+        "archived"
+    } else if active {
+        "active"
+    } else {
+        "idle"
+    };
+    let mut thread = json!({
         "id": summary.id,
-        "status": if active { "active" } else { "idle" },
+        "status": status,
         "title": summary.title,
         "createdAt": timestamp(summary.created_at_ms),
         "updatedAt": timestamp(summary.updated_at_ms),
         "revision": revision,
-    })
+    });
+    if let Some(parent) = &summary.parent_thread_id {
+        thread["parentThreadId"] = json!(parent);
+    }
+    thread
 }
 
 /// A thread from its state.

@@ -169,9 +169,9 @@ impl Session {
             RuntimeError::TurnAlreadyActive { .. } => RollErrorCode::TURN_ALREADY_ACTIVE,
             RuntimeError::TurnNotFound(_) => RollErrorCode::TURN_NOT_FOUND,
             RuntimeError::InteractionNotFound(_) => RollErrorCode::APPROVAL_NOT_FOUND,
-            RuntimeError::InvalidInput(_) | RuntimeError::TurnIdInUse { .. } => {
-                RollErrorCode::INVALID_PARAMS
-            }
+            RuntimeError::InvalidInput(_)
+            | RuntimeError::TurnIdInUse { .. }
+            | RuntimeError::ThreadArchived(_) => RollErrorCode::INVALID_PARAMS,
             RuntimeError::TurnAlreadyStarted { .. } => RollErrorCode::TURN_ALREADY_ACTIVE,
             RuntimeError::AnswerRefused { .. } => RollErrorCode::APPROVAL_NOT_FOUND,
             _ => match error.log_error() {

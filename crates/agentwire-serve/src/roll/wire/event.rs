@@ -159,6 +159,7 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DecodedEvent<'_>> {
         ThreadEvent::ThreadCreated { .. }
         | ThreadEvent::ThreadRenamed { .. }
         | ThreadEvent::ThreadDeleted
+        | ThreadEvent::ThreadArchived
         | ThreadEvent::TurnStatusChanged { .. }
         | ThreadEvent::InteractionResolved {
             approval_id: None, ..
