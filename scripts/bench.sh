@@ -23,6 +23,13 @@
 #   --events     the runtime's durable appends through its API: one awaited append (p50, p99)
 #                against a raw one-row commit, 32 concurrent appenders against raw 32-row
 #                commits, on the same engine in the same run (rounds alternating)
+#        scripts/bench.sh --runlog
+#   --runlog     the run-log library (`agentwire-runlog`'s `runlog` bench, 1,000,000 events;
+#                RUNLOG_BENCH_EVENTS and RUNLOG_BENCH_ONLY narrow it): derivation from parsed
+#                events against the work no derivation can skip on the same events (one set
+#                insert per id, one map update per step and call key), coerce + derive against
+#                parsing every line into a serde_json Value; medians of seven alternating rounds,
+#                each ratio printed with its target and met/MISSED
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
@@ -33,6 +40,10 @@ fi
 if [[ "${1:-}" == "--events" ]]; then
   shift
   exec cargo bench -p agentwire-runtime --bench appends -- "$@"
+fi
+if [[ "${1:-}" == "--runlog" ]]; then
+  shift
+  exec cargo bench -p agentwire-runlog --bench runlog -- "$@"
 fi
 if [[ "${1:-}" == "--serve" ]]; then
   shift
