@@ -14,7 +14,7 @@
 //! leaves the caches for both sides alike).
 //!
 //! `cargo bench -p agentwire-runlog --bench runlog` (or `scripts/bench.sh --runlog`) runs the
-//! full measurement on 1,000,000 events of about 230 B; under `cargo test` (no `--bench`
+//! full measurement on 1,000,000 events of about 230 B; under `cargo test --benches` (no `--bench`
 //! argument) it runs a 10,000-event smoke pass so the code stays exercised.
 
 use std::collections::{HashMap, HashSet};
@@ -34,7 +34,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Events in the full measurement.
 const FULL_EVENTS: usize = 1_000_000;
-/// Events in the smoke pass run by `cargo test`.
+/// Events in the smoke pass run by `cargo test --benches`.
 const SMOKE_EVENTS: usize = 10_000;
 /// Steps of the generated run; events cycle through them so the run state stays bounded.
 const STEPS: usize = 50;
