@@ -27,6 +27,13 @@
 #                transactions (a row on each of 32 threads), SQLite itself on the log's schema
 #                and settings as the anchor, in the same run (rounds alternating);
 #                --synchronous normal leaves the fsync out of both sides
+#        scripts/bench.sh --runlog
+#   --runlog     the run-log library (`agentwire-runlog`'s `runlog` bench, 1,000,000 events;
+#                RUNLOG_BENCH_EVENTS and RUNLOG_BENCH_ONLY narrow it): derivation from parsed
+#                events against the work no derivation can skip on the same events (one set
+#                insert per id, one map update per step and call key), coerce + derive against
+#                parsing every line into a serde_json Value; medians of seven alternating rounds,
+#                each ratio printed with its target and met/MISSED
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
@@ -37,6 +44,10 @@ fi
 if [[ "${1:-}" == "--events" ]]; then
   shift
   exec cargo bench -p agentwire-runtime --bench appends -- "$@"
+fi
+if [[ "${1:-}" == "--runlog" ]]; then
+  shift
+  exec cargo bench -p agentwire-runlog --bench runlog -- "$@"
 fi
 if [[ "${1:-}" == "--serve" ]]; then
   shift

@@ -40,9 +40,13 @@ impl Json {
                 );
             };
             buf.clear();
-            // Writing a Value into memory cannot fail, and serde_json writes UTF-8.
+            // Writing a Value into memory cannot fail, and serde_json writes UTF-8: the check is
+            // `from_utf8`'s, whose ASCII fast path is quicker than the lossy scan's.
             let _ = serde_json::to_writer(&mut *buf, value);
-            Json(String::from_utf8_lossy(&buf).into())
+            match std::str::from_utf8(&buf) {
+                Ok(text) => Json(text.into()),
+                Err(_) => Json(String::from_utf8_lossy(&buf).into()),
+            }
         })
     }
 

@@ -15,6 +15,10 @@ use super::{
 use crate::event::{Decision, EventKind, PauseReason, Risk, RunEvent};
 use crate::opaque::Json;
 
+/// Events [`Deriver::push_all`] folds before it sizes the call list from their share of tool
+/// calls.
+const CALL_SAMPLE: usize = 4096;
+
 /// What [`Deriver::push`] did with an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
@@ -155,7 +159,16 @@ impl Deriver {
     ) {
         let mut events = events.into_iter();
         let mut group = Vec::with_capacity(WARM_GROUP);
+        let mut sampled = false;
+        let mut pushed = 0usize;
+        let calls_before = self.state.tool_calls.len();
         loop {
+            if !sampled && pushed >= CALL_SAMPLE {
+                sampled = true;
+                let calls = self.state.tool_calls.len() - calls_before;
+                self.size_call_list(calls, pushed, events.size_hint().0);
+            }
+            pushed += WARM_GROUP;
             let hasher = &self.events.hasher;
             group.extend(events.by_ref().take(WARM_GROUP).map(|event| {
                 let hash = hasher.hash_one(event.borrow().id.as_bytes());
@@ -171,6 +184,14 @@ impl Deriver {
                 return;
             }
         }
+    }
+
+    /// Sizes the call list for `more` events from the share of tool calls among `seen` events
+    /// that made `calls` of them (as the streamed path does from its first piece): a long run's
+    /// list would otherwise be copied into fresh memory at every doubling.
+    fn size_call_list(&mut self, calls: usize, seen: usize, more: usize) {
+        let estimate = more.saturating_mul(calls) / seen.max(1);
+        self.state.tool_calls.reserve(estimate + estimate / 16);
     }
 
     fn step_index(&mut self, id: &str) -> usize {

@@ -13,10 +13,14 @@ impl IdHasher {
 }
 
 /// Strings interned in one arena, each numbered by its arrival (its symbol). The table is open
-/// addressing with linear probing, at most half full; a slot holds the top 24 bits of the
-/// string's hash and its symbol, so a lookup touches one cache line of the table and reads the
-/// arena only when the 24 bits match. About `len + 24` bytes per string and no allocation per
-/// string: a long stream's dedup costs one random memory access per new id.
+/// addressing with linear probing, at most half full; a slot holds the top 28 bits of the
+/// string's hash (its tag) and its symbol, so a lookup touches one cache line of the table and
+/// reads the arena only when the tags match. A string's home slot is the top bits of its hash,
+/// so a table of up to 2^28 slots doubles from the tags alone: the old slots are read in order
+/// and each is written near the same place of the new table (no string hashed again, no random
+/// access). The tag bits below the home's tell apart strings of one home (6 bits at 4M slots).
+/// About `len + 24` bytes per string and no allocation per string: a long stream's dedup costs
+/// one random memory access per new id.
 #[derive(Clone, Default)]
 pub(super) struct Symbols {
     arena: Vec<u8>,
@@ -27,9 +31,12 @@ pub(super) struct Symbols {
     pub(super) hasher: ahash::RandomState,
 }
 
-/// Bits of a slot that hold the symbol (2^40 strings: more than any memory holds).
-const SYMBOL_BITS: u32 = 40;
+/// Bits of a slot that hold the symbol (2^36 strings, at 24 bytes or more each: more than any
+/// memory holds).
+const SYMBOL_BITS: u32 = 36;
 const SYMBOL_MASK: u64 = (1 << SYMBOL_BITS) - 1;
+/// Bits of the hash a slot keeps (its tag): tables of up to 2^TAG_BITS slots grow from the tags.
+const TAG_BITS: u32 = 64 - SYMBOL_BITS;
 /// Tables of fewer slots (512 KiB) stay in a core's own cache; [`Symbols::warm`] skips them.
 pub(super) const WARM_MIN_SLOTS: usize = 1 << 16;
 /// Events whose ids are looked up together (see [`Symbols::warm`]).
@@ -48,6 +55,12 @@ impl Symbols {
         self.ends.len()
     }
 
+    /// The home slot of a string with this hash in a table of `slots` slots (a power of two, at
+    /// least 2): the hash's top bits.
+    fn home(hash: u64, slots: usize) -> usize {
+        (hash >> (64 - slots.trailing_zeros())) as usize
+    }
+
     fn text(&self, symbol: usize) -> &[u8] {
         let start = symbol.checked_sub(1).map_or(0, |prev| self.ends[prev]);
         &self.arena[start..self.ends[symbol]]
@@ -62,7 +75,7 @@ impl Symbols {
         }
         let mask = self.slots.len() - 1;
         let tag = hash >> SYMBOL_BITS;
-        let mut i = hash as usize & mask;
+        let mut i = Symbols::home(hash, self.slots.len());
         loop {
             let slot = self.slots[i];
             if slot == 0 {
@@ -90,25 +103,34 @@ impl Symbols {
         if self.slots.len() < WARM_MIN_SLOTS {
             return;
         }
-        let mask = self.slots.len() - 1;
         let mut lines = 0u64;
         for hash in hashes {
-            lines ^= self.slots[hash as usize & mask];
+            lines ^= self.slots[Symbols::home(hash, self.slots.len())];
         }
         std::hint::black_box(lines);
     }
 
-    /// Rebuilds the table with `capacity` slots (a power of two), reading the arena in order.
+    /// Rebuilds the table with `capacity` slots (a power of two, larger than the table's).
     fn grow(&mut self, capacity: usize) {
+        if capacity.trailing_zeros() > TAG_BITS {
+            return self.rehash(capacity);
+        }
+        // Each tag holds the top bits of its hash, all a home in this table needs.
         let mut slots = vec![0u64; capacity];
-        let mask = capacity - 1;
+        for &slot in self.slots.iter().filter(|&&slot| slot != 0) {
+            place(&mut slots, slot & !SYMBOL_MASK, slot);
+        }
+        self.slots = slots;
+    }
+
+    /// Rebuilds the table with `capacity` slots from the strings, hashing each again (for tables
+    /// larger than the tags can address).
+    fn rehash(&mut self, capacity: usize) {
+        let mut slots = vec![0u64; capacity];
         for symbol in 0..self.len() {
             let hash = self.hasher.hash_one(self.text(symbol));
-            let mut i = hash as usize & mask;
-            while slots[i] != 0 {
-                i = (i + 1) & mask;
-            }
-            slots[i] = (hash >> SYMBOL_BITS) << SYMBOL_BITS | (symbol as u64 + 1);
+            let slot = (hash >> SYMBOL_BITS) << SYMBOL_BITS | (symbol as u64 + 1);
+            place(&mut slots, hash, slot);
         }
         self.slots = slots;
     }
@@ -122,6 +144,16 @@ impl Symbols {
             self.grow(want);
         }
     }
+}
+
+/// Writes `slot` into the first free slot of `slots` from the home of `hash` on.
+fn place(slots: &mut [u64], hash: u64, slot: u64) {
+    let mask = slots.len() - 1;
+    let mut i = Symbols::home(hash, slots.len());
+    while slots[i] != 0 {
+        i = (i + 1) & mask;
+    }
+    slots[i] = slot;
 }
 
 #[cfg(test)]
@@ -144,6 +176,13 @@ mod tests {
         assert_eq!(set.intern("e_20000", None), (20_001, true));
         assert_eq!(set.len(), 20_002);
         assert!(set.slots.len() >= set.len() * 2);
+
+        // Rebuilt from the strings, as tables too large for the tags are.
+        set.rehash(set.slots.len() * 2);
+        for (n, id) in ids.iter().enumerate() {
+            assert_eq!(set.intern(id, None), (n, false), "{id}");
+        }
+        assert_eq!(set.intern("e_20001", None), (20_002, true));
 
         // A reserved set, and a hash computed ahead by the same hasher.
         let mut set = Symbols::default();
