@@ -34,6 +34,14 @@
 #                insert per id, one map update per step and call key), coerce + derive against
 #                parsing every line into a serde_json Value; medians of seven alternating rounds,
 #                each ratio printed with its target and met/MISSED
+#        scripts/bench.sh --jsonrpc [--requests N] [--rounds R]
+#   --jsonrpc    JSON-RPC round trips through a `Peer` (the client) to a `Peer` echo server on
+#                stdio (typed handler), 1 and 32 in flight, ~1 KB params, against a minimal Rust
+#                echo over std pipes (no JSON; target >= 0.5x), and the server's CPU per request
+#                against the Node readline + JSON.parse/stringify peer (target <= 0.5x); N round
+#                trips a round with one in flight (default 20,000), medians of R (default 5)
+#                alternating rounds, each ratio printed with its target and met/MISSED; needs
+#                node (scripts/install-test-tools.sh)
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
@@ -48,6 +56,10 @@ fi
 if [[ "${1:-}" == "--runlog" ]]; then
   shift
   exec cargo bench -p agentwire-runlog --bench runlog -- "$@"
+fi
+if [[ "${1:-}" == "--jsonrpc" ]]; then
+  shift
+  exec cargo bench -p agentwire-jsonrpc --bench roundtrip -- "$@"
 fi
 if [[ "${1:-}" == "--serve" ]]; then
   shift

@@ -87,6 +87,28 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         self.buf.capacity()
     }
 
+    /// Whether [`FrameReader::next_frame`] can answer from what is already buffered, without
+    /// reading: a complete line is there (or the end of input was read). A caller that
+    /// answers what it reads writes its answers out when this is false.
+    pub fn has_complete_line(&mut self) -> bool {
+        self.start += self.consume;
+        self.consume = 0;
+        if self.eof {
+            return true;
+        }
+        let pending = &self.buf[self.start..self.end];
+        if self.skipping.is_some() {
+            return memchr::memchr(b'\n', pending).is_some();
+        }
+        match memchr::memchr(b'\n', &pending[self.scanned..]) {
+            Some(_) => true,
+            None => {
+                self.scanned = pending.len();
+                false
+            }
+        }
+    }
+
     /// The next frame, or `None` at end of input.
     ///
     /// # Errors

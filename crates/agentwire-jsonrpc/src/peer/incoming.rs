@@ -1,6 +1,7 @@
-//! Incoming requests: admission (the in-flight limit, duplicate ids, unknown methods), a task
-//! per request that runs its handler under the concurrency limit, and the [`Responder`] that
-//! answers it exactly once, with the handler's outcome or, when dropped first, per the profile.
+//! Incoming requests: admission (the in-flight limit, duplicate ids, unknown methods), the
+//! handler polled once inline under the concurrency limit and moved to a task of its own only
+//! when it waits, and the [`Responder`] that answers it exactly once, with the handler's
+//! outcome or, when dropped first, per the profile.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -18,7 +19,6 @@ use crate::message::{Id, RawJson};
 use crate::observe::{Event, bump};
 
 use super::reader::Sink;
-use super::writer::WriteCmd;
 use super::{InboundEntry, Inner, Peer, Reply, lock};
 
 impl Inner {
@@ -112,21 +112,49 @@ impl Inner {
             method,
             after_answer,
         };
+        let mut handler = CatchUnwind(handler(ctx, params));
+        // Polled once here, inline, when a handler slot is free: a handler that completes
+        // without waiting (most do) costs no task, and its answer joins the reader's others.
+        let slot = match Arc::clone(&self.handler_slots).try_acquire_owned() {
+            Ok(slot) => {
+                let polled = std::future::poll_fn(|cx| {
+                    let _entered = span.enter();
+                    Poll::Ready(Pin::new(&mut handler).poll(cx))
+                })
+                .await;
+                if let Poll::Ready(outcome) = polled {
+                    drop(slot);
+                    let outcome = outcome.unwrap_or_else(|()| {
+                        tracing::error!(parent: &span, "request handler panicked; answering -32603");
+                        Err(ErrorObject::internal())
+                    });
+                    responder.finish(outcome, true).instrument(span).await;
+                    return;
+                }
+                Some(slot)
+            }
+            Err(_) => None,
+        };
+        // It waits: it goes on in a task of its own (polled with the task's waker from now on).
         let slots = Arc::clone(&self.handler_slots);
         let task = tokio::spawn(
             async move {
                 let responder = responder;
-                let Ok(_slot) = slots.acquire_owned().await else {
-                    return;
+                let _slot = match slot {
+                    Some(slot) => slot,
+                    None => match slots.acquire_owned().await {
+                        Ok(slot) => slot,
+                        Err(_) => return,
+                    },
                 };
-                let outcome = match CatchUnwind(handler(ctx, params)).await {
+                let outcome = match handler.await {
                     Ok(outcome) => outcome,
                     Err(()) => {
                         tracing::error!("request handler panicked; answering -32603");
                         Err(ErrorObject::internal())
                     }
                 };
-                responder.finish(outcome).await;
+                responder.finish(outcome, false).await;
             }
             .instrument(span),
         );
@@ -135,6 +163,7 @@ impl Inner {
         }
         if exclusive {
             // Nothing read after this request is dispatched before it is answered.
+            let _ = self.writes.wake();
             let _ = task.await;
         }
     }
@@ -164,16 +193,13 @@ impl Responder {
         }
     }
 
-    async fn finish(mut self, outcome: Reply) {
+    /// Answers with `outcome`. `inline`: the reader runs this, and the writer is woken for the
+    /// answer with the reader's others, once no complete line is left to read.
+    async fn finish(mut self, outcome: Reply, inline: bool) {
         let line = self.inner.encode_response(Some(&self.id), &outcome);
         match &self.sink {
             Sink::Direct => {
-                let wanted =
-                    u32::try_from(line.len().min(self.inner.writes.capacity)).unwrap_or(u32::MAX);
-                let Ok(permit) = Arc::clone(&self.inner.writes.bytes)
-                    .acquire_many_owned(wanted)
-                    .await
-                else {
+                let Ok(permit) = self.inner.writes.reserve(line.len()).await else {
                     return;
                 };
                 // From here nothing awaits, so a cancel cannot interleave with the answer.
@@ -182,11 +208,7 @@ impl Responder {
                 }
                 self.done = true;
                 lock(&self.inner.inbound).remove(&self.id);
-                let _ = self
-                    .inner
-                    .writes
-                    .tx
-                    .send(WriteCmd::Line(line, Some(permit)));
+                let _ = self.inner.writes.push_reserved(line, 1, permit, !inline);
                 self.run_after_answer();
             }
             Sink::Batch(collector) => {

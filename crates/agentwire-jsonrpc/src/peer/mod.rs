@@ -2,11 +2,13 @@
 //! waiters, and serves incoming requests through concurrently running handlers, with bounded
 //! queues everywhere and exactly one answer per request.
 //!
-//! Three tasks per connection: the reader (frames → decoder → dispatch; it never awaits a
-//! handler), the writer (the only owner of the output, fed by a queue bounded in bytes) and the
-//! notification task (notification handlers in arrival order). Each incoming request runs in
-//! a task of its own, so a handler that awaits the other side blocks neither reading nor other
-//! handlers.
+//! Three tasks per connection: the reader (frames → decoder → dispatch; it never waits for a
+//! handler), the writer (the only owner of the output, draining a buffer bounded in bytes) and
+//! the notification task (notification handlers in arrival order). The reader polls each
+//! incoming request's handler once, inline: one that completes is answered into the output
+//! buffer, which the writer is woken for once no complete line is left to read; one that waits
+//! (for the other side, a timer, a lock) moves to a task of its own, so it blocks neither
+//! reading nor other handlers.
 //!
 //! This module holds the connection's handle ([`Peer`], [`PeerBuilder`]), its notifications
 //! out, and the state its tasks share (`Inner`: limits, waiters, in-flight requests, closing).
@@ -45,7 +47,7 @@ mod writer;
 pub use batch::NotificationBatch;
 pub use calls::PendingCall;
 use reader::{run_notifications, run_reader};
-use writer::{WriteCmd, WriteQueue, run_writer};
+use writer::{WriteQueue, run_writer};
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
@@ -118,18 +120,14 @@ impl PeerBuilder {
             profile = self.profile.name,
             connection
         );
-        let (write_tx, write_rx) = mpsc::unbounded_channel();
         let (notify_tx, notify_rx) = mpsc::channel(self.profile.notification_queue.max(1));
         let queue_bytes = self
             .profile
             .write_queue_bytes
             .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        let writes = Arc::new(WriteQueue::new(queue_bytes));
         let inner = Arc::new(Inner {
-            writes: WriteQueue {
-                tx: write_tx,
-                bytes: Arc::new(Semaphore::new(queue_bytes)),
-                capacity: queue_bytes,
-            },
+            writes: Arc::clone(&writes),
             pending: Mutex::new(HashMap::new()),
             inbound: Mutex::new(HashMap::new()),
             handler_slots: Arc::new(Semaphore::new(self.profile.max_concurrent_handlers.max(1))),
@@ -146,7 +144,7 @@ impl PeerBuilder {
             span: span.clone(),
         });
         let writer_task = tokio::spawn(
-            run_writer(writer, write_rx, Arc::downgrade(&inner)).instrument(span.clone()),
+            run_writer(writer, writes, Arc::downgrade(&inner)).instrument(span.clone()),
         );
         let notify_task = tokio::spawn(run_notifications(notify_rx).instrument(span.clone()));
         let frames = FrameReader::new(reader, inner.max_frame);
@@ -225,7 +223,8 @@ impl Peer {
         self.inner.is_closed()
     }
 
-    /// Waits until the connection is closed.
+    /// Waits until the connection is closed and what was queued before is written (or the
+    /// output failed).
     pub async fn closed(&self) {
         let mut rx = self.inner.closed_tx.subscribe();
         // The sender lives in `inner`, which `self` keeps alive.
@@ -250,7 +249,7 @@ struct Inner {
     profile: Profile,
     handlers: Handlers,
     max_frame: usize,
-    writes: WriteQueue,
+    writes: Arc<WriteQueue>,
     pending: Mutex<HashMap<Id, oneshot::Sender<Reply>>>,
     inbound: Mutex<HashMap<Id, InboundEntry>>,
     handler_slots: Arc<Semaphore>,
@@ -292,13 +291,30 @@ impl Inner {
     /// Encodes a response, falling back to a `-32603` when the result is over a limit, so the
     /// request is still answered exactly once.
     fn encode_response(&self, id: Option<&Id>, outcome: &Reply) -> Vec<u8> {
-        match self.encode(&OutResponse::new(id, outcome)) {
-            Ok(line) => line,
+        let mut line = Vec::with_capacity(match outcome {
+            Ok(result) => result.get().len() + 48,
+            Err(_) => 128,
+        });
+        let written = OutResponse::new(id, outcome)
+            .write(&mut line)
+            .map_err(|e| FrameError::Encode(e.to_string()))
+            .and_then(|()| {
+                crate::framer::check_line(
+                    &line,
+                    self.profile.max_outbound_frame,
+                    self.profile.max_outbound_line,
+                )
+            });
+        match written {
+            Ok(()) => {
+                line.push(b'\n');
+                line
+            }
             Err(error) => {
                 tracing::error!(parent: &self.span, code = error.code(), %error, "response cannot be sent; answering -32603");
                 let fallback = Err(ErrorObject::internal()
                     .with_data(serde_json::json!({ "reason": error.code() })));
-                let mut line = Vec::with_capacity(128);
+                line.clear();
                 // A small, fixed-shape error object always serialises.
                 let _ = serde_json::to_writer(&mut line, &OutResponse::new(id, &fallback));
                 line.push(b'\n');
@@ -357,21 +373,32 @@ impl Inner {
         }
         // The reader stops; the notification task finishes the notifications already read
         // (its queue closes with the reader) and the writer drains what is queued.
-        if let Some(reader) = lock(&self.tasks).first() {
+        if let Some(reader) = lock(&self.tasks).first()
+            && tokio::task::try_id() != Some(reader.id())
+        {
+            // (The reader closing at end of input goes on to close the writer.)
             reader.abort();
         }
         tracing::info!(parent: &self.span, reason, failed_calls = failed, cancelled_handlers = cancelled, "connection closed");
         self.event(Event::Closed {
             reason: reason.to_owned(),
         });
-        self.closed_tx.send_replace(true);
         true
     }
 
     async fn close_writer(&self) {
         let (ack_tx, ack_rx) = oneshot::channel();
-        if self.writes.tx.send(WriteCmd::Close(ack_tx)).is_ok() {
+        if self.writes.close(ack_tx) {
             let _ = ack_rx.await;
         }
+        // Only now: a server that ends when its connection does has written every answer.
+        self.closed_tx.send_replace(true);
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Nothing can queue a line any more: the writer writes what is queued and ends.
+        self.writes.end();
     }
 }

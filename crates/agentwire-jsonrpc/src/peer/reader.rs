@@ -1,4 +1,5 @@
-//! The reader task: frames → decoder → dispatch, never awaiting a handler. Responses go to
+//! The reader task: frames → decoder → dispatch, never waiting for a handler (each is polled
+//! once inline and moved to a task when it waits). Responses go to
 //! their waiters, notifications to the notification task (which runs their handlers in arrival
 //! order), requests to `incoming`, and the answers of a batch are collected into one array.
 
@@ -108,7 +109,10 @@ impl Inner {
             params,
         };
         // A full queue stops the reader: backpressure on the other side's output.
-        let _ = notify.send(job).await;
+        if let Err(mpsc::error::TrySendError::Full(job)) = notify.try_send(job) {
+            let _ = self.writes.wake();
+            let _ = notify.send(job).await;
+        }
     }
 
     async fn handle_invalid(&self, invalid: Invalid, sink: &Sink) {
@@ -176,12 +180,15 @@ impl Inner {
         collector.done(None);
     }
 
-    /// Answers from the reader itself (invalid, unknown method, overloaded).
+    /// Answers from the reader itself (invalid, unknown method, overloaded), queued with its
+    /// other answers.
     pub(super) async fn reply(&self, sink: &Sink, id: Option<&Id>, outcome: &Reply) {
         let line = self.encode_response(id, outcome);
         match sink {
             Sink::Direct => {
-                let _ = self.writes.send(line).await;
+                if let Ok(permit) = self.writes.reserve(line.len()).await {
+                    let _ = self.writes.push_reserved(line, 1, permit, false);
+                }
             }
             Sink::Batch(collector) => {
                 collector.expect();
@@ -267,6 +274,12 @@ pub(super) async fn run_reader<R: AsyncRead + Unpin>(
 ) {
     let mut decoder = Decoder::new(inner.profile.structured_params);
     let reason = loop {
+        if !frames.has_complete_line() && inner.writes.wake() {
+            // The answers of everything read so far go out together, before anything more is
+            // read: the writer runs first, so that the other side has them to work on while
+            // it sends more (on a runtime of one thread, reading on would starve the writer).
+            tokio::task::yield_now().await;
+        }
         let decoded = match frames.next_frame().await {
             Ok(None) => break "end of input".to_owned(),
             Err(error) => break format!("read error: {error}"),
@@ -302,16 +315,10 @@ pub(super) async fn run_reader<R: AsyncRead + Unpin>(
                 }
             }
         };
-        let request = matches!(decoded, Decoded::Message(Incoming::Request { .. }));
         inner.dispatch(decoded, &notify).await;
-        if request {
-            // Let the request's handler (and the writer after it) run before the next line is
-            // read, so answers stream out as their requests arrive instead of after the whole
-            // buffer of input: the other side works on the first answers meanwhile.
-            tokio::task::yield_now().await;
-        }
     };
     drop(notify);
+    let _ = inner.writes.wake();
     inner.begin_close(&reason);
     inner.close_writer().await;
 }

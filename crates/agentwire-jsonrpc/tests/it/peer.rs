@@ -1051,3 +1051,100 @@ async fn a_hook_after_the_answer_writes_after_it_and_a_started_request_knows_its
     assert_eq!(id, Id::String("runtime:1".into()));
     assert_eq!(answer, json!({"echo": "runtime:1"}));
 }
+
+/// Handlers for the inline tests: `now` answers without waiting, `later` waits for `gate`.
+fn now_and_later(gate: &Arc<tokio::sync::Notify>) -> Handlers {
+    let wait = Arc::clone(gate);
+    Handlers::new()
+        .on_request("now", |_ctx, params| async move {
+            Ok(params.unwrap_or(Value::Null))
+        })
+        .on_request("later", move |_ctx, params| {
+            let wait = Arc::clone(&wait);
+            async move {
+                wait.notified().await;
+                Ok(params.unwrap_or(Value::Null))
+            }
+        })
+}
+
+fn request_line(id: u64, method: &str) -> String {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":[{id}]}}\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_that_answer_at_once_and_handlers_that_wait_are_each_answered_once() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let (peer, mut raw) = serve(Profile::generic(), now_and_later(&gate));
+    // One write: a waiting handler first, then ten that answer at once.
+    let mut burst = request_line(1, "later");
+    for id in 2..=11 {
+        burst.push_str(&request_line(id, "now"));
+    }
+    raw.send(burst.as_bytes()).await;
+    // The ones that answer at once are not held up by the one that waits, and come in order.
+    for id in 2..=11 {
+        assert_eq!(
+            raw.next().await,
+            json!({"jsonrpc":"2.0","id":id,"result":[id]})
+        );
+    }
+    assert_eq!(peer.incoming_in_flight(), 1);
+    while peer.incoming_in_flight() == 1 {
+        gate.notify_waiters();
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        raw.next().await,
+        json!({"jsonrpc":"2.0","id":1,"result":[1]})
+    );
+    assert_eq!(peer.stats().requests_received, 11);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_is_not_run_inline_beyond_the_concurrency_limit() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let (peer, mut raw) = serve(
+        Profile::generic().with_max_concurrent_handlers(1),
+        now_and_later(&gate),
+    );
+    raw.send(format!("{}{}", request_line(1, "later"), request_line(2, "now")).as_bytes())
+        .await;
+    // The waiting handler holds the only slot: the other waits in the queue for it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(peer.incoming_in_flight(), 2);
+    while peer.incoming_in_flight() == 2 {
+        gate.notify_waiters();
+        tokio::task::yield_now().await;
+    }
+    let mut ids = vec![
+        raw.next().await["id"].clone(),
+        raw.next().await["id"].clone(),
+    ];
+    ids.sort_by_key(|id| id.as_i64());
+    assert_eq!(ids, vec![json!(1), json!(2)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_to_input_read_before_its_end_is_written_before_closed_returns() {
+    let (ours, theirs) = transport::memory_pair();
+    let peer = Peer::spawn(ours.0, ours.1, Profile::generic(), echo_handlers());
+    let mut raw = raw(theirs);
+    let mut burst = String::new();
+    for id in 1..=500 {
+        burst.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"echo\",\"params\":{{\"n\":{id}}}}}\n"
+        ));
+    }
+    raw.send(burst.as_bytes()).await;
+    raw.out.shutdown().await.unwrap();
+    tokio::time::timeout(STUCK, peer.closed())
+        .await
+        .expect("the peer closes at end of input");
+    // Everything is in the pipe already (25 KB, under its 64 KiB).
+    let answers = raw.rest().await;
+    assert_eq!(answers.len(), 500);
+    for (n, answer) in (1..=500).zip(&answers) {
+        assert_eq!(answer, &json!({"jsonrpc":"2.0","id":n,"result":{"n":n}}));
+    }
+}
