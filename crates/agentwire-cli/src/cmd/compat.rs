@@ -19,6 +19,11 @@ pub(crate) struct Args {
     /// an `x-agentwire` block, `unspecified` otherwise).
     #[arg(long, value_parser = parse_direction)]
     direction_default: Option<Direction>,
+    /// Compare only these definitions (comma-separated names) and the definitions they reach
+    /// through `$ref`, not the root nor any other definition: how a document of a peer's
+    /// protocol is held to the definitions it shares with the peer's schema.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    definitions: Option<Vec<String>>,
 }
 
 pub(crate) fn parse_direction(text: &str) -> Result<Direction, String> {
@@ -32,11 +37,19 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
     crate::input::stdin_at_most_once([&args.old, &args.new])?;
     let old = output::load_schema(&args.old)?;
     let new = output::load_schema(&args.new)?;
+    if let Some(names) = &args.definitions {
+        for name in names {
+            if !has_definition(old.value(), name) && !has_definition(new.value(), name) {
+                anyhow::bail!("no definition {name:?} in either document");
+            }
+        }
+    }
     let report = compat::compat_with(
         &old,
         &new,
         &CompatOptions {
             default_direction: args.direction_default,
+            definitions: args.definitions,
         },
     );
     match format {
@@ -48,6 +61,12 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
     } else {
         output::EXIT_FOUND
     })
+}
+
+fn has_definition(document: &Value, name: &str) -> bool {
+    ["$defs", "definitions"]
+        .iter()
+        .any(|key| document.get(key).and_then(|defs| defs.get(name)).is_some())
 }
 
 /// One line per change, then a summary line.

@@ -126,3 +126,26 @@ fn chainlesschain_baseline_is_compatible_with_sdk_029() {
     let out = run(&["compat", sdk.to_str().unwrap(), baseline.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn definitions_selects_what_is_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = write(
+        dir.path(),
+        "old.json",
+        &json!({"oneOf": [{"$ref": "#/$defs/A"}], "$defs": {"A": {"type": "string"}, "B": {"type": "string"}}}),
+    );
+    let new = write(
+        dir.path(),
+        "new.json",
+        &json!({"oneOf": [{"$ref": "#/$defs/C"}], "$defs": {"A": {"type": "string"}, "C": {"type": "string"}}}),
+    );
+    assert_eq!(run(&["compat", &old, &new]).status.code(), Some(1));
+    let out = run(&["compat", "--definitions", "A", &old, &new]);
+    assert_eq!(out.status.code(), Some(0));
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap(), @"0 changes: 0 breaking, 0 additive");
+    let out = run(&["compat", "--definitions", "A,B", &old, &new]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = run(&["compat", "--definitions", "Nowhere", &old, &new]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod app_server_schema;
 mod app_server_sdk;
 mod baseline_cli;
 mod client_e2e;

@@ -15,6 +15,7 @@ const OWN_SCHEMAS: &[(&str, &str)] = &[
     ("tasklens", "run-events.schema.json"),
     ("roll-runtime", "roll-runtime.schema.json"),
     ("agent", "agent.schema.json"),
+    ("chainlesschain-app-server", "app-server.schema.json"),
 ];
 
 #[test]

@@ -18,7 +18,7 @@ use crate::identity::{AGENTWIRE_IDENTITY, IdentitySource};
 use crate::pointer;
 use crate::versions::{self, ViewMode, WireVersion};
 
-use compare::compare_documents;
+use compare::{Selection, compare_documents};
 
 pub use baseline::{FreezeDecision, freeze_decision};
 pub use direction::{DIRECTION, Direction, OPEN};
@@ -106,12 +106,17 @@ impl CompatReport {
     }
 }
 
-/// How to judge nodes that no direction annotation reaches.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How to compare: the direction of nodes no annotation reaches, and which definitions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompatOptions {
     /// Direction of nodes no annotation reaches. `None`: `both` when the new document has an
     /// `x-agentwire` identity block (our own documents), `unspecified` otherwise.
     pub default_direction: Option<Direction>,
+    /// Compare only these definitions, and every definition they reach through a local `$ref`
+    /// in either document; the root and the other definitions are left out. `None` compares
+    /// the whole documents. This is how our document of a peer's protocol is held to the
+    /// definitions it shares with the peer's own schema.
+    pub definitions: Option<Vec<String>>,
 }
 
 /// Compares two documents with the default options.
@@ -163,15 +168,17 @@ fn compat_on_stack(
             Direction::Unspecified
         }
     });
-    if let Some(report) = compat_versions(old, new, default, max_depth) {
+    if options.definitions.is_none()
+        && let Some(report) = compat_versions(old, new, default, max_depth)
+    {
         return report;
     }
     let mut report = CompatReport::default();
     compare_documents(
         old.value(),
         new.value(),
-        default,
-        None,
+        &Selection::new(old.value(), new.value(), options.definitions.as_deref()),
+        (default, None),
         max_depth,
         &mut report.changes,
     );
@@ -215,8 +222,8 @@ fn compat_versions(
             (Ok(o), Ok(n)) => compare_documents(
                 &o,
                 &n,
-                default,
-                version_text,
+                &Selection::All,
+                (default, version_text),
                 max_depth,
                 &mut report.changes,
             ),
@@ -224,8 +231,8 @@ fn compat_versions(
             _ => compare_documents(
                 old.value(),
                 new.value(),
-                default,
-                version_text,
+                &Selection::All,
+                (default, version_text),
                 max_depth,
                 &mut report.changes,
             ),

@@ -1,6 +1,6 @@
 //! Direction-awareness: the same change gets opposite verdicts in opposite directions, openness
 //! turns a breaking addition into an additive one, and directions are inherited through nesting
-//! and references.
+//! and references; a selection of definitions compares only those.
 
 use agentwire_schema::SchemaDocument;
 use agentwire_schema::compat::{self, ChangeClass, CompatOptions, Direction, Rule};
@@ -253,6 +253,58 @@ fn unannotated_documents_default_by_identity() {
     // And the caller can choose.
     let strict = CompatOptions {
         default_direction: Some(Direction::RuntimeToHost),
+        ..CompatOptions::default()
     };
     assert_eq!(changes_with(old, new, strict)[0].1, ChangeClass::Breaking);
+}
+
+/// With a selection of definitions, only those and what they reference are compared: the root
+/// and the other definitions are left out, and a selected definition the new document lacks is
+/// still removed.
+#[test]
+fn a_selection_compares_the_named_definitions_and_what_they_reference() {
+    let old = json!({
+        "oneOf": [{"$ref": "#/$defs/A"}],
+        "$defs": {
+            "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+            "B": {"type": "string"},
+            "C": {"type": "string"},
+            "D": {"type": "string"}
+        }
+    });
+    let new = json!({
+        "oneOf": [{"$ref": "#/$defs/X"}],
+        "$defs": {
+            "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+            "B": {"type": "string", "minLength": 1},
+            "C": {"type": "integer"},
+            "X": {"type": "string"}
+        }
+    });
+    let selected = |names: &[&str]| CompatOptions {
+        definitions: Some(names.iter().map(|n| (*n).to_owned()).collect()),
+        ..CompatOptions::default()
+    };
+    let rules = |options| -> Vec<(Rule, String)> {
+        let report = compat::compat_with(
+            &SchemaDocument::from_value(old.clone()).unwrap(),
+            &SchemaDocument::from_value(new.clone()).unwrap(),
+            &options,
+        );
+        report
+            .changes
+            .into_iter()
+            .map(|c| (c.rule, c.pointer))
+            .collect()
+    };
+    assert_eq!(
+        rules(selected(&["A"])),
+        vec![(Rule::LowerBoundTightened, "/$defs/B/minLength".to_owned())]
+    );
+    assert_eq!(
+        rules(selected(&["D"])),
+        vec![(Rule::DefinitionRemoved, "/$defs/D".to_owned())]
+    );
+    // Without a selection the root and every definition count.
+    assert!(rules(CompatOptions::default()).len() > 3);
 }

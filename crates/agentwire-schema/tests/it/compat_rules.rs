@@ -131,6 +131,7 @@ fn comparison_depth_is_bounded() {
         &new,
         &CompatOptions {
             default_direction: Some(Direction::Both),
+            ..CompatOptions::default()
         },
     );
     assert!(

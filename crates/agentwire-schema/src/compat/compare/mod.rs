@@ -8,7 +8,7 @@
 //! bounds, `multipleOf`, `pattern`, `format`), `arrays` (`uniqueItems`, the item keywords) and
 //! `unions` (`oneOf`, `anyOf`, `allOf` and how their branches are paired).
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -25,11 +25,77 @@ mod objects;
 mod unions;
 mod values;
 
+/// Which parts of the two documents are compared.
+pub(in crate::compat) enum Selection {
+    /// The root and every definition.
+    All,
+    /// Only these definitions (named ones and what they reach by `$ref`), not the root.
+    Definitions(BTreeSet<String>),
+}
+
+impl Selection {
+    /// The selection for `names` (`None`: everything): the named definitions plus every
+    /// definition a selected one references, in either document, until nothing is added.
+    pub(in crate::compat) fn new(old: &Value, new: &Value, names: Option<&[String]>) -> Self {
+        let Some(names) = names else {
+            return Self::All;
+        };
+        let mut selected: BTreeSet<String> = BTreeSet::new();
+        let mut pending: Vec<String> = names.to_vec();
+        while let Some(name) = pending.pop() {
+            if !selected.insert(name.clone()) {
+                continue;
+            }
+            for doc in [old, new] {
+                if let Some((_, defs)) = definitions_of(doc)
+                    && let Some(def) = defs.get(&name)
+                {
+                    collect_definition_refs(def, &mut pending);
+                }
+            }
+        }
+        Self::Definitions(selected)
+    }
+
+    fn root(&self) -> bool {
+        matches!(self, Self::All)
+    }
+
+    fn has(&self, name: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Definitions(names) => names.contains(name),
+        }
+    }
+}
+
+/// Pushes the definition name of every local `$ref` in `value` (iteratively: no recursion on
+/// untrusted nesting).
+fn collect_definition_refs(value: &Value, out: &mut Vec<String>) {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if let Some(name) = map
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(ref_definition)
+                {
+                    out.push(name);
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+}
+
 pub(super) fn compare_documents(
     old: &Value,
     new: &Value,
-    default: Direction,
-    version: Option<String>,
+    selection: &Selection,
+    (default, version): (Direction, Option<String>),
     max_depth: usize,
     out: &mut Vec<Change>,
 ) {
@@ -46,12 +112,17 @@ pub(super) fn compare_documents(
         seen: HashSet::new(),
         out,
     };
-    let root_dir = cmp.direction_at("", "", Receivers::NONE);
-    cmp.node(old, new, "", "", root_dir, 0);
+    if selection.root() {
+        let root_dir = cmp.direction_at("", "", Receivers::NONE);
+        cmp.node(old, new, "", "", root_dir, 0);
+    }
     let empty = Map::new();
     let (old_kw, old_defs) = definitions_of(old).unwrap_or(("$defs", &empty));
     let (new_kw, new_defs) = definitions_of(new).unwrap_or((old_kw, &empty));
     for (name, old_def) in old_defs {
+        if !selection.has(name) {
+            continue;
+        }
         let old_at = pointer::from_tokens([old_kw, name.as_str()]);
         let Some(new_def) = new_defs.get(name) else {
             let dir = cmp.direction_at(&old_at, &old_at, Receivers::NONE);
@@ -70,7 +141,7 @@ pub(super) fn compare_documents(
         cmp.node(old_def, new_def, &old_at, &new_at, dir, 0);
     }
     for (name, new_def) in new_defs {
-        if !old_defs.contains_key(name) {
+        if selection.has(name) && !old_defs.contains_key(name) {
             let new_at = pointer::from_tokens([new_kw, name.as_str()]);
             let dir = cmp.direction_at(&new_at, &new_at, Receivers::NONE);
             cmp.push(
