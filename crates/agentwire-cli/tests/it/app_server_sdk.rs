@@ -12,11 +12,29 @@ use serde_json::{Value, json};
 
 use crate::support::BIN;
 
-/// Runs one scenario of the driver against a fresh state directory; its report.
+/// Runs one scenario of the driver against a fresh state directory; its report. The SDK
+/// spawns a wrapper that copies everything the server writes to a file: every line of it
+/// must also be valid under our own schema of the App Server surface.
 fn scenario(name: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("server-output.ndjson");
+    let wrapper = dir.path().join("agentwire-tee");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n'{}' \"$@\" | tee -a '{}'\n",
+            BIN,
+            copy.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let output = agentwire_testkit::python_script("app_server_driver.py")
-        .arg(BIN)
+        .arg(&wrapper)
         .arg(dir.path().join("state"))
         .arg(name)
         .env("AGENTWIRE_LOG", "warn")
@@ -34,6 +52,15 @@ fn scenario(name: &str) -> Value {
         json!([]),
         "the SDK's validator refused lines"
     );
+    let written = std::fs::read_to_string(&copy).unwrap();
+    assert!(!written.is_empty());
+    for line in written.lines() {
+        assert!(line.len() <= 65_536, "a line of {} bytes", line.len());
+        let message: Value = serde_json::from_str(line).unwrap();
+        if let Err(problems) = agentwire_serve::app_server::schema::check_message(&message) {
+            panic!("our schema refuses a line the server wrote: {problems}\n{line}");
+        }
+    }
     report
 }
 
@@ -69,8 +96,21 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
     );
     assert_eq!(init["downgraded"], false);
     assert_eq!(init["transports"], json!(["stdio"]));
-    assert_eq!(init["limits"]["maxInboundLineBytes"], 8 * 1024 * 1024);
+    assert_eq!(init["limits"]["maxLineBytes"], 8 * 1024 * 1024);
     assert_eq!(init["limits"]["maxOutboundLineBytes"], 65_536);
+    assert_eq!(init["limits"]["maxPendingRequests"], 256);
+    assert_eq!(
+        init["schema"]["id"],
+        "https://agentwire.dev/protocols/chainlesschain-app-server/app-server.schema.json"
+    );
+    assert_eq!(
+        init["schema"]["digest"],
+        agentwire_serve::app_server::protocol::SCHEMA_DIGEST
+    );
+    assert_eq!(
+        init["peerSchema"]["id"],
+        "https://schemas.chainlesschain.com/agent/cc-agent-protocol-v1.schema.json"
+    );
     assert_eq!(error_code(&report["second_initialize"]), -32009);
 
     let thread = &report["thread_start"]["result"]["thread"];
@@ -160,7 +200,7 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| e["eventType"].as_str().unwrap())
+        .map(|e| e["event_type"].as_str().unwrap())
         .collect();
     assert_eq!(
         kinds,
@@ -180,7 +220,12 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
     // The big message's event is listed by its size, so the page stays one line.
     let big_event = &read["events"][5];
     assert!(big_event.get("payload").is_none(), "{big_event}");
-    assert!(big_event["payloadBytes"].as_u64().unwrap() > 200_000);
+    assert!(big_event["payload_bytes"].as_u64().unwrap() > 200_000);
+    // Numbered from 1; the thread's revision is its last event's number.
+    assert_eq!(read["events"][0]["event_seq"], 1);
+    assert_eq!(read["events"][1]["turn_id"], "turn-1");
+    let count = read["events"].as_array().unwrap().len();
+    assert_eq!(read["thread"]["revision"], count);
     assert_eq!(read["hasMore"], false);
     assert_eq!(report["running_after_close"], false);
 }
@@ -361,7 +406,7 @@ fn bad_lines_from_a_host_are_dropped_or_answered_and_the_session_goes_on() {
 #[test]
 fn every_spawn_option_of_the_sdk_is_taken() {
     let report = scenario("spawn");
-    assert_eq!(report["with_dir"]["limits"]["requestQueueCap"], 7);
+    assert_eq!(report["with_dir"]["limits"]["maxPendingRequests"], 7);
     let again = &report["listed_again"]["result"]["threads"];
     assert_eq!(again.as_array().unwrap().len(), 1);
     assert_eq!(again[0]["id"], "kept");

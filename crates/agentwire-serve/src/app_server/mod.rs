@@ -9,6 +9,11 @@
 //! acceptance (a decline, an invalid decision, an error reply, no answer in time) rejects the
 //! tool, failing closed.
 
+/// The App Server protocol's types, generated from our schema
+/// (`protocols/chainlesschain-app-server/app-server.schema.json`).
+#[path = "../../../../protocols/chainlesschain-app-server/generated/rust/app_server.rs"]
+pub mod protocol;
+pub mod schema;
 mod session;
 pub mod wire;
 
@@ -32,6 +37,15 @@ pub const FEATURES: &[&str] = &[
 
 /// What an approval's `policyDigest` is the digest of: the rule this face applies.
 pub const POLICY: &str = "agentwire app-server approval policy 1: an approval is taken only from an acceptOnce, acceptForTurn or acceptForSession decision of the host; anything else rejects the tool";
+
+/// The `$id` of the ChainlessChain schema ours is held to on the definitions they share (the
+/// `chainlesschain-agent-sdk` 0.2.9 schema), reported in `initialize`'s `peerSchema`.
+pub const PEER_SCHEMA_ID: &str =
+    "https://schemas.chainlesschain.com/agent/cc-agent-protocol-v1.schema.json";
+
+/// That schema's digest.
+pub const PEER_SCHEMA_DIGEST: &str =
+    "sha256:ff1860d17b798060c95cce217ff27bef2f99e209dcb369cf2d70514a4d6f08d7";
 
 /// The default for [`AppServerConfig::approval_timeout`].
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);

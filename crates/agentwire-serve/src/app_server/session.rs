@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 
 use super::wire::{self, ItemStatus, ItemView, TurnStatus};
 use super::{AppServerFace, FEATURES, PROTOCOL_VERSION};
+use super::{protocol, schema};
 
 /// The App Server's error codes (the SDK raises each as `AppServerRpcError(code, …)`).
 mod code {
@@ -177,6 +178,16 @@ impl Session {
         params: Value,
     ) -> Result<Value, ErrorObject> {
         let method = ctx.method();
+        if !schema::is_served(method) {
+            return Err(error(
+                code::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+            ));
+        }
+        // Checked against our schema before anything is done with them.
+        if let Err(problems) = schema::check_params(method, &params) {
+            return Err(invalid(format!("invalid params: {problems}")));
+        }
         if method == "initialize" {
             return self.initialize(&params);
         }
@@ -305,24 +316,44 @@ impl Session {
                 .collect(),
             Some(_) => return Err(invalid("features must be an array of strings")),
         };
-        let downgraded = features.len() < FEATURES.len();
-        let result = json!({
-            "server": {
-                "name": self.face.config.server_name,
-                "version": self.face.config.server_version,
+        let profile = self.face.profile();
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let mut extra = serde_json::Map::new();
+        extra.insert(
+            "approvalTimeoutMs".to_owned(),
+            json!(u64::try_from(self.face.config.approval_timeout.as_millis()).unwrap_or(u64::MAX)),
+        );
+        let result = protocol::InitializeResult {
+            server: protocol::InitializeResultServer {
+                name: self.face.config.server_name.clone(),
+                version: self.face.config.server_version.clone(),
             },
-            "protocolVersion": PROTOCOL_VERSION,
-            "minimumProtocolVersion": PROTOCOL_VERSION,
-            "features": features,
-            "downgraded": downgraded,
-            "transports": ["stdio"],
-            "limits": {
-                "maxInboundLineBytes": self.face.profile().max_inbound_frame,
-                "maxOutboundLineBytes": wire::MAX_LINE_BYTES,
-                "requestQueueCap": self.face.config.queue_cap,
-                "approvalTimeoutMs": u64::try_from(self.face.config.approval_timeout.as_millis()).unwrap_or(u64::MAX),
+            protocol_version: PROTOCOL_VERSION,
+            minimum_protocol_version: PROTOCOL_VERSION,
+            features: features.iter().map(|f| (*f).to_owned()).collect(),
+            downgraded: features.len() < FEATURES.len(),
+            transports: vec![protocol::InitializeResultTransportsItem::Stdio],
+            limits: Some(protocol::ServerLimits {
+                max_line_bytes: Some(count(profile.max_inbound_frame)),
+                max_outbound_line_bytes: Some(count(wire::MAX_LINE_BYTES)),
+                max_pending_requests: Some(count(self.face.config.queue_cap)),
+                queue_bytes: Some(count(profile.write_queue_bytes)),
+                extra,
+            }),
+            schema: protocol::InitializeResultSchema {
+                id: protocol::SCHEMA_ID.to_owned(),
+                version: None,
+                digest: Some(protocol::SCHEMA_DIGEST.to_owned()),
             },
-        });
+            peer_schema: Some(protocol::InitializeResultPeerSchema {
+                id: super::PEER_SCHEMA_ID.to_owned(),
+                digest: Some(super::PEER_SCHEMA_DIGEST.to_owned()),
+            }),
+        };
+        let result = serde_json::to_value(&result).map_err(|e| {
+            tracing::error!(error = %e, "the initialize result cannot be written");
+            error(code::INTERNAL, "internal error")
+        })?;
         *negotiated = Some(Negotiated { features });
         Ok(result)
     }
@@ -482,15 +513,20 @@ impl Session {
             let at_head = page.at_head();
             for stored in page.events {
                 from = stored.seq + 1;
+                // Numbered from 1, as the App Server numbers a thread's events.
                 let mut event = json!({
-                    "eventSeq": stored.seq,
-                    "eventType": stored.kind,
+                    "event_seq": stored.seq + 1,
+                    "event_type": stored.kind,
+                    "thread_id": thread_id,
                     "timestamp": wire::timestamp(u64::try_from(stored.committed_at_ms).unwrap_or(0)),
                 });
                 let payload: Value = serde_json::from_slice(&stored.payload).unwrap_or(Value::Null);
+                if let Some(turn_id) = payload["event"]["turnId"].as_str() {
+                    event["turn_id"] = json!(turn_id);
+                }
                 let payload_size = stored.payload.len();
                 if payload_size > MAX_RESULT_BYTES / 2 {
-                    event["payloadBytes"] = json!(payload_size);
+                    event["payload_bytes"] = json!(payload_size);
                 } else {
                     event["payload"] = payload;
                 }
@@ -660,7 +696,7 @@ impl Session {
                     let view = turns.entry(turn_id.clone()).or_insert_with(|| TurnView {
                         thread_id: thread_id.to_owned(),
                         created_at_ms: at,
-                        revision: seq,
+                        revision: seq + 1,
                         status: TurnStatus::Running,
                         completed_at_ms: None,
                         started: false,
@@ -677,7 +713,7 @@ impl Session {
             }
             ThreadEvent::TurnStatusChanged { turn_id, status } => {
                 if let Some(view) = lock(&self.turns).get_mut(turn_id) {
-                    view.revision = seq;
+                    view.revision = seq + 1;
                     view.status = match status {
                         agentwire_runtime::TurnStatus::WaitingForUser => {
                             TurnStatus::WaitingApproval
@@ -954,7 +990,7 @@ impl Session {
                 return;
             };
             view.status = status;
-            view.revision = seq;
+            view.revision = seq + 1;
             view.completed_at_ms = Some(at);
             view.items.clear();
             view.value(turn_id)

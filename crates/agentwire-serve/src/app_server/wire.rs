@@ -35,7 +35,8 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 /// A thread as the App Server shows it: `archived` once archived, `active` while a turn runs;
-/// its revision is the position of its last event.
+/// its revision is the sequence number of its last event (the App Server numbers a thread's
+/// events from 1).
 pub fn thread(summary: &ThreadSummary, active: bool, revision: u64) -> Value {
     let status = if summary.archived {
         "archived"
@@ -63,7 +64,7 @@ pub fn thread_of_state(thread_id: &str, state: &ThreadState) -> Value {
     thread(
         &state.summary(thread_id),
         state.active_turn.is_some(),
-        state.next_position.saturating_sub(1),
+        state.next_position,
     )
 }
 
