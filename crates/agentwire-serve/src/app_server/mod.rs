@@ -12,6 +12,7 @@
 /// The App Server protocol's types, generated from our schema
 /// (`protocols/chainlesschain-app-server/app-server.schema.json`).
 #[path = "../../../../protocols/chainlesschain-app-server/generated/rust/app_server.rs"]
+#[rustfmt::skip]
 pub mod protocol;
 pub mod schema;
 mod session;
