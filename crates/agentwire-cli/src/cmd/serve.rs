@@ -34,29 +34,22 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with = "stdio")]
     app_server: bool,
     /// The App Server SDK's storage choice: either maps onto the runtime's event log.
-    #[arg(long, value_name = "KIND", value_parser = ["jsonl", "sqlite"], requires = "app_server")]
+    #[arg(long, value_name = "KIND", value_parser = ["jsonl", "sqlite"])]
     app_server_store: Option<String>,
     /// The App Server SDK's state directory: the log is `DIR/runtime.sqlite`.
-    #[arg(long, value_name = "DIR", requires = "app_server", conflicts_with_all = ["app_server_state_path", "store"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["app_server_state_path", "store"])]
     app_server_state_dir: Option<PathBuf>,
     /// The App Server SDK's state file: the log is the SQLite file PATH.
-    #[arg(
-        long,
-        value_name = "PATH",
-        requires = "app_server",
-        conflicts_with = "store"
-    )]
+    #[arg(long, value_name = "PATH", conflicts_with = "store")]
     app_server_state_path: Option<PathBuf>,
     /// Requests of the App Server host read and not yet answered; one more is answered
-    /// `-32001` with `data.retry_after_ms`.
-    #[arg(long, value_name = "N", default_value_t = agentwire_serve::app_server::DEFAULT_QUEUE_CAP as u64,
-          value_parser = clap::value_parser!(u64).range(1..=65_536), requires = "app_server")]
-    app_server_queue_cap: u64,
+    /// `-32001` with `data.retry_after_ms` [default: 256].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    app_server_queue_cap: Option<u64>,
     /// How long an App Server `approval/decide` request waits for the host, in seconds; no
-    /// answer by then is a decline.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120,
-          value_parser = clap::value_parser!(u64).range(1..=86_400), requires = "app_server")]
-    approval_timeout: u64,
+    /// answer by then is a decline [default: 120].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    approval_timeout: Option<u64>,
     /// The durable event log: `sqlite:PATH` or `postgres://…` (default:
     /// `sqlite:<state dir>/runtime.sqlite`, see `state_dir`).
     #[arg(long, value_name = "URL")]
@@ -249,6 +242,18 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
     }
     // The App Server SDK keeps only the tail of standard error; informational lines are left
     // out unless AGENTWIRE_LOG asks for them.
+    let app_server_options = args.app_server_store.is_some()
+        || args.app_server_state_dir.is_some()
+        || args.app_server_state_path.is_some()
+        || args.app_server_queue_cap.is_some()
+        || args.approval_timeout.is_some();
+    if app_server_options && !args.app_server {
+        return Err(Usage::new(
+            "usage.serve-app-server-option",
+            "the --app-server-* options and --approval-timeout need --app-server",
+        )
+        .into());
+    }
     init_logging(if args.app_server { "warn" } else { "info" });
     if let Some(kind) = &args.app_server_store {
         tracing::debug!(%kind, "the App Server store choice maps onto the runtime's event log");
@@ -276,8 +281,15 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
             let app_server = AppServerFace::new(
                 face.runtime().clone(),
                 AppServerConfig {
-                    queue_cap: usize::try_from(args.app_server_queue_cap).unwrap_or(usize::MAX),
-                    approval_timeout: Duration::from_secs(args.approval_timeout),
+                    queue_cap: args
+                        .app_server_queue_cap
+                        .map_or(agentwire_serve::app_server::DEFAULT_QUEUE_CAP, |n| {
+                            usize::try_from(n).unwrap_or(usize::MAX)
+                        }),
+                    approval_timeout: args.approval_timeout.map_or(
+                        agentwire_serve::app_server::DEFAULT_APPROVAL_TIMEOUT,
+                        Duration::from_secs,
+                    ),
                     ..AppServerConfig::default()
                 },
             );
