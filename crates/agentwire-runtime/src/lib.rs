@@ -23,8 +23,9 @@ pub use attachments::{
 };
 pub use core::{
     Agent, CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS, Clock,
-    DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, Published, Runtime, RuntimeConfig,
-    RuntimeError, Scope, Sleep, Subscription, SystemClock, ThreadSummary, TurnContext, TurnEnd,
+    DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, NewThread, Published, Runtime,
+    RuntimeConfig, RuntimeError, Scope, Sleep, Subscription, SystemClock, ThreadSummary,
+    TurnContext, TurnEnd,
 };
 pub use demo::DemoCommand;
 pub use event::{

@@ -123,6 +123,9 @@ pub struct ThreadState {
     /// The thread it was forked from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_thread_id: Option<String>,
+    /// The name its creator gave it, when that is not its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
     /// Its title.
     pub title: Option<String>,
     /// Its model.
@@ -170,6 +173,7 @@ impl ThreadState {
             deleted: self.deleted,
             archived: self.archived,
             parent_thread_id: None,
+            alias: None,
             title: None,
             model: None,
             created_at_ms: self.created_at_ms,
@@ -308,7 +312,9 @@ impl ThreadState {
                 title,
                 model,
                 parent_thread_id,
+                alias,
             } => {
+                self.alias = alias.clone();
                 self.created = true;
                 self.title = title.clone();
                 self.model = model.clone();
@@ -417,6 +423,7 @@ impl ThreadState {
             message_count: self.messages.len() as u64,
             archived: self.archived,
             parent_thread_id: self.parent_thread_id.clone(),
+            alias: self.alias.clone(),
         }
     }
 

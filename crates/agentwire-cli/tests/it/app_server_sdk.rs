@@ -440,3 +440,215 @@ fn threads_fork_with_their_parent_and_archived_ones_take_no_turn() {
     assert_eq!(ids(&report["list"]), ["forked"]);
     assert_eq!(ids(&report["list_all"]), ["forked", "source"]);
 }
+
+/// A host speaking the App Server protocol raw over the runtime's standard input and output.
+struct AppHost {
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    next_id: u64,
+    /// Every message read, in order.
+    seen: Vec<Value>,
+}
+
+impl AppHost {
+    async fn send(&mut self, message: &Value) {
+        use tokio::io::AsyncWriteExt as _;
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn read(&mut self) -> Value {
+        let line = tokio::time::timeout(crate::support::roll_host::STUCK, self.lines.next_line())
+            .await
+            .expect("the runtime wrote nothing")
+            .unwrap()
+            .expect("the runtime closed its output");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if let Err(problems) = agentwire_serve::app_server::schema::check_message(&message) {
+            panic!("our schema refuses a line the server wrote: {problems}\n{line}");
+        }
+        self.seen.push(message.clone());
+        message
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id.to_string());
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let message = self.read().await;
+            if message.get("method").is_none() && message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    async fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self.seen.iter().find(|m| wanted(m)) {
+            return found.clone();
+        }
+        loop {
+            let message = self.read().await;
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+}
+
+/// One runtime serving an App Server host on stdio and a Roll host on its socket: the Roll host
+/// lists every thread (one the App Server host named otherwise than by a UUID under the UUID the
+/// runtime derived from the name) and follows the thread the App Server host started, both are asked the same approval, the Roll
+/// host's answer settles it for both, and both see the same message, tool call and end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_server_host_and_a_roll_host_watch_the_same_turn() {
+    use crate::support::roll_host::{Host, STUCK};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("roll.sock");
+    let mut runtime = tokio::process::Command::new(BIN)
+        .args(["serve", "--app-server", "--roll-socket"])
+        .arg(&socket)
+        .arg("--app-server-state-dir")
+        .arg(dir.path().join("state"))
+        .env("AGENTWIRE_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut app = AppHost {
+        stdin: runtime.stdin.take().unwrap(),
+        lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            runtime.stdout.take().unwrap(),
+        )),
+        next_id: 0,
+        seen: Vec::new(),
+    };
+    let init = app
+        .call(
+            "initialize",
+            json!({"protocolVersion": 1, "minimumProtocolVersion": 1,
+                   "client": {"name": "raw", "version": "1"}}),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], 1);
+    // A thread id any App Server host may choose, and one a Roll host can name (a UUID).
+    let shared = "0b7c2a1e-3f4d-4c5b-9a6e-7d8f9e0a1b2c";
+    let started = app
+        .call(
+            "thread/start",
+            json!({"threadId": shared, "title": "Shared"}),
+        )
+        .await;
+    assert_eq!(started["result"]["thread"]["id"], shared);
+    let own = app
+        .call("thread/start", json!({"threadId": "app-only"}))
+        .await;
+    assert_eq!(own["result"]["thread"]["id"], "app-only");
+
+    tokio::time::timeout(STUCK, async {
+        while !socket.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the runtime listens");
+    let mut roll = Host::connect(&socket, &dir.path().join("state/runtime.sqlite")).await;
+    roll.open("1.5", &["approval.request", "userInput.request"])
+        .await;
+    // The Roll host lists both: the thread named by a UUID under that id, the other under the
+    // UUID the runtime derived from its name.
+    let listed = roll.call("thread.list", json!({})).await.unwrap();
+    let mut ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let derived = agentwire_serve::app_server::wire::core_id("thread", "", "app-only");
+    let mut expected = [shared, derived.as_str()];
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+    roll.call("thread.open", json!({"threadId": shared}))
+        .await
+        .unwrap();
+
+    let turn = app
+        .call(
+            "turn/start",
+            json!({"threadId": shared, "turnId": "cross-1", "input": "/approve ls"}),
+        )
+        .await;
+    assert_eq!(turn["result"]["turn"]["id"], "cross-1");
+    // Both are asked.
+    let to_app = app.wait_for(|m| m["method"] == "approval/decide").await;
+    let to_roll = roll.wait_for(|f| f["method"] == "approval.request").await;
+    assert_eq!(
+        to_app["params"]["request"]["id"],
+        to_roll["params"]["interactionId"]
+    );
+    // The Roll host answers first: it settles the approval for both.
+    roll.send(&json!({"jsonrpc": "2.0", "id": to_roll["id"], "result": {"decision": "approve"}}))
+        .await;
+    let resolved = app.wait_for(|m| m["method"] == "approval/resolved").await;
+    assert_eq!(resolved["params"]["approved"], true);
+    assert_eq!(resolved["params"]["via"], "host");
+    // The App Server host's late decline changes nothing.
+    app.send(&json!({"jsonrpc": "2.0", "id": to_app["id"], "result": {"kind": "decline"}}))
+        .await;
+    let completed = app
+        .wait_for(|m| m["method"] == "turn/completed" && m["params"]["turn"]["id"] == "cross-1")
+        .await;
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    // The Roll host knows the turn by the UUID the runtime derived from the App Server name.
+    let core_turn = agentwire_serve::app_server::wire::core_id("turn", shared, "cross-1");
+    assert_eq!(to_roll["params"]["turnId"], core_turn.as_str());
+    let roll_events = roll.turn_events(&core_turn).await;
+    assert_eq!(
+        roll_events.last().unwrap()["event"]["type"],
+        "turn.completed"
+    );
+
+    // The same message, the same tool call and outcome on both faces.
+    let app_text: String = app
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "item/delta" && m["params"]["turnId"] == "cross-1")
+        .map(|m| m["params"]["delta"]["text"].as_str().unwrap())
+        .collect();
+    let roll_text = roll_events
+        .iter()
+        .find(|e| e["event"]["type"] == "message.completed")
+        .unwrap()["event"]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(app_text, roll_text);
+    let app_tool = app
+        .seen
+        .iter()
+        .find(|m| m["method"] == "tool/result")
+        .unwrap()["params"]
+        .clone();
+    let roll_tool = roll_events
+        .iter()
+        .find(|e| e["event"]["type"] == "tool.completed")
+        .unwrap()["event"]
+        .clone();
+    assert_eq!(app_tool["isError"], false);
+    assert_eq!(roll_tool["outcome"]["kind"], "success");
+    assert_eq!(app_tool["tool"], roll_tool["toolName"]);
+    assert_eq!(app_tool["result"], roll_tool["display"]);
+
+    drop(roll);
+    drop(app);
+    let status = tokio::time::timeout(STUCK, runtime.wait())
+        .await
+        .expect("the runtime exits when its input ends")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}

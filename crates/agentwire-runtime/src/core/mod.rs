@@ -34,8 +34,8 @@ use self::subscribe::{CommittedPage, Subscriber};
 pub use self::subscribe::{Scope, Subscription};
 pub use self::turns::TurnContext;
 pub use self::types::{
-    Agent, Clock, DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, Published, RuntimeConfig,
-    RuntimeError, Sleep, SystemClock, ThreadSummary, TurnEnd,
+    Agent, Clock, DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, NewThread, Published,
+    RuntimeConfig, RuntimeError, Sleep, SystemClock, ThreadSummary, TurnEnd,
 };
 
 /// A std mutex's guard, whether or not a holder panicked (the data stays consistent: every

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Runtime, RuntimeError, ThreadSlot, ThreadSummary, lock};
+use super::{NewThread, Runtime, RuntimeError, ThreadSlot, ThreadSummary, lock};
 use crate::event::{Resolution, ThreadEvent};
 use crate::state::ThreadState;
 
@@ -29,7 +29,15 @@ impl Runtime {
         title: Option<String>,
         model: Option<String>,
     ) -> Result<(), RuntimeError> {
-        self.create_with(id, title, model, None).await
+        self.create_thread_with(
+            id,
+            NewThread {
+                title,
+                model,
+                ..NewThread::default()
+            },
+        )
+        .await
     }
 
     /// Forks `source` into a new thread of id `id` (the caller's, or a new one): it records
@@ -39,11 +47,17 @@ impl Runtime {
         source: &str,
         id: Option<&str>,
         title: Option<String>,
+        alias: Option<String>,
     ) -> Result<String, RuntimeError> {
         let model = self.summary(source)?.model;
         let id = id.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
-        self.create_with(&id, title, model, Some(source.to_owned()))
-            .await?;
+        let new = NewThread {
+            title,
+            model,
+            parent_thread_id: Some(source.to_owned()),
+            alias,
+        };
+        self.create_thread_with(&id, new).await?;
         Ok(id)
     }
 
@@ -68,13 +82,15 @@ impl Runtime {
         self.append_with(thread_id, &slot, decide).await
     }
 
-    async fn create_with(
-        &self,
-        id: &str,
-        title: Option<String>,
-        model: Option<String>,
-        parent_thread_id: Option<String>,
-    ) -> Result<(), RuntimeError> {
+    /// [`create_thread_as`](Self::create_thread_as) with everything a thread may be created
+    /// with.
+    pub async fn create_thread_with(&self, id: &str, new: NewThread) -> Result<(), RuntimeError> {
+        let NewThread {
+            title,
+            model,
+            parent_thread_id,
+            alias,
+        } = new;
         if self.lock_threads().contains_key(id) {
             return Err(RuntimeError::ThreadExists(id.to_owned()));
         }
@@ -95,6 +111,7 @@ impl Runtime {
                     title,
                     model,
                     parent_thread_id,
+                    alias,
                 }],
             )
             .await
@@ -190,16 +207,19 @@ impl Runtime {
         out
     }
 
-    /// At most `limit` summaries in [`summaries`](Self::summaries)' order, strictly after the
-    /// thread `after` (its creation time and id; `None` for the first page), and whether more
-    /// follow. A key is a position in the order, whether or not its thread still exists, so a
-    /// thread deleted between two pages hides no other.
+    /// At most `limit` summaries in [`summaries`](Self::summaries)' order, of the threads
+    /// `keep` takes (a face leaves out those it cannot show), strictly after the thread
+    /// `after` (its creation time and id; `None` for the first page), and whether more follow.
+    /// A key is a position in the order, whether or not its thread still exists, so a thread
+    /// deleted between two pages hides no other.
     pub fn summaries_after(
         &self,
         after: Option<(u64, &str)>,
         limit: usize,
+        keep: impl Fn(&ThreadSummary) -> bool,
     ) -> (Vec<ThreadSummary>, bool) {
-        let all = self.summaries();
+        let mut all = self.summaries();
+        all.retain(|summary| keep(summary));
         let start = match after {
             None => 0,
             Some((created_at_ms, id)) => {

@@ -209,6 +209,21 @@ pub struct ThreadSummary {
     pub archived: bool,
     /// The thread it was forked from.
     pub parent_thread_id: Option<String>,
+    /// The name its creator gave it, when that is not its id.
+    pub alias: Option<String>,
+}
+
+/// What a thread is created with besides its id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewThread {
+    /// Its title.
+    pub title: Option<String>,
+    /// Its model.
+    pub model: Option<String>,
+    /// The thread it is forked from (which must exist).
+    pub parent_thread_id: Option<String>,
+    /// The name its creator gave it, when that is not its id (see `ThreadEvent::ThreadCreated`).
+    pub alias: Option<String>,
 }
 
 /// Why a runtime call was refused.

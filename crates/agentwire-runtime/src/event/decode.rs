@@ -53,6 +53,8 @@ enum Mirror {
         model: Option<String>,
         #[serde(default)]
         parent_thread_id: Option<String>,
+        #[serde(default)]
+        alias: Option<String>,
     },
     #[serde(rename = "thread.renamed")]
     ThreadRenamed { title: String },
@@ -255,11 +257,13 @@ pub(super) mod tests {
                 title: Some("T".into()),
                 model: None,
                 parent_thread_id: None,
+                alias: None,
             },
             ThreadEvent::ThreadCreated {
                 title: None,
                 model: None,
                 parent_thread_id: Some("p".into()),
+                alias: Some("a".into()),
             },
             ThreadEvent::ThreadRenamed { title: "U".into() },
             ThreadEvent::ThreadDeleted,

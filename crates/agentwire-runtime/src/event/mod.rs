@@ -33,6 +33,10 @@ pub enum ThreadEvent {
         /// The thread it was forked from.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent_thread_id: Option<String>,
+        /// The name the host that created it gave it, when that is not its id (a face whose
+        /// protocol names threads otherwise than by UUID shows it instead of the id).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        alias: Option<String>,
     },
     /// The thread's title changed.
     #[serde(rename = "thread.renamed")]

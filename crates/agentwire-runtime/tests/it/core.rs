@@ -21,6 +21,7 @@ fn created() -> StampedEvent {
             title: Some("t".into()),
             model: None,
             parent_thread_id: None,
+            alias: None,
         },
     )
 }

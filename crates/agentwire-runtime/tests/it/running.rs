@@ -718,13 +718,13 @@ async fn forks_and_archives_are_durable_and_an_archived_thread_takes_no_turn() {
         .await
         .unwrap();
     let fork = runtime
-        .fork_thread("source", Some("fork"), None)
+        .fork_thread("source", Some("fork"), None, None)
         .await
         .unwrap();
     assert_eq!(fork, "fork");
     assert_eq!(
         runtime
-            .fork_thread("missing", None, None)
+            .fork_thread("missing", None, None, None)
             .await
             .unwrap_err()
             .code(),

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use agentwire_jsonrpc::{CallError, ErrorObject, Handlers, Peer, RequestContext};
 use agentwire_runtime::{
-    Admission, Interaction, InteractionKind, LiveEvent, Published, Resolution, RuntimeError,
-    StampedEvent, Subscription, ThreadEvent, TurnInput, fingerprint,
+    Admission, Interaction, InteractionKind, LiveEvent, NewThread, Published, Resolution,
+    RuntimeError, StampedEvent, Subscription, ThreadEvent, TurnInput, fingerprint,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -130,6 +130,9 @@ pub(crate) struct Session {
     decided: Mutex<HashMap<String, &'static str>>,
     /// Signalled whenever the pump wrote a turn's start or end.
     progress: Notify,
+    /// The App Server name of each thread and turn whose name is not its runtime id (see
+    /// [`wire::core_id`]), by runtime id: what this connection writes instead of the id.
+    names: Mutex<HashMap<String, String>>,
 }
 
 pub(crate) async fn run<R, W>(face: Arc<AppServerFace>, reader: R, writer: W)
@@ -145,6 +148,7 @@ where
         turns: Mutex::new(HashMap::new()),
         decided: Mutex::new(HashMap::new()),
         progress: Notify::new(),
+        names: Mutex::new(HashMap::new()),
     });
     // Subscribed before the first request is read, so nothing committed during the
     // connection is missed.
@@ -202,13 +206,66 @@ impl Session {
             Value::Null => serde_json::Map::new(),
             _ => return Err(invalid("params must be an object")),
         };
-        match params.get("idempotencyKey") {
+        let answer = match params.get("idempotencyKey") {
             None | Some(Value::Null) => self.dispatch(method, &params).await,
             Some(Value::String(key)) if !key.is_empty() && key.len() <= 256 => {
                 self.idempotent(method, key, &params).await
             }
             Some(_) => Err(invalid("idempotencyKey must be a string of 1 to 256 bytes")),
+        };
+        answer.map(|mut result| {
+            self.name_ids(&mut result);
+            result
+        })
+    }
+
+    /// The runtime id of the thread a host names `name`, the name kept when they differ.
+    fn thread_core(&self, name: &str) -> String {
+        let core = wire::core_id("thread", "", name);
+        if core != name {
+            lock(&self.names).insert(core.clone(), name.to_owned());
         }
+        core
+    }
+
+    /// The runtime id of the turn a host names `name` on the thread `thread_core`.
+    fn turn_core(&self, thread_core: &str, name: &str) -> String {
+        let core = wire::core_id("turn", thread_core, name);
+        if core != name {
+            lock(&self.names).insert(core.clone(), name.to_owned());
+        }
+        core
+    }
+
+    /// Learns the name of a thread from its alias, once.
+    fn learn_thread(&self, thread_core: &str) {
+        if lock(&self.names).contains_key(thread_core) {
+            return;
+        }
+        if let Ok(summary) = self.face.runtime.summary(thread_core)
+            && let Some(alias) = summary.alias
+        {
+            lock(&self.names).insert(thread_core.to_owned(), alias);
+        }
+    }
+
+    /// What this connection calls the thread or turn of runtime id `core`.
+    fn name_of(&self, core: &str) -> String {
+        lock(&self.names)
+            .get(core)
+            .cloned()
+            .unwrap_or_else(|| core.to_owned())
+    }
+
+    /// Writes the App Server names of threads and turns in place of their runtime ids, in the
+    /// members that hold them (`threadId`, `turnId`, `parentThreadId`, `thread_id`, `turn_id`,
+    /// and the `id` of a `thread` or `turn`), at any depth.
+    fn name_ids(&self, value: &mut Value) {
+        let names = lock(&self.names);
+        if names.is_empty() {
+            return;
+        }
+        rename(value, &names, false);
     }
 
     /// Runs a call once per method and `idempotencyKey` (the runtime's idempotency store,
@@ -362,21 +419,38 @@ impl Session {
         lock(&self.watched).insert(thread_id.to_owned());
     }
 
+    /// A thread as written (its id and its parent's are named by [`Session::name_ids`] when
+    /// the answer or notification is written).
     async fn thread_value(&self, thread_id: &str) -> Result<Value, ErrorObject> {
-        self.face
+        self.learn_thread(thread_id);
+        let (thread, parent) = self
+            .face
             .runtime
-            .inspect(thread_id, |state| wire::thread_of_state(thread_id, state))
+            .inspect(thread_id, |state| {
+                (
+                    wire::thread_of_state(thread_id, state),
+                    state.parent_thread_id.clone(),
+                )
+            })
             .await
-            .map_err(|e| runtime_error(&e))
+            .map_err(|e| runtime_error(&e))?;
+        if let Some(parent) = parent {
+            self.learn_thread(&parent);
+        }
+        Ok(thread)
     }
 
     async fn thread_start(
         self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
-        let thread_id = match params.get("threadId") {
-            None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
-            Some(Value::String(id)) if wire::is_identifier(id) => id.clone(),
+        let (thread_id, alias) = match params.get("threadId") {
+            None | Some(Value::Null) => (uuid::Uuid::new_v4().to_string(), None),
+            Some(Value::String(name)) if wire::is_identifier(name) => {
+                let core = self.thread_core(name);
+                let alias = (core != *name).then(|| name.clone());
+                (core, alias)
+            }
             Some(_) => return Err(invalid("threadId must be an Identifier")),
         };
         let title = optional_title(params)?;
@@ -388,9 +462,14 @@ impl Session {
                 return Err(invalid(format!("{object} must be an object")));
             }
         }
+        let new = NewThread {
+            title,
+            alias,
+            ..NewThread::default()
+        };
         self.face
             .runtime
-            .create_thread_as(&thread_id, title, None)
+            .create_thread_with(&thread_id, new)
             .await
             .map_err(|e| runtime_error(&e))?;
         self.watch(&thread_id);
@@ -406,17 +485,21 @@ impl Session {
         self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
-        let source = required_str(params, "threadId")?;
-        let new_id = match params.get("newThreadId") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(id)) if wire::is_identifier(id) => Some(id.as_str()),
+        let source = self.thread_core(required_str(params, "threadId")?);
+        let (new_id, alias) = match params.get("newThreadId") {
+            None | Some(Value::Null) => (None, None),
+            Some(Value::String(name)) if wire::is_identifier(name) => {
+                let core = self.thread_core(name);
+                let alias = (core != *name).then(|| name.clone());
+                (Some(core), alias)
+            }
             Some(_) => return Err(invalid("newThreadId must be an Identifier")),
         };
         let title = optional_title(params)?;
         let thread_id = self
             .face
             .runtime
-            .fork_thread(source, new_id, title)
+            .fork_thread(&source, new_id.as_deref(), title, alias)
             .await
             .map_err(|e| runtime_error(&e))?;
         self.watch(&thread_id);
@@ -430,13 +513,13 @@ impl Session {
         self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
-        let thread_id = required_str(params, "threadId")?;
+        let thread_id = self.thread_core(required_str(params, "threadId")?);
         self.face
             .runtime
-            .archive_thread(thread_id)
+            .archive_thread(&thread_id)
             .await
             .map_err(|e| runtime_error(&e))?;
-        let thread = self.thread_value(thread_id).await?;
+        let thread = self.thread_value(&thread_id).await?;
         self.notify("thread/updated", json!({"thread": thread}))
             .await;
         Ok(json!({"thread": thread}))
@@ -486,14 +569,13 @@ impl Session {
         params: &serde_json::Map<String, Value>,
         resume: bool,
     ) -> Result<Value, ErrorObject> {
-        let thread_id = required_str(params, "threadId")?;
+        let name = required_str(params, "threadId")?;
+        let thread_id = self.thread_core(name);
+        let thread_id = thread_id.as_str();
         let after = optional_count(params, "afterEventSeq", 0, usize::MAX)?;
         let limit = optional_count(params, "limit", 10_000, 10_000)?;
         if !self.face.runtime.contains_thread(thread_id) {
-            return Err(error(
-                code::NOT_FOUND,
-                format!("thread {thread_id} not found"),
-            ));
+            return Err(error(code::NOT_FOUND, format!("thread {name} not found")));
         }
         if resume {
             self.watch(thread_id);
@@ -549,11 +631,13 @@ impl Session {
         self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
-        let thread_id = required_str(params, "threadId")?.to_owned();
+        let thread_id = self.thread_core(required_str(params, "threadId")?);
         let text = input_text(params.get("input"))?;
         let turn_id = match params.get("turnId") {
             None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
-            Some(Value::String(id)) if wire::is_identifier(id) => id.clone(),
+            Some(Value::String(name)) if wire::is_identifier(name) => {
+                self.turn_core(&thread_id, name)
+            }
             Some(_) => return Err(invalid("turnId must be an Identifier")),
         };
         if params
@@ -587,8 +671,11 @@ impl Session {
         self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
-        let thread_id = required_str(params, "threadId")?;
-        let turn_id = required_str(params, "turnId")?;
+        let thread_name = required_str(params, "threadId")?;
+        let turn_name = required_str(params, "turnId")?;
+        let thread_id = self.thread_core(thread_name);
+        let turn_id = self.turn_core(&thread_id, turn_name);
+        let (thread_id, turn_id) = (thread_id.as_str(), turn_id.as_str());
         if let Some(turn) = self.turn_if(turn_id, |view| view.status.is_terminal()) {
             return Ok(json!({"turn": turn, "alreadyTerminal": true}));
         }
@@ -602,7 +689,7 @@ impl Session {
                 }
                 return Err(error(
                     code::NOT_FOUND,
-                    format!("no active turn {turn_id} on thread {thread_id}"),
+                    format!("no active turn {turn_name} on thread {thread_name}"),
                 ));
             }
             Err(other) => return Err(runtime_error(&other)),
@@ -642,7 +729,8 @@ impl Session {
 
     /// Writes a notification; a failure (the connection closed, a line over the limit) is
     /// logged.
-    async fn notify(&self, method: &str, params: Value) {
+    async fn notify(&self, method: &str, mut params: Value) {
+        self.name_ids(&mut params);
         // The peer is set before the first line is read, so before anything is published here.
         let Some(peer) = self.peer.get() else {
             return;
@@ -671,6 +759,7 @@ impl Session {
             if !lock(&self.watched).contains(thread_id.as_str()) {
                 continue;
             }
+            self.learn_thread(thread_id);
             match event {
                 Published::Durable {
                     thread_id,
@@ -767,13 +856,16 @@ impl Session {
                 approval_id: Some(_),
                 resolution,
             } => {
-                let via = lock(&self.decided)
-                    .remove(interaction_id)
-                    .unwrap_or(match resolution {
-                        Resolution::Expired => "timeout",
-                        Resolution::Cancelled { .. } => "cancelled",
-                        _ => "runtime",
-                    });
+                // This connection's decision names how, when it is the one that was taken (its
+                // outcome matches); otherwise another host, or the runtime, settled it.
+                let ours = lock(&self.decided).remove(interaction_id);
+                let approved = matches!(resolution, Resolution::Approved);
+                let via = match (ours, resolution) {
+                    (Some(via), _) if accepts(via) == approved => via,
+                    (_, Resolution::Expired) => "timeout",
+                    (_, Resolution::Cancelled { .. }) => "cancelled",
+                    _ => "host",
+                };
                 self.notify(
                     "approval/resolved",
                     json!({
@@ -853,9 +945,10 @@ impl Session {
                 item.streamed |= streaming;
                 return Some(item.id.clone());
             }
+            let turn_name = self.name_of(turn_id);
             let id = match view.assistant_items {
-                0 => format!("{turn_id}:assistant"),
-                n => format!("{turn_id}:assistant:{n}"),
+                0 => format!("{turn_name}:assistant"),
+                n => format!("{turn_name}:assistant:{n}"),
             };
             view.assistant_items += 1;
             let now = self.face.runtime.now_ms();
@@ -1043,6 +1136,9 @@ impl Session {
             "reason": reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| format!("the agent asks to run {tool_name}")),
             "requestedPermissions": [],
         });
+        // The server request carries the same names as the notification.
+        let mut request = request;
+        self.name_ids(&mut request);
         self.notify("approval/requested", json!({"request": request}))
             .await;
         let session = Arc::clone(self);
@@ -1164,6 +1260,40 @@ fn decide(decision: &Value) -> (Resolution, &'static str) {
             )
         }
     }
+}
+
+/// [`Session::name_ids`] over one value: `in_object` when `value` is a `thread` or `turn`.
+fn rename(value: &mut Value, names: &HashMap<String, String>, in_object: bool) {
+    match value {
+        Value::Object(map) => {
+            for (key, member) in map.iter_mut() {
+                let holds_id = matches!(
+                    key.as_str(),
+                    "threadId" | "turnId" | "parentThreadId" | "thread_id" | "turn_id"
+                ) || (in_object && key == "id");
+                if holds_id
+                    && let Value::String(id) = member
+                    && let Some(name) = names.get(id.as_str())
+                {
+                    *id = name.clone();
+                    continue;
+                }
+                let object = matches!(key.as_str(), "thread" | "turn" | "threads");
+                rename(member, names, object);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                rename(item, names, in_object);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a decision's `via` is one of the accept kinds.
+fn accepts(via: &str) -> bool {
+    matches!(via, "acceptOnce" | "acceptForTurn" | "acceptForSession")
 }
 
 /// `value`, or a summary of its size when it is too large for a notification.

@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use agentwire_runtime::{ThreadState, ThreadSummary};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 
 /// The largest line the SDK reads (its reader's limit, the newline excluded).
 pub const MAX_LINE_BYTES: usize = 65_536;
@@ -185,6 +185,34 @@ pub fn chunks(text: &str, max: usize) -> Vec<&str> {
     out
 }
 
+/// The runtime's id of a thread or turn an App Server host names `name`: the name itself when it
+/// is a UUID, which every face can show; otherwise a UUID (version 8) derived from `kind`,
+/// `scope` (the thread, for a turn) and the name, so the same name always finds the same
+/// thread or turn, and the name is kept as the thread's alias (a turn's, for the connection).
+pub fn core_id(kind: &str, scope: &str, name: &str) -> String {
+    if let Ok(uuid) = uuid::Uuid::parse_str(name)
+        && uuid.hyphenated().to_string() == name
+        && (1..=8).contains(&uuid.get_version_num())
+        && uuid.get_variant() == uuid::Variant::RFC4122
+    {
+        return name.to_owned();
+    }
+    let hash = Sha256::new()
+        .chain_update(b"agentwire app-server id\0")
+        .chain_update(kind.as_bytes())
+        .chain_update(b"\0")
+        .chain_update(scope.as_bytes())
+        .chain_update(b"\0")
+        .chain_update(name.as_bytes())
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&hash[..16]);
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
+}
+
 /// Whether `id` is an App Server `Identifier`: 1 to 160 characters, a letter or digit first,
 /// then letters, digits and `._:/-`.
 pub fn is_identifier(id: &str) -> bool {
@@ -218,6 +246,23 @@ mod tests {
         for bad in ["", "-a", "a b", "a\n", &"a".repeat(161), "é"] {
             assert!(!is_identifier(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_uuid_names_itself_and_any_other_name_a_stable_uuid_of_its_scope() {
+        let uuid = "0b7c2a1e-3f4d-4c5b-9a6e-7d8f9e0a1b2c";
+        assert_eq!(core_id("thread", "", uuid), uuid);
+        let derived = core_id("thread", "", "thread-1");
+        assert_eq!(derived, core_id("thread", "", "thread-1"));
+        assert_ne!(derived, core_id("turn", "", "thread-1"));
+        assert_ne!(core_id("turn", "a", "t"), core_id("turn", "b", "t"));
+        let parsed = uuid::Uuid::parse_str(&derived).unwrap();
+        assert_eq!(parsed.get_version_num(), 8);
+        // Not hyphenated lower case: not taken as is.
+        assert_ne!(
+            core_id("thread", "", &uuid.to_uppercase()),
+            uuid.to_uppercase()
+        );
     }
 
     #[test]

@@ -53,10 +53,13 @@ impl Session {
                 )
             })?),
         };
-        let (page, more) = self
-            .face
-            .runtime
-            .summaries_after(after.as_ref().map(|(at, id)| (*at, id.as_str())), limit);
+        let (page, more) = self.face.runtime.summaries_after(
+            after.as_ref().map(|(at, id)| (*at, id.as_str())),
+            limit,
+            // A thread whose id is not a Roll thread id (another face's host chose it) is
+            // not served over Roll.
+            |summary| wire::is_thread_id(&summary.id),
+        );
         let next_cursor = more
             .then(|| page.last())
             .flatten()

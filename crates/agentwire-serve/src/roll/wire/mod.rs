@@ -20,8 +20,8 @@ pub use event::{
     stored_event,
 };
 pub use snapshot::{
-    SnapshotPaging, WireError, attachment_descriptor, full_snapshot, operation_result_view,
-    operation_view, recovery_snapshot, thread_summary, wire_value,
+    SnapshotPaging, WireError, attachment_descriptor, full_snapshot, is_thread_id,
+    operation_result_view, operation_view, recovery_snapshot, thread_summary, wire_value,
 };
 
 /// An RFC 3339 timestamp (UTC, milliseconds) of a time in milliseconds since the Unix epoch.

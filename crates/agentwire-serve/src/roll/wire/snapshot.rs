@@ -52,6 +52,12 @@ fn id<T: DeserializeOwned>(what: &'static str, text: &str) -> Result<T, WireErro
     typed(what, &Value::String(text.to_owned()))
 }
 
+/// Whether `id` is a Roll thread id (a UUID): a thread of another id, which a host of another
+/// face may choose, is not served over Roll.
+pub fn is_thread_id(id: &str) -> bool {
+    self::id::<ThreadId>("a thread id", id).is_ok()
+}
+
 /// A `ThreadSummary` of a served thread.
 pub fn thread_summary(summary: &ThreadSummary) -> Result<roll::ThreadSummary, WireError> {
     Ok(roll::ThreadSummary {
