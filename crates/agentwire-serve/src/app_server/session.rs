@@ -444,15 +444,9 @@ impl Session {
         self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
-        let (thread_id, alias) = match params.get("threadId") {
-            None | Some(Value::Null) => (uuid::Uuid::new_v4().to_string(), None),
-            Some(Value::String(name)) if wire::is_identifier(name) => {
-                let core = self.thread_core(name);
-                let alias = (core != *name).then(|| name.clone());
-                (core, alias)
-            }
-            Some(_) => return Err(invalid("threadId must be an Identifier")),
-        };
+        let (thread_id, alias) = self
+            .new_thread_name(params, "threadId")?
+            .unwrap_or_else(|| (uuid::Uuid::new_v4().to_string(), None));
         let title = optional_title(params)?;
         for object in ["metadata", "agentOptions"] {
             if params
@@ -473,10 +467,32 @@ impl Session {
             .await
             .map_err(|e| runtime_error(&e))?;
         self.watch(&thread_id);
-        let thread = self.thread_value(&thread_id).await?;
-        self.notify("thread/updated", json!({"thread": thread}))
+        Ok(json!({"thread": self.announce(&thread_id).await?}))
+    }
+
+    /// The runtime id and alias of a new thread the host names in `param`, if it does.
+    fn new_thread_name(
+        &self,
+        params: &serde_json::Map<String, Value>,
+        param: &str,
+    ) -> Result<Option<(String, Option<String>)>, ErrorObject> {
+        match params.get(param) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(name)) if wire::is_identifier(name) => {
+                let core = self.thread_core(name);
+                let alias = (core != *name).then(|| name.clone());
+                Ok(Some((core, alias)))
+            }
+            Some(_) => Err(invalid(format!("{param} must be an Identifier"))),
+        }
+    }
+
+    /// Writes `thread/updated` for the thread; the thread as written.
+    async fn announce(&self, thread_id: &str) -> Result<Value, ErrorObject> {
+        let thread = self.thread_value(thread_id).await?;
+        self.notify("thread/updated", json!({"thread": thread.clone()}))
             .await;
-        Ok(json!({"thread": thread}))
+        Ok(thread)
     }
 
     /// A new thread that records `threadId` as its parent; it starts with no history of its
@@ -486,14 +502,9 @@ impl Session {
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
         let source = self.thread_core(required_str(params, "threadId")?);
-        let (new_id, alias) = match params.get("newThreadId") {
-            None | Some(Value::Null) => (None, None),
-            Some(Value::String(name)) if wire::is_identifier(name) => {
-                let core = self.thread_core(name);
-                let alias = (core != *name).then(|| name.clone());
-                (Some(core), alias)
-            }
-            Some(_) => return Err(invalid("newThreadId must be an Identifier")),
+        let (new_id, alias) = match self.new_thread_name(params, "newThreadId")? {
+            Some((core, alias)) => (Some(core), alias),
+            None => (None, None),
         };
         let title = optional_title(params)?;
         let thread_id = self
@@ -503,9 +514,7 @@ impl Session {
             .await
             .map_err(|e| runtime_error(&e))?;
         self.watch(&thread_id);
-        let thread = self.thread_value(&thread_id).await?;
-        self.notify("thread/updated", json!({"thread": thread}))
-            .await;
+        let thread = self.announce(&thread_id).await?;
         Ok(json!({"thread": thread, "historyForked": false}))
     }
 
@@ -519,10 +528,7 @@ impl Session {
             .archive_thread(&thread_id)
             .await
             .map_err(|e| runtime_error(&e))?;
-        let thread = self.thread_value(&thread_id).await?;
-        self.notify("thread/updated", json!({"thread": thread}))
-            .await;
-        Ok(json!({"thread": thread}))
+        Ok(json!({"thread": self.announce(&thread_id).await?}))
     }
 
     async fn thread_list(
