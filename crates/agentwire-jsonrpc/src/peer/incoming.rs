@@ -128,7 +128,35 @@ impl Inner {
                         tracing::error!(parent: &span, "request handler panicked; answering -32603");
                         Err(ErrorObject::internal())
                     });
-                    responder.finish(outcome, true).instrument(span).await;
+                    // The reader never waits for room in the output: the other side may be
+                    // writing before it reads. An answer that does not fit now is written by a
+                    // task of its own (at most one per request in flight).
+                    let line = self.encode_response(Some(&responder.id), &outcome);
+                    if let Sink::Batch(_) = &responder.sink {
+                        // A batch's answers are written with the batch.
+                        responder.finish_batch(line, &outcome);
+                        return;
+                    }
+                    match self.writes.try_reserve(line.len()) {
+                        Some(Ok(permit)) => {
+                            let _entered = span.enter();
+                            responder.answer(line, permit, &outcome, true);
+                        }
+                        Some(Err(_)) => {}
+                        None => {
+                            tokio::spawn(
+                                async move {
+                                    let Ok(permit) =
+                                        responder.inner.writes.reserve(line.len()).await
+                                    else {
+                                        return;
+                                    };
+                                    responder.answer(line, permit, &outcome, false);
+                                }
+                                .instrument(span),
+                            );
+                        }
+                    }
                     return;
                 }
                 Some(slot)
@@ -154,7 +182,7 @@ impl Inner {
                         Err(ErrorObject::internal())
                     }
                 };
-                responder.finish(outcome, false).await;
+                responder.finish(outcome).await;
             }
             .instrument(span),
         );
@@ -193,9 +221,55 @@ impl Responder {
         }
     }
 
-    /// Answers with `outcome`. `inline`: the reader runs this, and the writer is woken for the
-    /// answer with the reader's others, once no complete line is left to read.
-    async fn finish(mut self, outcome: Reply, inline: bool) {
+    /// Queues the answer `line` (of `outcome`) whose room `permit` holds. `inline`: the reader
+    /// runs this, and the writer is woken for the answer with the reader's others, once no
+    /// complete line is left to read.
+    fn answer(
+        mut self,
+        line: Vec<u8>,
+        permit: tokio::sync::OwnedSemaphorePermit,
+        outcome: &Reply,
+        inline: bool,
+    ) {
+        // Nothing awaits here, so a cancel cannot interleave with the answer.
+        if self.inner.is_closed() || self.cancelled.load(Ordering::SeqCst) {
+            return;
+        }
+        self.done = true;
+        lock(&self.inner.inbound).remove(&self.id);
+        let _ = self.inner.writes.push_reserved(line, 1, permit, !inline);
+        self.run_after_answer();
+        self.log_answered(outcome);
+    }
+
+    fn finish_batch(mut self, line: Vec<u8>, outcome: &Reply) {
+        let Sink::Batch(collector) = &self.sink else {
+            return;
+        };
+        if self.inner.is_closed() || self.cancelled.load(Ordering::SeqCst) {
+            return;
+        }
+        self.done = true;
+        lock(&self.inner.inbound).remove(&self.id);
+        collector.done(Some(line));
+        self.run_after_answer();
+        self.log_answered(outcome);
+    }
+
+    fn log_answered(&self, outcome: &Reply) {
+        tracing::debug!(
+            duration_us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            outcome = match outcome {
+                Ok(_) => "ok",
+                Err(_) => "error",
+            },
+            "request answered"
+        );
+    }
+
+    /// Answers with `outcome`, waiting for room in the output (a handler's task, so the
+    /// writer is woken for it).
+    async fn finish(mut self, outcome: Reply) {
         let line = self.inner.encode_response(Some(&self.id), &outcome);
         match &self.sink {
             Sink::Direct => {
@@ -208,7 +282,7 @@ impl Responder {
                 }
                 self.done = true;
                 lock(&self.inner.inbound).remove(&self.id);
-                let _ = self.inner.writes.push_reserved(line, 1, permit, !inline);
+                let _ = self.inner.writes.push_reserved(line, 1, permit, true);
                 self.run_after_answer();
             }
             Sink::Batch(collector) => {

@@ -83,6 +83,20 @@ impl WriteQueue {
         }
     }
 
+    /// Room for `len` bytes if the budget has it now; `None` when it is full (the caller must
+    /// not wait for it where waiting would stop reading), `Some(Err)` once closed.
+    pub(super) fn try_reserve(
+        &self,
+        len: usize,
+    ) -> Option<Result<OwnedSemaphorePermit, CallError>> {
+        let wanted = u32::try_from(len.min(self.capacity)).unwrap_or(u32::MAX);
+        match Arc::clone(&self.bytes).try_acquire_many_owned(wanted) {
+            Ok(permit) => Some(Ok(permit)),
+            Err(TryAcquireError::Closed) => Some(Err(CallError::Closed)),
+            Err(TryAcquireError::NoPermits) => None,
+        }
+    }
+
     /// Queues a line once the byte budget has room for it, and wakes the writer.
     pub(super) async fn send(&self, line: Vec<u8>) -> Result<(), CallError> {
         let permit = self.reserve(line.len()).await?;

@@ -1148,3 +1148,38 @@ async fn every_answer_to_input_read_before_its_end_is_written_before_closed_retu
         assert_eq!(answer, &json!({"jsonrpc":"2.0","id":n,"result":{"n":n}}));
     }
 }
+
+/// A host that writes all its requests before it reads any answer (a script piping a file in)
+/// is served: the reader never waits for room in the output, so it keeps reading while the
+/// answers wait for the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_writes_everything_before_reading_is_served_without_a_deadlock() {
+    let mut profile = Profile::generic();
+    profile.write_queue_bytes = 64 * 1024;
+    let (_peer, mut raw) = serve(profile, echo_handlers());
+    const REQUESTS: usize = 400;
+    let text = "x".repeat(8 * 1024);
+    let mut lines = Vec::new();
+    for id in 0..REQUESTS {
+        let request =
+            json!({"jsonrpc": "2.0", "id": id, "method": "echo", "params": {"text": text}});
+        lines.extend(serde_json::to_vec(&request).unwrap());
+        lines.push(b'\n');
+    }
+    // Some 3 MiB of requests, more than the pipe and the output budget together hold.
+    tokio::time::timeout(STUCK, raw.send(&lines))
+        .await
+        .expect("the peer keeps reading while its answers wait");
+    let mut answered = 0;
+    for _ in 0..REQUESTS {
+        let answer = raw.next().await;
+        if answer.get("result").is_some() {
+            assert_eq!(
+                answer["result"]["text"].as_str().map(str::len),
+                Some(8 * 1024)
+            );
+        }
+        answered += 1;
+    }
+    assert_eq!(answered, REQUESTS);
+}
