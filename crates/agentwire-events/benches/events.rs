@@ -163,11 +163,25 @@ struct Report {
 }
 
 impl Report {
-    fn ratio(&mut self, what: &str, ours: f64, anchor_name: &str, anchor: f64, target: f64) {
+    /// A rate against its anchor; `target` `None` for a figure printed without one.
+    fn ratio(
+        &mut self,
+        what: &str,
+        ours: f64,
+        anchor_name: &str,
+        anchor: f64,
+        target: Option<f64>,
+    ) {
         let ratio = ours / anchor;
-        let verdict = if ratio >= target { "meets" } else { "below" };
+        let verdict = match target {
+            Some(target) if ratio >= target => format!("meets target {target}"),
+            Some(target) => format!("below target {target}"),
+            // One event an append against 100 rows a transaction is not the same work: the
+            // runtime's appends benchmark holds one-event appends to their own anchors.
+            None => "no target: one event an append against 100-row transactions".to_owned(),
+        };
         self.lines.push(format!(
-            "{:<8} {what:<44} {ours:>10.0}/s  {anchor_name} {anchor:>10.0}/s  ratio {ratio:.2} ({verdict} target {target})",
+            "{:<8} {what:<44} {ours:>10.0}/s  {anchor_name} {anchor:>10.0}/s  ratio {ratio:.2} ({verdict})",
             self.engine
         ));
     }
@@ -399,7 +413,7 @@ async fn append_suite(
             rate,
             "raw",
             raw_batched,
-            0.8,
+            None,
         );
         report.second_anchor("raw 1 row/txn", rate, raw_single);
         report.latency(&format!("ack latency, {writers:>2} writers, 1 event"), &lat);
@@ -418,7 +432,7 @@ async fn append_suite(
             rate,
             "raw",
             raw_batched,
-            0.8,
+            Some(0.8),
         );
         report.latency(
             &format!("ack latency, {writers:>2} writers, {RAW_BATCH} events"),
@@ -462,7 +476,7 @@ async fn sqlite(report: &mut Report) {
         ours,
         "raw keyset",
         raw_read,
-        0.8,
+        Some(0.8),
     );
     let lat = tail_latency(&log, &log, "sqlite").await;
     report.latency("live tail delivery (append start -> page)", &lat);
@@ -495,7 +509,7 @@ async fn postgres(report: &mut Report) {
         ours,
         "raw keyset",
         raw_read,
-        0.8,
+        Some(0.8),
     );
     // The tail reads through a second instance, woken by the coalesced NOTIFY.
     let other = agentwire_events::open(&url).await.unwrap();
