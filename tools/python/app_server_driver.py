@@ -12,6 +12,7 @@ check. Every line the server wrote is also checked with the SDK's own validator
 import asyncio
 import json
 import sys
+import time
 
 from chainlesschain_agent_sdk.app_server import (
     AppServerClient,
@@ -42,6 +43,11 @@ class Recorder:
         self.requests.append(message)
         if isinstance(self.decision, Exception):
             raise self.decision
+        if isinstance(self.decision, tuple):
+            # ("late", seconds, decision): a host that answers after the server stopped waiting.
+            _, seconds, decision = self.decision
+            time.sleep(seconds)
+            return decision
         return self.decision
 
     def check(self, message) -> None:
@@ -263,7 +269,25 @@ async def threads(binary: str, state_dir: str) -> dict:
     return out
 
 
+async def approval_timeout(binary: str, state_dir: str) -> dict:
+    """The server is spawned with `--approval-timeout 1` (by the test's wrapper); the host
+    answers after 2.5 s."""
+    recorder = Recorder()
+    recorder.decision = ("late", 2.5, {"kind": "acceptOnce"})
+    c = client(binary, state_dir, recorder)
+    await c.start()
+    await call(c, "thread/start", {"threadId": "thread-t"})
+    before = len(recorder.notifications)
+    await call(c, "turn/start", {"threadId": "thread-t", "turnId": "late-1", "input": "/approve ls"})
+    await until_turn_completed(recorder, "late-1")
+    out = {"notifications": recorder.notifications[before:]}
+    await c.close()
+    out["invalid_lines"] = recorder.invalid_lines
+    return out
+
+
 SCENARIOS = {
+    "approval_timeout": approval_timeout,
     "threads": threads,
     "spawn": spawn,
     "basic": basic,

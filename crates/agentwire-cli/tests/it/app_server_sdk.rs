@@ -16,13 +16,18 @@ use crate::support::BIN;
 /// spawns a wrapper that copies everything the server writes to a file: every line of it
 /// must also be valid under our own schema of the App Server surface.
 fn scenario(name: &str) -> Value {
+    scenario_with(name, "")
+}
+
+/// [`scenario`] with `extra` appended to the command line the SDK spawns.
+fn scenario_with(name: &str, extra: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("server-output.ndjson");
     let wrapper = dir.path().join("agentwire-tee");
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\n'{}' \"$@\" | tee -a '{}'\n",
+            "#!/bin/sh\n'{}' \"$@\" {extra} | tee -a '{}'\n",
             BIN,
             copy.display()
         ),
@@ -651,4 +656,29 @@ async fn an_app_server_host_and_a_roll_host_watch_the_same_turn() {
         .expect("the runtime exits when its input ends")
         .unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// No decision within the approval timeout is a decline: the tool is refused, the turn goes on,
+/// and the host's late acceptance changes nothing.
+#[test]
+fn an_approval_not_decided_in_time_refuses_the_tool() {
+    let report = scenario_with("approval_timeout", "--approval-timeout 1");
+    let notifications = report["notifications"].as_array().unwrap();
+    let resolved = notifications
+        .iter()
+        .find(|n| n["method"] == "approval/resolved")
+        .unwrap();
+    assert_eq!(resolved["params"]["approved"], false);
+    assert_eq!(resolved["params"]["via"], "timeout");
+    let tool = notifications
+        .iter()
+        .find(|n| n["method"] == "tool/result")
+        .unwrap();
+    assert_eq!(tool["params"]["isError"], true);
+    assert_eq!(tool["params"]["error"], "no decision within 1000 ms");
+    let end = notifications
+        .iter()
+        .find(|n| n["method"] == "turn/completed")
+        .unwrap();
+    assert_eq!(end["params"]["turn"]["status"], "completed");
 }
