@@ -682,3 +682,65 @@ fn an_approval_not_decided_in_time_refuses_the_tool() {
         .unwrap();
     assert_eq!(end["params"]["turn"]["status"], "completed");
 }
+
+/// A long connection stays bounded: of the turns it saw end, it remembers the newest 1,024
+/// (an interrupt of one of them is `alreadyTerminal`); an older one is forgotten (`-32004`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_remembers_a_bounded_number_of_ended_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runtime = tokio::process::Command::new(BIN)
+        .args(["serve", "--app-server", "--app-server-state-dir"])
+        .arg(dir.path())
+        .env("AGENTWIRE_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut app = AppHost {
+        stdin: runtime.stdin.take().unwrap(),
+        lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            runtime.stdout.take().unwrap(),
+        )),
+        next_id: 0,
+        seen: Vec::new(),
+    };
+    app.call(
+        "initialize",
+        json!({"protocolVersion": 1, "minimumProtocolVersion": 1,
+               "client": {"name": "raw", "version": "1"}}),
+    )
+    .await;
+    app.call("thread/start", json!({"threadId": "long"})).await;
+    const TURNS: usize = 1_030;
+    for n in 0..TURNS {
+        let turn = format!("t-{n}");
+        app.call(
+            "turn/start",
+            json!({"threadId": "long", "turnId": turn, "input": "hi"}),
+        )
+        .await;
+        app.wait_for(|m| m["method"] == "turn/completed" && m["params"]["turn"]["id"] == turn)
+            .await;
+        // Only what is still needed is kept of what was read.
+        app.seen.clear();
+    }
+    let newest = app
+        .call(
+            "turn/interrupt",
+            json!({"threadId": "long", "turnId": format!("t-{}", TURNS - 1)}),
+        )
+        .await;
+    assert_eq!(newest["result"]["alreadyTerminal"], true, "{newest}");
+    assert_eq!(newest["result"]["turn"]["id"], format!("t-{}", TURNS - 1));
+    let oldest = app
+        .call(
+            "turn/interrupt",
+            json!({"threadId": "long", "turnId": "t-0"}),
+        )
+        .await;
+    assert_eq!(oldest["error"]["code"], -32004, "{oldest}");
+    drop(app);
+    let status = runtime.wait().await.unwrap();
+    assert_eq!(status.code(), Some(0));
+}

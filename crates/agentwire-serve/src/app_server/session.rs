@@ -133,7 +133,13 @@ pub(crate) struct Session {
     /// The App Server name of each thread and turn whose name is not its runtime id (see
     /// [`wire::core_id`]), by runtime id: what this connection writes instead of the id.
     names: Mutex<HashMap<String, String>>,
+    /// The turns this connection saw end, oldest first: the newest [`KEPT_ENDED_TURNS`] are kept
+    /// (for `alreadyTerminal`), older ones forgotten, so a long connection stays bounded.
+    ended: Mutex<std::collections::VecDeque<String>>,
 }
+
+/// Ended turns a connection remembers.
+const KEPT_ENDED_TURNS: usize = 1024;
 
 pub(crate) async fn run<R, W>(face: Arc<AppServerFace>, reader: R, writer: W)
 where
@@ -149,6 +155,7 @@ where
         decided: Mutex::new(HashMap::new()),
         progress: Notify::new(),
         names: Mutex::new(HashMap::new()),
+        ended: Mutex::new(std::collections::VecDeque::new()),
     });
     // Subscribed before the first request is read, so nothing committed during the
     // connection is missed.
@@ -1094,6 +1101,7 @@ impl Session {
             view.items.clear();
             view.value(turn_id)
         };
+        self.forget_old_turns(turn_id);
         self.notify(
             "turn/completed",
             json!({"turn": turn, "error": failure.unwrap_or(Value::Null)}),
@@ -1104,6 +1112,19 @@ impl Session {
                 .await;
         }
         self.progress.notify_waiters();
+    }
+
+    /// Records that `turn_id` ended, and forgets the oldest ended turns beyond
+    /// [`KEPT_ENDED_TURNS`] (their views and names).
+    fn forget_old_turns(&self, turn_id: &str) {
+        let mut ended = lock(&self.ended);
+        ended.push_back(turn_id.to_owned());
+        while ended.len() > KEPT_ENDED_TURNS {
+            if let Some(old) = ended.pop_front() {
+                lock(&self.turns).remove(&old);
+                lock(&self.names).remove(&old);
+            }
+        }
     }
 
     /// An approval the agent asks for: `approval/requested`, then the `approval/decide`
