@@ -13,6 +13,7 @@ import asyncio
 import json
 import sys
 import time
+from typing import Any, Callable, Coroutine, Optional
 
 from chainlesschain_agent_sdk.app_server import (
     AppServerClient,
@@ -27,18 +28,24 @@ def main() -> None:
     print(json.dumps(asyncio.run(SCENARIOS[scenario](binary, state_dir))))
 
 
+# A JSON value as the SDK hands it over, and a scenario's report.
+Json = Any
+Report = dict[str, Any]
+
+
 class Recorder:
     def __init__(self) -> None:
-        self.notifications: list = []
-        self.requests: list = []
-        self.decision = {"kind": "acceptOnce"}
-        self.invalid_lines: list = []
+        self.notifications: list[Json] = []
+        self.requests: list[Json] = []
+        # A decision, an exception to raise, or ("late", seconds, decision).
+        self.decision: Json = {"kind": "acceptOnce"}
+        self.invalid_lines: list[Json] = []
 
-    def on_notification(self, message) -> None:
+    def on_notification(self, message: Json) -> None:
         self.check(message)
         self.notifications.append(message)
 
-    def on_server_request(self, message):
+    def on_server_request(self, message: Json) -> Json:
         self.check(message)
         self.requests.append(message)
         if isinstance(self.decision, Exception):
@@ -50,17 +57,17 @@ class Recorder:
             return decision
         return self.decision
 
-    def check(self, message) -> None:
+    def check(self, message: Json) -> None:
         try:
             validate_protocol_message(message)
         except Exception as error:  # noqa: BLE001 - reported to the test
             self.invalid_lines.append({"message": message, "error": str(error)})
 
-    def methods(self) -> list:
+    def methods(self) -> list[str]:
         return [n["method"] for n in self.notifications]
 
 
-def client(binary: str, state_dir: str, recorder: Recorder, **options) -> AppServerClient:
+def client(binary: str, state_dir: str, recorder: Recorder, **options: Any) -> AppServerClient:
     return AppServerClient(
         AppServerClientOptions(
             cli_path=binary,
@@ -73,10 +80,12 @@ def client(binary: str, state_dir: str, recorder: Recorder, **options) -> AppSer
     )
 
 
-async def call(c: AppServerClient, method: str, params, recorder: "Recorder | None" = None) -> dict:
+async def call(
+    c: AppServerClient, method: str, params: Json, recorder: Optional[Recorder] = None
+) -> Report:
     """The answer, and with a recorder, how many notifications had arrived before it."""
     try:
-        out: dict = {"result": await c.request(method, params)}
+        out: Report = {"result": await c.request(method, params)}
     except AppServerRpcError as error:
         out = {"error": {"code": error.code, "message": str(error), "data": error.data}}
     if recorder is not None:
@@ -97,10 +106,10 @@ async def until_turn_completed(recorder: Recorder, turn_id: str, timeout: float 
     await asyncio.wait_for(wait(), timeout)
 
 
-async def basic(binary: str, state_dir: str) -> dict:
+async def basic(binary: str, state_dir: str) -> Report:
     recorder = Recorder()
     c = client(binary, state_dir, recorder)
-    out: dict = {"initialize": await c.start()}
+    out: Report = {"initialize": await c.start()}
     out["second_initialize"] = await call(
         c,
         "initialize",
@@ -145,13 +154,13 @@ async def basic(binary: str, state_dir: str) -> dict:
     return out
 
 
-async def approvals(binary: str, state_dir: str) -> dict:
+async def approvals(binary: str, state_dir: str) -> Report:
     recorder = Recorder()
     c = client(binary, state_dir, recorder)
     await c.start()
     await call(c, "thread/start", {"threadId": "thread-a"})
-    out: dict = {}
-    decisions = {
+    out: Report = {}
+    decisions: dict[str, Json] = {
         "accept-once": {"kind": "acceptOnce"},
         "accept-turn": {"kind": "acceptForTurn", "permissions": []},
         "accept-session": {"kind": "acceptForSession"},
@@ -176,12 +185,12 @@ async def approvals(binary: str, state_dir: str) -> dict:
     return out
 
 
-async def interrupt(binary: str, state_dir: str) -> dict:
+async def interrupt(binary: str, state_dir: str) -> Report:
     recorder = Recorder()
     c = client(binary, state_dir, recorder)
     await c.start()
     await call(c, "thread/start", {"threadId": "thread-i"})
-    out: dict = {}
+    out: Report = {}
     out["turn_start"] = await call(
         c, "turn/start", {"threadId": "thread-i", "turnId": "slow-1", "input": "/slow 400"}
     )
@@ -205,8 +214,8 @@ async def interrupt(binary: str, state_dir: str) -> dict:
     return out
 
 
-async def negotiation(binary: str, state_dir: str) -> dict:
-    out: dict = {}
+async def negotiation(binary: str, state_dir: str) -> Report:
+    out: Report = {}
     recorder = Recorder()
     c = client(binary, state_dir, recorder, features=("thread_turn_item", "typed_graph"))
     out["reduced"] = await c.start()
@@ -218,9 +227,9 @@ async def negotiation(binary: str, state_dir: str) -> dict:
     return out
 
 
-async def spawn(binary: str, state_dir: str) -> dict:
+async def spawn(binary: str, state_dir: str) -> Report:
     """Every spawn option the SDK has: the store kind, the queue cap, a state dir or a path."""
-    out: dict = {}
+    out: Report = {}
     recorder = Recorder()
     c = client(binary, state_dir, recorder, storage_backend="jsonl", server_queue_cap=7)
     out["with_dir"] = await c.start()
@@ -246,11 +255,11 @@ async def spawn(binary: str, state_dir: str) -> dict:
     return out
 
 
-async def threads(binary: str, state_dir: str) -> dict:
+async def threads(binary: str, state_dir: str) -> Report:
     recorder = Recorder()
     c = client(binary, state_dir, recorder)
     await c.start()
-    out: dict = {}
+    out: Report = {}
     await call(c, "thread/start", {"threadId": "source", "title": "Source"})
     out["fork"] = await call(
         c, "thread/fork", {"threadId": "source", "newThreadId": "forked", "title": "Fork"}
@@ -269,7 +278,7 @@ async def threads(binary: str, state_dir: str) -> dict:
     return out
 
 
-async def approval_timeout(binary: str, state_dir: str) -> dict:
+async def approval_timeout(binary: str, state_dir: str) -> Report:
     """The server is spawned with `--approval-timeout 1` (by the test's wrapper); the host
     answers after 2.5 s."""
     recorder = Recorder()
@@ -286,7 +295,7 @@ async def approval_timeout(binary: str, state_dir: str) -> dict:
     return out
 
 
-SCENARIOS = {
+SCENARIOS: dict[str, Callable[[str, str], Coroutine[Any, Any, Report]]] = {
     "approval_timeout": approval_timeout,
     "threads": threads,
     "spawn": spawn,
