@@ -131,8 +131,12 @@ pub(crate) struct Session {
     /// Signalled whenever the pump wrote a turn's start or end.
     progress: Notify,
     /// The App Server name of each thread and turn whose name is not its runtime id (see
-    /// [`wire::core_id`]), by runtime id: what this connection writes instead of the id.
+    /// [`wire::core_id`]), by runtime id: what this connection writes instead of the id. Only
+    /// threads and turns that exist are in it: a thread's name comes from its alias, a turn's
+    /// from the call that started or stopped it (and goes with the turn, see `ended`).
     names: Mutex<HashMap<String, String>>,
+    /// The threads whose alias was looked up (an alias never changes), so the pump looks once.
+    looked_up: Mutex<HashSet<String>>,
     /// The turns this connection saw end, oldest first: the newest [`KEPT_ENDED_TURNS`] are kept
     /// (for `alreadyTerminal`), older ones forgotten, so a long connection stays bounded.
     ended: Mutex<std::collections::VecDeque<String>>,
@@ -155,6 +159,7 @@ where
         decided: Mutex::new(HashMap::new()),
         progress: Notify::new(),
         names: Mutex::new(HashMap::new()),
+        looked_up: Mutex::new(HashSet::new()),
         ended: Mutex::new(std::collections::VecDeque::new()),
     });
     // Subscribed before the first request is read, so nothing committed during the
@@ -226,32 +231,33 @@ impl Session {
         })
     }
 
-    /// The runtime id of the thread a host names `name`, the name kept when they differ.
+    /// The runtime id of the thread a host names `name` (its name is learned from its alias).
     fn thread_core(&self, name: &str) -> String {
-        let core = wire::core_id("thread", "", name);
-        if core != name {
-            lock(&self.names).insert(core.clone(), name.to_owned());
-        }
-        core
+        wire::core_id("thread", "", name)
     }
 
     /// The runtime id of the turn a host names `name` on the thread `thread_core`.
     fn turn_core(&self, thread_core: &str, name: &str) -> String {
-        let core = wire::core_id("turn", thread_core, name);
-        if core != name {
-            lock(&self.names).insert(core.clone(), name.to_owned());
-        }
-        core
+        wire::core_id("turn", thread_core, name)
     }
 
-    /// Learns the name of a thread from its alias, once.
+    /// Keeps `name` as what this connection calls the turn `turn_core`, once the turn exists.
+    fn name_turn(&self, turn_core: &str, name: &str) {
+        if turn_core != name {
+            lock(&self.names).insert(turn_core.to_owned(), name.to_owned());
+        }
+    }
+
+    /// Learns the name of an existing thread from its alias, looking once per thread.
     fn learn_thread(&self, thread_core: &str) {
-        if lock(&self.names).contains_key(thread_core) {
+        if lock(&self.looked_up).contains(thread_core) {
             return;
         }
-        if let Ok(summary) = self.face.runtime.summary(thread_core)
-            && let Some(alias) = summary.alias
-        {
+        let Ok(summary) = self.face.runtime.summary(thread_core) else {
+            return;
+        };
+        lock(&self.looked_up).insert(thread_core.to_owned());
+        if let Some(alias) = summary.alias {
             lock(&self.names).insert(thread_core.to_owned(), alias);
         }
     }
@@ -422,8 +428,9 @@ impl Session {
         Ok(result)
     }
 
-    fn watch(&self, thread_id: &str) {
-        lock(&self.watched).insert(thread_id.to_owned());
+    /// Follows the thread; whether it was not followed before.
+    fn watch(&self, thread_id: &str) -> bool {
+        lock(&self.watched).insert(thread_id.to_owned())
     }
 
     /// A thread as written (its id and its parent's are named by [`Session::name_ids`] when
@@ -454,15 +461,8 @@ impl Session {
         let (thread_id, alias) = self
             .new_thread_name(params, "threadId")?
             .unwrap_or_else(|| (uuid::Uuid::new_v4().to_string(), None));
+        // `metadata` and `agentOptions` (objects, the schema checked) are not kept.
         let title = optional_title(params)?;
-        for object in ["metadata", "agentOptions"] {
-            if params
-                .get(object)
-                .is_some_and(|v| !v.is_object() && !v.is_null())
-            {
-                return Err(invalid(format!("{object} must be an object")));
-            }
-        }
         let new = NewThread {
             title,
             alias,
@@ -543,12 +543,6 @@ impl Session {
         params: &serde_json::Map<String, Value>,
     ) -> Result<Value, ErrorObject> {
         let limit = optional_count(params, "limit", 100, 1000)?;
-        if params
-            .get("includeArchived")
-            .is_some_and(|v| !v.is_boolean() && !v.is_null())
-        {
-            return Err(invalid("includeArchived must be a boolean"));
-        }
         let include_archived = params
             .get("includeArchived")
             .and_then(Value::as_bool)
@@ -646,21 +640,20 @@ impl Session {
     ) -> Result<Value, ErrorObject> {
         let thread_id = self.thread_core(required_str(params, "threadId")?);
         let text = input_text(params.get("input"))?;
-        let turn_id = match params.get("turnId") {
-            None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
+        let (turn_id, name) = match params.get("turnId") {
+            None | Some(Value::Null) => (uuid::Uuid::new_v4().to_string(), None),
             Some(Value::String(name)) if wire::is_identifier(name) => {
-                self.turn_core(&thread_id, name)
+                (self.turn_core(&thread_id, name), Some(name.as_str()))
             }
             Some(_) => return Err(invalid("turnId must be an Identifier")),
         };
-        if params
-            .get("options")
-            .is_some_and(|v| !v.is_object() && !v.is_null())
-        {
-            return Err(invalid("options must be an object"));
+        // Watched before the start is published, and named before it is written.
+        let newly_watched = self.watch(&thread_id);
+        if let Some(name) = name {
+            self.name_turn(&turn_id, name);
         }
-        self.watch(&thread_id);
-        self.face
+        let started = self
+            .face
             .runtime
             .start_turn(
                 &thread_id,
@@ -670,8 +663,17 @@ impl Session {
                     attachments: Vec::new(),
                 },
             )
-            .await
-            .map_err(|e| runtime_error(&e))?;
+            .await;
+        if let Err(failure) = started {
+            // Nothing of a turn that did not start is kept.
+            if newly_watched {
+                lock(&self.watched).remove(&thread_id);
+            }
+            if !lock(&self.turns).contains_key(&turn_id) {
+                lock(&self.names).remove(&turn_id);
+            }
+            return Err(runtime_error(&failure));
+        }
         // `turn/started` goes out before this answer.
         let turn = self
             .wait_for(&turn_id, |view| view.started)
@@ -692,9 +694,14 @@ impl Session {
         if let Some(turn) = self.turn_if(turn_id, |view| view.status.is_terminal()) {
             return Ok(json!({"turn": turn, "alreadyTerminal": true}));
         }
-        self.watch(thread_id);
-        match self.face.runtime.cancel_turn(thread_id, turn_id).await {
-            Ok(_) => {}
+        let newly_watched = self.watch(thread_id);
+        let cancelled = self.face.runtime.cancel_turn(thread_id, turn_id).await;
+        if cancelled.is_err() && newly_watched {
+            lock(&self.watched).remove(thread_id);
+        }
+        match cancelled {
+            // The turn exists: its end is written under the host's name for it.
+            Ok(_) => self.name_turn(turn_id, turn_name),
             Err(RuntimeError::TurnNotFound(_)) => {
                 // It may have ended between the two looks.
                 if let Some(turn) = self.turn_if(turn_id, |view| view.status.is_terminal()) {
