@@ -892,7 +892,7 @@ impl Session {
                         "threadId": thread_id,
                         "turnId": turn_id,
                         "approvalId": interaction_id,
-                        "approved": matches!(resolution, Resolution::Approved),
+                        "approved": approved,
                         "via": via,
                     }),
                 )
