@@ -269,40 +269,16 @@ impl Responder {
 
     /// Answers with `outcome`, waiting for room in the output (a handler's task, so the
     /// writer is woken for it).
-    async fn finish(mut self, outcome: Reply) {
+    async fn finish(self, outcome: Reply) {
         let line = self.inner.encode_response(Some(&self.id), &outcome);
-        match &self.sink {
-            Sink::Direct => {
-                let Ok(permit) = self.inner.writes.reserve(line.len()).await else {
-                    return;
-                };
-                // From here nothing awaits, so a cancel cannot interleave with the answer.
-                if self.inner.is_closed() || self.cancelled.load(Ordering::SeqCst) {
-                    return;
-                }
-                self.done = true;
-                lock(&self.inner.inbound).remove(&self.id);
-                let _ = self.inner.writes.push_reserved(line, 1, permit, true);
-                self.run_after_answer();
-            }
-            Sink::Batch(collector) => {
-                if self.inner.is_closed() || self.cancelled.load(Ordering::SeqCst) {
-                    return;
-                }
-                self.done = true;
-                lock(&self.inner.inbound).remove(&self.id);
-                collector.done(Some(line));
-                self.run_after_answer();
-            }
+        if let Sink::Batch(_) = &self.sink {
+            self.finish_batch(line, &outcome);
+            return;
         }
-        tracing::debug!(
-            duration_us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            outcome = match &outcome {
-                Ok(_) => "ok",
-                Err(_) => "error",
-            },
-            "request answered"
-        );
+        let Ok(permit) = self.inner.writes.reserve(line.len()).await else {
+            return;
+        };
+        self.answer(line, permit, &outcome, false);
     }
 }
 
