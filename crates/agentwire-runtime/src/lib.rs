@@ -2,7 +2,7 @@
 //! operations, active turn and pending interactions) as a fold of its durable events
 //! ([`state`]), the events themselves ([`event`]), the running core that serves threads from the
 //! event log and drives turns on an agent ([`core`]), the bounded idempotency cache of mutations
-//! ([`idempotency`]), the attachments hosts stage for turns ([`attachments`]), and the scripted
+//! ([`idempotency`]), a host's decision on an approval ([`decision`]), the attachments hosts stage for turns ([`attachments`]), and the scripted
 //! demo agent ([`demo`] its commands, [`agent`] the agent). Other agents implement [`Agent`] on
 //! this crate's public API (the agent process adapter is `agentwire-agent-process`).
 //! Faces translate this into their wire protocols; the event log stores the events as opaque
@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod attachments;
 pub mod core;
+pub mod decision;
 pub mod demo;
 pub mod event;
 pub mod idempotency;
@@ -27,6 +28,7 @@ pub use core::{
     RuntimeConfig, RuntimeError, Scope, Sleep, Subscription, SystemClock, ThreadSummary,
     TurnContext, TurnEnd,
 };
+pub use decision::{Decision, DecisionKind, PermissionGrant, Via};
 pub use demo::DemoCommand;
 pub use event::{
     AttachmentPart, FailStage, Interaction, InteractionKind, Message, MessagePart, Operation,
