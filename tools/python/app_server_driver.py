@@ -160,25 +160,32 @@ async def approvals(binary: str, state_dir: str) -> Report:
     await c.start()
     await call(c, "thread/start", {"threadId": "thread-a"})
     out: Report = {}
-    decisions: dict[str, Json] = {
-        "accept-once": {"kind": "acceptOnce"},
-        "accept-turn": {"kind": "acceptForTurn", "permissions": []},
-        "accept-session": {"kind": "acceptForSession"},
-        "decline": {"kind": "decline", "reason": "not today"},
-        "invalid": {"kind": "acceptOnce", "permissions": []},
-        "error": RuntimeError("the dialog crashed"),
-    }
-    for index, (name, decision) in enumerate(decisions.items()):
+    # Each case runs its own command, so a grant one gives covers none of the others.
+    cases: list[tuple[str, Json, str]] = [
+        ("accept-once", {"kind": "acceptOnce"}, "/approve ls once"),
+        ("accept-turn", {"kind": "acceptForTurn", "permissions": []}, "/repeat 3 ls turn"),
+        ("accept-session", {"kind": "acceptForSession"}, "/approve ls session"),
+        # Nobody is asked: the session's grant covers both runs.
+        ("session-later", RuntimeError("not asked"), "/repeat 2 ls session"),
+        ("decline", {"kind": "decline", "reason": "not today"}, "/approve ls decline"),
+        ("invalid", {"kind": "acceptOnce", "permissions": []}, "/approve ls invalid"),
+        ("error", RuntimeError("the dialog crashed"), "/approve ls error"),
+        (
+            "beyond-request",
+            {"kind": "acceptForSession", "permissions": [{"capability": "shell", "scope": "/"}]},
+            "/approve ls beyond",
+        ),
+    ]
+    for index, (name, decision, command) in enumerate(cases):
         recorder.decision = decision
         before = len(recorder.notifications)
+        asked = len(recorder.requests)
         turn = f"turn-{index}"
-        await call(
-            c, "turn/start", {"threadId": "thread-a", "turnId": turn, "input": "/approve ls -la"}
-        )
+        await call(c, "turn/start", {"threadId": "thread-a", "turnId": turn, "input": command})
         await until_turn_completed(recorder, turn)
         out[name] = {
             "notifications": recorder.notifications[before:],
-            "request": recorder.requests[-1],
+            "requests": recorder.requests[asked:],
         }
     await c.close()
     out["invalid_lines"] = recorder.invalid_lines

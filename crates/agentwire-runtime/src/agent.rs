@@ -62,7 +62,15 @@ impl DemoAgent {
                 run_tool(turn, &call, success(), display, None, true).await?;
                 reply(turn, &format!("The tool {name} ran.")).await?;
             }
-            DemoCommand::Approve { command } => approve(turn, &command).await?,
+            DemoCommand::Approve { command } => approve(turn, &command, 0).await?,
+            DemoCommand::Repeat { times, command } => {
+                for index in 0..times {
+                    approve(turn, &command, index).await?;
+                    if turn.is_cancelled() {
+                        break;
+                    }
+                }
+            }
             DemoCommand::Edit { path } => edit(turn, &path).await?,
             DemoCommand::Ask { question } => ask(turn, &question).await?,
             DemoCommand::Fail { stage } => {
@@ -250,11 +258,12 @@ fn approval(tool_name: &str, preview: Value) -> InteractionKind {
     }
 }
 
-async fn approve(turn: &TurnContext, command: &str) -> Result<(), RuntimeError> {
+/// Asks approval to run `command`, then runs it (as the turn's tool call `index`) or not.
+async fn approve(turn: &TurnContext, command: &str, index: u64) -> Result<(), RuntimeError> {
     let preview = json!({"command": command, "explanation": DemoCommand::explanation(command)});
     let resolution = turn.ask(approval("shell", preview)).await?;
     let call = ToolCall {
-        index: 0,
+        index,
         tool_name: "shell",
         input: json!({"command": command}),
     };

@@ -271,6 +271,148 @@ impl Via {
     }
 }
 
+/// The rule the runtime applies to approvals; a binding's `policyDigest` is its digest, so a
+/// decision made under another rule does not bind.
+pub const APPROVAL_POLICY: &str = "agentwire approval policy 1: an approval is taken only from an acceptOnce, acceptForTurn or acceptForSession decision bound to the pending request; acceptForTurn covers identical requests later in the turn, acceptForSession identical requests later in the thread; a decision may grant only the permissions the request asks for; anything else refuses the tool";
+
+/// `sha256:` and the lowercase hex SHA-256 of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    use sha2::{Digest as _, Sha256};
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for byte in Sha256::digest(bytes) {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+/// The digest of [`APPROVAL_POLICY`].
+pub fn policy_digest() -> &'static str {
+    static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIGEST.get_or_init(|| digest(APPROVAL_POLICY.as_bytes()))
+}
+
+/// What the runtime binds an approval to when it opens it, recorded with the interaction: a
+/// nonce of its own, the digest of the operation asked about (two requests with the same
+/// digest are identical, which is what a grant covers), the policy's digest, and the
+/// permissions it asks for (all a decision may grant).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Binding {
+    /// Unique to this request.
+    pub nonce: String,
+    /// The digest of the operation: its agent, tool and preview.
+    pub operation_digest: String,
+    /// The digest of the policy it was asked under.
+    pub policy_digest: String,
+    /// What it asks to be allowed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requested_permissions: Vec<PermissionGrant>,
+}
+
+/// An approval's whole binding, as a face presents it to a host and hands it back with the
+/// host's decision: the [`Binding`] and where the request stands (thread, turn, item, attempt,
+/// workspace, deadline). [`Runtime::decide`](crate::Runtime::decide) takes a decision only
+/// when every field equals the pending request's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalBinding {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn that asks.
+    pub turn_id: String,
+    /// The request (the interaction's id).
+    pub item_id: String,
+    /// The attempt of the step that asks; the runtime's turns have none.
+    pub attempt_id: Option<String>,
+    /// See [`Binding::operation_digest`].
+    pub operation_digest: String,
+    /// See [`Binding::policy_digest`].
+    pub policy_digest: String,
+    /// The digest of the workspace the operation acts on; the runtime binds none.
+    pub workspace_digest: Option<String>,
+    /// See [`Binding::nonce`].
+    pub nonce: String,
+    /// When the request expires (milliseconds since the Unix epoch).
+    pub expires_at_ms: u64,
+    /// See [`Binding::requested_permissions`].
+    pub requested_permissions: Vec<PermissionGrant>,
+}
+
+impl ApprovalBinding {
+    /// The first field in which `self` (as presented) differs from `pending` (the request as
+    /// it stands), with both values, or `None` when they are the same request.
+    pub fn mismatch(&self, pending: &ApprovalBinding) -> Option<String> {
+        let fields: [(&str, String, String); 8] = [
+            (
+                "threadId",
+                self.thread_id.clone(),
+                pending.thread_id.clone(),
+            ),
+            ("turnId", self.turn_id.clone(), pending.turn_id.clone()),
+            ("itemId", self.item_id.clone(), pending.item_id.clone()),
+            (
+                "attemptId",
+                format!("{:?}", self.attempt_id),
+                format!("{:?}", pending.attempt_id),
+            ),
+            (
+                "operationDigest",
+                self.operation_digest.clone(),
+                pending.operation_digest.clone(),
+            ),
+            (
+                "policyDigest",
+                self.policy_digest.clone(),
+                pending.policy_digest.clone(),
+            ),
+            (
+                "workspaceDigest",
+                format!("{:?}", self.workspace_digest),
+                format!("{:?}", pending.workspace_digest),
+            ),
+            ("nonce", self.nonce.clone(), pending.nonce.clone()),
+        ];
+        if let Some((name, given, current)) = fields.into_iter().find(|(_, a, b)| a != b) {
+            return Some(format!(
+                "the decision is bound to {name} {given}, and the request's is {current}"
+            ));
+        }
+        if self.expires_at_ms != pending.expires_at_ms {
+            return Some(format!(
+                "the decision is bound to a request expiring at {} ms, and the request expires at {} ms",
+                self.expires_at_ms, pending.expires_at_ms
+            ));
+        }
+        if self.requested_permissions != pending.requested_permissions {
+            return Some("the decision is bound to other requested permissions".into());
+        }
+        None
+    }
+}
+
+/// The digest of an approval's operation: its agent, tool and preview, as compact JSON.
+pub fn operation_digest(agent_name: &str, tool_name: &str, preview: &Value) -> String {
+    let operation = serde_json::json!({"agent": agent_name, "tool": tool_name, "preview": preview});
+    digest(operation.to_string().as_bytes())
+}
+
+/// Whether `decision` grants only what `requested` asks for: each of its permissions names a
+/// requested capability and scope. `Err` names the first that does not.
+pub fn within(decision: &Decision, requested: &[PermissionGrant]) -> Result<(), String> {
+    match decision.permissions.iter().find(|grant| {
+        !requested
+            .iter()
+            .any(|r| r.capability == grant.capability && r.scope == grant.scope)
+    }) {
+        None => Ok(()),
+        Some(grant) => Err(format!(
+            "the decision grants {} on {}, which the request does not ask for",
+            grant.capability, grant.scope
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -341,6 +483,71 @@ mod tests {
         assert_eq!(
             refused(json!({"kind": "cancel", "reason": null})),
             "reason is a string of at most 2048 characters"
+        );
+    }
+
+    fn binding() -> ApprovalBinding {
+        ApprovalBinding {
+            thread_id: "t".into(),
+            turn_id: "u".into(),
+            item_id: "i".into(),
+            attempt_id: None,
+            operation_digest: operation_digest("demo", "shell", &json!({"command": "ls"})),
+            policy_digest: policy_digest().to_owned(),
+            workspace_digest: None,
+            nonce: "n".into(),
+            expires_at_ms: 9,
+            requested_permissions: vec![PermissionGrant {
+                capability: "shell".into(),
+                scope: "t".into(),
+                expires_at: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_binding_names_the_first_field_that_differs() {
+        let pending = binding();
+        assert_eq!(binding().mismatch(&pending), None);
+        let mut stale = binding();
+        stale.nonce = "old".into();
+        assert_eq!(
+            stale.mismatch(&pending).as_deref(),
+            Some("the decision is bound to nonce old, and the request's is n")
+        );
+        let mut other = binding();
+        other.operation_digest = operation_digest("demo", "shell", &json!({"command": "rm"}));
+        assert!(
+            other
+                .mismatch(&pending)
+                .unwrap()
+                .starts_with("the decision is bound to operationDigest sha256:")
+        );
+        let mut late = binding();
+        late.expires_at_ms = 10;
+        assert_eq!(
+            late.mismatch(&pending).as_deref(),
+            Some(
+                "the decision is bound to a request expiring at 10 ms, and the request expires at 9 ms"
+            )
+        );
+        assert_eq!(policy_digest().len(), 71);
+    }
+
+    #[test]
+    fn a_decision_grants_only_what_is_asked() {
+        let requested = binding().requested_permissions;
+        let grant = |capability: &str, scope: &str| {
+            Decision::parse(&json!({"kind": "acceptForSession", "permissions": [{"capability": capability, "scope": scope}]})).unwrap()
+        };
+        assert_eq!(within(&grant("shell", "t"), &requested), Ok(()));
+        assert_eq!(
+            within(&Decision::of(DecisionKind::AcceptForTurn), &requested),
+            Ok(())
+        );
+        assert_eq!(
+            within(&grant("shell", "*"), &requested),
+            Err("the decision grants shell on *, which the request does not ask for".into())
         );
     }
 

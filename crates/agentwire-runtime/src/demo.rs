@@ -11,6 +11,8 @@ pub const MAX_SLOW_DELTAS: u64 = 1_000;
 pub const MAX_BURST_OPERATIONS: u64 = 100_000;
 /// Largest message `/big` writes: the durable record limit less room for the envelope.
 pub const MAX_BIG_BYTES: u64 = 16 * 1024 * 1024 - 64 * 1024;
+/// Most runs `/repeat` asks for.
+pub const MAX_REPEAT: u64 = 10;
 /// Longest approval explanation the protocol allows.
 pub const MAX_EXPLANATION_CHARS: usize = 100;
 
@@ -23,6 +25,9 @@ pub enum DemoCommand {
     Tool { name: String, input: Value },
     /// `/approve COMMAND`: ask approval to run a shell command, then run it or not.
     Approve { command: String },
+    /// `/repeat N COMMAND`: `/approve COMMAND` N times in one turn, each run asked for: the
+    /// identical requests an `acceptForTurn` or `acceptForSession` covers.
+    Repeat { times: u64, command: String },
     /// `/edit PATH`: ask approval with a file-change diff preview, then apply it or not.
     Edit { path: String },
     /// `/ask QUESTION`: a form with a text and a choice control.
@@ -59,6 +64,7 @@ impl DemoCommand {
             "approve" if !args.is_empty() => DemoCommand::Approve {
                 command: args.to_owned(),
             },
+            "repeat" => repeat(args),
             "edit" if !args.is_empty() => DemoCommand::Edit {
                 path: args.to_owned(),
             },
@@ -140,6 +146,19 @@ fn tool(args: &str) -> DemoCommand {
     }
 }
 
+fn repeat(args: &str) -> DemoCommand {
+    let (times, command) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+    let command = command.trim();
+    match count(times, MAX_REPEAT, "/repeat N COMMAND") {
+        Ok(_) if command.is_empty() => usage("/repeat N COMMAND needs a command".into()),
+        Ok(times) => DemoCommand::Repeat {
+            times,
+            command: command.to_owned(),
+        },
+        Err(problem) => usage(problem),
+    }
+}
+
 fn count(args: &str, max: u64, form: &str) -> Result<u64, String> {
     match args.parse::<u64>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
@@ -151,4 +170,33 @@ fn count(args: &str, max: u64, form: &str) -> Result<u64, String> {
 
 fn usage(problem: String) -> DemoCommand {
     DemoCommand::Usage { problem }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeat_takes_a_count_and_a_command() {
+        assert_eq!(
+            DemoCommand::parse("/repeat 3 ls -la"),
+            DemoCommand::Repeat {
+                times: 3,
+                command: "ls -la".into()
+            }
+        );
+        let problem = |text: &str| match DemoCommand::parse(text) {
+            DemoCommand::Usage { problem } => problem,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(problem("/repeat 3"), "/repeat N COMMAND needs a command");
+        assert_eq!(
+            problem("/repeat 11 ls"),
+            "/repeat N COMMAND takes a whole number from 1 to 10, not \"11\""
+        );
+        assert_eq!(
+            problem("/repeat"),
+            "/repeat N COMMAND takes a whole number from 1 to 10, not \"\""
+        );
+    }
 }

@@ -23,12 +23,12 @@ pub use attachments::{
     AttachmentStore, ChunkProgress, MediaType, StageRequest, StageSource, Staged,
 };
 pub use core::{
-    Agent, CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS, Clock,
+    Agent, Answer, CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS, Clock,
     DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, NewThread, Published, Runtime,
     RuntimeConfig, RuntimeError, Scope, Sleep, Subscription, SystemClock, ThreadSummary,
     TurnContext, TurnEnd,
 };
-pub use decision::{Decision, DecisionKind, PermissionGrant, Via};
+pub use decision::{ApprovalBinding, Binding, Decision, DecisionKind, PermissionGrant, Via};
 pub use demo::DemoCommand;
 pub use event::{
     AttachmentPart, FailStage, Interaction, InteractionKind, Message, MessagePart, Operation,

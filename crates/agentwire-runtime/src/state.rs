@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::decision::Via;
 use crate::event::{
     FailStage, Interaction, Message, MessagePart, Operation, Resolution, Role, StampedEvent,
     ThreadEvent, TurnStatus,
@@ -150,6 +151,29 @@ pub struct ThreadState {
     /// The log position of each timeline event ([`ThreadEvent::is_timeline`]), in order: the
     /// index is the event's gap-free timeline ordinal.
     pub timeline: Vec<u64>,
+    /// The operation digests an `acceptForTurn` of the active turn approved: identical
+    /// requests later in the turn are approved without asking. Emptied when a turn starts or
+    /// ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_grants: Vec<String>,
+    /// The operation digests an `acceptForSession` approved: identical requests later in the
+    /// thread are approved without asking. The newest [`MAX_SESSION_GRANTS`] are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_grants: Vec<String>,
+}
+
+/// Most grants of each kind a thread holds; a newer one pushes out the oldest.
+pub const MAX_SESSION_GRANTS: usize = 64;
+
+/// Adds `digest` to `grants` unless it is there, keeping the newest [`MAX_SESSION_GRANTS`].
+fn grant(grants: &mut Vec<String>, digest: &str) {
+    if grants.iter().any(|g| g == digest) {
+        return;
+    }
+    if grants.len() >= MAX_SESSION_GRANTS {
+        grants.remove(0);
+    }
+    grants.push(digest.to_owned());
 }
 
 impl ThreadState {
@@ -185,6 +209,8 @@ impl ThreadState {
             pending: self.pending.clone(),
             next_position: self.next_position,
             timeline: Vec::new(),
+            turn_grants: self.turn_grants.clone(),
+            session_grants: self.session_grants.clone(),
         }
     }
 
@@ -329,6 +355,7 @@ impl ThreadState {
                 self.active_turn = None;
             }
             ThreadEvent::TurnStarted { turn_id, input } => {
+                self.turn_grants.clear();
                 self.active_turn = Some(ActiveTurn {
                     id: turn_id.clone(),
                     status: TurnStatus::Running,
@@ -372,13 +399,31 @@ impl ThreadState {
                 self.pending
                     .insert(interaction.id.clone(), interaction.clone());
             }
-            ThreadEvent::InteractionResolved { interaction_id, .. } => {
-                self.pending.remove(interaction_id);
+            ThreadEvent::InteractionResolved {
+                interaction_id,
+                via,
+                ..
+            } => {
+                let taken = self.pending.remove(interaction_id);
+                let digest = taken
+                    .as_ref()
+                    .and_then(|i| i.binding.as_ref())
+                    .map(|b| b.operation_digest.as_str());
+                match (via, digest) {
+                    (Some(Via::AcceptForTurn), Some(digest)) => {
+                        grant(&mut self.turn_grants, digest)
+                    }
+                    (Some(Via::AcceptForSession), Some(digest)) => {
+                        grant(&mut self.session_grants, digest);
+                    }
+                    _ => {}
+                }
             }
             ThreadEvent::TurnCompleted { .. }
             | ThreadEvent::TurnCancelled { .. }
             | ThreadEvent::TurnFailed { .. } => {
                 self.active_turn = None;
+                self.turn_grants.clear();
                 // A turn's interactions end with it; the runtime resolves them before the
                 // terminal event, and the fold holds no orphan if a log lacks that.
                 self.pending.clear();
@@ -408,6 +453,8 @@ impl ThreadState {
                 resolution: Resolution::Cancelled {
                     reason: reason.to_owned(),
                 },
+                via: None,
+                decision: None,
             })
             .collect()
     }

@@ -230,7 +230,9 @@ async fn the_example_agent_runs_its_tool_after_the_approval_is_approved() {
             interaction_id: interaction.id.clone(),
             turn_id: Some("t1".into()),
             approval_id: Some(approval_id.clone()),
-            resolution: Resolution::Approved
+            resolution: Resolution::Approved,
+            via: Some(Via::AcceptOnce),
+            decision: Some(Decision::of(DecisionKind::AcceptOnce)),
         }
     );
     assert_eq!(

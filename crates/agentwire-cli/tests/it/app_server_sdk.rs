@@ -235,9 +235,38 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
     assert_eq!(report["running_after_close"], false);
 }
 
+/// The `approval/resolved` params of a case, in order.
+fn resolutions(notifications: &Value) -> Vec<(bool, String)> {
+    notifications
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["method"] == "approval/resolved")
+        .map(|n| {
+            let p = &n["params"];
+            (
+                p["approved"].as_bool().unwrap(),
+                p["via"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The `tool/result` errors of a case, in order (`null` for a tool that ran).
+fn tool_errors(notifications: &Value) -> Vec<Value> {
+    notifications
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["method"] == "tool/result")
+        .map(|n| n["params"]["error"].clone())
+        .collect()
+}
+
 #[test]
 fn approvals_are_taken_only_from_accept_decisions_and_everything_else_refuses_the_tool() {
     let report = scenario("approvals");
+    assert_eq!(report["invalid_lines"], json!([]));
     for (case, approved, via) in [
         ("accept-once", true, "acceptOnce"),
         ("accept-turn", true, "acceptForTurn"),
@@ -245,6 +274,7 @@ fn approvals_are_taken_only_from_accept_decisions_and_everything_else_refuses_th
         ("decline", false, "decline"),
         ("invalid", false, "invalid"),
         ("error", false, "error"),
+        ("beyond-request", false, "binding"),
     ] {
         let notifications = &report[case]["notifications"];
         let order = methods(notifications);
@@ -266,7 +296,10 @@ fn approvals_are_taken_only_from_accept_decisions_and_everything_else_refuses_th
         let resolution = &list[resolved]["params"];
         assert_eq!(resolution["approved"], approved, "{case}");
         assert_eq!(resolution["via"], via, "{case}");
-        let request = &report[case]["request"];
+        // One request per case: the first of its turn.
+        let requests = report[case]["requests"].as_array().unwrap();
+        assert_eq!(requests.len(), 1, "{case}");
+        let request = &requests[0];
         assert_eq!(request["method"], "approval/decide");
         assert!(request["id"].as_str().unwrap().starts_with("server:"));
         assert_eq!(
@@ -275,11 +308,11 @@ fn approvals_are_taken_only_from_accept_decisions_and_everything_else_refuses_th
         );
         let binding = &request["params"]["request"]["binding"];
         assert_eq!(binding["threadId"], "thread-a");
-        assert!(
-            binding["operationDigest"]
-                .as_str()
-                .unwrap()
-                .starts_with("sha256:")
+        let digest = binding["operationDigest"].as_str().unwrap();
+        assert!(digest.starts_with("sha256:"));
+        assert_eq!(
+            request["params"]["request"]["requestedPermissions"],
+            json!([{"capability": "shell", "scope": format!("operation:{digest}")}])
         );
         assert_eq!(resolution["approvalId"], request["params"]["request"]["id"]);
         let tool = &list[result]["params"];
@@ -291,25 +324,51 @@ fn approvals_are_taken_only_from_accept_decisions_and_everything_else_refuses_th
             .unwrap();
         assert_eq!(end["params"]["turn"]["status"], "completed", "{case}");
     }
+    // acceptForTurn: the two identical runs after it are approved without asking, and said so.
+    let turn = &report["accept-turn"]["notifications"];
+    let granted = |via: &str| (true, via.to_owned());
     assert_eq!(
-        report["decline"]["notifications"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["method"] == "tool/result")
-            .unwrap()["params"]["error"],
-        "not today"
+        resolutions(turn),
+        [
+            granted("acceptForTurn"),
+            granted("turnGrant"),
+            granted("turnGrant")
+        ]
     );
-    let error_reason = report["error"]["notifications"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["method"] == "tool/result")
-        .unwrap()["params"]["error"]
-        .clone();
+    assert_eq!(tool_errors(turn), [Value::Null, Value::Null, Value::Null]);
     assert_eq!(
-        error_reason,
-        "the host answered with an error: the dialog crashed"
+        methods(turn)
+            .iter()
+            .filter(|m| **m == "approval/requested")
+            .count(),
+        3
+    );
+    // acceptForSession: a later turn's identical runs are not asked at all.
+    let later = &report["session-later"];
+    assert_eq!(later["requests"], json!([]));
+    assert_eq!(
+        resolutions(&later["notifications"]),
+        [granted("sessionGrant"), granted("sessionGrant")]
+    );
+    assert_eq!(
+        tool_errors(&report["decline"]["notifications"]),
+        [json!("not today")]
+    );
+    assert_eq!(
+        tool_errors(&report["error"]["notifications"]),
+        [json!("the host answered with an error: the dialog crashed")]
+    );
+    assert_eq!(
+        tool_errors(&report["invalid"]["notifications"]),
+        [json!(
+            "the decision is not a valid ApprovalDecision: permissions is not a field of an acceptOnce decision"
+        )]
+    );
+    assert_eq!(
+        tool_errors(&report["beyond-request"]["notifications"]),
+        [json!(
+            "the decision grants shell on /, which the request does not ask for"
+        )]
     );
 }
 
@@ -601,7 +660,8 @@ async fn an_app_server_host_and_a_roll_host_watch_the_same_turn() {
         .await;
     let resolved = app.wait_for(|m| m["method"] == "approval/resolved").await;
     assert_eq!(resolved["params"]["approved"], true);
-    assert_eq!(resolved["params"]["via"], "host");
+    // The Roll face's approve is the decision acceptOnce.
+    assert_eq!(resolved["params"]["via"], "acceptOnce");
     // The App Server host's late decline changes nothing.
     app.send(&json!({"jsonrpc": "2.0", "id": to_app["id"], "result": {"kind": "decline"}}))
         .await;

@@ -5,11 +5,24 @@
 //! core and fails closed: an answer of another kind cancels the interaction and fails its turn;
 //! an answer to an interaction that is not pending (unknown, resolved, of another thread) or
 //! past its deadline changes nothing else.
+//!
+//! An approval is settled by a [`Decision`] ([`Runtime::decide`]): only an accepting decision
+//! bound to the pending request approves; an invalid answer, an error, no answer in time, a
+//! mismatched binding, or a grant beyond what was asked is a decline whose reason says why, and
+//! the turn goes on with the tool refused. What settled it is recorded ([`Via`]), with the
+//! decision; an `acceptForTurn` or `acceptForSession` becomes a grant of the thread's state,
+//! which approves identical requests later without asking ([`TurnContext::ask`]).
+//!
+//! [`TurnContext::ask`]: super::TurnContext::ask
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
 
 use super::{Runtime, RuntimeError, ThreadSlot, lock};
-use crate::event::{InteractionKind, Resolution, ThreadEvent, TurnStatus};
+use crate::decision::{self, ApprovalBinding, Decision, DecisionKind, Via};
+use crate::event::{Interaction, InteractionKind, Resolution, ThreadEvent, TurnStatus};
 use crate::state::ThreadState;
 
 /// Whether a host may resolve an interaction of `ask` with `resolution`.
@@ -24,6 +37,121 @@ fn fits(ask: &InteractionKind, resolution: &Resolution) -> bool {
         // Only the deadline expires an interaction.
         Resolution::Expired => false,
     }
+}
+
+/// How an interaction is settled: the resolution its turn learns and, for an approval, what
+/// settled it and the decision taken.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Settlement {
+    pub resolution: Resolution,
+    pub via: Option<Via>,
+    pub decision: Option<Decision>,
+}
+
+impl From<Resolution> for Settlement {
+    fn from(resolution: Resolution) -> Settlement {
+        Settlement {
+            resolution,
+            via: None,
+            decision: None,
+        }
+    }
+}
+
+/// A host's answer to an approval, as a face received it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The decision's JSON form (`ApprovalDecision`), read by [`Decision::parse`].
+    Value(Value),
+    /// A decision already read.
+    Decision(Decision),
+    /// The host answered with an error instead of a decision.
+    Error(String),
+    /// The host did not answer within the face's time.
+    Timeout(Duration),
+}
+
+/// An approval's whole binding as it stands, or `None` for user input or an approval opened
+/// without one.
+pub(super) fn binding_of(thread_id: &str, interaction: &Interaction) -> Option<ApprovalBinding> {
+    let binding = interaction.binding.as_ref()?;
+    Some(ApprovalBinding {
+        thread_id: thread_id.to_owned(),
+        turn_id: interaction.turn_id.clone(),
+        item_id: interaction.id.clone(),
+        attempt_id: None,
+        operation_digest: binding.operation_digest.clone(),
+        policy_digest: binding.policy_digest.clone(),
+        workspace_digest: None,
+        nonce: binding.nonce.clone(),
+        expires_at_ms: interaction.expires_at_ms,
+        requested_permissions: binding.requested_permissions.clone(),
+    })
+}
+
+/// What `answer` settles an approval bound to `pending` as (given the binding the face
+/// presented, if it presented one): the resolution the turn learns, what settled it and the
+/// decision taken.
+fn judge(
+    presented: Option<&ApprovalBinding>,
+    pending: Option<&ApprovalBinding>,
+    answer: Answer,
+) -> (Resolution, Via, Option<Decision>) {
+    let refuse = |reason: String, via: Via| {
+        (
+            Resolution::Rejected {
+                reason: Some(reason),
+            },
+            via,
+            None,
+        )
+    };
+    let decision = match answer {
+        Answer::Decision(decision) => decision,
+        Answer::Value(value) => match Decision::parse(&value) {
+            Ok(decision) => decision,
+            Err(why) => {
+                return refuse(
+                    format!("the decision is not a valid ApprovalDecision: {why}"),
+                    Via::Invalid,
+                );
+            }
+        },
+        Answer::Error(message) => {
+            return refuse(
+                format!("the host answered with an error: {message}"),
+                Via::Error,
+            );
+        }
+        Answer::Timeout(after) => {
+            return refuse(
+                format!("no decision within {} ms", after.as_millis()),
+                Via::Timeout,
+            );
+        }
+    };
+    if let (Some(presented), Some(pending)) = (presented, pending)
+        && let Some(why) = presented.mismatch(pending)
+    {
+        return refuse(why, Via::Binding);
+    }
+    let requested = pending.map_or(&[][..], |p| p.requested_permissions.as_slice());
+    if let Err(why) = decision::within(&decision, requested) {
+        return refuse(why, Via::Binding);
+    }
+    let resolution = if decision.kind.accepts() {
+        Resolution::Approved
+    } else {
+        Resolution::Rejected {
+            reason: Some(
+                decision
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| format!("the host chose {}", decision.kind.as_str())),
+            ),
+        }
+    };
+    (resolution, Via::of(decision.kind), Some(decision))
 }
 
 impl Runtime {
@@ -68,8 +196,90 @@ impl Runtime {
                 reason,
             });
         }
-        self.settle(thread_id, &slot, interaction_id, resolution, None)
+        // An approve or reject is the decision acceptOnce or decline.
+        let (via, decision) = match &resolution {
+            Resolution::Approved => (
+                Some(Via::AcceptOnce),
+                Some(Decision::of(DecisionKind::AcceptOnce)),
+            ),
+            Resolution::Rejected { reason } => (
+                Some(Via::Decline),
+                Some(Decision {
+                    reason: reason.clone(),
+                    ..Decision::of(DecisionKind::Decline)
+                }),
+            ),
+            _ => (None, None),
+        };
+        let settlement = Settlement {
+            resolution,
+            via,
+            decision,
+        };
+        self.settle(thread_id, &slot, interaction_id, settlement, None)
             .await
+    }
+
+    /// A host's answer to a pending approval, bound to `binding` (the request as the face
+    /// presented it): settles it at once, failing closed. An accepting decision whose binding
+    /// equals the pending request's, and which grants nothing the request does not ask for,
+    /// approves; anything else declines with the reason (an invalid decision, an error, a
+    /// timeout, another binding, a grant beyond the request). Returns what settled it.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InteractionNotFound`] when the thread has no such pending approval (it
+    /// was settled first, or never was), or its deadline has passed (it is then recorded
+    /// `expired`): nothing else changes.
+    pub async fn decide(
+        &self,
+        binding: &ApprovalBinding,
+        answer: Answer,
+    ) -> Result<Via, RuntimeError> {
+        let (thread_id, interaction_id) = (binding.thread_id.as_str(), binding.item_id.as_str());
+        let slot = self.slot(thread_id)?;
+        let (pending, expired) = {
+            let state = slot.state.lock().await;
+            match state.pending.get(interaction_id) {
+                Some(p) if matches!(p.ask, InteractionKind::Approval { .. }) => (
+                    binding_of(thread_id, p),
+                    p.expires_at_ms <= self.inner.clock.now_ms(),
+                ),
+                _ => return Err(RuntimeError::InteractionNotFound(interaction_id.to_owned())),
+            }
+        };
+        if expired {
+            let _ = self
+                .settle(thread_id, &slot, interaction_id, Resolution::Expired, None)
+                .await;
+            return Err(RuntimeError::InteractionNotFound(interaction_id.to_owned()));
+        }
+        let (resolution, via, decision) = judge(Some(binding), pending.as_ref(), answer);
+        let settlement = Settlement {
+            resolution,
+            via: Some(via),
+            decision,
+        };
+        self.settle(thread_id, &slot, interaction_id, settlement, None)
+            .await?;
+        Ok(via)
+    }
+
+    /// The binding of `thread_id`'s pending approval `interaction_id`, as a face presents it.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InteractionNotFound`] when no such approval is pending.
+    pub async fn approval_binding(
+        &self,
+        thread_id: &str,
+        interaction_id: &str,
+    ) -> Result<ApprovalBinding, RuntimeError> {
+        let slot = self.slot(thread_id)?;
+        let state = slot.state.lock().await;
+        state
+            .pending
+            .get(interaction_id)
+            .and_then(|p| binding_of(thread_id, p))
+            .ok_or_else(|| RuntimeError::InteractionNotFound(interaction_id.to_owned()))
     }
 
     /// Fails closed on a host's answer that cannot be taken (invalid, mismatched, or an error
@@ -112,9 +322,14 @@ impl Runtime {
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
         interaction_id: &str,
-        resolution: Resolution,
+        settlement: impl Into<Settlement>,
         fail_turn: Option<String>,
     ) -> Result<(), RuntimeError> {
+        let Settlement {
+            resolution,
+            via,
+            decision,
+        } = settlement.into();
         let decide = {
             let (slot, interaction_id, resolution) = (
                 Arc::clone(slot),
@@ -146,6 +361,8 @@ impl Runtime {
                         turn_id: Some(pending.turn_id.clone()),
                         approval_id: pending.ask.approval_id().map(str::to_owned),
                         resolution,
+                        via,
+                        decision,
                     },
                     ThreadEvent::TurnStatusChanged {
                         turn_id: pending.turn_id.clone(),

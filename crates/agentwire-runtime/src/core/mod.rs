@@ -29,6 +29,7 @@ use crate::event::{Resolution, StampedEvent, ThreadEvent};
 use crate::idempotency::{IdempotencyLimits, IdempotencyStore};
 use crate::state::ThreadState;
 
+pub use self::interactions::Answer;
 pub use self::replay::{CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS};
 use self::subscribe::{CommittedPage, Subscriber};
 pub use self::subscribe::{Scope, Subscription};

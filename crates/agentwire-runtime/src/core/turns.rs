@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 
 use super::{LiveEvent, RunningTurn, Runtime, RuntimeError, TurnEnd, lock};
+use crate::decision::{self, Binding, PermissionGrant, Via};
 use crate::event::{
     FailStage, Interaction, InteractionKind, Operation, Resolution, ThreadEvent, TurnInput,
     TurnStatus,
@@ -353,26 +354,86 @@ impl TurnContext {
         if let Some(deadline) = self.deadline_ms {
             expires_at_ms = expires_at_ms.min(deadline);
         }
+        let binding = match &ask {
+            InteractionKind::Approval {
+                agent_name,
+                tool_name,
+                preview,
+                ..
+            } => {
+                let operation_digest = decision::operation_digest(agent_name, tool_name, preview);
+                // The least it needs: its tool, on exactly this operation.
+                let requested = PermissionGrant {
+                    capability: tool_name.clone(),
+                    scope: format!("operation:{operation_digest}"),
+                    expires_at: None,
+                };
+                Some(Binding {
+                    nonce: uuid::Uuid::new_v4().to_string(),
+                    operation_digest,
+                    policy_digest: decision::policy_digest().to_owned(),
+                    requested_permissions: vec![requested],
+                })
+            }
+            InteractionKind::UserInput { .. } => None,
+        };
         let interaction = Interaction {
             id: uuid::Uuid::new_v4().to_string(),
             turn_id: self.turn_id.clone(),
             expires_at_ms,
             ask,
+            binding,
         };
         let id = interaction.id.clone();
         let (tx, mut rx) = oneshot::channel();
         let slot = runtime.slot(&self.thread_id)?;
         lock(&slot.waiters).insert(id.clone(), tx);
-        let opened = vec![
-            ThreadEvent::InteractionOpened { interaction },
-            ThreadEvent::TurnStatusChanged {
-                turn_id: self.turn_id.clone(),
-                status: TurnStatus::WaitingForUser,
-            },
-        ];
-        if let Err(error) = runtime.append(&self.thread_id, &slot, opened).await {
-            lock(&slot.waiters).remove(&id);
-            return Err(error);
+        // An identical request a grant of the turn or the thread covers is approved without
+        // asking: opened and resolved in one append, so no host is asked.
+        let turn_id = self.turn_id.clone();
+        let open = move |state: &ThreadState| {
+            let digest = interaction
+                .binding
+                .as_ref()
+                .map(|b| b.operation_digest.as_str());
+            let granted = digest.and_then(|digest| {
+                if state.turn_grants.iter().any(|g| g == digest) {
+                    Some(Via::TurnGrant)
+                } else if state.session_grants.iter().any(|g| g == digest) {
+                    Some(Via::SessionGrant)
+                } else {
+                    None
+                }
+            });
+            let second = match granted {
+                Some(via) => ThreadEvent::InteractionResolved {
+                    interaction_id: interaction.id.clone(),
+                    turn_id: Some(turn_id.clone()),
+                    approval_id: interaction.ask.approval_id().map(str::to_owned),
+                    resolution: Resolution::Approved,
+                    via: Some(via),
+                    decision: None,
+                },
+                None => ThreadEvent::TurnStatusChanged {
+                    turn_id: turn_id.clone(),
+                    status: TurnStatus::WaitingForUser,
+                },
+            };
+            Ok((
+                vec![ThreadEvent::InteractionOpened { interaction }, second],
+                granted.is_some(),
+            ))
+        };
+        match runtime.append_with(&self.thread_id, &slot, open).await {
+            Ok(false) => {}
+            Ok(true) => {
+                lock(&slot.waiters).remove(&id);
+                return Ok(Resolution::Approved);
+            }
+            Err(error) => {
+                lock(&slot.waiters).remove(&id);
+                return Err(error);
+            }
         }
         // In this order when several are ready: a recorded resolution stands, and a deadline
         // reached is `expired` even if the turn is stopped at the same moment.

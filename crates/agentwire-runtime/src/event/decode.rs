@@ -18,6 +18,8 @@ use serde::de::{
 use serde::{Deserialize, forward_to_deserialize_any};
 use serde_json::Value;
 
+use crate::decision::{Decision, Via};
+
 use super::{FailStage, Interaction, Operation, Resolution, ThreadEvent, TurnInput, TurnStatus};
 
 /// The variant names, as stored.
@@ -87,6 +89,10 @@ enum Mirror {
         #[serde(default)]
         approval_id: Option<String>,
         resolution: Resolution,
+        #[serde(default)]
+        via: Option<Via>,
+        #[serde(default)]
+        decision: Option<Decision>,
     },
     #[serde(rename = "turn.completed")]
     TurnCompleted { turn_id: String },
@@ -312,7 +318,25 @@ pub(super) mod tests {
                         preview: json!({"command": "ls"}),
                         reason: None,
                     },
+                    binding: Some(crate::decision::Binding {
+                        nonce: "n".into(),
+                        operation_digest: "sha256:0".into(),
+                        policy_digest: "sha256:1".into(),
+                        requested_permissions: vec![crate::decision::PermissionGrant {
+                            capability: "shell".into(),
+                            scope: "t".into(),
+                            expires_at: None,
+                        }],
+                    }),
                 },
+            },
+            ThreadEvent::InteractionResolved {
+                interaction_id: "i".into(),
+                turn_id: Some(turn_id()),
+                approval_id: Some("a".into()),
+                resolution: Resolution::Approved,
+                via: Some(crate::Via::AcceptForSession),
+                decision: Some(crate::Decision::of(crate::DecisionKind::AcceptForSession)),
             },
             ThreadEvent::InteractionResolved {
                 interaction_id: "i".into(),
@@ -321,6 +345,8 @@ pub(super) mod tests {
                 resolution: Resolution::Submitted {
                     values: json!({"name": "x"}),
                 },
+                via: None,
+                decision: None,
             },
             ThreadEvent::TurnCompleted { turn_id: turn_id() },
             ThreadEvent::TurnCancelled {

@@ -8,6 +8,8 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::decision::{Binding, Decision, Via};
+
 /// One durable event and the time the runtime stamped it (milliseconds since the Unix epoch).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -81,6 +83,14 @@ pub enum ThreadEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approval_id: Option<String>,
         resolution: Resolution,
+        /// What settled an approval: the kind of the host's decision, an earlier grant, or why
+        /// there was no decision to take ([`Via`]). Absent for user input, and for an approval
+        /// the runtime ended (expired, cancelled with its turn).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<Via>,
+        /// The host's decision on an approval, as taken (with the grants it gives).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<Decision>,
     },
     /// The turn ended normally.
     #[serde(rename = "turn.completed")]
@@ -388,6 +398,9 @@ pub struct Interaction {
     pub expires_at_ms: u64,
     /// What it asks.
     pub ask: InteractionKind,
+    /// What an approval's decision is bound to ([`Binding`]); absent for user input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<Binding>,
 }
 
 /// How an interaction ended.

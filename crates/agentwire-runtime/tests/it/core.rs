@@ -48,6 +48,7 @@ fn approval(id: &str, turn: &str, expires: u64) -> Interaction {
             preview: json!({"command": "ls", "explanation": "Lists files."}),
             reason: None,
         },
+        binding: None,
     }
 }
 
@@ -78,6 +79,8 @@ fn events_are_stored_as_tagged_camel_case_json() {
             resolution: Resolution::Rejected {
                 reason: Some("no".into()),
             },
+            via: None,
+            decision: None,
         },
     );
     let text = serde_json::to_string(&event).unwrap();
@@ -144,6 +147,8 @@ fn a_turn_with_a_tool_and_an_approval_folds_into_the_snapshot_state() {
                 turn_id: Some("t1".into()),
                 approval_id: Some("approval-i1".into()),
                 resolution: Resolution::Approved,
+                via: None,
+                decision: None,
             },
         ),
         at(
@@ -278,6 +283,8 @@ fn logs_that_do_not_fit_are_refused_with_their_code_and_leave_the_state_unchange
                     turn_id: None,
                     approval_id: None,
                     resolution: Resolution::Expired,
+                    via: None,
+                    decision: None,
                 },
             ),
             "runtime.fold.interaction",
@@ -495,6 +502,8 @@ fn valid_log() -> impl Strategy<Value = Vec<StampedEvent>> {
                             approval_id: Some(format!("approval-{id}")),
                             interaction_id: id,
                             resolution: Resolution::Expired,
+                            via: None,
+                            decision: None,
                         },
                     );
                 }

@@ -6,6 +6,7 @@
 
 mod attachments;
 mod core;
+mod decisions;
 mod pipeline;
 mod running;
 mod subscriptions;

@@ -36,9 +36,6 @@ pub const FEATURES: &[&str] = &[
     "bounded_transport",
 ];
 
-/// What an approval's `policyDigest` is the digest of: the rule this face applies.
-pub const POLICY: &str = "agentwire app-server approval policy 1: an approval is taken only from an acceptOnce, acceptForTurn or acceptForSession decision of the host; anything else rejects the tool";
-
 /// The `$id` of the ChainlessChain schema ours is held to on the definitions they share (the
 /// `chainlesschain-agent-sdk` 0.2.9 schema), reported in `initialize`'s `peerSchema`.
 pub const PEER_SCHEMA_ID: &str =

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use agentwire_jsonrpc::{CallError, ErrorObject, Handlers, Peer, RequestContext};
 use agentwire_runtime::{
-    Admission, Interaction, InteractionKind, LiveEvent, NewThread, Published, Resolution,
+    Admission, Answer, Interaction, InteractionKind, LiveEvent, NewThread, Published, Resolution,
     RuntimeError, StampedEvent, Subscription, ThreadEvent, TurnInput, fingerprint,
 };
 use serde_json::{Value, json};
@@ -126,8 +126,6 @@ pub(crate) struct Session {
     /// or started a turn on.
     watched: Mutex<HashSet<String>>,
     turns: Mutex<HashMap<String, TurnView>>,
-    /// How each approval this connection decided was decided (`approval/resolved`'s `via`).
-    decided: Mutex<HashMap<String, &'static str>>,
     /// Signalled whenever the pump wrote a turn's start or end.
     progress: Notify,
     /// The App Server name of each thread and turn whose name is not its runtime id (see
@@ -156,7 +154,6 @@ where
         negotiated: Mutex::new(None),
         watched: Mutex::new(HashSet::new()),
         turns: Mutex::new(HashMap::new()),
-        decided: Mutex::new(HashMap::new()),
         progress: Notify::new(),
         names: Mutex::new(HashMap::new()),
         looked_up: Mutex::new(HashSet::new()),
@@ -875,16 +872,15 @@ impl Session {
                 turn_id,
                 approval_id: Some(_),
                 resolution,
+                via,
+                ..
             } => {
-                // This connection's decision names how, when it is the one that was taken (its
-                // outcome matches); otherwise another host, or the runtime, settled it.
-                let ours = lock(&self.decided).remove(interaction_id);
+                // What the core recorded as settling it; with none, the runtime ended it.
                 let approved = matches!(resolution, Resolution::Approved);
-                let via = match (ours, resolution) {
-                    (Some(via), _) if accepts(via) == approved => via,
-                    (_, Resolution::Expired) => "timeout",
-                    (_, Resolution::Cancelled { .. }) => "cancelled",
-                    _ => "host",
+                let via = match (via, resolution) {
+                    (Some(via), _) => via.as_str(),
+                    (None, Resolution::Expired) => "timeout",
+                    (None, _) => "cancelled",
                 };
                 self.notify(
                     "approval/resolved",
@@ -1134,10 +1130,11 @@ impl Session {
         }
     }
 
-    /// An approval the agent asks for: `approval/requested`, then the `approval/decide`
-    /// server request, answered in its own task; whatever is not an acceptance (a decline, an
-    /// invalid decision, an error reply, no answer in time) is a rejection whose reason says
-    /// why.
+    /// An approval the agent asks for: `approval/requested` with the binding the core made,
+    /// then, while it is pending, the `approval/decide` server request, answered in its own
+    /// task. The answer goes to the core with the binding presented, which settles it failing
+    /// closed (docs/runtime.md, "Decisions"). An approval a grant approved without asking is
+    /// announced, and `approval/resolved` follows with how.
     async fn ask_approval(self: &Arc<Self>, thread_id: &str, interaction: &Interaction) {
         let InteractionKind::Approval {
             agent_name,
@@ -1149,6 +1146,11 @@ impl Session {
         else {
             return;
         };
+        let Some(binding) = &interaction.binding else {
+            return;
+        };
+        let runtime = &self.face.runtime;
+        let pending = runtime.approval_binding(thread_id, &interaction.id).await;
         let operation =
             json!({"tool": tool_name, "agent": agent_name, "preview": bounded(preview)});
         let request = json!({
@@ -1158,141 +1160,52 @@ impl Session {
                 "turnId": interaction.turn_id,
                 "itemId": interaction.id,
                 "attemptId": Value::Null,
-                "operationDigest": wire::digest(operation.to_string().as_bytes()),
-                "policyDigest": wire::digest(super::POLICY.as_bytes()),
+                "operationDigest": binding.operation_digest,
+                "policyDigest": binding.policy_digest,
                 "workspaceDigest": Value::Null,
                 "cwd": self.face.config.cwd,
-                "nonce": uuid::Uuid::new_v4().to_string(),
+                "nonce": binding.nonce,
                 "expiresAt": wire::timestamp(interaction.expires_at_ms),
             },
             "operation": operation,
             "risk": "medium",
             "reason": reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| format!("the agent asks to run {tool_name}")),
-            "requestedPermissions": [],
+            "requestedPermissions": binding.requested_permissions,
         });
         // The server request carries the same names as the notification.
         let mut request = request;
         self.name_ids(&mut request);
         self.notify("approval/requested", json!({"request": request}))
             .await;
+        let Ok(presented) = pending else {
+            // Settled already (a grant, another host, its deadline): nothing to ask.
+            return;
+        };
         let session = Arc::clone(self);
-        let (thread_id, interaction_id) = (thread_id.to_owned(), interaction.id.clone());
         tokio::spawn(async move {
             let Some(peer) = session.peer.get() else {
                 return;
             };
-            let answer: Result<Value, CallError> = peer
-                .request_with(
+            let timeout = session.face.config.approval_timeout;
+            let answer = match peer
+                .request_with::<Value, Value>(
                     "approval/decide",
                     &json!({"request": request}),
-                    Some(session.face.config.approval_timeout),
+                    Some(timeout),
                 )
-                .await;
-            let (resolution, via) = match answer {
-                Ok(decision) => decide(&decision),
-                Err(CallError::Remote(error)) => (
-                    Resolution::Rejected {
-                        reason: Some(format!(
-                            "the host answered with an error: {}",
-                            error.message
-                        )),
-                    },
-                    "error",
-                ),
-                Err(CallError::Timeout { timeout_ms }) => (
-                    Resolution::Rejected {
-                        reason: Some(format!("no decision within {timeout_ms} ms")),
-                    },
-                    "timeout",
-                ),
-                // The connection went away: the approval stays pending for another host.
-                Err(CallError::Closed) => return,
-                Err(other) => (
-                    Resolution::Rejected {
-                        reason: Some(format!("the decision could not be read: {other}")),
-                    },
-                    "invalid",
-                ),
-            };
-            lock(&session.decided).insert(interaction_id.clone(), via);
-            if let Err(error) = session
-                .face
-                .runtime
-                .resolve(&thread_id, &interaction_id, resolution)
                 .await
             {
-                lock(&session.decided).remove(&interaction_id);
+                Ok(decision) => Answer::Value(decision),
+                Err(CallError::Remote(error)) => Answer::Error(error.message),
+                Err(CallError::Timeout { .. }) => Answer::Timeout(timeout),
+                // The connection went away: the approval stays pending for another host.
+                Err(CallError::Closed) => return,
+                Err(other) => Answer::Error(format!("the decision could not be read: {other}")),
+            };
+            if let Err(error) = session.face.runtime.decide(&presented, answer).await {
                 tracing::info!(%error, "an approval decision was not taken");
             }
         });
-    }
-}
-
-/// A decision as the resolution it stands for, and how it was reached: `acceptOnce`,
-/// `acceptForTurn` and `acceptForSession` approve; `decline` and `cancel` reject with their
-/// reason; anything else is not an `ApprovalDecision` and rejects, failing closed.
-fn decide(decision: &Value) -> (Resolution, &'static str) {
-    let refuse = |why: &str| {
-        (
-            Resolution::Rejected {
-                reason: Some(format!(
-                    "the decision is not a valid ApprovalDecision: {why}"
-                )),
-            },
-            "invalid",
-        )
-    };
-    let Some(object) = decision.as_object() else {
-        return refuse("not an object");
-    };
-    let Some(kind) = object.get("kind").and_then(Value::as_str) else {
-        return refuse("no kind");
-    };
-    let allowed: &[&str] = match kind {
-        "acceptOnce" => &["kind"],
-        "acceptForTurn" | "acceptForSession" => &["kind", "permissions"],
-        "decline" | "cancel" => &["kind", "reason"],
-        _ => return refuse("an unknown kind"),
-    };
-    if let Some(extra) = object.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return refuse(&format!("{extra} is not a field of a {kind} decision"));
-    }
-    match kind {
-        "acceptOnce" => (Resolution::Approved, "acceptOnce"),
-        "acceptForTurn" | "acceptForSession" => {
-            let permissions_ok = object
-                .get("permissions")
-                .is_none_or(|p| p.as_array().is_some_and(|a| a.len() <= 64));
-            if !permissions_ok {
-                return refuse("permissions must be an array of at most 64 grants");
-            }
-            let via = if kind == "acceptForTurn" {
-                "acceptForTurn"
-            } else {
-                "acceptForSession"
-            };
-            (Resolution::Approved, via)
-        }
-        _ => {
-            let reason = match object.get("reason") {
-                None => None,
-                Some(Value::String(reason)) if reason.chars().count() <= 2048 => {
-                    Some(reason.clone())
-                }
-                Some(_) => return refuse("reason must be a string of at most 2,048 characters"),
-            };
-            let via = if kind == "decline" {
-                "decline"
-            } else {
-                "cancel"
-            };
-            (
-                Resolution::Rejected {
-                    reason: reason.or_else(|| Some(format!("the host chose {kind}"))),
-                },
-                via,
-            )
-        }
     }
 }
 
@@ -1323,11 +1236,6 @@ fn rename(value: &mut Value, names: &HashMap<String, String>, in_object: bool) {
         }
         _ => {}
     }
-}
-
-/// Whether a decision's `via` is one of the accept kinds.
-fn accepts(via: &str) -> bool {
-    matches!(via, "acceptOnce" | "acceptForTurn" | "acceptForSession")
 }
 
 /// `value`, or a summary of its size when it is too large for a notification.
@@ -1400,41 +1308,6 @@ fn input_text(input: Option<&Value>) -> Result<String, ErrorObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decisions_accept_only_the_accept_kinds_and_fail_closed_on_anything_else() {
-        let approved = |d: Value| matches!(decide(&d).0, Resolution::Approved);
-        assert!(approved(json!({"kind": "acceptOnce"})));
-        assert!(approved(
-            json!({"kind": "acceptForTurn", "permissions": []})
-        ));
-        assert!(approved(json!({"kind": "acceptForSession"})));
-        assert_eq!(
-            decide(&json!({"kind": "acceptForSession"})).1,
-            "acceptForSession"
-        );
-        for refused in [
-            json!({"kind": "decline", "reason": "no"}),
-            json!({"kind": "cancel"}),
-            json!({"kind": "acceptOnce", "permissions": []}),
-            json!({"kind": "approve"}),
-            json!({"kind": 1}),
-            json!("acceptOnce"),
-            json!(null),
-            json!({"kind": "decline", "reason": 7}),
-        ] {
-            assert!(!approved(refused.clone()), "{refused}");
-        }
-        let (resolution, via) = decide(&json!({"kind": "decline", "reason": "not now"}));
-        assert_eq!(via, "decline");
-        assert_eq!(
-            resolution,
-            Resolution::Rejected {
-                reason: Some("not now".into())
-            }
-        );
-        assert_eq!(decide(&json!({"kind": "maybe"})).1, "invalid");
-    }
 
     #[test]
     fn inputs_are_text_or_text_parts_and_never_empty() {
