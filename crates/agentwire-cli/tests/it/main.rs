@@ -17,6 +17,7 @@ mod digest_fmt;
 mod error_codes;
 mod events_cli;
 mod fatal_errors;
+mod gateway_schema;
 mod gen_cli;
 mod hostile_cli;
 mod lint_cli;

@@ -16,6 +16,7 @@ const OWN_SCHEMAS: &[(&str, &str)] = &[
     ("roll-runtime", "roll-runtime.schema.json"),
     ("agent", "agent.schema.json"),
     ("chainlesschain-app-server", "app-server.schema.json"),
+    ("openclaw-gateway", "gateway.schema.json"),
 ];
 
 #[test]
