@@ -14,7 +14,10 @@ use agentwire_agent_process::{AgentProcess, AgentProcessConfig};
 use agentwire_runtime::{
     Agent, AttachmentLimits, AttachmentStore, DemoAgent, Runtime, RuntimeConfig, SystemClock,
 };
-use agentwire_serve::{AppServerConfig, AppServerFace, RollFace, RollFaceConfig, SessionEnd};
+use agentwire_serve::{
+    AppServerConfig, AppServerFace, GatewayConfig, GatewayFace, RollFace, RollFaceConfig,
+    SessionEnd,
+};
 use anyhow::Context;
 
 use crate::cmd::Usage;
@@ -50,6 +53,18 @@ pub(crate) struct Args {
     /// answer by then is a decline [default: 120].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     approval_timeout: Option<u64>,
+    /// Serve the OpenClaw gateway on WebSocket at ADDR (docs/gateway.md), e.g.
+    /// `127.0.0.1:18789`; a non-loopback address needs `--token`. Without `--stdio`, the
+    /// runtime serves until SIGINT or SIGTERM.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// The gateway's shared token: a client presents it as `auth.token` in `connect` and gets
+    /// the scopes it asks for. Without one, loopback clients are read-only operators.
+    #[arg(long, value_name = "TOKEN", requires = "listen")]
+    token: Option<String>,
+    /// How often the gateway sends `tick`, in milliseconds [default: 30000].
+    #[arg(long, value_name = "N", requires = "listen", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    tick_interval_ms: Option<u64>,
     /// The durable event log: `sqlite:PATH` or `postgres://…` (default:
     /// `sqlite:<state dir>/runtime.sqlite`, see `state_dir`).
     #[arg(long, value_name = "URL")]
@@ -233,10 +248,20 @@ pub(crate) fn init_logging(default: &str) {
 pub(crate) const MAX_SOCKET_CONNECTIONS: usize = 256;
 
 pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::Result<u8> {
-    if !args.stdio && !args.app_server && args.roll_socket.is_none() {
+    if !args.stdio && !args.app_server && args.roll_socket.is_none() && args.listen.is_none() {
         return Err(Usage::new(
             "usage.serve-transport",
-            "choose a transport: --stdio (one connection on standard input and output), --app-server (the ChainlessChain App Server on standard input and output) and/or --roll-socket PATH (any number of hosts on a Unix socket)",
+            "choose a transport: --stdio (one connection on standard input and output), --app-server (the ChainlessChain App Server on standard input and output), --roll-socket PATH (any number of hosts on a Unix socket) and/or --listen ADDR (the OpenClaw gateway on WebSocket)",
+        )
+        .into());
+    }
+    if let Some(addr) = args.listen
+        && !addr.ip().is_loopback()
+        && args.token.is_none()
+    {
+        return Err(Usage::new(
+            "usage.serve-listen-token",
+            format!("--listen {addr} is not a loopback address: it needs --token"),
         )
         .into());
     }
@@ -271,6 +296,24 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
         };
         tracing::info!(store = %url, instance = %face.runtime().instance_id(), stdio = args.stdio, app_server = args.app_server, socket = ?args.roll_socket, "serving");
         let accepting = listener.map(|listener| tokio::spawn(listener.serve(Arc::clone(&face))));
+        let gateway = match args.listen {
+            Some(addr) => {
+                let config = GatewayConfig {
+                    token: args.token.clone(),
+                    tick_interval: args
+                        .tick_interval_ms
+                        .map_or(agentwire_serve::gateway::DEFAULT_TICK_INTERVAL, Duration::from_millis),
+                    ..GatewayConfig::default()
+                };
+                let (gateway, listener) =
+                    GatewayFace::bind(face.runtime().clone(), addr, config).await?;
+                tracing::info!(addr = %gateway.local_addr(), "the OpenClaw gateway listens");
+                // The address actually bound (port 0 picks one), for whoever started us.
+                eprintln!("agentwire: gateway listening on ws://{}", gateway.local_addr());
+                Some(tokio::spawn(gateway.serve(listener)))
+            }
+            None => None,
+        };
         if args.stdio {
             // Pipes are read and written through the event loop, not tokio's blocking threads.
             let (stdin, stdout) = agentwire_jsonrpc::transport::stdio();
@@ -300,6 +343,9 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
         }
         if let Some(accepting) = accepting {
             accepting.abort();
+        }
+        if let Some(gateway) = gateway {
+            gateway.abort();
         }
         log.close().await.context("cannot close the event log")?;
         anyhow::Ok(0)

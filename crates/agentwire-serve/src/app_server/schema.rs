@@ -2,18 +2,15 @@
 //! every request's params are checked with the compiled fast path before the face acts on them;
 //! the reference validator says what is wrong only when they fail.
 
-use std::sync::OnceLock;
-
-use agentwire_schema::fast::{FastSchema, Target};
-use agentwire_schema::{SchemaDocument, ValidatorCompiler};
 use serde_json::Value;
+
+use crate::checked::CheckedSchema;
 
 /// The schema's text.
 pub const SCHEMA_TEXT: &str =
     include_str!("../../../../protocols/chainlesschain-app-server/app-server.schema.json");
 
-/// Issues quoted in an invalid-params answer.
-const MAX_REPORTED_ISSUES: usize = 8;
+static SCHEMA: CheckedSchema = CheckedSchema::new("the App Server schema", "params", SCHEMA_TEXT);
 
 /// The definition of each method's params.
 const PARAMS: &[(&str, &str)] = &[
@@ -28,31 +25,13 @@ const PARAMS: &[(&str, &str)] = &[
     ("turn/interrupt", "TurnInterruptParams"),
 ];
 
-struct Compiled {
-    document: SchemaDocument,
-    fast: FastSchema,
-}
-
-fn compiled() -> Result<&'static Compiled, &'static str> {
-    static COMPILED: OnceLock<Result<Compiled, String>> = OnceLock::new();
-    COMPILED
-        .get_or_init(|| {
-            let document =
-                SchemaDocument::from_slice(SCHEMA_TEXT.as_bytes()).map_err(|e| e.to_string())?;
-            let fast = FastSchema::compile(&document).map_err(|e| e.to_string())?;
-            Ok(Compiled { document, fast })
-        })
-        .as_ref()
-        .map_err(String::as_str)
-}
-
 /// Whether `method` is one this face serves (its params have a definition).
 pub fn is_served(method: &str) -> bool {
     PARAMS.iter().any(|(m, _)| *m == method)
 }
 
 /// Checks `params` of `method` against its definition: `Ok` when valid, else what is wrong
-/// (at most [`MAX_REPORTED_ISSUES`] issues, each at its place in the params). A method with no
+/// (at most eight issues, each at its place in the params). A method with no
 /// definition, or a schema that failed to load (a build defect its tests catch), refuses.
 pub fn check_params(method: &str, params: &Value) -> Result<(), String> {
     let name = PARAMS
@@ -74,41 +53,7 @@ pub fn check(name: &str, value: &Value) -> Result<(), String> {
 }
 
 fn check_at(name: Option<&str>, value: &Value) -> Result<(), String> {
-    let compiled = compiled().map_err(|e| format!("the App Server schema cannot be used: {e}"))?;
-    let target: Target = match name {
-        Some(name) => compiled
-            .fast
-            .definition(name)
-            .ok_or_else(|| format!("the App Server schema has no {name}"))?,
-        None => compiled.fast.root(),
-    };
-    if compiled.fast.is_valid(target, value) {
-        return Ok(());
-    }
-    let issues = ValidatorCompiler::new(&compiled.document)
-        .and_then(|c| match name {
-            Some(name) => c.definition(name),
-            None => c.root(),
-        })
-        .map(|validator| validator.validate(value))
-        .unwrap_or_default();
-    let name = name.unwrap_or("the schema");
-    let mut text: Vec<String> = issues
-        .iter()
-        .take(MAX_REPORTED_ISSUES)
-        .map(|issue| {
-            let at = if issue.instance_pointer.is_empty() {
-                "params".to_owned()
-            } else {
-                format!("params{}", issue.instance_pointer)
-            };
-            format!("{at}: {}", issue.message)
-        })
-        .collect();
-    if text.is_empty() {
-        text.push(format!("does not match {name}"));
-    }
-    Err(text.join("; "))
+    SCHEMA.check(name, value)
 }
 
 #[cfg(test)]
@@ -119,10 +64,9 @@ mod tests {
 
     #[test]
     fn the_schema_compiles_and_every_served_method_has_its_params() {
-        assert!(compiled().is_ok());
         for (method, def) in PARAMS {
             assert!(is_served(method));
-            assert!(compiled().unwrap().fast.definition(def).is_some(), "{def}");
+            assert!(SCHEMA.has(def), "{def}");
         }
         assert_eq!(check_params("thread/start", &json!({})), Ok(()));
         let bad = check_params("thread/start", &json!({"threadId": "-x"})).unwrap_err();

@@ -1,0 +1,492 @@
+//! The gateway's methods on the runtime core: sessions are threads (a session's `key` is the
+//! thread's name), runs are turns, approvals are the core's approval interactions.
+
+use std::sync::Arc;
+
+use agentwire_runtime::{
+    Admission, Answer, Decision, DecisionKind, NewThread, Published, Role, RuntimeError,
+    ThreadEvent, TurnInput, fingerprint,
+};
+use serde_json::{Map, Value, json};
+
+use super::conn::{Connect, ConnectionHandle, Failure};
+use super::{GatewayFace, now_ms};
+use crate::app_server::wire::core_id;
+
+/// Sessions `sessions.list` returns at most, and by default.
+const MAX_LIST: usize = 1000;
+const DEFAULT_LIST: usize = 100;
+/// Messages `chat.history` returns at most, and by default.
+const MAX_HISTORY: usize = 1000;
+const DEFAULT_HISTORY: usize = 200;
+/// The session `agent` runs in when it names none.
+pub(super) const MAIN_SESSION: &str = "main";
+/// The agent id the gateway reports.
+pub(super) const AGENT_ID: &str = "main";
+
+/// Handles one request whose scope was checked. `None` when the method answers by itself (it
+/// already did).
+pub(super) async fn call(
+    face: &Arc<GatewayFace>,
+    conn: &Arc<ConnectionHandle>,
+    id: &str,
+    method: &str,
+    params: Value,
+) -> Option<Result<Value, Failure>> {
+    let params = match params {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        _ => {
+            return Some(Err(Failure::invalid(format!(
+                "invalid {method} params: must be an object"
+            ))));
+        }
+    };
+    if let Err(why) = super::schema::check_params(method, &params) {
+        return Some(Err(Failure::invalid(format!(
+            "invalid {method} params: {why}"
+        ))));
+    }
+    Some(match method {
+        "health" => Ok(face.health_summary()),
+        "status" => Ok(json!({
+            "ts": now_ms(),
+            "server": {"version": face.config.server_version, "connId": conn.conn_id()},
+            "uptimeMs": face.uptime_ms(),
+            "sessions": {
+                "count": face.runtime.thread_ids().len(),
+                "active": face.runtime.summaries().iter().filter(|s| !s.archived).count(),
+            },
+            "pendingApprovals": face.pending_approval_count(),
+        })),
+        "system-presence" => Ok(json!(face.presence())),
+        "sessions.list" => Ok(sessions_list(face, &params)),
+        "sessions.create" => {
+            idempotent(face, "sessions", &params, sessions_create(face, &params)).await
+        }
+        "sessions.subscribe" => {
+            conn.subscribe_sessions();
+            Ok(json!({"subscribed": true}))
+        }
+        "chat.history" => chat_history(face, &params).await,
+        "chat.send" => chat_send(face, &params).await,
+        "agent" => return agent(face, conn, id, &params).await,
+        "exec.approval.resolve" => approval_resolve(face, &params).await,
+        other => Err(Failure::invalid(format!("unknown method: {other}"))),
+    })
+}
+
+/// A string param.
+fn text<'a>(params: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    params.get(name).and_then(Value::as_str)
+}
+
+/// A count param within `1..=max`, or `default`.
+fn count(params: &Map<String, Value>, name: &str, default: usize, max: usize) -> usize {
+    params
+        .get(name)
+        .and_then(Value::as_u64)
+        .map_or(default, |n| usize::try_from(n).unwrap_or(max).clamp(1, max))
+}
+
+/// The runtime's thread of session `key`.
+pub(super) fn thread_of(key: &str) -> String {
+    core_id("gateway-session", "", key)
+}
+
+impl GatewayFace {
+    /// The key a host knows the thread by: its name, or its id.
+    pub(super) fn session_key(&self, thread_id: &str) -> String {
+        self.runtime
+            .summary(thread_id)
+            .ok()
+            .and_then(|s| s.alias)
+            .unwrap_or_else(|| thread_id.to_owned())
+    }
+
+    /// Creates the thread of session `key` unless it exists.
+    async fn ensure_session(&self, key: &str, label: Option<String>) -> Result<String, Failure> {
+        let thread = thread_of(key);
+        if self.runtime.contains_thread(&thread) {
+            return Ok(thread);
+        }
+        let alias = (thread != key).then(|| key.to_owned());
+        let new = NewThread {
+            title: label,
+            alias,
+            ..NewThread::default()
+        };
+        match self.runtime.create_thread_with(&thread, new).await {
+            Ok(()) => {
+                self.sessions_changed(key, "created");
+                Ok(thread)
+            }
+            Err(RuntimeError::ThreadExists(_)) => Ok(thread),
+            Err(error) => Err(runtime_failure(&error)),
+        }
+    }
+
+    fn sessions_changed(&self, key: &str, reason: &str) {
+        let payload = json!({"sessionKey": key, "reason": reason, "ts": now_ms()});
+        self.broadcast_to_subscribers("sessions.changed", &payload);
+    }
+}
+
+fn runtime_failure(error: &RuntimeError) -> Failure {
+    match error {
+        RuntimeError::ThreadNotFound(_) | RuntimeError::ThreadArchived(_) => {
+            Failure::invalid(error.to_string())
+        }
+        RuntimeError::TurnAlreadyActive { .. } => {
+            let mut busy = Failure::new("UNAVAILABLE", error.to_string());
+            busy.retry_after_ms = Some(500);
+            busy
+        }
+        other => Failure::new("UNAVAILABLE", other.to_string()),
+    }
+}
+
+fn sessions_list(face: &GatewayFace, params: &Map<String, Value>) -> Value {
+    let limit = count(params, "limit", DEFAULT_LIST, MAX_LIST);
+    let offset = params.get("offset").and_then(Value::as_u64).unwrap_or(0);
+    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+    let archived = params.get("archived");
+    let mut summaries = face.runtime.summaries();
+    summaries.retain(|s| match archived {
+        Some(Value::Bool(wanted)) => s.archived == *wanted,
+        Some(_) => true,
+        None => !s.archived,
+    });
+    summaries.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms).then(a.id.cmp(&b.id)));
+    let total = summaries.len();
+    let sessions: Vec<Value> = summaries
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|s| {
+            let mut entry = json!({
+                "key": s.alias.clone().unwrap_or_else(|| s.id.clone()),
+                "kind": "direct",
+                "sessionId": s.id,
+                "agentId": AGENT_ID,
+                "createdAt": s.created_at_ms,
+                "updatedAt": s.updated_at_ms,
+                "archived": s.archived,
+            });
+            if let Some(title) = &s.title {
+                entry["label"] = json!(title);
+            }
+            entry
+        })
+        .collect();
+    let next = offset.saturating_add(sessions.len());
+    let mut out = json!({
+        "ts": now_ms(),
+        "count": sessions.len(),
+        "totalCount": total,
+        "limitApplied": limit,
+        "hasMore": next < total,
+        "sessions": sessions,
+    });
+    if next < total {
+        out["nextOffset"] = json!(next);
+    }
+    out
+}
+
+async fn sessions_create(
+    face: &GatewayFace,
+    params: &Map<String, Value>,
+) -> Result<Value, Failure> {
+    let key = text(params, "key").map_or_else(
+        || format!("session-{}", uuid::Uuid::new_v4()),
+        str::to_owned,
+    );
+    let thread = thread_of(&key);
+    if face.runtime.contains_thread(&thread) {
+        return Err(Failure::invalid(format!("session {key} exists")));
+    }
+    let label = text(params, "label").map(str::to_owned);
+    face.ensure_session(&key, label).await?;
+    Ok(json!({"ok": true, "key": key, "sessionId": thread}))
+}
+
+/// Runs `work` once per `idempotencyKey` of `family` (the runtime's idempotency store, shared
+/// by every connection and face): a retry with the same params gets the first answer; the same
+/// key with other params is refused. Without a key it simply runs.
+async fn idempotent(
+    face: &GatewayFace,
+    family: &str,
+    params: &Map<String, Value>,
+    work: impl std::future::Future<Output = Result<Value, Failure>>,
+) -> Result<Value, Failure> {
+    let Some(key) = text(params, "idempotencyKey") else {
+        return work.await;
+    };
+    let scope = "openclaw-gateway";
+    let key = format!("{family}:{key}");
+    let print = fingerprint(&[
+        family.as_bytes(),
+        crate::kept::canonical(&Value::Object(params.clone())).as_bytes(),
+    ]);
+    let store = face.runtime.idempotency();
+    loop {
+        let done = store.completed();
+        match store.admit(scope, &key, &print) {
+            Admission::Run => break,
+            Admission::Replay(bytes) => return decode_kept(&bytes),
+            Admission::Mismatch => {
+                return Err(Failure::invalid(format!(
+                    "idempotencyKey {} was used for another request",
+                    &key[family.len() + 1..]
+                )));
+            }
+            Admission::InFlight => done.await,
+        }
+    }
+    let answer = work.await;
+    match &answer {
+        // Only what was decided is kept; an unavailable runtime may answer otherwise later.
+        Err(failure) if failure.code == "UNAVAILABLE" => store.abandon(scope, &key),
+        _ => store.complete(scope, &key, encode_kept(&answer).as_bytes()),
+    }
+    answer
+}
+
+fn encode_kept(answer: &Result<Value, Failure>) -> String {
+    match answer {
+        Ok(payload) => json!({"ok": true, "payload": payload}),
+        Err(failure) => json!({
+            "ok": false,
+            "code": failure.code,
+            "message": failure.message,
+            "details": failure.details,
+        }),
+    }
+    .to_string()
+}
+
+fn decode_kept(bytes: &[u8]) -> Result<Value, Failure> {
+    let kept: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    if kept["ok"] == json!(true) {
+        return Ok(kept["payload"].clone());
+    }
+    let code = match kept["code"].as_str() {
+        Some("FORBIDDEN") => "FORBIDDEN",
+        Some("APPROVAL_NOT_FOUND") => "APPROVAL_NOT_FOUND",
+        _ => "INVALID_REQUEST",
+    };
+    let mut failure = Failure::new(code, kept["message"].as_str().unwrap_or("kept answer"));
+    if !kept["details"].is_null() {
+        failure.details = Some(Box::new(kept["details"].clone()));
+    }
+    Err(failure)
+}
+
+async fn chat_history(face: &GatewayFace, params: &Map<String, Value>) -> Result<Value, Failure> {
+    let key = text(params, "sessionKey").unwrap_or_default();
+    let thread = thread_of(key);
+    let limit = count(params, "limit", DEFAULT_HISTORY, MAX_HISTORY);
+    let messages = face
+        .runtime
+        .inspect(&thread, |state| {
+            let start = state.messages.len().saturating_sub(limit);
+            state.messages[start..]
+                .iter()
+                .map(|m| {
+                    let text: String = m
+                        .parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            agentwire_runtime::MessagePart::Text { text } => Some(text.as_str()),
+                            agentwire_runtime::MessagePart::Attachment(_) => None,
+                        })
+                        .collect();
+                    json!({
+                        "role": match m.role { Role::User => "user", Role::Assistant => "assistant" },
+                        "content": [{"type": "text", "text": text}],
+                        "timestamp": m.created_at_ms,
+                        "runId": m.turn_id,
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|_| Failure::invalid(format!("unknown session: {key}")))?;
+    Ok(json!({"sessionKey": key, "sessionId": thread, "messages": messages}))
+}
+
+/// Starts a run of `message` in session `key`: a turn of its thread, created if new.
+async fn start_run(
+    face: &GatewayFace,
+    key: &str,
+    message: &str,
+) -> Result<(String, String), Failure> {
+    let thread = face.ensure_session(key, None).await?;
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let input = TurnInput {
+        text: message.to_owned(),
+        attachments: vec![],
+    };
+    face.runtime
+        .start_turn(&thread, &run_id, input)
+        .await
+        .map_err(|e| runtime_failure(&e))?;
+    Ok((thread, run_id))
+}
+
+async fn chat_send(face: &GatewayFace, params: &Map<String, Value>) -> Result<Value, Failure> {
+    let key = text(params, "sessionKey").unwrap_or_default().to_owned();
+    let message = text(params, "message").unwrap_or_default().to_owned();
+    let answer = idempotent(face, "chat", params, async {
+        let (_, run_id) = start_run(face, &key, &message).await?;
+        Ok(json!({"runId": run_id, "status": "started"}))
+    })
+    .await?;
+    Ok(in_flight(face, &key, answer).await)
+}
+
+/// A kept run answer as a retry sees it: `in_flight` while its run is still going.
+async fn in_flight(face: &GatewayFace, key: &str, answer: Value) -> Value {
+    let Some(run_id) = answer["runId"].as_str() else {
+        return answer;
+    };
+    let running = face
+        .runtime
+        .inspect(&thread_of(key), |s| {
+            s.active_turn.as_ref().is_some_and(|t| t.id == run_id)
+        })
+        .await
+        .unwrap_or(false);
+    if running {
+        let mut retried = answer.clone();
+        retried["status"] = json!("in_flight");
+        return retried;
+    }
+    answer
+}
+
+/// `agent`: answers `accepted` at once, then a second time when the run ends.
+async fn agent(
+    face: &Arc<GatewayFace>,
+    conn: &Arc<ConnectionHandle>,
+    id: &str,
+    params: &Map<String, Value>,
+) -> Option<Result<Value, Failure>> {
+    let key = text(params, "sessionKey")
+        .unwrap_or(MAIN_SESSION)
+        .to_owned();
+    let message = text(params, "message").unwrap_or_default().to_owned();
+    let mut watch = None;
+    let first = idempotent(face, "agent", params, async {
+        let thread = face.ensure_session(&key, None).await?;
+        // Watched before it starts, so its end cannot be missed.
+        watch = face.runtime.subscribe_thread(&thread).await.ok();
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let input = TurnInput {
+            text: message.clone(),
+            attachments: vec![],
+        };
+        face.runtime
+            .start_turn(&thread, &run_id, input)
+            .await
+            .map_err(|e| runtime_failure(&e))?;
+        Ok(json!({"runId": run_id, "agentId": AGENT_ID, "status": "accepted", "acceptedAt": now_ms()}))
+    })
+    .await;
+    let first = match first {
+        Ok(first) => first,
+        Err(failure) => return Some(Err(failure)),
+    };
+    let Some(mut watch) = watch else {
+        // A retry: the first request gives the run's end.
+        return Some(Ok(in_flight(face, &key, first).await));
+    };
+    conn.answer(id, Ok(first.clone()));
+    let run_id = first["runId"].as_str().unwrap_or_default().to_owned();
+    let end = loop {
+        match watch.recv().await {
+            Ok(Published::Durable { event, .. }) => match &event.event {
+                ThreadEvent::TurnCompleted { turn_id } if *turn_id == run_id => {
+                    break Ok(json!({"runId": run_id, "status": "ok", "summary": "completed"}));
+                }
+                ThreadEvent::TurnFailed {
+                    turn_id, message, ..
+                } if *turn_id == run_id => {
+                    let payload = json!({"runId": run_id, "status": "error", "summary": message});
+                    break Err((payload, message.clone()));
+                }
+                ThreadEvent::TurnCancelled {
+                    turn_id, message, ..
+                } if *turn_id == run_id => {
+                    let summary = format!("aborted: {message}");
+                    let payload = json!({"runId": run_id, "status": "error", "summary": summary});
+                    break Err((payload, summary));
+                }
+                _ => {}
+            },
+            Ok(Published::Live { .. }) => {}
+            Err(_) => return None,
+        }
+    };
+    match end {
+        Ok(payload) => conn.answer(id, Ok(payload)),
+        Err((payload, message)) => conn.answer_error_with_payload(id, payload, &message),
+    }
+    None
+}
+
+async fn approval_resolve(
+    face: &GatewayFace,
+    params: &Map<String, Value>,
+) -> Result<Value, Failure> {
+    let id = text(params, "id").unwrap_or_default();
+    let kind = match text(params, "decision").unwrap_or_default() {
+        "allow-once" => DecisionKind::AcceptOnce,
+        "allow-always" => DecisionKind::AcceptForSession,
+        "deny" => DecisionKind::Decline,
+        other => {
+            return Err(Failure::invalid(format!(
+                "invalid decision {other:?}: allow-once, allow-always or deny"
+            )));
+        }
+    };
+    let not_found = || {
+        Failure::new(
+            "APPROVAL_NOT_FOUND",
+            format!("unknown or already resolved approval: {id}"),
+        )
+    };
+    let thread = face.approval_thread(id).ok_or_else(not_found)?;
+    let binding = face
+        .runtime
+        .approval_binding(&thread, id)
+        .await
+        .map_err(|_| not_found())?;
+    face.runtime
+        .decide(&binding, Answer::Decision(Decision::of(kind)))
+        .await
+        .map_err(|_| not_found())?;
+    Ok(json!({"ok": true}))
+}
+
+/// Reads `connect` params exactly as `ConnectParams` has them.
+pub(super) fn connect_params(params: &Value) -> Result<Connect, String> {
+    super::schema::check_connect(params)?;
+    let number = |name: &str| params[name].as_u64().unwrap_or(0);
+    let strings = |value: &Value| -> Option<Vec<String>> {
+        value.as_array().map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+    };
+    Ok(Connect {
+        min_protocol: number("minProtocol"),
+        max_protocol: number("maxProtocol"),
+        client: params["client"].clone(),
+        role: params["role"].as_str().map(str::to_owned),
+        scopes: strings(&params["scopes"]),
+        token: params["auth"]["token"].as_str().map(str::to_owned),
+    })
+}

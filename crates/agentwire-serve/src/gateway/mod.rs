@@ -1,0 +1,361 @@
+//! The OpenClaw gateway face: WebSocket text frames (`req`, `res`, `event`) on a TCP listener,
+//! as OpenClaw's clients speak them, on the runtime core.
+//!
+//! The server speaks first (`connect.challenge`); the first request must be `connect`, checked
+//! for the protocol version, the token and the origin before `hello-ok` grants a role and scopes.
+//! Until then a frame is capped at 64 KiB; after it at `maxPayload`. Every request is checked
+//! for its scope (default-deny) and its params before it is acted on. Events go to every
+//! connection whose scopes allow them, numbered per connection (`seq`), through an outbound queue
+//! bounded in bytes: an event that may be dropped is skipped for a slow connection (its number
+//! still used), anything else closes it 1008 "slow consumer". Sessions are the runtime's threads,
+//! runs its turns, approvals its approval interactions. docs/gateway.md is the reference.
+
+mod capped;
+mod conn;
+mod methods;
+mod pump;
+mod schema;
+pub mod scopes;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use agentwire_runtime::Runtime;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+pub use conn::ConnectionHandle;
+
+/// The wire protocol version served.
+pub const PROTOCOL_VERSION: u64 = 4;
+/// The oldest version a probe client may ask for.
+pub const MIN_PROBE_PROTOCOL_VERSION: u64 = 3;
+/// The oldest version a node client may ask for.
+pub const MIN_NODE_PROTOCOL_VERSION: u64 = 3;
+/// The largest frame read before the handshake ends.
+pub const PREAUTH_MAX_PAYLOAD: usize = 64 * 1024;
+/// The default `maxPayload`: the largest frame read after the handshake.
+pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
+/// The default tick interval.
+pub const DEFAULT_TICK_INTERVAL: Duration = Duration::from_secs(30);
+/// Longest close reason, in UTF-8 bytes.
+pub const MAX_CLOSE_REASON_BYTES: usize = 120;
+
+/// Settings of the gateway face.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The shared token a client must present; `None` serves loopback clients without one, as
+    /// read-only operators.
+    pub token: Option<String>,
+    /// How often `tick` is sent.
+    pub tick_interval: Duration,
+    /// The largest frame read after the handshake (`policy.maxPayload`); a larger one closes
+    /// the connection 1009.
+    pub max_payload: usize,
+    /// Bytes a connection's outbound queue holds (`policy.maxBufferedBytes`).
+    pub max_buffered_bytes: usize,
+    /// How long a client has to finish the handshake.
+    pub handshake_timeout: Duration,
+    /// How long one frame may take to write before the connection is dropped.
+    pub write_timeout: Duration,
+    /// Connections still in their handshake at once; one more is refused at the upgrade (HTTP
+    /// 503).
+    pub max_preauth_connections: usize,
+    /// Browser origins allowed besides the gateway's own loopback address.
+    pub allowed_origins: Vec<String>,
+    /// `server.version` of `hello-ok`.
+    pub server_version: String,
+    /// How long an approval asked over the gateway waits before it counts as a decline.
+    pub approval_timeout: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            token: None,
+            tick_interval: DEFAULT_TICK_INTERVAL,
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            max_buffered_bytes: 2 * DEFAULT_MAX_PAYLOAD,
+            handshake_timeout: Duration::from_secs(15),
+            write_timeout: Duration::from_secs(10),
+            max_preauth_connections: 32,
+            allowed_origins: Vec::new(),
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            approval_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Why the gateway cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// A bind address that is not loopback without a token.
+    #[error(
+        "refusing to listen on {0} without a token: only a loopback address may be served without one (--token)"
+    )]
+    TokenRequired(SocketAddr),
+    /// The address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// The gateway face of one runtime.
+#[derive(Debug)]
+pub struct GatewayFace {
+    runtime: Runtime,
+    config: GatewayConfig,
+    local: SocketAddr,
+    started: Instant,
+    next_conn: AtomicU64,
+    preauth: AtomicUsize,
+    connections: Mutex<HashMap<u64, Arc<ConnectionHandle>>>,
+    presence_version: AtomicU64,
+    health_version: AtomicU64,
+    /// The thread of each pending approval, by id (as many as are pending).
+    approvals: Mutex<HashMap<String, String>>,
+}
+
+impl GatewayFace {
+    /// Binds `addr` for `runtime`. A non-loopback address needs a token.
+    ///
+    /// # Errors
+    /// [`GatewayError::TokenRequired`] or [`GatewayError::Bind`].
+    pub async fn bind(
+        runtime: Runtime,
+        addr: SocketAddr,
+        config: GatewayConfig,
+    ) -> Result<(Arc<GatewayFace>, TcpListener), GatewayError> {
+        if !addr.ip().is_loopback() && config.token.is_none() {
+            return Err(GatewayError::TokenRequired(addr));
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| GatewayError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| GatewayError::Bind { addr, source })?;
+        let face = Arc::new(GatewayFace {
+            runtime,
+            config,
+            local,
+            started: Instant::now(),
+            next_conn: AtomicU64::new(1),
+            preauth: AtomicUsize::new(0),
+            connections: Mutex::new(HashMap::new()),
+            presence_version: AtomicU64::new(1),
+            health_version: AtomicU64::new(1),
+            approvals: Mutex::new(HashMap::new()),
+        });
+        Ok((face, listener))
+    }
+
+    /// The address served.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The runtime served.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Accepts connections until the task is dropped; also sends `tick` and forwards what the
+    /// runtime publishes.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        let ticks = tokio::spawn(Arc::clone(&self).tick());
+        let pump = tokio::spawn(pump::run(Arc::clone(&self)));
+        let _stop = StopOnDrop(vec![ticks, pump]);
+        loop {
+            match listener.accept().await {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(conn::run(Arc::clone(&self), stream, peer));
+                }
+                Err(error) => {
+                    // Out of descriptors, say: wait a little rather than spin.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    /// Authenticated connections now.
+    pub fn connection_count(&self) -> usize {
+        self.lock_connections().len()
+    }
+
+    fn lock_connections(&self) -> MutexGuard<'_, HashMap<u64, Arc<ConnectionHandle>>> {
+        self.connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn state_version(&self) -> Value {
+        json!({
+            "presence": self.presence_version.load(Ordering::Acquire),
+            "health": self.health_version.load(Ordering::Acquire),
+        })
+    }
+
+    fn uptime_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Sends `event` with `payload` to every authenticated connection its scope allows, each
+    /// with its own `seq`. `droppable` events are skipped for a connection whose queue is full;
+    /// anything else closes it.
+    fn broadcast(&self, event: &str, payload: &Value, droppable: bool) {
+        self.broadcast_frame(event, payload, droppable, "");
+    }
+
+    /// [`broadcast`](Self::broadcast) with `extra` members of the frame after `seq` (such as
+    /// `,"stateVersion":{…}`).
+    fn broadcast_frame(&self, event: &str, payload: &Value, droppable: bool, extra: &str) {
+        let Some(access) = scopes::event_scope(event) else {
+            return;
+        };
+        let payload = payload.to_string();
+        let targets: Vec<Arc<ConnectionHandle>> =
+            self.lock_connections().values().cloned().collect();
+        for conn in targets {
+            if conn.may(access) {
+                conn.send_event(event, &payload, extra, droppable);
+            }
+        }
+    }
+
+    /// Sends `event` to the connections that subscribed to sessions (and may read them).
+    fn broadcast_to_subscribers(&self, event: &str, payload: &Value) {
+        let payload = payload.to_string();
+        let targets: Vec<Arc<ConnectionHandle>> =
+            self.lock_connections().values().cloned().collect();
+        for conn in targets {
+            if conn.wants_sessions() && conn.holds(scopes::READ) {
+                conn.send_event(event, &payload, "", false);
+            }
+        }
+    }
+
+    fn lock_approvals(&self) -> MutexGuard<'_, HashMap<String, String>> {
+        self.approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn approval_opened(&self, id: &str, thread_id: &str) {
+        self.lock_approvals()
+            .insert(id.to_owned(), thread_id.to_owned());
+    }
+
+    fn approval_closed(&self, id: &str) {
+        self.lock_approvals().remove(id);
+    }
+
+    fn approval_thread(&self, id: &str) -> Option<String> {
+        self.lock_approvals().get(id).cloned()
+    }
+
+    fn pending_approval_count(&self) -> usize {
+        self.lock_approvals().len()
+    }
+
+    /// A connection finished its handshake: it is counted in presence.
+    fn joined(&self, conn: Arc<ConnectionHandle>) {
+        self.lock_connections().insert(conn.id, conn);
+        self.presence_changed();
+    }
+
+    /// A connection ended.
+    fn left(&self, id: u64) {
+        if self.lock_connections().remove(&id).is_some() {
+            self.presence_changed();
+        }
+    }
+
+    fn presence_changed(&self) {
+        self.presence_version.fetch_add(1, Ordering::AcqRel);
+        let payload = json!({"presence": self.presence()});
+        let extra = format!(r#","stateVersion":{}"#, self.state_version());
+        self.broadcast_frame("presence", &payload, true, &extra);
+    }
+
+    /// The presence list: the gateway itself, then each connection.
+    fn presence(&self) -> Vec<Value> {
+        let now = now_ms();
+        let mut entries = vec![json!({
+            "host": "agentwire",
+            "version": self.config.server_version,
+            "mode": "gateway",
+            "reason": "self",
+            "ts": now,
+        })];
+        let mut conns: Vec<Arc<ConnectionHandle>> =
+            self.lock_connections().values().cloned().collect();
+        conns.sort_by_key(|c| c.id);
+        entries.extend(conns.iter().map(|c| c.presence_entry()));
+        entries
+    }
+
+    async fn tick(self: Arc<Self>) {
+        let mut interval = tokio::time::interval(self.config.tick_interval);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        interval.tick().await;
+        loop {
+            interval.tick().await;
+            self.broadcast("tick", &json!({"ts": now_ms()}), true);
+        }
+    }
+}
+
+/// Aborts the tasks when dropped (the serve future ended or was dropped).
+struct StopOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `reason` cut to at most [`MAX_CLOSE_REASON_BYTES`] on a character boundary.
+pub fn close_reason(reason: &str) -> &str {
+    if reason.len() <= MAX_CLOSE_REASON_BYTES {
+        return reason;
+    }
+    let mut end = MAX_CLOSE_REASON_BYTES;
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    &reason[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_reasons_are_cut_on_a_character_boundary() {
+        assert_eq!(close_reason("slow consumer"), "slow consumer");
+        let long = "é".repeat(100);
+        let cut = close_reason(&long);
+        assert_eq!(cut.len(), 120);
+        assert_eq!(close_reason(&"a".repeat(121)).len(), 120);
+        let odd = format!("a{}", "é".repeat(100));
+        assert_eq!(close_reason(&odd).len(), 119);
+    }
+}
