@@ -55,6 +55,11 @@ impl Gate {
             });
     }
 
+    /// The upgrade request was read: its bytes are not a frame's.
+    pub(super) fn upgraded(&self) {
+        self.ahead.store(0, Ordering::Release);
+    }
+
     /// The handshake ended: no cap from now on.
     pub(super) fn lift(&self) {
         self.limit.store(usize::MAX, Ordering::Release);
@@ -95,6 +100,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for Capped<S> {
         let this = self.get_mut();
         let limit = this.gate.limit.load(Ordering::Acquire);
         if limit == usize::MAX {
+            if this.scratch.capacity() > 0 {
+                this.scratch = Vec::new();
+            }
             return Pin::new(&mut this.inner).poll_read(cx, buf);
         }
         let ahead = this.gate.ahead.load(Ordering::Acquire);

@@ -155,6 +155,14 @@ impl ConnectionHandle {
         &self.conn_id
     }
 
+    /// Whether it counts in presence: an interactive client (`ui`, `webchat`) or a node.
+    pub(super) fn present(&self) -> bool {
+        matches!(
+            self.client["mode"].as_str(),
+            Some("ui" | "webchat" | "node")
+        )
+    }
+
     /// From now on it receives `sessions.changed`.
     pub(super) fn subscribe_sessions(&self) {
         self.sessions_subscribed.store(true, Ordering::Release);
@@ -285,6 +293,7 @@ pub(super) async fn run(face: Arc<GatewayFace>, stream: TcpStream, peer: SocketA
         }
         Err(_) => return,
     };
+    gate.upgraded();
     let (sink, mut frames) = ws.split();
     let (tx, rx) = mpsc::unbounded_channel();
     let (close_tx, close_rx) = oneshot::channel();

@@ -62,7 +62,9 @@ pub(super) async fn call(
         "system-presence" => Ok(json!(face.presence())),
         "sessions.list" => Ok(sessions_list(face, &params)),
         "sessions.create" => {
-            idempotent(face, "sessions", &params, sessions_create(face, &params)).await
+            idempotent(face, "sessions", &params, sessions_create(face, &params))
+                .await
+                .0
         }
         "sessions.subscribe" => {
             conn.subscribe_sessions();
@@ -212,16 +214,16 @@ async fn sessions_create(
 }
 
 /// Runs `work` once per `idempotencyKey` of `family` (the runtime's idempotency store, shared
-/// by every connection and face): a retry with the same params gets the first answer; the same
-/// key with other params is refused. Without a key it simply runs.
+/// by every connection and face): a retry with the same params gets the first answer (and
+/// `true`); the same key with other params is refused. Without a key it simply runs.
 async fn idempotent(
     face: &GatewayFace,
     family: &str,
     params: &Map<String, Value>,
     work: impl std::future::Future<Output = Result<Value, Failure>>,
-) -> Result<Value, Failure> {
+) -> (Result<Value, Failure>, bool) {
     let Some(key) = text(params, "idempotencyKey") else {
-        return work.await;
+        return (work.await, false);
     };
     let scope = "openclaw-gateway";
     let key = format!("{family}:{key}");
@@ -234,12 +236,13 @@ async fn idempotent(
         let done = store.completed();
         match store.admit(scope, &key, &print) {
             Admission::Run => break,
-            Admission::Replay(bytes) => return decode_kept(&bytes),
+            Admission::Replay(bytes) => return (decode_kept(&bytes), true),
             Admission::Mismatch => {
-                return Err(Failure::invalid(format!(
+                let failure = Failure::invalid(format!(
                     "idempotencyKey {} was used for another request",
                     &key[family.len() + 1..]
-                )));
+                ));
+                return (Err(failure), false);
             }
             Admission::InFlight => done.await,
         }
@@ -250,7 +253,7 @@ async fn idempotent(
         Err(failure) if failure.code == "UNAVAILABLE" => store.abandon(scope, &key),
         _ => store.complete(scope, &key, encode_kept(&answer).as_bytes()),
     }
-    answer
+    (answer, false)
 }
 
 fn encode_kept(answer: &Result<Value, Failure>) -> String {
@@ -338,12 +341,17 @@ async fn start_run(
 async fn chat_send(face: &GatewayFace, params: &Map<String, Value>) -> Result<Value, Failure> {
     let key = text(params, "sessionKey").unwrap_or_default().to_owned();
     let message = text(params, "message").unwrap_or_default().to_owned();
-    let answer = idempotent(face, "chat", params, async {
+    let (answer, replayed) = idempotent(face, "chat", params, async {
         let (_, run_id) = start_run(face, &key, &message).await?;
         Ok(json!({"runId": run_id, "status": "started"}))
     })
-    .await?;
-    Ok(in_flight(face, &key, answer).await)
+    .await;
+    let answer = answer?;
+    Ok(if replayed {
+        in_flight(face, &key, answer).await
+    } else {
+        answer
+    })
 }
 
 /// A kept run answer as a retry sees it: `in_flight` while its run is still going.
@@ -378,7 +386,7 @@ async fn agent(
         .to_owned();
     let message = text(params, "message").unwrap_or_default().to_owned();
     let mut watch = None;
-    let first = idempotent(face, "agent", params, async {
+    let (first, _) = idempotent(face, "agent", params, async {
         let thread = face.ensure_session(&key, None).await?;
         // Watched before it starts, so its end cannot be missed.
         watch = face.runtime.subscribe_thread(&thread).await.ok();

@@ -41,6 +41,8 @@ pub const PREAUTH_MAX_PAYLOAD: usize = 64 * 1024;
 pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
 /// The default tick interval.
 pub const DEFAULT_TICK_INTERVAL: Duration = Duration::from_secs(30);
+/// How long presence changes gather before one `presence` event reports them.
+pub const PRESENCE_SETTLE: Duration = Duration::from_millis(200);
 /// Longest close reason, in UTF-8 bytes.
 pub const MAX_CLOSE_REASON_BYTES: usize = 120;
 
@@ -117,6 +119,8 @@ pub struct GatewayFace {
     connections: Mutex<HashMap<u64, Arc<ConnectionHandle>>>,
     presence_version: AtomicU64,
     health_version: AtomicU64,
+    /// Wakes the task that sends `presence`.
+    presence_dirty: tokio::sync::Notify,
     /// The thread of each pending approval, by id (as many as are pending).
     approvals: Mutex<HashMap<String, String>>,
 }
@@ -151,6 +155,7 @@ impl GatewayFace {
             presence_version: AtomicU64::new(1),
             health_version: AtomicU64::new(1),
             approvals: Mutex::new(HashMap::new()),
+            presence_dirty: tokio::sync::Notify::new(),
         });
         Ok((face, listener))
     }
@@ -170,7 +175,8 @@ impl GatewayFace {
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         let ticks = tokio::spawn(Arc::clone(&self).tick());
         let pump = tokio::spawn(pump::run(Arc::clone(&self)));
-        let _stop = StopOnDrop(vec![ticks, pump]);
+        let presence = tokio::spawn(Arc::clone(&self).send_presence());
+        let _stop = StopOnDrop(vec![ticks, pump, presence]);
         loop {
             match listener.accept().await {
                 Ok((stream, peer)) => {
@@ -268,25 +274,40 @@ impl GatewayFace {
 
     /// A connection finished its handshake: it is counted in presence.
     fn joined(&self, conn: Arc<ConnectionHandle>) {
+        let present = conn.present();
         self.lock_connections().insert(conn.id, conn);
-        self.presence_changed();
-    }
-
-    /// A connection ended.
-    fn left(&self, id: u64) {
-        if self.lock_connections().remove(&id).is_some() {
+        if present {
             self.presence_changed();
         }
     }
 
-    fn presence_changed(&self) {
-        self.presence_version.fetch_add(1, Ordering::AcqRel);
-        let payload = json!({"presence": self.presence()});
-        let extra = format!(r#","stateVersion":{}"#, self.state_version());
-        self.broadcast_frame("presence", &payload, true, &extra);
+    /// A connection ended.
+    fn left(&self, id: u64) {
+        let gone = self.lock_connections().remove(&id);
+        if gone.is_some_and(|c| c.present()) {
+            self.presence_changed();
+        }
     }
 
-    /// The presence list: the gateway itself, then each connection.
+    /// A presence joined or left: the version moves now, and the list is sent once the changes
+    /// of the next [`PRESENCE_SETTLE`] are in (a burst of joins is one event, not one each).
+    fn presence_changed(&self) {
+        self.presence_version.fetch_add(1, Ordering::AcqRel);
+        self.presence_dirty.notify_one();
+    }
+
+    async fn send_presence(self: Arc<Self>) {
+        loop {
+            self.presence_dirty.notified().await;
+            tokio::time::sleep(PRESENCE_SETTLE).await;
+            let payload = json!({"presence": self.presence()});
+            let extra = format!(r#","stateVersion":{}"#, self.state_version());
+            self.broadcast_frame("presence", &payload, true, &extra);
+        }
+    }
+
+    /// The presence list: the gateway itself, then each interactive client and node connected
+    /// (calls from CLIs, probes, tests, workers and backends are not presences).
     fn presence(&self) -> Vec<Value> {
         let now = now_ms();
         let mut entries = vec![json!({
@@ -296,8 +317,12 @@ impl GatewayFace {
             "reason": "self",
             "ts": now,
         })];
-        let mut conns: Vec<Arc<ConnectionHandle>> =
-            self.lock_connections().values().cloned().collect();
+        let mut conns: Vec<Arc<ConnectionHandle>> = self
+            .lock_connections()
+            .values()
+            .filter(|c| c.present())
+            .cloned()
+            .collect();
         conns.sort_by_key(|c| c.id);
         entries.extend(conns.iter().map(|c| c.presence_entry()));
         entries
