@@ -6,6 +6,7 @@
 
 mod attachments;
 mod core;
+mod human_tasks;
 mod pipeline;
 mod running;
 mod subscriptions;
