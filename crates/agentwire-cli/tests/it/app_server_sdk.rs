@@ -96,6 +96,7 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
         json!([
             "thread_turn_item",
             "structured_approval",
+            "durable_human_task",
             "bounded_transport"
         ])
     );

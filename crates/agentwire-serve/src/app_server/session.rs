@@ -17,6 +17,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
 
 use super::wire::{self, ItemStatus, ItemView, TurnStatus};
+
+#[path = "human_tasks.rs"]
+mod human_tasks;
 use super::{AppServerFace, FEATURES, PROTOCOL_VERSION};
 use super::{protocol, schema};
 
@@ -140,6 +143,8 @@ pub(crate) struct Session {
     /// The turns this connection saw end, oldest first: the newest [`KEPT_ENDED_TURNS`] are kept
     /// (for `alreadyTerminal`), older ones forgotten, so a long connection stays bounded.
     ended: Mutex<std::collections::VecDeque<String>>,
+    /// The human-task cards sent on this connection (`human_tasks`).
+    human_tasks: Mutex<human_tasks::Cards>,
 }
 
 /// Ended turns a connection remembers.
@@ -161,6 +166,7 @@ where
         names: Mutex::new(HashMap::new()),
         looked_up: Mutex::new(HashSet::new()),
         ended: Mutex::new(std::collections::VecDeque::new()),
+        human_tasks: Mutex::new(human_tasks::Cards::default()),
     });
     // Subscribed before the first request is read, so nothing committed during the
     // connection is missed.
@@ -183,8 +189,25 @@ where
     let peer = Peer::spawn(reader, writer, session.face.profile(), handlers);
     let _ = session.peer.set(peer.clone());
     let pump = tokio::spawn(Arc::clone(&session).pump(published));
+    // A response line that answers no pending request may be a human task's answer (a
+    // duplicate, or a card of a runtime since restarted): it is reported refused.
+    let strays = tokio::spawn({
+        let (session, mut events) = (Arc::clone(&session), peer.subscribe());
+        async move {
+            loop {
+                match events.recv().await {
+                    Ok(agentwire_jsonrpc::Event::UnknownResponse { id }) => {
+                        session.unmatched_response(&id).await;
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    });
     peer.closed().await;
     pump.abort();
+    strays.abort();
 }
 
 impl Session {
@@ -897,6 +920,13 @@ impl Session {
                     }),
                 )
                 .await;
+            }
+            ThreadEvent::HumanTaskOpened { .. }
+            | ThreadEvent::HumanTaskDecided { .. }
+            | ThreadEvent::HumanTaskCancelled { .. }
+            | ThreadEvent::HumanTaskExpired { .. }
+            | ThreadEvent::HumanTaskReissued { .. } => {
+                self.human_task_event(thread_id, &stamped.event).await;
             }
             ThreadEvent::TurnCompleted { turn_id } => {
                 self.end_turn(thread_id, turn_id, seq, at, TurnStatus::Completed, None)
