@@ -165,6 +165,11 @@ fn summary(thread_id: &str, task: &HumanTaskState) -> serde_json::Map<String, Va
     out
 }
 
+/// A card's id as the JSON value the host saw, from its kept text.
+fn request_id(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| json!(text))
+}
+
 fn remember(list: &mut VecDeque<String>, item: String) {
     list.push_back(item);
     while list.len() > KEPT {
@@ -249,6 +254,8 @@ impl Session {
                 return;
             }
         };
+        // Kept by its text (a string id quoted, so `"7"` and `7` stay apart); reported as the
+        // JSON id the host saw.
         let id = call.id().to_string();
         let (withdraw, withdrawn) = oneshot::channel();
         lock(&self.human_tasks)
@@ -327,7 +334,7 @@ impl Session {
             Ok(task) => {
                 let mut params = summary(thread_id, &task);
                 params.insert("type".into(), json!("humanTask/decided"));
-                params.insert("requestId".into(), json!(id));
+                params.insert("requestId".into(), request_id(id));
                 params.insert("actorId".into(), json!(actor_id));
                 params.insert("decision".into(), decision);
                 self.notify("graph/event", Value::Object(params)).await;
@@ -343,7 +350,7 @@ impl Session {
     async fn refused(&self, id: &str, task: Option<(&str, &str)>, why: &Refusal) {
         let mut params = json!({
             "type": "humanTask/refused",
-            "requestId": id,
+            "requestId": request_id(id),
             "code": why.code,
             "reason": why.reason,
         });
