@@ -680,3 +680,87 @@ async fn separation_of_duties_rejects_repeat_actor() {
 async fn decline_short_circuits_quorum() {
     run_scenario(&scenario("decline-short-circuits-quorum")).await;
 }
+
+/// After a restart a host that resumes the thread is sent the task again with its new nonce:
+/// an answer carrying the nonce of the card it held before is refused naming the nonce, and
+/// one carrying the new nonce settles the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_resuming_after_a_restart_gets_the_reissued_card_and_the_old_nonce_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(NOW));
+    let runtime = start_runtime(&dir, Arc::clone(&clock)).await;
+    let face = AppServerFace::new(runtime.clone(), AppServerConfig::default());
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut host = Host::connect("desktop", &face).await;
+    host.call("thread/resume", json!({"threadId": thread}))
+        .await;
+    runtime
+        .start_turn(
+            &thread,
+            "turn-1",
+            TurnInput {
+                text: "/review hold".into(),
+                attachments: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(host.wait(|h| h.live_card().is_some()).await);
+    let old = host.cards[0].task.clone();
+    let host = host.close().await;
+    drop(host);
+
+    let runtime = start_runtime(&dir, Arc::new(ManualClock::new(NOW + 1))).await;
+    let face = AppServerFace::new(runtime.clone(), AppServerConfig::default());
+    let mut host = Host::connect("desktop", &face).await;
+    let resumed = host
+        .call("thread/resume", json!({"threadId": thread}))
+        .await;
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    assert!(
+        host.wait(|h| h.live_card().is_some()).await,
+        "the reissued card"
+    );
+    let index = host.live_card().unwrap();
+    let fresh = host.cards[index].task.clone();
+    assert_eq!(fresh["id"], old["id"]);
+    assert_ne!(fresh["nonce"], old["nonce"]);
+    // The host answers with the card it held before the restart.
+    host.cards[index].task = old;
+    let approve = Decision::of(DecisionKind::AcceptOnce);
+    assert_eq!(host.answer(index, "reviewer-1", &approve).await, "rejected");
+    let refused = host
+        .seen
+        .iter()
+        .rev()
+        .find(|m| m["params"]["type"] == "humanTask/refused")
+        .unwrap();
+    assert_eq!(refused["params"]["code"], "humanTask.binding", "{refused}");
+    assert!(
+        refused["params"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nonce")
+    );
+    assert!(
+        runtime
+            .human_task(&thread, fresh["id"].as_str().unwrap())
+            .await
+            .unwrap()
+            .is_open()
+    );
+    // A new card is sent once the host attaches again; this one answers with the new nonce.
+    let again = Host::connect("vscode", &face).await;
+    let mut again = again;
+    again
+        .call("thread/resume", json!({"threadId": thread}))
+        .await;
+    assert!(again.wait(|h| h.live_card().is_some()).await);
+    let index = again.live_card().unwrap();
+    assert_eq!(again.answer(index, "reviewer-1", &approve).await, "settled");
+    let task = runtime
+        .human_task(&thread, fresh["id"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(task.node_status(), "pending");
+}

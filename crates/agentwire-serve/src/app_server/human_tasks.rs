@@ -215,6 +215,19 @@ impl Session {
         self.announce_settled(thread_id, &task).await;
     }
 
+    /// Sends a card for each open task of a thread this connection just began to follow.
+    pub(super) async fn send_open_cards(self: &Arc<Self>, thread_id: &str) {
+        if !self.takes_human_tasks() {
+            return;
+        }
+        let Ok(tasks) = self.face.runtime.human_tasks(thread_id).await else {
+            return;
+        };
+        for task in tasks.iter().filter(|t| t.is_open()) {
+            self.send_card(thread_id, task).await;
+        }
+    }
+
     /// `humanTask/settled` once per task, and its cards withdrawn.
     async fn announce_settled(&self, thread_id: &str, task: &HumanTaskState) {
         {
@@ -246,11 +259,21 @@ impl Session {
         let Some(peer) = self.peer.get() else {
             return;
         };
+        {
+            // One live card per task and connection (a task opened while the host attaches
+            // is seen both ways).
+            let mut cards = lock(&self.human_tasks);
+            if cards.live.contains_key(&task.task.id) {
+                return;
+            }
+            cards.live.insert(task.task.id.clone(), Vec::new());
+        }
         let params = json!({"task": task_value(task)});
         let call = match peer.start_request("humanTask/decide", &params, None).await {
             Ok(call) => call,
             Err(error) => {
                 tracing::warn!(%error, "a humanTask/decide request could not be written");
+                lock(&self.human_tasks).live.remove(&task.task.id);
                 return;
             }
         };
@@ -258,11 +281,19 @@ impl Session {
         // JSON id the host saw.
         let id = call.id().to_string();
         let (withdraw, withdrawn) = oneshot::channel();
-        lock(&self.human_tasks)
-            .live
-            .entry(task.task.id.clone())
-            .or_default()
-            .push((id.clone(), withdraw));
+        {
+            let mut cards = lock(&self.human_tasks);
+            if cards.announced_set.contains(&task.task.id) {
+                // Settled while the card was written: withdrawn at once.
+                remember(&mut cards.spent, id);
+                return;
+            }
+            cards
+                .live
+                .entry(task.task.id.clone())
+                .or_default()
+                .push((id.clone(), withdraw));
+        }
         let session = Arc::clone(self);
         let (thread_id, task_id) = (thread_id.to_owned(), task.task.id.clone());
         tokio::spawn(async move {

@@ -595,7 +595,7 @@ impl Session {
     /// `thread/read` and `thread/resume`: the thread and a page of its events after
     /// `afterEventSeq`; a resume also follows the thread from then on.
     async fn thread_read(
-        &self,
+        self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
         resume: bool,
     ) -> Result<Value, ErrorObject> {
@@ -607,8 +607,10 @@ impl Session {
         if !self.face.runtime.contains_thread(thread_id) {
             return Err(error(code::NOT_FOUND, format!("thread {name} not found")));
         }
-        if resume {
-            self.watch(thread_id);
+        if resume && self.watch(thread_id) {
+            // A host that attaches late is sent the thread's open human tasks (a task
+            // reissued at a restart reaches hosts this way).
+            self.send_open_cards(thread_id).await;
         }
         let thread = self.thread_value(thread_id).await?;
         let mut events = Vec::new();
