@@ -358,3 +358,29 @@ fn the_fold_refuses_a_decision_on_a_settled_task_and_keeps_old_checkpoints_reada
             .contains("humanTasks")
     );
 }
+
+#[test]
+fn review_reads_its_quorum_separation_of_duties_and_hold() {
+    assert_eq!(
+        DemoCommand::parse("/review"),
+        DemoCommand::Review {
+            quorum: 1,
+            separation_of_duties: false,
+            hold: false
+        }
+    );
+    assert_eq!(
+        DemoCommand::parse("/review quorum=2 sod hold"),
+        DemoCommand::Review {
+            quorum: 2,
+            separation_of_duties: true,
+            hold: true
+        }
+    );
+    for bad in ["/review quorum=0", "/review quorum=65", "/review maybe"] {
+        assert!(
+            matches!(DemoCommand::parse(bad), DemoCommand::Usage { .. }),
+            "{bad}"
+        );
+    }
+}
