@@ -50,6 +50,8 @@ class Recorder:
         self.requests.append(message)
         if isinstance(self.decision, Exception):
             raise self.decision
+        if callable(self.decision):
+            return self.decision(message)
         if isinstance(self.decision, tuple):
             # ("late", seconds, decision): a host that answers after the server stopped waiting.
             _, seconds, decision = self.decision
@@ -302,6 +304,60 @@ async def approval_timeout(binary: str, state_dir: str) -> Report:
     return out
 
 
+def exact_task_answer(message: Json) -> Json:
+    """The answer `humanTask/decide` takes: the task's binding repeated, the actor, the decision."""
+    task = message["params"]["task"]
+    return {
+        "humanTaskId": task["id"],
+        "runId": task["runId"],
+        "revisionDigest": task["revisionDigest"],
+        "operationDigest": task["operationDigest"],
+        "nonce": task["nonce"],
+        "actorId": "reviewer-1",
+        "decision": {"kind": "acceptOnce"},
+    }
+
+
+async def until_event(recorder: Recorder, kind: str, timeout: float = 20) -> Json:
+    async def wait() -> Json:
+        while True:
+            for n in recorder.notifications:
+                if n["method"] == "graph/event" and n["params"].get("type") == kind:
+                    return n
+            await asyncio.sleep(0.01)
+
+    return await asyncio.wait_for(wait(), timeout)
+
+
+async def human_tasks(binary: str, state_dir: str) -> Report:
+    """A host with no handler (the SDK answers its default decline), then one answering exactly."""
+    out: Report = {}
+    declining = Recorder()
+    c = AppServerClient(
+        AppServerClientOptions(cli_path=binary, state_directory=state_dir, request_timeout_seconds=20),
+        on_notification=declining.on_notification,
+    )
+    out["initialize"] = await c.start()
+    await call(c, "thread/start", {"threadId": "thread-h1"})
+    await call(c, "turn/start", {"threadId": "thread-h1", "turnId": "review-1", "input": "/review"})
+    out["default_decline"] = await until_event(declining, "humanTask/refused")
+    out["default_decline_notifications"] = declining.notifications
+    await c.close()
+
+    exact = Recorder()
+    exact.decision = exact_task_answer
+    c = client(binary, state_dir, exact)
+    await c.start()
+    await call(c, "thread/start", {"threadId": "thread-h2"})
+    await call(c, "turn/start", {"threadId": "thread-h2", "turnId": "review-2", "input": "/review"})
+    await until_turn_completed(exact, "review-2")
+    out["exact_requests"] = exact.requests
+    out["exact_notifications"] = exact.notifications
+    await c.close()
+    out["invalid_lines"] = declining.invalid_lines + exact.invalid_lines
+    return out
+
+
 SCENARIOS: dict[str, Callable[[str, str], Coroutine[Any, Any, Report]]] = {
     "approval_timeout": approval_timeout,
     "threads": threads,
@@ -310,6 +366,7 @@ SCENARIOS: dict[str, Callable[[str, str], Coroutine[Any, Any, Report]]] = {
     "approvals": approvals,
     "interrupt": interrupt,
     "negotiation": negotiation,
+    "human_tasks": human_tasks,
 }
 
 if __name__ == "__main__":

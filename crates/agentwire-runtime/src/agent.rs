@@ -6,7 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::core::{Agent, LiveEvent, RuntimeError, TurnContext, TurnEnd};
+use crate::core::{
+    Agent, HumanTaskOutcome, HumanTaskSpec, LiveEvent, RuntimeError, TurnContext, TurnEnd,
+};
 use crate::demo::DemoCommand;
 use crate::event::{FailStage, InteractionKind, Operation, OutcomeKind, Resolution, ToolOutcome};
 
@@ -38,6 +40,12 @@ impl Agent for DemoAgent {
                 message: format!("the demo agent could not record its work: {error}"),
             },
         }
+    }
+
+    /// Its only turn that can be interrupted by a stop and run again is `/review`, which
+    /// records nothing before its human task and finds the same task when run again.
+    fn resumes_turns(&self) -> bool {
+        true
     }
 }
 
@@ -139,17 +147,66 @@ impl DemoAgent {
                 run_tool(turn, &call, success(), display, Some(app_output), true).await?;
                 reply(turn, "The weather app has a result.").await?;
             }
+            DemoCommand::Review {
+                quorum,
+                separation_of_duties,
+                hold,
+            } => return review(turn, quorum, separation_of_duties, hold).await,
             DemoCommand::Usage { problem } => {
                 reply(
                     turn,
                     &format!(
-                        "{problem}. Commands: /tool NAME JSON, /approve COMMAND, /edit PATH, /ask QUESTION, /fail STAGE, /slow N, /burst N, /big BYTES, /app."
+                        "{problem}. Commands: /tool NAME JSON, /approve COMMAND, /edit PATH, /ask QUESTION, /fail STAGE, /slow N, /burst N, /big BYTES, /app, /review [quorum=N] [sod] [hold]."
                     ),
                 )
                 .await?;
             }
         }
         Ok(TurnEnd::Completed)
+    }
+}
+
+/// `/review`: a durable human task on a deployment, and what its outcome makes of the turn.
+async fn review(
+    turn: &TurnContext,
+    quorum: u8,
+    separation_of_duties: bool,
+    hold: bool,
+) -> Result<TurnEnd, RuntimeError> {
+    let spec = HumanTaskSpec {
+        node_id: "review".into(),
+        operation: json!({"tool": "deploy", "target": "production", "agent": DEMO_AGENT_NAME}),
+        quorum,
+        separation_of_duties,
+    };
+    match turn.human_task(spec).await? {
+        HumanTaskOutcome::Approved { decisions } => {
+            if hold {
+                // The gated step stays pending while the turn runs, until it is interrupted.
+                turn.cancelled().await;
+                return Ok(TurnEnd::Completed);
+            }
+            let actors: Vec<&str> = decisions.iter().map(|d| d.actor_id.as_str()).collect();
+            reply(
+                turn,
+                &format!("Approved by {}; deploying.", actors.join(", ")),
+            )
+            .await?;
+            Ok(TurnEnd::Completed)
+        }
+        HumanTaskOutcome::Declined { actor_id, reason } => Ok(TurnEnd::Failed {
+            stage: FailStage::Execute,
+            message: format!(
+                "the review was declined by {actor_id}{}",
+                reason.map(|r| format!(": {r}")).unwrap_or_default()
+            ),
+        }),
+        // The core cancels the turn with the task; it ends `turn.cancelled`.
+        HumanTaskOutcome::Cancelled { .. } => Ok(TurnEnd::Completed),
+        HumanTaskOutcome::Expired => Ok(TurnEnd::Failed {
+            stage: FailStage::Execute,
+            message: "the review expired undecided".into(),
+        }),
     }
 }
 

@@ -42,6 +42,15 @@ pub enum DemoCommand {
     Big { bytes: u64 },
     /// `/app`: a tool completed with an app-output descriptor.
     App,
+    /// `/review [quorum=N] [sod] [hold]`: a durable human task on a deployment (quorum N of
+    /// 1..=64, default 1; `sod`: separation of duties); approved, the agent goes on (with
+    /// `hold`, it then keeps the turn running until it is interrupted: the state right after
+    /// the decision, for tests and demos); declined, the turn fails; cancelled, it is cancelled.
+    Review {
+        quorum: u8,
+        separation_of_duties: bool,
+        hold: bool,
+    },
     /// A command it does not understand: it answers with the usage, and the turn completes.
     Usage { problem: String },
 }
@@ -84,6 +93,7 @@ impl DemoCommand {
             "big" => count(args, MAX_BIG_BYTES, "/big BYTES")
                 .map_or_else(usage, |bytes| DemoCommand::Big { bytes }),
             "app" if args.is_empty() => DemoCommand::App,
+            "review" => review(args),
             "approve" | "edit" | "ask" => usage(format!("/{name} needs an argument")),
             "app" => usage("/app takes no argument".into()),
             other => usage(format!("unknown command /{other}")),
@@ -156,6 +166,36 @@ fn repeat(args: &str) -> DemoCommand {
             command: command.to_owned(),
         },
         Err(problem) => usage(problem),
+    }
+}
+
+fn review(args: &str) -> DemoCommand {
+    let (mut quorum, mut separation_of_duties, mut hold) = (1, false, false);
+    for word in args.split_whitespace() {
+        match word {
+            "sod" => separation_of_duties = true,
+            "hold" => hold = true,
+            _ => match word.strip_prefix("quorum=").map(str::parse::<u8>) {
+                Some(Ok(n)) if (1..=crate::event::MAX_HUMAN_TASK_QUORUM).contains(&n) => {
+                    quorum = n;
+                }
+                Some(_) => {
+                    return usage(format!(
+                        "/review quorum=N takes a whole number from 1 to 64, not {word:?}"
+                    ));
+                }
+                None => {
+                    return usage(format!(
+                        "/review takes quorum=N, sod and hold, not {word:?}"
+                    ));
+                }
+            },
+        }
+    }
+    DemoCommand::Review {
+        quorum,
+        separation_of_duties,
+        hold,
     }
 }
 

@@ -14,6 +14,7 @@ pub mod core;
 pub mod decision;
 pub mod demo;
 pub mod event;
+pub mod human_task;
 pub mod idempotency;
 pub mod state;
 
@@ -24,15 +25,17 @@ pub use attachments::{
 };
 pub use core::{
     Agent, Answer, CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS, Clock,
-    DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, NewThread, Published, Runtime,
-    RuntimeConfig, RuntimeError, Scope, Sleep, Subscription, SystemClock, ThreadSummary,
-    TurnContext, TurnEnd,
+    DEFAULT_SUBSCRIBER_QUEUE_BYTES, HumanTaskAnswer, HumanTaskOutcome, HumanTaskSpec, LiveEvent,
+    ManualClock, NewThread, Published, Runtime, RuntimeConfig, RuntimeError, Scope, Sleep,
+    Subscription, SystemClock, ThreadSummary, TurnContext, TurnEnd,
 };
 pub use decision::{ApprovalBinding, Binding, Decision, DecisionKind, PermissionGrant, Via};
 pub use demo::DemoCommand;
 pub use event::{
-    AttachmentPart, FailStage, Interaction, InteractionKind, Message, MessagePart, Operation,
-    OutcomeKind, Resolution, Role, StampedEvent, ThreadEvent, ToolOutcome, TurnInput, TurnStatus,
+    AttachmentPart, FailStage, HumanTask, Interaction, InteractionKind, Message, MessagePart,
+    Operation, OutcomeKind, Resolution, Role, StampedEvent, ThreadEvent, ToolOutcome, TurnInput,
+    TurnStatus,
 };
+pub use human_task::{HumanTaskDecision, HumanTaskState, HumanTaskStatus};
 pub use idempotency::{Admission, Fingerprint, IdempotencyLimits, IdempotencyStore, fingerprint};
 pub use state::{ActiveTurn, FoldError, Page, ThreadState};

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use crate::decision::Via;
 use crate::event::{
-    FailStage, Interaction, Message, MessagePart, Operation, Resolution, Role, StampedEvent,
-    ThreadEvent, TurnStatus,
+    FailStage, Interaction, MAX_HUMAN_TASK_QUORUM, Message, MessagePart, Operation, Resolution,
+    Role, StampedEvent, ThreadEvent, TurnStatus,
 };
+use crate::human_task::{HumanTaskState, HumanTaskStatus, MAX_HUMAN_TASKS};
 
 /// Why an event does not fit the state its log built so far: the log is not one this runtime
 /// wrote (or was edited), and the thread is not served rather than guessed at.
@@ -64,6 +65,20 @@ pub enum FoldError {
         /// `"pending"` or `"not pending"`.
         state: &'static str,
     },
+    /// A human-task event that does not fit the task: opened twice or with a quorum out of
+    /// 1..=64, or decided, cancelled, expired or reissued when it is unknown or settled, or a
+    /// decision its rules refuse.
+    #[error("event {position}: {kind} for human task {task_id}: {problem}")]
+    HumanTask {
+        /// The event's position in the log.
+        position: u64,
+        /// Its type.
+        kind: &'static str,
+        /// The task.
+        task_id: String,
+        /// What does not fit.
+        problem: &'static str,
+    },
     /// Events must be applied at consecutive positions.
     #[error("event at position {position} where {expected} was next")]
     Position {
@@ -84,6 +99,7 @@ impl FoldError {
             FoldError::TurnNotActive { .. } => "runtime.fold.turn-not-active",
             FoldError::Interaction { .. } => "runtime.fold.interaction",
             FoldError::Position { .. } => "runtime.fold.position",
+            FoldError::HumanTask { .. } => "runtime.fold.human-task",
         }
     }
 }
@@ -160,6 +176,10 @@ pub struct ThreadState {
     /// thread are approved without asking. The newest [`MAX_SESSION_GRANTS`] are kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub session_grants: Vec<String>,
+    /// Durable human tasks by id: every open one and the newest settled ones, at most
+    /// [`MAX_HUMAN_TASKS`] in all; shared, so a probe's copy does not copy them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub human_tasks: BTreeMap<String, Arc<HumanTaskState>>,
 }
 
 /// Most grants of each kind a thread holds; a newer one pushes out the oldest.
@@ -211,6 +231,7 @@ impl ThreadState {
             timeline: Vec::new(),
             turn_grants: self.turn_grants.clone(),
             session_grants: self.session_grants.clone(),
+            human_tasks: self.human_tasks.clone(),
         }
     }
 
@@ -305,6 +326,51 @@ impl ThreadState {
                     });
                 }
             }
+            ThreadEvent::HumanTaskOpened { task } => {
+                self.check_active(position, kind, &task.turn_id)?;
+                let problem = if self.human_tasks.contains_key(&task.id) {
+                    Some("it was already opened")
+                } else if task.quorum == 0 || task.quorum > MAX_HUMAN_TASK_QUORUM {
+                    Some("its quorum is not 1 to 64")
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    return Err(FoldError::HumanTask {
+                        position,
+                        kind,
+                        task_id: task.id.clone(),
+                        problem,
+                    });
+                }
+            }
+            ThreadEvent::HumanTaskDecided {
+                task_id,
+                turn_id,
+                actor_id,
+                ..
+            } => {
+                self.check_active(position, kind, turn_id)?;
+                let task = self.open_human_task(position, kind, task_id, turn_id)?;
+                if task.refuses(actor_id).is_some() {
+                    return Err(FoldError::HumanTask {
+                        position,
+                        kind,
+                        task_id: task_id.clone(),
+                        problem: "its rules refuse the decision",
+                    });
+                }
+            }
+            ThreadEvent::HumanTaskCancelled {
+                task_id, turn_id, ..
+            }
+            | ThreadEvent::HumanTaskExpired { task_id, turn_id }
+            | ThreadEvent::HumanTaskReissued {
+                task_id, turn_id, ..
+            } => {
+                self.check_active(position, kind, turn_id)?;
+                self.open_human_task(position, kind, task_id, turn_id)?;
+            }
             other => {
                 if let Some(turn_id) = other.turn_id() {
                     self.check_active(position, kind, turn_id)?;
@@ -312,6 +378,28 @@ impl ThreadState {
             }
         }
         Ok(())
+    }
+
+    /// The open task `task_id` of `turn_id`, or why the event cannot apply to it.
+    fn open_human_task(
+        &self,
+        position: u64,
+        kind: &'static str,
+        task_id: &str,
+        turn_id: &str,
+    ) -> Result<&HumanTaskState, FoldError> {
+        let problem = match self.human_tasks.get(task_id) {
+            None => "it is not known",
+            Some(task) if task.task.turn_id != turn_id => "it belongs to another turn",
+            Some(task) if !task.is_open() => "it is settled",
+            Some(task) => return Ok(task),
+        };
+        Err(FoldError::HumanTask {
+            position,
+            kind,
+            task_id: task_id.to_owned(),
+            problem,
+        })
     }
 
     fn check_active(
@@ -419,17 +507,135 @@ impl ThreadState {
                     _ => {}
                 }
             }
-            ThreadEvent::TurnCompleted { .. }
-            | ThreadEvent::TurnCancelled { .. }
-            | ThreadEvent::TurnFailed { .. } => {
+            ThreadEvent::TurnCompleted { turn_id }
+            | ThreadEvent::TurnCancelled { turn_id, .. }
+            | ThreadEvent::TurnFailed { turn_id, .. } => {
                 self.active_turn = None;
                 self.turn_grants.clear();
                 // A turn's interactions end with it; the runtime resolves them before the
                 // terminal event, and the fold holds no orphan if a log lacks that.
                 self.pending.clear();
+                for task in self.human_tasks.values_mut() {
+                    if task.is_open() && task.task.turn_id == *turn_id {
+                        let task = Arc::make_mut(task);
+                        task.status = HumanTaskStatus::Cancelled;
+                        task.reason = Some("the turn ended".into());
+                        task.updated_at_ms = at;
+                    }
+                }
             }
             ThreadEvent::CapabilitiesChanged => {}
+            ThreadEvent::HumanTaskOpened { task } => {
+                self.human_tasks.insert(
+                    task.id.clone(),
+                    Arc::new(HumanTaskState {
+                        task: task.clone(),
+                        status: HumanTaskStatus::Open,
+                        decisions: Vec::new(),
+                        reason: None,
+                        opened_at_ms: at,
+                        updated_at_ms: at,
+                        opened_position: self.next_position,
+                    }),
+                );
+                self.forget_old_human_tasks();
+            }
+            ThreadEvent::HumanTaskDecided {
+                task_id,
+                actor_id,
+                decision,
+                ..
+            } => {
+                if let Some(task) = self.human_tasks.get_mut(task_id) {
+                    Arc::make_mut(task).record(actor_id, decision, at);
+                }
+                self.forget_old_human_tasks();
+            }
+            ThreadEvent::HumanTaskCancelled {
+                task_id, reason, ..
+            } => {
+                if let Some(task) = self.human_tasks.get_mut(task_id) {
+                    let task = Arc::make_mut(task);
+                    task.status = HumanTaskStatus::Cancelled;
+                    task.reason = Some(reason.clone());
+                    task.updated_at_ms = at;
+                }
+                self.forget_old_human_tasks();
+            }
+            ThreadEvent::HumanTaskExpired { task_id, .. } => {
+                if let Some(task) = self.human_tasks.get_mut(task_id) {
+                    let task = Arc::make_mut(task);
+                    task.status = HumanTaskStatus::Expired;
+                    task.updated_at_ms = at;
+                }
+                self.forget_old_human_tasks();
+            }
+            ThreadEvent::HumanTaskReissued { task_id, nonce, .. } => {
+                if let Some(task) = self.human_tasks.get_mut(task_id) {
+                    let task = Arc::make_mut(task);
+                    task.task.nonce = nonce.clone();
+                    task.updated_at_ms = at;
+                }
+            }
         }
+    }
+
+    /// Keeps at most [`MAX_HUMAN_TASKS`] tasks: the oldest settled ones go first (open ones
+    /// always stay; the runtime opens no more than that many at once).
+    fn forget_old_human_tasks(&mut self) {
+        while self.human_tasks.len() > MAX_HUMAN_TASKS {
+            let oldest = self
+                .human_tasks
+                .values()
+                .filter(|t| !t.is_open())
+                .min_by_key(|t| t.opened_position)
+                .map(|t| t.task.id.clone());
+            match oldest {
+                Some(id) => {
+                    self.human_tasks.remove(&id);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The open human tasks of `turn_id`, in id order.
+    pub fn open_human_tasks(&self, turn_id: &str) -> impl Iterator<Item = &HumanTaskState> {
+        self.human_tasks
+            .values()
+            .map(Arc::as_ref)
+            .filter(move |t| t.is_open() && t.task.turn_id == turn_id)
+    }
+
+    /// The events that cancel every open human task of `turn_id` with `reason`, in id order.
+    pub fn cancel_human_tasks(&self, turn_id: &str, reason: &str) -> Vec<ThreadEvent> {
+        self.open_human_tasks(turn_id)
+            .map(|t| ThreadEvent::HumanTaskCancelled {
+                task_id: t.task.id.clone(),
+                turn_id: turn_id.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .collect()
+    }
+
+    /// The user's input of `turn_id` as the transcript holds it (text parts joined, then the
+    /// attachments): what a turn resumed after a restart runs on again.
+    pub fn turn_input(&self, turn_id: &str) -> Option<crate::event::TurnInput> {
+        let message = self
+            .messages
+            .iter()
+            .find(|m| m.role == Role::User && m.turn_id == turn_id)?;
+        let mut input = crate::event::TurnInput {
+            text: String::new(),
+            attachments: Vec::new(),
+        };
+        for part in &message.parts {
+            match part {
+                MessagePart::Text { text } => input.text.push_str(text),
+                MessagePart::Attachment(a) => input.attachments.push(a.clone()),
+            }
+        }
+        Some(input)
     }
 
     fn push_message(&mut self, role: Role, turn_id: &str, at: u64, parts: Vec<MessagePart>) {
@@ -479,6 +685,9 @@ impl ThreadState {
     pub fn repairs_after_restart(&self) -> Vec<ThreadEvent> {
         let mut out = self.cancel_pending("the runtime stopped while the interaction was pending");
         if let Some(turn) = &self.active_turn {
+            out.extend(
+                self.cancel_human_tasks(&turn.id, "the runtime stopped while the turn was running"),
+            );
             out.push(ThreadEvent::TurnFailed {
                 turn_id: turn.id.clone(),
                 stage: FailStage::Execute,

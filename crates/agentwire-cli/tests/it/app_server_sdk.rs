@@ -96,6 +96,7 @@ fn the_sdk_starts_a_thread_runs_a_turn_and_closes() {
         json!([
             "thread_turn_item",
             "structured_approval",
+            "durable_human_task",
             "bounded_transport"
         ])
     );
@@ -803,4 +804,53 @@ async fn a_connection_remembers_a_bounded_number_of_ended_turns() {
     drop(app);
     let status = runtime.wait().await.unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn the_sdks_default_decline_of_a_human_task_is_refused_and_an_exact_answer_settles_it() {
+    let report = scenario("human_tasks");
+    assert!(
+        report["initialize"]["features"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("durable_human_task"))
+    );
+    // No handler: the SDK answered `{"kind":"decline",…}`, which is not a HumanTaskDecideResult.
+    let refused = &report["default_decline"]["params"];
+    assert_eq!(refused["code"], "humanTask.invalid-reply", "{refused}");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("HumanTaskDecideResult"),
+        "{refused}"
+    );
+    assert!(
+        !report["default_decline_notifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["params"]["type"] == "humanTask/settled"),
+        "the task stays open"
+    );
+    // A handler repeating the task's binding exactly: recorded, settled, and the turn goes on.
+    let requests = report["exact_requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["method"], "humanTask/decide");
+    assert_eq!(requests[0]["params"]["task"]["status"], "open");
+    let notifications = report["exact_notifications"].as_array().unwrap();
+    let events: Vec<&str> = notifications
+        .iter()
+        .filter(|n| n["method"] == "graph/event")
+        .map(|n| n["params"]["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        events.contains(&"humanTask/decided") && events.contains(&"humanTask/settled"),
+        "{events:?}"
+    );
+    let completed = notifications
+        .iter()
+        .find(|n| n["method"] == "turn/completed")
+        .unwrap();
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
 }

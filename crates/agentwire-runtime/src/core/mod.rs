@@ -11,6 +11,7 @@
 //! [`TurnContext`] an agent runs a turn with, and `interactions` the host's answers handed to
 //! the turns that wait for them.
 
+mod human_tasks;
 mod interactions;
 mod replay;
 mod subscribe;
@@ -30,6 +31,7 @@ use crate::idempotency::{IdempotencyLimits, IdempotencyStore};
 use crate::state::ThreadState;
 
 pub use self::interactions::Answer;
+pub use self::human_tasks::{HumanTaskAnswer, HumanTaskOutcome, HumanTaskSpec};
 pub use self::replay::{CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS};
 use self::subscribe::{CommittedPage, Subscriber};
 pub use self::subscribe::{Scope, Subscription};
@@ -72,6 +74,9 @@ struct ThreadSlot {
     outbox: std::sync::Mutex<Outbox>,
     /// Signalled when the outbox has room again or a flush ended.
     room: tokio::sync::Notify,
+    /// Signalled after a human-task event of the thread is folded (the turns waiting for a
+    /// task read it again).
+    tasks_changed: tokio::sync::Notify,
 }
 
 /// The events of a thread admitted (checked, positioned and encoded) and not yet committed.
@@ -154,6 +159,7 @@ impl ThreadSlot {
                 flushing: false,
             }),
             room: tokio::sync::Notify::new(),
+            tasks_changed: tokio::sync::Notify::new(),
             state: Mutex::new(state),
             log_thread: ThreadId::new(thread_id)?,
             checkpointed: checkpointed.into(),
@@ -575,6 +581,7 @@ impl Runtime {
     ) -> Vec<oneshot::Sender<Result<(), RuntimeError>>> {
         let mut state = slot.state.lock().await;
         let mut boundary = false;
+        let mut tasks_changed = false;
         let mut tickets = Vec::new();
         let mut event_ids = appended.event_ids.into_iter();
         let mut seq = appended.first_seq;
@@ -592,6 +599,13 @@ impl Runtime {
                     if let Err(error) = state.apply(position, &stamped) {
                         tracing::error!(thread = %thread_id, %error, "a checked event did not fold");
                     }
+                    tasks_changed |= stamped.event.kind().starts_with("human_task.")
+                        || matches!(
+                            stamped.event,
+                            ThreadEvent::TurnCompleted { .. }
+                                | ThreadEvent::TurnFailed { .. }
+                                | ThreadEvent::TurnCancelled { .. }
+                        );
                     boundary |= matches!(
                         stamped.event,
                         ThreadEvent::ThreadCreated { .. }
@@ -626,6 +640,10 @@ impl Runtime {
         }
         for (event, weight) in &published {
             self.publish(slot, event, *weight);
+        }
+        drop(state);
+        if tasks_changed {
+            slot.tasks_changed.notify_waiters();
         }
         tickets
     }

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::{Runtime, RuntimeError, ThreadSlot, lock};
-use crate::event::StampedEvent;
+use super::{RunningTurn, Runtime, RuntimeError, ThreadSlot, lock};
+use crate::event::{StampedEvent, ThreadEvent, TurnStatus};
 use crate::state::ThreadState;
 use agentwire_events::{After, Position, ThreadId};
 
@@ -50,6 +50,7 @@ struct Replayed {
 impl Runtime {
     pub(super) async fn replay_all(&self) -> Result<(), RuntimeError> {
         let mut after: Option<agentwire_events::ThreadId> = None;
+        let mut resumed = Vec::new();
         loop {
             let page = self.inner.log.threads(after.as_ref(), REPLAY_PAGE).await?;
             let Some(last) = page.last() else { break };
@@ -78,7 +79,13 @@ impl Runtime {
                 let checkpointed = state.checkpointed;
                 self.claim_turn_ids(&id, &state.state);
                 let slot = Arc::new(ThreadSlot::new(&id, state.state, checkpointed)?);
-                let repairs = slot.state.lock().await.repairs_after_restart();
+                let (repairs, resume) = {
+                    let state = slot.state.lock().await;
+                    match self.resumable_turn(&state) {
+                        Some(turn_id) => (resume_repairs(&state, &turn_id), Some(turn_id)),
+                        None => (state.repairs_after_restart(), None),
+                    }
+                };
                 if !repairs.is_empty() {
                     tracing::info!(thread = %id, repairs = repairs.len(), "ending what the stop interrupted");
                     self.append(&id, &slot, repairs).await?;
@@ -88,10 +95,47 @@ impl Runtime {
                     // Deleted, but the stop came before its events were removed.
                     self.inner.log.delete_thread(&info.thread).await?;
                 } else {
+                    if let Some(turn_id) = resume {
+                        resumed.push((id.clone(), turn_id));
+                    }
                     self.lock_threads().insert(id, slot);
                 }
             }
         }
+        for (thread_id, turn_id) in resumed {
+            self.resume_turn(&thread_id, &turn_id).await?;
+        }
+        Ok(())
+    }
+
+    /// The active turn of `state` the runtime runs again rather than fails: one gated by a
+    /// durable human task, not being stopped, on an agent that resumes turns.
+    fn resumable_turn(&self, state: &ThreadState) -> Option<String> {
+        let turn = state.active_turn.as_ref()?;
+        let gated = state
+            .human_tasks
+            .values()
+            .any(|t| t.task.turn_id == turn.id);
+        (gated && turn.status != TurnStatus::Cancelling && self.inner.agent.resumes_turns())
+            .then(|| turn.id.clone())
+    }
+
+    /// Runs the agent again on a turn a stop interrupted while a human task gated it.
+    async fn resume_turn(&self, thread_id: &str, turn_id: &str) -> Result<(), RuntimeError> {
+        let slot = self.slot(thread_id)?;
+        let (input, started_at) = {
+            let state = slot.state.lock().await;
+            let started_at = state.active_turn.as_ref().map_or(0, |t| t.started_at_ms);
+            (state.turn_input(turn_id).unwrap_or_default(), started_at)
+        };
+        let (cancel, cancel_rx) = tokio::sync::watch::channel(false);
+        *lock(&slot.running) = Some(RunningTurn {
+            turn_id: turn_id.to_owned(),
+            cancel,
+            failure: None,
+        });
+        tracing::info!(thread = %thread_id, turn = %turn_id, "running a turn gated by a human task again");
+        self.run_agent(thread_id, turn_id, input, started_at, cancel_rx);
         Ok(())
     }
 
@@ -233,4 +277,36 @@ impl Runtime {
             }
         });
     }
+}
+
+/// What a start appends for a turn it runs again: pending interactions cancelled (their cards
+/// died with the process), a new nonce for every open human task of the turn (answers from
+/// cards issued before are refused), and the turn waiting again if a task is open.
+fn resume_repairs(state: &ThreadState, turn_id: &str) -> Vec<ThreadEvent> {
+    let mut events = state.cancel_pending("the runtime stopped while the interaction was pending");
+    let mut open = false;
+    for task in state.open_human_tasks(turn_id) {
+        open = true;
+        events.push(ThreadEvent::HumanTaskReissued {
+            task_id: task.task.id.clone(),
+            turn_id: turn_id.to_owned(),
+            nonce: uuid::Uuid::new_v4().to_string(),
+        });
+    }
+    let status = if open {
+        TurnStatus::WaitingForUser
+    } else {
+        TurnStatus::Running
+    };
+    if state
+        .active_turn
+        .as_ref()
+        .is_some_and(|t| t.status != status)
+    {
+        events.push(ThreadEvent::TurnStatusChanged {
+            turn_id: turn_id.to_owned(),
+            status,
+        });
+    }
+    events
 }

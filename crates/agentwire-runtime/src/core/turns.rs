@@ -92,6 +92,20 @@ impl Runtime {
             }
             return Err(error);
         }
+        self.run_agent(thread_id, turn_id, input, started_at, cancel_rx);
+        Ok(())
+    }
+
+    /// Runs the agent on a recorded turn in the background (its `RunningTurn` installed), with
+    /// the turn's time limit counted from `started_at`, and records how it ended.
+    pub(super) fn run_agent(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        input: TurnInput,
+        started_at: u64,
+        cancel_rx: watch::Receiver<bool>,
+    ) {
         let deadline_ms = self
             .inner
             .config
@@ -124,7 +138,6 @@ impl Runtime {
             };
             runtime.finish_turn(&thread_id, &turn_id, end).await;
         });
-        Ok(())
     }
 
     /// Records how the turn ended, with the interactions it left pending resolved `cancelled`
@@ -167,6 +180,7 @@ impl Runtime {
                         waiters.remove(id);
                     }
                     let mut events = state.cancel_pending("the turn ended");
+                    events.extend(state.cancel_human_tasks(&turn_id, "the turn ended"));
                     events.push(terminal);
                     Ok((events, ()))
                 }
@@ -228,7 +242,7 @@ impl Runtime {
 /// Commits of a turn's end tried before the runtime gives up on recording it.
 const FINISH_ATTEMPTS: usize = 3;
 
-fn millis(duration: std::time::Duration) -> u64 {
+pub(super) fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -269,13 +283,13 @@ fn terminal_event(
 /// the host.
 #[derive(Debug, Clone)]
 pub struct TurnContext {
-    runtime: Runtime,
-    thread_id: String,
-    turn_id: String,
+    pub(super) runtime: Runtime,
+    pub(super) thread_id: String,
+    pub(super) turn_id: String,
     input: TurnInput,
     cancel: watch::Receiver<bool>,
     /// When the turn's time runs out, if it has a limit.
-    deadline_ms: Option<u64>,
+    pub(super) deadline_ms: Option<u64>,
 }
 
 impl TurnContext {

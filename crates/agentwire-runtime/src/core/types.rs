@@ -277,6 +277,32 @@ pub enum RuntimeError {
     /// A thread's log does not fold (it was not written by this runtime, or was edited).
     #[error("thread {thread_id}: {error}")]
     Fold { thread_id: String, error: FoldError },
+    /// No such human task on the thread (unknown, or forgotten long after it settled).
+    #[error("human task {0} not found")]
+    HumanTaskNotFound(String),
+    /// The human task is settled (decided, cancelled or expired): the first settlement stands
+    /// and nothing more is recorded on it.
+    #[error("human task {task_id} is {status} already")]
+    HumanTaskSettled {
+        task_id: String,
+        status: &'static str,
+    },
+    /// An answer's binding names another task than this one: `field` is the first that is not
+    /// the task's (`runId`, `revisionDigest`, `operationDigest`, `nonce`).
+    #[error("human task {task_id}: the answer's {field} is not the task's")]
+    HumanTaskBinding {
+        task_id: String,
+        field: &'static str,
+    },
+    /// The human task's deadline passed (it is recorded `expired`).
+    #[error("human task {0} expired")]
+    HumanTaskExpired(String),
+    /// Separation of duties: the actor already decided on the task.
+    #[error("human task {task_id}: {actor_id} already decided (separation of duties)")]
+    HumanTaskRepeatActor { task_id: String, actor_id: String },
+    /// The task's rules refuse the decision otherwise.
+    #[error("human task {task_id}: {reason}")]
+    HumanTaskRefused { task_id: String, reason: String },
     /// A stored event is not one of the core's events.
     #[error("thread {thread_id}: event {seq} cannot be read: {reason}")]
     Undecodable {
@@ -304,6 +330,12 @@ impl RuntimeError {
             RuntimeError::Fold { .. } => "runtime.fold",
             RuntimeError::Undecodable { .. } => "runtime.undecodable",
             RuntimeError::Stopped(_) => "runtime.stopped",
+            RuntimeError::HumanTaskNotFound(_) => "runtime.human-task-not-found",
+            RuntimeError::HumanTaskSettled { .. } => "runtime.human-task-settled",
+            RuntimeError::HumanTaskBinding { .. } => "runtime.human-task-binding",
+            RuntimeError::HumanTaskExpired(_) => "runtime.human-task-expired",
+            RuntimeError::HumanTaskRepeatActor { .. } => "runtime.human-task-repeat-actor",
+            RuntimeError::HumanTaskRefused { .. } => "runtime.human-task-refused",
         }
     }
 
@@ -332,4 +364,13 @@ pub trait Agent: Send + Sync + fmt::Debug {
     /// Runs the turn to its end. A cancelled turn should return soon; whatever it returns, a
     /// cancelled turn ends `turn.cancelled`.
     async fn run_turn(&self, turn: TurnContext) -> TurnEnd;
+
+    /// Whether a turn the runtime was stopped in the middle of may be run again from its start
+    /// when the runtime starts again, instead of failing: the runtime does so for a turn gated
+    /// by a durable human task ([`TurnContext::human_task`]). An agent that says yes must come
+    /// back to the same task (it asks for the same node) and must not redo what it recorded
+    /// before it (the demo agent's `/review` records nothing before its task). No by default.
+    fn resumes_turns(&self) -> bool {
+        false
+    }
 }

@@ -18,9 +18,10 @@ use serde::de::{
 use serde::{Deserialize, forward_to_deserialize_any};
 use serde_json::Value;
 
+use super::{
+    FailStage, HumanTask, Interaction, Operation, Resolution, ThreadEvent, TurnInput, TurnStatus,
+};
 use crate::decision::{Decision, Via};
-
-use super::{FailStage, Interaction, Operation, Resolution, ThreadEvent, TurnInput, TurnStatus};
 
 /// The variant names, as stored.
 const VARIANTS: &[&str] = &[
@@ -38,6 +39,11 @@ const VARIANTS: &[&str] = &[
     "turn.cancelled",
     "turn.failed",
     "capabilities.changed",
+    "human_task.opened",
+    "human_task.decided",
+    "human_task.cancelled",
+    "human_task.expired",
+    "human_task.reissued",
 ];
 
 #[derive(Deserialize)]
@@ -110,6 +116,29 @@ enum Mirror {
     },
     #[serde(rename = "capabilities.changed")]
     CapabilitiesChanged,
+    #[serde(rename = "human_task.opened")]
+    HumanTaskOpened { task: HumanTask },
+    #[serde(rename = "human_task.decided")]
+    HumanTaskDecided {
+        task_id: String,
+        turn_id: String,
+        actor_id: String,
+        decision: Decision,
+    },
+    #[serde(rename = "human_task.cancelled")]
+    HumanTaskCancelled {
+        task_id: String,
+        turn_id: String,
+        reason: String,
+    },
+    #[serde(rename = "human_task.expired")]
+    HumanTaskExpired { task_id: String, turn_id: String },
+    #[serde(rename = "human_task.reissued")]
+    HumanTaskReissued {
+        task_id: String,
+        turn_id: String,
+        nonce: String,
+    },
 }
 
 impl<'de> Deserialize<'de> for ThreadEvent {
@@ -360,6 +389,41 @@ pub(super) mod tests {
                 message: "m".into(),
             },
             ThreadEvent::CapabilitiesChanged,
+            ThreadEvent::HumanTaskOpened {
+                task: crate::event::HumanTask {
+                    id: "h".into(),
+                    turn_id: turn_id(),
+                    node_id: "review".into(),
+                    attempt_id: "t:review:1".into(),
+                    revision_digest: "sha256:r".into(),
+                    operation_digest: "sha256:o".into(),
+                    operation: json!({"tool": "deploy"}),
+                    nonce: "n".into(),
+                    expires_at_ms: 9,
+                    quorum: 2,
+                    separation_of_duties: true,
+                },
+            },
+            ThreadEvent::HumanTaskDecided {
+                task_id: "h".into(),
+                turn_id: turn_id(),
+                actor_id: "a".into(),
+                decision: crate::decision::Decision::decline("no"),
+            },
+            ThreadEvent::HumanTaskCancelled {
+                task_id: "h".into(),
+                turn_id: turn_id(),
+                reason: "r".into(),
+            },
+            ThreadEvent::HumanTaskExpired {
+                task_id: "h".into(),
+                turn_id: turn_id(),
+            },
+            ThreadEvent::HumanTaskReissued {
+                task_id: "h".into(),
+                turn_id: turn_id(),
+                nonce: "m".into(),
+            },
         ]
     }
 
@@ -402,7 +466,9 @@ pub(super) mod tests {
             "unknown variant `turn.exploded`, expected one of `thread.created`, `thread.renamed`, \
              `thread.deleted`, `thread.archived`, `turn.started`, `turn.status`, `message.completed`, \
              `operation.completed`, `interaction.opened`, `interaction.resolved`, \
-             `turn.completed`, `turn.cancelled`, `turn.failed`, `capabilities.changed` at line 1 \
+             `turn.completed`, `turn.cancelled`, `turn.failed`, `capabilities.changed`, \
+             `human_task.opened`, `human_task.decided`, `human_task.cancelled`, \
+             `human_task.expired`, `human_task.reissued` at line 1 \
              column 23"
         );
         assert!(

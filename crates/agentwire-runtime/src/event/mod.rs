@@ -112,6 +112,37 @@ pub enum ThreadEvent {
     /// What the thread's agent offers changed.
     #[serde(rename = "capabilities.changed")]
     CapabilitiesChanged,
+    /// A turn opened a durable human task: a decision people must take before the turn's
+    /// gated step (its node) may run.
+    #[serde(rename = "human_task.opened")]
+    HumanTaskOpened { task: HumanTask },
+    /// One actor's decision on an open human task, checked against its binding and rules; the
+    /// fold settles the task when it reaches the quorum or refuses (see `ThreadState`).
+    #[serde(rename = "human_task.decided")]
+    HumanTaskDecided {
+        task_id: String,
+        turn_id: String,
+        actor_id: String,
+        decision: Decision,
+    },
+    /// An open human task was cancelled (by a host, or because its turn stopped or ended).
+    #[serde(rename = "human_task.cancelled")]
+    HumanTaskCancelled {
+        task_id: String,
+        turn_id: String,
+        reason: String,
+    },
+    /// An open human task reached its deadline undecided.
+    #[serde(rename = "human_task.expired")]
+    HumanTaskExpired { task_id: String, turn_id: String },
+    /// An open human task got a new nonce (the runtime restarted): answers carrying the old
+    /// one, from cards issued before, are refused.
+    #[serde(rename = "human_task.reissued")]
+    HumanTaskReissued {
+        task_id: String,
+        turn_id: String,
+        nonce: String,
+    },
 }
 
 impl ThreadEvent {
@@ -127,6 +158,11 @@ impl ThreadEvent {
             | ThreadEvent::TurnFailed { turn_id, .. } => Some(turn_id),
             ThreadEvent::InteractionOpened { interaction } => Some(&interaction.turn_id),
             ThreadEvent::InteractionResolved { turn_id, .. } => turn_id.as_deref(),
+            ThreadEvent::HumanTaskOpened { task } => Some(&task.turn_id),
+            ThreadEvent::HumanTaskDecided { turn_id, .. }
+            | ThreadEvent::HumanTaskCancelled { turn_id, .. }
+            | ThreadEvent::HumanTaskExpired { turn_id, .. }
+            | ThreadEvent::HumanTaskReissued { turn_id, .. } => Some(turn_id),
             ThreadEvent::ThreadCreated { .. }
             | ThreadEvent::ThreadRenamed { .. }
             | ThreadEvent::ThreadDeleted
@@ -156,7 +192,14 @@ impl ThreadEvent {
             | ThreadEvent::ThreadRenamed { .. }
             | ThreadEvent::ThreadDeleted
             | ThreadEvent::ThreadArchived
-            | ThreadEvent::TurnStatusChanged { .. } => false,
+            | ThreadEvent::TurnStatusChanged { .. }
+            // Human tasks are read through the state (`ThreadState::human_tasks`) and the
+            // faces that serve them; they are not numbered in the timeline (yet).
+            | ThreadEvent::HumanTaskOpened { .. }
+            | ThreadEvent::HumanTaskDecided { .. }
+            | ThreadEvent::HumanTaskCancelled { .. }
+            | ThreadEvent::HumanTaskExpired { .. }
+            | ThreadEvent::HumanTaskReissued { .. } => false,
         }
     }
 
@@ -177,12 +220,17 @@ impl ThreadEvent {
             ThreadEvent::TurnCancelled { .. } => "turn.cancelled",
             ThreadEvent::TurnFailed { .. } => "turn.failed",
             ThreadEvent::CapabilitiesChanged => "capabilities.changed",
+            ThreadEvent::HumanTaskOpened { .. } => "human_task.opened",
+            ThreadEvent::HumanTaskDecided { .. } => "human_task.decided",
+            ThreadEvent::HumanTaskCancelled { .. } => "human_task.cancelled",
+            ThreadEvent::HumanTaskExpired { .. } => "human_task.expired",
+            ThreadEvent::HumanTaskReissued { .. } => "human_task.reissued",
         }
     }
 }
 
 /// What the user sent to start a turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TurnInput {
     /// The text (may be empty when attachments are present).
@@ -424,4 +472,38 @@ pub enum Resolution {
     Cancelled { reason: String },
     /// Its deadline passed.
     Expired,
+}
+
+/// Most actors a human task's quorum may require (the protocol's bound).
+pub const MAX_HUMAN_TASK_QUORUM: u8 = 64;
+
+/// A durable human task as it was opened: a decision people take on an operation before the
+/// turn's gated step (`node_id`) runs, bound to the run (`turn_id`), its revision, the
+/// operation and a nonce, with a quorum of accepting actors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HumanTask {
+    /// The task's id.
+    pub id: String,
+    /// The turn (the run) it gates.
+    pub turn_id: String,
+    /// The gated step of the run.
+    pub node_id: String,
+    /// The attempt of that step.
+    pub attempt_id: String,
+    /// `sha256:` of the run's revision when the task was opened.
+    pub revision_digest: String,
+    /// `sha256:` of the operation's canonical JSON text.
+    pub operation_digest: String,
+    /// What the actors decide on.
+    pub operation: Value,
+    /// The nonce an answer must carry (a restart issues a new one: `human_task.reissued`).
+    pub nonce: String,
+    /// When it expires undecided.
+    pub expires_at_ms: u64,
+    /// Accepting decisions of (with separation of duties, distinct) actors that decide it,
+    /// 1..=64.
+    pub quorum: u8,
+    /// Whether one actor may decide only once.
+    pub separation_of_duties: bool,
 }

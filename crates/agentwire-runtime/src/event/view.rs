@@ -510,6 +510,11 @@ mod tests {
                             | ThreadEvent::TurnStatusChanged { .. }
                             | ThreadEvent::InteractionOpened { .. }
                             | ThreadEvent::InteractionResolved { .. }
+                            | ThreadEvent::HumanTaskOpened { .. }
+                            | ThreadEvent::HumanTaskDecided { .. }
+                            | ThreadEvent::HumanTaskCancelled { .. }
+                            | ThreadEvent::HumanTaskExpired { .. }
+                            | ThreadEvent::HumanTaskReissued { .. }
                     ),
                     "{} is viewed",
                     event.kind()

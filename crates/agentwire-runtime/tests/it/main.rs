@@ -7,6 +7,7 @@
 mod attachments;
 mod core;
 mod decisions;
+mod human_tasks;
 mod pipeline;
 mod running;
 mod subscriptions;

@@ -33,6 +33,7 @@ pub const PROTOCOL_VERSION: i64 = 1;
 pub const FEATURES: &[&str] = &[
     "thread_turn_item",
     "structured_approval",
+    "durable_human_task",
     "bounded_transport",
 ];
 

@@ -17,6 +17,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
 
 use super::wire::{self, ItemStatus, ItemView, TurnStatus};
+
+#[path = "human_tasks.rs"]
+mod human_tasks;
 use super::{AppServerFace, FEATURES, PROTOCOL_VERSION};
 use super::{protocol, schema};
 
@@ -138,6 +141,8 @@ pub(crate) struct Session {
     /// The turns this connection saw end, oldest first: the newest [`KEPT_ENDED_TURNS`] are kept
     /// (for `alreadyTerminal`), older ones forgotten, so a long connection stays bounded.
     ended: Mutex<std::collections::VecDeque<String>>,
+    /// The human-task cards sent on this connection (`human_tasks`).
+    human_tasks: Mutex<human_tasks::Cards>,
 }
 
 /// Ended turns a connection remembers.
@@ -158,6 +163,7 @@ where
         names: Mutex::new(HashMap::new()),
         looked_up: Mutex::new(HashSet::new()),
         ended: Mutex::new(std::collections::VecDeque::new()),
+        human_tasks: Mutex::new(human_tasks::Cards::default()),
     });
     // Subscribed before the first request is read, so nothing committed during the
     // connection is missed.
@@ -180,8 +186,25 @@ where
     let peer = Peer::spawn(reader, writer, session.face.profile(), handlers);
     let _ = session.peer.set(peer.clone());
     let pump = tokio::spawn(Arc::clone(&session).pump(published));
+    // A response line that answers no pending request may be a human task's answer (a
+    // duplicate, or a card of a runtime since restarted): it is reported refused.
+    let strays = tokio::spawn({
+        let (session, mut events) = (Arc::clone(&session), peer.subscribe());
+        async move {
+            loop {
+                match events.recv().await {
+                    Ok(agentwire_jsonrpc::Event::UnknownResponse { id }) => {
+                        session.unmatched_response(&id).await;
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    });
     peer.closed().await;
     pump.abort();
+    strays.abort();
 }
 
 impl Session {
@@ -569,7 +592,7 @@ impl Session {
     /// `thread/read` and `thread/resume`: the thread and a page of its events after
     /// `afterEventSeq`; a resume also follows the thread from then on.
     async fn thread_read(
-        &self,
+        self: &Arc<Self>,
         params: &serde_json::Map<String, Value>,
         resume: bool,
     ) -> Result<Value, ErrorObject> {
@@ -581,8 +604,10 @@ impl Session {
         if !self.face.runtime.contains_thread(thread_id) {
             return Err(error(code::NOT_FOUND, format!("thread {name} not found")));
         }
-        if resume {
-            self.watch(thread_id);
+        if resume && self.watch(thread_id) {
+            // A host that attaches late is sent the thread's open human tasks (a task
+            // reissued at a restart reaches hosts this way).
+            self.send_open_cards(thread_id).await;
         }
         let thread = self.thread_value(thread_id).await?;
         let mut events = Vec::new();
@@ -893,6 +918,13 @@ impl Session {
                     }),
                 )
                 .await;
+            }
+            ThreadEvent::HumanTaskOpened { .. }
+            | ThreadEvent::HumanTaskDecided { .. }
+            | ThreadEvent::HumanTaskCancelled { .. }
+            | ThreadEvent::HumanTaskExpired { .. }
+            | ThreadEvent::HumanTaskReissued { .. } => {
+                self.human_task_event(thread_id, &stamped.event).await;
             }
             ThreadEvent::TurnCompleted { turn_id } => {
                 self.end_turn(thread_id, turn_id, seq, at, TurnStatus::Completed, None)

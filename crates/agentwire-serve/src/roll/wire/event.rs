@@ -163,7 +163,13 @@ pub fn durable_event(event: &ThreadEvent) -> Option<DecodedEvent<'_>> {
         | ThreadEvent::TurnStatusChanged { .. }
         | ThreadEvent::InteractionResolved {
             approval_id: None, ..
-        } => return None,
+        }
+        // Roll has no human tasks.
+        | ThreadEvent::HumanTaskOpened { .. }
+        | ThreadEvent::HumanTaskDecided { .. }
+        | ThreadEvent::HumanTaskCancelled { .. }
+        | ThreadEvent::HumanTaskExpired { .. }
+        | ThreadEvent::HumanTaskReissued { .. } => return None,
     })
 }
 
