@@ -44,6 +44,7 @@ class Client:
     def __init__(self, ws: ClientConnection) -> None:
         self.ws = ws
         self.inbox: list[Json] = []
+        self.seen: list[Json] = []
         self.counter = 0
 
     async def send(self, request: Json) -> None:
@@ -61,6 +62,7 @@ class Client:
     async def next(self, timeout: float = 10) -> Json:
         frame = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
         RECORDER.got(frame)
+        self.seen.append(frame)
         return frame
 
     async def wait(self, match: Any, timeout: float = 20) -> Json:
@@ -216,7 +218,8 @@ async def run(port: int, token: str) -> Report:
             {"event": f["event"], "seq": f.get("seq"), "runId": f["payload"].get("runId"),
              "state": f["payload"].get("state"), "stream": f["payload"].get("stream"),
              "runSeq": f["payload"].get("seq")}
-            for f in c.inbox if f.get("type") == "event" and f["event"] != "tick"
+            for f in c.seen
+            if f.get("type") == "event" and f["event"] not in ("tick", "connect.challenge")
         ]
     await actor.ws.close()
     await watcher.ws.close()

@@ -169,22 +169,22 @@ const INVALID: &[(&str, &str, &str)] = &[
 const STRICTER_THAN_OPENCLAW: &[&str] =
     &["invalid-event-exec.approval.resolved--decision-approve.json"];
 
-fn schema_path() -> PathBuf {
+pub(crate) fn schema_path() -> PathBuf {
     repo_root().join(SCHEMA)
 }
 
-fn read(path: impl AsRef<std::path::Path>) -> Value {
+pub(crate) fn read(path: impl AsRef<std::path::Path>) -> Value {
     agentwire_testkit::read_json(path)
 }
 
 /// A fixture: its file name, the frame, and what its name says it is.
-struct Fixture {
-    name: String,
-    frame: Value,
+pub(crate) struct Fixture {
+    pub(crate) name: String,
+    pub(crate) frame: Value,
     /// `req`, `res`, `event` or `frame` (a frame checked as a frame only).
-    kind: String,
+    pub(crate) kind: String,
     /// The method (for `req` and `res`) or the event named after the kind.
-    subject: String,
+    pub(crate) subject: String,
 }
 
 fn fixtures() -> Vec<Fixture> {
@@ -233,7 +233,11 @@ fn typed_part(ours: &Value, f: &Fixture) -> Option<(&'static str, String, Value)
 
 /// Every problem our schema finds in a fixture: the frame's, then its typed part's, each as
 /// (keyword, place in the frame).
-fn problems(compiler: &ValidatorCompiler, ours: &Value, f: &Fixture) -> Vec<(String, String)> {
+pub(crate) fn problems(
+    compiler: &ValidatorCompiler,
+    ours: &Value,
+    f: &Fixture,
+) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = compiler
         .root()
         .unwrap()
@@ -432,7 +436,7 @@ fn our_methods_need_the_scopes_openclaw_gives_them() {
 
 /// OpenClaw's verdict on a fixture: its frame union, then the definition it has for the typed
 /// part (the same name, or the corresponding one).
-fn openclaw_problems(
+pub(crate) fn openclaw_problems(
     compiler: &ValidatorCompiler,
     ours: &Value,
     theirs: &Value,

@@ -18,6 +18,7 @@ mod digest_fmt;
 mod error_codes;
 mod events_cli;
 mod fatal_errors;
+mod gateway_face;
 mod gateway_schema;
 mod gen_cli;
 mod hostile_cli;

@@ -276,6 +276,7 @@ fn own_kotlin() -> Vec<PathBuf> {
         "roll-runtime/generated/kt/RollRuntime.kt",
         "tasklens/generated/kt/RunEvents.kt",
         "agent/generated/kt/Agent.kt",
+        "openclaw-gateway/generated/kt/Gateway.kt",
     ]
     .iter()
     .map(|p| own.join(p))

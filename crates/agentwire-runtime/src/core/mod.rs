@@ -30,8 +30,8 @@ use crate::event::{Resolution, StampedEvent, ThreadEvent};
 use crate::idempotency::{IdempotencyLimits, IdempotencyStore};
 use crate::state::ThreadState;
 
-pub use self::interactions::Answer;
 pub use self::human_tasks::{HumanTaskAnswer, HumanTaskOutcome, HumanTaskSpec};
+pub use self::interactions::Answer;
 pub use self::replay::{CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS};
 use self::subscribe::{CommittedPage, Subscriber};
 pub use self::subscribe::{Scope, Subscription};

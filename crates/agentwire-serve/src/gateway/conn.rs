@@ -76,9 +76,11 @@ impl Failure {
     }
 }
 
-/// What the writer task sends.
+/// What the writer task sends, in order.
 enum Out {
     Text(String),
+    /// Close after what was queued before.
+    Close(u16, String),
 }
 
 /// A connection's outbound queue: frames in order, at most `max` bytes queued; a close goes
@@ -96,6 +98,7 @@ impl std::fmt::Debug for Out {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Out::Text(text) => write!(f, "Text({} bytes)", text.len()),
+            Out::Close(code, reason) => write!(f, "Close({code}, {reason:?})"),
         }
     }
 }
@@ -112,15 +115,27 @@ impl Outbox {
         if queued > self.max {
             self.queued.fetch_sub(len, Ordering::AcqRel);
             if !droppable {
-                self.close(1008, "slow consumer");
+                self.close_now(1008, "slow consumer");
             }
             return false;
         }
         self.tx.send(Out::Text(text)).is_ok()
     }
 
-    /// Closes the connection with `code` and `reason` (cut to 120 bytes), once.
+    /// Closes the connection with `code` and `reason` (cut to 120 bytes) once what is queued
+    /// was written; once.
     fn close(&self, code: u16, reason: &str) {
+        if self.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let _ = self
+            .tx
+            .send(Out::Close(code, close_reason(reason).to_owned()));
+    }
+
+    /// Closes the connection with `code` and `reason` ahead of what is queued (which is
+    /// dropped); once.
+    fn close_now(&self, code: u16, reason: &str) {
         if self.closing.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -672,20 +687,37 @@ async fn write<S>(
 ) where
     S: futures_util::Sink<Message, Error = WsError> + Unpin,
 {
+    // Until the connection's outbox goes away, which ends the urgent close's channel.
+    let mut urgent = true;
     loop {
         let out = tokio::select! {
             biased;
-            closing = &mut close => {
-                if let Ok((code, reason)) = closing {
-                    let frame = CloseFrame { code: CloseCode::from(code), reason: reason.into() };
-                    let _ = tokio::time::timeout(timeout, sink.send(Message::Close(Some(frame)))).await;
+            closing = &mut close, if urgent => {
+                match closing {
+                    Ok((code, reason)) => {
+                        let frame = CloseFrame { code: CloseCode::from(code), reason: reason.into() };
+                        let _ = tokio::time::timeout(timeout, sink.send(Message::Close(Some(frame)))).await;
+                        break;
+                    }
+                    Err(_) => {
+                        urgent = false;
+                        continue;
+                    }
                 }
-                break;
             }
             out = rx.recv() => out,
         };
-        let Some(Out::Text(text)) = out else {
-            break;
+        let text = match out {
+            Some(Out::Text(text)) => text,
+            Some(Out::Close(code, reason)) => {
+                let frame = CloseFrame {
+                    code: CloseCode::from(code),
+                    reason: reason.into(),
+                };
+                let _ = tokio::time::timeout(timeout, sink.send(Message::Close(Some(frame)))).await;
+                break;
+            }
+            None => break,
         };
         let len = text.len();
         let sent = tokio::time::timeout(timeout, sink.send(Message::text(text))).await;

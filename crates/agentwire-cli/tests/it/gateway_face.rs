@@ -1,0 +1,430 @@
+//! `agentwire serve --listen`: the OpenClaw gateway face, driven by the seed's minimal Node
+//! client (npm `ws`) and by a Python `websockets` client (`tools/python/gateway_driver.py`).
+//! Every frame the gateway sends in these tests is checked against our schema of the gateway
+//! surface and against OpenClaw's published schema.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use agentwire_schema::{SchemaDocument, ValidatorCompiler};
+use agentwire_testkit::openclaw_schema_path;
+use serde_json::{Value, json};
+
+use crate::gateway_schema::{Fixture, openclaw_problems, problems, read, schema_path};
+use crate::support::BIN;
+
+const TOKEN: &str = "T0ken-abc";
+
+/// A gateway serving on a free loopback port; stopped when dropped.
+struct Gateway {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `agentwire serve --listen 127.0.0.1:0` with `args`, and reads the port it bound.
+fn start(args: &[&str]) -> Gateway {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("runtime.sqlite").display());
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", &store])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("the gateway ended before it listened")
+            .unwrap();
+        if let Some(at) = line.find("gateway listening on ws://127.0.0.1:") {
+            let rest = &line[at + "gateway listening on ws://127.0.0.1:".len()..];
+            break rest.trim().parse::<u16>().unwrap();
+        }
+    };
+    // Keep reading its log so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Gateway {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+/// Runs a driver scenario against `gateway`; its report. Every frame the gateway sent is
+/// valid under our schema and OpenClaw's.
+fn drive(gateway: &Gateway, scenario: &str) -> Value {
+    let output = agentwire_testkit::python_script("gateway_driver.py")
+        .arg(gateway.port.to_string())
+        .arg(TOKEN)
+        .arg(scenario)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the driver failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    check_frames(&report["frames"]);
+    report
+}
+
+/// Every frame is valid under our gateway schema and OpenClaw's.
+fn check_frames(frames: &Value) {
+    let ours = read(schema_path());
+    let ours_doc = SchemaDocument::open(schema_path()).unwrap();
+    let ours_compiler = ValidatorCompiler::new(&ours_doc).unwrap();
+    let theirs_doc = SchemaDocument::open(openclaw_schema_path()).unwrap();
+    let theirs = theirs_doc.value().clone();
+    let theirs_compiler = ValidatorCompiler::new(&theirs_doc).unwrap();
+    let frames = frames.as_array().unwrap();
+    assert!(!frames.is_empty());
+    for (i, recorded) in frames.iter().enumerate() {
+        let frame = recorded["frame"].clone();
+        let kind = frame["type"].as_str().unwrap().to_owned();
+        let subject = match kind.as_str() {
+            "event" => frame["event"].as_str().unwrap().to_owned(),
+            _ => recorded["method"].as_str().unwrap().to_owned(),
+        };
+        // A response to a request the driver wrote by hand is checked as a frame.
+        let kind = if subject.is_empty() {
+            "frame".to_owned()
+        } else {
+            kind
+        };
+        let fixture = Fixture {
+            name: format!("frame {i}"),
+            frame,
+            kind,
+            subject,
+        };
+        let found = problems(&ours_compiler, &ours, &fixture);
+        assert!(
+            found.is_empty(),
+            "our schema refuses {}: {found:?}",
+            fixture.frame
+        );
+        let found = openclaw_problems(&theirs_compiler, &ours, &theirs, &fixture);
+        assert!(
+            found.is_empty(),
+            "OpenClaw's schema refuses {}: {found:?}",
+            fixture.frame
+        );
+    }
+}
+
+fn error(res: &Value) -> (&str, &str) {
+    (
+        res["error"]["code"].as_str().unwrap(),
+        res["error"]["details"]["code"].as_str().unwrap_or(""),
+    )
+}
+
+/// The seed's minimal client, verbatim but for the address: connect, hello-ok, health.
+const SEED_CLIENT: &str = r#"import { WebSocket } from "ws";
+
+const ws = new WebSocket(process.env.GATEWAY_URL);
+
+ws.on("open", () => {
+  ws.send(
+    JSON.stringify({
+      type: "req",
+      id: "c1",
+      method: "connect",
+      params: {
+        minProtocol: 4,
+        maxProtocol: 4,
+        client: {
+          id: "cli",
+          displayName: "example",
+          version: "dev",
+          platform: "node",
+          mode: "cli",
+        },
+      },
+    }),
+  );
+});
+
+ws.on("message", (data) => {
+  const msg = JSON.parse(String(data));
+  if (msg.type === "res" && msg.id === "c1" && msg.ok) {
+    ws.send(JSON.stringify({ type: "req", id: "h1", method: "health" }));
+  }
+  if (msg.type === "res" && msg.id === "h1") {
+    console.log("health:", msg.payload);
+    ws.close();
+  }
+});
+"#;
+
+#[test]
+fn the_seeds_minimal_node_client_connects_and_reads_health() {
+    // Without a token, on loopback: the client is a read-only operator, which health needs.
+    let gateway = start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("client.mjs"), SEED_CLIENT).unwrap();
+    let modules = agentwire_testkit::require_node_module("ws");
+    std::os::unix::fs::symlink(modules.parent().unwrap(), dir.path().join("node_modules")).unwrap();
+    let output = agentwire_testkit::require_node()
+        .arg(dir.path().join("client.mjs"))
+        .env("GATEWAY_URL", format!("ws://127.0.0.1:{}", gateway.port))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.starts_with("health: { ok: true, ts: "), "{stdout}");
+    assert!(stdout.contains("defaultAgentId: 'main'"), "{stdout}");
+}
+
+#[test]
+fn the_handshake_grants_what_the_token_allows_and_every_method_checks_its_scope() {
+    let gateway = start(&["--token", TOKEN]);
+    let report = drive(&gateway, "handshake");
+    let challenge = &report["challenge"];
+    assert_eq!(challenge["event"], "connect.challenge");
+    assert!(challenge.get("seq").is_none());
+    assert_eq!(challenge["payload"]["nonce"].as_str().unwrap().len(), 36);
+    let hello = &report["hello"]["payload"];
+    assert_eq!(hello["type"], "hello-ok");
+    assert_eq!(hello["protocol"], 4);
+    assert_eq!(
+        hello["features"]["methods"],
+        json!(agentwire_serve::gateway::scopes::METHODS)
+    );
+    assert_eq!(
+        hello["auth"],
+        json!({"role": "operator", "scopes": ["operator.read"]})
+    );
+    assert_eq!(
+        hello["policy"],
+        json!({"maxPayload": 26_214_400, "maxBufferedBytes": 52_428_800, "tickIntervalMs": 30_000})
+    );
+    assert_eq!(hello["snapshot"]["authMode"], "token");
+    assert_eq!(report["health"]["payload"]["ok"], true);
+    assert_eq!(report["status"]["payload"]["sessions"]["count"], 0);
+    assert_eq!(report["system-presence"]["payload"][0]["mode"], "gateway");
+    assert_eq!(report["sessions.list"]["payload"]["sessions"], json!([]));
+    assert_eq!(
+        error(&report["unknown_method"]),
+        ("FORBIDDEN", "MISSING_SCOPE")
+    );
+    assert_eq!(
+        report["unknown_method"]["error"]["details"]["missingScope"],
+        "operator.admin"
+    );
+    let forbidden = &report["chat_send_read_only"]["error"];
+    assert_eq!(forbidden["message"], "missing scope: operator.write");
+    assert_eq!(
+        forbidden["details"],
+        json!({"code": "MISSING_SCOPE", "missingScope": "operator.write", "requiredScopes": ["operator.write"]})
+    );
+    assert_eq!(
+        report["bad_params"]["error"]["message"],
+        "invalid sessions.list params: params/limit: 0 is less than the minimum 1"
+    );
+    assert_eq!(
+        error(&report["second_connect"]),
+        ("FORBIDDEN", "MISSING_SCOPE")
+    );
+    assert_eq!(report["numeric_id"]["id"], "7");
+    assert_eq!(error(&report["numeric_id"]).0, "INVALID_REQUEST");
+    assert!(
+        report["numeric_id"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid request frame: /id: ")
+    );
+    // A frame that is not JSON is dropped, and the connection goes on.
+    assert_eq!(report["after_garbage"]["ok"], true);
+}
+
+#[test]
+fn handshake_refusals_and_oversized_frames_close_with_the_documented_codes() {
+    let gateway = start(&["--token", TOKEN]);
+    let report = drive(&gateway, "errors");
+    let closed = |case: &str| {
+        let c = &report[case];
+        (
+            c["code"].as_u64().unwrap(),
+            c["reason"].as_str().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(closed("mismatch"), (1002, "protocol mismatch".into()));
+    let mismatch = &report["mismatch"]["frames"][0];
+    assert_eq!(mismatch["ok"], false);
+    assert_eq!(
+        mismatch["error"],
+        json!({"code": "INVALID_REQUEST", "message": "protocol mismatch", "details": {
+            "code": "PROTOCOL_MISMATCH", "clientMinProtocol": 5, "clientMaxProtocol": 5,
+            "expectedProtocol": 4, "minimumProbeProtocol": 3}})
+    );
+    let first = "invalid handshake: first request must be connect";
+    assert_eq!(closed("first_not_connect"), (1008, first.into()));
+    assert_eq!(
+        report["first_not_connect"]["frames"][0]["error"]["message"],
+        first
+    );
+    assert_eq!(
+        closed("first_not_request"),
+        (1008, "invalid request frame".into())
+    );
+    assert_eq!(report["first_not_request"]["frames"], json!([]));
+    assert_eq!(closed("not_json"), (1008, "invalid request frame".into()));
+    let (code, reason) = closed("invalid_params");
+    assert_eq!(code, 1008);
+    assert!(
+        reason.starts_with("invalid connect params: params/client/mode: "),
+        "{reason}"
+    );
+    assert!(reason.len() <= 120);
+    assert_eq!(
+        error(&report["invalid_params"]["frames"][0]),
+        ("INVALID_REQUEST", "")
+    );
+    assert_eq!(closed("wrong_token").0, 1008);
+    assert_eq!(
+        error(&report["wrong_token"]["frames"][0]),
+        ("INVALID_REQUEST", "AUTH_TOKEN_MISMATCH")
+    );
+    assert_eq!(
+        report["wrong_token"]["frames"][0]["error"]["details"]["recommendedNextStep"],
+        "update_auth_credentials"
+    );
+    assert_eq!(
+        error(&report["no_token"]["frames"][0]),
+        ("INVALID_REQUEST", "AUTH_TOKEN_MISSING")
+    );
+    // The pre-auth cap: 64 KiB is read (and refused as a frame), one byte more is 1009.
+    assert_eq!(closed("preauth_over"), (1009, String::new()));
+    assert_eq!(
+        closed("preauth_exact"),
+        (1008, "invalid request frame".into())
+    );
+    assert_eq!(report["under_max_payload"]["ok"], true);
+    assert_eq!(report["over_max_payload"]["code"], 1009);
+}
+
+#[test]
+fn a_run_over_the_gateway_streams_chat_and_agent_events_and_takes_an_approval() {
+    let gateway = start(&["--token", TOKEN]);
+    let report = drive(&gateway, "run");
+    let started = &report["chat_send"]["payload"];
+    assert_eq!(started["status"], "started");
+    let run_id = started["runId"].as_str().unwrap();
+    // Retried while the run goes: in flight; after it ended: the first answer again; the key
+    // with other params: refused.
+    let retry = &report["chat_send_retry"]["payload"];
+    assert_eq!(retry["runId"], run_id);
+    assert!(["in_flight", "started"].contains(&retry["status"].as_str().unwrap()));
+    assert_eq!(report["chat_send_after"]["payload"], *started);
+    assert_eq!(error(&report["chat_send_other"]).0, "INVALID_REQUEST");
+    let text = |f: &Value| f["payload"]["message"]["content"][0]["text"].clone();
+    assert_eq!(text(&report["final_actor"]), "echo: hello there");
+    assert_eq!(text(&report["final_watcher"]), "echo: hello there");
+    let history = &report["history"]["payload"]["messages"];
+    assert_eq!(history[0]["role"], "user");
+    assert_eq!(history[1]["content"][0]["text"], "echo: hello there");
+    // The agent run asks an approval; the gateway takes the decision.
+    assert_eq!(report["agent"]["payload"]["status"], "accepted");
+    let requested = &report["requested"]["payload"];
+    assert_eq!(requested["request"]["command"], "ls");
+    assert_eq!(requested["request"]["sessionKey"], "team");
+    assert_eq!(report["resolve"]["payload"], json!({"ok": true}));
+    assert_eq!(error(&report["resolve_again"]).0, "APPROVAL_NOT_FOUND");
+    let resolved = &report["resolved"]["payload"];
+    assert_eq!(resolved["id"], requested["id"]);
+    assert_eq!(resolved["decision"], "allow-once");
+    let end = &report["agent_end"];
+    assert_eq!(end["payload"]["status"], "ok");
+    assert_eq!(end["payload"]["runId"], report["agent"]["payload"]["runId"]);
+    // Each connection numbers its events from 1 without a gap; the read-only watcher gets no
+    // approval events; each run numbers its chat and agent events from 1.
+    for (who, approvals) in [("actor_events", true), ("watcher_events", false)] {
+        let events = report[who].as_array().unwrap();
+        let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        let first = seqs[0];
+        assert!(seqs.windows(2).all(|w| w[1] > w[0]), "{who}: {seqs:?}");
+        assert!(first >= 1);
+        let names: Vec<&str> = events
+            .iter()
+            .map(|e| e["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names.contains(&"exec.approval.requested"),
+            approvals,
+            "{who}"
+        );
+        for stream in ["chat", "agent"] {
+            let run_seqs: Vec<u64> = events
+                .iter()
+                .filter(|e| e["event"] == stream && e["runId"] == run_id)
+                .map(|e| e["runSeq"].as_u64().unwrap())
+                .collect();
+            assert_eq!(
+                run_seqs,
+                (1..=run_seqs.len() as u64).collect::<Vec<_>>(),
+                "{who} {stream}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ticks_arrive_at_the_configured_interval() {
+    let gateway = start(&["--token", TOKEN, "--tick-interval-ms", "250"]);
+    let report = drive(&gateway, "ticks");
+    assert_eq!(report["interval_ms"], 250);
+    for gap in report["gaps_ms"].as_array().unwrap() {
+        let gap = gap.as_u64().unwrap();
+        assert!((150..=600).contains(&gap), "{gap}");
+    }
+    let seqs: Vec<u64> = report["seqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+}
+
+#[test]
+fn a_thousand_connections_are_served_at_once() {
+    let gateway = start(&["--token", TOKEN]);
+    let report = drive(&gateway, "many");
+    assert_eq!(report["connected"], 1000);
+    assert_eq!(report["health_ok"], 50);
+}
+
+#[test]
+fn a_non_loopback_address_needs_a_token() {
+    let output = Command::new(BIN)
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--listen 0.0.0.0:0 is not a loopback address: it needs --token"),
+        "{stderr}"
+    );
+    let _ = Duration::ZERO;
+}
