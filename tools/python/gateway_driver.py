@@ -7,6 +7,7 @@ usage: python gateway_driver.py PORT TOKEN SCENARIO
 
 import asyncio
 import json
+import socket
 import sys
 from typing import Any, Optional
 
@@ -226,6 +227,58 @@ async def run(port: int, token: str) -> Report:
     return out
 
 
+async def slow(port: int, token: str) -> Report:
+    """A connection that stops reading while runs write large messages: it is closed 1008
+    "slow consumer" once its queue is full; a connection that reads gets every event."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    # max_queue=1: the client stops reading the socket as soon as one frame waits unread.
+    stalled = Client(await websockets.connect(
+        f"ws://127.0.0.1:{port}", sock=sock, max_size=None, max_queue=1))
+    await stalled.next()
+    await stalled.send(connect_frame(scopes=READ, auth={"token": token}))
+    await stalled.wait(lambda f: f.get("id") == "c1")
+    reader, _ = await connected(port, token, READ)
+    actor, _ = await connected(port, token, ALL)
+    finals = 0
+    for i in range(24):
+        sent = await actor.request(
+            "chat.send", {"sessionKey": "load", "message": "/big 400000", "idempotencyKey": f"s-{i}"})
+        run_id = sent["payload"]["runId"]
+
+        def done(f: Json) -> bool:
+            return bool(f.get("event") == "chat" and f["payload"]["runId"] == run_id
+                        and f["payload"]["state"] == "final")
+
+        await reader.wait(done, timeout=60)
+        finals += 1
+    # Now the stalled connection reads what reached it, and how it was closed.
+    ended = await closing(stalled, timeout=30)
+    await reader.ws.close()
+    await actor.ws.close()
+    return {
+        "reader_finals": finals,
+        "stalled_code": ended["code"],
+        "stalled_reason": ended["reason"],
+        "stalled_frames": len(ended["frames"]),
+    }
+
+
+async def origins(port: int, token: str) -> Report:
+    out: Report = {}
+    for name, origin in [("foreign", "http://evil.example"), ("own", f"http://127.0.0.1:{port}")]:
+        c = Client(await websockets.connect(f"ws://127.0.0.1:{port}", origin=origin))  # type: ignore[arg-type]
+        await c.next()
+        await c.send(connect_frame(scopes=READ, auth={"token": token}))
+        out[name] = await c.wait(lambda f: f.get("id") == "c1")
+        if out[name]["ok"]:
+            await c.ws.close()
+        else:
+            out[name + "_close"] = await closing(c)
+    return out
+
+
 async def ticks(port: int, token: str) -> Report:
     c, hello = await connected(port, token, READ)
     loop = asyncio.get_running_loop()
@@ -259,7 +312,15 @@ async def many(port: int, token: str) -> Report:
     return {"connected": oks, "health_ok": sum(1 for h in healths if h.get("ok") is True)}
 
 
-SCENARIOS = {"handshake": handshake, "errors": errors, "run": run, "ticks": ticks, "many": many}
+SCENARIOS = {
+    "handshake": handshake,
+    "errors": errors,
+    "run": run,
+    "slow": slow,
+    "origins": origins,
+    "ticks": ticks,
+    "many": many,
+}
 
 
 def main() -> None:

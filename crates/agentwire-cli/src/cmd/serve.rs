@@ -65,6 +65,11 @@ pub(crate) struct Args {
     /// How often the gateway sends `tick`, in milliseconds [default: 30000].
     #[arg(long, value_name = "N", requires = "listen", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     tick_interval_ms: Option<u64>,
+    /// Bytes a gateway connection's outbound queue holds (`policy.maxBufferedBytes`); past it a
+    /// droppable event is skipped and anything else closes the connection 1008 "slow consumer"
+    /// [default: 52428800].
+    #[arg(long, value_name = "BYTES", requires = "listen", value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
+    max_buffered_bytes: Option<u64>,
     /// The durable event log: `sqlite:PATH` or `postgres://…` (default:
     /// `sqlite:<state dir>/runtime.sqlite`, see `state_dir`).
     #[arg(long, value_name = "URL")]
@@ -303,6 +308,10 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
                     tick_interval: args
                         .tick_interval_ms
                         .map_or(agentwire_serve::gateway::DEFAULT_TICK_INTERVAL, Duration::from_millis),
+                    max_buffered_bytes: args.max_buffered_bytes.map_or(
+                        2 * agentwire_serve::gateway::DEFAULT_MAX_PAYLOAD,
+                        |n| usize::try_from(n).unwrap_or(usize::MAX),
+                    ),
                     ..GatewayConfig::default()
                 };
                 let (gateway, listener) =

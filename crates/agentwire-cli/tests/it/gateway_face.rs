@@ -388,6 +388,33 @@ fn a_run_over_the_gateway_streams_chat_and_agent_events_and_takes_an_approval() 
 }
 
 #[test]
+fn a_slow_consumer_is_closed_while_a_fast_one_keeps_receiving() {
+    let gateway = start(&["--token", TOKEN, "--max-buffered-bytes", "2097152"]);
+    let report = drive(&gateway, "slow");
+    assert_eq!(report["reader_finals"], 24);
+    assert_eq!(report["stalled_code"], 1008);
+    assert_eq!(report["stalled_reason"], "slow consumer");
+    // It got what its socket and queue held, not all 24 messages of 400 KB.
+    assert!(report["stalled_frames"].as_u64().unwrap() < 24 * 2);
+}
+
+#[test]
+fn a_browser_origin_other_than_the_gateways_own_is_refused() {
+    let gateway = start(&["--token", TOKEN]);
+    let report = drive(&gateway, "origins");
+    assert_eq!(
+        error(&report["foreign"]),
+        ("INVALID_REQUEST", "CONTROL_UI_ORIGIN_NOT_ALLOWED")
+    );
+    assert_eq!(report["foreign_close"]["code"], 1008);
+    assert_eq!(
+        report["foreign_close"]["reason"],
+        "origin not allowed: http://evil.example"
+    );
+    assert_eq!(report["own"]["ok"], true);
+}
+
+#[test]
 fn ticks_arrive_at_the_configured_interval() {
     let gateway = start(&["--token", TOKEN, "--tick-interval-ms", "250"]);
     let report = drive(&gateway, "ticks");
@@ -427,4 +454,170 @@ fn a_non_loopback_address_needs_a_token() {
         "{stderr}"
     );
     let _ = Duration::ZERO;
+}
+
+/// A gateway client in the test: frames in, frames out, the frames it saw.
+struct WsClient {
+    ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    seen: Vec<Value>,
+    next: u64,
+}
+
+impl WsClient {
+    async fn connect(port: u16, scopes: &[&str]) -> WsClient {
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        let mut client = WsClient {
+            ws,
+            seen: Vec::new(),
+            next: 0,
+        };
+        let challenge = client.read().await;
+        assert_eq!(challenge["event"], "connect.challenge");
+        let hello = client
+            .call(
+                "connect",
+                json!({"minProtocol": 4, "maxProtocol": 4,
+                       "client": {"id": "test", "version": "1", "platform": "rust", "mode": "test"},
+                       "scopes": scopes, "auth": {"token": TOKEN}}),
+            )
+            .await;
+        assert_eq!(hello["payload"]["type"], "hello-ok");
+        client
+    }
+
+    async fn read(&mut self) -> Value {
+        use futures_util::StreamExt;
+        loop {
+            let message = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+                .await
+                .expect("a frame within 30 s")
+                .expect("the gateway keeps the connection")
+                .unwrap();
+            if let tokio_tungstenite::tungstenite::Message::Text(text) = message {
+                let frame: Value = serde_json::from_str(text.as_str()).unwrap();
+                self.seen.push(frame.clone());
+                return frame;
+            }
+        }
+    }
+
+    async fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self.seen.iter().find(|f| wanted(f)) {
+            return found.clone();
+        }
+        loop {
+            let frame = self.read().await;
+            if wanted(&frame) {
+                return frame;
+            }
+        }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        use futures_util::SinkExt;
+        self.next += 1;
+        let id = format!("t{}", self.next);
+        let frame = json!({"type": "req", "id": id, "method": method, "params": params});
+        self.ws
+            .send(tokio_tungstenite::tungstenite::Message::text(
+                frame.to_string(),
+            ))
+            .await
+            .unwrap();
+        self.wait_for(|f| f["type"] == "res" && f["id"] == id.as_str())
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_gateway_client_and_a_roll_host_watch_the_same_turn() {
+    use crate::support::roll_host::Host;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("roll.sock");
+    let store = dir.path().join("runtime.sqlite");
+    let gateway = start(&["--token", TOKEN, "--roll-socket", socket.to_str().unwrap()]);
+    let mut client = WsClient::connect(
+        gateway.port,
+        &["operator.read", "operator.write", "operator.approvals"],
+    )
+    .await;
+    let sent = client
+        .call(
+            "chat.send",
+            json!({"sessionKey": "shared", "message": "/approve ls", "idempotencyKey": "x-1"}),
+        )
+        .await;
+    let run_id = sent["payload"]["runId"].as_str().unwrap().to_owned();
+    let requested = client
+        .wait_for(|f| f["event"] == "exec.approval.requested")
+        .await;
+    // The Roll host opens the session's thread (a UUID the runtime derived from its key) and
+    // is asked the same approval.
+    let thread = agentwire_serve::app_server::wire::core_id("gateway-session", "", "shared");
+    let mut roll = Host::connect(&socket, &store).await;
+    roll.open("1.5", &["approval.request", "userInput.request"])
+        .await;
+    roll.call("thread.open", json!({"threadId": thread}))
+        .await
+        .unwrap();
+    let to_roll = roll.wait_for(|f| f["method"] == "approval.request").await;
+    assert_eq!(
+        to_roll["params"]["interactionId"],
+        requested["payload"]["id"]
+    );
+    assert_eq!(to_roll["params"]["turnId"], run_id.as_str());
+    // The gateway client decides; the Roll host sees the same outcome.
+    let resolved = client
+        .call(
+            "exec.approval.resolve",
+            json!({"id": requested["payload"]["id"], "decision": "allow-once"}),
+        )
+        .await;
+    assert_eq!(resolved["payload"], json!({"ok": true}));
+    let final_chat = client
+        .wait_for(|f| {
+            f["event"] == "chat"
+                && f["payload"]["runId"] == run_id.as_str()
+                && f["payload"]["state"] == "final"
+        })
+        .await;
+    let roll_events = roll.turn_events(&run_id).await;
+    assert_eq!(
+        roll_events.last().unwrap()["event"]["type"],
+        "turn.completed"
+    );
+    let roll_text = roll_events
+        .iter()
+        .filter(|e| e["event"]["type"] == "message.completed")
+        .last()
+        .unwrap()["event"]["text"]
+        .clone();
+    assert_eq!(
+        final_chat["payload"]["message"]["content"][0]["text"],
+        roll_text
+    );
+    assert_eq!(roll_text, "Ran `ls`.");
+    let roll_tool = roll_events
+        .iter()
+        .find(|e| e["event"]["type"] == "tool.completed")
+        .unwrap()["event"]
+        .clone();
+    assert_eq!(roll_tool["outcome"]["kind"], "success");
+    let gateway_tool = client
+        .seen
+        .iter()
+        .find(|f| f["event"] == "agent" && f["payload"]["stream"] == "tool")
+        .unwrap()["payload"]["data"]
+        .clone();
+    assert_eq!(gateway_tool["isError"], false);
+    assert_eq!(gateway_tool["toolCallId"], roll_tool["toolCallId"]);
+    let approval = roll_events
+        .iter()
+        .find(|e| e["event"]["type"] == "approval.resolved")
+        .unwrap();
+    assert_eq!(approval["event"]["resolution"]["decision"], "approve");
 }
