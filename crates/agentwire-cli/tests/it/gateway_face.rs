@@ -592,8 +592,7 @@ async fn a_gateway_client_and_a_roll_host_watch_the_same_turn() {
     );
     let roll_text = roll_events
         .iter()
-        .filter(|e| e["event"]["type"] == "message.completed")
-        .last()
+        .rfind(|e| e["event"]["type"] == "message.completed")
         .unwrap()["event"]["text"]
         .clone();
     assert_eq!(
