@@ -319,7 +319,8 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
                 tracing::info!(addr = %gateway.local_addr(), "the OpenClaw gateway listens");
                 // The address actually bound (port 0 picks one), for whoever started us.
                 eprintln!("agentwire: gateway listening on ws://{}", gateway.local_addr());
-                Some(tokio::spawn(gateway.serve(listener)))
+                let serving = tokio::spawn(Arc::clone(&gateway).serve(listener));
+                Some((gateway, serving))
             }
             None => None,
         };
@@ -353,8 +354,11 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
         if let Some(accepting) = accepting {
             accepting.abort();
         }
-        if let Some(gateway) = gateway {
-            gateway.abort();
+        if let Some((gateway, serving)) = gateway {
+            gateway.shutdown("the runtime is stopping");
+            // A moment for the shutdown event and the closes to be written.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            serving.abort();
         }
         log.close().await.context("cannot close the event log")?;
         anyhow::Ok(0)

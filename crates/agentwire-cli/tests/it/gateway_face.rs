@@ -453,7 +453,6 @@ fn a_non_loopback_address_needs_a_token() {
         stderr.contains("--listen 0.0.0.0:0 is not a loopback address: it needs --token"),
         "{stderr}"
     );
-    let _ = Duration::ZERO;
 }
 
 /// A gateway client in the test: frames in, frames out, the frames it saw.
@@ -619,4 +618,34 @@ async fn a_gateway_client_and_a_roll_host_watch_the_same_turn() {
         .find(|e| e["event"]["type"] == "approval.resolved")
         .unwrap();
     assert_eq!(approval["event"]["resolution"]["decision"], "approve");
+}
+
+#[tokio::test]
+async fn a_stopping_gateway_says_so_and_closes_going_away() {
+    use futures_util::StreamExt;
+    let gateway = start(&["--token", TOKEN]);
+    let mut client = WsClient::connect(gateway.port, &["operator.read"]).await;
+    let status = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let shutdown = client.wait_for(|f| f["event"] == "shutdown").await;
+    assert_eq!(
+        shutdown["payload"],
+        json!({"reason": "the runtime is stopping"})
+    );
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(10), client.ws.next())
+            .await
+            .expect("closed within 10 s")
+        {
+            Some(Ok(tokio_tungstenite::tungstenite::Message::Close(frame))) => break frame,
+            Some(Ok(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    let frame = close.expect("a close frame");
+    assert_eq!(u16::from(frame.code), 1001);
+    assert_eq!(frame.reason.as_str(), "gateway stopping");
 }

@@ -170,6 +170,11 @@ impl ConnectionHandle {
         &self.conn_id
     }
 
+    /// Closes it with `code` and `reason` once what is queued was written.
+    pub(super) fn close(&self, code: u16, reason: &str) {
+        self.outbox.close(code, reason);
+    }
+
     /// Whether it counts in presence: an interactive client (`ui`, `webchat`) or a node.
     pub(super) fn present(&self) -> bool {
         matches!(

@@ -192,6 +192,16 @@ impl GatewayFace {
         }
     }
 
+    /// Tells every connection the gateway stops (`shutdown {reason}`), then closes each 1001
+    /// once what it was sent is written.
+    pub fn shutdown(&self, reason: &str) {
+        self.broadcast("shutdown", &json!({"reason": reason}), false);
+        let conns: Vec<Arc<ConnectionHandle>> = self.lock_connections().values().cloned().collect();
+        for conn in conns {
+            conn.close(1001, "gateway stopping");
+        }
+    }
+
     /// Authenticated connections now.
     pub fn connection_count(&self) -> usize {
         self.lock_connections().len()

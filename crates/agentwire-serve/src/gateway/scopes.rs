@@ -83,7 +83,6 @@ pub const EVENTS: &[&str] = &[
     "connect.challenge",
     "tick",
     "presence",
-    "health",
     "shutdown",
     "chat",
     "agent",
