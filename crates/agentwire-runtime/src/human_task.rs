@@ -7,7 +7,6 @@
 //! its deadline. Nothing is recorded on a settled task.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 
 use crate::decision::{Decision, DecisionKind};
 use crate::event::HumanTask;
@@ -177,16 +176,7 @@ impl HumanTaskState {
     }
 }
 
-/// `sha256:` and the lower-case hex digest of `bytes` (the protocol's `Digest`).
-pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut text = String::with_capacity(7 + 64);
-    text.push_str("sha256:");
-    for byte in hash {
-        text.push_str(&format!("{byte:02x}"));
-    }
-    text
-}
+pub use crate::decision::digest;
 
 #[cfg(test)]
 mod tests {

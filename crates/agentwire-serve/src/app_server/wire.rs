@@ -23,16 +23,7 @@ pub fn timestamp(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
-/// `sha256:` and the hex digest of `bytes`.
-pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for byte in hash {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
-}
+pub use agentwire_runtime::decision::digest;
 
 /// A thread as the App Server shows it: `archived` once archived, `active` while a turn runs;
 /// its revision is the sequence number of its last event (the App Server numbers a thread's

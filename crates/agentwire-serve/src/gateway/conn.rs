@@ -700,8 +700,7 @@ async fn write<S>(
             closing = &mut close, if urgent => {
                 match closing {
                     Ok((code, reason)) => {
-                        let frame = CloseFrame { code: CloseCode::from(code), reason: reason.into() };
-                        let _ = tokio::time::timeout(timeout, sink.send(Message::Close(Some(frame)))).await;
+                        send_close(&mut sink, code, reason, timeout).await;
                         break;
                     }
                     Err(_) => {
@@ -715,11 +714,7 @@ async fn write<S>(
         let text = match out {
             Some(Out::Text(text)) => text,
             Some(Out::Close(code, reason)) => {
-                let frame = CloseFrame {
-                    code: CloseCode::from(code),
-                    reason: reason.into(),
-                };
-                let _ = tokio::time::timeout(timeout, sink.send(Message::Close(Some(frame)))).await;
+                send_close(&mut sink, code, reason, timeout).await;
                 break;
             }
             None => break,
@@ -732,6 +727,18 @@ async fn write<S>(
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+}
+
+/// Writes a close frame, within `timeout`.
+async fn send_close<S>(sink: &mut S, code: u16, reason: String, timeout: Duration)
+where
+    S: futures_util::Sink<Message, Error = WsError> + Unpin,
+{
+    let frame = CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.into(),
+    };
+    let _ = tokio::time::timeout(timeout, sink.send(Message::Close(Some(frame)))).await;
 }
 
 /// The `connect` params the gateway reads.

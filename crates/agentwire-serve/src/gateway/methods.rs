@@ -319,13 +319,19 @@ async fn chat_history(face: &GatewayFace, params: &Map<String, Value>) -> Result
     Ok(json!({"sessionKey": key, "sessionId": thread, "messages": messages}))
 }
 
-/// Starts a run of `message` in session `key`: a turn of its thread, created if new.
+/// Starts a run of `message` in session `key`: a turn of its thread, created if new. With
+/// `watch`, the thread's subscription is put there before the run starts, so nothing of it is
+/// missed.
 async fn start_run(
     face: &GatewayFace,
     key: &str,
     message: &str,
+    watch: Option<&mut Option<agentwire_runtime::Subscription>>,
 ) -> Result<(String, String), Failure> {
     let thread = face.ensure_session(key, None).await?;
+    if let Some(watch) = watch {
+        *watch = face.runtime.subscribe_thread(&thread).await.ok();
+    }
     let run_id = uuid::Uuid::new_v4().to_string();
     let input = TurnInput {
         text: message.to_owned(),
@@ -342,7 +348,7 @@ async fn chat_send(face: &GatewayFace, params: &Map<String, Value>) -> Result<Va
     let key = text(params, "sessionKey").unwrap_or_default().to_owned();
     let message = text(params, "message").unwrap_or_default().to_owned();
     let (answer, replayed) = idempotent(face, "chat", params, async {
-        let (_, run_id) = start_run(face, &key, &message).await?;
+        let (_, run_id) = start_run(face, &key, &message, None).await?;
         Ok(json!({"runId": run_id, "status": "started"}))
     })
     .await;
@@ -387,18 +393,7 @@ async fn agent(
     let message = text(params, "message").unwrap_or_default().to_owned();
     let mut watch = None;
     let (first, _) = idempotent(face, "agent", params, async {
-        let thread = face.ensure_session(&key, None).await?;
-        // Watched before it starts, so its end cannot be missed.
-        watch = face.runtime.subscribe_thread(&thread).await.ok();
-        let run_id = uuid::Uuid::new_v4().to_string();
-        let input = TurnInput {
-            text: message.clone(),
-            attachments: vec![],
-        };
-        face.runtime
-            .start_turn(&thread, &run_id, input)
-            .await
-            .map_err(|e| runtime_failure(&e))?;
+        let (_, run_id) = start_run(face, &key, &message, Some(&mut watch)).await?;
         Ok(json!({"runId": run_id, "agentId": AGENT_ID, "status": "accepted", "acceptedAt": now_ms()}))
     })
     .await;
