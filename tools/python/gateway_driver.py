@@ -3,6 +3,11 @@ prints a JSON report: what each step got back (frames, close codes and reasons),
 the gateway sent, with the method each response answered, so the test can check them all.
 
 usage: python gateway_driver.py PORT TOKEN SCENARIO
+
+The scenarios `ready` and `cases` run against any OpenClaw gateway, ours or the real one: `ready`
+waits until the gateway answers `connect` with hello-ok, and `cases` reports, per protocol
+client case, how the gateway answered (close code, error code, details.code), so that two
+gateways can be compared.
 """
 
 import asyncio
@@ -312,6 +317,101 @@ async def many(port: int, token: str) -> Report:
     return {"connected": oks, "health_ok": sum(1 for h in healths if h.get("ok") is True)}
 
 
+# The real gateway took 6-14 s from spawn to hello-ok on a 2-core machine; a loaded CI machine
+# running other tests at the same time gets a margin.
+READY_BUDGET_S = 45.0
+
+
+async def ready(port: int, token: str) -> Report:
+    """Polls `connect` until hello-ok: the real gateway opens its port seconds before it serves,
+    answering UNAVAILABLE and closing 1013 meanwhile."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    attempts = 0
+    last: Json = None
+    while loop.time() - started < READY_BUDGET_S:
+        attempts += 1
+        try:
+            c, hello = await connected(port, token, READ)
+            await c.ws.close()
+            if hello.get("ok") is True:
+                return {"ready": True, "attempts": attempts, "waited_ms": round((loop.time() - started) * 1000)}
+            last = hello
+        except (OSError, ConnectionClosed, asyncio.TimeoutError, websockets.InvalidStatus) as error:
+            last = repr(error)
+        await asyncio.sleep(0.25)
+    return {"ready": False, "attempts": attempts, "last": last}
+
+
+def outcome(frames: list[Json], code: Optional[int], reason: Optional[str]) -> Report:
+    """How a gateway answered one case: the first response's error and details codes (None when
+    it answered ok or not at all), and the close code and reason (None while it stays open)."""
+    res = next((f for f in frames if f.get("type") == "res"), None)
+    error = res.get("error") if res is not None else None
+    return {
+        "answered": res is not None,
+        "ok": res.get("ok") if res is not None else None,
+        "error": error.get("code") if error else None,
+        "detail": (error.get("details") or {}).get("code") if error else None,
+        "close": code,
+        "reason": reason,
+    }
+
+
+async def after_hello(port: int, token: str, scopes: list[str], frame: Any) -> Report:
+    """Sends `frame` after hello-ok; the answer, and whether the connection stays open."""
+    c, hello = await connected(port, token, scopes)
+    assert hello.get("ok") is True, hello
+    await c.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+    answer = await c.wait(lambda f: f.get("type") == "res" and str(f.get("id")) == str(frame["id"]))
+    # Still open: a request after the case is answered.
+    health = await c.request("health")
+    await c.ws.close()
+    report = outcome([answer], None, None)
+    report["id"] = answer.get("id")
+    report["open_after"] = health.get("ok") is True
+    return report
+
+
+PREAUTH_CAP = 64 * 1024
+
+
+def padded_frame(size: int) -> str:
+    """A JSON frame that is not a request (an event), exactly `size` bytes long."""
+    empty = json.dumps({"type": "event", "event": "x", "pad": ""})
+    frame = json.dumps({"type": "event", "event": "x", "pad": "x" * (size - len(empty))})
+    assert len(frame) == size
+    return frame
+
+
+async def cases(port: int, token: str) -> Report:
+    auth = {"token": token}
+    refusals: dict[str, Any] = {
+        "mismatch": connect_frame(minProtocol=5, maxProtocol=5, auth=auth),
+        "first_not_connect": {"type": "req", "id": "h", "method": "health"},
+        "first_not_request": {"type": "event", "event": "x"},
+        "not_json": "hello",
+        "invalid_params": connect_frame(client=dict(CLIENT, mode="operator"), auth=auth),
+        "wrong_token": connect_frame(auth={"token": "nope"}),
+        "no_token": connect_frame(),
+        # JSON, so that what is compared is the cap and not the parse of a non-JSON frame.
+        "preauth_over": padded_frame(PREAUTH_CAP + 1),
+        "preauth_exact": padded_frame(PREAUTH_CAP),
+    }
+    out: Report = {}
+    for name, first in refusals.items():
+        closed = await refused(port, first)
+        out[name] = outcome(closed["frames"], closed["code"], closed["reason"])
+    chat = {"sessionKey": "main", "message": "hi", "idempotencyKey": "k-scope"}
+    out["chat_send_read_scope"] = await after_hello(
+        port, token, READ, {"type": "req", "id": "s1", "method": "chat.send", "params": chat})
+    out["unknown_method_read_scope"] = await after_hello(
+        port, token, READ, {"type": "req", "id": "u1", "method": "no.such.method"})
+    out["numeric_id"] = await after_hello(
+        port, token, READ, {"type": "req", "id": 7, "method": "health"})
+    return out
+
+
 SCENARIOS = {
     "handshake": handshake,
     "errors": errors,
@@ -320,6 +420,8 @@ SCENARIOS = {
     "origins": origins,
     "ticks": ticks,
     "many": many,
+    "ready": ready,
+    "cases": cases,
 }
 
 

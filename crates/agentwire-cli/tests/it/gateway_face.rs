@@ -17,10 +17,10 @@ use crate::support::BIN;
 const TOKEN: &str = "T0ken-abc";
 
 /// A gateway serving on a free loopback port; stopped when dropped.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
+    pub(crate) port: u16,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Gateway {
@@ -33,8 +33,20 @@ impl Drop for Gateway {
 /// Starts `agentwire serve --listen 127.0.0.1:0` with `args`, and reads the port it bound.
 fn start(args: &[&str]) -> Gateway {
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("runtime.sqlite").display());
-    let mut child = Command::new(BIN)
+    let mut gateway = start_with(Command::new(BIN), dir.path(), args);
+    gateway._dir = Some(dir);
+    gateway
+}
+
+/// Starts `command` (the `agentwire` binary, perhaps wrapped) with `serve --listen 127.0.0.1:0`,
+/// a SQLite store in `store_dir` and `args`, and reads the port it bound.
+pub(crate) fn start_with(
+    mut command: Command,
+    store_dir: &std::path::Path,
+    args: &[&str],
+) -> Gateway {
+    let store = format!("sqlite:{}", store_dir.join("runtime.sqlite").display());
+    let mut child = command
         .args(["serve", "--listen", "127.0.0.1:0", "--store", &store])
         .args(args)
         .stdin(Stdio::null())
@@ -58,7 +70,7 @@ fn start(args: &[&str]) -> Gateway {
     Gateway {
         child,
         port,
-        _dir: dir,
+        _dir: None,
     }
 }
 
@@ -83,7 +95,7 @@ fn drive(gateway: &Gateway, scenario: &str) -> Value {
 }
 
 /// Every frame is valid under our gateway schema and OpenClaw's.
-fn check_frames(frames: &Value) {
+pub(crate) fn check_frames(frames: &Value) {
     let ours = read(schema_path());
     let ours_doc = SchemaDocument::open(schema_path()).unwrap();
     let ours_compiler = ValidatorCompiler::new(&ours_doc).unwrap();

@@ -19,6 +19,7 @@ mod error_codes;
 mod events_cli;
 mod fatal_errors;
 mod gateway_face;
+mod gateway_real;
 mod gateway_schema;
 mod gen_cli;
 mod hostile_cli;
