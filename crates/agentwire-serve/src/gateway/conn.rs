@@ -585,6 +585,15 @@ async fn handshake(
     } else {
         max
     };
+    tracing::info!(
+        conn = id,
+        client = %connect.client["id"].as_str().unwrap_or_default(),
+        mode,
+        %role,
+        asked = ?connect.scopes,
+        granted = ?granted,
+        "a gateway client connected"
+    );
     let hello = face.hello(protocol, id, &role, &granted);
     Some(Accepted {
         id,
