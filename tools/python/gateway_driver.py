@@ -209,6 +209,10 @@ async def run(port: int, token: str) -> Report:
     agent_id = out["agent"]["id"]
     requested = await actor.wait(lambda f: f.get("event") == "exec.approval.requested")
     out["requested"] = requested
+    # An approver that connects while the approval is pending is sent it too.
+    late, _ = await connected(port, token, ["operator.approvals"])
+    out["late_requested"] = await late.wait(lambda f: f.get("event") == "exec.approval.requested")
+    await late.ws.close()
     out["resolve"] = await actor.request(
         "exec.approval.resolve", {"id": requested["payload"]["id"], "decision": "allow-once"})
     out["resolve_again"] = await actor.request(

@@ -359,6 +359,7 @@ fn a_run_over_the_gateway_streams_chat_and_agent_events_and_takes_an_approval() 
     let requested = &report["requested"]["payload"];
     assert_eq!(requested["request"]["command"], "ls");
     assert_eq!(requested["request"]["sessionKey"], "team");
+    assert_eq!(report["late_requested"]["payload"], *requested);
     assert_eq!(report["resolve"]["payload"], json!({"ok": true}));
     assert_eq!(error(&report["resolve_again"]).0, "APPROVAL_NOT_FOUND");
     let resolved = &report["resolved"]["payload"];

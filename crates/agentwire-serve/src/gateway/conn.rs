@@ -360,6 +360,9 @@ pub(super) async fn run(face: Arc<GatewayFace>, stream: TcpStream, peer: SocketA
     let conn = Arc::new(conn);
     conn.respond(&hello.0, Ok(hello.1));
     face.joined(Arc::clone(&conn));
+    if conn.holds(scopes::APPROVALS) {
+        face.send_pending_approvals(&conn).await;
+    }
     serve_requests(&face, &conn, &mut frames).await;
     face.left(conn.id);
     conn.outbox.close(1000, "");

@@ -121,8 +121,9 @@ pub struct GatewayFace {
     health_version: AtomicU64,
     /// Wakes the task that sends `presence`.
     presence_dirty: tokio::sync::Notify,
-    /// The thread of each pending approval, by id (as many as are pending).
-    approvals: Mutex<HashMap<String, String>>,
+    /// The thread of each pending approval and when it opened, by id (as many as are
+    /// pending).
+    approvals: Mutex<HashMap<String, (String, u64)>>,
 }
 
 impl GatewayFace {
@@ -259,15 +260,15 @@ impl GatewayFace {
         }
     }
 
-    fn lock_approvals(&self) -> MutexGuard<'_, HashMap<String, String>> {
+    fn lock_approvals(&self) -> MutexGuard<'_, HashMap<String, (String, u64)>> {
         self.approvals
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn approval_opened(&self, id: &str, thread_id: &str) {
+    fn approval_opened(&self, id: &str, thread_id: &str, at_ms: u64) {
         self.lock_approvals()
-            .insert(id.to_owned(), thread_id.to_owned());
+            .insert(id.to_owned(), (thread_id.to_owned(), at_ms));
     }
 
     fn approval_closed(&self, id: &str) {
@@ -275,7 +276,31 @@ impl GatewayFace {
     }
 
     fn approval_thread(&self, id: &str) -> Option<String> {
-        self.lock_approvals().get(id).cloned()
+        self.lock_approvals()
+            .get(id)
+            .map(|(thread, _)| thread.clone())
+    }
+
+    /// Sends a connection that may decide approvals the ones pending when it joined, as
+    /// `exec.approval.requested` events (those opened later reach it as they open).
+    async fn send_pending_approvals(&self, conn: &ConnectionHandle) {
+        let pending: Vec<(String, String, u64)> = self
+            .lock_approvals()
+            .iter()
+            .map(|(id, (thread, at))| (id.clone(), thread.clone(), *at))
+            .collect();
+        for (id, thread, at) in pending {
+            let interaction = self
+                .runtime
+                .inspect(&thread, |s| s.pending.get(&id).cloned())
+                .await
+                .ok()
+                .flatten();
+            if let Some(interaction) = interaction {
+                let payload = pump::requested(&interaction, &self.session_key(&thread), at);
+                conn.send_event("exec.approval.requested", &payload.to_string(), "", false);
+            }
+        }
     }
 
     fn pending_approval_count(&self) -> usize {

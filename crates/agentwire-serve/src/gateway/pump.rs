@@ -204,13 +204,10 @@ fn durable(face: &GatewayFace, runs: &mut Runs, thread_id: &str, event: &ThreadE
         ThreadEvent::InteractionOpened { interaction }
             if matches!(interaction.ask, InteractionKind::Approval { .. }) =>
         {
-            face.approval_opened(&interaction.id, thread_id);
+            face.approval_opened(&interaction.id, thread_id, at);
             let key = face.session_key(thread_id);
-            face.broadcast(
-                "exec.approval.requested",
-                &requested(interaction, &key),
-                false,
-            );
+            let payload = requested(interaction, &key, at);
+            face.broadcast("exec.approval.requested", &payload, false);
         }
         ThreadEvent::InteractionResolved {
             interaction_id,
@@ -236,8 +233,9 @@ fn ended(face: &GatewayFace, runs: &mut Runs, thread_id: &str, turn_id: &str) ->
     })
 }
 
-/// The `exec.approval.requested` payload of an approval of session `key`.
-pub(super) fn requested(interaction: &Interaction, key: &str) -> Value {
+/// The `exec.approval.requested` payload of an approval of session `key`, opened at
+/// `created_at_ms`.
+pub(super) fn requested(interaction: &Interaction, key: &str, created_at_ms: u64) -> Value {
     let InteractionKind::Approval {
         tool_name,
         preview,
@@ -260,7 +258,7 @@ pub(super) fn requested(interaction: &Interaction, key: &str) -> Value {
             "runId": interaction.turn_id,
             "host": "gateway",
         },
-        "createdAtMs": now_ms(),
+        "createdAtMs": created_at_ms,
         "expiresAtMs": interaction.expires_at_ms,
     })
 }
