@@ -1,10 +1,53 @@
-//! What the faces share for idempotent mutations: an answer as the runtime's idempotency store
-//! keeps it, and the canonical text of params that a fingerprint is taken of.
+//! What the faces share for idempotent mutations: running one once per key through the
+//! runtime's idempotency store, an answer as the store keeps it, and the canonical text of
+//! params that a fingerprint is taken of.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
 
 use agentwire_jsonrpc::ErrorObject;
+use agentwire_runtime::{Admission, Fingerprint, IdempotencyStore};
 use serde_json::Value;
+
+/// What came of a mutation run through [`once`].
+pub(crate) enum Once<A> {
+    /// It ran (first time): its answer.
+    Ran(A),
+    /// It had run with the same fingerprint: the bytes kept of its answer.
+    Replayed(Arc<[u8]>),
+    /// The key was used for another mutation: it did not run.
+    Mismatch,
+}
+
+/// Runs `work` once per `scope` and `key` in `store`: the first time it runs, and its answer is
+/// kept as `keep` encodes it (`None`: not kept, so a retry runs it again); a retry with the same
+/// fingerprint waits while the first runs, then gets the kept bytes; the same key with another
+/// fingerprint is [`Once::Mismatch`]. `work` is not polled unless it runs.
+pub(crate) async fn once<A>(
+    store: &IdempotencyStore,
+    scope: &str,
+    key: &str,
+    print: &Fingerprint,
+    work: impl Future<Output = A>,
+    keep: impl FnOnce(&A) -> Option<Vec<u8>>,
+) -> Once<A> {
+    loop {
+        let done = store.completed();
+        match store.admit(scope, key, print) {
+            Admission::Run => break,
+            Admission::Replay(bytes) => return Once::Replayed(bytes),
+            Admission::Mismatch => return Once::Mismatch,
+            Admission::InFlight => done.await,
+        }
+    }
+    let answer = work.await;
+    match keep(&answer) {
+        Some(bytes) => store.complete(scope, key, &bytes),
+        None => store.abandon(scope, key),
+    }
+    Once::Ran(answer)
+}
 
 /// A JSON-RPC answer.
 pub(crate) type Answer = Result<Value, ErrorObject>;

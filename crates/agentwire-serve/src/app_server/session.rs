@@ -7,9 +7,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::kept::Once;
 use agentwire_jsonrpc::{CallError, ErrorObject, Handlers, Peer, RequestContext};
 use agentwire_runtime::{
-    Admission, Answer, Interaction, InteractionKind, LiveEvent, NewThread, Published, Resolution,
+    Answer, Interaction, InteractionKind, LiveEvent, NewThread, Published, Resolution,
     RuntimeError, StampedEvent, Subscription, ThreadEvent, TurnInput, fingerprint,
 };
 use serde_json::{Value, json};
@@ -316,30 +317,22 @@ impl Session {
             crate::kept::canonical(&Value::Object(params.clone())).as_bytes(),
         ]);
         let store = self.face.runtime.idempotency();
-        loop {
-            let done = store.completed();
-            match store.admit(&scope, key, &print) {
-                Admission::Run => break,
-                Admission::Replay(bytes) => return crate::kept::decode(&bytes),
-                Admission::Mismatch => {
-                    return Err(error(
-                        code::CONFLICT,
-                        format!("idempotencyKey {key} was used for other params"),
-                    ));
-                }
-                Admission::InFlight => done.await,
-            }
-        }
-        let answer = self.dispatch(method, params).await;
         // Only what was decided is kept: an internal failure or a timeout may go otherwise
         // when retried.
-        let decided =
-            !matches!(&answer, Err(e) if e.code == code::INTERNAL || e.code == code::TIMEOUT);
-        match crate::kept::encode(&answer) {
-            Some(bytes) if decided => store.complete(&scope, key, &bytes),
-            _ => store.abandon(&scope, key),
+        let keep = |answer: &Result<Value, ErrorObject>| {
+            let decided =
+                !matches!(answer, Err(e) if e.code == code::INTERNAL || e.code == code::TIMEOUT);
+            crate::kept::encode(answer).filter(|_| decided)
+        };
+        let work = self.dispatch(method, params);
+        match crate::kept::once(store, &scope, key, &print, work, keep).await {
+            Once::Ran(answer) => answer,
+            Once::Replayed(bytes) => crate::kept::decode(&bytes),
+            Once::Mismatch => Err(error(
+                code::CONFLICT,
+                format!("idempotencyKey {key} was used for other params"),
+            )),
         }
-        answer
     }
 
     async fn dispatch(

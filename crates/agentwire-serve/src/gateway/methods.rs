@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use crate::kept::Once;
 use agentwire_runtime::{
-    Admission, Answer, Decision, DecisionKind, NewThread, Published, Role, RuntimeError,
-    ThreadEvent, TurnInput, fingerprint,
+    Answer, Decision, DecisionKind, NewThread, Published, Role, RuntimeError, ThreadEvent,
+    TurnInput, fingerprint,
 };
 use serde_json::{Map, Value, json};
 
@@ -232,28 +233,22 @@ async fn idempotent(
         crate::kept::canonical(&Value::Object(params.clone())).as_bytes(),
     ]);
     let store = face.runtime.idempotency();
-    loop {
-        let done = store.completed();
-        match store.admit(scope, &key, &print) {
-            Admission::Run => break,
-            Admission::Replay(bytes) => return (decode_kept(&bytes), true),
-            Admission::Mismatch => {
-                let failure = Failure::invalid(format!(
-                    "idempotencyKey {} was used for another request",
-                    &key[family.len() + 1..]
-                ));
-                return (Err(failure), false);
-            }
-            Admission::InFlight => done.await,
+    // Only what was decided is kept; an unavailable runtime may answer otherwise later.
+    let keep = |answer: &Result<Value, Failure>| match answer {
+        Err(failure) if failure.code == "UNAVAILABLE" => None,
+        _ => Some(encode_kept(answer).into_bytes()),
+    };
+    match crate::kept::once(store, scope, &key, &print, work, keep).await {
+        Once::Ran(answer) => (answer, false),
+        Once::Replayed(bytes) => (decode_kept(&bytes), true),
+        Once::Mismatch => {
+            let failure = Failure::invalid(format!(
+                "idempotencyKey {} was used for another request",
+                &key[family.len() + 1..]
+            ));
+            (Err(failure), false)
         }
     }
-    let answer = work.await;
-    match &answer {
-        // Only what was decided is kept; an unavailable runtime may answer otherwise later.
-        Err(failure) if failure.code == "UNAVAILABLE" => store.abandon(scope, &key),
-        _ => store.complete(scope, &key, encode_kept(&answer).as_bytes()),
-    }
-    (answer, false)
 }
 
 fn encode_kept(answer: &Result<Value, Failure>) -> String {

@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::kept::Once;
 use agentwire_jsonrpc::{ErrorObject, Event, Handlers, Id, Peer, RequestContext};
 use agentwire_roll::constants::js_length;
 use agentwire_roll::negotiation::{Connection, NegotiationError};
@@ -15,7 +16,7 @@ use agentwire_roll::types::{FeatureName, OperationParams};
 use agentwire_roll::{
     Feature, Method, MethodParams, ProtocolVersion, RollErrorCode, ServerRequestMethod,
 };
-use agentwire_runtime::{Admission, Interaction, Operation, Resolution, RuntimeError, fingerprint};
+use agentwire_runtime::{Interaction, Operation, Resolution, RuntimeError, fingerprint};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
@@ -397,29 +398,21 @@ impl Call {
             crate::kept::canonical(raw).as_bytes(),
         ]);
         let store = self.session.face.runtime.idempotency();
-        loop {
-            let done = store.completed();
-            match store.admit(IDEMPOTENCY_SCOPE, &request_id, &print) {
-                Admission::Run => break,
-                Admission::Replay(bytes) => return crate::kept::decode(&bytes),
-                Admission::Mismatch => {
-                    return Err(self.session.err(
-                        RollErrorCode::INVALID_PARAMS,
-                        format!("requestId {request_id} was used for another mutation"),
-                    ));
-                }
-                Admission::InFlight => done.await,
-            }
+        let keep = |answer: &Answer| {
+            let transient = matches!(answer, Err(e) if e.data.as_ref()
+                .and_then(|d| d.get("retryable"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false));
+            crate::kept::encode(answer).filter(|_| !transient)
+        };
+        let work = self.answer(params);
+        match crate::kept::once(store, IDEMPOTENCY_SCOPE, &request_id, &print, work, keep).await {
+            Once::Ran(answer) => answer,
+            Once::Replayed(bytes) => crate::kept::decode(&bytes),
+            Once::Mismatch => Err(self.session.err(
+                RollErrorCode::INVALID_PARAMS,
+                format!("requestId {request_id} was used for another mutation"),
+            )),
         }
-        let answer = self.answer(params).await;
-        let transient = matches!(&answer, Err(e) if e.data.as_ref()
-            .and_then(|d| d.get("retryable"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false));
-        match crate::kept::encode(&answer) {
-            Some(bytes) if !transient => store.complete(IDEMPOTENCY_SCOPE, &request_id, &bytes),
-            _ => store.abandon(IDEMPOTENCY_SCOPE, &request_id),
-        }
-        answer
     }
 }
