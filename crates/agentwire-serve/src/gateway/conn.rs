@@ -19,7 +19,7 @@ use super::capped::{Capped, Gate};
 use super::scopes::{self, Access, READ};
 use super::{
     GatewayFace, MIN_NODE_PROTOCOL_VERSION, MIN_PROBE_PROTOCOL_VERSION, PREAUTH_MAX_PAYLOAD,
-    PROTOCOL_VERSION, close_reason, now_ms,
+    PROTOCOL_VERSION, close_reason,
 };
 
 /// Requests of one connection being handled at once; one more is answered `UNAVAILABLE`
@@ -224,17 +224,9 @@ impl ConnectionHandle {
         self.outbox.push(frame, droppable);
     }
 
-    fn respond(&self, id: &str, answer: Result<Value, Failure>) {
-        let frame = match answer {
-            Ok(payload) => json!({"type": "res", "id": id, "ok": true, "payload": payload}),
-            Err(failure) => json!({"type": "res", "id": id, "ok": false, "error": failure.shape()}),
-        };
-        self.outbox.push(frame.to_string(), false);
-    }
-
     /// Answers request `id` (also a second time, as `agent` does when its run ends).
-    pub(super) fn answer(&self, id: &str, answer: Result<Value, Failure>) {
-        self.respond(id, answer);
+    pub(super) fn respond(&self, id: &str, answer: Result<Value, Failure>) {
+        self.outbox.push(response(id, answer), false);
     }
 
     pub(super) fn presence_entry(&self) -> Value {
@@ -328,7 +320,7 @@ pub(super) async fn run(face: Arc<GatewayFace>, stream: TcpStream, peer: SocketA
     let writer = tokio::spawn(write(sink, rx, close_rx, queued, config.write_timeout));
     let nonce = uuid::Uuid::new_v4().to_string();
     outbox.push(
-        json!({"type": "event", "event": "connect.challenge", "payload": {"nonce": nonce, "ts": now_ms()}})
+        json!({"type": "event", "event": "connect.challenge", "payload": {"nonce": nonce, "ts": face.now_ms()}})
             .to_string(),
         false,
     );
@@ -354,7 +346,7 @@ pub(super) async fn run(face: Arc<GatewayFace>, stream: TcpStream, peer: SocketA
             return;
         }
     };
-    let (conn, hello) = conn.finish(outbox);
+    let (conn, hello) = conn.finish(outbox, face.now_ms());
     drop(slot);
     gate.lift();
     let conn = Arc::new(conn);
@@ -363,7 +355,7 @@ pub(super) async fn run(face: Arc<GatewayFace>, stream: TcpStream, peer: SocketA
     if conn.holds(scopes::APPROVALS) {
         face.send_pending_approvals(&conn).await;
     }
-    serve_requests(&face, &conn, &mut frames).await;
+    serve_requests(&face, &conn, &mut frames, &gate).await;
     face.left(conn.id);
     conn.outbox.close(1000, "");
     drop(conn);
@@ -381,14 +373,14 @@ struct Accepted {
 }
 
 impl Accepted {
-    fn finish(self, outbox: Outbox) -> (ConnectionHandle, (String, Value)) {
+    fn finish(self, outbox: Outbox, since_ms: u64) -> (ConnectionHandle, (String, Value)) {
         let conn = ConnectionHandle {
             id: self.id,
             conn_id: format!("ws-{}", self.id),
             role: self.role,
             scopes: self.scopes,
             client: self.client,
-            since_ms: now_ms(),
+            since_ms,
             outbox,
             seq: AtomicU64::new(0),
             sessions_subscribed: AtomicBool::new(false),
@@ -412,7 +404,7 @@ async fn next_text(frames: &mut Frames, gate: &Gate) -> Result<String, Option<u1
             }
             Some(Ok(Message::Binary(bytes))) => {
                 gate.delivered(bytes.len());
-                // Not a text frame: answered as an invalid frame.
+                // Not a text frame: read as a frame that is not JSON.
                 return Ok(String::new());
             }
             Some(Ok(Message::Ping(data) | Message::Pong(data))) => gate.delivered(data.len()),
@@ -433,8 +425,8 @@ struct RequestFrame {
 }
 
 fn request_frame(text: &str) -> Result<RequestFrame, (Option<String>, String)> {
-    let Ok(Value::Object(frame)) = serde_json::from_str::<Value>(text) else {
-        return Err((None, "not a JSON object".into()));
+    let Ok(frame) = serde_json::from_str::<Value>(text) else {
+        return Err((None, "not JSON".into()));
     };
     let id = match frame.get("id") {
         Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
@@ -442,26 +434,22 @@ fn request_frame(text: &str) -> Result<RequestFrame, (Option<String>, String)> {
         Some(Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
-    let frame = Value::Object(frame);
-    if let Err(why) = super::schema::check_request(&frame) {
-        return Err((id, why));
-    }
-    let Value::Object(mut frame) = frame else {
-        unreachable!("an object was read");
-    };
-    let text_of = |v: Option<Value>| match v {
-        Some(Value::String(s)) => s,
-        _ => String::new(),
-    };
+    super::schema::check_request(&frame).map_err(|why| (id, why))?;
+    let text_of = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     Ok(RequestFrame {
-        id: text_of(frame.remove("id")),
-        method: text_of(frame.remove("method")),
-        params: frame.remove("params").unwrap_or(Value::Null),
+        id: text_of(&frame["id"]),
+        method: text_of(&frame["method"]),
+        params: frame.get("params").cloned().unwrap_or(Value::Null),
     })
 }
 
-fn res(id: &str, failure: &Failure) -> String {
-    json!({"type": "res", "id": id, "ok": false, "error": failure.shape()}).to_string()
+/// The response frame answering request `id`.
+fn response(id: &str, answer: Result<Value, Failure>) -> String {
+    match answer {
+        Ok(payload) => json!({"type": "res", "id": id, "ok": true, "payload": payload}),
+        Err(failure) => json!({"type": "res", "id": id, "ok": false, "error": failure.shape()}),
+    }
+    .to_string()
 }
 
 /// The handshake: the first frame must be a `connect` request the gateway accepts. On a refusal
@@ -490,7 +478,7 @@ async fn handshake(
         }
     };
     let refuse = |failure: Failure, code: u16, reason: &str| {
-        outbox.push(res(&frame.id, &failure), false);
+        outbox.push(response(&frame.id, Err(failure)), false);
         outbox.close(code, reason);
         None
     };
@@ -625,12 +613,11 @@ async fn serve_requests(
     face: &Arc<GatewayFace>,
     conn: &Arc<ConnectionHandle>,
     frames: &mut Frames,
+    gate: &Gate,
 ) {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    let gate = Gate::new(0);
-    gate.lift();
     loop {
-        let text = match next_text(frames, &gate).await {
+        let text = match next_text(frames, gate).await {
             Ok(text) => text,
             Err(Some(code)) => {
                 conn.outbox.close(code, "");
@@ -818,7 +805,7 @@ impl GatewayFace {
     pub(super) fn health_summary(&self) -> Value {
         json!({
             "ok": true,
-            "ts": now_ms(),
+            "ts": self.now_ms(),
             "durationMs": 0,
             "defaultAgentId": super::methods::AGENT_ID,
         })
@@ -837,7 +824,8 @@ mod tests {
         assert_eq!((ok.id.as_str(), ok.method.as_str()), ("a", "health"));
         assert_eq!(ok.params, Value::Null);
         let err = |text: &str| request_frame(text).err().unwrap();
-        assert_eq!(err("nope"), (None, "not a JSON object".into()));
+        assert_eq!(err("nope"), (None, "not JSON".into()));
+        assert_eq!(err("[1]").0, None);
         let (id, why) = err(r#"{"type":"req","id":7,"method":"health"}"#);
         assert_eq!(id.as_deref(), Some("7"));
         assert!(why.starts_with("/id: "), "{why}");

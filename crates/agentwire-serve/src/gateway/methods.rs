@@ -10,8 +10,8 @@ use agentwire_runtime::{
 };
 use serde_json::{Map, Value, json};
 
+use super::GatewayFace;
 use super::conn::{Connect, ConnectionHandle, Failure};
-use super::{GatewayFace, now_ms};
 use crate::app_server::wire::core_id;
 
 /// Sessions `sessions.list` returns at most, and by default.
@@ -50,16 +50,19 @@ pub(super) async fn call(
     }
     Some(match method {
         "health" => Ok(face.health_summary()),
-        "status" => Ok(json!({
-            "ts": now_ms(),
-            "server": {"version": face.config.server_version, "connId": conn.conn_id()},
-            "uptimeMs": face.uptime_ms(),
-            "sessions": {
-                "count": face.runtime.thread_ids().len(),
-                "active": face.runtime.summaries().iter().filter(|s| !s.archived).count(),
-            },
-            "pendingApprovals": face.pending_approval_count(),
-        })),
+        "status" => {
+            let threads = face.runtime.summaries();
+            Ok(json!({
+                "ts": face.now_ms(),
+                "server": {"version": face.config.server_version, "connId": conn.conn_id()},
+                "uptimeMs": face.uptime_ms(),
+                "sessions": {
+                    "count": threads.len(),
+                    "active": threads.iter().filter(|s| !s.archived).count(),
+                },
+                "pendingApprovals": face.pending_approval_count(),
+            }))
+        }
         "system-presence" => Ok(json!(face.presence())),
         "sessions.list" => Ok(sessions_list(face, &params)),
         "sessions.create" => {
@@ -130,7 +133,7 @@ impl GatewayFace {
     }
 
     fn sessions_changed(&self, key: &str, reason: &str) {
-        let payload = json!({"sessionKey": key, "reason": reason, "ts": now_ms()});
+        let payload = json!({"sessionKey": key, "reason": reason, "ts": self.now_ms()});
         self.broadcast_to_subscribers("sessions.changed", &payload);
     }
 }
@@ -184,7 +187,7 @@ fn sessions_list(face: &GatewayFace, params: &Map<String, Value>) -> Value {
         .collect();
     let next = offset.saturating_add(sessions.len());
     let mut out = json!({
-        "ts": now_ms(),
+        "ts": face.now_ms(),
         "count": sessions.len(),
         "totalCount": total,
         "limitApplied": limit,
@@ -389,7 +392,7 @@ async fn agent(
     let mut watch = None;
     let (first, _) = idempotent(face, "agent", params, async {
         let (_, run_id) = start_run(face, &key, &message, Some(&mut watch)).await?;
-        Ok(json!({"runId": run_id, "agentId": AGENT_ID, "status": "accepted", "acceptedAt": now_ms()}))
+        Ok(json!({"runId": run_id, "agentId": AGENT_ID, "status": "accepted", "acceptedAt": face.now_ms()}))
     })
     .await;
     let first = match first {
@@ -400,7 +403,7 @@ async fn agent(
         // A retry: the first request gives the run's end.
         return Some(Ok(in_flight(face, &key, first).await));
     };
-    conn.answer(id, Ok(first.clone()));
+    conn.respond(id, Ok(first.clone()));
     let run_id = first["runId"].as_str().unwrap_or_default().to_owned();
     let end = loop {
         match watch.recv().await {
@@ -428,7 +431,7 @@ async fn agent(
         }
     };
     match end {
-        Ok(payload) => conn.answer(id, Ok(payload)),
+        Ok(payload) => conn.respond(id, Ok(payload)),
         Err((payload, message)) => conn.answer_error_with_payload(id, payload, &message),
     }
     None

@@ -41,6 +41,8 @@ pub const PREAUTH_MAX_PAYLOAD: usize = 64 * 1024;
 pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
 /// The default tick interval.
 pub const DEFAULT_TICK_INTERVAL: Duration = Duration::from_secs(30);
+/// `stateVersion.health`: the gateway's health is not refreshed, so its version does not move.
+const HEALTH_VERSION: u64 = 1;
 /// How long presence changes gather before one `presence` event reports them.
 pub const PRESENCE_SETTLE: Duration = Duration::from_millis(200);
 /// Longest close reason, in UTF-8 bytes.
@@ -118,7 +120,6 @@ pub struct GatewayFace {
     preauth: AtomicUsize,
     connections: Mutex<HashMap<u64, Arc<ConnectionHandle>>>,
     presence_version: AtomicU64,
-    health_version: AtomicU64,
     /// Wakes the task that sends `presence`.
     presence_dirty: tokio::sync::Notify,
     /// The thread of each pending approval and when it opened, by id (as many as are
@@ -154,7 +155,6 @@ impl GatewayFace {
             preauth: AtomicUsize::new(0),
             connections: Mutex::new(HashMap::new()),
             presence_version: AtomicU64::new(1),
-            health_version: AtomicU64::new(1),
             approvals: Mutex::new(HashMap::new()),
             presence_dirty: tokio::sync::Notify::new(),
         });
@@ -217,8 +217,13 @@ impl GatewayFace {
     fn state_version(&self) -> Value {
         json!({
             "presence": self.presence_version.load(Ordering::Acquire),
-            "health": self.health_version.load(Ordering::Acquire),
+            "health": HEALTH_VERSION,
         })
+    }
+
+    /// Milliseconds since the Unix epoch, by the runtime's clock.
+    fn now_ms(&self) -> u64 {
+        self.runtime.now_ms()
     }
 
     fn uptime_ms(&self) -> u64 {
@@ -235,6 +240,24 @@ impl GatewayFace {
     /// [`broadcast`](Self::broadcast) with `extra` members of the frame after `seq` (such as
     /// `,"stateVersion":{…}`).
     fn broadcast_frame(&self, event: &str, payload: &Value, droppable: bool, extra: &str) {
+        self.send_where(event, payload, droppable, extra, |_| true);
+    }
+
+    /// Sends `event` to the connections that subscribed to sessions (and may read them).
+    fn broadcast_to_subscribers(&self, event: &str, payload: &Value) {
+        self.send_where(event, payload, false, "", ConnectionHandle::wants_sessions);
+    }
+
+    /// Sends `event` to every connection its scope allows and `wanted` selects, the payload
+    /// encoded once.
+    fn send_where(
+        &self,
+        event: &str,
+        payload: &Value,
+        droppable: bool,
+        extra: &str,
+        wanted: impl Fn(&ConnectionHandle) -> bool,
+    ) {
         let Some(access) = scopes::event_scope(event) else {
             return;
         };
@@ -242,20 +265,8 @@ impl GatewayFace {
         let targets: Vec<Arc<ConnectionHandle>> =
             self.lock_connections().values().cloned().collect();
         for conn in targets {
-            if conn.may(access) {
+            if conn.may(access) && wanted(&conn) {
                 conn.send_event(event, &payload, extra, droppable);
-            }
-        }
-    }
-
-    /// Sends `event` to the connections that subscribed to sessions (and may read them).
-    fn broadcast_to_subscribers(&self, event: &str, payload: &Value) {
-        let payload = payload.to_string();
-        let targets: Vec<Arc<ConnectionHandle>> =
-            self.lock_connections().values().cloned().collect();
-        for conn in targets {
-            if conn.wants_sessions() && conn.holds(scopes::READ) {
-                conn.send_event(event, &payload, "", false);
             }
         }
     }
@@ -344,7 +355,7 @@ impl GatewayFace {
     /// The presence list: the gateway itself, then each interactive client and node connected
     /// (calls from CLIs, probes, tests, workers and backends are not presences).
     fn presence(&self) -> Vec<Value> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut entries = vec![json!({
             "host": "agentwire",
             "version": self.config.server_version,
@@ -369,7 +380,7 @@ impl GatewayFace {
         interval.tick().await;
         loop {
             interval.tick().await;
-            self.broadcast("tick", &json!({"ts": now_ms()}), true);
+            self.broadcast("tick", &json!({"ts": self.now_ms()}), true);
         }
     }
 }
@@ -383,13 +394,6 @@ impl Drop for StopOnDrop {
             task.abort();
         }
     }
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// `reason` cut to at most [`MAX_CLOSE_REASON_BYTES`] on a character boundary.

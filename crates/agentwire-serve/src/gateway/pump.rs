@@ -12,8 +12,8 @@ use agentwire_runtime::{
 };
 use serde_json::{Value, json};
 
+use super::GatewayFace;
 use super::methods::AGENT_ID;
-use super::{GatewayFace, now_ms};
 
 /// Runs followed at once; the oldest is forgotten past it (a run's numbering then restarts).
 const MAX_RUNS: usize = 4096;
@@ -96,7 +96,7 @@ fn chat(face: &GatewayFace, turn_id: &str, run: &mut Run, fields: Value) {
 
 fn agent(face: &GatewayFace, turn_id: &str, run: &mut Run, stream: &str, data: Value) {
     run.agent_seq += 1;
-    let payload = json!({"runId": turn_id, "seq": run.agent_seq, "stream": stream, "ts": now_ms(), "data": data});
+    let payload = json!({"runId": turn_id, "seq": run.agent_seq, "stream": stream, "ts": face.now_ms(), "data": data});
     face.broadcast("agent", &payload, stream == "assistant");
 }
 
