@@ -15,8 +15,6 @@ const MAX_REPORTED_ISSUES: usize = 8;
 pub(crate) struct CheckedSchema {
     /// What error texts call it ("the App Server schema").
     label: &'static str,
-    /// Where an issue's instance pointer starts ("params").
-    root: &'static str,
     text: &'static str,
     compiled: OnceLock<Result<Compiled, String>>,
 }
@@ -27,11 +25,10 @@ struct Compiled {
 }
 
 impl CheckedSchema {
-    /// The schema of `text`, called `label` in errors, whose values are named `root`.
-    pub(crate) const fn new(label: &'static str, root: &'static str, text: &'static str) -> Self {
+    /// The schema of `text`, called `label` in errors.
+    pub(crate) const fn new(label: &'static str, text: &'static str) -> Self {
         CheckedSchema {
             label,
-            root,
             text,
             compiled: OnceLock::new(),
         }
@@ -57,9 +54,15 @@ impl CheckedSchema {
     }
 
     /// Checks `value` against the definition `name` (the root when `None`): `Ok` when valid,
-    /// else what is wrong, each issue at its place under the root name. A missing definition
-    /// or a schema that does not compile (a build defect its tests catch) refuses.
-    pub(crate) fn check(&self, name: Option<&str>, value: &Value) -> Result<(), String> {
+    /// else what is wrong, each issue at its place after `root` (what the value is called, such
+    /// as "params"). A missing definition or a schema that does not compile (a build defect its
+    /// tests catch) refuses.
+    pub(crate) fn check(
+        &self,
+        name: Option<&str>,
+        value: &Value,
+        root: &str,
+    ) -> Result<(), String> {
         let compiled = self.compiled()?;
         let target: Target = match name {
             Some(name) => compiled
@@ -81,7 +84,7 @@ impl CheckedSchema {
         let mut text: Vec<String> = issues
             .iter()
             .take(MAX_REPORTED_ISSUES)
-            .map(|issue| format!("{}{}: {}", self.root, issue.instance_pointer, issue.message))
+            .map(|issue| format!("{root}{}: {}", issue.instance_pointer, issue.message))
             .collect();
         if text.is_empty() {
             text.push(format!("does not match {}", name.unwrap_or("the schema")));

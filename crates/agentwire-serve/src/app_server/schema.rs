@@ -10,7 +10,7 @@ use crate::checked::CheckedSchema;
 pub const SCHEMA_TEXT: &str =
     include_str!("../../../../protocols/chainlesschain-app-server/app-server.schema.json");
 
-static SCHEMA: CheckedSchema = CheckedSchema::new("the App Server schema", "params", SCHEMA_TEXT);
+static SCHEMA: CheckedSchema = CheckedSchema::new("the App Server schema", SCHEMA_TEXT);
 
 /// The definition of each method's params.
 const PARAMS: &[(&str, &str)] = &[
@@ -53,7 +53,7 @@ pub fn check(name: &str, value: &Value) -> Result<(), String> {
 }
 
 fn check_at(name: Option<&str>, value: &Value) -> Result<(), String> {
-    SCHEMA.check(name, value)
+    SCHEMA.check(name, value, "params")
 }
 
 #[cfg(test)]

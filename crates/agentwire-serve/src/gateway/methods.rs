@@ -35,8 +35,8 @@ pub(super) async fn call(
     params: Value,
 ) -> Option<Result<Value, Failure>> {
     let params = match params {
-        Value::Null => Map::new(),
-        Value::Object(map) => map,
+        Value::Null => Value::Object(Map::new()),
+        Value::Object(_) => params,
         _ => {
             return Some(Err(Failure::invalid(format!(
                 "invalid {method} params: must be an object"
@@ -83,12 +83,12 @@ pub(super) async fn call(
 }
 
 /// A string param.
-fn text<'a>(params: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+fn text<'a>(params: &'a Value, name: &str) -> Option<&'a str> {
     params.get(name).and_then(Value::as_str)
 }
 
 /// A count param within `1..=max`, or `default`.
-fn count(params: &Map<String, Value>, name: &str, default: usize, max: usize) -> usize {
+fn count(params: &Value, name: &str, default: usize, max: usize) -> usize {
     params
         .get(name)
         .and_then(Value::as_u64)
@@ -152,7 +152,7 @@ fn runtime_failure(error: &RuntimeError) -> Failure {
     }
 }
 
-fn sessions_list(face: &GatewayFace, params: &Map<String, Value>) -> Value {
+fn sessions_list(face: &GatewayFace, params: &Value) -> Value {
     let limit = count(params, "limit", DEFAULT_LIST, MAX_LIST);
     let offset = params.get("offset").and_then(Value::as_u64).unwrap_or(0);
     let offset = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -200,10 +200,7 @@ fn sessions_list(face: &GatewayFace, params: &Map<String, Value>) -> Value {
     out
 }
 
-async fn sessions_create(
-    face: &GatewayFace,
-    params: &Map<String, Value>,
-) -> Result<Value, Failure> {
+async fn sessions_create(face: &GatewayFace, params: &Value) -> Result<Value, Failure> {
     let key = text(params, "key").map_or_else(
         || format!("session-{}", uuid::Uuid::new_v4()),
         str::to_owned,
@@ -223,7 +220,7 @@ async fn sessions_create(
 async fn idempotent(
     face: &GatewayFace,
     family: &str,
-    params: &Map<String, Value>,
+    params: &Value,
     work: impl std::future::Future<Output = Result<Value, Failure>>,
 ) -> (Result<Value, Failure>, bool) {
     let Some(key) = text(params, "idempotencyKey") else {
@@ -231,10 +228,7 @@ async fn idempotent(
     };
     let scope = "openclaw-gateway";
     let key = format!("{family}:{key}");
-    let print = fingerprint(&[
-        family.as_bytes(),
-        crate::kept::canonical(&Value::Object(params.clone())).as_bytes(),
-    ]);
+    let print = fingerprint(&[family.as_bytes(), crate::kept::canonical(params).as_bytes()]);
     let store = face.runtime.idempotency();
     // Only what was decided is kept; an unavailable runtime may answer otherwise later.
     let keep = |answer: &Result<Value, Failure>| match answer {
@@ -284,7 +278,7 @@ fn decode_kept(bytes: &[u8]) -> Result<Value, Failure> {
     Err(failure)
 }
 
-async fn chat_history(face: &GatewayFace, params: &Map<String, Value>) -> Result<Value, Failure> {
+async fn chat_history(face: &GatewayFace, params: &Value) -> Result<Value, Failure> {
     let key = text(params, "sessionKey").unwrap_or_default();
     let thread = thread_of(key);
     let limit = count(params, "limit", DEFAULT_HISTORY, MAX_HISTORY);
@@ -317,7 +311,7 @@ async fn chat_history(face: &GatewayFace, params: &Map<String, Value>) -> Result
     Ok(json!({"sessionKey": key, "sessionId": thread, "messages": messages}))
 }
 
-/// Starts a run of `message` in session `key`: a turn of its thread, created if new. With
+/// Starts a run of `message` in session `key`: a turn of its thread, created if new; its id. With
 /// `watch`, the thread's subscription is put there before the run starts, so nothing of it is
 /// missed.
 async fn start_run(
@@ -325,7 +319,7 @@ async fn start_run(
     key: &str,
     message: &str,
     watch: Option<&mut Option<agentwire_runtime::Subscription>>,
-) -> Result<(String, String), Failure> {
+) -> Result<String, Failure> {
     let thread = face.ensure_session(key, None).await?;
     if let Some(watch) = watch {
         *watch = face.runtime.subscribe_thread(&thread).await.ok();
@@ -339,14 +333,14 @@ async fn start_run(
         .start_turn(&thread, &run_id, input)
         .await
         .map_err(|e| runtime_failure(&e))?;
-    Ok((thread, run_id))
+    Ok(run_id)
 }
 
-async fn chat_send(face: &GatewayFace, params: &Map<String, Value>) -> Result<Value, Failure> {
+async fn chat_send(face: &GatewayFace, params: &Value) -> Result<Value, Failure> {
     let key = text(params, "sessionKey").unwrap_or_default().to_owned();
     let message = text(params, "message").unwrap_or_default().to_owned();
     let (answer, replayed) = idempotent(face, "chat", params, async {
-        let (_, run_id) = start_run(face, &key, &message, None).await?;
+        let run_id = start_run(face, &key, &message, None).await?;
         Ok(json!({"runId": run_id, "status": "started"}))
     })
     .await;
@@ -359,7 +353,7 @@ async fn chat_send(face: &GatewayFace, params: &Map<String, Value>) -> Result<Va
 }
 
 /// A kept run answer as a retry sees it: `in_flight` while its run is still going.
-async fn in_flight(face: &GatewayFace, key: &str, answer: Value) -> Value {
+async fn in_flight(face: &GatewayFace, key: &str, mut answer: Value) -> Value {
     let Some(run_id) = answer["runId"].as_str() else {
         return answer;
     };
@@ -371,9 +365,7 @@ async fn in_flight(face: &GatewayFace, key: &str, answer: Value) -> Value {
         .await
         .unwrap_or(false);
     if running {
-        let mut retried = answer.clone();
-        retried["status"] = json!("in_flight");
-        return retried;
+        answer["status"] = json!("in_flight");
     }
     answer
 }
@@ -383,7 +375,7 @@ async fn agent(
     face: &Arc<GatewayFace>,
     conn: &Arc<ConnectionHandle>,
     id: &str,
-    params: &Map<String, Value>,
+    params: &Value,
 ) -> Option<Result<Value, Failure>> {
     let key = text(params, "sessionKey")
         .unwrap_or(MAIN_SESSION)
@@ -391,7 +383,7 @@ async fn agent(
     let message = text(params, "message").unwrap_or_default().to_owned();
     let mut watch = None;
     let (first, _) = idempotent(face, "agent", params, async {
-        let (_, run_id) = start_run(face, &key, &message, Some(&mut watch)).await?;
+        let run_id = start_run(face, &key, &message, Some(&mut watch)).await?;
         Ok(json!({"runId": run_id, "agentId": AGENT_ID, "status": "accepted", "acceptedAt": face.now_ms()}))
     })
     .await;
@@ -437,10 +429,7 @@ async fn agent(
     None
 }
 
-async fn approval_resolve(
-    face: &GatewayFace,
-    params: &Map<String, Value>,
-) -> Result<Value, Failure> {
+async fn approval_resolve(face: &GatewayFace, params: &Value) -> Result<Value, Failure> {
     let id = text(params, "id").unwrap_or_default();
     let kind = match text(params, "decision").unwrap_or_default() {
         "allow-once" => DecisionKind::AcceptOnce,

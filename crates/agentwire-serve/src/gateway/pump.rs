@@ -28,7 +28,7 @@ struct Run {
     last_text: Option<String>,
 }
 
-/// The pump's state: runs in progress and the approvals pending, by id.
+/// The runs the pump follows, by turn id, the oldest forgotten first.
 #[derive(Debug, Default)]
 pub(super) struct Runs {
     runs: HashMap<String, Run>,
@@ -44,20 +44,25 @@ impl Runs {
                 self.runs.remove(&old);
             }
             self.order.push_back(turn_id.to_owned());
-            self.runs.insert(
-                turn_id.to_owned(),
-                Run {
-                    session_key: face.session_key(thread_id),
-                    ..Run::default()
-                },
-            );
         }
-        self.runs.entry(turn_id.to_owned()).or_default()
+        self.runs
+            .entry(turn_id.to_owned())
+            .or_insert_with(|| new_run(face, thread_id))
     }
 
-    fn end(&mut self, turn_id: &str) -> Option<Run> {
+    /// The run of `turn_id`, no longer followed (a fresh one if it was not).
+    fn end(&mut self, face: &GatewayFace, thread_id: &str, turn_id: &str) -> Run {
         self.order.retain(|t| t != turn_id);
-        self.runs.remove(turn_id)
+        self.runs
+            .remove(turn_id)
+            .unwrap_or_else(|| new_run(face, thread_id))
+    }
+}
+
+fn new_run(face: &GatewayFace, thread_id: &str) -> Run {
+    Run {
+        session_key: face.session_key(thread_id),
+        ..Run::default()
     }
 }
 
@@ -145,61 +150,29 @@ fn durable(face: &GatewayFace, runs: &mut Runs, thread_id: &str, event: &ThreadE
             agent(face, turn_id, run, "tool", data);
         }
         ThreadEvent::TurnCompleted { turn_id } => {
-            let mut run = runs.end(turn_id).unwrap_or_else(|| Run {
-                session_key: face.session_key(thread_id),
-                ..Run::default()
-            });
+            let mut run = runs.end(face, thread_id, turn_id);
             let text = run.last_text.take().unwrap_or_default();
             let message = json!({"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": at});
-            chat(
-                face,
-                turn_id,
-                &mut run,
-                json!({"state": "final", "message": message, "stopReason": "end_turn"}),
-            );
-            agent(
-                face,
-                turn_id,
-                &mut run,
-                "lifecycle",
-                json!({"phase": "end", "endedAt": at}),
-            );
+            let chat_end = json!({"state": "final", "message": message, "stopReason": "end_turn"});
+            let lifecycle = json!({"phase": "end", "endedAt": at});
+            end_run(face, turn_id, run, chat_end, lifecycle);
         }
         ThreadEvent::TurnFailed {
             turn_id, message, ..
         } => {
-            let mut run = ended(face, runs, thread_id, turn_id);
-            chat(
-                face,
-                turn_id,
-                &mut run,
-                json!({"state": "error", "errorMessage": message}),
-            );
-            agent(
-                face,
-                turn_id,
-                &mut run,
-                "lifecycle",
-                json!({"phase": "error", "error": message, "endedAt": at}),
-            );
+            let run = runs.end(face, thread_id, turn_id);
+            let chat_end = json!({"state": "error", "errorMessage": message});
+            let lifecycle = json!({"phase": "error", "error": message, "endedAt": at});
+            end_run(face, turn_id, run, chat_end, lifecycle);
         }
         ThreadEvent::TurnCancelled {
             turn_id, message, ..
         } => {
-            let mut run = ended(face, runs, thread_id, turn_id);
-            chat(
-                face,
-                turn_id,
-                &mut run,
-                json!({"state": "aborted", "errorMessage": message, "stopReason": "aborted"}),
-            );
-            agent(
-                face,
-                turn_id,
-                &mut run,
-                "lifecycle",
-                json!({"phase": "end", "aborted": true, "endedAt": at}),
-            );
+            let run = runs.end(face, thread_id, turn_id);
+            let chat_end =
+                json!({"state": "aborted", "errorMessage": message, "stopReason": "aborted"});
+            let lifecycle = json!({"phase": "end", "aborted": true, "endedAt": at});
+            end_run(face, turn_id, run, chat_end, lifecycle);
         }
         ThreadEvent::InteractionOpened { interaction }
             if matches!(interaction.ask, InteractionKind::Approval { .. }) =>
@@ -226,11 +199,10 @@ fn durable(face: &GatewayFace, runs: &mut Runs, thread_id: &str, event: &ThreadE
     }
 }
 
-fn ended(face: &GatewayFace, runs: &mut Runs, thread_id: &str, turn_id: &str) -> Run {
-    runs.end(turn_id).unwrap_or_else(|| Run {
-        session_key: face.session_key(thread_id),
-        ..Run::default()
-    })
+/// A run's last `chat` event and its `agent` lifecycle end.
+fn end_run(face: &GatewayFace, turn_id: &str, mut run: Run, chat_end: Value, lifecycle: Value) {
+    chat(face, turn_id, &mut run, chat_end);
+    agent(face, turn_id, &mut run, "lifecycle", lifecycle);
 }
 
 /// The `exec.approval.requested` payload of an approval of session `key`, opened at

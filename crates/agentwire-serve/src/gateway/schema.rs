@@ -2,7 +2,7 @@
 //! inbound frame, the `connect` params and each method's params are checked with the compiled
 //! fast path before the gateway acts on them.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::checked::CheckedSchema;
 
@@ -10,9 +10,7 @@ use crate::checked::CheckedSchema;
 pub(super) const SCHEMA_TEXT: &str =
     include_str!("../../../../protocols/openclaw-gateway/gateway.schema.json");
 
-static FRAMES: CheckedSchema = CheckedSchema::new("the gateway schema", "", SCHEMA_TEXT);
-static PARAMS_SCHEMA: CheckedSchema =
-    CheckedSchema::new("the gateway schema", "params", SCHEMA_TEXT);
+static SCHEMA: CheckedSchema = CheckedSchema::new("the gateway schema", SCHEMA_TEXT);
 
 /// The definition of each method's params.
 const PARAMS: &[(&str, &str)] = &[
@@ -30,22 +28,22 @@ const PARAMS: &[(&str, &str)] = &[
 
 /// Checks a request frame (`RequestFrame`).
 pub(super) fn check_request(frame: &Value) -> Result<(), String> {
-    FRAMES.check(Some("RequestFrame"), frame)
+    SCHEMA.check(Some("RequestFrame"), frame, "")
 }
 
 /// Checks `connect` params (`ConnectParams`).
 pub(super) fn check_connect(params: &Value) -> Result<(), String> {
-    PARAMS_SCHEMA.check(Some("ConnectParams"), params)
+    SCHEMA.check(Some("ConnectParams"), params, "params")
 }
 
 /// Checks the params of `method` against its definition.
-pub(super) fn check_params(method: &str, params: &Map<String, Value>) -> Result<(), String> {
+pub(super) fn check_params(method: &str, params: &Value) -> Result<(), String> {
     let name = PARAMS
         .iter()
         .find(|(m, _)| *m == method)
         .map(|(_, def)| *def)
         .ok_or_else(|| format!("{method} has no params definition"))?;
-    PARAMS_SCHEMA.check(Some(name), &Value::Object(params.clone()))
+    SCHEMA.check(Some(name), params, "params")
 }
 
 #[cfg(test)]
@@ -58,14 +56,12 @@ mod tests {
     fn every_served_method_has_its_params_and_bad_params_say_where() {
         for method in super::super::scopes::METHODS {
             assert!(
-                PARAMS
-                    .iter()
-                    .any(|(m, def)| m == method && PARAMS_SCHEMA.has(def)),
+                PARAMS.iter().any(|(m, def)| m == method && SCHEMA.has(def)),
                 "{method}"
             );
         }
-        assert_eq!(check_params("health", &Map::new()), Ok(()));
-        let bad = check_params("chat.send", &Map::new()).unwrap_err();
+        assert_eq!(check_params("health", &json!({})), Ok(()));
+        let bad = check_params("chat.send", &json!({})).unwrap_err();
         assert!(bad.starts_with("params: "), "{bad}");
         assert!(check_request(&json!({"type": "req", "id": "a", "method": "health"})).is_ok());
         assert!(check_request(&json!({"type": "req", "id": 7, "method": "health"})).is_err());
