@@ -93,7 +93,7 @@ pub(super) fn binding_of(thread_id: &str, interaction: &Interaction) -> Option<A
 /// presented, if it presented one): the resolution the turn learns, what settled it and the
 /// decision taken.
 fn judge(
-    presented: Option<&ApprovalBinding>,
+    presented: &ApprovalBinding,
     pending: Option<&ApprovalBinding>,
     answer: Answer,
 ) -> (Resolution, Via, Option<Decision>) {
@@ -130,7 +130,7 @@ fn judge(
             );
         }
     };
-    if let (Some(presented), Some(pending)) = (presented, pending)
+    if let Some(pending) = pending
         && let Some(why) = presented.mismatch(pending)
     {
         return refuse(why, Via::Binding);
@@ -181,11 +181,7 @@ impl Runtime {
             )
         };
         if expired {
-            // Its waiter may not have woken yet; the deadline stands either way.
-            let _ = self
-                .settle(thread_id, &slot, interaction_id, Resolution::Expired, None)
-                .await;
-            return Err(RuntimeError::InteractionNotFound(interaction_id.to_owned()));
+            return Err(self.expire(thread_id, &slot, interaction_id).await);
         }
         if !fit {
             let reason = "the answer does not match the interaction".to_owned();
@@ -248,12 +244,9 @@ impl Runtime {
             }
         };
         if expired {
-            let _ = self
-                .settle(thread_id, &slot, interaction_id, Resolution::Expired, None)
-                .await;
-            return Err(RuntimeError::InteractionNotFound(interaction_id.to_owned()));
+            return Err(self.expire(thread_id, &slot, interaction_id).await);
         }
-        let (resolution, via, decision) = judge(Some(binding), pending.as_ref(), answer);
+        let (resolution, via, decision) = judge(binding, pending.as_ref(), answer);
         let settlement = Settlement {
             resolution,
             via: Some(via),
@@ -262,6 +255,21 @@ impl Runtime {
         self.settle(thread_id, &slot, interaction_id, settlement, None)
             .await?;
         Ok(via)
+    }
+
+    /// An answer came after the interaction's deadline: it is recorded `expired` (its waiter
+    /// may not have woken yet; the deadline stands either way), and the answer finds nothing
+    /// pending.
+    async fn expire(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
+        interaction_id: &str,
+    ) -> RuntimeError {
+        let _ = self
+            .settle(thread_id, slot, interaction_id, Resolution::Expired, None)
+            .await;
+        RuntimeError::InteractionNotFound(interaction_id.to_owned())
     }
 
     /// The binding of `thread_id`'s pending approval `interaction_id`, as a face presents it.
