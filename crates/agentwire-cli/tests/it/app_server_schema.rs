@@ -11,8 +11,6 @@ use agentwire_schema::SchemaDocument;
 use agentwire_testkit::{chainlesschain_schema_path, repo_root};
 use serde_json::Value;
 
-use crate::support::agentwire;
-
 /// The generated types, as the App Server face includes them.
 #[path = "../../../../protocols/chainlesschain-app-server/generated/rust/app_server.rs"]
 #[rustfmt::skip]
@@ -142,25 +140,9 @@ fn the_shared_definitions_have_no_difference_from_the_sdk_schema() {
         .map(|n| (*n).to_owned())
         .collect();
     assert_eq!(both, listed);
-    let out = agentwire()
-        .args([
-            "--format",
-            "json",
-            "compat",
-            "--definitions",
-            &SHARED.join(","),
-        ])
-        .arg(&sdk_path)
-        .arg(schema_path())
-        .output();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let (code, report) =
+        crate::support::compat_definitions(SHARED, sdk_path.as_ref(), &schema_path());
+    assert_eq!(code, Some(0), "{report:#}");
     assert_eq!(report["changes"], serde_json::json!([]), "{report:#}");
 }
 

@@ -12,8 +12,6 @@ use agentwire_schema::{SchemaDocument, ValidatorCompiler};
 use agentwire_testkit::{openclaw_schema_path, repo_root};
 use serde_json::{Value, json};
 
-use crate::support::agentwire;
-
 /// The generated types, as the gateway face will include them.
 #[path = "../../../../protocols/openclaw-gateway/generated/rust/gateway.rs"]
 #[rustfmt::skip]
@@ -391,29 +389,13 @@ fn the_shared_definitions_have_no_difference_from_the_openclaw_schema() {
         .collect();
     let listed: BTreeSet<String> = SHARED.iter().map(|n| (*n).to_owned()).collect();
     assert_eq!(both, listed);
-    let out = agentwire()
-        .args([
-            "--format",
-            "json",
-            "compat",
-            "--definitions",
-            &SHARED.join(","),
-        ])
-        .arg(&theirs_path)
-        .arg(schema_path())
-        .output();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let (code, report) =
+        crate::support::compat_definitions(SHARED, theirs_path.as_ref(), &schema_path());
     assert_eq!(
         report,
         json!({"compatible": true, "breaking": 0, "additive": 0, "changes": []})
     );
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(code, Some(0));
 }
 
 #[test]

@@ -17,3 +17,30 @@ pub(crate) fn agentwire() -> Cli {
 pub(crate) fn stdout(output: &std::process::Output) -> String {
     utf8(&output.stdout)
 }
+
+/// `agentwire --format json compat --definitions NAMES OLD NEW`: its exit code and JSON report.
+pub(crate) fn compat_definitions(
+    names: &[&str],
+    old: &std::path::Path,
+    new: &std::path::Path,
+) -> (Option<i32>, serde_json::Value) {
+    let out = agentwire()
+        .args([
+            "--format",
+            "json",
+            "compat",
+            "--definitions",
+            &names.join(","),
+        ])
+        .arg(old)
+        .arg(new)
+        .output();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), report)
+}
