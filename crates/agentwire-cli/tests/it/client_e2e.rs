@@ -733,6 +733,7 @@ async fn last_sequence(client: &RollClient, thread: &ThreadId) -> u64 {
 /// Killed early in the burst, in its middle, and well into it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_is_followed_across_a_killed_runtime_without_gap_or_repeat() {
+    let _heavy = crate::support::HEAVY.lock().await;
     for kill_after in [10, 1_000, 10_000] {
         follow_across_a_kill(kill_after).await;
     }

@@ -447,6 +447,7 @@ fn ticks_arrive_at_the_configured_interval() {
 
 #[test]
 fn a_thousand_connections_are_served_at_once() {
+    let _heavy = crate::support::HEAVY.blocking_lock();
     let gateway = start(&["--token", TOKEN]);
     let report = drive(&gateway, "many");
     assert_eq!(report["connected"], 1000);

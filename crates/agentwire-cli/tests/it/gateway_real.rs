@@ -175,6 +175,7 @@ impl Drop for RealGateway {
 
 #[test]
 fn the_real_openclaw_cli_reads_health_and_sessions_from_our_gateway() {
+    let _heavy = crate::support::HEAVY.blocking_lock();
     let openclaw = require_openclaw();
     let ns = LoopbackNamespace::new(&[Path::new(BIN)]);
     let gateway = ours(&ns);
@@ -344,6 +345,7 @@ const FIELDS: &[&str] = &[
 
 #[test]
 fn the_real_gateway_and_ours_answer_the_protocol_cases_alike_but_for_the_listed_differences() {
+    let _heavy = crate::support::HEAVY.blocking_lock();
     let openclaw = require_openclaw();
     let ns = LoopbackNamespace::new(&[Path::new(BIN)]);
     let ours = ours(&ns);

@@ -44,3 +44,9 @@ pub(crate) fn compat_definitions(
     });
     (out.status.code(), report)
 }
+
+/// Held by the tests that load the machine for long (the real OpenClaw gateway, a thousand
+/// connections, bursts of 100,000 events across killed runtimes), so that they run one at a
+/// time instead of starving each other's deadlines on a 2-core machine. Async tests take it with
+/// `lock().await`, the others with `blocking_lock()`.
+pub(crate) static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
