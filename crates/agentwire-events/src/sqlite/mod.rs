@@ -24,6 +24,7 @@ use crate::types::{
 };
 
 pub use schema::SQLITE_SCHEMA_VERSION;
+use schema::{BYTES, NEXT_SEQ};
 
 /// A log in one SQLite file.
 #[derive(Debug)]
@@ -128,7 +129,7 @@ impl EventLog for SqliteLog {
         self.readers
             .with(move |conn| {
                 conn.query_row(
-                    "SELECT thread, low_seq, next_seq, bytes, deleted FROM aw_threads WHERE thread = ?1",
+                    &format!("SELECT {} FROM aw_threads t WHERE t.thread = ?1", *THREAD_INFO),
                     [thread.as_str()],
                     thread_info_row,
                 )
@@ -143,10 +144,11 @@ impl EventLog for SqliteLog {
         let after = after.map(|t| t.as_str().to_string());
         self.readers
             .with(move |conn| {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT thread, low_seq, next_seq, bytes, deleted FROM aw_threads
-                     WHERE ?1 IS NULL OR thread > ?1 ORDER BY thread LIMIT ?2",
-                )?;
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {} FROM aw_threads t
+                     WHERE ?1 IS NULL OR t.thread > ?1 ORDER BY t.thread LIMIT ?2",
+                    *THREAD_INFO
+                ))?;
                 let rows = stmt.query_map(params![after, limit as i64], thread_info_row)?;
                 let mut out = Vec::new();
                 for row in rows {
@@ -237,6 +239,10 @@ pub(crate) fn check_limit(limit: usize) -> Result<()> {
     Ok(())
 }
 
+/// A thread's bounds and size as [`thread_info_row`] reads them, its row's tail included.
+static THREAD_INFO: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("t.thread, t.low_seq, {NEXT_SEQ}, {BYTES}, t.deleted"));
+
 fn thread_info_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ThreadInfo>> {
     let thread: String = row.get(0)?;
     let low: i64 = row.get(1)?;
@@ -264,7 +270,9 @@ fn read_page(conn: &Connection, thread: &ThreadId, first: u64, limit: usize) -> 
 
 fn read_page_in_tx(conn: &Connection, thread: &ThreadId, first: u64, limit: usize) -> Result<Page> {
     let bounds: Option<(i64, i64, i64)> = conn
-        .prepare_cached("SELECT low_seq, next_seq, deleted FROM aw_threads WHERE thread = ?1")?
+        .prepare_cached(&format!(
+            "SELECT t.low_seq, {NEXT_SEQ}, t.deleted FROM aw_threads t WHERE t.thread = ?1"
+        ))?
         .query_row([thread.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     let (low, next) = match bounds {

@@ -40,7 +40,25 @@ const MIGRATIONS: &[&str] = &[
         through INTEGER NOT NULL,
         payload BLOB NOT NULL
     );",
+    // 3: thread rows settled lazily: a row's `next_seq` and `bytes` leave out the thread's
+    // tail, its events at or after `next_seq` (see `NEXT_SEQ` and `BYTES`). Rows written before
+    // have no tail, so nothing moves; the version keeps older builds, which read rows as exact,
+    // away from the file.
+    "INSERT OR REPLACE INTO aw_meta (key, value) VALUES ('thread_rows', 'settled lazily');",
 ];
+
+/// A thread row's next sequence (the row is `t`): past the last event of its tail, or its
+/// `next_seq` when the tail is empty. One step down the primary key's index.
+pub(crate) const NEXT_SEQ: &str = "COALESCE((SELECT e.seq + 1 FROM aw_events e
+    WHERE e.thread = t.thread AND e.seq >= t.next_seq ORDER BY e.seq DESC LIMIT 1), t.next_seq)";
+
+/// A thread row's bytes (the row is `t`), its tail's included.
+pub(crate) const BYTES: &str = "t.bytes + COALESCE((SELECT SUM(e.size) FROM aw_events e
+    WHERE e.thread = t.thread AND e.seq >= t.next_seq), 0)";
+
+/// How many events a thread row's tail holds (the row is `t`).
+pub(crate) const TAIL_EVENTS: &str =
+    "(SELECT COUNT(*) FROM aw_events e WHERE e.thread = t.thread AND e.seq >= t.next_seq)";
 
 /// The schema version this build writes.
 pub const SQLITE_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, watch};
 
+use super::schema::{BYTES, NEXT_SEQ, TAIL_EVENTS};
 use crate::error::{Error, Result};
 use crate::queue::{AppendRequest, Command, gather};
 use crate::retention::{age_cutoff_ms, new_low_watermark};
@@ -28,6 +29,7 @@ pub(crate) fn spawn(
         log_id,
         settings,
         commits,
+        tips: Tips::default(),
     };
     Ok(std::thread::Builder::new()
         .name("agentwire-events-sqlite-writer".into())
@@ -39,6 +41,61 @@ struct Writer {
     log_id: LogId,
     settings: Settings,
     commits: watch::Sender<u64>,
+    tips: Tips,
+}
+
+/// The threads a thread row leaves unsettled at most: once a thread's tail (its events at or
+/// after the row's `next_seq`) holds this many, the append that reached it settles the row.
+/// So an append is its events' inserts alone, and the row moves once every this many events.
+pub(crate) const SETTLE_EVENTS: u64 = 256;
+
+/// Threads whose tip the writer remembers; each key is at most [`crate::MAX_THREAD_ID_BYTES`],
+/// so the memo holds at most 1 MiB of keys. Past it the memo starts again empty.
+const MAX_TIPS: usize = 4096;
+
+/// Where the threads the writer appended to stand: their next sequence and how many events their
+/// rows leave unsettled. Valid while no other connection committed to the file, which SQLite's
+/// `data_version` tells at the start of each transaction (with the write lock held); emptied then,
+/// and after any rollback. A thread missing from it is read from the store.
+#[derive(Debug, Default)]
+struct Tips {
+    tips: std::collections::HashMap<String, Tip>,
+    data_version: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tip {
+    next: u64,
+    tail: u64,
+}
+
+impl Tips {
+    /// At the start of a transaction: forgets every tip if another connection committed since.
+    fn check(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let version: i64 = conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))?;
+        if self.data_version != Some(version) {
+            self.tips.clear();
+            self.data_version = Some(version);
+        }
+        Ok(())
+    }
+
+    fn forget_all(&mut self) {
+        self.tips.clear();
+    }
+
+    fn set(&mut self, thread: &str, tip: Tip) {
+        if let Some(known) = self.tips.get_mut(thread) {
+            *known = tip;
+            return;
+        }
+        if self.tips.len() >= MAX_TIPS {
+            self.tips.clear();
+        }
+        self.tips.insert(thread.to_owned(), tip);
+    }
 }
 
 impl Writer {
@@ -64,7 +121,7 @@ impl Writer {
                     now,
                     reply,
                 } => {
-                    let result = self.in_transaction(|conn| trim(conn, &thread, &retention, now));
+                    let result = self.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
                     let _ = reply.send(result);
                 }
                 Command::Checkpoint {
@@ -73,11 +130,11 @@ impl Writer {
                     reply,
                 } => {
                     let result =
-                        self.in_transaction(|conn| put_checkpoint(conn, &thread, &checkpoint));
+                        self.in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
                     let _ = reply.send(result);
                 }
                 Command::Delete { thread, reply } => {
-                    let result = self.in_transaction(|conn| delete(conn, &thread));
+                    let result = self.in_transaction(&thread, |conn| delete(conn, &thread));
                     if matches!(result, Ok(true)) {
                         self.signal();
                     }
@@ -92,13 +149,28 @@ impl Writer {
         self.commits.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    fn in_transaction<T>(&mut self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let value = f(&tx)?;
-        tx.commit()?;
-        Ok(value)
+    /// Runs `f` on `thread` in one transaction, its row settled first. The thread's tip is
+    /// forgotten (it is read again at its next append), and every tip after a failure.
+    fn in_transaction<T>(
+        &mut self,
+        thread: &ThreadId,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        self.tips.tips.remove(thread.as_str());
+        let result = (|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            self.tips.check(&tx)?;
+            settle(&tx, thread.as_str())?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        if result.is_err() {
+            self.tips.forget_all();
+        }
+        result
     }
 
     /// One group commit, acknowledged only after `COMMIT` returned. An append that is refused
@@ -147,14 +219,19 @@ impl Writer {
         if let Err(err) = self.conn.execute_batch("BEGIN IMMEDIATE") {
             return Ok(Err(err.to_string()));
         }
+        if let Err(err) = self.tips.check(&self.conn) {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Ok(Err(err.to_string()));
+        }
         let mut results = Vec::with_capacity(batch.len());
         for request in batch {
             let result = if savepoints {
                 self.append_in_savepoint(request, now_ms)
             } else {
-                match append(&self.conn, self.log_id, request, now_ms) {
+                match append(&self.conn, self.log_id, &mut self.tips, request, now_ms) {
                     Err(AppendFailure::Wrote(_)) => {
                         let _ = self.conn.execute_batch("ROLLBACK");
+                        self.tips.forget_all();
                         return Err(Isolate);
                     }
                     other => other.map_err(AppendFailure::into_error),
@@ -164,6 +241,7 @@ impl Writer {
         }
         if let Err(err) = self.conn.execute_batch("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
+            self.tips.forget_all();
             tracing::warn!(error = %err, "sqlite group commit failed");
             let reason = err.to_string();
             return Ok(Ok(results
@@ -178,9 +256,10 @@ impl Writer {
         Ok(Ok(results))
     }
 
-    fn append_in_savepoint(&self, request: &AppendRequest, now_ms: i64) -> Result<Appended> {
+    fn append_in_savepoint(&mut self, request: &AppendRequest, now_ms: i64) -> Result<Appended> {
         self.conn.prepare_cached("SAVEPOINT append")?.execute([])?;
-        match append(&self.conn, self.log_id, request, now_ms) {
+        // A failed append leaves its thread's tip as it was: the tip moves only on success.
+        match append(&self.conn, self.log_id, &mut self.tips, request, now_ms) {
             Ok(appended) => {
                 self.conn.prepare_cached("RELEASE append")?.execute([])?;
                 Ok(appended)
@@ -211,80 +290,105 @@ impl AppendFailure {
     }
 }
 
-/// One append: the thread's row moved on by the batch in one conditional `UPDATE … RETURNING`
-/// (or created, for a new thread), then the events inserted. A refusal writes nothing.
+/// One append: its events inserted after its thread's tip. The thread's row is not moved on
+/// (see [`SETTLE_EVENTS`]); a new thread's row is created settled. A refusal writes nothing.
 fn append(
     conn: &Connection,
     log_id: LogId,
+    tips: &mut Tips,
     request: &AppendRequest,
     now_ms: i64,
 ) -> std::result::Result<Appended, AppendFailure> {
     let thread = request.thread.as_str();
     let count = request.events.len() as u64;
-    let expected: i64 = match request.expected {
-        Expected::Any => -1,
-        Expected::Next(n) => i64::try_from(n).unwrap_or(i64::MAX),
-    };
     let clean = |err: rusqlite::Error| AppendFailure::Clean(err.into());
-    let moved: Option<i64> = conn
-        .prepare_cached(
-            "UPDATE aw_threads SET next_seq = next_seq + ?2, bytes = bytes + ?3
-             WHERE thread = ?1 AND deleted = 0 AND (?4 < 0 OR next_seq = ?4)
-             RETURNING next_seq",
-        )
-        .map_err(clean)?
-        .query_row(
-            params![thread, count as i64, request.bytes as i64, expected],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(clean)?;
-    let next = match moved {
-        Some(after) => after as u64 - count,
-        None => {
-            let row: Option<(i64, i64)> = conn
-                .prepare_cached("SELECT next_seq, deleted FROM aw_threads WHERE thread = ?1")
-                .map_err(clean)?
-                .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .map_err(clean)?;
-            let refusal = match row {
-                Some((_, deleted)) if deleted != 0 => Error::ThreadDeleted {
+    let tip = match tips.tips.get(thread) {
+        Some(tip) => *tip,
+        None => match read_tip(conn, thread).map_err(clean)? {
+            Some(Stored::Tip(tip)) => tip,
+            Some(Stored::Deleted) => {
+                return Err(AppendFailure::Clean(Error::ThreadDeleted {
                     thread: thread.to_string(),
-                },
-                Some((actual, _)) => Error::Conflict {
-                    thread: thread.to_string(),
-                    expected: expected_position(request.expected, actual as u64),
-                    actual: actual as u64,
-                },
-                None if expected > 0 => Error::Conflict {
-                    thread: thread.to_string(),
-                    expected: expected_position(request.expected, 0),
-                    actual: 0,
-                },
-                None => {
-                    conn.prepare_cached(
-                        "INSERT INTO aw_threads (thread, next_seq, low_seq, bytes, deleted, created_at)
-                         VALUES (?1, ?2, 0, ?3, 0, ?4)",
-                    )
-                    .map_err(clean)?
-                    .execute(params![thread, count as i64, request.bytes as i64, now_ms])
-                    .map_err(|err| AppendFailure::Wrote(err.into()))?;
-                    return insert_events(conn, log_id, request, 0, now_ms);
+                }));
+            }
+            None => {
+                if let Expected::Next(n) = request.expected
+                    && n != 0
+                {
+                    return Err(AppendFailure::Clean(Error::Conflict {
+                        thread: thread.to_string(),
+                        expected: n,
+                        actual: 0,
+                    }));
                 }
-            };
-            return Err(AppendFailure::Clean(refusal));
-        }
+                conn.prepare_cached(
+                    "INSERT INTO aw_threads (thread, next_seq, low_seq, bytes, deleted, created_at)
+                     VALUES (?1, ?2, 0, ?3, 0, ?4)",
+                )
+                .map_err(clean)?
+                .execute(params![thread, count as i64, request.bytes as i64, now_ms])
+                .map_err(|err| AppendFailure::Wrote(err.into()))?;
+                let appended = insert_events(conn, log_id, request, 0, now_ms)?;
+                tips.set(thread, Tip { next: count, tail: 0 });
+                return Ok(appended);
+            }
+        },
     };
-    insert_events(conn, log_id, request, next, now_ms)
+    if let Expected::Next(n) = request.expected
+        && n != tip.next
+    {
+        tips.set(thread, tip);
+        return Err(AppendFailure::Clean(Error::Conflict {
+            thread: thread.to_string(),
+            expected: n,
+            actual: tip.next,
+        }));
+    }
+    let appended = insert_events(conn, log_id, request, tip.next, now_ms)?;
+    let mut tip = Tip {
+        next: tip.next + count,
+        tail: tip.tail + count,
+    };
+    if tip.tail >= SETTLE_EVENTS {
+        settle(conn, thread).map_err(|err| AppendFailure::Wrote(err.into()))?;
+        tip.tail = 0;
+    }
+    tips.set(thread, tip);
+    Ok(appended)
 }
 
-/// The position an append expected, for its conflict (`Any` never conflicts: `actual`).
-fn expected_position(expected: Expected, actual: u64) -> u64 {
-    match expected {
-        Expected::Next(n) => n,
-        Expected::Any => actual,
-    }
+/// A thread as the store holds it, for an append.
+enum Stored {
+    Tip(Tip),
+    Deleted,
+}
+
+/// Reads a thread's tip from its row and its tail; `None` for a thread never written.
+fn read_tip(conn: &Connection, thread: &str) -> rusqlite::Result<Option<Stored>> {
+    conn.prepare_cached(&format!(
+        "SELECT {NEXT_SEQ}, t.deleted, {TAIL_EVENTS} FROM aw_threads t WHERE t.thread = ?1"
+    ))?
+    .query_row([thread], |r| {
+        let deleted: i64 = r.get(1)?;
+        Ok(if deleted != 0 {
+            Stored::Deleted
+        } else {
+            Stored::Tip(Tip {
+                next: r.get::<_, i64>(0)? as u64,
+                tail: r.get::<_, i64>(2)? as u64,
+            })
+        })
+    })
+    .optional()
+}
+
+/// Moves a thread's row past its tail, so that its `next_seq` and `bytes` are exact.
+fn settle(conn: &Connection, thread: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(&format!(
+        "UPDATE aw_threads AS t SET next_seq = {NEXT_SEQ}, bytes = {BYTES} WHERE t.thread = ?1"
+    ))?
+    .execute([thread])?;
+    Ok(())
 }
 
 /// Inserts the append's events from position `next`, after its thread's row was moved on.

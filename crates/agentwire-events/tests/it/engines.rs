@@ -351,3 +351,103 @@ async fn sqlite_append_failing_after_it_wrote_is_rolled_back_alone_in_its_group_
         .unwrap_err();
     assert_eq!(err.code(), "events.sqlite", "{err}");
 }
+
+/// A thread's row moves on once every `SETTLE_EVENTS` (256) events, not at every append; what
+/// the row leaves out (its tail) is read from the events, so bounds and sizes stay exact, for
+/// this writer, for a second log on the same file, and after reopening.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_thread_rows_settle_lazily_and_read_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    let t = thread("lazy");
+    let mut bytes = 0u64;
+    for i in 0..300u64 {
+        let event = NewEvent::new("e", vec![b'x'; (i % 7) as usize]);
+        bytes += event.record_size() as u64;
+        let appended = log.append(&t, Expected::Next(i), vec![event]).await.unwrap();
+        assert_eq!(appended.first_seq, i);
+        if i % 50 == 0 {
+            let info = log.thread(&t).await.unwrap().unwrap();
+            assert_eq!((info.next_seq, info.records, info.bytes), (i + 1, i + 1, bytes));
+        }
+    }
+    let row = |path: &std::path::Path| -> (i64, i64) {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row(
+                "SELECT next_seq, bytes FROM aw_threads WHERE thread = 'lazy'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+    };
+    // Created with the first event, settled once by the 256 after it: the row leaves out the 43
+    // since.
+    assert_eq!(row(&path).0, 257);
+    let listed = log.threads(None, 10).await.unwrap();
+    assert_eq!((listed[0].next_seq, listed[0].bytes), (300, bytes));
+
+    // A second log on the same file appends; the first one's memory of the thread is dropped.
+    let other = open(&url).await.unwrap();
+    let err = other
+        .append(&t, Expected::Next(299), vec![NewEvent::new("e", b"x".to_vec())])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, agentwire_events::Error::Conflict { actual: 300, .. }), "{err}");
+    other
+        .append(&t, Expected::Next(300), vec![NewEvent::new("e", b"y".to_vec())])
+        .await
+        .unwrap();
+    let err = log
+        .append(&t, Expected::Next(300), vec![NewEvent::new("e", b"z".to_vec())])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, agentwire_events::Error::Conflict { actual: 301, .. }), "{err}");
+    log.append(&t, Expected::Next(301), vec![NewEvent::new("e", b"z".to_vec())])
+        .await
+        .unwrap();
+    bytes += 4;
+    other.close().await.unwrap();
+
+    // Every event once, in order, and a checkpoint at the true head is accepted.
+    let mut seqs = Vec::new();
+    let mut after = After::Start;
+    loop {
+        let page = log.read(&t, after, 100).await.unwrap();
+        let Some(last) = page.events.last() else { break };
+        after = After::Position(last.position(log.log_id()));
+        seqs.extend(page.events.iter().map(|e| e.seq));
+    }
+    assert_eq!(seqs, (0..302).collect::<Vec<_>>());
+    log.put_checkpoint(
+        &t,
+        agentwire_events::Checkpoint {
+            through: 301,
+            payload: b"state".to_vec(),
+        },
+    )
+    .await
+    .unwrap();
+    // The checkpoint settled the row.
+    assert_eq!(row(&path), (302, bytes as i64));
+    log.append(&t, Expected::Next(302), vec![NewEvent::new("e", b"w".to_vec())])
+        .await
+        .unwrap();
+    bytes += 2;
+    log.close().await.unwrap();
+
+    let log = open(&url).await.unwrap();
+    let info = log.thread(&t).await.unwrap().unwrap();
+    assert_eq!((info.next_seq, info.bytes), (303, bytes));
+    log.append(&t, Expected::Next(303), vec![NewEvent::new("e", b"v".to_vec())])
+        .await
+        .unwrap();
+    assert!(log.delete_thread(&t).await.unwrap());
+    let info = log.thread(&t).await.unwrap().unwrap();
+    assert_eq!(
+        (info.deleted, info.low_watermark, info.next_seq, info.bytes),
+        (true, 304, 304, 0)
+    );
+    log.close().await.unwrap();
+}
