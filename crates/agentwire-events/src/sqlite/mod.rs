@@ -129,7 +129,10 @@ impl EventLog for SqliteLog {
         self.readers
             .with(move |conn| {
                 conn.query_row(
-                    &format!("SELECT {} FROM aw_threads t WHERE t.thread = ?1", *THREAD_INFO),
+                    &format!(
+                        "SELECT {} FROM aw_threads t WHERE t.thread = ?1",
+                        *THREAD_INFO
+                    ),
                     [thread.as_str()],
                     thread_info_row,
                 )

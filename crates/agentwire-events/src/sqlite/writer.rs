@@ -121,7 +121,8 @@ impl Writer {
                     now,
                     reply,
                 } => {
-                    let result = self.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
+                    let result =
+                        self.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
                     let _ = reply.send(result);
                 }
                 Command::Checkpoint {
@@ -129,8 +130,8 @@ impl Writer {
                     checkpoint,
                     reply,
                 } => {
-                    let result =
-                        self.in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
+                    let result = self
+                        .in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
                     let _ = reply.send(result);
                 }
                 Command::Delete { thread, reply } => {
@@ -329,7 +330,13 @@ fn append(
                 .execute(params![thread, count as i64, request.bytes as i64, now_ms])
                 .map_err(|err| AppendFailure::Wrote(err.into()))?;
                 let appended = insert_events(conn, log_id, request, 0, now_ms)?;
-                tips.set(thread, Tip { next: count, tail: 0 });
+                tips.set(
+                    thread,
+                    Tip {
+                        next: count,
+                        tail: 0,
+                    },
+                );
                 return Ok(appended);
             }
         },

@@ -365,11 +365,17 @@ async fn sqlite_thread_rows_settle_lazily_and_read_exactly() {
     for i in 0..300u64 {
         let event = NewEvent::new("e", vec![b'x'; (i % 7) as usize]);
         bytes += event.record_size() as u64;
-        let appended = log.append(&t, Expected::Next(i), vec![event]).await.unwrap();
+        let appended = log
+            .append(&t, Expected::Next(i), vec![event])
+            .await
+            .unwrap();
         assert_eq!(appended.first_seq, i);
         if i % 50 == 0 {
             let info = log.thread(&t).await.unwrap().unwrap();
-            assert_eq!((info.next_seq, info.records, info.bytes), (i + 1, i + 1, bytes));
+            assert_eq!(
+                (info.next_seq, info.records, info.bytes),
+                (i + 1, i + 1, bytes)
+            );
         }
     }
     let row = |path: &std::path::Path| -> (i64, i64) {
@@ -391,22 +397,44 @@ async fn sqlite_thread_rows_settle_lazily_and_read_exactly() {
     // A second log on the same file appends; the first one's memory of the thread is dropped.
     let other = open(&url).await.unwrap();
     let err = other
-        .append(&t, Expected::Next(299), vec![NewEvent::new("e", b"x".to_vec())])
+        .append(
+            &t,
+            Expected::Next(299),
+            vec![NewEvent::new("e", b"x".to_vec())],
+        )
         .await
         .unwrap_err();
-    assert!(matches!(err, agentwire_events::Error::Conflict { actual: 300, .. }), "{err}");
+    assert!(
+        matches!(err, agentwire_events::Error::Conflict { actual: 300, .. }),
+        "{err}"
+    );
     other
-        .append(&t, Expected::Next(300), vec![NewEvent::new("e", b"y".to_vec())])
+        .append(
+            &t,
+            Expected::Next(300),
+            vec![NewEvent::new("e", b"y".to_vec())],
+        )
         .await
         .unwrap();
     let err = log
-        .append(&t, Expected::Next(300), vec![NewEvent::new("e", b"z".to_vec())])
+        .append(
+            &t,
+            Expected::Next(300),
+            vec![NewEvent::new("e", b"z".to_vec())],
+        )
         .await
         .unwrap_err();
-    assert!(matches!(err, agentwire_events::Error::Conflict { actual: 301, .. }), "{err}");
-    log.append(&t, Expected::Next(301), vec![NewEvent::new("e", b"z".to_vec())])
-        .await
-        .unwrap();
+    assert!(
+        matches!(err, agentwire_events::Error::Conflict { actual: 301, .. }),
+        "{err}"
+    );
+    log.append(
+        &t,
+        Expected::Next(301),
+        vec![NewEvent::new("e", b"z".to_vec())],
+    )
+    .await
+    .unwrap();
     bytes += 4;
     other.close().await.unwrap();
 
@@ -415,7 +443,9 @@ async fn sqlite_thread_rows_settle_lazily_and_read_exactly() {
     let mut after = After::Start;
     loop {
         let page = log.read(&t, after, 100).await.unwrap();
-        let Some(last) = page.events.last() else { break };
+        let Some(last) = page.events.last() else {
+            break;
+        };
         after = After::Position(last.position(log.log_id()));
         seqs.extend(page.events.iter().map(|e| e.seq));
     }
@@ -431,18 +461,26 @@ async fn sqlite_thread_rows_settle_lazily_and_read_exactly() {
     .unwrap();
     // The checkpoint settled the row.
     assert_eq!(row(&path), (302, bytes as i64));
-    log.append(&t, Expected::Next(302), vec![NewEvent::new("e", b"w".to_vec())])
-        .await
-        .unwrap();
+    log.append(
+        &t,
+        Expected::Next(302),
+        vec![NewEvent::new("e", b"w".to_vec())],
+    )
+    .await
+    .unwrap();
     bytes += 2;
     log.close().await.unwrap();
 
     let log = open(&url).await.unwrap();
     let info = log.thread(&t).await.unwrap().unwrap();
     assert_eq!((info.next_seq, info.bytes), (303, bytes));
-    log.append(&t, Expected::Next(303), vec![NewEvent::new("e", b"v".to_vec())])
-        .await
-        .unwrap();
+    log.append(
+        &t,
+        Expected::Next(303),
+        vec![NewEvent::new("e", b"v".to_vec())],
+    )
+    .await
+    .unwrap();
     assert!(log.delete_thread(&t).await.unwrap());
     let info = log.thread(&t).await.unwrap().unwrap();
     assert_eq!(
