@@ -20,6 +20,12 @@ use clap::{Parser, Subcommand};
 
 use crate::output::Format;
 
+/// mimalloc: a runtime serving a burst allocates and frees a few small buffers per event on
+/// several threads at once, where glibc's malloc spent about a third of the workers' time
+/// (measured with `perf` on `scripts/bench.sh --serve`; docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Toolkit for agent protocols: schemas, validation, bindings, compatibility and run logs.
 #[derive(Debug, Parser)]
 #[command(name = "agentwire", version, about, propagate_version = true)]
