@@ -459,16 +459,62 @@ impl Runtime {
 
     /// The thread's flusher: commits whatever was admitted while the previous commit ran as
     /// one append (up to [`FLUSH_EVENTS`] events and [`OUTBOX_BYTES`]), then folds, publishes
-    /// and answers the tickets of what it committed, until the outbox is empty.
+    /// and answers the tickets of what it committed, until the outbox is empty. Once a commit
+    /// is answered, the next batch's append is sent before the answered one is folded, so the
+    /// log commits the next batch while this one is folded and published (its positions were
+    /// given at admission; a batch is still published only after its own commit, and one
+    /// append at most is in flight).
     async fn flush(&self, thread_id: &str, slot: &Arc<ThreadSlot>) {
+        let mut next = match self.take_batch(slot, true) {
+            Some(batch) => Some(self.send_batch(slot, batch).await),
+            None => return,
+        };
+        while let Some((batch, append)) = next.take() {
+            match append.outcome().await {
+                Ok(appended) => {
+                    if let Some(following) = self.take_batch(slot, false) {
+                        next = Some(self.send_batch(slot, following).await);
+                    }
+                    let tickets = self
+                        .fold_and_publish(thread_id, slot, batch, appended)
+                        .await;
+                    for ticket in tickets {
+                        let _ = ticket.send(Ok(()));
+                    }
+                }
+                Err(error) => {
+                    // Nothing is sent behind a batch before its commit is answered.
+                    let error = Arc::new(error);
+                    self.fail_commit(thread_id, slot, batch, &error).await;
+                }
+            }
+            if next.is_none()
+                && let Some(batch) = self.take_batch(slot, true)
+            {
+                next = Some(self.send_batch(slot, batch).await);
+            }
+        }
+    }
+
+    /// Takes the next batch to commit from the outbox: up to [`FLUSH_EVENTS`] durable events
+    /// and [`OUTBOX_BYTES`], with the ephemeral events among them. Ephemeral events queued
+    /// alone are published on the way when `last` (nothing is in flight before them) and left
+    /// queued otherwise. With `last`, an empty outbox ends the flusher.
+    fn take_batch(&self, slot: &Arc<ThreadSlot>, last: bool) -> Option<Vec<Queued>> {
         loop {
-            let mut batch: Vec<Queued> = {
+            let batch: Vec<Queued> = {
                 let mut outbox = lock(&slot.outbox);
-                if outbox.queued.is_empty() {
-                    outbox.flushing = false;
-                    drop(outbox);
-                    slot.room.notify_waiters();
-                    return;
+                let has_durable = outbox
+                    .queued
+                    .iter()
+                    .any(|q| matches!(q, Queued::Durable { .. }));
+                if outbox.queued.is_empty() || (!last && !has_durable) {
+                    if last {
+                        outbox.flushing = false;
+                        drop(outbox);
+                        slot.room.notify_waiters();
+                    }
+                    return None;
                 }
                 let mut bytes = 0;
                 let mut durable = 0;
@@ -490,70 +536,79 @@ impl Runtime {
                 outbox.queued.drain(..count).collect()
             };
             slot.room.notify_waiters();
-            let first = batch.iter().find_map(|q| match q {
-                Queued::Durable { position, .. } => Some(*position),
-                Queued::Live { .. } => None,
-            });
-            let Some(first) = first else {
-                // Only ephemeral events: nothing to commit before they are published.
-                for queued in batch {
-                    if let Queued::Live { published, weight } = queued {
-                        self.publish(slot, &published, weight);
-                    }
-                }
-                continue;
-            };
-            let records: Vec<NewEvent> = batch
-                .iter_mut()
-                .filter_map(|q| match q {
-                    Queued::Durable { record, .. } => Some(NewEvent {
-                        event_id: record.event_id,
-                        kind: std::mem::take(&mut record.kind),
-                        payload: std::mem::take(&mut record.payload),
-                    }),
-                    Queued::Live { .. } => None,
-                })
-                .collect();
-            match self
-                .inner
-                .log
-                .append(&slot.log_thread, Expected::Next(first), records)
-                .await
-            {
-                Ok(appended) => {
-                    let tickets = self
-                        .fold_and_publish(thread_id, slot, batch, appended)
-                        .await;
-                    for ticket in tickets {
-                        let _ = ticket.send(Ok(()));
-                    }
-                }
-                Err(error) => {
-                    let error = Arc::new(error);
-                    let dropped = self.drop_admitted(slot).await;
-                    tracing::error!(thread = %thread_id, %error, dropped = batch.len() + dropped.len(),
-                        "a commit failed; the events admitted with it and after it are dropped");
-                    let turns: Vec<String> = batch
-                        .iter()
-                        .chain(&dropped)
-                        .filter_map(|q| q.turn_id().map(str::to_owned))
-                        .collect();
-                    let running = lock(&slot.running).as_ref().map(|r| r.turn_id.clone());
-                    if let Some(turn_id) = running.filter(|t| turns.contains(t)) {
-                        slot.signal_cancel(
-                            &turn_id,
-                            Some(&format!("the event log failed: {error}")),
-                        );
-                    }
-                    for ticket in batch
-                        .into_iter()
-                        .chain(dropped)
-                        .filter_map(Queued::into_ticket)
-                    {
-                        let _ = ticket.send(Err(RuntimeError::CommitFailed(Arc::clone(&error))));
-                    }
+            if batch.iter().any(|q| matches!(q, Queued::Durable { .. })) {
+                return Some(batch);
+            }
+            // Only ephemeral events: nothing to commit before they are published.
+            for queued in batch {
+                if let Queued::Live { published, weight } = queued {
+                    self.publish(slot, &published, weight);
                 }
             }
+        }
+    }
+
+    /// Sends a batch's append to the log: its records are moved out of it, and the append is
+    /// polled once, which queues it with the log's writer.
+    async fn send_batch(
+        &self,
+        slot: &Arc<ThreadSlot>,
+        mut batch: Vec<Queued>,
+    ) -> (Vec<Queued>, Sent) {
+        let first = batch
+            .iter()
+            .find_map(|q| match q {
+                Queued::Durable { position, .. } => Some(*position),
+                Queued::Live { .. } => None,
+            })
+            .unwrap_or_default();
+        let records: Vec<NewEvent> = batch
+            .iter_mut()
+            .filter_map(|q| match q {
+                Queued::Durable { record, .. } => Some(NewEvent {
+                    event_id: record.event_id,
+                    kind: std::mem::take(&mut record.kind),
+                    payload: std::mem::take(&mut record.payload),
+                }),
+                Queued::Live { .. } => None,
+            })
+            .collect();
+        let log = Arc::clone(&self.inner.log);
+        let thread = slot.log_thread.clone();
+        let append = Sent::start(Box::pin(async move {
+            log.append(&thread, Expected::Next(first), records).await
+        }))
+        .await;
+        (batch, append)
+    }
+
+    /// A failed commit: the batch and everything admitted after it are dropped, the running
+    /// turn they belong to is cancelled with the log's error, and their tickets fail.
+    async fn fail_commit(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
+        batch: Vec<Queued>,
+        error: &Arc<agentwire_events::Error>,
+    ) {
+        let dropped = self.drop_admitted(slot).await;
+        tracing::error!(thread = %thread_id, %error, dropped = batch.len() + dropped.len(),
+            "a commit failed; the events admitted with it and after it are dropped");
+        let turns: Vec<String> = batch
+            .iter()
+            .chain(&dropped)
+            .filter_map(|q| q.turn_id().map(str::to_owned))
+            .collect();
+        let running = lock(&slot.running).as_ref().map(|r| r.turn_id.clone());
+        if let Some(turn_id) = running.filter(|t| turns.contains(t)) {
+            slot.signal_cancel(&turn_id, Some(&format!("the event log failed: {error}")));
+        }
+        for ticket in batch
+            .into_iter()
+            .chain(dropped)
+            .filter_map(Queued::into_ticket)
+        {
+            let _ = ticket.send(Err(RuntimeError::CommitFailed(Arc::clone(error))));
         }
     }
 
@@ -774,5 +829,48 @@ impl Runtime {
             }),
         };
         Ok(self.inner.log.read(&log_thread, after, limit).await?)
+    }
+}
+
+/// An append sent to the log: polled once, so that it is queued with the log's writer, and
+/// its outcome awaited later.
+enum Sent {
+    Pending(
+        std::pin::Pin<
+            Box<
+                dyn std::future::Future<
+                        Output = agentwire_events::Result<agentwire_events::Appended>,
+                    > + Send,
+            >,
+        >,
+    ),
+    Done(agentwire_events::Result<agentwire_events::Appended>),
+}
+
+impl Sent {
+    async fn start(
+        mut append: std::pin::Pin<
+            Box<
+                dyn std::future::Future<
+                        Output = agentwire_events::Result<agentwire_events::Appended>,
+                    > + Send,
+            >,
+        >,
+    ) -> Sent {
+        std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(match append.as_mut().poll(cx) {
+                std::task::Poll::Ready(outcome) => Some(outcome),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await
+        .map_or(Sent::Pending(append), Sent::Done)
+    }
+
+    async fn outcome(self) -> agentwire_events::Result<agentwire_events::Appended> {
+        match self {
+            Sent::Pending(append) => append.await,
+            Sent::Done(outcome) => outcome,
+        }
     }
 }
