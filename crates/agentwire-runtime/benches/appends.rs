@@ -26,6 +26,10 @@ use agentwire_runtime::{
     DemoAgent, Runtime, RuntimeConfig, StampedEvent, SystemClock, ThreadEvent,
 };
 
+/// The allocator the `agentwire` binary runs the runtime on.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ROUNDS: usize = 5;
 /// Pairs of rounds of the concurrent measurement (each round is short).
 const CONCURRENT_ROUNDS: usize = 15;
