@@ -47,9 +47,12 @@ impl Passes {
         };
         let mut wanted = true;
         // Pieces grow from one read to `piece_bytes`: a log declined on its first lines costs
-        // little more than a read.
+        // little more than a read. The buffer is reserved for the largest piece at once (pages
+        // are resident only once filled), so it is never moved to a larger one: an allocator
+        // that keeps freed memory a while (mimalloc) would otherwise hold every smaller buffer
+        // beside the current one.
         let mut piece = piece_bytes.min(READ_BUFFER_BYTES);
-        let mut buf: Vec<u8> = Vec::with_capacity(piece.saturating_add(READ_BUFFER_BYTES));
+        let mut buf: Vec<u8> = Vec::with_capacity(piece_bytes.saturating_add(READ_BUFFER_BYTES));
         // Where the search for the last line feed of `buf` goes on from.
         let mut searched = 0;
         loop {

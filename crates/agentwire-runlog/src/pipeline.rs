@@ -153,7 +153,7 @@ fn fold_sequential(
 
 /// Bytes of text a caller of [`StreamedState`] reads before each [`StreamedState::push`]: large
 /// enough for the parallel scan to overlap the fold for most of a piece, small against a log.
-pub const STREAM_PIECE_BYTES: usize = 16 << 20;
+pub const STREAM_PIECE_BYTES: usize = 8 << 20;
 
 /// How a pushed piece is split: rounds of 2 MiB, so that the fold of one overlaps the scan of
 /// the next for all but the first round of a piece.
