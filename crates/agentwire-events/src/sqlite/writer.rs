@@ -44,7 +44,7 @@ struct Writer {
     tips: Tips,
 }
 
-/// The threads a thread row leaves unsettled at most: once a thread's tail (its events at or
+/// The events a thread row leaves unsettled at most: once a thread's tail (its events at or
 /// after the row's `next_seq`) holds this many, the append that reached it settles the row.
 /// So an append is its events' inserts alone, and the row moves once every this many events.
 pub(crate) const SETTLE_EVENTS: u64 = 256;
@@ -262,7 +262,15 @@ impl Writer {
         // A failed append leaves its thread's tip as it was: the tip moves only on success.
         match append(&self.conn, self.log_id, &mut self.tips, request, now_ms) {
             Ok(appended) => {
-                self.conn.prepare_cached("RELEASE append")?.execute([])?;
+                if let Err(err) = self
+                    .conn
+                    .prepare_cached("RELEASE append")
+                    .and_then(|mut release| release.execute([]))
+                {
+                    // The append's tip moved, but what becomes of its writes is unknown here.
+                    self.tips.forget_all();
+                    return Err(err.into());
+                }
                 Ok(appended)
             }
             Err(failure) => {
