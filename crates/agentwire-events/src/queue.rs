@@ -2,7 +2,8 @@
 //! callers' side (queue a command and await its answer; closed when the log closes) and the
 //! group commit's gather (the appends waiting in the queue, up to the batch budgets).
 
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::SystemTime;
 
 use tokio::sync::{mpsc, oneshot};
@@ -69,20 +70,117 @@ pub(crate) struct AppendRequest {
     pub(crate) reply: oneshot::Sender<Result<Appended>>,
 }
 
+/// Where an append's or a command's answer arrives.
+pub(crate) type Answer<T> = oneshot::Receiver<Result<T>>;
+
+/// An append checked against the record limit and given its ids (the caller's or fresh ones),
+/// with the receiver of its answer; not queued yet.
+pub(crate) fn new_append(
+    thread: &ThreadId,
+    expected: Expected,
+    events: Vec<NewEvent>,
+    max_record_bytes: usize,
+) -> Result<(AppendRequest, Answer<Appended>)> {
+    let bytes = check_append(&events, max_record_bytes)?;
+    let ids = events
+        .iter()
+        .map(|e| e.event_id.unwrap_or_else(Uuid::new_v4))
+        .collect();
+    let (reply, answer) = oneshot::channel();
+    let request = AppendRequest {
+        thread: thread.clone(),
+        expected,
+        events,
+        ids,
+        bytes,
+        reply,
+    };
+    Ok((request, answer))
+}
+
 /// The callers' end of the queue: bounded (a full queue makes callers wait), and closed once
 /// the log is closed ([`Error::Closed`]).
 #[derive(Debug)]
 pub(crate) struct WriterQueue {
     sender: RwLock<Option<mpsc::Sender<Command>>>,
+    doorbell: Option<Arc<Doorbell>>,
+}
+
+/// How a writer thread that sleeps between commands learns that commands wait for it (the
+/// SQLite writer, whose queue is also drained by appenders that find it idle): the count of
+/// commands queued and not yet taken, and the thread to wake.
+#[derive(Debug, Default)]
+pub(crate) struct Doorbell {
+    /// Commands sent and not yet taken; for a moment below zero when a command is taken before
+    /// its sender counted it.
+    queued: AtomicIsize,
+    /// The writer thread is awake: between a wake-up and its next check before sleeping.
+    awake: AtomicBool,
+    thread: OnceLock<std::thread::Thread>,
+}
+
+impl Doorbell {
+    /// Sets the thread [`Doorbell::ring`] wakes.
+    pub(crate) fn answer_at(&self, thread: std::thread::Thread) {
+        let _ = self.thread.set(thread);
+        self.ring();
+    }
+
+    /// Whether commands wait in the queue.
+    pub(crate) fn waiting(&self) -> bool {
+        self.queued.load(Ordering::SeqCst) > 0
+    }
+
+    /// Whether the writer thread is awake (and so drains the queue before it sleeps again).
+    pub(crate) fn awake(&self) -> bool {
+        self.awake.load(Ordering::SeqCst)
+    }
+
+    /// The writer thread woke (`true`), or is about to check the queue before sleeping.
+    pub(crate) fn set_awake(&self, awake: bool) {
+        self.awake.store(awake, Ordering::SeqCst);
+    }
+
+    /// `n` commands were taken from the queue.
+    pub(crate) fn took(&self, n: usize) {
+        if n > 0 {
+            self.queued.fetch_sub(n as isize, Ordering::SeqCst);
+        }
+    }
+
+    fn sent(&self) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Wakes the writer thread, or keeps it from sleeping at its next wait.
+    pub(crate) fn ring(&self) {
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+    }
 }
 
 impl WriterQueue {
-    /// A queue of `capacity` commands and the writer's end of it.
+    /// A queue of `capacity` commands and the writer's end of it, for a writer that waits on the
+    /// queue itself.
     pub(crate) fn new(capacity: usize) -> (WriterQueue, mpsc::Receiver<Command>) {
         let (sender, receiver) = mpsc::channel(capacity);
         let queue = WriterQueue {
             sender: RwLock::new(Some(sender)),
+            doorbell: None,
         };
+        (queue, receiver)
+    }
+
+    /// A queue of `capacity` commands whose writer thread waits on `doorbell`: every command
+    /// sent is counted there, and every command but an append rings it (an appender tries to
+    /// run the writer itself, and whoever holds the writer rings for what is left).
+    pub(crate) fn with_doorbell(
+        capacity: usize,
+        doorbell: Arc<Doorbell>,
+    ) -> (WriterQueue, mpsc::Receiver<Command>) {
+        let (mut queue, receiver) = WriterQueue::new(capacity);
+        queue.doorbell = Some(doorbell);
         (queue, receiver)
     }
 
@@ -90,18 +188,35 @@ impl WriterQueue {
     pub(crate) fn close(&self) -> Result<()> {
         let sender = self.sender.write().map_err(|_| Error::Closed)?.take();
         drop(sender);
+        self.ring();
         Ok(())
     }
 
-    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
+    fn ring(&self) {
+        if let Some(doorbell) = &self.doorbell {
+            doorbell.ring();
+        }
+    }
+
+    /// Sends `command`, counting it on the doorbell.
+    async fn send(&self, command: Command) -> Result<()> {
         let sender = self
             .sender
             .read()
             .map_err(|_| Error::Closed)?
             .clone()
             .ok_or(Error::Closed)?;
+        sender.send(command).await.map_err(|_| Error::Closed)?;
+        if let Some(doorbell) = &self.doorbell {
+            doorbell.sent();
+        }
+        Ok(())
+    }
+
+    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
         let (reply, answer) = oneshot::channel();
-        sender.send(make(reply)).await.map_err(|_| Error::Closed)?;
+        self.send(make(reply)).await?;
+        self.ring();
         answer.await.map_err(|_| Error::Closed)?
     }
 
@@ -113,23 +228,16 @@ impl WriterQueue {
         events: Vec<NewEvent>,
         max_record_bytes: usize,
     ) -> Result<Appended> {
-        let bytes = check_append(&events, max_record_bytes)?;
-        let ids = events
-            .iter()
-            .map(|e| e.event_id.unwrap_or_else(Uuid::new_v4))
-            .collect();
-        let thread = thread.clone();
-        self.call(|reply| {
-            Command::Append(AppendRequest {
-                thread,
-                expected,
-                events,
-                ids,
-                bytes,
-                reply,
-            })
-        })
-        .await
+        let (request, answer) = new_append(thread, expected, events, max_record_bytes)?;
+        self.send(Command::Append(request)).await?;
+        self.ring();
+        answer.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Queues an append made by [`new_append`] without ringing the doorbell: the caller runs
+    /// the writer next, or leaves the append to whoever holds it.
+    pub(crate) async fn push_append(&self, request: AppendRequest) -> Result<()> {
+        self.send(Command::Append(request)).await
     }
 
     pub(crate) async fn trim(
@@ -167,6 +275,16 @@ impl WriterQueue {
     pub(crate) async fn delete_thread(&self, thread: &ThreadId) -> Result<bool> {
         let thread = thread.clone();
         self.call(|reply| Command::Delete { thread, reply }).await
+    }
+}
+
+impl Drop for WriterQueue {
+    /// Closes the queue and wakes its writer thread, which ends once the queue is drained.
+    fn drop(&mut self) {
+        if let Ok(mut sender) = self.sender.write() {
+            sender.take();
+        }
+        self.ring();
     }
 }
 

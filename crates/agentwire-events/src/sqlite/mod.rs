@@ -1,5 +1,6 @@
-//! The SQLite engine, the embedded default: one writer thread that group-commits appends from a
-//! bounded queue, read-only connections for readers, WAL with bounded checkpoints.
+//! The SQLite engine, the embedded default: one writer that group-commits appends from a bounded
+//! queue (on the appender's thread when it finds the writer free, on the writer thread
+//! otherwise), read-only connections for readers, WAL with bounded checkpoints.
 
 mod schema;
 mod writer;
@@ -16,7 +17,7 @@ use uuid::Uuid;
 use crate::EventLog;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_PAGE_BYTES, MAX_PAGE_EVENTS};
-use crate::queue::WriterQueue;
+use crate::queue::{Doorbell, WriterQueue, new_append};
 use crate::settings::Settings;
 use crate::types::{
     After, Appended, Backend, Checkpoint, CheckpointInfo, Expected, LogId, NewEvent, Page,
@@ -32,7 +33,8 @@ pub struct SqliteLog {
     log_id: LogId,
     settings: Settings,
     queue: WriterQueue,
-    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    writer: writer::Shared,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     readers: Arc<Readers>,
     commits: watch::Sender<u64>,
     // Dropping it stops the foreign-commit watcher.
@@ -62,8 +64,16 @@ impl SqliteLog {
         };
         let (conn, log_id) = opened;
         let (commits, _) = watch::channel(0u64);
-        let (queue, rx) = WriterQueue::new(settings.queue_capacity);
-        let writer = writer::spawn(conn, rx, log_id, settings.clone(), commits.clone())?;
+        let doorbell = Arc::new(Doorbell::default());
+        let (queue, rx) = WriterQueue::with_doorbell(settings.queue_capacity, doorbell.clone());
+        let (writer, writer_thread) = writer::spawn(
+            conn,
+            rx,
+            doorbell,
+            log_id,
+            settings.clone(),
+            commits.clone(),
+        )?;
         let readers = Arc::new(Readers {
             path: path.clone(),
             idle: Mutex::new(Vec::new()),
@@ -78,7 +88,8 @@ impl SqliteLog {
             log_id,
             settings,
             queue,
-            writer: Mutex::new(Some(writer)),
+            writer,
+            writer_thread: Mutex::new(Some(writer_thread)),
             readers,
             commits,
             _watcher_stop: watcher_stop,
@@ -106,9 +117,10 @@ impl EventLog for SqliteLog {
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> Result<Appended> {
-        self.queue
-            .append(thread, expected, events, self.settings.max_record_bytes)
-            .await
+        let (request, answer) =
+            new_append(thread, expected, events, self.settings.max_record_bytes)?;
+        self.queue.push_append(request).await?;
+        self.writer.append(answer).await
     }
 
     async fn read(&self, thread: &ThreadId, after: After, limit: usize) -> Result<Page> {
@@ -221,7 +233,7 @@ impl EventLog for SqliteLog {
 
     async fn close(&self) -> Result<()> {
         self.queue.close()?;
-        let handle = self.writer.lock().map_err(|_| Error::Closed)?.take();
+        let handle = self.writer_thread.lock().map_err(|_| Error::Closed)?.take();
         if let Some(handle) = handle {
             tokio::task::spawn_blocking(move || handle.join())
                 .await

@@ -1,7 +1,10 @@
-//! The SQLite writer thread: blocks for the first queued command, drains more appends up to the
-//! batch budget, commits them in one `BEGIN IMMEDIATE` transaction with a savepoint per append,
-//! and only then acknowledges each.
+//! The SQLite writer: one connection and the queue of commands it runs, held by one party at a
+//! time. An appender that finds it free takes it and commits on its own thread (the queued
+//! appends with its own); otherwise the writer thread, woken through the queue's doorbell,
+//! runs what is queued. Either way a group commit drains appends up to the batch budget,
+//! commits them in one `BEGIN IMMEDIATE` transaction, and only then acknowledges each.
 
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -9,7 +12,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::schema::{BYTES, NEXT_SEQ, TAIL_EVENTS};
 use crate::error::{Error, Result};
-use crate::queue::{AppendRequest, Command, gather};
+use crate::queue::{Answer, AppendRequest, Command, Doorbell, gather};
 use crate::retention::{age_cutoff_ms, new_low_watermark};
 use crate::settings::Settings;
 use crate::types::{
@@ -17,13 +20,128 @@ use crate::types::{
     unix_ms,
 };
 
+/// The writer and its queue, shared by the writer thread and the appenders that find it free
+/// (see [`Shared::append`]); `None` once the thread stopped, which closes the connection.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    core: Arc<Mutex<Option<Core>>>,
+    doorbell: Arc<Doorbell>,
+}
+
+/// What runs commands: the writer, its queue, and a command taken from the queue that is still
+/// to run before the rest.
+#[derive(Debug)]
+struct Core {
+    writer: Writer,
+    queue: mpsc::Receiver<Command>,
+    held: Option<Command>,
+}
+
+/// What [`Core::next`] found.
+enum Next {
+    Command(Command),
+    Empty,
+    Closed,
+}
+
+impl Core {
+    fn next(&mut self, doorbell: &Doorbell) -> Next {
+        if let Some(command) = self.held.take() {
+            return Next::Command(command);
+        }
+        match self.queue.try_recv() {
+            Ok(command) => {
+                doorbell.took(1);
+                Next::Command(command)
+            }
+            Err(mpsc::error::TryRecvError::Empty) => Next::Empty,
+            Err(mpsc::error::TryRecvError::Disconnected) => Next::Closed,
+        }
+    }
+
+    /// Runs `command`; an append takes the appends queued behind it into its commit, and the
+    /// first other command found among them is held to run next.
+    fn run(&mut self, command: Command, doorbell: &Doorbell) {
+        match command {
+            Command::Append(first) => {
+                let (batch, held) = gather(first, &mut self.queue, &self.writer.settings);
+                doorbell.took(batch.len() - 1 + usize::from(held.is_some()));
+                self.held = held;
+                self.writer.commit_batch(batch);
+            }
+            other => self.writer.run_other(other),
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Option<Core>> {
+        // A panic while committing leaves the transaction's fate unknown: the next transaction
+        // starts from what the file holds, with no tips remembered.
+        self.core.lock().unwrap_or_else(|poisoned| {
+            let mut guard = poisoned.into_inner();
+            if let Some(core) = guard.as_mut() {
+                core.writer.tips.forget_all();
+                let _ = core.writer.conn.execute_batch("ROLLBACK");
+            }
+            self.core.clear_poison();
+            guard
+        })
+    }
+
+    /// The answer to an append the caller queued, committed on the caller's thread when the
+    /// writer is free: the caller takes the writer and runs what is queued, group commits of
+    /// every append waiting with its own, until its own is answered. A one-event append with
+    /// nothing else waiting is then one transaction on the caller's thread, as a plain SQLite
+    /// connection's would be, with no hand-off to the writer thread and back (two wake-ups).
+    /// When the writer is busy (its thread or another appender commits), the caller waits for
+    /// its answer: whoever holds the writer rings the writer thread, after letting it go, if
+    /// commands are still queued, and the thread commits them together. A command other than
+    /// an append is left to the writer thread.
+    pub(crate) async fn append(&self, mut answer: Answer<Appended>) -> Result<Appended> {
+        let mut mine = None;
+        if !self.doorbell.awake()
+            && let Ok(mut guard) = self.core.try_lock()
+            && let Some(core) = guard.as_mut()
+        {
+            loop {
+                match core.next(&self.doorbell) {
+                    Next::Command(command @ Command::Append(_)) => {
+                        core.run(command, &self.doorbell);
+                    }
+                    Next::Command(other) => {
+                        core.held = Some(other);
+                        break;
+                    }
+                    Next::Empty | Next::Closed => break,
+                }
+                if let Ok(result) = answer.try_recv() {
+                    mine = Some(result);
+                    break;
+                }
+            }
+            let held = core.held.is_some();
+            drop(guard);
+            if held || self.doorbell.waiting() {
+                self.doorbell.ring();
+            }
+        }
+        match mine {
+            Some(result) => result,
+            None => answer.await.map_err(|_| Error::Closed)?,
+        }
+    }
+}
+
+/// Starts the writer thread over `queue`, whose commands are counted on `doorbell`.
 pub(crate) fn spawn(
     conn: Connection,
     queue: mpsc::Receiver<Command>,
+    doorbell: Arc<Doorbell>,
     log_id: LogId,
     settings: Settings,
     commits: watch::Sender<u64>,
-) -> Result<std::thread::JoinHandle<()>> {
+) -> Result<(Shared, std::thread::JoinHandle<()>)> {
     let writer = Writer {
         conn,
         log_id,
@@ -31,12 +149,60 @@ pub(crate) fn spawn(
         commits,
         tips: Tips::default(),
     };
-    Ok(std::thread::Builder::new()
-        .name("agentwire-events-sqlite-writer".into())
-        .spawn(move || writer.run(queue))?)
+    let shared = Shared {
+        core: Arc::new(Mutex::new(Some(Core {
+            writer,
+            queue,
+            held: None,
+        }))),
+        doorbell,
+    };
+    let thread = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("agentwire-events-sqlite-writer".into())
+            .spawn(move || run(&shared))?
+    };
+    shared.doorbell.answer_at(thread.thread().clone());
+    Ok((shared, thread))
 }
 
-struct Writer {
+/// The writer thread: sleeps until rung, then takes the writer and runs every queued command.
+/// Once the queue is closed and drained, drops the writer and so the connection.
+fn run(shared: &Shared) {
+    loop {
+        shared.doorbell.set_awake(true);
+        {
+            let mut guard = shared.lock();
+            let Some(core) = guard.as_mut() else {
+                return;
+            };
+            loop {
+                match core.next(&shared.doorbell) {
+                    Next::Command(command) => core.run(command, &shared.doorbell),
+                    Next::Empty => break,
+                    Next::Closed => {
+                        if let Some(core) = guard.take() {
+                            tracing::debug!(log_id = %core.writer.log_id, "sqlite writer stopped");
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+        // A caller that queued a command while the writer was held, and did not take it, counted
+        // it before it looked whether this thread was awake: the count is seen here, or the
+        // caller saw this thread asleep and takes the writer itself. A ring after this check
+        // keeps `park` from sleeping.
+        shared.doorbell.set_awake(false);
+        if !shared.doorbell.waiting() {
+            std::thread::park();
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Writer {
     conn: Connection,
     log_id: LogId,
     settings: Settings,
@@ -99,51 +265,37 @@ impl Tips {
 }
 
 impl Writer {
-    fn run(mut self, mut queue: mpsc::Receiver<Command>) {
-        let mut held: Option<Command> = None;
-        loop {
-            let command = match held.take() {
-                Some(command) => command,
-                None => match queue.blocking_recv() {
-                    Some(command) => command,
-                    None => break,
-                },
-            };
-            match command {
-                Command::Append(first) => {
-                    let batch;
-                    (batch, held) = gather(first, &mut queue, &self.settings);
-                    self.commit_batch(batch);
+    /// Runs a command other than an append, in a transaction of its own.
+    fn run_other(&mut self, command: Command) {
+        match command {
+            Command::Append(request) => self.commit_batch(vec![request]),
+            Command::Trim {
+                thread,
+                retention,
+                now,
+                reply,
+            } => {
+                let result =
+                    self.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
+                let _ = reply.send(result);
+            }
+            Command::Checkpoint {
+                thread,
+                checkpoint,
+                reply,
+            } => {
+                let result =
+                    self.in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
+                let _ = reply.send(result);
+            }
+            Command::Delete { thread, reply } => {
+                let result = self.in_transaction(&thread, |conn| delete(conn, &thread));
+                if matches!(result, Ok(true)) {
+                    self.signal();
                 }
-                Command::Trim {
-                    thread,
-                    retention,
-                    now,
-                    reply,
-                } => {
-                    let result =
-                        self.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
-                    let _ = reply.send(result);
-                }
-                Command::Checkpoint {
-                    thread,
-                    checkpoint,
-                    reply,
-                } => {
-                    let result = self
-                        .in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
-                    let _ = reply.send(result);
-                }
-                Command::Delete { thread, reply } => {
-                    let result = self.in_transaction(&thread, |conn| delete(conn, &thread));
-                    if matches!(result, Ok(true)) {
-                        self.signal();
-                    }
-                    let _ = reply.send(result);
-                }
+                let _ = reply.send(result);
             }
         }
-        tracing::debug!(log_id = %self.log_id, "sqlite writer stopped");
     }
 
     fn signal(&self) {

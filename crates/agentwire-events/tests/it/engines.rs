@@ -489,3 +489,183 @@ async fn sqlite_thread_rows_settle_lazily_and_read_exactly() {
     );
     log.close().await.unwrap();
 }
+
+/// With the writer idle, an append is committed within the call, on the caller's thread: its
+/// future is ready at its first poll, on a runtime of one thread where nothing else could run
+/// meanwhile. Checkpoints (run by the writer thread) and appends then alternate, and what was
+/// answered is what is stored.
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_append_with_the_writer_idle_commits_within_the_call() {
+    use futures_util::FutureExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    let t = thread("inline");
+    for i in 0..20u64 {
+        let ack = log
+            .append(
+                &t,
+                Expected::Next(i),
+                vec![NewEvent::new("e", format!("{i}").into_bytes())],
+            )
+            .now_or_never()
+            .expect("committed within the call")
+            .unwrap();
+        assert_eq!(ack.first_seq, i);
+        if i % 5 == 4 {
+            log.put_checkpoint(
+                &t,
+                agentwire_events::Checkpoint {
+                    through: i,
+                    payload: b"state".to_vec(),
+                },
+            )
+            .await
+            .unwrap();
+        }
+    }
+    let page = log.read(&t, After::Start, 100).await.unwrap();
+    let payloads: Vec<Vec<u8>> = page.events.iter().map(|e| e.payload.clone()).collect();
+    let expected: Vec<Vec<u8>> = (0..20).map(|i| format!("{i}").into_bytes()).collect();
+    assert_eq!(payloads, expected);
+    assert_eq!(log.checkpoint(&t).await.unwrap().unwrap().through, 19);
+    log.close().await.unwrap();
+}
+
+/// Appenders that take the writer themselves and the writer thread share it without losing or
+/// reordering anything: 32 tasks appending to their own threads and to one shared thread,
+/// beside checkpoints, trims and a deletion that only the writer thread runs, and appends
+/// whose callers give up waiting (their futures dropped after the first poll), which commit or
+/// not but never block the others. Then the log closes and reopens with every answered event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_appends_on_callers_and_on_the_writer_thread_lose_nothing() {
+    use futures_util::FutureExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    let shared = thread("shared");
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let (log, shared) = (Arc::clone(&log), shared.clone());
+        tasks.push(tokio::spawn(async move {
+            let own = thread(&format!("own-{i:02}"));
+            let mut shared_acks = Vec::new();
+            for j in 0..40u64 {
+                let ack = log
+                    .append(
+                        &own,
+                        Expected::Next(j),
+                        vec![NewEvent::new("e", format!("{i}.{j}").into_bytes())],
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(ack.first_seq, j);
+                let ack = log
+                    .append(
+                        &shared,
+                        Expected::Any,
+                        vec![NewEvent::new("s", format!("{i}.{j}").into_bytes())],
+                    )
+                    .await
+                    .unwrap();
+                shared_acks.push((ack.first_seq, format!("{i}.{j}")));
+                if j % 10 == 0 {
+                    // Given up at once: queued or committed, but nobody waits for it.
+                    let given_up = thread(&format!("given-up-{i:02}"));
+                    let _ = log
+                        .append(&given_up, Expected::Any, vec![NewEvent::new("g", vec![])])
+                        .now_or_never();
+                }
+            }
+            shared_acks
+        }));
+    }
+    let side = {
+        let log = Arc::clone(&log);
+        tokio::spawn(async move {
+            let doomed = thread("doomed");
+            log.append(&doomed, Expected::Any, vec![NewEvent::new("d", vec![])])
+                .await
+                .unwrap();
+            for k in 0..20u64 {
+                let own = thread("own-00");
+                if let Some(info) = log.thread(&own).await.unwrap()
+                    && info.next_seq > 0
+                {
+                    log.put_checkpoint(
+                        &own,
+                        agentwire_events::Checkpoint {
+                            through: info.next_seq - 1,
+                            payload: format!("state {k}").into_bytes(),
+                        },
+                    )
+                    .await
+                    .unwrap();
+                }
+                log.trim(
+                    &thread("own-01"),
+                    &agentwire_events::Retention {
+                        max_records: 1_000,
+                        max_bytes: u64::MAX,
+                        max_age: std::time::Duration::from_secs(3600),
+                    },
+                    std::time::SystemTime::now(),
+                )
+                .await
+                .unwrap();
+                tokio::task::yield_now().await;
+            }
+            assert!(log.delete_thread(&doomed).await.unwrap());
+        })
+    };
+    let mut shared_expected = std::collections::BTreeMap::new();
+    for task in tasks {
+        for (seq, payload) in task.await.unwrap() {
+            assert!(
+                shared_expected.insert(seq, payload).is_none(),
+                "{seq} twice"
+            );
+        }
+    }
+    side.await.unwrap();
+    log.close().await.unwrap();
+
+    let log = open(&url).await.unwrap();
+    for i in 0..32 {
+        let page = log
+            .read(&thread(&format!("own-{i:02}")), After::Start, 100)
+            .await
+            .unwrap();
+        let payloads: Vec<String> = page
+            .events
+            .iter()
+            .map(|e| String::from_utf8(e.payload.clone()).unwrap())
+            .collect();
+        let expected: Vec<String> = (0..40).map(|j| format!("{i}.{j}")).collect();
+        assert_eq!(payloads, expected);
+    }
+    let mut stored = std::collections::BTreeMap::new();
+    let mut after = After::Start;
+    loop {
+        let page = log.read(&shared, after, 500).await.unwrap();
+        let Some(last) = page.events.last() else {
+            break;
+        };
+        after = After::Position(last.position(log.log_id()));
+        for event in &page.events {
+            stored.insert(event.seq, String::from_utf8(event.payload.clone()).unwrap());
+        }
+    }
+    assert_eq!(stored, shared_expected);
+    assert_eq!(
+        stored.keys().copied().collect::<Vec<_>>(),
+        (0..1280).collect::<Vec<u64>>()
+    );
+    assert!(
+        log.thread(&thread("doomed"))
+            .await
+            .unwrap()
+            .unwrap()
+            .deleted
+    );
+}

@@ -71,7 +71,10 @@ async fn turn_end(runtime: &Runtime, thread: &str) -> ThreadEvent {
         .active_turn
         .is_none()
     {
-        let page = runtime.stored_events(thread, 0, 10_000).await.unwrap();
+        let page = runtime
+            .stored_events(thread, 0, agentwire_events::MAX_PAGE_EVENTS)
+            .await
+            .unwrap();
         return page
             .events
             .iter()
