@@ -12,14 +12,15 @@
 #                OpenClaw's schema and ten definitions through `--def` (TickEvent, RequestFrame,
 #                ChatEvent, …; marginal rate over 20,000 -> 100,000 lines, fastest of three),
 #                which otherwise runs after the library benchmark
-#        scripts/bench.sh --serve [--events N] [--store sqlite|postgres]
+#        scripts/bench.sh --serve [--events N] [--replay-events N] [--store sqlite|postgres]
 #   --serve      the runtime over its real transport: `agentwire serve --stdio` driven through
 #                a pipe, on SQLite and then on PostgreSQL (the test tools' server): durable
 #                events delivered per second against the engine inserting the same rows
 #                (SQLite: Python's sqlite3, WAL, synchronous=FULL; PostgreSQL: multi-row
-#                INSERTs; both in 1,000-row transactions; needs python3), resume replay against
-#                a raw cursor read, turn start to first delta; N events a burst (default
-#                50,000), medians of five alternating rounds, each ratio printed with its
+#                INSERTs; both in 1,000-row transactions; needs python3), resume replay of a
+#                thread of --replay-events (default 100,000) against a raw cursor read (the CPU
+#                time of both printed beside), turn start to first delta; N events a burst
+#                (default 50,000), medians of five alternating rounds, each ratio printed with its
 #                target and met/MISSED; --store runs one store only
 #        scripts/bench.sh --events [--appends N] [--synchronous normal]
 #   --events     the runtime's durable appends through its API: one awaited append (p50, p99)

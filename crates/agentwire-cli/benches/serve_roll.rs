@@ -6,8 +6,9 @@
 //!   `turn.completed`) against Python's `sqlite3` inserting the same rows (the runtime's own,
 //!   read back from its store) into a WAL database with `synchronous=FULL` in 1,000-row
 //!   transactions (target: at least 0.5x);
-//! - a resume replay of every event of that thread to the client against a raw cursor read of
-//!   the same rows, in pages of the log's largest (target: at least 0.5x);
+//! - a resume replay of every event of a thread of 100,000 events (a burst of its own) to the
+//!   client against a raw cursor read of the same rows, in pages of the log's largest (target:
+//!   at least 0.5x), with the CPU time each side took beside it;
 //! - the latency from `turn.start` to the first delta of a plain-text turn.
 //!
 //! Each figure is measured on SQLite (the anchor: Python's `sqlite3`, as above) and then on
@@ -15,8 +16,9 @@
 //! inserted in 1,000-row transactions of one multi-row `INSERT` each into a table of the same
 //! shape on the same server; target: at least 0.5x).
 //!
-//! usage: cargo bench -p agentwire-cli --bench serve_roll [-- --events N] [--store sqlite|postgres]
-//! (default 50,000 events, both stores); needs `python3` and the test tools' PostgreSQL.
+//! usage: cargo bench -p agentwire-cli --bench serve_roll [-- --events N] [--replay-events N]
+//! [--store sqlite|postgres] (default 50,000 events a burst, 100,000 replayed, both stores);
+//! needs `python3` and the test tools' PostgreSQL.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -130,6 +132,23 @@ fn median(times: &mut [Duration]) -> Duration {
     times[times.len() / 2]
 }
 
+/// The CPU time the threads of process `pid` (`self` for this one) have taken, from the
+/// scheduler's per-thread nanoseconds.
+fn cpu_of(pid: &str) -> Duration {
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let path = task.unwrap().path().join("schedstat");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            total += text
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(total)
+}
+
 fn rate(count: usize, elapsed: Duration) -> f64 {
     count as f64 / elapsed.as_secs_f64()
 }
@@ -188,10 +207,14 @@ print(len(rows), time.perf_counter() - started)
 
 fn main() {
     let mut events = 50_000usize;
+    let mut replay_events = 100_000usize;
     let mut only: Option<String> = None;
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--events") {
         events = args[at + 1].parse().expect("--events N");
+    }
+    if let Some(at) = args.iter().position(|a| a == "--replay-events") {
+        replay_events = args[at + 1].parse().expect("--replay-events N");
     }
     if let Some(at) = args.iter().position(|a| a == "--store") {
         let store = args[at + 1].clone();
@@ -203,11 +226,11 @@ fn main() {
     }
     let dir = tempfile::tempdir().unwrap();
     if only.as_deref() != Some("postgres") {
-        run(&Store::sqlite(dir.path()), events);
+        run(&Store::sqlite(dir.path()), events, replay_events);
     }
     if only.as_deref() != Some("sqlite") {
         let url = agentwire_testkit::postgres_server().fresh_database("bench_serve");
-        run(&Store::postgres(url), events);
+        run(&Store::postgres(url), events, replay_events);
     }
 }
 
@@ -347,7 +370,7 @@ fn postgres_inserts(url: &str, thread: &str, round: usize) -> f64 {
     })
 }
 
-fn run(store: &Store, events: usize) {
+fn run(store: &Store, events: usize, replay_events: usize) {
     let mut runtime = Runtime::start(&store.url);
     runtime.call(
         "initialize",
@@ -390,10 +413,9 @@ fn run(store: &Store, events: usize) {
     // rounds alternating.
     let mut bursts = Vec::with_capacity(ROUNDS);
     let mut inserts = Vec::with_capacity(ROUNDS);
-    let mut burst = String::new();
     let mut delivered = 0usize;
     for round in 0..ROUNDS {
-        burst = runtime.call("thread.create", json!({"requestId": uuid()}))["thread"]["id"]
+        let burst = runtime.call("thread.create", json!({"requestId": uuid()}))["thread"]["id"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -417,29 +439,49 @@ fn run(store: &Store, events: usize) {
     let delivered_rate = median_rate(&mut bursts);
     let insert_rate = median_rate(&mut inserts);
 
-    // Resume replays of every event of the burst thread against raw cursor reads of the same
-    // rows through a second log on the same store, ROUNDS of each, alternating (the first
-    // replay follows the burst, with the reader's page cache cold); medians.
+    // Resume replays of every event of a thread of `replay_events` (a burst of its own, not
+    // timed) against raw cursor reads of the same rows through a second log on the same store,
+    // ROUNDS of each, alternating (the first replay follows the burst, with the reader's page
+    // cache cold); medians, with the CPU each side took (the server's threads, and this
+    // process's for the raw read).
+    let replay_thread = runtime.call("thread.create", json!({"requestId": uuid()}))["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let turn = start_turn(
+        &mut runtime,
+        &replay_thread,
+        &format!("/burst {replay_events}"),
+    );
+    let mut line = String::new();
+    loop {
+        runtime.read_line(&mut line);
+        if line.contains(r#""type":"turn.completed""#) && line.contains(turn.as_str()) {
+            break;
+        }
+    }
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
     let log = tokio.block_on(agentwire_events::open(&store.url)).unwrap();
-    let thread_id = ThreadId::new(burst.clone()).unwrap();
+    let thread_id = ThreadId::new(replay_thread.clone()).unwrap();
+    let server = runtime.child.id();
     let mut replays = Vec::with_capacity(ROUNDS);
     let mut reads = Vec::with_capacity(ROUNDS);
+    let (mut replay_cpu, mut read_cpu) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
     let mut replayed = 0usize;
     let mut raw_read_count = 0usize;
     for _ in 0..ROUNDS {
+        let cpu = cpu_of(&server.to_string());
         let started = Instant::now();
         let id = runtime.send(
             "runtime.events.resume",
-            json!({"threadId": burst, "afterCursor": null}),
+            json!({"threadId": replay_thread, "afterCursor": null}),
         );
         // Each frame is parsed in full (a syntax error fails the run), keeping only the fields
         // counted, as a client that reads the stream would.
         replayed = 0;
-        let mut line = String::new();
         loop {
             runtime.read_line(&mut line);
             let frame: Frame<'_> = serde_json::from_str(&line).unwrap();
@@ -456,7 +498,9 @@ fn run(store: &Store, events: usize) {
             }
         }
         replays.push(started.elapsed());
+        replay_cpu.push(cpu_of(&server.to_string()) - cpu);
 
+        let cpu = cpu_of("self");
         let started = Instant::now();
         raw_read_count = tokio.block_on(async {
             let mut after = After::Start;
@@ -481,9 +525,11 @@ fn run(store: &Store, events: usize) {
             count
         });
         reads.push(started.elapsed());
+        read_cpu.push(cpu_of("self") - cpu);
     }
     let replay_elapsed = median(&mut replays);
     let raw_read = median(&mut reads);
+    let (replay_cpu, read_cpu) = (median(&mut replay_cpu), median(&mut read_cpu));
     tokio.block_on(log.close()).unwrap();
     runtime.stop();
 
@@ -506,6 +552,13 @@ fn run(store: &Store, events: usize) {
         read_rate,
         replay_rate / read_rate,
         verdict(replay_rate / read_rate >= 0.5)
+    );
+    println!(
+        "    cpu: the server {:.0} ms for the replay ({:.2} us/event), the raw read {:.0} ms ({:.2} us/event), no target",
+        replay_cpu.as_secs_f64() * 1e3,
+        replay_cpu.as_secs_f64() * 1e6 / replayed as f64,
+        read_cpu.as_secs_f64() * 1e3,
+        read_cpu.as_secs_f64() * 1e6 / raw_read_count as f64,
     );
     println!(
         "  turn.start to first delta: median {:.2} ms over {} turns (min {:.2} ms, max {:.2} ms)",
