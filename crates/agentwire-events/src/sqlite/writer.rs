@@ -4,7 +4,7 @@
 //! runs what is queued. Either way a group commit drains appends up to the batch budget,
 //! commits them in one `BEGIN IMMEDIATE` transaction, and only then acknowledges each.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -532,29 +532,32 @@ enum Stored {
 
 /// Reads a thread's tip from its row and its tail; `None` for a thread never written.
 fn read_tip(conn: &Connection, thread: &str) -> rusqlite::Result<Option<Stored>> {
-    conn.prepare_cached(&format!(
-        "SELECT {NEXT_SEQ}, t.deleted, {TAIL_EVENTS} FROM aw_threads t WHERE t.thread = ?1"
-    ))?
-    .query_row([thread], |r| {
-        let deleted: i64 = r.get(1)?;
-        Ok(if deleted != 0 {
-            Stored::Deleted
-        } else {
-            Stored::Tip(Tip {
-                next: r.get::<_, i64>(0)? as u64,
-                tail: r.get::<_, i64>(2)? as u64,
+    static READ_TIP: LazyLock<String> = LazyLock::new(|| {
+        format!("SELECT {NEXT_SEQ}, t.deleted, {TAIL_EVENTS} FROM aw_threads t WHERE t.thread = ?1")
+    });
+    conn.prepare_cached(&READ_TIP)?
+        .query_row([thread], |r| {
+            let deleted: i64 = r.get(1)?;
+            Ok(if deleted != 0 {
+                Stored::Deleted
+            } else {
+                Stored::Tip(Tip {
+                    next: r.get::<_, i64>(0)? as u64,
+                    tail: r.get::<_, i64>(2)? as u64,
+                })
             })
         })
-    })
-    .optional()
+        .optional()
 }
 
 /// Moves a thread's row past its tail, so that its `next_seq` and `bytes` are exact.
 fn settle(conn: &Connection, thread: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(&format!(
-        "UPDATE aw_threads AS t SET next_seq = {NEXT_SEQ}, bytes = {BYTES} WHERE t.thread = ?1"
-    ))?
-    .execute([thread])?;
+    static SETTLE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "UPDATE aw_threads AS t SET next_seq = {NEXT_SEQ}, bytes = {BYTES} WHERE t.thread = ?1"
+        )
+    });
+    conn.prepare_cached(&SETTLE)?.execute([thread])?;
     Ok(())
 }
 

@@ -502,7 +502,7 @@ impl Runtime {
     /// queued otherwise. With `last`, an empty outbox ends the flusher.
     fn take_batch(&self, slot: &Arc<ThreadSlot>, last: bool) -> Option<Vec<Queued>> {
         loop {
-            let batch: Vec<Queued> = {
+            let (batch, durable): (Vec<Queued>, usize) = {
                 let mut outbox = lock(&slot.outbox);
                 let has_durable = outbox
                     .queued
@@ -533,10 +533,10 @@ impl Runtime {
                     count += 1;
                 }
                 outbox.bytes -= bytes;
-                outbox.queued.drain(..count).collect()
+                (outbox.queued.drain(..count).collect(), durable)
             };
             slot.room.notify_waiters();
-            if batch.iter().any(|q| matches!(q, Queued::Durable { .. })) {
+            if durable > 0 {
                 return Some(batch);
             }
             // Only ephemeral events: nothing to commit before they are published.
@@ -832,31 +832,23 @@ impl Runtime {
     }
 }
 
-/// An append sent to the log: polled once, so that it is queued with the log's writer, and
-/// its outcome awaited later.
+/// An append on its way to the log.
+type Append = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = agentwire_events::Result<agentwire_events::Appended>>
+            + Send,
+    >,
+>;
+
+/// An append sent to the log: polled once, so that it is queued with the log's writer (or, on a
+/// log that commits on its caller's thread, committed), and its outcome awaited later.
 enum Sent {
-    Pending(
-        std::pin::Pin<
-            Box<
-                dyn std::future::Future<
-                        Output = agentwire_events::Result<agentwire_events::Appended>,
-                    > + Send,
-            >,
-        >,
-    ),
+    Pending(Append),
     Done(agentwire_events::Result<agentwire_events::Appended>),
 }
 
 impl Sent {
-    async fn start(
-        mut append: std::pin::Pin<
-            Box<
-                dyn std::future::Future<
-                        Output = agentwire_events::Result<agentwire_events::Appended>,
-                    > + Send,
-            >,
-        >,
-    ) -> Sent {
+    async fn start(mut append: Append) -> Sent {
         std::future::poll_fn(|cx| {
             std::task::Poll::Ready(match append.as_mut().poll(cx) {
                 std::task::Poll::Ready(outcome) => Some(outcome),
