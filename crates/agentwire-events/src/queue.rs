@@ -207,8 +207,14 @@ impl WriterQueue {
             .clone()
             .ok_or(Error::Closed)?;
         sender.send(command).await.map_err(|_| Error::Closed)?;
+        drop(sender);
         if let Some(doorbell) = &self.doorbell {
             doorbell.sent();
+            // The queue closed while this command was sent: the writer thread may have found
+            // the queue open and empty and gone to sleep; it must see it closed.
+            if self.sender.read().map_or(true, |sender| sender.is_none()) {
+                doorbell.ring();
+            }
         }
         Ok(())
     }

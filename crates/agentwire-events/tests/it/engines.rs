@@ -669,3 +669,43 @@ async fn sqlite_appends_on_callers_and_on_the_writer_thread_lose_nothing() {
             .deleted
     );
 }
+
+/// Closing while appends are being sent ends the writer once the queue is drained: every
+/// append is answered (committed, or `Closed`), and the close returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_close_during_appends_answers_every_append_and_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, url) = sqlite_url(&dir);
+    for round in 0..20 {
+        let log = open(&url).await.unwrap();
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let log = Arc::clone(&log);
+                tokio::spawn(async move {
+                    let t = thread(&format!("closing-{round}-{i}"));
+                    loop {
+                        match log
+                            .append(&t, Expected::Any, vec![NewEvent::new("e", vec![1])])
+                            .await
+                        {
+                            Ok(_) => tokio::task::yield_now().await,
+                            Err(agentwire_events::Error::Closed) => return,
+                            Err(other) => panic!("append: {other:?}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        tokio::time::timeout(std::time::Duration::from_secs(20), log.close())
+            .await
+            .expect("the close returns")
+            .unwrap();
+        for task in tasks {
+            tokio::time::timeout(std::time::Duration::from_secs(20), task)
+                .await
+                .expect("every append is answered")
+                .unwrap();
+        }
+    }
+}
