@@ -350,9 +350,12 @@ impl Runtime {
     where
         F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError>,
     {
-        let (out, ticket) = self.admit(thread_id, slot, decide).await?;
-        if let Some(ticket) = ticket {
-            ticket
+        let (out, ticket, flush) = self.admit(thread_id, slot, Flush::Drive, decide).await?;
+        if let Some(mut ticket) = ticket {
+            if flush == Flush::Driven {
+                self.drive_flush(thread_id, slot, &ticket).await;
+            }
+            (&mut ticket)
                 .await
                 .unwrap_or_else(|_| Err(RuntimeError::Stopped("the flusher ended".into())))?;
         }
@@ -368,22 +371,31 @@ impl Runtime {
         slot: &Arc<ThreadSlot>,
         events: Vec<ThreadEvent>,
     ) -> Result<(), RuntimeError> {
-        self.admit(thread_id, slot, move |_| Ok((events, ())))
+        self.admit(thread_id, slot, Flush::Spawn, move |_| Ok((events, ())))
             .await
             .map(|_| ())
     }
 
     /// The admission: once the outbox has room, `decide` on the outbox's state; its events are
     /// checked against the fold (nothing that would not fold is ever admitted), stamped,
-    /// positioned and encoded, and queued for the flusher, which is started if none runs.
-    /// Nothing here waits while holding a lock, so a caller that stops waiting leaves either
-    /// nothing or a whole admission behind.
+    /// positioned and encoded, and queued for the flusher. When no flusher runs, one is started
+    /// ([`Flush::Spawn`]), or the caller is told to run it ([`Flush::Drive`] answered with
+    /// [`Flush::Driven`]). Nothing here waits while holding a lock, so a caller that stops
+    /// waiting leaves either nothing or a whole admission behind.
     async fn admit<T, F>(
         &self,
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
+        flush: Flush,
         decide: F,
-    ) -> Result<(T, Option<oneshot::Receiver<Result<(), RuntimeError>>>), RuntimeError>
+    ) -> Result<
+        (
+            T,
+            Option<oneshot::Receiver<Result<(), RuntimeError>>>,
+            Flush,
+        ),
+        RuntimeError,
+    >
     where
         F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError>,
     {
@@ -400,7 +412,7 @@ impl Runtime {
         let mut outbox = lock(&slot.outbox);
         let (events, out) = decide(&outbox.probe)?;
         if events.is_empty() {
-            return Ok((out, None));
+            return Ok((out, None, Flush::Running));
         }
         let at_ms = self.inner.clock.now_ms();
         let stamped: Vec<StampedEvent> = events
@@ -445,15 +457,89 @@ impl Runtime {
                 ticket: if index == last { ticket.take() } else { None },
             });
         }
-        self.start_flush(thread_id, slot, &mut outbox);
-        Ok((out, Some(rx)))
+        let flush = match flush {
+            Flush::Drive if !outbox.flushing => {
+                outbox.flushing = true;
+                Flush::Driven
+            }
+            _ => {
+                self.start_flush(thread_id, slot, &mut outbox);
+                Flush::Running
+            }
+        };
+        Ok((out, Some(rx), flush))
     }
 
     fn start_flush(&self, thread_id: &str, slot: &Arc<ThreadSlot>, outbox: &mut Outbox) {
         if !outbox.flushing {
             outbox.flushing = true;
-            let (runtime, slot, thread) = (self.clone(), Arc::clone(slot), thread_id.to_owned());
-            tokio::spawn(async move { runtime.flush(&thread, &slot).await });
+            self.spawn_flush(thread_id, slot, None);
+        }
+    }
+
+    /// Starts a flusher task, from `next` (a batch sent already) or from the outbox.
+    fn spawn_flush(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
+        next: Option<(Vec<Queued>, Sent)>,
+    ) {
+        let (runtime, slot, thread) = (self.clone(), Arc::clone(slot), thread_id.to_owned());
+        tokio::spawn(async move { runtime.flush(&thread, &slot, next).await });
+    }
+
+    /// The flusher run by the caller that admitted events with none running and waits for
+    /// their `ticket`: a batch taken, its append sent, and, when the append was committed within
+    /// the send (a log that commits on its caller's thread, finding its writer free) and the
+    /// state's lock is free, folded, published and its tickets answered, all without waiting,
+    /// until `ticket` is answered. A step that would wait (a commit in flight, a failed commit,
+    /// the state's lock held) and what is left once `ticket` is answered go to a flusher task,
+    /// so a caller that stops waiting never leaves a flush half done. For one awaited append on
+    /// an idle thread this saves the flusher task's start and the wake-ups between the tasks.
+    async fn drive_flush(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
+        ticket: &oneshot::Receiver<Result<(), RuntimeError>>,
+    ) {
+        loop {
+            let Some(batch) = self.take_batch(slot, true) else {
+                return;
+            };
+            // Polled once; completes at once when the log committed within the call.
+            let (batch, sent) = self.send_batch(slot, batch).await;
+            let appended = match sent {
+                Sent::Done(Ok(appended)) => appended,
+                pending_or_failed => {
+                    self.spawn_flush(thread_id, slot, Some((batch, pending_or_failed)));
+                    return;
+                }
+            };
+            let Ok(mut state) = slot.state.try_lock() else {
+                self.spawn_flush(thread_id, slot, Some((batch, Sent::Done(Ok(appended)))));
+                return;
+            };
+            let (tickets, tasks_changed) =
+                self.fold_and_publish_locked(thread_id, slot, &mut state, batch, appended);
+            drop(state);
+            if tasks_changed {
+                slot.tasks_changed.notify_waiters();
+            }
+            for answered in tickets {
+                let _ = answered.send(Ok(()));
+            }
+            if !ticket.is_empty() {
+                let mut outbox = lock(&slot.outbox);
+                if outbox.queued.is_empty() {
+                    outbox.flushing = false;
+                    drop(outbox);
+                    slot.room.notify_waiters();
+                } else {
+                    drop(outbox);
+                    self.spawn_flush(thread_id, slot, None);
+                }
+                return;
+            }
         }
     }
 
@@ -464,11 +550,18 @@ impl Runtime {
     /// log commits the next batch while this one is folded and published (its positions were
     /// given at admission; a batch is still published only after its own commit, and one
     /// append at most is in flight).
-    async fn flush(&self, thread_id: &str, slot: &Arc<ThreadSlot>) {
-        let mut next = match self.take_batch(slot, true) {
-            Some(batch) => Some(self.send_batch(slot, batch).await),
-            None => return,
-        };
+    async fn flush(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
+        mut next: Option<(Vec<Queued>, Sent)>,
+    ) {
+        if next.is_none() {
+            match self.take_batch(slot, true) {
+                Some(batch) => next = Some(self.send_batch(slot, batch).await),
+                None => return,
+            }
+        }
         while let Some((batch, append)) = next.take() {
             match append.outcome().await {
                 Ok(appended) => {
@@ -635,6 +728,25 @@ impl Runtime {
         appended: agentwire_events::Appended,
     ) -> Vec<oneshot::Sender<Result<(), RuntimeError>>> {
         let mut state = slot.state.lock().await;
+        let (tickets, tasks_changed) =
+            self.fold_and_publish_locked(thread_id, slot, &mut state, batch, appended);
+        drop(state);
+        if tasks_changed {
+            slot.tasks_changed.notify_waiters();
+        }
+        tickets
+    }
+
+    /// [`Runtime::fold_and_publish`] with the state's lock held: the batch's tickets, and
+    /// whether the thread's human tasks may have changed (to be told once the lock is let go).
+    fn fold_and_publish_locked(
+        &self,
+        thread_id: &str,
+        slot: &ThreadSlot,
+        state: &mut ThreadState,
+        batch: Vec<Queued>,
+        appended: agentwire_events::Appended,
+    ) -> (Vec<oneshot::Sender<Result<(), RuntimeError>>>, bool) {
         let mut boundary = false;
         let mut tasks_changed = false;
         let mut tickets = Vec::new();
@@ -691,16 +803,12 @@ impl Runtime {
         }
         *lock(&slot.summary) = state.summary(thread_id);
         if !state.deleted {
-            self.checkpoint_if_due(thread_id, slot, &state, boundary);
+            self.checkpoint_if_due(thread_id, slot, state, boundary);
         }
         for (event, weight) in &published {
             self.publish(slot, event, *weight);
         }
-        drop(state);
-        if tasks_changed {
-            slot.tasks_changed.notify_waiters();
-        }
-        tickets
+        (tickets, tasks_changed)
     }
 
     /// Offers `published` to the thread's subscribers and to those of every thread.
@@ -830,6 +938,19 @@ impl Runtime {
         };
         Ok(self.inner.log.read(&log_thread, after, limit).await?)
     }
+}
+
+/// Who runs a thread's flusher once an admission found none running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    /// Asked: a task is started.
+    Spawn,
+    /// Asked: the caller runs it ([`Runtime::drive_flush`]) when none runs.
+    Drive,
+    /// Answered: the caller runs it.
+    Driven,
+    /// Answered: one runs already, or was started.
+    Running,
 }
 
 /// An append on its way to the log.

@@ -358,3 +358,52 @@ async fn an_approval_after_a_burst_is_published_after_every_event_before_it_is_c
         "the log differs from what was published"
     );
 }
+
+/// An awaited append on a thread with nothing in flight, on a log that commits within the call
+/// (SQLite, its writer free), is committed, folded, published and answered within the caller's
+/// own call: its future is ready at its first poll, on a runtime of one thread where no
+/// flusher task could have run. Subscribers get each event, in order, before the call returns.
+#[tokio::test(flavor = "current_thread")]
+async fn an_awaited_append_on_an_idle_thread_completes_within_the_call() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let dir = tempfile::tempdir().unwrap();
+    let log = agentwire_events::open(&format!(
+        "sqlite:{}",
+        dir.path().join("events.db").display()
+    ))
+    .await
+    .unwrap();
+    let runtime = Runtime::start(
+        log,
+        Arc::new(DemoAgent::default()),
+        Arc::new(SystemClock),
+        RuntimeConfig::default(),
+    )
+    .await
+    .unwrap();
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe_thread(&thread).await.unwrap();
+    for i in 0..5 {
+        let title = format!("title {i}");
+        let mut rename = std::pin::pin!(runtime.rename_thread(&thread, title.clone()));
+        match rename
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            Poll::Ready(result) => result.unwrap(),
+            Poll::Pending => panic!("rename {i} waited for another task"),
+        }
+        match rx.try_recv() {
+            Some(Published::Durable { event, .. }) => assert!(
+                matches!(&event.event, ThreadEvent::ThreadRenamed { title: t } if *t == title),
+                "{event:?}"
+            ),
+            other => panic!("rename {i} was not published before its call returned: {other:?}"),
+        }
+    }
+    assert_eq!(
+        runtime.snapshot(&thread).await.unwrap().title.as_deref(),
+        Some("title 4")
+    );
+}
