@@ -23,6 +23,7 @@ macro_rules! payload_names {
             pub(crate) const COUNT: usize = [$($wire,)*].len();
 
             /// The wire name.
+            #[inline(always)]
             pub(crate) fn as_str(self) -> &'static str {
                 match self {
                     $(Key::$variant => $wire,)*
@@ -93,21 +94,28 @@ pub(crate) trait EventView {
     /// The whole event as a value.
     fn raw(&self) -> Value;
 
+    #[inline(always)]
     fn f64_field(&self, name: Key) -> Option<f64> {
         self.number_field(name).and_then(|n| n.as_f64())
     }
 
+    #[inline(always)]
     fn u64_field(&self, name: Key) -> Option<u64> {
         self.number_field(name).and_then(|n| n.as_u64())
     }
 
+    #[inline(always)]
     fn string_field(&self, name: Key) -> Option<String> {
         self.str_field(name).map(Cow::into_owned)
     }
 }
 
-/// A payload member; payloads are small, so a scan beats hashing the name.
-fn member<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+/// A payload member; payloads are small, so a scan beats hashing the name. Inlined into each
+/// lookup, where the name is a constant: each key is then compared with it by a length check and
+/// a few word compares, not a call to `memcmp`.
+#[inline(always)]
+fn member(map: &Map<String, Value>, name: Key) -> Option<&Value> {
+    let name = name.as_str();
     if map.len() <= 12 {
         map.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v)
     } else {
@@ -132,29 +140,34 @@ impl EventView for RunEvent {
         self.at
     }
 
+    #[inline(always)]
     fn str_field(&self, name: Key) -> Option<Cow<'_, str>> {
-        member(&self.payload, name.as_str())
+        member(&self.payload, name)
             .and_then(Value::as_str)
             .map(Cow::Borrowed)
     }
 
+    #[inline(always)]
     fn bool_field(&self, name: Key) -> Option<bool> {
-        member(&self.payload, name.as_str()).and_then(Value::as_bool)
+        member(&self.payload, name).and_then(Value::as_bool)
     }
 
+    #[inline(always)]
     fn number_field(&self, name: Key) -> Option<Number> {
-        match member(&self.payload, name.as_str()) {
+        match member(&self.payload, name) {
             Some(Value::Number(n)) => Some(n.clone()),
             _ => None,
         }
     }
 
+    #[inline(always)]
     fn json_field(&self, name: Key) -> Option<Json> {
-        member(&self.payload, name.as_str()).map(Json::from_value)
+        member(&self.payload, name).map(Json::from_value)
     }
 
+    #[inline(always)]
     fn with_value<R>(&self, name: Key, f: impl FnOnce(Option<&Value>) -> R) -> R {
-        f(member(&self.payload, name.as_str()))
+        f(member(&self.payload, name))
     }
 
     fn raw(&self) -> Value {
