@@ -441,6 +441,7 @@ impl Deriver {
                 self.state.totals.tool_calls += 1;
                 let symbol = self.key(&key);
                 self.roles[symbol].call = self.state.tool_calls.len() as u32;
+                grow_call_list(&mut self.state.tool_calls);
                 self.state.tool_calls.push(ToolCallState {
                     call_id: key,
                     event_id: event.id().to_owned(),
@@ -633,6 +634,19 @@ fn warm_payloads<'e>(events: impl Iterator<Item = &'e RunEvent>) {
 /// The first byte of a string (0 when empty), read for [`warm_payloads`].
 fn first_byte(s: &str) -> usize {
     s.as_bytes().first().map_or(0, |&b| b as usize)
+}
+
+/// Calls from which a full call list grows fourfold instead of doubling.
+const CALL_LIST_QUADRUPLES: usize = 4096;
+
+/// Makes room for one more call. A long list that is full grows fourfold rather than doubling:
+/// each growth copies the whole list into fresh memory, and over a long run fourfold growth
+/// copies about a third as much (the capacity not yet written is address space, which the system
+/// backs with memory only as calls are written).
+fn grow_call_list(calls: &mut Vec<ToolCallState>) {
+    if calls.len() == calls.capacity() && calls.len() >= CALL_LIST_QUADRUPLES {
+        calls.reserve_exact(calls.len() * 3);
+    }
 }
 
 /// The index a symbol's role points at, or a new entry made by `make` when it has none.
