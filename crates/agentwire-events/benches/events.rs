@@ -1,8 +1,9 @@
 //! Event log benchmarks, each printed as a ratio against an anchor measured in the same run on
 //! the same engine and disk: durable appends with 1, 4 and 16 concurrent writers (500-byte
-//! events) against a raw batched insert of the same rows; acknowledgement latency; read-after
-//! against a raw keyset read of the same rows (medians of alternating passes after one
-//! untimed pass each); live-tail delivery latency.
+//! events) against a raw batched insert of the same rows, each measurement alternating with
+//! its anchor (medians of [`APPEND_ROUNDS`] pairs, the order swapped every pair);
+//! acknowledgement latency; read-after against a raw keyset read of the same rows (medians of
+//! alternating passes after one untimed pass each); live-tail delivery latency.
 //!
 //! `cargo bench -p agentwire-events` runs SQLite (a file in a temporary folder) and PostgreSQL
 //! (a private server started from testkit). It takes about a minute.
@@ -30,6 +31,8 @@ const BATCHED_EVENTS: usize = 30_000;
 const READ_EVENTS: usize = 30_000;
 /// Timed passes over the read thread, per side.
 const READ_PASSES: usize = 7;
+/// Pairs of rounds (ours and the anchor's, alternating) of each append measurement.
+const APPEND_ROUNDS: usize = 3;
 /// Live-tail deliveries measured.
 const TAIL_ROUNDS: usize = 200;
 
@@ -55,7 +58,7 @@ fn us(d: Duration) -> String {
 /// call; returns events per second and the sorted acknowledgement latencies.
 async fn appends(
     log: &Arc<dyn EventLog>,
-    tag: &str,
+    tag: String,
     writers: usize,
     per_append: usize,
     total: usize,
@@ -170,9 +173,9 @@ impl Report {
         ours: f64,
         anchor_name: &str,
         anchor: f64,
+        ratio: f64,
         target: Option<f64>,
     ) {
-        let ratio = ours / anchor;
         let verdict = match target {
             Some(target) if ratio >= target => format!("meets target {target}"),
             Some(target) => format!("below target {target}"),
@@ -399,39 +402,43 @@ mod postgres_raw {
     }
 }
 
-async fn append_suite(
-    report: &mut Report,
-    log: &Arc<dyn EventLog>,
-    raw_single: f64,
-    raw_batched: f64,
-) {
+async fn append_suite(report: &mut Report, log: &Arc<dyn EventLog>, raw: &mut Raw) {
     for writers in [1usize, 4, 16] {
         let total = writers * SINGLE_APPENDS_PER_WRITER;
-        let (rate, lat) = appends(log, &format!("w{writers}x1"), writers, 1, total).await;
+        let (rate, raw_batched, ratio, lat) = alternating(raw, total, RAW_BATCH, |round| {
+            appends(log, format!("w{writers}x1r{round}"), writers, 1, total)
+        })
+        .await;
         report.ratio(
             &format!("append, {writers:>2} writers, 1 event per append"),
             rate,
             "raw",
             raw_batched,
+            ratio,
             None,
         );
+        let raw_single = raw.insert(RAW_SINGLE_ROWS, 1).await;
         report.second_anchor("raw 1 row/txn", rate, raw_single);
         report.latency(&format!("ack latency, {writers:>2} writers, 1 event"), &lat);
     }
     for writers in [1usize, 4, 16] {
-        let (rate, lat) = appends(
-            log,
-            &format!("w{writers}x{RAW_BATCH}"),
-            writers,
-            RAW_BATCH,
-            BATCHED_EVENTS,
-        )
-        .await;
+        let (rate, raw_batched, ratio, lat) =
+            alternating(raw, BATCHED_EVENTS, RAW_BATCH, |round| {
+                appends(
+                    log,
+                    format!("w{writers}x{RAW_BATCH}r{round}"),
+                    writers,
+                    RAW_BATCH,
+                    BATCHED_EVENTS,
+                )
+            })
+            .await;
         report.ratio(
             &format!("append, {writers:>2} writers, {RAW_BATCH} events per append"),
             rate,
             "raw",
             raw_batched,
+            ratio,
             Some(0.8),
         );
         report.latency(
@@ -439,6 +446,63 @@ async fn append_suite(
             &lat,
         );
     }
+}
+
+/// The anchor's connection, on the engine under measurement.
+enum Raw {
+    Sqlite(rusqlite::Connection),
+    Postgres(tokio_postgres::Client),
+}
+
+impl Raw {
+    /// Inserts `total` rows into a new thread, `batch` rows per transaction; rows per second.
+    async fn insert(&mut self, total: usize, batch: usize) -> f64 {
+        let thread = format!("raw-{}", uuid::Uuid::new_v4());
+        match self {
+            Raw::Sqlite(conn) => sqlite_raw::insert(conn, &thread, total, batch),
+            Raw::Postgres(client) => postgres_raw::insert(client, &thread, total, batch).await,
+        }
+    }
+}
+
+/// `ours` (a round of appends of `rows` events in all) and the anchor's insert of `rows` rows,
+/// `raw_batch` a transaction, [`APPEND_ROUNDS`] pairs alternating (the order swapped every
+/// pair): the median rate of each side, the median of the pairs' ratios, and the latencies of
+/// every round of ours, sorted.
+async fn alternating<F, Fut>(
+    raw: &mut Raw,
+    rows: usize,
+    raw_batch: usize,
+    mut ours: F,
+) -> (f64, f64, f64, Vec<Duration>)
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = (f64, Vec<Duration>)>,
+{
+    let (mut our_rates, mut raw_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let mut latencies = Vec::new();
+    for round in 0..APPEND_ROUNDS {
+        let (mut rate, mut anchor) = (0.0, 0.0);
+        for side in [round % 2, 1 - round % 2] {
+            if side == 0 {
+                let (r, lat) = ours(round).await;
+                rate = r;
+                latencies.extend(lat);
+            } else {
+                anchor = raw.insert(rows, raw_batch).await;
+            }
+        }
+        our_rates.push(rate);
+        raw_rates.push(anchor);
+        ratios.push(rate / anchor);
+    }
+    latencies.sort();
+    (
+        median(our_rates),
+        median(raw_rates),
+        median(ratios),
+        latencies,
+    )
 }
 
 async fn fill(log: &Arc<dyn EventLog>, thread: &ThreadId) {
@@ -452,13 +516,14 @@ async fn fill(log: &Arc<dyn EventLog>, thread: &ThreadId) {
 
 async fn sqlite(report: &mut Report) {
     let dir = tempfile::tempdir().unwrap();
+    // The append anchors write a database of their own, so the read anchor's table holds its
+    // thread alone.
     let mut raw = sqlite_raw::open(&dir.path().join("raw.db"));
-    let raw_single = sqlite_raw::insert(&mut raw, "raw-single", RAW_SINGLE_ROWS, 1);
-    let raw_batched = sqlite_raw::insert(&mut raw, "raw-batched", BATCHED_EVENTS, RAW_BATCH);
     sqlite_raw::insert(&mut raw, "raw-read", READ_EVENTS, 1000);
+    let mut appends_raw = Raw::Sqlite(sqlite_raw::open(&dir.path().join("raw-appends.db")));
     let url = format!("sqlite:{}", dir.path().join("log.db").display());
     let log = agentwire_events::open(&url).await.unwrap();
-    append_suite(report, &log, raw_single, raw_batched).await;
+    append_suite(report, &log, &mut appends_raw).await;
     let thread = ThreadId::new("read").unwrap();
     fill(&log, &thread).await;
     // Each side reads the thread once first (connections opened, statements prepared), then
@@ -476,6 +541,7 @@ async fn sqlite(report: &mut Report) {
         ours,
         "raw keyset",
         raw_read,
+        ours / raw_read,
         Some(0.8),
     );
     let lat = tail_latency(&log, &log, "sqlite").await;
@@ -486,13 +552,14 @@ async fn sqlite(report: &mut Report) {
 async fn postgres(report: &mut Report) {
     let server = agentwire_testkit::postgres_server();
     let raw_url = server.fresh_database("bench_raw");
+    // As for SQLite, the append anchors write a database of their own.
     let raw = postgres_raw::connect(&raw_url).await;
-    let raw_single = postgres_raw::insert(&raw, "raw-single", RAW_SINGLE_ROWS, 1).await;
-    let raw_batched = postgres_raw::insert(&raw, "raw-batched", BATCHED_EVENTS, RAW_BATCH).await;
     postgres_raw::insert(&raw, "raw-read", READ_EVENTS, 1000).await;
+    let mut appends_raw =
+        Raw::Postgres(postgres_raw::connect(&server.fresh_database("bench_raw_appends")).await);
     let url = server.fresh_database("bench_log");
     let log = agentwire_events::open(&url).await.unwrap();
-    append_suite(report, &log, raw_single, raw_batched).await;
+    append_suite(report, &log, &mut appends_raw).await;
     let thread = ThreadId::new("read").unwrap();
     fill(&log, &thread).await;
     // As for SQLite: one untimed pass each, then the medians of alternating passes.
@@ -509,6 +576,7 @@ async fn postgres(report: &mut Report) {
         ours,
         "raw keyset",
         raw_read,
+        ours / raw_read,
         Some(0.8),
     );
     // The tail reads through a second instance, woken by the coalesced NOTIFY.
