@@ -283,12 +283,11 @@ impl Agent for BurstThenAsk {
     }
 }
 
-/// What must follow durability does: an approval is published only once every event admitted
-/// before it is committed (the log holds them all when a subscriber sees it), a subscriber sees
-/// everything in log order, and the turn's end comes last.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approval_after_a_burst_is_published_after_every_event_before_it_is_committed() {
-    let dir = tempfile::tempdir().unwrap();
+/// A runtime of `agent` on a SQLite log in `dir`, and the log.
+async fn sqlite_runtime(
+    dir: &tempfile::TempDir,
+    agent: Arc<dyn Agent>,
+) -> (Runtime, Arc<dyn EventLog>) {
     let log = agentwire_events::open(&format!(
         "sqlite:{}",
         dir.path().join("events.db").display()
@@ -297,12 +296,22 @@ async fn an_approval_after_a_burst_is_published_after_every_event_before_it_is_c
     .unwrap();
     let runtime = Runtime::start(
         Arc::clone(&log),
-        Arc::new(BurstThenAsk { operations: 2_000 }),
+        agent,
         Arc::new(SystemClock),
         RuntimeConfig::default(),
     )
     .await
     .unwrap();
+    (runtime, log)
+}
+
+/// What must follow durability does: an approval is published only once every event admitted
+/// before it is committed (the log holds them all when a subscriber sees it), a subscriber sees
+/// everything in log order, and the turn's end comes last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_after_a_burst_is_published_after_every_event_before_it_is_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, log) = sqlite_runtime(&dir, Arc::new(BurstThenAsk { operations: 2_000 })).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
     let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
     runtime
@@ -368,20 +377,7 @@ async fn an_awaited_append_on_an_idle_thread_completes_within_the_call() {
     use std::future::Future;
     use std::task::{Context, Poll, Waker};
     let dir = tempfile::tempdir().unwrap();
-    let log = agentwire_events::open(&format!(
-        "sqlite:{}",
-        dir.path().join("events.db").display()
-    ))
-    .await
-    .unwrap();
-    let runtime = Runtime::start(
-        log,
-        Arc::new(DemoAgent::default()),
-        Arc::new(SystemClock),
-        RuntimeConfig::default(),
-    )
-    .await
-    .unwrap();
+    let (runtime, _log) = sqlite_runtime(&dir, Arc::new(DemoAgent::default())).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
     let mut rx = runtime.subscribe_thread(&thread).await.unwrap();
     for i in 0..5 {
