@@ -4,7 +4,7 @@
 //! runs what is queued. Either way a group commit drains appends up to the batch budget,
 //! commits them in one `BEGIN IMMEDIATE` transaction, and only then acknowledges each.
 
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, TryLockError};
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -99,37 +99,53 @@ impl Shared {
     /// commands are still queued, and the thread commits them together. A command other than
     /// an append is left to the writer thread.
     pub(crate) async fn append(&self, mut answer: Answer<Appended>) -> Result<Appended> {
-        let mut mine = None;
-        if !self.doorbell.awake()
-            && let Ok(mut guard) = self.core.try_lock()
-            && let Some(core) = guard.as_mut()
-        {
-            loop {
-                match core.next(&self.doorbell) {
-                    Next::Command(command @ Command::Append(_)) => {
-                        core.run(command, &self.doorbell);
-                    }
-                    Next::Command(other) => {
-                        core.held = Some(other);
-                        break;
-                    }
-                    Next::Empty | Next::Closed => break,
-                }
-                if let Ok(result) = answer.try_recv() {
-                    mine = Some(result);
-                    break;
-                }
-            }
-            let held = core.held.is_some();
-            drop(guard);
-            if held || self.doorbell.waiting() {
-                self.doorbell.ring();
-            }
-        }
-        match mine {
+        match self.lead(&mut answer) {
             Some(result) => result,
             None => answer.await.map_err(|_| Error::Closed)?,
         }
+    }
+
+    /// [`Shared::append`]'s part on the caller's thread: the append's result when the caller
+    /// took the writer and committed it, `None` when it is left to whoever holds the writer.
+    fn lead(&self, answer: &mut Answer<Appended>) -> Option<Result<Appended>> {
+        if self.doorbell.awake() {
+            // An awake writer thread drains the queue before it sleeps again.
+            return None;
+        }
+        let mut guard = match self.core.try_lock() {
+            Ok(guard) => guard,
+            // Whoever holds the writer rings the thread once it lets go.
+            Err(TryLockError::WouldBlock) => return None,
+            // The thread's lock clears the poison (see `Shared::lock`).
+            Err(TryLockError::Poisoned(_)) => {
+                self.doorbell.ring();
+                return None;
+            }
+        };
+        let core = guard.as_mut()?;
+        let mut mine = None;
+        loop {
+            match core.next(&self.doorbell) {
+                Next::Command(command @ Command::Append(_)) => {
+                    core.run(command, &self.doorbell);
+                }
+                Next::Command(other) => {
+                    core.held = Some(other);
+                    break;
+                }
+                Next::Empty | Next::Closed => break,
+            }
+            if let Ok(result) = answer.try_recv() {
+                mine = Some(result);
+                break;
+            }
+        }
+        let held = core.held.is_some();
+        drop(guard);
+        if held || self.doorbell.waiting() {
+            self.doorbell.ring();
+        }
+        mine
     }
 }
 
