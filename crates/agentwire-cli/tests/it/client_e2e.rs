@@ -41,12 +41,15 @@ fn store() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn spawn(store: &Path, interactions: Interactions) -> RollClient {
-    let options = ClientOptions::new(BIN)
+    RollClient::spawn(options(store, interactions)).unwrap()
+}
+
+fn options(store: &Path, interactions: Interactions) -> ClientOptions {
+    ClientOptions::new(BIN)
         .args(["serve", "--stdio", "--store"])
         .arg(format!("sqlite:{}", store.display()))
         .env("AGENTWIRE_LOG", "warn")
-        .interactions(interactions);
-    RollClient::spawn(options).unwrap()
+        .interactions(interactions)
 }
 
 /// Approves `/approve ls`, rejects anything else; submits `eu-west` and the first option to a
@@ -823,8 +826,13 @@ async fn follow_across_a_kill(kill_at: u64) {
     drop(follower);
     drop(client);
 
-    // Started again on the same store, followed from the persisted checkpoint.
-    let client = spawn(&path, Interactions::new());
+    // Started again on the same store, followed from the persisted checkpoint. The resume
+    // answers once up to the whole burst (100,000 events) is replayed, which on a loaded
+    // machine takes longer than the default request timeout.
+    let client = RollClient::spawn(
+        options(&path, Interactions::new()).request_timeout(Some(Duration::from_secs(300))),
+    )
+    .unwrap();
     let session = client
         .initialize(InitializeOptions::default())
         .await
