@@ -173,8 +173,9 @@ impl WriterQueue {
     }
 
     /// A queue of `capacity` commands whose writer thread waits on `doorbell`: every command
-    /// sent is counted there, and every command but an append rings it (an appender tries to
-    /// run the writer itself, and whoever holds the writer rings for what is left).
+    /// sent is counted there, and rung for, except an append queued by
+    /// [`WriterQueue::push_append`] (its caller tries to run the writer itself, and whoever
+    /// holds the writer rings for what is left).
     pub(crate) fn with_doorbell(
         capacity: usize,
         doorbell: Arc<Doorbell>,

@@ -59,17 +59,44 @@ impl Core {
         }
     }
 
-    /// Runs `command`; an append takes the appends queued behind it into its commit, and the
-    /// first other command found among them is held to run next.
+    /// Runs `command`: an append takes the appends queued behind it into its commit (the first
+    /// other command found among them is held to run next); any other command runs in a
+    /// transaction of its own.
     fn run(&mut self, command: Command, doorbell: &Doorbell) {
+        let writer = &mut self.writer;
         match command {
             Command::Append(first) => {
-                let (batch, held) = gather(first, &mut self.queue, &self.writer.settings);
+                let (batch, held) = gather(first, &mut self.queue, &writer.settings);
                 doorbell.took(batch.len() - 1 + usize::from(held.is_some()));
                 self.held = held;
-                self.writer.commit_batch(batch);
+                writer.commit_batch(batch);
             }
-            other => self.writer.run_other(other),
+            Command::Trim {
+                thread,
+                retention,
+                now,
+                reply,
+            } => {
+                let result =
+                    writer.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
+                let _ = reply.send(result);
+            }
+            Command::Checkpoint {
+                thread,
+                checkpoint,
+                reply,
+            } => {
+                let result = writer
+                    .in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
+                let _ = reply.send(result);
+            }
+            Command::Delete { thread, reply } => {
+                let result = writer.in_transaction(&thread, |conn| delete(conn, &thread));
+                if matches!(result, Ok(true)) {
+                    writer.signal();
+                }
+                let _ = reply.send(result);
+            }
         }
     }
 }
@@ -218,7 +245,7 @@ fn run(shared: &Shared) {
 }
 
 #[derive(Debug)]
-pub(crate) struct Writer {
+struct Writer {
     conn: Connection,
     log_id: LogId,
     settings: Settings,
@@ -281,39 +308,6 @@ impl Tips {
 }
 
 impl Writer {
-    /// Runs a command other than an append, in a transaction of its own.
-    fn run_other(&mut self, command: Command) {
-        match command {
-            Command::Append(request) => self.commit_batch(vec![request]),
-            Command::Trim {
-                thread,
-                retention,
-                now,
-                reply,
-            } => {
-                let result =
-                    self.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
-                let _ = reply.send(result);
-            }
-            Command::Checkpoint {
-                thread,
-                checkpoint,
-                reply,
-            } => {
-                let result =
-                    self.in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
-                let _ = reply.send(result);
-            }
-            Command::Delete { thread, reply } => {
-                let result = self.in_transaction(&thread, |conn| delete(conn, &thread));
-                if matches!(result, Ok(true)) {
-                    self.signal();
-                }
-                let _ = reply.send(result);
-            }
-        }
-    }
-
     fn signal(&self) {
         self.commits.send_modify(|n| *n = n.wrapping_add(1));
     }
