@@ -1,9 +1,10 @@
-//! The PostgreSQL engine, for several runtime instances on several machines: a writer task that
-//! group-commits appends (BEGIN, the `aw_append` calls, one coalesced NOTIFY and COMMIT
-//! pipelined in one round trip), a read pool, and a listener connection that wakes tails.
+//! The PostgreSQL engine, for several runtime instances on several machines: a writer (on a
+//! thread of its own) that group-commits appends (BEGIN, the `aw_append` calls, one coalesced
+//! NOTIFY and COMMIT pipelined in one round trip), a read pool that also writes checkpoints, and
+//! a listener connection that wakes tails.
 //!
 //! This module holds the `PostgresLog` (opening, the reads; the queue to the writer is the
-//! crate's `queue.rs`); `writer.rs` is the writer task and its group commit, `transactions.rs` the
+//! crate's `queue.rs`); `writer.rs` is the writer and its group commit, `transactions.rs` the
 //! writer's other transactions (retention trims, deletions, checkpoints), `listen.rs` the
 //! listener, `schema.rs` the migrations.
 
@@ -22,16 +23,16 @@ use tokio_postgres::{Client, NoTls};
 
 use crate::EventLog;
 use crate::error::{Error, Result};
-use crate::limits::MAX_PAGE_BYTES;
+use crate::limits::{MAX_CHECKPOINT_BYTES, MAX_PAGE_BYTES};
 use crate::queue::WriterQueue;
 use crate::settings::Settings;
 use crate::sqlite::check_limit;
 use crate::types::{
     After, Appended, Backend, Checkpoint, CheckpointInfo, Expected, LogId, NewEvent, Page,
-    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_read_bounds, first_wanted,
+    Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_checkpoint, check_read_bounds,
+    first_wanted,
 };
 use listen::listen;
-use writer::Writer;
 
 pub use schema::POSTGRES_SCHEMA_VERSION;
 
@@ -45,7 +46,7 @@ pub struct PostgresLog {
     settings: Settings,
     pool: Pool,
     queue: WriterQueue,
-    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    writer: Mutex<Option<writer::Stopped>>,
     commits: watch::Sender<u64>,
     // Dropping it stops the listener task.
     _listener_stop: oneshot::Sender<()>,
@@ -74,6 +75,7 @@ impl PostgresLog {
                 })?;
         let mut client = connect(&config).await?;
         let log_id = schema::migrate(&mut client).await?;
+        drop(client);
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -89,15 +91,14 @@ impl PostgresLog {
             })?;
         let (commits, _) = watch::channel(0u64);
         let (queue, rx) = WriterQueue::new(settings.queue_capacity);
-        let writer = Writer {
-            client,
-            append: None,
-            config: config.clone(),
+        let writer = writer::spawn(
+            config.clone(),
+            rx,
             log_id,
-            settings: settings.clone(),
-            commits: commits.clone(),
-        };
-        let writer = tokio::spawn(writer.run(rx));
+            settings.clone(),
+            commits.clone(),
+        )
+        .await?;
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(listen(config, commits.clone(), stopped));
         tracing::debug!(%log_id, "postgres event log open");
@@ -115,6 +116,7 @@ impl PostgresLog {
     async fn reader(&self) -> Result<deadpool_postgres::Object> {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => Error::Postgres(e),
+            deadpool_postgres::PoolError::Closed => Error::Closed,
             other => Error::Pool {
                 reason: other.to_string(),
             },
@@ -262,8 +264,12 @@ impl EventLog for PostgresLog {
         self.queue.trim(thread, retention, now).await
     }
 
+    /// Written on a connection of the read pool, beside the writer's appends: a checkpoint is
+    /// a thread's whole state, and the group commit would otherwise wait for it.
     async fn put_checkpoint(&self, thread: &ThreadId, checkpoint: Checkpoint) -> Result<()> {
-        self.queue.put_checkpoint(thread, checkpoint).await
+        check_checkpoint(&checkpoint, MAX_CHECKPOINT_BYTES)?;
+        let mut client = self.reader().await?;
+        transactions::put_checkpoint(&mut client, thread, &checkpoint).await
     }
 
     async fn checkpoint(&self, thread: &ThreadId) -> Result<Option<Checkpoint>> {

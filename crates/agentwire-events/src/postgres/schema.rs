@@ -10,32 +10,14 @@ use crate::types::LogId;
 /// Key of the advisory lock that serializes migrations ("agentwir" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7477_6972;
 
-/// Migrations in order; the schema version of a store is the number of them applied.
-const MIGRATIONS: &[&str] = &[
-    // 1: threads with their bounds, events keyed by (thread, seq), and the append function. The
-    // function locks the thread's row (so appends to one thread from several instances queue),
-    // checks the expected sequence, and inserts inside an exception block: a subtransaction per
-    // append, so a unique violation on (thread, seq) fails only that append, as a conflict.
-    r#"
-    CREATE TABLE aw_threads (
-        thread text PRIMARY KEY,
-        next_seq bigint NOT NULL,
-        low_seq bigint NOT NULL,
-        bytes bigint NOT NULL,
-        deleted boolean NOT NULL DEFAULT false,
-        created_at bigint NOT NULL
-    );
-    CREATE TABLE aw_events (
-        thread text NOT NULL,
-        seq bigint NOT NULL,
-        event_id uuid NOT NULL,
-        kind text NOT NULL,
-        committed_at bigint NOT NULL,
-        size bigint NOT NULL,
-        payload bytea NOT NULL,
-        PRIMARY KEY (thread, seq)
-    );
-    CREATE FUNCTION aw_append(
+/// The append function's definition after `CREATE [OR REPLACE] FUNCTION aw_append`, with the
+/// row lock it takes on the thread's row (`FOR UPDATE` in schema 1, `FOR NO KEY UPDATE` from
+/// schema 3, which a checkpoint's `FOR KEY SHARE` does not wait for).
+macro_rules! append_function {
+    ($lock:literal) => {
+        concat!(
+            "aw_append(",
+            r#"
         p_thread text, p_expected bigint, p_ids uuid[], p_kinds text[], p_sizes bigint[],
         p_payloads bytea[]
     ) RETURNS TABLE (status smallint, first_seq bigint, actual bigint, at bigint)
@@ -47,7 +29,9 @@ const MIGRATIONS: &[&str] = &[
         v_n bigint := cardinality(p_ids);
     BEGIN
         SELECT t.next_seq, t.deleted INTO v_next, v_deleted
-            FROM aw_threads t WHERE t.thread = p_thread FOR UPDATE;
+            FROM aw_threads t WHERE t.thread = p_thread "#,
+            $lock,
+            r#";
         IF NOT FOUND THEN
             IF p_expected > 0 THEN
                 RETURN QUERY SELECT 1::smallint, p_expected, 0::bigint, v_at;
@@ -56,7 +40,9 @@ const MIGRATIONS: &[&str] = &[
             INSERT INTO aw_threads (thread, next_seq, low_seq, bytes, deleted, created_at)
                 VALUES (p_thread, 0, 0, 0, false, v_at) ON CONFLICT (thread) DO NOTHING;
             SELECT t.next_seq, t.deleted INTO v_next, v_deleted
-                FROM aw_threads t WHERE t.thread = p_thread FOR UPDATE;
+                FROM aw_threads t WHERE t.thread = p_thread "#,
+            $lock,
+            r#";
         END IF;
         IF v_deleted THEN
             RETURN QUERY SELECT 2::smallint, v_next, v_next, v_at;
@@ -82,7 +68,40 @@ const MIGRATIONS: &[&str] = &[
         RETURN QUERY SELECT 0::smallint, v_next, v_next + v_n, v_at;
     END
     $fn$;
-    "#,
+"#
+        )
+    };
+}
+
+/// Migrations in order; the schema version of a store is the number of them applied.
+const MIGRATIONS: &[&str] = &[
+    // 1: threads with their bounds, events keyed by (thread, seq), and the append function. The
+    // function locks the thread's row (so appends to one thread from several instances queue),
+    // checks the expected sequence, and inserts inside an exception block: a subtransaction per
+    // append, so a unique violation on (thread, seq) fails only that append, as a conflict.
+    concat!(
+        r#"
+    CREATE TABLE aw_threads (
+        thread text PRIMARY KEY,
+        next_seq bigint NOT NULL,
+        low_seq bigint NOT NULL,
+        bytes bigint NOT NULL,
+        deleted boolean NOT NULL DEFAULT false,
+        created_at bigint NOT NULL
+    );
+    CREATE TABLE aw_events (
+        thread text NOT NULL,
+        seq bigint NOT NULL,
+        event_id uuid NOT NULL,
+        kind text NOT NULL,
+        committed_at bigint NOT NULL,
+        size bigint NOT NULL,
+        payload bytea NOT NULL,
+        PRIMARY KEY (thread, seq)
+    );
+    CREATE FUNCTION "#,
+        append_function!("FOR UPDATE")
+    ),
     // 2: one checkpoint per thread (the state through a position), outside retention.
     r#"
     CREATE TABLE aw_checkpoints (
@@ -91,6 +110,16 @@ const MIGRATIONS: &[&str] = &[
         payload bytea NOT NULL
     );
     "#,
+    // 3: checkpoints written beside appends. A checkpoint's transaction takes the thread's row
+    // `FOR KEY SHARE` (a deletion, which takes it `FOR UPDATE`, waits for it), which appends,
+    // now taking the row `FOR NO KEY UPDATE`, do not wait for; its payload (a thread's state,
+    // tens of megabytes for a long thread) is stored out of line uncompressed (`STORAGE
+    // EXTERNAL`), so writing it costs no compression time.
+    concat!(
+        "ALTER TABLE aw_checkpoints ALTER COLUMN payload SET STORAGE EXTERNAL;
+    CREATE OR REPLACE FUNCTION ",
+        append_function!("FOR NO KEY UPDATE")
+    ),
 ];
 
 /// The schema version this build writes.

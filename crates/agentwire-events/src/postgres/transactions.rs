@@ -1,7 +1,14 @@
-//! The writer's transactions other than appends, each under the thread's row lock: a
-//! retention trim (the cut both engines compute, then the events below it deleted), a thread's
-//! deletion with its events and checkpoint (and a NOTIFY), and a checkpoint write that only
-//! moves forward.
+//! The transactions other than appends, each under a lock on the thread's row: a retention
+//! trim (the cut both engines compute, then the events below it deleted) and a thread's
+//! deletion with its events and checkpoint (and a NOTIFY), both run by the writer; and a
+//! checkpoint write that only moves forward, run on a connection of the read pool beside the
+//! writer's appends.
+//!
+//! The row locks: appends (`aw_append`) and trims take the row `FOR NO KEY UPDATE`, so they
+//! queue behind one another; a checkpoint takes it `FOR KEY SHARE`, which neither waits for
+//! nor holds up an append or a trim while its payload is written; a deletion takes it
+//! `FOR UPDATE`, which waits for a checkpoint being written and is waited for by one starting,
+//! so no checkpoint outlives its thread's deletion.
 
 use std::time::SystemTime;
 
@@ -20,7 +27,8 @@ pub(super) async fn trim(
     let tx = client.transaction().await?;
     let Some(row) = tx
         .query_opt(
-            "SELECT low_seq, next_seq, deleted FROM aw_threads WHERE thread = $1 FOR UPDATE",
+            "SELECT low_seq, next_seq, deleted FROM aw_threads WHERE thread = $1
+             FOR NO KEY UPDATE",
             &[&thread.as_str()],
         )
         .await?
@@ -98,6 +106,11 @@ pub(super) async fn trim(
 
 pub(super) async fn delete(client: &mut Client, thread: &ThreadId) -> Result<bool> {
     let tx = client.transaction().await?;
+    tx.execute(
+        "SELECT 1 FROM aw_threads WHERE thread = $1 FOR UPDATE",
+        &[&thread.as_str()],
+    )
+    .await?;
     let changed = tx
         .execute(
             "UPDATE aw_threads SET deleted = true, low_seq = next_seq, bytes = 0 WHERE thread = $1",
@@ -125,10 +138,14 @@ pub(super) async fn put_checkpoint(
     checkpoint: &Checkpoint,
 ) -> Result<()> {
     let tx = client.transaction().await?;
-    // The thread's row is locked so a deletion cannot slip in between the check and the write.
+    // Acknowledged only once durable, whatever the pool connection's default.
+    tx.batch_execute("SET LOCAL synchronous_commit = on")
+        .await?;
+    // The thread's row is locked so a deletion cannot slip in between the check and the write
+    // (see the module's doc for why this lock and not another).
     let row = tx
         .query_opt(
-            "SELECT next_seq, deleted FROM aw_threads WHERE thread = $1 FOR UPDATE",
+            "SELECT next_seq, deleted FROM aw_threads WHERE thread = $1 FOR KEY SHARE",
             &[&thread.as_str()],
         )
         .await?;

@@ -1,9 +1,14 @@
-//! The writer task: one connection that takes the queue's commands in order, reconnecting when
-//! it dropped, and group-commits runs of appends (BEGIN, the `aw_append` calls in thread order,
-//! one NOTIFY and COMMIT pipelined in one round trip), acknowledging each append only after the
+//! The writer: one connection that takes the queue's commands in order, reconnecting when it
+//! dropped, and group-commits runs of appends (BEGIN, the `aw_append` calls in thread order, one
+//! NOTIFY and COMMIT pipelined in one round trip), acknowledging each append only after the
 //! outcome of its COMMIT is known.
+//!
+//! The writer and its connection run on a thread of their own (a one-thread tokio runtime), as
+//! the SQLite writer does: the group commit is the log's one serial path, and on the host's
+//! runtime, busy with the agents whose events it commits, the writer and its connection would
+//! wait behind their tasks between one commit and the next.
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::Client;
 
 use super::transactions::{delete, put_checkpoint, trim};
@@ -15,18 +20,66 @@ use crate::types::{Appended, Expected, LogId};
 const APPEND_SQL: &str =
     "SELECT status, first_seq, actual, at FROM aw_append($1, $2, $3, $4, $5, $6)";
 
-pub(super) struct Writer {
-    pub(super) client: Client,
+struct Writer {
+    client: Client,
     // The prepared append statement of the current connection.
-    pub(super) append: Option<tokio_postgres::Statement>,
-    pub(super) config: tokio_postgres::Config,
-    pub(super) log_id: LogId,
-    pub(super) settings: Settings,
-    pub(super) commits: watch::Sender<u64>,
+    append: Option<tokio_postgres::Statement>,
+    config: tokio_postgres::Config,
+    log_id: LogId,
+    settings: Settings,
+    commits: watch::Sender<u64>,
+}
+
+/// The writer's thread, answered once the thread stopped (its connection closed).
+pub(super) type Stopped = oneshot::Receiver<()>;
+
+/// Starts the writer's thread over `queue`: it connects to `config` and runs the queue's
+/// commands until the queue closes. Answers once the writer is connected, or why it could not
+/// connect.
+pub(super) async fn spawn(
+    config: tokio_postgres::Config,
+    queue: mpsc::Receiver<Command>,
+    log_id: LogId,
+    settings: Settings,
+    commits: watch::Sender<u64>,
+) -> Result<Stopped> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (connected, connection) = oneshot::channel();
+    let (stopped, stopped_rx) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("agentwire-events-postgres-writer".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let client = match connect(&config).await {
+                    Ok(client) => client,
+                    Err(err) => {
+                        let _ = connected.send(Err(err));
+                        return;
+                    }
+                };
+                let _ = connected.send(Ok(()));
+                let writer = Writer {
+                    client,
+                    append: None,
+                    config,
+                    log_id,
+                    settings,
+                    commits,
+                };
+                writer.run(queue).await;
+            });
+            // The connection's task ends with the runtime.
+            drop(runtime);
+            let _ = stopped.send(());
+        })?;
+    connection.await.map_err(|_| Error::Closed)??;
+    Ok(stopped_rx)
 }
 
 impl Writer {
-    pub(super) async fn run(mut self, mut queue: mpsc::Receiver<Command>) {
+    async fn run(mut self, mut queue: mpsc::Receiver<Command>) {
         let mut held: Option<Command> = None;
         loop {
             let command = match held.take() {

@@ -1,5 +1,6 @@
 //! What each engine does beyond the shared contract: versioned migrations, SQLite's WAL bounds,
-//! durability setting and append queue, PostgreSQL's concurrent first open.
+//! durability setting and append queue, PostgreSQL's concurrent first open, migrations and
+//! checkpoints written beside appends.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -288,6 +289,163 @@ async fn postgres_store_from_a_newer_build_is_refused() {
         .unwrap();
     let err = open(&url).await.unwrap_err();
     assert_eq!(err.code(), "events.schema-too-new");
+}
+
+async fn pg_client(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+/// A checkpoint's transaction holds its thread's row `FOR KEY SHARE` while its payload is
+/// written (on a connection of the read pool): appends to the thread, and the writer behind
+/// them, go on meanwhile, and a deletion of the thread waits for the checkpoint to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_checkpoint_being_written_holds_up_no_append_and_no_checkpoint_outlives_a_deletion()
+ {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let log = open(&url).await.unwrap();
+    let t = thread("checkpointed");
+    log.append(&t, Expected::Next(0), vec![NewEvent::new("e", "0")])
+        .await
+        .unwrap();
+    // A checkpoint in the middle of writing, as `put_checkpoint` holds it.
+    let mut holder = pg_client(&url).await;
+    let tx = holder.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM aw_threads WHERE thread = $1 FOR KEY SHARE",
+        &[&t.as_str()],
+    )
+    .await
+    .unwrap();
+    let appended = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        log.append(&t, Expected::Next(1), vec![NewEvent::new("e", "1")]),
+    )
+    .await
+    .expect("an append waited for a checkpoint being written")
+    .unwrap();
+    assert_eq!(appended.first_seq, 1);
+    let trimmed = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        log.trim(
+            &t,
+            &agentwire_events::Retention::default(),
+            std::time::SystemTime::now(),
+        ),
+    )
+    .await
+    .expect("a trim waited for a checkpoint being written")
+    .unwrap();
+    assert_eq!(trimmed.next_seq, 2);
+    let deletion = {
+        let log = Arc::clone(&log);
+        let t = t.clone();
+        tokio::spawn(async move { log.delete_thread(&t).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !deletion.is_finished(),
+        "a deletion did not wait for the checkpoint"
+    );
+    tx.execute(
+        "INSERT INTO aw_checkpoints (thread, through, payload) VALUES ($1, 1, '\\x00')",
+        &[&t.as_str()],
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert!(deletion.await.unwrap().unwrap());
+    assert_eq!(log.checkpoint(&t).await.unwrap(), None);
+    let err = log
+        .put_checkpoint(
+            &t,
+            agentwire_events::Checkpoint {
+                through: 1,
+                payload: b"late".to_vec(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "events.thread-deleted");
+    assert_eq!(log.checkpoint(&t).await.unwrap(), None);
+    log.close().await.unwrap();
+}
+
+/// The append function's definition and the checkpoint payload's storage (`e` external, `x`
+/// extended).
+async fn append_lock_and_checkpoint_storage(client: &tokio_postgres::Client) -> (String, String) {
+    let row = client
+        .query_one(
+            "SELECT pg_get_functiondef('aw_append'::regproc),
+                    (SELECT attstorage::text FROM pg_attribute
+                     WHERE attrelid = 'aw_checkpoints'::regclass AND attname = 'payload')",
+            &[],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// A store of schema version 2 (checkpoints compressed, appends locking thread rows
+/// `FOR UPDATE`) is brought to the current version with its events and checkpoint kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_of_schema_version_2_is_migrated_with_its_events_kept() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let log = open(&url).await.unwrap();
+    let t = thread("kept");
+    log.append(&t, Expected::Next(0), vec![NewEvent::new("e", "0")])
+        .await
+        .unwrap();
+    log.put_checkpoint(
+        &t,
+        agentwire_events::Checkpoint {
+            through: 0,
+            payload: b"state".to_vec(),
+        },
+    )
+    .await
+    .unwrap();
+    log.close().await.unwrap();
+    let client = pg_client(&url).await;
+    let (function, storage) = append_lock_and_checkpoint_storage(&client).await;
+    assert!(function.contains("FOR NO KEY UPDATE"), "{function}");
+    assert_eq!(storage, "e");
+    // Back to what version 2 wrote.
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE aw_checkpoints ALTER COLUMN payload SET STORAGE EXTENDED;
+             UPDATE aw_meta SET value = '2' WHERE key = 'schema_version';
+             {}",
+            function.replace("FOR NO KEY UPDATE", "FOR UPDATE")
+        ))
+        .await
+        .unwrap();
+    let (function, storage) = append_lock_and_checkpoint_storage(&client).await;
+    assert!(!function.contains("FOR NO KEY UPDATE"), "{function}");
+    assert_eq!(storage, "x");
+    let log = open(&url).await.unwrap();
+    let (function, storage) = append_lock_and_checkpoint_storage(&client).await;
+    assert!(function.contains("FOR NO KEY UPDATE"), "{function}");
+    assert_eq!(storage, "e");
+    let version: String = client
+        .query_one(
+            "SELECT value FROM aw_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, POSTGRES_SCHEMA_VERSION.to_string());
+    let page = log.read(&t, After::Start, 10).await.unwrap();
+    assert_eq!(page.events.len(), 1);
+    assert_eq!(log.checkpoint(&t).await.unwrap().unwrap().payload, b"state");
+    log.append(&t, Expected::Next(1), vec![NewEvent::new("e", "1")])
+        .await
+        .unwrap();
+    log.close().await.unwrap();
 }
 
 /// An append that fails after it began to write (here: its event's row is already taken, which
