@@ -350,9 +350,9 @@ impl Runtime {
     where
         F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError>,
     {
-        let (out, ticket, flush) = self.admit(thread_id, slot, Flush::Drive, decide).await?;
+        let (out, ticket, drive) = self.admit(thread_id, slot, Flusher::Caller, decide).await?;
         if let Some(mut ticket) = ticket {
-            if flush == Flush::Driven {
+            if drive {
                 self.drive_flush(thread_id, slot, &ticket).await;
             }
             (&mut ticket)
@@ -371,7 +371,7 @@ impl Runtime {
         slot: &Arc<ThreadSlot>,
         events: Vec<ThreadEvent>,
     ) -> Result<(), RuntimeError> {
-        self.admit(thread_id, slot, Flush::Spawn, move |_| Ok((events, ())))
+        self.admit(thread_id, slot, Flusher::Task, move |_| Ok((events, ())))
             .await
             .map(|_| ())
     }
@@ -379,23 +379,16 @@ impl Runtime {
     /// The admission: once the outbox has room, `decide` on the outbox's state; its events are
     /// checked against the fold (nothing that would not fold is ever admitted), stamped,
     /// positioned and encoded, and queued for the flusher. When no flusher runs, one is started
-    /// ([`Flush::Spawn`]), or the caller is told to run it ([`Flush::Drive`] answered with
-    /// [`Flush::Driven`]). Nothing here waits while holding a lock, so a caller that stops
+    /// ([`Flusher::Task`]), or the caller is told to run it (with [`Flusher::Caller`], the
+    /// answer's `true`). Nothing here waits while holding a lock, so a caller that stops
     /// waiting leaves either nothing or a whole admission behind.
     async fn admit<T, F>(
         &self,
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
-        flush: Flush,
+        flusher: Flusher,
         decide: F,
-    ) -> Result<
-        (
-            T,
-            Option<oneshot::Receiver<Result<(), RuntimeError>>>,
-            Flush,
-        ),
-        RuntimeError,
-    >
+    ) -> Result<(T, Option<oneshot::Receiver<Result<(), RuntimeError>>>, bool), RuntimeError>
     where
         F: FnOnce(&ThreadState) -> Result<(Vec<ThreadEvent>, T), RuntimeError>,
     {
@@ -412,7 +405,7 @@ impl Runtime {
         let mut outbox = lock(&slot.outbox);
         let (events, out) = decide(&outbox.probe)?;
         if events.is_empty() {
-            return Ok((out, None, Flush::Running));
+            return Ok((out, None, false));
         }
         let at_ms = self.inner.clock.now_ms();
         let stamped: Vec<StampedEvent> = events
@@ -457,17 +450,17 @@ impl Runtime {
                 ticket: if index == last { ticket.take() } else { None },
             });
         }
-        let flush = match flush {
-            Flush::Drive if !outbox.flushing => {
+        let drive = match flusher {
+            Flusher::Caller if !outbox.flushing => {
                 outbox.flushing = true;
-                Flush::Driven
+                true
             }
             _ => {
                 self.start_flush(thread_id, slot, &mut outbox);
-                Flush::Running
+                false
             }
         };
-        Ok((out, Some(rx), flush))
+        Ok((out, Some(rx), drive))
     }
 
     fn start_flush(&self, thread_id: &str, slot: &Arc<ThreadSlot>, outbox: &mut Outbox) {
@@ -529,11 +522,9 @@ impl Runtime {
                 let _ = answered.send(Ok(()));
             }
             if !ticket.is_empty() {
-                let mut outbox = lock(&slot.outbox);
+                let outbox = lock(&slot.outbox);
                 if outbox.queued.is_empty() {
-                    outbox.flushing = false;
-                    drop(outbox);
-                    slot.room.notify_waiters();
+                    end_flush(slot, outbox);
                 } else {
                     drop(outbox);
                     self.spawn_flush(thread_id, slot, None);
@@ -603,9 +594,7 @@ impl Runtime {
                     .any(|q| matches!(q, Queued::Durable { .. }));
                 if outbox.queued.is_empty() || (!last && !has_durable) {
                     if last {
-                        outbox.flushing = false;
-                        drop(outbox);
-                        slot.room.notify_waiters();
+                        end_flush(slot, outbox);
                     }
                     return None;
                 }
@@ -940,17 +929,21 @@ impl Runtime {
     }
 }
 
-/// Who runs a thread's flusher once an admission found none running.
+/// Ends the thread's flush (its outbox found empty under `outbox`) and wakes the admissions
+/// waiting for room.
+fn end_flush(slot: &ThreadSlot, mut outbox: MutexGuard<'_, Outbox>) {
+    outbox.flushing = false;
+    drop(outbox);
+    slot.room.notify_waiters();
+}
+
+/// Who runs a thread's flusher when an admission finds none running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flush {
-    /// Asked: a task is started.
-    Spawn,
-    /// Asked: the caller runs it ([`Runtime::drive_flush`]) when none runs.
-    Drive,
-    /// Answered: the caller runs it.
-    Driven,
-    /// Answered: one runs already, or was started.
-    Running,
+enum Flusher {
+    /// A task started for it.
+    Task,
+    /// The admitting caller, which waits for its ticket anyway ([`Runtime::drive_flush`]).
+    Caller,
 }
 
 /// An append on its way to the log.
