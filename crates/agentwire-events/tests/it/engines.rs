@@ -15,6 +15,13 @@ fn thread(name: &str) -> ThreadId {
     ThreadId::new(name).unwrap()
 }
 
+fn checkpoint(through: u64, payload: &[u8]) -> agentwire_events::Checkpoint {
+    agentwire_events::Checkpoint {
+        through,
+        payload: payload.to_vec(),
+    }
+}
+
 fn sqlite_url(dir: &tempfile::TempDir) -> (std::path::PathBuf, String) {
     let path = dir.path().join("events.db");
     let url = format!("sqlite:{}", path.display());
@@ -68,15 +75,9 @@ async fn sqlite_store_of_schema_version_1_is_migrated_with_its_events_kept() {
     assert_eq!(log.log_id(), log_id);
     let page = log.read(&t, After::Start, 10).await.unwrap();
     assert_eq!(page.events[0].payload, b"one");
-    log.put_checkpoint(
-        &t,
-        agentwire_events::Checkpoint {
-            through: 0,
-            payload: b"state".to_vec(),
-        },
-    )
-    .await
-    .unwrap();
+    log.put_checkpoint(&t, checkpoint(0, b"state"))
+        .await
+        .unwrap();
     assert_eq!(log.checkpoint(&t).await.unwrap().unwrap().through, 0);
     log.close().await.unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -360,13 +361,7 @@ async fn postgres_checkpoint_being_written_holds_up_no_append_and_no_checkpoint_
     assert!(deletion.await.unwrap().unwrap());
     assert_eq!(log.checkpoint(&t).await.unwrap(), None);
     let err = log
-        .put_checkpoint(
-            &t,
-            agentwire_events::Checkpoint {
-                through: 1,
-                payload: b"late".to_vec(),
-            },
-        )
+        .put_checkpoint(&t, checkpoint(1, b"late"))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "events.thread-deleted");
@@ -399,15 +394,9 @@ async fn postgres_store_of_schema_version_2_is_migrated_with_its_events_kept() {
     log.append(&t, Expected::Next(0), vec![NewEvent::new("e", "0")])
         .await
         .unwrap();
-    log.put_checkpoint(
-        &t,
-        agentwire_events::Checkpoint {
-            through: 0,
-            payload: b"state".to_vec(),
-        },
-    )
-    .await
-    .unwrap();
+    log.put_checkpoint(&t, checkpoint(0, b"state"))
+        .await
+        .unwrap();
     log.close().await.unwrap();
     let client = pg_client(&url).await;
     let (function, storage) = append_lock_and_checkpoint_storage(&client).await;
@@ -608,15 +597,9 @@ async fn sqlite_thread_rows_settle_lazily_and_read_exactly() {
         seqs.extend(page.events.iter().map(|e| e.seq));
     }
     assert_eq!(seqs, (0..302).collect::<Vec<_>>());
-    log.put_checkpoint(
-        &t,
-        agentwire_events::Checkpoint {
-            through: 301,
-            payload: b"state".to_vec(),
-        },
-    )
-    .await
-    .unwrap();
+    log.put_checkpoint(&t, checkpoint(301, b"state"))
+        .await
+        .unwrap();
     // The checkpoint settled the row.
     assert_eq!(row(&path), (302, bytes as i64));
     log.append(
