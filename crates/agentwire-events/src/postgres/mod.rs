@@ -5,8 +5,8 @@
 //!
 //! This module holds the `PostgresLog` (opening, the reads; the queue to the writer is the
 //! crate's `queue.rs`); `writer.rs` is the writer and its group commit, `transactions.rs` the
-//! writer's other transactions (retention trims, deletions, checkpoints), `listen.rs` the
-//! listener, `schema.rs` the migrations.
+//! other transactions (retention trims and deletions, run by the writer; checkpoints, run on a
+//! pool connection), `listen.rs` the listener, `schema.rs` the migrations.
 
 mod listen;
 mod schema;
