@@ -88,7 +88,8 @@ pub enum Error {
     /// PostgreSQL reported an error (or the connection failed).
     #[error("postgres: {0}")]
     Postgres(#[from] tokio_postgres::Error),
-    /// No PostgreSQL connection could be taken from the read pool.
+    /// No PostgreSQL connection could be taken from a pool (the read pool, or the checkpoint
+    /// writer's connection).
     #[error("postgres pool: {reason}")]
     Pool { reason: String },
     /// A file-system error outside the engines (creating the store's folder).

@@ -1,12 +1,12 @@
 //! The PostgreSQL engine, for several runtime instances on several machines: a writer (on a
 //! thread of its own) that group-commits appends (BEGIN, the `aw_append` calls, one coalesced
-//! NOTIFY and COMMIT pipelined in one round trip), a read pool that also writes checkpoints, and
-//! a listener connection that wakes tails.
+//! NOTIFY and COMMIT pipelined in one round trip), a read pool, a connection that writes
+//! checkpoints beside the writer, and a listener connection that wakes tails.
 //!
 //! This module holds the `PostgresLog` (opening, the reads; the queue to the writer is the
 //! crate's `queue.rs`); `writer.rs` is the writer and its group commit, `transactions.rs` the
-//! other transactions (retention trims and deletions, run by the writer; checkpoints, run on a
-//! pool connection), `listen.rs` the listener, `schema.rs` the migrations.
+//! other transactions (retention trims and deletions, run by the writer; checkpoints, run on
+//! their own connection), `listen.rs` the listener, `schema.rs` the migrations.
 
 mod listen;
 mod schema;
@@ -45,6 +45,8 @@ pub struct PostgresLog {
     log_id: LogId,
     settings: Settings,
     pool: Pool,
+    /// One connection that writes checkpoints, beside the writer's appends.
+    checkpoints: Pool,
     queue: WriterQueue,
     writer: Mutex<Option<writer::Stopped>>,
     commits: watch::Sender<u64>,
@@ -76,19 +78,9 @@ impl PostgresLog {
         let mut client = connect(&config).await?;
         let log_id = schema::migrate(&mut client).await?;
         drop(client);
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(settings.readers)
-            .build()
-            .map_err(|e| Error::Pool {
-                reason: e.to_string(),
-            })?;
+        let pool = new_pool(&config, settings.readers)?;
+        // Checkpoints queue on a connection of their own, so a page read never waits for one.
+        let checkpoints = new_pool(&config, 1)?;
         let (commits, _) = watch::channel(0u64);
         let (queue, rx) = WriterQueue::new(settings.queue_capacity);
         let writer = writer::spawn(
@@ -106,6 +98,7 @@ impl PostgresLog {
             log_id,
             settings,
             pool,
+            checkpoints,
             queue,
             writer: Mutex::new(Some(writer)),
             commits,
@@ -114,14 +107,36 @@ impl PostgresLog {
     }
 
     async fn reader(&self) -> Result<deadpool_postgres::Object> {
-        self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => Error::Postgres(e),
-            deadpool_postgres::PoolError::Closed => Error::Closed,
-            other => Error::Pool {
-                reason: other.to_string(),
-            },
-        })
+        connection(&self.pool).await
     }
+}
+
+/// A pool of at most `size` connections to `config`.
+fn new_pool(config: &tokio_postgres::Config, size: usize) -> Result<Pool> {
+    let manager = Manager::from_config(
+        config.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size)
+        .build()
+        .map_err(|e| Error::Pool {
+            reason: e.to_string(),
+        })
+}
+
+/// A connection of `pool`, once one is free.
+async fn connection(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    pool.get().await.map_err(|e| match e {
+        deadpool_postgres::PoolError::Backend(e) => Error::Postgres(e),
+        deadpool_postgres::PoolError::Closed => Error::Closed,
+        other => Error::Pool {
+            reason: other.to_string(),
+        },
+    })
 }
 
 #[async_trait]
@@ -264,11 +279,11 @@ impl EventLog for PostgresLog {
         self.queue.trim(thread, retention, now).await
     }
 
-    /// Written on a connection of the read pool, beside the writer's appends: a checkpoint is
-    /// a thread's whole state, and the group commit would otherwise wait for it.
+    /// Written on a connection of its own, beside the writer's appends: a checkpoint is a
+    /// thread's whole state, and the group commit would otherwise wait for it.
     async fn put_checkpoint(&self, thread: &ThreadId, checkpoint: Checkpoint) -> Result<()> {
         check_checkpoint(&checkpoint, MAX_CHECKPOINT_BYTES)?;
-        let mut client = self.reader().await?;
+        let mut client = connection(&self.checkpoints).await?;
         transactions::put_checkpoint(&mut client, thread, &checkpoint).await
     }
 
@@ -311,6 +326,7 @@ impl EventLog for PostgresLog {
             handle.await.map_err(|_| Error::Closed)?;
         }
         self.pool.close();
+        self.checkpoints.close();
         Ok(())
     }
 }

@@ -1,8 +1,8 @@
 //! The transactions other than appends, each under a lock on the thread's row: a retention
 //! trim (the cut both engines compute, then the events below it deleted) and a thread's
 //! deletion with its events and checkpoint (and a NOTIFY), both run by the writer; and a
-//! checkpoint write that only moves forward, run on a connection of the read pool beside the
-//! writer's appends.
+//! checkpoint write that only moves forward, run on a connection of its own beside the writer's
+//! appends.
 //!
 //! The row locks: appends (`aw_append`) and trims take the row `FOR NO KEY UPDATE`, so they
 //! queue behind one another; a checkpoint takes it `FOR KEY SHARE`, which neither waits for
