@@ -117,8 +117,9 @@ impl Writer {
                     let result = trim(&mut self.client, &thread, &retention, now).await;
                     let _ = reply.send(result);
                 }
-                // `PostgresLog` writes checkpoints on a pool connection, beside this writer;
-                // one queued here (the queue is the engines' shared one) is written the same way.
+                // `PostgresLog` writes checkpoints on a connection of their own, beside this
+                // writer; one queued here (the queue is the engines' shared one) is written the
+                // same way.
                 Command::Checkpoint {
                     thread,
                     checkpoint,

@@ -301,7 +301,7 @@ async fn pg_client(url: &str) -> tokio_postgres::Client {
 }
 
 /// A checkpoint's transaction holds its thread's row `FOR KEY SHARE` while its payload is
-/// written (on a connection of the read pool): appends to the thread, and the writer behind
+/// written (on the checkpoints' own connection): appends to the thread, and the writer behind
 /// them, go on meanwhile, and a deletion of the thread waits for the checkpoint to end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_checkpoint_being_written_holds_up_no_append_and_no_checkpoint_outlives_a_deletion()
