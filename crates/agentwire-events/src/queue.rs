@@ -2,7 +2,7 @@
 //! callers' side (queue a command and await its answer; closed when the log closes) and the
 //! group commit's gather (the appends waiting in the queue, up to the batch budgets).
 
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::SystemTime;
 
@@ -114,31 +114,21 @@ pub(crate) struct Doorbell {
     /// Commands sent and not yet taken; for a moment below zero when a command is taken before
     /// its sender counted it.
     queued: AtomicIsize,
-    /// The writer thread is awake: between a wake-up and its next check before sleeping.
-    awake: AtomicBool,
     thread: OnceLock<std::thread::Thread>,
 }
 
 impl Doorbell {
-    /// Sets the thread [`Doorbell::ring`] wakes.
+    /// Sets the thread [`Doorbell::ring`] wakes, and rings it for what was queued before.
     pub(crate) fn answer_at(&self, thread: std::thread::Thread) {
         let _ = self.thread.set(thread);
-        self.ring();
+        if self.waiting() {
+            self.ring();
+        }
     }
 
     /// Whether commands wait in the queue.
     pub(crate) fn waiting(&self) -> bool {
         self.queued.load(Ordering::SeqCst) > 0
-    }
-
-    /// Whether the writer thread is awake (and so drains the queue before it sleeps again).
-    pub(crate) fn awake(&self) -> bool {
-        self.awake.load(Ordering::SeqCst)
-    }
-
-    /// The writer thread woke (`true`), or is about to check the queue before sleeping.
-    pub(crate) fn set_awake(&self, awake: bool) {
-        self.awake.store(awake, Ordering::SeqCst);
     }
 
     /// `n` commands were taken from the queue.

@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, TryLockError};
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::schema::{BYTES, NEXT_SEQ, TAIL_EVENTS};
 use crate::error::{Error, Result};
@@ -59,17 +59,24 @@ impl Core {
         }
     }
 
-    /// Runs `command`: an append takes the appends queued behind it into its commit (the first
-    /// other command found among them is held to run next); any other command runs in a
-    /// transaction of its own.
-    fn run(&mut self, command: Command, doorbell: &Doorbell) {
+    /// Commits `first` with the appends queued behind it (the first other command found among
+    /// them is held to run next), and answers each.
+    fn commit_from(&mut self, first: AppendRequest, doorbell: &Doorbell) {
+        let (batch, held) = gather(first, &mut self.queue, &self.writer.settings);
+        doorbell.took(batch.len() - 1 + usize::from(held.is_some()));
+        self.held = held;
+        self.writer.commit_batch(batch);
+    }
+
+    /// Runs `command`: an append as [`Core::commit_from`]; any other command in a transaction
+    /// of its own, whose answer is returned to be sent once the writer is let go (so that its
+    /// caller, woken by it, finds the writer free for what it does next).
+    fn run(&mut self, command: Command, doorbell: &Doorbell) -> Option<Reply> {
         let writer = &mut self.writer;
         match command {
             Command::Append(first) => {
-                let (batch, held) = gather(first, &mut self.queue, &writer.settings);
-                doorbell.took(batch.len() - 1 + usize::from(held.is_some()));
-                self.held = held;
-                writer.commit_batch(batch);
+                self.commit_from(first, doorbell);
+                None
             }
             Command::Trim {
                 thread,
@@ -79,7 +86,7 @@ impl Core {
             } => {
                 let result =
                     writer.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
-                let _ = reply.send(result);
+                Some(Reply::Trim(reply, result))
             }
             Command::Checkpoint {
                 thread,
@@ -88,13 +95,36 @@ impl Core {
             } => {
                 let result = writer
                     .in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
-                let _ = reply.send(result);
+                Some(Reply::Checkpoint(reply, result))
             }
             Command::Delete { thread, reply } => {
                 let result = writer.in_transaction(&thread, |conn| delete(conn, &thread));
                 if matches!(result, Ok(true)) {
                     writer.signal();
                 }
+                Some(Reply::Delete(reply, result))
+            }
+        }
+    }
+}
+
+/// The answer to a trim, a checkpoint or a deletion, sent once the writer is let go.
+enum Reply {
+    Trim(oneshot::Sender<Result<Trimmed>>, Result<Trimmed>),
+    Checkpoint(oneshot::Sender<Result<()>>, Result<()>),
+    Delete(oneshot::Sender<Result<bool>>, Result<bool>),
+}
+
+impl Reply {
+    fn send(self) {
+        match self {
+            Reply::Trim(reply, result) => {
+                let _ = reply.send(result);
+            }
+            Reply::Checkpoint(reply, result) => {
+                let _ = reply.send(result);
+            }
+            Reply::Delete(reply, result) => {
                 let _ = reply.send(result);
             }
         }
@@ -135,10 +165,6 @@ impl Shared {
     /// [`Shared::append`]'s part on the caller's thread: the append's result when the caller
     /// took the writer and committed it, `None` when it is left to whoever holds the writer.
     fn lead(&self, answer: &mut Answer<Appended>) -> Option<Result<Appended>> {
-        if self.doorbell.awake() {
-            // An awake writer thread drains the queue before it sleeps again.
-            return None;
-        }
         let mut guard = match self.core.try_lock() {
             Ok(guard) => guard,
             // Whoever holds the writer rings the thread once it lets go.
@@ -153,9 +179,7 @@ impl Shared {
         let mut mine = None;
         loop {
             match core.next(&self.doorbell) {
-                Next::Command(command @ Command::Append(_)) => {
-                    core.run(command, &self.doorbell);
-                }
+                Next::Command(Command::Append(first)) => core.commit_from(first, &self.doorbell),
                 Next::Command(other) => {
                     core.held = Some(other);
                     break;
@@ -214,16 +238,26 @@ pub(crate) fn spawn(
 /// Once the queue is closed and drained, drops the writer and so the connection.
 fn run(shared: &Shared) {
     loop {
-        shared.doorbell.set_awake(true);
-        {
+        // A caller that queued a command while the writer was held counted it before it tried
+        // the writer: the count is seen here, or the caller found the writer free and took it.
+        // A ring after this check (for a held command, or the queue's closing) keeps `park`
+        // from sleeping.
+        if !shared.doorbell.waiting() {
+            std::thread::park();
+        }
+        let reply = {
             let mut guard = shared.lock();
             let Some(core) = guard.as_mut() else {
                 return;
             };
             loop {
                 match core.next(&shared.doorbell) {
-                    Next::Command(command) => core.run(command, &shared.doorbell),
-                    Next::Empty => break,
+                    Next::Command(command) => {
+                        if let Some(reply) = core.run(command, &shared.doorbell) {
+                            break Some(reply);
+                        }
+                    }
+                    Next::Empty => break None,
                     Next::Closed => {
                         if let Some(core) = guard.take() {
                             tracing::debug!(log_id = %core.writer.log_id, "sqlite writer stopped");
@@ -232,14 +266,9 @@ fn run(shared: &Shared) {
                     }
                 }
             }
-        }
-        // A caller that queued a command while the writer was held, and did not take it, counted
-        // it before it looked whether this thread was awake: the count is seen here, or the
-        // caller saw this thread asleep and takes the writer itself. A ring after this check
-        // keeps `park` from sleeping.
-        shared.doorbell.set_awake(false);
-        if !shared.doorbell.waiting() {
-            std::thread::park();
+        };
+        if let Some(reply) = reply {
+            reply.send();
         }
     }
 }
