@@ -253,9 +253,20 @@ fn run(shared: &Shared) {
             loop {
                 match core.next(&shared.doorbell) {
                     Next::Command(command) => {
-                        if let Some(reply) = core.run(command, &shared.doorbell) {
+                        let Some(reply) = core.run(command, &shared.doorbell) else {
+                            continue;
+                        };
+                        // With nothing else to run, answered once the writer is let go (the
+                        // caller, woken by it, finds the writer free). Otherwise answered now,
+                        // and the drain goes on: it ends at an empty queue, or at a closed one,
+                        // whose ring this thread may have taken already.
+                        if core.held.is_none()
+                            && !shared.doorbell.waiting()
+                            && !core.queue.is_closed()
+                        {
                             break Some(reply);
                         }
+                        reply.send();
                     }
                     Next::Empty => break None,
                     Next::Closed => {

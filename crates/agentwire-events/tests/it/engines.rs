@@ -811,6 +811,38 @@ async fn sqlite_appends_on_callers_and_on_the_writer_thread_lose_nothing() {
     );
 }
 
+/// A close that follows a checkpoint at once ends the writer: the writer thread, woken once
+/// for both, answers the checkpoint and still finds the queue closed (a thread that went back
+/// to sleep after the answer would never wake again, and the close would never return). The
+/// checkpoint is answered, stored or `Closed`.
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_close_right_after_a_checkpoint_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, url) = sqlite_url(&dir);
+    let t = thread("checkpointed");
+    for round in 0..50u64 {
+        let log = open(&url).await.unwrap();
+        log.append(&t, Expected::Next(round), vec![NewEvent::new("e", vec![1])])
+            .await
+            .unwrap();
+        let put = tokio::spawn({
+            let (log, t) = (Arc::clone(&log), t.clone());
+            async move { log.put_checkpoint(&t, checkpoint(round, b"state")).await }
+        });
+        // The checkpoint is queued (and its ring sent) before the close, both before the
+        // writer thread, asleep, has woken.
+        tokio::task::yield_now().await;
+        tokio::time::timeout(std::time::Duration::from_secs(20), log.close())
+            .await
+            .expect("the close returns")
+            .unwrap();
+        match put.await.unwrap() {
+            Ok(()) | Err(agentwire_events::Error::Closed) => {}
+            Err(other) => panic!("checkpoint: {other:?}"),
+        }
+    }
+}
+
 /// Closing while appends are being sent ends the writer once the queue is drained: every
 /// append is answered (committed, or `Closed`), and the close returns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
