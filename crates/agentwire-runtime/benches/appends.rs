@@ -229,9 +229,6 @@ fn main() {
             threads.push(runtime.create_thread(None, None).await.unwrap());
         }
         let per = (appends / APPENDERS).max(4);
-        // The anchor's rows are the runtime's: the same thread ids (36-byte UUIDs, each a key
-        // of every row and of the primary key's index) in a file of their own.
-        let raw_threads = threads.clone();
         let mut batch_next = 0u64;
         let (mut ratios, mut ours_rates, mut raw_rates) = (Vec::new(), Vec::new(), Vec::new());
         let mut log_rates = Vec::new();
@@ -281,7 +278,10 @@ fn main() {
                     ours = (APPENDERS * per) as f64 / started.elapsed().as_secs_f64();
                 } else {
                     for _ in 0..per {
-                        let rows: Vec<(&str, u64)> = raw_threads
+                        // The runtime's own rows: the same thread ids (36-byte UUIDs, each
+                        // a key of every row and of the primary key's index), in a file of
+                        // their own.
+                        let rows: Vec<(&str, u64)> = threads
                             .iter()
                             .map(|thread| (thread.as_str(), batch_next))
                             .collect();

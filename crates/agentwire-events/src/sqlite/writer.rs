@@ -69,8 +69,9 @@ impl Core {
     }
 
     /// Runs `command`: an append as [`Core::commit_from`]; any other command in a transaction
-    /// of its own, whose answer is returned to be sent once the writer is let go (so that its
-    /// caller, woken by it, finds the writer free for what it does next).
+    /// of its own, whose answer is returned for the writer thread to send, once the writer is
+    /// let go when nothing else is pending (so that its caller, woken by it, finds the writer
+    /// free for what it does next).
     fn run(&mut self, command: Command, doorbell: &Doorbell) -> Option<Reply> {
         let writer = &mut self.writer;
         match command {
@@ -86,7 +87,7 @@ impl Core {
             } => {
                 let result =
                     writer.in_transaction(&thread, |conn| trim(conn, &thread, &retention, now));
-                Some(Reply::Trim(reply, result))
+                Some(self::reply(reply, result))
             }
             Command::Checkpoint {
                 thread,
@@ -95,40 +96,27 @@ impl Core {
             } => {
                 let result = writer
                     .in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
-                Some(Reply::Checkpoint(reply, result))
+                Some(self::reply(reply, result))
             }
             Command::Delete { thread, reply } => {
                 let result = writer.in_transaction(&thread, |conn| delete(conn, &thread));
                 if matches!(result, Ok(true)) {
                     writer.signal();
                 }
-                Some(Reply::Delete(reply, result))
+                Some(self::reply(reply, result))
             }
         }
     }
 }
 
-/// The answer to a trim, a checkpoint or a deletion, sent once the writer is let go.
-enum Reply {
-    Trim(oneshot::Sender<Result<Trimmed>>, Result<Trimmed>),
-    Checkpoint(oneshot::Sender<Result<()>>, Result<()>),
-    Delete(oneshot::Sender<Result<bool>>, Result<bool>),
-}
+/// The answer to a trim, a checkpoint or a deletion, not sent yet (see [`Core::run`]).
+type Reply = Box<dyn FnOnce() + Send>;
 
-impl Reply {
-    fn send(self) {
-        match self {
-            Reply::Trim(reply, result) => {
-                let _ = reply.send(result);
-            }
-            Reply::Checkpoint(reply, result) => {
-                let _ = reply.send(result);
-            }
-            Reply::Delete(reply, result) => {
-                let _ = reply.send(result);
-            }
-        }
-    }
+/// The answer `result` to the caller at `reply`, to be sent later.
+fn reply<T: Send + 'static>(reply: oneshot::Sender<Result<T>>, result: Result<T>) -> Reply {
+    Box::new(move || {
+        let _ = reply.send(result);
+    })
 }
 
 impl Shared {
@@ -266,7 +254,7 @@ fn run(shared: &Shared) {
                         {
                             break Some(reply);
                         }
-                        reply.send();
+                        reply();
                     }
                     Next::Empty => break None,
                     Next::Closed => {
@@ -279,7 +267,7 @@ fn run(shared: &Shared) {
             }
         };
         if let Some(reply) = reply {
-            reply.send();
+            reply();
         }
     }
 }
