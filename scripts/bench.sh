@@ -21,7 +21,8 @@
 #                thread of --replay-events (default 100,000) against a raw cursor read (the CPU
 #                time of both printed beside), turn start to first delta; N events a burst
 #                (default 50,000), medians of five alternating rounds, each ratio printed with its
-#                target and met/MISSED; --store runs one store only
+#                target and met/MISSED; --store runs one store only; AGENTWIRE_BENCH_BIN=PATH
+#                serves with another build of `agentwire` (to compare two builds)
 #        scripts/bench.sh --events [--appends N] [--synchronous normal]
 #   --events     the runtime's durable appends through its API: one awaited append (p50, p99)
 #                against a raw one-row commit, 32 concurrent appenders against raw 32-row

@@ -18,7 +18,9 @@
 //!
 //! usage: cargo bench -p agentwire-cli --bench serve_roll [-- --events N] [--replay-events N]
 //! [--store sqlite|postgres] (default 50,000 events a burst, 100,000 replayed, both stores);
-//! needs `python3` and the test tools' PostgreSQL.
+//! needs `python3` and the test tools' PostgreSQL. `AGENTWIRE_BENCH_BIN=PATH` runs another
+//! build of the `agentwire` binary instead of this one's (two builds compared through the same
+//! client, in alternating runs).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -38,7 +40,10 @@ struct Runtime {
 
 impl Runtime {
     fn start(store: &str) -> Runtime {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+        // Another build of the binary, to compare two builds through the same client.
+        let binary = std::env::var("AGENTWIRE_BENCH_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_agentwire").to_owned());
+        let mut child = Command::new(binary)
             .args(["serve", "--stdio", "--store", store])
             .env("AGENTWIRE_LOG", "error")
             .stdin(Stdio::piped())
