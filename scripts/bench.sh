@@ -23,12 +23,14 @@
 #                (default 50,000), medians of five alternating rounds, each ratio printed with its
 #                target and met/MISSED; --store runs one store only; AGENTWIRE_BENCH_BIN=PATH
 #                serves with another build of `agentwire` (to compare two builds)
-#        scripts/bench.sh --events [--appends N] [--synchronous normal]
+#        scripts/bench.sh --events [--appends N] [--store sqlite|postgres] [--synchronous normal]
 #   --events     the runtime's durable appends through its API: one awaited append (p50, p99)
 #                against a raw one-row commit, 32 concurrent appenders against raw 32-row
-#                transactions (a row on each of 32 threads), SQLite itself on the log's schema
-#                and settings as the anchor, in the same run (rounds alternating);
-#                --synchronous normal leaves the fsync out of both sides
+#                transactions (a row on each of 32 threads), the engine itself on the log's
+#                schema and settings as the anchor (SQLite, then PostgreSQL: the test tools'
+#                server, a transaction one multi-row INSERT), in the same run (rounds
+#                alternating); --store runs one store only; --synchronous normal leaves the
+#                fsync out of both sides on SQLite (and runs SQLite only)
 #        scripts/bench.sh --runlog
 #   --runlog     the run-log library (`agentwire-runlog`'s `runlog` bench, 1,000,000 events;
 #                RUNLOG_BENCH_EVENTS and RUNLOG_BENCH_ONLY narrow it): derivation from parsed
