@@ -345,22 +345,19 @@ fn postgres_inserts(url: &str, thread: &str, round: usize) -> f64 {
             let statement = match statements.get(&chunk.len()) {
                 Some(statement) => statement,
                 None => {
-                    let values: Vec<String> = (0..chunk.len())
-                        .map(|i| {
-                            let at = i * 7;
-                            format!(
-                                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                                at + 1,
-                                at + 2,
-                                at + 3,
-                                at + 4,
-                                at + 5,
-                                at + 6,
-                                at + 7
-                            )
-                        })
-                        .collect();
-                    let sql = format!("INSERT INTO {table} VALUES {}", values.join(", "));
+                    let sql = agentwire_testkit::multi_row_insert(
+                        &table,
+                        &[
+                            "thread",
+                            "seq",
+                            "event_id",
+                            "kind",
+                            "committed_at",
+                            "size",
+                            "payload",
+                        ],
+                        chunk.len(),
+                    );
                     let prepared = client.prepare(&sql).await.unwrap();
                     statements.entry(chunk.len()).or_insert(prepared)
                 }

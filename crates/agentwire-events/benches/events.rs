@@ -19,6 +19,16 @@ use agentwire_events::{
 
 /// Payload bytes of every event.
 const EVENT_BYTES: usize = 500;
+/// The columns of the PostgreSQL anchor's event table, in its insert order.
+const COLUMNS: [&str; 7] = [
+    "thread",
+    "seq",
+    "event_id",
+    "kind",
+    "committed_at",
+    "size",
+    "payload",
+];
 /// Rows per transaction of the raw insert anchor.
 const RAW_BATCH: usize = 100;
 /// Appends per writer in the runs with one event per append.
@@ -320,25 +330,7 @@ mod postgres_raw {
     /// Inserts `total` rows into one thread as multi-row inserts of `batch` rows (one
     /// transaction each); rows per second.
     pub(super) async fn insert(client: &Client, thread: &str, total: usize, batch: usize) -> f64 {
-        let mut sql = String::from(
-            "INSERT INTO raw_events (thread, seq, event_id, kind, committed_at, size, payload) VALUES ",
-        );
-        for i in 0..batch {
-            let b = i * 7;
-            if i > 0 {
-                sql.push(',');
-            }
-            sql.push_str(&format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                b + 1,
-                b + 2,
-                b + 3,
-                b + 4,
-                b + 5,
-                b + 6,
-                b + 7
-            ));
-        }
+        let sql = agentwire_testkit::multi_row_insert("raw_events", &super::COLUMNS, batch);
         let stmt = client.prepare(&sql).await.unwrap();
         let start = Instant::now();
         for n in 0..total / batch {

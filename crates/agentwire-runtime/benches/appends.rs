@@ -127,29 +127,16 @@ enum Raw {
     },
 }
 
-/// The anchor's insert of `rows` rows as one PostgreSQL statement.
-fn postgres_insert(rows: usize) -> String {
-    let mut sql = String::from(
-        "INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload) VALUES ",
-    );
-    for row in 0..rows {
-        let at = row * 7;
-        if row > 0 {
-            sql.push(',');
-        }
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-            at + 1,
-            at + 2,
-            at + 3,
-            at + 4,
-            at + 5,
-            at + 6,
-            at + 7
-        ));
-    }
-    sql
-}
+/// The columns of `aw_events`, in the anchor's insert order.
+const COLUMNS: [&str; 7] = [
+    "thread",
+    "seq",
+    "event_id",
+    "kind",
+    "committed_at",
+    "size",
+    "payload",
+];
 
 impl Raw {
     async fn open(store: &Store, name: &str) -> Raw {
@@ -187,8 +174,10 @@ impl Raw {
                     .await
                     .unwrap();
                 tokio::spawn(connection);
-                let one = client.prepare(&postgres_insert(1)).await.unwrap();
-                let all = client.prepare(&postgres_insert(APPENDERS)).await.unwrap();
+                let insert =
+                    |rows| agentwire_testkit::multi_row_insert("aw_events", &COLUMNS, rows);
+                let one = client.prepare(&insert(1)).await.unwrap();
+                let all = client.prepare(&insert(APPENDERS)).await.unwrap();
                 Raw::Postgres { client, one, all }
             }
         }

@@ -15,6 +15,27 @@ pub const POSTGRES_BINDIR: &str = "/usr/lib/postgresql/15/bin";
 /// How long the server may take to accept connections after it was started.
 const STARTUP_LIMIT: Duration = Duration::from_secs(60);
 
+/// The text of one `INSERT` of `rows` rows into `table`'s `columns`, its parameters numbered
+/// row by row (`($1, $2), ($3, $4)` for two rows of two columns): the multi-row insert the
+/// benchmarks' PostgreSQL anchors commit as one transaction.
+pub fn multi_row_insert(table: &str, columns: &[&str], rows: usize) -> String {
+    let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
+    for row in 0..rows {
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push('(');
+        for column in 0..columns.len() {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${}", row * columns.len() + column + 1));
+        }
+        sql.push(')');
+    }
+    sql
+}
+
 /// A running test cluster. Connect as `postgres` (trust authentication, loopback only).
 #[derive(Debug)]
 pub struct PostgresServer {
@@ -219,4 +240,21 @@ fn read_log(path: &Path) -> String {
         let _ = file.read_to_string(&mut text);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::multi_row_insert;
+
+    #[test]
+    fn a_multi_row_insert_numbers_its_parameters_row_by_row() {
+        assert_eq!(
+            multi_row_insert("t", &["a", "b"], 2),
+            "INSERT INTO t (a, b) VALUES ($1, $2),($3, $4)"
+        );
+        assert_eq!(
+            multi_row_insert("t", &["a"], 1),
+            "INSERT INTO t (a) VALUES ($1)"
+        );
+    }
 }
