@@ -347,15 +347,7 @@ fn postgres_inserts(url: &str, thread: &str, round: usize) -> f64 {
                 None => {
                     let sql = agentwire_testkit::multi_row_insert(
                         &table,
-                        &[
-                            "thread",
-                            "seq",
-                            "event_id",
-                            "kind",
-                            "committed_at",
-                            "size",
-                            "payload",
-                        ],
+                        &agentwire_testkit::AW_EVENTS_COLUMNS,
                         chunk.len(),
                     );
                     let prepared = client.prepare(&sql).await.unwrap();

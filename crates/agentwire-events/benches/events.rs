@@ -19,16 +19,6 @@ use agentwire_events::{
 
 /// Payload bytes of every event.
 const EVENT_BYTES: usize = 500;
-/// The columns of the PostgreSQL anchor's event table, in its insert order.
-const COLUMNS: [&str; 7] = [
-    "thread",
-    "seq",
-    "event_id",
-    "kind",
-    "committed_at",
-    "size",
-    "payload",
-];
 /// Rows per transaction of the raw insert anchor.
 const RAW_BATCH: usize = 100;
 /// Appends per writer in the runs with one event per append.
@@ -330,7 +320,11 @@ mod postgres_raw {
     /// Inserts `total` rows into one thread as multi-row inserts of `batch` rows (one
     /// transaction each); rows per second.
     pub(super) async fn insert(client: &Client, thread: &str, total: usize, batch: usize) -> f64 {
-        let sql = agentwire_testkit::multi_row_insert("raw_events", &super::COLUMNS, batch);
+        let sql = agentwire_testkit::multi_row_insert(
+            "raw_events",
+            &agentwire_testkit::AW_EVENTS_COLUMNS,
+            batch,
+        );
         let stmt = client.prepare(&sql).await.unwrap();
         let start = Instant::now();
         for n in 0..total / batch {

@@ -127,17 +127,6 @@ enum Raw {
     },
 }
 
-/// The columns of `aw_events`, in the anchor's insert order.
-const COLUMNS: [&str; 7] = [
-    "thread",
-    "seq",
-    "event_id",
-    "kind",
-    "committed_at",
-    "size",
-    "payload",
-];
-
 impl Raw {
     async fn open(store: &Store, name: &str) -> Raw {
         match store {
@@ -174,8 +163,13 @@ impl Raw {
                     .await
                     .unwrap();
                 tokio::spawn(connection);
-                let insert =
-                    |rows| agentwire_testkit::multi_row_insert("aw_events", &COLUMNS, rows);
+                let insert = |rows| {
+                    agentwire_testkit::multi_row_insert(
+                        "aw_events",
+                        &agentwire_testkit::AW_EVENTS_COLUMNS,
+                        rows,
+                    )
+                };
                 let one = client.prepare(&insert(1)).await.unwrap();
                 let all = client.prepare(&insert(APPENDERS)).await.unwrap();
                 Raw::Postgres { client, one, all }

@@ -50,7 +50,9 @@ pub use cli::{Cli, dir_with, utf8};
 pub use json_paths::{value_at_path_mut, value_paths};
 pub use namespace::LoopbackNamespace;
 pub use paths::{files_with_extension, peer_fixture, repo_root, shared_dir, tools_dir};
-pub use postgres::{POSTGRES_BINDIR, PostgresServer, multi_row_insert, postgres_server};
+pub use postgres::{
+    AW_EVENTS_COLUMNS, POSTGRES_BINDIR, PostgresServer, multi_row_insert, postgres_server,
+};
 pub use process::{read_json, run_ok, write_temp_json};
 pub use roll_fixtures::{
     ROLL_UPSTREAM_FOLDERS, ROLL_VERSIONS, RollFixture, roll_own_fixtures, roll_upstream_fixtures,

@@ -15,6 +15,18 @@ pub const POSTGRES_BINDIR: &str = "/usr/lib/postgresql/15/bin";
 /// How long the server may take to accept connections after it was started.
 const STARTUP_LIMIT: Duration = Duration::from_secs(60);
 
+/// The columns of the event log's `aw_events` table, in its order: what the benchmarks'
+/// anchors insert.
+pub const AW_EVENTS_COLUMNS: [&str; 7] = [
+    "thread",
+    "seq",
+    "event_id",
+    "kind",
+    "committed_at",
+    "size",
+    "payload",
+];
+
 /// The text of one `INSERT` of `rows` rows into `table`'s `columns`, its parameters numbered
 /// row by row (`($1, $2), ($3, $4)` for two rows of two columns): the multi-row insert the
 /// benchmarks' PostgreSQL anchors commit as one transaction.
