@@ -137,32 +137,30 @@ fn median(times: &mut [Duration]) -> Duration {
     times[times.len() / 2]
 }
 
+/// The nanoseconds of CPU a thread has taken, from its `schedstat` file; `None` when the
+/// thread is gone or the file does not read.
+fn schedstat_ns(path: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The CPU time the threads of process `pid` (`self` for this one) have taken, from the
-/// scheduler's per-thread nanoseconds.
+/// scheduler's per-thread nanoseconds (a thread that ended meanwhile counts nothing).
 fn cpu_of(pid: &str) -> Duration {
     let mut total = 0u64;
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let path = task.unwrap().path().join("schedstat");
-        if let Ok(text) = std::fs::read_to_string(path) {
-            total += text
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
+        total += schedstat_ns(&task.unwrap().path().join("schedstat")).unwrap_or(0);
     }
     Duration::from_nanos(total)
 }
 
 /// The CPU time the calling thread has taken.
 fn thread_cpu() -> Duration {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-    Duration::from_nanos(
-        text.split_whitespace()
-            .next()
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap(),
-    )
+    Duration::from_nanos(schedstat_ns("/proc/thread-self/schedstat".as_ref()).unwrap())
 }
 
 fn rate(count: usize, elapsed: Duration) -> f64 {
