@@ -91,26 +91,35 @@ impl Store {
         }
     }
 
-    /// A new, empty log of this store, named `name` (a file, or a database).
-    async fn open(&self, name: &str) -> Arc<dyn EventLog> {
+    /// The URL of a new, empty store named `name`: a file in the directory, or a fresh
+    /// database.
+    fn url(&self, name: &str) -> String {
         match self {
-            Store::Sqlite { dir, synchronous } => {
-                let settings = Settings {
-                    synchronous: *synchronous,
-                    ..Settings::default()
-                };
-                let url = format!(
-                    "sqlite:{}",
-                    dir.path().join(format!("{name}.sqlite")).display()
-                );
-                agentwire_events::open_with(&url, settings).await.unwrap()
-            }
-            Store::Postgres => {
-                let url = agentwire_testkit::postgres_server()
-                    .fresh_database(&format!("bench_appends_{name}"));
-                agentwire_events::open(&url).await.unwrap()
-            }
+            Store::Sqlite { dir, .. } => format!(
+                "sqlite:{}",
+                dir.path().join(format!("{name}.sqlite")).display()
+            ),
+            Store::Postgres => agentwire_testkit::postgres_server()
+                .fresh_database(&format!("bench_appends_{name}")),
         }
+    }
+
+    /// A log at `url` with this store's settings.
+    async fn open_at(&self, url: &str) -> Arc<dyn EventLog> {
+        let synchronous = match self {
+            Store::Sqlite { synchronous, .. } => *synchronous,
+            Store::Postgres => Synchronous::Full,
+        };
+        let settings = Settings {
+            synchronous,
+            ..Settings::default()
+        };
+        agentwire_events::open_with(url, settings).await.unwrap()
+    }
+
+    /// A new, empty log of this store, named `name`.
+    async fn open(&self, name: &str) -> Arc<dyn EventLog> {
+        self.open_at(&self.url(name)).await
     }
 }
 
@@ -129,12 +138,13 @@ enum Raw {
 
 impl Raw {
     async fn open(store: &Store, name: &str) -> Raw {
+        // The event log creates the schema; then the store is the plain connection's alone.
+        let url = store.url(name);
+        store.open_at(&url).await.close().await.unwrap();
         match store {
-            Store::Sqlite { dir, synchronous } => {
-                // The event log creates the schema; then the file is SQLite's alone.
-                store.open(name).await.close().await.unwrap();
-                let conn =
-                    rusqlite::Connection::open(dir.path().join(format!("{name}.sqlite"))).unwrap();
+            Store::Sqlite { synchronous, .. } => {
+                let path = url.strip_prefix("sqlite:").expect("a sqlite: URL");
+                let conn = rusqlite::Connection::open(path).unwrap();
                 let sync = match synchronous {
                     Synchronous::Full => "FULL",
                     Synchronous::Normal => "NORMAL",
@@ -149,16 +159,6 @@ impl Raw {
                 Raw::Sqlite(conn)
             }
             Store::Postgres => {
-                // The event log creates the schema in a database of its own; then the database
-                // is the plain connection's alone.
-                let url = agentwire_testkit::postgres_server()
-                    .fresh_database(&format!("bench_appends_{name}"));
-                agentwire_events::open(&url)
-                    .await
-                    .unwrap()
-                    .close()
-                    .await
-                    .unwrap();
                 let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
                     .await
                     .unwrap();
@@ -257,6 +257,10 @@ fn main() {
         "--store sqlite|postgres"
     );
     // `synchronous` is SQLite's: PostgreSQL always runs with `synchronous_commit = on`.
+    assert!(
+        !(only.as_deref() == Some("postgres") && synchronous == Synchronous::Normal),
+        "--synchronous normal is SQLite's (PostgreSQL always syncs): it runs SQLite only"
+    );
     let postgres = only.as_deref() != Some("sqlite") && synchronous == Synchronous::Full;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
