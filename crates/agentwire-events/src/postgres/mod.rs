@@ -1,7 +1,7 @@
 //! The PostgreSQL engine, for several runtime instances on several machines: a writer (on a
-//! thread of its own) that group-commits appends (BEGIN, the `aw_append` calls, one coalesced
-//! NOTIFY and COMMIT pipelined in one round trip), a read pool, a connection that writes
-//! checkpoints beside the writer, and a listener connection that wakes tails.
+//! thread of its own) that group-commits appends (one statement for the whole batch, with the
+//! notification; `aw_append` calls for the appends it leaves), a read pool, a connection that
+//! writes checkpoints beside the writer, and a listener connection that wakes tails.
 //!
 //! This module holds the `PostgresLog` (opening, the reads; the queue to the writer is the
 //! crate's `queue.rs`); `writer.rs` is the writer and its group commit, `transactions.rs` the

@@ -1,7 +1,16 @@
 //! The writer: one connection that takes the queue's commands in order, reconnecting when it
-//! dropped, and group-commits runs of appends (BEGIN, the `aw_append` calls in thread order, one
-//! NOTIFY and COMMIT pipelined in one round trip), acknowledging each append only after the
-//! outcome of its COMMIT is known.
+//! dropped, and group-commits runs of appends, acknowledging each append only after the outcome
+//! of its commit is known.
+//!
+//! A group commit is first one statement, committed on its own: for every thread of the batch,
+//! its appends' events inserted after the thread's row is advanced past them, if the row shows
+//! the position the appends expect (one `UPDATE` of the threads' rows, one `INSERT` of all the
+//! events, and the notification). The appends of a thread that statement did not advance (a
+//! new thread, a deleted one, a conflict), and a whole batch the statement failed for with an
+//! error that committed nothing and that the appends decide one by one (a duplicate position, a
+//! deadlock between instances), then go through `aw_append`, one call each, in one transaction
+//! (BEGIN, the calls in thread order, one NOTIFY and COMMIT pipelined in one round trip), which
+//! decides each append's conflict on its own.
 //!
 //! The writer and its connection run on a thread of their own (a one-thread tokio runtime), as
 //! the SQLite writer does: the group commit is the log's one serial path, and on the host's
@@ -10,6 +19,7 @@
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
 
 use super::transactions::{delete, put_checkpoint, trim};
 use super::{CHANNEL, connect};
@@ -20,10 +30,44 @@ use crate::types::{Appended, Expected, LogId};
 const APPEND_SQL: &str =
     "SELECT status, first_seq, actual, at FROM aw_append($1, $2, $3, $4, $5, $6)";
 
+/// The group commit's one statement. `$1`…`$4` hold a row for each thread (its name, the
+/// position its first append expects or -1 for any, its events and their bytes), `$5`…`$10` a
+/// row for each event (its thread's row, 1-based, and its offset among that thread's events,
+/// then its id, kind, size and payload). Answers a row for each thread it advanced: the row's
+/// number, the thread's first new position and the commit's time.
+fn group_append_sql() -> String {
+    format!(
+        "WITH r AS (
+             SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) WITH ORDINALITY
+                 AS r(thread, start, n, bytes, k)
+         ), u AS (
+             UPDATE aw_threads t SET next_seq = t.next_seq + r.n, bytes = t.bytes + r.bytes
+             FROM r
+             WHERE t.thread = r.thread AND NOT t.deleted AND (r.start < 0 OR t.next_seq = r.start)
+             RETURNING r.k, t.next_seq - r.n AS first
+         ), e AS (
+             INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
+             SELECT ($1::text[])[e.k], u.first + e.off, e.id, e.kind,
+                    (extract(epoch FROM now()) * 1000)::int8, e.size, e.payload
+             FROM unnest($5::int8[], $6::int8[], $7::uuid[], $8::text[], $9::int8[], $10::bytea[])
+                 AS e(k, off, id, kind, size, payload)
+             JOIN u ON u.k = e.k
+         )
+         SELECT u.k, u.first, (extract(epoch FROM now()) * 1000)::int8, pg_notify('{CHANNEL}', '')
+         FROM u"
+    )
+}
+
+#[derive(Clone)]
+struct Statements {
+    group: tokio_postgres::Statement,
+    append: tokio_postgres::Statement,
+}
+
 struct Writer {
     client: Client,
-    // The prepared append statement of the current connection.
-    append: Option<tokio_postgres::Statement>,
+    // The prepared statements of the current connection.
+    statements: Option<Statements>,
     config: tokio_postgres::Config,
     log_id: LogId,
     settings: Settings,
@@ -62,7 +106,7 @@ pub(super) async fn spawn(
                 let _ = connected.send(Ok(()));
                 let writer = Writer {
                     client,
-                    append: None,
+                    statements: None,
                     config,
                     log_id,
                     settings,
@@ -93,7 +137,7 @@ impl Writer {
                 match connect(&self.config).await {
                     Ok(client) => {
                         self.client = client;
-                        self.append = None;
+                        self.statements = None;
                     }
                     Err(err) => {
                         tracing::warn!(error = %err, "postgres writer cannot reconnect");
@@ -140,10 +184,115 @@ impl Writer {
         tracing::debug!(log_id = %self.log_id, "postgres writer stopped");
     }
 
-    /// One group commit: the batch's `aw_append` calls pipelined in one transaction (in thread
-    /// order, so instances lock thread rows in the same order and never deadlock), one NOTIFY
-    /// and `COMMIT`, all in one flight, then the acknowledgements.
+    /// The connection's prepared statements, prepared on first use. The group statement runs
+    /// on its generic plan: a custom plan would be planned again at every commit, which costs
+    /// as much as running it.
+    async fn statements(&mut self) -> Result<Statements, tokio_postgres::Error> {
+        if let Some(statements) = &self.statements {
+            return Ok(statements.clone());
+        }
+        self.client
+            .batch_execute("SET plan_cache_mode = force_generic_plan")
+            .await?;
+        let statements = Statements {
+            group: self.client.prepare(&group_append_sql()).await?,
+            append: self.client.prepare(APPEND_SQL).await?,
+        };
+        self.statements = Some(statements.clone());
+        Ok(statements)
+    }
+
+    /// One group commit: the group statement, then `aw_append` for the appends it left (see
+    /// the module's doc), each append answered as soon as its outcome is known.
     async fn commit_batch(&mut self, batch: Vec<AppendRequest>) {
+        let decided = match self.group_append(&batch).await {
+            Ok(decided) => decided,
+            // Nothing was committed, and `aw_append` decides each append on its own.
+            Err(BatchError::Failed(err)) if decided_one_by_one(&err) => {
+                tracing::debug!(error = %err, "postgres group statement failed; appending one by one");
+                (0..batch.len()).map(|_| None).collect()
+            }
+            Err(err) => return fail_all(batch, &err),
+        };
+        let mut left = Vec::new();
+        for (request, outcome) in batch.into_iter().zip(decided) {
+            match outcome {
+                Some(appended) => {
+                    let _ = request.reply.send(Ok(appended));
+                }
+                None => left.push(request),
+            }
+        }
+        if !left.is_empty() {
+            self.append_each(left).await;
+        }
+    }
+
+    /// The group statement over `batch`: the outcome of each append it committed, `None` for
+    /// those it left to [`Writer::append_each`].
+    async fn group_append(
+        &mut self,
+        batch: &[AppendRequest],
+    ) -> Result<Vec<Option<Appended>>, BatchError> {
+        let statements = self.statements().await.map_err(BatchError::Failed)?;
+        let groups = ThreadGroups::new(batch);
+        let mut decided: Vec<Option<Appended>> = (0..batch.len()).map(|_| None).collect();
+        if groups.threads.is_empty() {
+            return Ok(decided);
+        }
+        let rows = self
+            .client
+            .query(
+                &statements.group,
+                &[
+                    &groups.threads,
+                    &groups.starts,
+                    &groups.counts,
+                    &groups.bytes,
+                    &groups.event_group,
+                    &groups.event_offset,
+                    &groups.ids,
+                    &groups.kinds,
+                    &groups.sizes,
+                    &groups.payloads,
+                ],
+            )
+            .await
+            .map_err(|err| match err.as_db_error() {
+                Some(_) => BatchError::Failed(err),
+                // The connection broke with the statement sent: it may have committed.
+                None => BatchError::Unknown(err.to_string()),
+            })?;
+        if !rows.is_empty() {
+            self.commits.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        for row in rows {
+            let k: i64 = row.get(0);
+            let first: i64 = row.get(1);
+            let at: i64 = row.get(2);
+            let members = usize::try_from(k - 1)
+                .ok()
+                .and_then(|g| groups.members.get(g))
+                .ok_or_else(|| BatchError::Unknown(format!("group statement answered row {k}")))?;
+            let mut next = first as u64;
+            for &i in members {
+                let request = &batch[i];
+                decided[i] = Some(Appended {
+                    log_id: self.log_id,
+                    first_seq: next,
+                    event_ids: request.ids.clone(),
+                    committed_at_ms: at,
+                });
+                next += request.events.len() as u64;
+            }
+        }
+        Ok(decided)
+    }
+
+    /// `aw_append` for each of `batch`, pipelined in one transaction (in thread order, so
+    /// instances lock thread rows in the same order and never deadlock), with one NOTIFY and
+    /// `COMMIT`, all in one flight, then the acknowledgements.
+    async fn append_each(&mut self, batch: Vec<AppendRequest>) {
         let result = self.run_batch(&batch).await;
         match result {
             Ok(results) => {
@@ -154,20 +303,7 @@ impl Writer {
                     let _ = request.reply.send(result);
                 }
             }
-            Err(BatchError::Failed(err)) => {
-                tracing::warn!(error = %err, "postgres group commit failed");
-                for request in batch {
-                    let _ = request.reply.send(Err(copy_error(&err)));
-                }
-            }
-            Err(BatchError::Unknown(reason)) => {
-                tracing::warn!(%reason, "postgres group commit outcome unknown");
-                for request in batch {
-                    let _ = request.reply.send(Err(Error::CommitOutcomeUnknown {
-                        reason: reason.clone(),
-                    }));
-                }
-            }
+            Err(err) => fail_all(batch, &err),
         }
     }
 
@@ -175,18 +311,7 @@ impl Writer {
         &mut self,
         batch: &[AppendRequest],
     ) -> Result<Vec<Result<Appended>>, BatchError> {
-        let stmt = match &self.append {
-            Some(stmt) => stmt.clone(),
-            None => {
-                let stmt = self
-                    .client
-                    .prepare(APPEND_SQL)
-                    .await
-                    .map_err(BatchError::Failed)?;
-                self.append = Some(stmt.clone());
-                stmt
-            }
-        };
+        let stmt = self.statements().await.map_err(BatchError::Failed)?.append;
         let mut order: Vec<usize> = (0..batch.len()).collect();
         order.sort_by(|&a, &b| batch[a].thread.cmp(&batch[b].thread));
         let client = &self.client;
@@ -200,7 +325,8 @@ impl Writer {
             async move {
                 let expected: i64 = match request.expected {
                     Expected::Any => -1,
-                    Expected::Next(n) => n as i64,
+                    // No position is past `i64::MAX`: such an expectation is a conflict.
+                    Expected::Next(n) => i64::try_from(n).unwrap_or(i64::MAX),
                 };
                 let kinds: Vec<&str> = request.events.iter().map(|e| e.kind.as_str()).collect();
                 let sizes: Vec<i64> = request
@@ -283,6 +409,114 @@ impl Writer {
             .into_iter()
             .map(|r| r.unwrap_or(Err(Error::Closed)))
             .collect())
+    }
+}
+
+/// A batch's appends grouped by thread for the group statement: the threads in byte order, each
+/// with the appends of the batch in their order, and the rows of the statement's parameters.
+/// A thread whose appends cannot all be appended at one position of the thread (two that
+/// expect positions its earlier appends do not lead to) is left out, for `aw_append`.
+#[derive(Default)]
+struct ThreadGroups<'a> {
+    threads: Vec<&'a str>,
+    starts: Vec<i64>,
+    counts: Vec<i64>,
+    bytes: Vec<i64>,
+    members: Vec<Vec<usize>>,
+    event_group: Vec<i64>,
+    event_offset: Vec<i64>,
+    ids: Vec<uuid::Uuid>,
+    kinds: Vec<&'a str>,
+    sizes: Vec<i64>,
+    payloads: Vec<&'a [u8]>,
+}
+
+impl<'a> ThreadGroups<'a> {
+    fn new(batch: &'a [AppendRequest]) -> Self {
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_by(|&a, &b| batch[a].thread.cmp(&batch[b].thread));
+        let mut groups = ThreadGroups::default();
+        for run in order.chunk_by(|&a, &b| batch[a].thread == batch[b].thread) {
+            let Some(start) = common_start(run.iter().map(|&i| &batch[i])) else {
+                continue;
+            };
+            let group = groups.threads.len() as i64 + 1;
+            let mut offset = 0i64;
+            let mut bytes = 0i64;
+            for &i in run {
+                let request = &batch[i];
+                for (event, id) in request.events.iter().zip(&request.ids) {
+                    groups.event_group.push(group);
+                    groups.event_offset.push(offset);
+                    groups.ids.push(*id);
+                    groups.kinds.push(event.kind.as_str());
+                    let size = event.record_size() as i64;
+                    groups.sizes.push(size);
+                    groups.payloads.push(event.payload.as_slice());
+                    offset += 1;
+                    bytes += size;
+                }
+            }
+            groups.threads.push(batch[run[0]].thread.as_str());
+            groups.starts.push(start);
+            groups.counts.push(offset);
+            groups.bytes.push(bytes);
+            groups.members.push(run.to_vec());
+        }
+        groups
+    }
+}
+
+/// The position a thread's appends, in their order, all hold at (-1 when none expects one), or
+/// `None` when no position does: one of them would conflict whatever the thread holds.
+fn common_start<'a>(appends: impl Iterator<Item = &'a AppendRequest>) -> Option<i64> {
+    let mut start: Option<u64> = None;
+    let mut before = 0u64;
+    for request in appends {
+        if let Expected::Next(n) = request.expected {
+            let at = n.checked_sub(before)?;
+            if start.is_some_and(|s| s != at) {
+                return None;
+            }
+            start = Some(at);
+        }
+        before += request.events.len() as u64;
+    }
+    match start {
+        Some(s) => i64::try_from(s).ok(),
+        None => Some(-1),
+    }
+}
+
+/// Whether a failed group statement is left to `aw_append`, which decides each append of it on
+/// its own: a position already taken (a thread's row behind its events), or a deadlock or
+/// serialization failure with another instance's writer.
+fn decided_one_by_one(err: &tokio_postgres::Error) -> bool {
+    matches!(
+        err.code(),
+        Some(&SqlState::UNIQUE_VIOLATION)
+            | Some(&SqlState::T_R_DEADLOCK_DETECTED)
+            | Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+    )
+}
+
+/// Answers every append of `batch` with the reason its commit failed or may have failed.
+fn fail_all(batch: Vec<AppendRequest>, err: &BatchError) {
+    match err {
+        BatchError::Failed(err) => {
+            tracing::warn!(error = %err, "postgres group commit failed");
+            for request in batch {
+                let _ = request.reply.send(Err(copy_error(err)));
+            }
+        }
+        BatchError::Unknown(reason) => {
+            tracing::warn!(%reason, "postgres group commit outcome unknown");
+            for request in batch {
+                let _ = request.reply.send(Err(Error::CommitOutcomeUnknown {
+                    reason: reason.clone(),
+                }));
+            }
+        }
     }
 }
 

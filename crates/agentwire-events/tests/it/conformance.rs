@@ -752,6 +752,103 @@ async fn many_threads(store: Store) {
     assert_eq!(unique.len(), 40);
 }
 
+/// Appends queued together (most often one group commit) are each decided as if alone and in
+/// order: several appends of one thread, chained or not, beside a new thread, a conflict on a
+/// thread never written, a deleted thread, a thread whose first queued append conflicts and
+/// whose second is right, and an expectation past every position.
+async fn appends_queued_together_are_each_decided_in_order(store: Store) {
+    let log = store.open().await;
+    let (a, b, c, d, e, g) = (
+        thread("q-a"),
+        thread("q-b"),
+        thread("q-c"),
+        thread("q-d"),
+        thread("q-e"),
+        thread("q-g"),
+    );
+    log.append(&a, Expected::Next(0), events("k", "a0", 2))
+        .await
+        .expect("a");
+    log.append(&d, Expected::Any, events("k", "d0", 1))
+        .await
+        .expect("d");
+    assert!(log.delete_thread(&d).await.expect("delete"));
+    log.append(&e, Expected::Any, events("k", "e0", 1))
+        .await
+        .expect("e");
+    log.append(&g, Expected::Any, events("k", "g0", 3))
+        .await
+        .expect("g");
+    let queued = [
+        (&a, Expected::Next(2), events("k", "a1", 1)),
+        (&b, Expected::Next(0), events("k", "b0", 1)),
+        (&a, Expected::Any, events("k", "a2", 2)),
+        (&c, Expected::Next(3), events("k", "c0", 1)),
+        (&e, Expected::Next(0), events("k", "e-stale", 1)),
+        (&b, Expected::Next(1), events("k", "b1", 2)),
+        (&d, Expected::Any, events("k", "d1", 1)),
+        (&a, Expected::Next(5), events("k", "a3", 1)),
+        (&e, Expected::Next(1), events("k", "e1", 1)),
+        (&g, Expected::Next(u64::MAX), events("k", "g-far", 1)),
+    ];
+    let outcomes = futures_util::future::join_all(
+        queued
+            .into_iter()
+            .map(|(t, expected, batch)| log.append(t, expected, batch)),
+    )
+    .await;
+    let described: Vec<String> = outcomes
+        .iter()
+        .map(|outcome| match outcome {
+            Ok(ack) => format!("ok {} +{}", ack.first_seq, ack.event_ids.len()),
+            Err(Error::Conflict {
+                expected, actual, ..
+            }) => format!("conflict {expected} {actual}"),
+            Err(other) => other.code().to_string(),
+        })
+        .collect();
+    assert_eq!(
+        described,
+        [
+            "ok 2 +1",
+            "ok 0 +1",
+            "ok 3 +2",
+            "conflict 3 0",
+            "conflict 0 1",
+            "ok 1 +2",
+            "events.thread-deleted",
+            "ok 5 +1",
+            "ok 1 +1",
+            &format!("conflict {} 3", u64::MAX),
+        ]
+    );
+    let payloads = |stored: Vec<agentwire_events::StoredEvent>| -> Vec<String> {
+        stored
+            .into_iter()
+            .map(|e| String::from_utf8(e.payload).expect("utf8"))
+            .collect()
+    };
+    assert_eq!(
+        payloads(read_all(&*log, "q-a").await),
+        ["a0-0", "a0-1", "a1-0", "a2-0", "a2-1", "a3-0"]
+    );
+    assert_eq!(
+        payloads(read_all(&*log, "q-b").await),
+        ["b0-0", "b1-0", "b1-1"]
+    );
+    assert_eq!(payloads(read_all(&*log, "q-e").await), ["e0-0", "e1-0"]);
+    assert_eq!(payloads(read_all(&*log, "q-g").await).len(), 3);
+    assert_eq!(log.thread(&c).await.expect("thread"), None);
+    let info = log.thread(&a).await.expect("thread").expect("a is known");
+    assert_eq!((info.next_seq, info.records), (6, 6));
+    let stored_bytes: u64 = [("a0", 2), ("a1", 1), ("a2", 2), ("a3", 1)]
+        .iter()
+        .flat_map(|(prefix, n)| events("k", prefix, *n))
+        .map(|event| event.record_size() as u64)
+        .sum();
+    assert_eq!(info.bytes, stored_bytes);
+}
+
 macro_rules! conformance {
     ($engine:ident, $store:expr) => {
         mod $engine {
@@ -779,6 +876,7 @@ macro_rules! conformance {
             case!(restart_keeps_positions_watermarks_and_log_id);
             case!(concurrent_writers_on_one_thread);
             case!(many_threads);
+            case!(appends_queued_together_are_each_decided_in_order);
         }
     };
 }

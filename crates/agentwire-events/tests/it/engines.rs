@@ -300,6 +300,66 @@ async fn pg_client(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// A thread whose row is behind its events (its next position already taken) fails the group
+/// commit's one statement, which commits nothing; every append of that group is then decided on
+/// its own: the one to that thread is a conflict and writes nothing, the others commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_position_taken_behind_a_thread_row_fails_only_its_own_append() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let log = open(&url).await.unwrap();
+    let (behind, other) = (thread("behind"), thread("other"));
+    for t in [&behind, &other] {
+        log.append(
+            t,
+            Expected::Any,
+            vec![NewEvent::new("e", "0"), NewEvent::new("e", "1")],
+        )
+        .await
+        .unwrap();
+    }
+    let client = pg_client(&url).await;
+    client
+        .execute(
+            "UPDATE aw_threads SET next_seq = 1 WHERE thread = 'behind'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (taken, committed) = tokio::join!(
+        log.append(&behind, Expected::Any, vec![NewEvent::new("e", "late")]),
+        log.append(&other, Expected::Next(2), vec![NewEvent::new("e", "2")]),
+    );
+    let err = taken.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            agentwire_events::Error::Conflict {
+                expected: 1,
+                actual: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(committed.unwrap().first_seq, 2);
+    let count = |name: &'static str| {
+        let client = &client;
+        async move {
+            let row = client
+                .query_one(
+                    "SELECT count(*), (array_agg(payload ORDER BY seq DESC))[1] FROM aw_events WHERE thread = $1",
+                    &[&name],
+                )
+                .await
+                .unwrap();
+            (row.get::<_, i64>(0), row.get::<_, Vec<u8>>(1))
+        }
+    };
+    assert_eq!(count("behind").await, (2, b"1".to_vec()));
+    assert_eq!(count("other").await, (3, b"2".to_vec()));
+    log.close().await.unwrap();
+}
+
 /// A checkpoint's transaction holds its thread's row `FOR KEY SHARE` while its payload is
 /// written (on the checkpoints' own connection): appends to the thread, and the writer behind
 /// them, go on meanwhile, and a deletion of the thread waits for the checkpoint to end.
