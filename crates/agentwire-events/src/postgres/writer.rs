@@ -30,6 +30,25 @@ use crate::types::{Appended, Expected, LogId};
 const APPEND_SQL: &str =
     "SELECT status, first_seq, actual, at FROM aw_append($1, $2, $3, $4, $5, $6)";
 
+/// The group statement of a batch of one one-event append: the same work with the thread's and
+/// the event's values as parameters of their own, which PostgreSQL runs in about a sixth less
+/// time than the arrays' form (the one-append latency is mostly this statement's).
+fn one_event_sql() -> String {
+    format!(
+        "WITH u AS (
+             UPDATE aw_threads t SET next_seq = t.next_seq + 1, bytes = t.bytes + $5::int8
+             WHERE t.thread = $1 AND NOT t.deleted AND ($2::int8 < 0 OR t.next_seq = $2::int8)
+             RETURNING t.next_seq - 1 AS first
+         ), e AS (
+             INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
+             SELECT $1, u.first, $3, $4, (extract(epoch FROM now()) * 1000)::int8, $5, $6
+             FROM u
+         )
+         SELECT 1::int8, u.first, (extract(epoch FROM now()) * 1000)::int8, pg_notify('{CHANNEL}', '')
+         FROM u"
+    )
+}
+
 /// The group commit's one statement. `$1`…`$4` hold a row for each thread (its name, the
 /// position its first append expects or -1 for any, its events and their bytes), `$5`…`$10` a
 /// row for each event (its thread's row, 1-based, and its offset among that thread's events,
@@ -61,6 +80,7 @@ fn group_append_sql() -> String {
 #[derive(Clone)]
 struct Statements {
     group: tokio_postgres::Statement,
+    one_event: tokio_postgres::Statement,
     append: tokio_postgres::Statement,
 }
 
@@ -196,6 +216,7 @@ impl Writer {
             .await?;
         let statements = Statements {
             group: self.client.prepare(&group_append_sql()).await?,
+            one_event: self.client.prepare(&one_event_sql()).await?,
             append: self.client.prepare(APPEND_SQL).await?,
         };
         self.statements = Some(statements.clone());
@@ -240,29 +261,44 @@ impl Writer {
         if groups.threads.is_empty() {
             return Ok(decided);
         }
-        let rows = self
-            .client
-            .query(
-                &statements.group,
-                &[
-                    &groups.threads,
-                    &groups.starts,
-                    &groups.counts,
-                    &groups.bytes,
-                    &groups.event_group,
-                    &groups.event_offset,
-                    &groups.ids,
-                    &groups.kinds,
-                    &groups.sizes,
-                    &groups.payloads,
-                ],
-            )
-            .await
-            .map_err(|err| match err.as_db_error() {
-                Some(_) => BatchError::Failed(err),
-                // The connection broke with the statement sent: it may have committed.
-                None => BatchError::Unknown(err.to_string()),
-            })?;
+        let rows = if groups.ids.len() == 1 {
+            self.client
+                .query(
+                    &statements.one_event,
+                    &[
+                        &groups.threads[0],
+                        &groups.starts[0],
+                        &groups.ids[0],
+                        &groups.kinds[0],
+                        &groups.sizes[0],
+                        &groups.payloads[0],
+                    ],
+                )
+                .await
+        } else {
+            self.client
+                .query(
+                    &statements.group,
+                    &[
+                        &groups.threads,
+                        &groups.starts,
+                        &groups.counts,
+                        &groups.bytes,
+                        &groups.event_group,
+                        &groups.event_offset,
+                        &groups.ids,
+                        &groups.kinds,
+                        &groups.sizes,
+                        &groups.payloads,
+                    ],
+                )
+                .await
+        }
+        .map_err(|err| match err.as_db_error() {
+            Some(_) => BatchError::Failed(err),
+            // The connection broke with the statement sent: it may have committed.
+            None => BatchError::Unknown(err.to_string()),
+        })?;
         if !rows.is_empty() {
             self.commits.send_modify(|n| *n = n.wrapping_add(1));
         }
