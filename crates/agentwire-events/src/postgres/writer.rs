@@ -5,7 +5,8 @@
 //! A group commit is first one statement, committed on its own: for every thread of the batch,
 //! its appends' events inserted after the thread's row is advanced past them, if the row shows
 //! the position the appends expect (one `UPDATE` of the threads' rows, one `INSERT` of all the
-//! events, and the notification). The appends of a thread that statement did not advance (a
+//! events, and the notification), in the form that costs least for the batch's shape: one event,
+//! one thread, or several threads. The appends of a thread that statement did not advance (a
 //! new thread, a deleted one, a conflict), and a whole batch the statement failed for with an
 //! error that committed nothing and that the appends decide one by one (a duplicate position, a
 //! deadlock between instances), then go through `aw_append`, one call each, in one transaction
@@ -49,6 +50,28 @@ fn one_event_sql() -> String {
     )
 }
 
+/// The group statement of a batch whose appends are all to one thread: the thread's values as
+/// parameters of their own and its events' as arrays, the events numbered as they are unnested,
+/// without the join of the arrays' form (a 1,000-event append commits in about three quarters
+/// of its time).
+fn one_thread_sql() -> String {
+    format!(
+        "WITH u AS (
+             UPDATE aw_threads t SET next_seq = t.next_seq + $3::int8, bytes = t.bytes + $4::int8
+             WHERE t.thread = $1 AND NOT t.deleted AND ($2::int8 < 0 OR t.next_seq = $2::int8)
+             RETURNING t.next_seq - $3::int8 AS first
+         ), e AS (
+             INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
+             SELECT $1, u.first + e.ord - 1, e.id, e.kind, (extract(epoch FROM now()) * 1000)::int8,
+                    e.size, e.payload
+             FROM u, unnest($5::uuid[], $6::text[], $7::int8[], $8::bytea[]) WITH ORDINALITY
+                 AS e(id, kind, size, payload, ord)
+         )
+         SELECT 1::int8, u.first, (extract(epoch FROM now()) * 1000)::int8, pg_notify('{CHANNEL}', '')
+         FROM u"
+    )
+}
+
 /// The group commit's one statement. `$1`…`$4` hold a row for each thread (its name, the
 /// position its first append expects or -1 for any, its events and their bytes), `$5`…`$10` a
 /// row for each event (its thread's row, 1-based, and its offset among that thread's events,
@@ -81,6 +104,7 @@ fn group_append_sql() -> String {
 struct Statements {
     group: tokio_postgres::Statement,
     one_event: tokio_postgres::Statement,
+    one_thread: tokio_postgres::Statement,
     append: tokio_postgres::Statement,
 }
 
@@ -217,6 +241,7 @@ impl Writer {
         let statements = Statements {
             group: self.client.prepare(&group_append_sql()).await?,
             one_event: self.client.prepare(&one_event_sql()).await?,
+            one_thread: self.client.prepare(&one_thread_sql()).await?,
             append: self.client.prepare(APPEND_SQL).await?,
         };
         self.statements = Some(statements.clone());
@@ -272,6 +297,22 @@ impl Writer {
                         &groups.kinds[0],
                         &groups.sizes[0],
                         &groups.payloads[0],
+                    ],
+                )
+                .await
+        } else if groups.threads.len() == 1 {
+            self.client
+                .query(
+                    &statements.one_thread,
+                    &[
+                        &groups.threads[0],
+                        &groups.starts[0],
+                        &groups.counts[0],
+                        &groups.bytes[0],
+                        &groups.ids,
+                        &groups.kinds,
+                        &groups.sizes,
+                        &groups.payloads,
                     ],
                 )
                 .await
