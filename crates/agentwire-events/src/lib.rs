@@ -32,6 +32,10 @@ pub use limits::{
     MAX_APPEND_BYTES, MAX_APPEND_EVENTS, MAX_CHECKPOINT_BYTES, MAX_KIND_BYTES, MAX_PAGE_BYTES,
     MAX_PAGE_EVENTS, MAX_RECORD_BYTES, MAX_THREAD_ID_BYTES, SQLITE_BUSY_TIMEOUT,
 };
+/// The statement the PostgreSQL writer commits a batch of one one-event append with (for the
+/// `pg_append_pieces` example, which times it against a plain insert); not a stable interface.
+#[doc(hidden)]
+pub use postgres::one_event_sql as postgres_one_event_sql;
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresLog};
 pub use settings::{Settings, StoreUrl, Synchronous};
 pub use sqlite::{SQLITE_SCHEMA_VERSION, SqliteLog};

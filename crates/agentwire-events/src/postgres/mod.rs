@@ -35,6 +35,7 @@ use crate::types::{
 use listen::listen;
 
 pub use schema::POSTGRES_SCHEMA_VERSION;
+pub use writer::one_event_sql;
 
 /// The channel every commit notifies once; listeners re-read from their own positions.
 const CHANNEL: &str = "agentwire_events";

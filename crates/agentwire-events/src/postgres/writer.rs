@@ -34,7 +34,7 @@ const APPEND_SQL: &str =
 /// The group statement of a batch of one one-event append: the same work with the thread's and
 /// the event's values as parameters of their own, which PostgreSQL runs in about a sixth less
 /// time than the arrays' form (the one-append latency is mostly this statement's).
-fn one_event_sql() -> String {
+pub fn one_event_sql() -> String {
     format!(
         "WITH u AS (
              UPDATE aw_threads t SET next_seq = t.next_seq + 1, bytes = t.bytes + $5::int8
