@@ -77,15 +77,20 @@ fn one_thread_sql() -> String {
 /// position its first append expects or -1 for any, its events and their bytes), `$5`…`$10` a
 /// row for each event (its thread's row, 1-based, and its offset among that thread's events,
 /// then its id, kind, size and payload). Answers a row for each thread it advanced: the row's
-/// number, the thread's first new position and the commit's time.
+/// number, the thread's first new position and the commit's time. The threads' rows are locked
+/// in the order of their ids before any is moved on (`l`), so two instances' statements never
+/// wait for each other in a cycle.
 fn group_append_sql() -> String {
     format!(
         "WITH r AS (
              SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) WITH ORDINALITY
                  AS r(thread, start, n, bytes, k)
+         ), l AS (
+             SELECT t.thread FROM aw_threads t WHERE t.thread IN (SELECT r.thread FROM r)
+             ORDER BY t.thread FOR NO KEY UPDATE
          ), u AS (
              UPDATE aw_threads t SET next_seq = t.next_seq + r.n, bytes = t.bytes + r.bytes
-             FROM r
+             FROM r JOIN l ON l.thread = r.thread
              WHERE t.thread = r.thread AND NOT t.deleted AND (r.start < 0 OR t.next_seq = r.start)
              RETURNING r.k, t.next_seq - r.n AS first
          ), e AS (

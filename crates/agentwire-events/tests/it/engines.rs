@@ -300,6 +300,103 @@ async fn pg_client(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// Three instances append to the same sixteen threads at once, each from eight tasks, a task's
+/// appends one after the other (one or three events, any position): the group statements of
+/// the instances queue on the threads' rows, and every thread ends gap-free with every
+/// acknowledged append whole at the position its acknowledgement gave and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_instances_appending_to_the_same_threads_lose_nothing_and_agree_on_positions() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let mut logs = Vec::new();
+    for _ in 0..3 {
+        logs.push(open(&url).await.unwrap());
+    }
+    let threads: Vec<ThreadId> = (0..16).map(|i| thread(&format!("race-{i:02}"))).collect();
+    let mut tasks = Vec::new();
+    for (instance, log) in logs.iter().enumerate() {
+        for task in 0..8 {
+            let log = Arc::clone(log);
+            let threads = threads.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut acks = Vec::new();
+                for round in 0..12 {
+                    let t = &threads[(task * 5 + round * 3 + instance) % threads.len()];
+                    let n = if (task + round) % 4 == 0 { 3 } else { 1 };
+                    let name = format!("{instance}.{task}.{round}");
+                    let events = (0..n)
+                        .map(|k| NewEvent::new("race", format!("{name}.{k}")))
+                        .collect();
+                    let ack = log.append(t, Expected::Any, events).await.unwrap();
+                    acks.push((t.clone(), ack.first_seq, name, n));
+                }
+                acks
+            }));
+        }
+    }
+    let mut expected: std::collections::BTreeMap<(String, u64), String> = Default::default();
+    for task in tasks {
+        for (t, first, name, n) in task.await.unwrap() {
+            for k in 0..n {
+                let previous = expected.insert((t.to_string(), first + k), format!("{name}.{k}"));
+                assert_eq!(
+                    previous,
+                    None,
+                    "two appends acknowledged at {t} {}",
+                    first + k
+                );
+            }
+        }
+    }
+    let mut stored = 0usize;
+    for t in &threads {
+        let page = logs[1].read(t, After::Start, 1_000).await.unwrap();
+        assert_eq!(page.next_seq, page.events.len() as u64, "{t}");
+        for event in &page.events {
+            assert_eq!(
+                expected
+                    .get(&(t.to_string(), event.seq))
+                    .map(String::as_bytes),
+                Some(event.payload.as_slice()),
+                "{t} {}",
+                event.seq
+            );
+        }
+        stored += page.events.len();
+    }
+    assert_eq!(stored, expected.len());
+    for log in logs {
+        log.close().await.unwrap();
+    }
+    // The instances lock the threads' rows in one order, so none waited for a deadlock to be
+    // found (a second each) and then appended one by one. A backend adds its deadlocks to the
+    // database's statistics when it exits.
+    let client = pg_client(&url).await;
+    for _ in 0..100 {
+        let others: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if others == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let deadlocks: i64 = client
+        .query_one(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(deadlocks, 0);
+}
+
 /// A thread whose row is behind its events (its next position already taken) fails the group
 /// commit's one statement, which commits nothing; every append of that group is then decided on
 /// its own: the one to that thread is a conflict and writes nothing, the others commit.
