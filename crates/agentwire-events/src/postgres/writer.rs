@@ -78,8 +78,8 @@ fn one_thread_sql() -> String {
 /// row for each event (its thread's row, 1-based, and its offset among that thread's events,
 /// then its id, kind, size and payload). Answers a row for each thread it advanced: the row's
 /// number, the thread's first new position and the commit's time. The threads' rows are locked
-/// in the order of their ids before any is moved on (`l`), so two instances' statements never
-/// wait for each other in a cycle.
+/// in the byte order of their ids before any is moved on (`l`), the order `aw_append` calls are
+/// sent in, so two instances' transactions never wait for each other in a cycle.
 fn group_append_sql() -> String {
     format!(
         "WITH r AS (
@@ -87,7 +87,7 @@ fn group_append_sql() -> String {
                  AS r(thread, start, n, bytes, k)
          ), l AS (
              SELECT t.thread FROM aw_threads t WHERE t.thread IN (SELECT r.thread FROM r)
-             ORDER BY t.thread FOR NO KEY UPDATE
+             ORDER BY t.thread COLLATE \"C\" FOR NO KEY UPDATE
          ), u AS (
              UPDATE aw_threads t SET next_seq = t.next_seq + r.n, bytes = t.bytes + r.bytes
              FROM r JOIN l ON l.thread = r.thread
