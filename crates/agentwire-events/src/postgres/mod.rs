@@ -1,7 +1,8 @@
 //! The PostgreSQL engine, for several runtime instances on several machines: a writer (on a
 //! thread of its own) that group-commits appends (one statement for the whole batch, with the
 //! notification; `aw_append` calls for the appends it leaves), a read pool, a connection that
-//! writes checkpoints beside the writer, and a listener connection that wakes tails.
+//! writes checkpoints beside the writer, and, while anything follows the log's commits, a
+//! listener connection that wakes tails.
 //!
 //! This module holds the `PostgresLog` (opening, the reads; the queue to the writer is the
 //! crate's `queue.rs`); `writer.rs` is the writer and its group commit, `transactions.rs` the
@@ -13,12 +14,12 @@ mod schema;
 mod transactions;
 mod writer;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio_postgres::{Client, NoTls};
 
 use crate::EventLog;
@@ -51,6 +52,8 @@ pub struct PostgresLog {
     queue: WriterQueue,
     writer: Mutex<Option<writer::Stopped>>,
     commits: watch::Sender<u64>,
+    /// Told when something subscribes to `commits`, so the listener starts listening.
+    followed: Arc<Notify>,
     // Dropping it stops the listener task.
     _listener_stop: oneshot::Sender<()>,
 }
@@ -93,7 +96,13 @@ impl PostgresLog {
         )
         .await?;
         let (stop, stopped) = oneshot::channel();
-        tokio::spawn(listen(config, commits.clone(), stopped));
+        let followed = Arc::new(Notify::new());
+        tokio::spawn(listen(
+            config,
+            commits.clone(),
+            Arc::clone(&followed),
+            stopped,
+        ));
         tracing::debug!(%log_id, "postgres event log open");
         Ok(Self {
             log_id,
@@ -103,6 +112,7 @@ impl PostgresLog {
             queue,
             writer: Mutex::new(Some(writer)),
             commits,
+            followed,
             _listener_stop: stop,
         })
     }
@@ -242,8 +252,12 @@ impl EventLog for PostgresLog {
         })
     }
 
+    /// Subscribing starts the listener: an instance listens for other instances' commits only
+    /// while something follows them.
     fn commits(&self) -> watch::Receiver<u64> {
-        self.commits.subscribe()
+        let commits = self.commits.subscribe();
+        self.followed.notify_one();
+        commits
     }
 
     async fn thread(&self, thread: &ThreadId) -> Result<Option<ThreadInfo>> {

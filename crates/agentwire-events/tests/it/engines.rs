@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agentwire_events::{
     After, Expected, NewEvent, POSTGRES_SCHEMA_VERSION, SQLITE_SCHEMA_VERSION, Settings, StoreUrl,
-    Synchronous, ThreadId, open, open_with,
+    Synchronous, Tail, ThreadId, open, open_with,
 };
 
 fn thread(name: &str) -> ThreadId {
@@ -395,6 +395,79 @@ async fn postgres_instances_appending_to_the_same_threads_lose_nothing_and_agree
         .unwrap()
         .get(0);
     assert_eq!(deadlocks, 0);
+}
+
+/// The connections on `url`'s database that listen for commits (their last statement the
+/// listener's `LISTEN`), once their count is `want` (or after five seconds).
+async fn listeners_once(client: &tokio_postgres::Client, want: i64) -> i64 {
+    let mut count = -1;
+    for _ in 0..250 {
+        count = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND query LIKE 'LISTEN %'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if count == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    count
+}
+
+/// An instance listens for other instances' commits only while something follows them: with no
+/// tail it holds no listening connection; a tail gets another instance's commit, and the
+/// connection closes once the tail is gone and opens again for the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_instance_listens_for_other_instances_only_while_followed() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let (writer, follower) = (open(&url).await.unwrap(), open(&url).await.unwrap());
+    let client = pg_client(&url).await;
+    let t = thread("followed");
+    writer
+        .append(&t, Expected::Any, vec![NewEvent::new("e", "0")])
+        .await
+        .unwrap();
+    assert_eq!(listeners_once(&client, 0).await, 0);
+    for round in 1..=2u64 {
+        let mut tail = Tail::new(
+            Arc::clone(&follower),
+            t.clone(),
+            After::Position(agentwire_events::Position {
+                log_id: follower.log_id(),
+                seq: round - 1,
+            }),
+            10,
+        );
+        let next = tokio::spawn(async move {
+            let page = tail.next_page().await;
+            (tail, page)
+        });
+        assert_eq!(listeners_once(&client, 1).await, 1);
+        writer
+            .append(
+                &t,
+                Expected::Next(round),
+                vec![NewEvent::new("e", format!("{round}"))],
+            )
+            .await
+            .unwrap();
+        let (tail, page) = tokio::time::timeout(std::time::Duration::from_secs(10), next)
+            .await
+            .expect("the other instance's commit woke the tail")
+            .unwrap();
+        let events = page.unwrap().events;
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].seq, round);
+        drop(tail);
+        assert_eq!(listeners_once(&client, 0).await, 0);
+    }
+    writer.close().await.unwrap();
+    follower.close().await.unwrap();
 }
 
 /// A thread whose row is behind its events (its next position already taken) fails the group
