@@ -12,6 +12,10 @@ pub const MAX_CHECKPOINT_BYTES: usize = 256 * 1024 * 1024;
 pub const MAX_APPEND_EVENTS: usize = 10_000;
 /// The most bytes (payloads plus kinds) one append may carry.
 pub const MAX_APPEND_BYTES: usize = 64 * 1024 * 1024;
+/// The most bytes `Settings::max_batch_bytes` may allow one group commit (256 MiB; a batch
+/// goes over it by at most its last append). PostgreSQL takes a whole group commit as one
+/// statement, whose parameters must stay well under its 1 GiB message bound.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024 * 1024;
 /// The longest thread id, in bytes.
 pub const MAX_THREAD_ID_BYTES: usize = 256;
 /// The longest event kind, in bytes.

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::limits::{
     DEFAULT_FOREIGN_COMMIT_POLL, DEFAULT_JOURNAL_SIZE_LIMIT, DEFAULT_MAX_BATCH_APPENDS,
     DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS,
-    DEFAULT_WAL_AUTOCHECKPOINT_PAGES, MAX_RECORD_BYTES,
+    DEFAULT_WAL_AUTOCHECKPOINT_PAGES, MAX_BATCH_BYTES, MAX_RECORD_BYTES,
 };
 
 /// SQLite's `synchronous` setting for the writer connection.
@@ -30,7 +30,8 @@ pub struct Settings {
     pub queue_capacity: usize,
     /// Most appends in one group commit.
     pub max_batch_appends: usize,
-    /// Most bytes in one group commit (the first append is always taken whole).
+    /// Most bytes in one group commit (the first append is always taken whole); at most
+    /// [`MAX_BATCH_BYTES`].
     pub max_batch_bytes: usize,
     /// The record limit; at most [`MAX_RECORD_BYTES`].
     pub max_record_bytes: usize,
@@ -78,6 +79,15 @@ impl Settings {
         positive("max_batch_bytes", self.max_batch_bytes)?;
         positive("readers", self.readers)?;
         positive("max_record_bytes", self.max_record_bytes)?;
+        if self.max_batch_bytes > MAX_BATCH_BYTES {
+            return Err(Error::InvalidSetting {
+                name: "max_batch_bytes",
+                reason: format!(
+                    "{} is over the limit of {MAX_BATCH_BYTES}",
+                    self.max_batch_bytes
+                ),
+            });
+        }
         if self.max_record_bytes > MAX_RECORD_BYTES {
             return Err(Error::InvalidSetting {
                 name: "max_record_bytes",

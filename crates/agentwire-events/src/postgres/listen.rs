@@ -15,6 +15,14 @@ use super::CHANNEL;
 /// How long the listener waits before reconnecting after its connection dropped.
 const LISTEN_RECONNECT_DELAY: Duration = Duration::from_millis(500);
 
+/// How a listening session ended without an error.
+enum Ended {
+    /// The last follower is gone (the connection is closed with the session).
+    Unfollowed,
+    /// The server closed the connection.
+    Dropped,
+}
+
 /// Listens on [`CHANNEL`] while `commits` has receivers (`followed` is told of each new one),
 /// and bumps `commits` on every notification, and once after each (re)connect, since commits
 /// may have landed while it was away.
@@ -45,7 +53,7 @@ pub(super) async fn listen(
                     message = messages.next() => match message {
                         Some(Ok(_)) => {}
                         Some(Err(e)) => return Err(e),
-                        None => return Ok(()),
+                        None => return Ok(Ended::Dropped),
                     },
                 }
             }
@@ -53,14 +61,14 @@ pub(super) async fn listen(
             loop {
                 tokio::select! {
                     // The last follower is gone: the connection closes with the session.
-                    () = commits.closed() => return Ok(()),
+                    () = commits.closed() => return Ok(Ended::Unfollowed),
                     message = messages.next() => match message {
                         Some(Ok(AsyncMessage::Notification(_))) => {
                             commits.send_modify(|n| *n = n.wrapping_add(1));
                         }
                         Some(Ok(_)) => {}
                         Some(Err(e)) => return Err(e),
-                        None => return Ok(()),
+                        None => return Ok(Ended::Dropped),
                     },
                 }
             }
@@ -70,9 +78,9 @@ pub(super) async fn listen(
             ended = session => ended,
         };
         match ended {
-            // No follower left: wait for the next one.
-            Ok(()) if commits.receiver_count() == 0 => continue,
-            Ok(()) => {}
+            // Wait for the next follower, or listen again at once for one that came meanwhile.
+            Ok(Ended::Unfollowed) => continue,
+            Ok(Ended::Dropped) => tracing::debug!("postgres listener's connection closed"),
             Err(err) => tracing::debug!(error = %err, "postgres listener disconnected"),
         }
         tokio::select! {

@@ -189,6 +189,10 @@ async fn settings_and_urls_are_checked() {
             readers: 0,
             ..Settings::default()
         },
+        Settings {
+            max_batch_bytes: agentwire_events::MAX_BATCH_BYTES + 1,
+            ..Settings::default()
+        },
     ] {
         let err = open_with(&url, bad).await.unwrap_err();
         assert_eq!(err.code(), "events.invalid-setting");
