@@ -390,6 +390,10 @@ struct SocketListener {
 impl SocketListener {
     /// Binds `path`. A socket file left by a runtime that no longer listens is replaced; one
     /// that answers is in use, and so is any other kind of file.
+    ///
+    /// The socket is bound and listening under a name of its own in the same directory first,
+    /// then renamed to `path`: a host that waits for the file to appear never finds it before
+    /// the runtime listens (a connection between `bind` and `listen` is refused).
     fn bind(path: &Path) -> anyhow::Result<SocketListener> {
         use std::os::unix::fs::FileTypeExt as _;
         if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -402,8 +406,21 @@ impl SocketListener {
             std::fs::remove_file(path)
                 .with_context(|| format!("cannot replace the stale socket {}", path.display()))?;
         }
-        let listener = tokio::net::UnixListener::bind(path)
-            .with_context(|| format!("cannot listen on {}", path.display()))?;
+        let binding = path.with_file_name(format!(".agentwire-{}.sock", std::process::id()));
+        // Left by a runtime of the same process id that was killed while binding.
+        let _ = std::fs::remove_file(&binding);
+        let listener = tokio::net::UnixListener::bind(&binding)
+            .with_context(|| format!("cannot listen on {}", binding.display()))?;
+        if let Err(error) = std::fs::rename(&binding, path) {
+            let _ = std::fs::remove_file(&binding);
+            return Err(error).with_context(|| {
+                format!(
+                    "cannot move the socket {} to {}",
+                    binding.display(),
+                    path.display()
+                )
+            });
+        }
         Ok(SocketListener {
             listener,
             path: path.to_owned(),

@@ -1248,6 +1248,63 @@ async fn edit_slow_and_big_turns_and_retried_cancels_and_detaches() {
     assert_eq!(host.finish().await.code(), Some(0));
 }
 
+/// The socket file appears only once the runtime listens on it (bound under a name of its own
+/// and renamed), so a host that connects as soon as the file exists is accepted; a second
+/// runtime on the same path is refused while the first listens; a stale socket file is
+/// replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roll_socket_appears_listening_refuses_a_second_runtime_and_replaces_a_stale_one() {
+    let (dir, path) = store();
+    let serve = |socket: &std::path::Path| {
+        tokio::process::Command::new(BIN)
+            .args(["serve", "--roll-socket"])
+            .arg(socket)
+            .arg("--store")
+            .arg(format!("sqlite:{}", path.display()))
+            .env("AGENTWIRE_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+    let socket = dir.path().join("roll.sock");
+    let first = serve(&socket);
+    tokio::time::timeout(STUCK, async {
+        while !socket.exists() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the socket file appears");
+    std::os::unix::net::UnixStream::connect(&socket).expect("the socket file listens");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".sock"))
+        .collect();
+    assert_eq!(names, ["roll.sock"], "the socket's temporary name is gone");
+    let second = serve(&socket).wait_with_output().await.unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("is in use"), "{stderr}");
+    drop(first);
+
+    // A socket file nobody listens on, as a killed runtime leaves it.
+    let stale = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(std::os::unix::net::UnixStream::connect(&stale).is_err());
+    let _third = serve(&stale);
+    tokio::time::timeout(STUCK, async {
+        while std::os::unix::net::UnixStream::connect(&stale).is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the stale socket is replaced by a listening one");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_on_the_roll_socket_both_get_the_approval_and_the_first_answer_wins() {
     let (dir, path) = store();
