@@ -392,8 +392,9 @@ impl SocketListener {
     /// that answers is in use, and so is any other kind of file.
     ///
     /// The socket is bound and listening under a name of its own in the same directory first,
-    /// then renamed to `path`: a host that waits for the file to appear never finds it before
-    /// the runtime listens (a connection between `bind` and `listen` is refused).
+    /// then linked to `path`: a host that waits for the file to appear never finds it before
+    /// the runtime listens (a connection between `bind` and `listen` is refused), and of two
+    /// runtimes starting on one path, the second is refused.
     fn bind(path: &Path) -> anyhow::Result<SocketListener> {
         use std::os::unix::fs::FileTypeExt as _;
         if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -411,15 +412,23 @@ impl SocketListener {
         let _ = std::fs::remove_file(&binding);
         let listener = tokio::net::UnixListener::bind(&binding)
             .with_context(|| format!("cannot listen on {}", binding.display()))?;
-        if let Err(error) = std::fs::rename(&binding, path) {
-            let _ = std::fs::remove_file(&binding);
-            return Err(error).with_context(|| {
-                format!(
-                    "cannot move the socket {} to {}",
-                    binding.display(),
-                    path.display()
-                )
-            });
+        // A link, not a rename: a runtime that bound `path` meanwhile keeps it.
+        let linked = std::fs::hard_link(&binding, path);
+        let _ = std::fs::remove_file(&binding);
+        match linked {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                anyhow::bail!("{} is in use: another runtime bound it", path.display());
+            }
+            Err(error) => {
+                return Err(error).with_context(|| {
+                    format!(
+                        "cannot link the socket {} to {}",
+                        binding.display(),
+                        path.display()
+                    )
+                });
+            }
         }
         Ok(SocketListener {
             listener,

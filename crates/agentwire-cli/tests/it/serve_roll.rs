@@ -1249,7 +1249,7 @@ async fn edit_slow_and_big_turns_and_retried_cancels_and_detaches() {
 }
 
 /// The socket file appears only once the runtime listens on it (bound under a name of its own
-/// and renamed), so a host that connects as soon as the file exists is accepted; a second
+/// and linked), so a host that connects as soon as the file exists is accepted; a second
 /// runtime on the same path is refused while the first listens; a stale socket file is
 /// replaced.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
