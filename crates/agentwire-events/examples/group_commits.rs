@@ -40,10 +40,11 @@ fn open(path: &Path, synchronous: &str) -> Connection {
 fn commit(conn: &Connection, threads: &[String], seq: i64, payload: &[u8]) {
     conn.execute_batch("BEGIN IMMEDIATE").unwrap();
     let mut insert = conn
-        .prepare_cached(
-            "INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
+        .prepare_cached(&agentwire_testkit::multi_row_insert(
+            "aw_events",
+            &agentwire_testkit::AW_EVENTS_COLUMNS,
+            1,
+        ))
         .unwrap();
     for thread in threads {
         insert

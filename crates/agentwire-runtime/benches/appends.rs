@@ -183,10 +183,11 @@ impl Raw {
             Raw::Sqlite(conn) => {
                 conn.execute_batch("BEGIN IMMEDIATE").unwrap();
                 let mut insert = conn
-                    .prepare_cached(
-                        "INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    )
+                    .prepare_cached(&agentwire_testkit::multi_row_insert(
+                        "aw_events",
+                        &agentwire_testkit::AW_EVENTS_COLUMNS,
+                        1,
+                    ))
                     .unwrap();
                 for (thread, seq) in rows {
                     insert

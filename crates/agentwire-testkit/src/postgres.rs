@@ -29,7 +29,9 @@ pub const AW_EVENTS_COLUMNS: [&str; 7] = [
 
 /// The text of one `INSERT` of `rows` rows into `table`'s `columns`, its parameters numbered
 /// row by row (`($1, $2), ($3, $4)` for two rows of two columns): the multi-row insert the
-/// benchmarks' PostgreSQL anchors commit as one transaction.
+/// benchmarks' PostgreSQL anchors commit as one transaction. SQLite reads the same text (its
+/// `$N` parameters numbered in order of appearance), so one row of it is the SQLite anchors'
+/// insert too.
 pub fn multi_row_insert(table: &str, columns: &[&str], rows: usize) -> String {
     let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
     for row in 0..rows {
