@@ -79,24 +79,18 @@ impl Settings {
         positive("max_batch_bytes", self.max_batch_bytes)?;
         positive("readers", self.readers)?;
         positive("max_record_bytes", self.max_record_bytes)?;
-        if self.max_batch_bytes > MAX_BATCH_BYTES {
-            return Err(Error::InvalidSetting {
-                name: "max_batch_bytes",
-                reason: format!(
-                    "{} is over the limit of {MAX_BATCH_BYTES}",
-                    self.max_batch_bytes
-                ),
-            });
-        }
-        if self.max_record_bytes > MAX_RECORD_BYTES {
-            return Err(Error::InvalidSetting {
-                name: "max_record_bytes",
-                reason: format!(
-                    "{} is over the limit of {MAX_RECORD_BYTES}",
-                    self.max_record_bytes
-                ),
-            });
-        }
+        let at_most = |name: &'static str, v: usize, limit: usize| {
+            if v > limit {
+                Err(Error::InvalidSetting {
+                    name,
+                    reason: format!("{v} is over the limit of {limit}"),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        at_most("max_batch_bytes", self.max_batch_bytes, MAX_BATCH_BYTES)?;
+        at_most("max_record_bytes", self.max_record_bytes, MAX_RECORD_BYTES)?;
         Ok(())
     }
 }

@@ -395,8 +395,7 @@ impl Writer {
         batch: &[AppendRequest],
     ) -> Result<Vec<Result<Appended>>, BatchError> {
         let stmt = self.statements().await.map_err(BatchError::Failed)?.append;
-        let mut order: Vec<usize> = (0..batch.len()).collect();
-        order.sort_by(|&a, &b| batch[a].thread.cmp(&batch[b].thread));
+        let order = thread_order(batch);
         let client = &self.client;
         // BEGIN, the appends, the NOTIFY and COMMIT go out in one flight: requests are sent in
         // the order the futures are first polled, and each append decides its own conflict, so
@@ -516,8 +515,7 @@ struct ThreadGroups<'a> {
 
 impl<'a> ThreadGroups<'a> {
     fn new(batch: &'a [AppendRequest]) -> Self {
-        let mut order: Vec<usize> = (0..batch.len()).collect();
-        order.sort_by(|&a, &b| batch[a].thread.cmp(&batch[b].thread));
+        let order = thread_order(batch);
         let mut groups = ThreadGroups::default();
         for run in order.chunk_by(|&a, &b| batch[a].thread == batch[b].thread) {
             let Some(start) = common_start(run.iter().map(|&i| &batch[i])) else {
@@ -548,6 +546,14 @@ impl<'a> ThreadGroups<'a> {
         }
         groups
     }
+}
+
+/// The indexes of `batch` in the byte order of their threads, a thread's appends in batch order:
+/// the order both paths lock thread rows in.
+fn thread_order(batch: &[AppendRequest]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..batch.len()).collect();
+    order.sort_by(|&a, &b| batch[a].thread.cmp(&batch[b].thread));
+    order
 }
 
 /// The position a thread's appends, in their order, all hold at (-1 when none expects one), or
