@@ -10,6 +10,7 @@
 //! The contract, its error codes and the storage layout are documented in `docs/events.md`.
 
 mod error;
+mod finish;
 mod limits;
 mod postgres;
 mod queue;
@@ -25,6 +26,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 
 pub use error::{Error, Result};
+pub use finish::FinishOnDrop;
 pub use limits::{
     DEFAULT_FOREIGN_COMMIT_POLL, DEFAULT_JOURNAL_SIZE_LIMIT, DEFAULT_MAX_BATCH_APPENDS,
     DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS, DEFAULT_RETAINED_AGE,

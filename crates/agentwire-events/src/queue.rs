@@ -106,15 +106,17 @@ pub(crate) struct WriterQueue {
     doorbell: Option<Arc<Doorbell>>,
 }
 
-/// How a writer thread that sleeps between commands learns that commands wait for it (the
-/// SQLite writer, whose queue is also drained by appenders that find it idle): the count of
-/// commands queued and not yet taken, and the thread to wake.
+/// How a writer that sleeps between commands learns that commands wait for it (a writer whose
+/// queue is also drained by appenders that find it idle): the count of commands queued and not
+/// yet taken, and the writer to wake: a thread (SQLite's, parked) or a task (PostgreSQL's,
+/// awaiting [`Doorbell::rung`]).
 #[derive(Debug, Default)]
 pub(crate) struct Doorbell {
     /// Commands sent and not yet taken; for a moment below zero when a command is taken before
     /// its sender counted it.
     queued: AtomicIsize,
     thread: OnceLock<std::thread::Thread>,
+    task: tokio::sync::Notify,
 }
 
 impl Doorbell {
@@ -142,11 +144,44 @@ impl Doorbell {
         self.queued.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Wakes the writer thread, or keeps it from sleeping at its next wait.
+    /// Wakes the writer, or keeps it from sleeping at its next wait.
     pub(crate) fn ring(&self) {
         if let Some(thread) = self.thread.get() {
             thread.unpark();
         }
+        self.task.notify_one();
+    }
+
+    /// Once the doorbell rings (at once when it rang since the last wait).
+    pub(crate) async fn rung(&self) {
+        self.task.notified().await;
+    }
+}
+
+/// What a writer found next: the command it held back, else the queue's next.
+pub(crate) enum Next {
+    Command(Command),
+    Empty,
+    Closed,
+}
+
+/// The command `held` back from the last batch, else the next one of `queue`, counted as
+/// taken on `doorbell`.
+pub(crate) fn next_command(
+    held: &mut Option<Command>,
+    queue: &mut mpsc::Receiver<Command>,
+    doorbell: &Doorbell,
+) -> Next {
+    if let Some(command) = held.take() {
+        return Next::Command(command);
+    }
+    match queue.try_recv() {
+        Ok(command) => {
+            doorbell.took(1);
+            Next::Command(command)
+        }
+        Err(mpsc::error::TryRecvError::Empty) => Next::Empty,
+        Err(mpsc::error::TryRecvError::Disconnected) => Next::Closed,
     }
 }
 
@@ -183,7 +218,7 @@ impl WriterQueue {
         Ok(())
     }
 
-    fn ring(&self) {
+    pub(crate) fn ring(&self) {
         if let Some(doorbell) = &self.doorbell {
             doorbell.ring();
         }
@@ -213,20 +248,6 @@ impl WriterQueue {
     async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command) -> Result<T> {
         let (reply, answer) = oneshot::channel();
         self.send(make(reply)).await?;
-        self.ring();
-        answer.await.map_err(|_| Error::Closed)?
-    }
-
-    /// Checks an append against the record limit and queues it; answers once it committed.
-    pub(crate) async fn append(
-        &self,
-        thread: &ThreadId,
-        expected: Expected,
-        events: Vec<NewEvent>,
-        max_record_bytes: usize,
-    ) -> Result<Appended> {
-        let (request, answer) = new_append(thread, expected, events, max_record_bytes)?;
-        self.send(Command::Append(request)).await?;
         self.ring();
         answer.await.map_err(|_| Error::Closed)?
     }

@@ -1,8 +1,9 @@
-//! The PostgreSQL engine, for several runtime instances on several machines: a writer (on a
-//! thread of its own) that group-commits appends (one statement for the whole batch, with the
-//! notification; `aw_append` calls for the appends it leaves), a read pool, a connection that
-//! writes checkpoints beside the writer, and, while anything follows the log's commits, a
-//! listener connection that wakes tails.
+//! The PostgreSQL engine, for several runtime instances on several machines: a writer's queue
+//! whose appends are group-committed (one statement for the whole batch, with the notification;
+//! `aw_append` calls for the appends it leaves) by an appender that finds the queue free, on its
+//! own task and the appenders' connection, or else by the writer's thread on a connection of its
+//! own; a read pool, a connection that writes checkpoints beside the writer, and, while anything
+//! follows the log's commits, a listener connection that wakes tails.
 //!
 //! This module holds the `PostgresLog` (opening, the reads; the queue to the writer is the
 //! crate's `queue.rs`); `writer.rs` is the writer and its group commit, `transactions.rs` the
@@ -22,10 +23,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio_postgres::{Client, NoTls};
 
-use crate::EventLog;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_CHECKPOINT_BYTES, MAX_PAGE_BYTES};
-use crate::queue::WriterQueue;
+use crate::queue::{Doorbell, WriterQueue, new_append};
 use crate::settings::Settings;
 use crate::sqlite::check_limit;
 use crate::types::{
@@ -33,6 +33,7 @@ use crate::types::{
     Retention, StoredEvent, ThreadId, ThreadInfo, Trimmed, check_checkpoint, check_read_bounds,
     first_wanted,
 };
+use crate::{EventLog, FinishOnDrop};
 use listen::listen;
 
 pub use schema::POSTGRES_SCHEMA_VERSION;
@@ -50,6 +51,8 @@ pub struct PostgresLog {
     /// One connection that writes checkpoints, beside the writer's appends.
     checkpoints: Pool,
     queue: WriterQueue,
+    /// The writer's queue, taken by appenders that find it free.
+    shared: Arc<writer::Shared>,
     writer: Mutex<Option<writer::Stopped>>,
     commits: watch::Sender<u64>,
     /// Told when something subscribes to `commits`, so the listener starts listening.
@@ -86,10 +89,12 @@ impl PostgresLog {
         // Checkpoints queue on a connection of their own, so a page read never waits for one.
         let checkpoints = new_pool(&config, 1)?;
         let (commits, _) = watch::channel(0u64);
-        let (queue, rx) = WriterQueue::new(settings.queue_capacity);
-        let writer = writer::spawn(
+        let doorbell = Arc::new(Doorbell::default());
+        let (queue, rx) = WriterQueue::with_doorbell(settings.queue_capacity, doorbell.clone());
+        let (shared, writer) = writer::spawn(
             config.clone(),
             rx,
+            doorbell,
             log_id,
             settings.clone(),
             commits.clone(),
@@ -110,6 +115,7 @@ impl PostgresLog {
             pool,
             checkpoints,
             queue,
+            shared,
             writer: Mutex::new(Some(writer)),
             commits,
             followed,
@@ -170,9 +176,10 @@ impl EventLog for PostgresLog {
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> Result<Appended> {
-        self.queue
-            .append(thread, expected, events, self.settings.max_record_bytes)
-            .await
+        let (request, answer) =
+            new_append(thread, expected, events, self.settings.max_record_bytes)?;
+        self.queue.push_append(request).await?;
+        FinishOnDrop::new(Arc::clone(&self.shared).append(answer)).await
     }
 
     async fn read(&self, thread: &ThreadId, after: After, limit: usize) -> Result<Page> {

@@ -1,6 +1,8 @@
-//! The writer: one connection that takes the queue's commands in order, reconnecting when it
-//! dropped, and group-commits runs of appends, acknowledging each append only after the outcome
-//! of its commit is known.
+//! The writer: the queue of commands, held by one party at a time, which takes them in order
+//! and group-commits runs of appends on its connection, acknowledging each append only after the
+//! outcome of its commit is known. An appender that finds the queue free commits small batches
+//! on its own task (see [`Shared::append`]); otherwise the writer's thread, woken through the
+//! queue's doorbell, runs what is queued, reconnecting its connection when it dropped.
 //!
 //! A group commit is first one statement, committed on its own: for every thread of the batch,
 //! its appends' events inserted after the thread's row is advanced past them, if the row shows
@@ -13,10 +15,13 @@
 //! (BEGIN, the calls in thread order, one NOTIFY and COMMIT pipelined in one round trip), which
 //! decides each append's conflict on its own.
 //!
-//! The writer and its connection run on a thread of their own (a one-thread tokio runtime), as
-//! the SQLite writer does: the group commit is the log's one serial path, and on the host's
-//! runtime, busy with the agents whose events it commits, the writer and its connection would
-//! wait behind their tasks between one commit and the next.
+//! The writer's thread and its connection run on a thread of their own (a one-thread tokio
+//! runtime), as the SQLite writer does: the group commit is the log's one serial path, and on
+//! the host's runtime, busy with the agents whose events it commits, a connection committing
+//! large batches would wait behind their tasks between one commit and the next.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::Client;
@@ -25,7 +30,7 @@ use tokio_postgres::error::SqlState;
 use super::transactions::{delete, put_checkpoint, trim};
 use super::{CHANNEL, connect};
 use crate::error::{Error, Result};
-use crate::queue::{AppendRequest, Command, gather};
+use crate::queue::{Answer, AppendRequest, Command, Doorbell, Next, gather, next_command};
 use crate::settings::Settings;
 use crate::types::{Appended, Expected, LogId};
 const APPEND_SQL: &str =
@@ -114,9 +119,20 @@ struct Statements {
     append: tokio_postgres::Statement,
 }
 
+/// The events a batch committed by an appender on its own task holds at most (see
+/// [`Shared::append`]); a larger append goes to the writer's thread.
+pub(super) const LEAD_BATCH_EVENTS: usize = 64;
+
+/// The bytes a batch committed by an appender on its own task holds at most.
+pub(super) const LEAD_BATCH_BYTES: usize = 64 * 1024;
+
+/// How long after a failed attempt the appenders' connection is connected again.
+const LEAD_RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+/// One connection's committer: the connection, its prepared statements, and what a commit
+/// answers with.
 struct Writer {
     client: Client,
-    // The prepared statements of the current connection.
     statements: Option<Statements>,
     config: tokio_postgres::Config,
     log_id: LogId,
@@ -127,67 +143,131 @@ struct Writer {
 /// The writer's thread, answered once the thread stopped (its connection closed).
 pub(super) type Stopped = oneshot::Receiver<()>;
 
-/// Starts the writer's thread over `queue`: it connects to `config` and runs the queue's
-/// commands until the queue closes. Answers once the writer is connected, or why it could not
-/// connect.
+/// The queue and the appenders' connection, held by one party at a time: the writer's thread,
+/// or an appender that found them free (see [`Shared::append`]).
+pub(super) struct Shared {
+    core: tokio::sync::Mutex<Core>,
+    doorbell: Arc<Doorbell>,
+    /// What a new appenders' connection is made of.
+    make: (tokio_postgres::Config, LogId, Settings, watch::Sender<u64>),
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+struct Core {
+    queue: mpsc::Receiver<Command>,
+    /// A command taken from the queue that is still to run before the rest.
+    held: Option<Command>,
+    /// The appenders' connection, on the runtime the log was opened on: `None` after it broke,
+    /// until it is connected again.
+    lead: Option<Writer>,
+    /// When the appenders' connection may next be connected again.
+    reconnect_at: Option<Instant>,
+    /// The queue closed and the writer's thread ended.
+    closed: bool,
+}
+
+impl Writer {
+    async fn connect(
+        config: tokio_postgres::Config,
+        log_id: LogId,
+        settings: Settings,
+        commits: watch::Sender<u64>,
+    ) -> Result<Writer> {
+        Ok(Writer {
+            client: connect(&config).await?,
+            statements: None,
+            config,
+            log_id,
+            settings,
+            commits,
+        })
+    }
+}
+
+/// Starts the writer's thread over `queue`, whose commands are counted on `doorbell`: it
+/// connects to `config` and runs the queue's commands until the queue closes. Also connects the
+/// appenders' connection, on the current runtime. Answers once both are connected, or why they
+/// could not connect.
 pub(super) async fn spawn(
     config: tokio_postgres::Config,
     queue: mpsc::Receiver<Command>,
+    doorbell: Arc<Doorbell>,
     log_id: LogId,
     settings: Settings,
     commits: watch::Sender<u64>,
-) -> Result<Stopped> {
+) -> Result<(Arc<Shared>, Stopped)> {
+    let lead = Writer::connect(config.clone(), log_id, settings.clone(), commits.clone()).await?;
+    let shared = Arc::new(Shared {
+        core: tokio::sync::Mutex::new(Core {
+            queue,
+            held: None,
+            lead: Some(lead),
+            reconnect_at: None,
+            closed: false,
+        }),
+        doorbell,
+        make: (config.clone(), log_id, settings.clone(), commits.clone()),
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let (connected, connection) = oneshot::channel();
     let (stopped, stopped_rx) = oneshot::channel();
+    let thread_shared = Arc::clone(&shared);
     std::thread::Builder::new()
         .name("agentwire-events-postgres-writer".into())
         .spawn(move || {
             runtime.block_on(async move {
-                let client = match connect(&config).await {
-                    Ok(client) => client,
+                let writer = match Writer::connect(config, log_id, settings, commits).await {
+                    Ok(writer) => writer,
                     Err(err) => {
                         let _ = connected.send(Err(err));
                         return;
                     }
                 };
                 let _ = connected.send(Ok(()));
-                let writer = Writer {
-                    client,
-                    statements: None,
-                    config,
-                    log_id,
-                    settings,
-                    commits,
-                };
-                writer.run(queue).await;
+                run(&thread_shared, writer).await;
             });
             // The connection's task ends with the runtime.
             drop(runtime);
             let _ = stopped.send(());
         })?;
     connection.await.map_err(|_| Error::Closed)??;
-    Ok(stopped_rx)
+    Ok((shared, stopped_rx))
 }
 
-impl Writer {
-    async fn run(mut self, mut queue: mpsc::Receiver<Command>) {
-        let mut held: Option<Command> = None;
+/// The writer's thread: waits for the doorbell, then takes the queue and runs every queued
+/// command. Once the queue is closed and drained, closes the appenders' connection and ends.
+async fn run(shared: &Shared, mut writer: Writer) {
+    loop {
+        // A caller that queued a command while the queue was held counted it before it tried
+        // to take the queue: the count is seen here, or the caller took the queue.
+        if !shared.doorbell.waiting() {
+            shared.doorbell.rung().await;
+        }
+        let mut guard = shared.core.lock().await;
+        let core = &mut *guard;
         loop {
-            let command = match held.take() {
-                Some(command) => command,
-                None => match queue.recv().await {
-                    Some(command) => command,
-                    None => break,
-                },
+            let command = match next_command(&mut core.held, &mut core.queue, &shared.doorbell) {
+                Next::Command(command) => command,
+                Next::Empty => break,
+                Next::Closed => {
+                    core.lead = None;
+                    core.closed = true;
+                    tracing::debug!(log_id = %writer.log_id, "postgres writer stopped");
+                    return;
+                }
             };
-            if self.client.is_closed() {
-                match connect(&self.config).await {
+            if writer.client.is_closed() {
+                match connect(&writer.config).await {
                     Ok(client) => {
-                        self.client = client;
-                        self.statements = None;
+                        writer.client = client;
+                        writer.statements = None;
                     }
                     Err(err) => {
                         tracing::warn!(error = %err, "postgres writer cannot reconnect");
@@ -198,9 +278,12 @@ impl Writer {
             }
             match command {
                 Command::Append(first) => {
-                    let batch;
-                    (batch, held) = gather(first, &mut queue, &self.settings);
-                    self.commit_batch(batch).await;
+                    let (batch, held) = gather(first, &mut core.queue, &writer.settings);
+                    shared
+                        .doorbell
+                        .took(batch.len() - 1 + usize::from(held.is_some()));
+                    core.held = held;
+                    writer.commit_batch(batch).await;
                 }
                 Command::Trim {
                     thread,
@@ -208,7 +291,7 @@ impl Writer {
                     now,
                     reply,
                 } => {
-                    let result = trim(&mut self.client, &thread, &retention, now).await;
+                    let result = trim(&mut writer.client, &thread, &retention, now).await;
                     let _ = reply.send(result);
                 }
                 // `PostgresLog` writes checkpoints on a connection of their own, beside this
@@ -219,21 +302,156 @@ impl Writer {
                     checkpoint,
                     reply,
                 } => {
-                    let result = put_checkpoint(&mut self.client, &thread, &checkpoint).await;
+                    let result = put_checkpoint(&mut writer.client, &thread, &checkpoint).await;
                     let _ = reply.send(result);
                 }
                 Command::Delete { thread, reply } => {
-                    let result = delete(&mut self.client, &thread).await;
+                    let result = delete(&mut writer.client, &thread).await;
                     if matches!(result, Ok(true)) {
-                        self.commits.send_modify(|n| *n = n.wrapping_add(1));
+                        writer.commits.send_modify(|n| *n = n.wrapping_add(1));
                     }
                     let _ = reply.send(result);
                 }
             }
         }
-        tracing::debug!(log_id = %self.log_id, "postgres writer stopped");
+    }
+}
+
+impl Shared {
+    /// The answer to an append the caller queued. When nothing holds the queue, the caller takes
+    /// it and commits on its own task, on the appenders' connection: group commits of the
+    /// appends queued with its own, until its own is answered, as the writer's thread would
+    /// commit them. A one-event append on an idle log is then one statement sent from the
+    /// caller's task, with no hand-off to the writer's thread and back (two wake-ups across
+    /// threads, about a fifth of the commit). Only small batches are committed so
+    /// ([`LEAD_BATCH_EVENTS`], [`LEAD_BATCH_BYTES`]): the appenders' connection runs on the
+    /// host's runtime, where agents' work delays it, and a large batch is left to the writer's
+    /// thread, as is any other command. Whoever holds the queue rings the writer's thread, after
+    /// letting it go, if commands are still queued.
+    ///
+    /// Run inside [`crate::FinishOnDrop`]: a caller that stops waiting leaves the group commit
+    /// it leads to finish as a task, so the other appends of the batch are answered.
+    pub(super) async fn append(self: Arc<Self>, mut answer: Answer<Appended>) -> Result<Appended> {
+        if let Some(result) = self.lead(&mut answer).await {
+            return result;
+        }
+        answer.await.map_err(|_| Error::Closed)?
     }
 
+    async fn lead(self: &Arc<Self>, answer: &mut Answer<Appended>) -> Option<Result<Appended>> {
+        // Whoever holds the queue rings the thread once it lets go.
+        let Ok(mut core) = self.core.try_lock() else {
+            return None;
+        };
+        let mut mine = None;
+        loop {
+            if let Ok(result) = answer.try_recv() {
+                mine = Some(result);
+                break;
+            }
+            let core = &mut *core;
+            if core
+                .lead
+                .as_ref()
+                .is_none_or(|lead| lead.client.is_closed())
+            {
+                self.reconnect(core);
+                break;
+            }
+            let first = match next_command(&mut core.held, &mut core.queue, &self.doorbell) {
+                Next::Command(Command::Append(first)) => first,
+                Next::Command(other) => {
+                    core.held = Some(other);
+                    break;
+                }
+                Next::Empty | Next::Closed => break,
+            };
+            let Some(lead) = core.lead.as_mut() else {
+                break;
+            };
+            let (batch, held) =
+                gather_small(first, &mut core.queue, &lead.settings, &self.doorbell);
+            core.held = held;
+            if batch.is_empty() {
+                break;
+            }
+            lead.commit_batch(batch).await;
+        }
+        let held = core.held.is_some();
+        drop(core);
+        if held || self.doorbell.waiting() {
+            self.doorbell.ring();
+        }
+        mine
+    }
+
+    /// The appenders' connection broke: it is connected again by a task of the current
+    /// runtime, at most once every [`LEAD_RECONNECT_DELAY`]; the writer's thread commits
+    /// meanwhile.
+    fn reconnect(self: &Arc<Self>, core: &mut Core) {
+        core.lead = None;
+        let now = Instant::now();
+        if core.closed || core.reconnect_at.is_some_and(|at| now < at) {
+            return;
+        }
+        core.reconnect_at = Some(now + LEAD_RECONNECT_DELAY);
+        let shared = Arc::clone(self);
+        tokio::spawn(async move {
+            let (config, log_id, settings, commits) = shared.make.clone();
+            match Writer::connect(config, log_id, settings, commits).await {
+                Ok(writer) => {
+                    let mut core = shared.core.lock().await;
+                    if !core.closed {
+                        core.lead = Some(writer);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "postgres appenders' connection cannot reconnect; the writer's thread commits meanwhile");
+                }
+            }
+        });
+    }
+}
+
+/// `first` and the appends queued behind it while the batch stays within what an appender
+/// commits on its own task ([`LEAD_BATCH_EVENTS`], [`LEAD_BATCH_BYTES`], and the settings'
+/// batch budget): the first command that does not fit (an append that would take the batch
+/// over, or another command) is handed back, to run before the rest. The batch is empty when
+/// `first` itself does not fit.
+fn gather_small(
+    first: AppendRequest,
+    queue: &mut mpsc::Receiver<Command>,
+    settings: &Settings,
+    doorbell: &Doorbell,
+) -> (Vec<AppendRequest>, Option<Command>) {
+    let max_events = LEAD_BATCH_EVENTS;
+    let max_bytes = LEAD_BATCH_BYTES.min(settings.max_batch_bytes);
+    let (mut batch, mut events, mut bytes) = (Vec::new(), 0, 0);
+    let mut next = Command::Append(first);
+    loop {
+        match next {
+            Command::Append(request)
+                if (batch.is_empty() || batch.len() < settings.max_batch_appends)
+                    && events + request.events.len() <= max_events
+                    && bytes + request.bytes <= max_bytes =>
+            {
+                events += request.events.len();
+                bytes += request.bytes;
+                batch.push(request);
+            }
+            other => return (batch, Some(other)),
+        }
+        match queue.try_recv() {
+            Ok(command) => {
+                doorbell.took(1);
+                next = command;
+            }
+            Err(_) => return (batch, None),
+        }
+    }
+}
+
+impl Writer {
     /// The connection's prepared statements, prepared on first use. The group statement runs
     /// on its generic plan: a custom plan would be planned again at every commit, which costs
     /// as much as running it.

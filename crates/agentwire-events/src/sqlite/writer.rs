@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::schema::{BYTES, NEXT_SEQ, TAIL_EVENTS};
 use crate::error::{Error, Result};
-use crate::queue::{Answer, AppendRequest, Command, Doorbell, gather};
+use crate::queue::{Answer, AppendRequest, Command, Doorbell, Next, gather, next_command};
 use crate::retention::{age_cutoff_ms, new_low_watermark};
 use crate::settings::Settings;
 use crate::types::{
@@ -37,26 +37,9 @@ struct Core {
     held: Option<Command>,
 }
 
-/// What [`Core::next`] found.
-enum Next {
-    Command(Command),
-    Empty,
-    Closed,
-}
-
 impl Core {
     fn next(&mut self, doorbell: &Doorbell) -> Next {
-        if let Some(command) = self.held.take() {
-            return Next::Command(command);
-        }
-        match self.queue.try_recv() {
-            Ok(command) => {
-                doorbell.took(1);
-                Next::Command(command)
-            }
-            Err(mpsc::error::TryRecvError::Empty) => Next::Empty,
-            Err(mpsc::error::TryRecvError::Disconnected) => Next::Closed,
-        }
+        next_command(&mut self.held, &mut self.queue, doorbell)
     }
 
     /// Commits `first` with the appends queued behind it (the first other command found among

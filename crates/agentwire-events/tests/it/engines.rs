@@ -1116,3 +1116,112 @@ async fn sqlite_close_during_appends_answers_every_append_and_returns() {
         }
     }
 }
+
+/// An append that finds the writer free is committed on its caller's task, and a caller that
+/// stops waiting while its commit is in flight does not take the commit with it: the append
+/// behind it, queued meanwhile and waiting on the same writer, is still answered, and both are
+/// stored in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_append_whose_caller_stops_waiting_mid_commit_leaves_the_next_one_answered() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let log = open(&url).await.unwrap();
+    let t = thread("leader");
+    log.append(&t, Expected::Next(0), vec![NewEvent::new("k", "0")])
+        .await
+        .unwrap();
+    for round in 1..=20u64 {
+        let first = round * 2 - 1;
+        let mut leading = Box::pin(log.append(
+            &t,
+            Expected::Next(first),
+            vec![NewEvent::new("k", first.to_string())],
+        ));
+        // Polled once: queued, and its commit sent on the caller's task.
+        assert!(futures_util::poll!(leading.as_mut()).is_pending());
+        let behind = {
+            let log = Arc::clone(&log);
+            let t = t.clone();
+            tokio::spawn(async move {
+                log.append(
+                    &t,
+                    Expected::Next(first + 1),
+                    vec![NewEvent::new("k", (first + 1).to_string())],
+                )
+                .await
+            })
+        };
+        // The append behind is queued, waiting for the writer the dropped caller holds.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        drop(leading);
+        let appended = tokio::time::timeout(std::time::Duration::from_secs(10), behind)
+            .await
+            .expect("the append behind a dropped one is answered")
+            .unwrap()
+            .unwrap();
+        assert_eq!(appended.first_seq, first + 1);
+    }
+    let page = log.read(&t, After::Start, 100).await.unwrap();
+    let payloads: Vec<String> = page
+        .events
+        .iter()
+        .map(|e| String::from_utf8(e.payload.clone()).unwrap())
+        .collect();
+    let want: Vec<String> = (0..=40).map(|n: u64| n.to_string()).collect();
+    assert_eq!(payloads, want);
+    log.close().await.unwrap();
+}
+
+/// The connections an instance writes on break (the server ends them): the appends in flight
+/// fail with the reason, the next ones are committed again, and the instance connects again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_appends_are_committed_again_once_the_writing_connections_are_ended() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let log = open(&url).await.unwrap();
+    let t = thread("ended");
+    log.append(&t, Expected::Any, vec![NewEvent::new("k", "before")])
+        .await
+        .unwrap();
+    let client = pg_client(&url).await;
+    let ended: i64 = client
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        ended >= 2,
+        "the writer's and the appenders' connections: {ended}"
+    );
+    let mut failed = 0;
+    let mut committed = 0;
+    for _ in 0..100 {
+        match log
+            .append(&t, Expected::Any, vec![NewEvent::new("k", "after")])
+            .await
+        {
+            Ok(_) => committed += 1,
+            Err(err) => {
+                assert!(
+                    matches!(
+                        err.code(),
+                        "events.closed" | "events.commit-outcome-unknown" | "events.write-failed"
+                    ),
+                    "{err}"
+                );
+                assert_eq!(committed, 0, "a failure after a commit: {err}");
+                failed += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        if committed == 10 {
+            break;
+        }
+    }
+    assert_eq!(committed, 10, "{failed} appends failed");
+    let page = log.read(&t, After::Start, 100).await.unwrap();
+    assert!(page.events.len() >= 11, "{}", page.events.len());
+    log.close().await.unwrap();
+}

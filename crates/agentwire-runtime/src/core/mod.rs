@@ -352,12 +352,15 @@ impl Runtime {
     {
         let (out, ticket, drive) = self.admit(thread_id, slot, Flusher::Caller, decide).await?;
         if let Some(mut ticket) = ticket {
-            if drive {
-                self.drive_flush(thread_id, slot, &ticket).await;
-            }
-            (&mut ticket)
-                .await
-                .unwrap_or_else(|_| Err(RuntimeError::Stopped("the flusher ended".into())))?;
+            let answered = match drive {
+                true => self.drive_flush(thread_id, slot, &mut ticket).await,
+                false => None,
+            };
+            let answer = match answered {
+                Some(answer) => answer,
+                None => (&mut ticket).await,
+            };
+            answer.unwrap_or_else(|_| Err(RuntimeError::Stopped("the flusher ended".into())))?;
         }
         Ok(out)
     }
@@ -485,32 +488,34 @@ impl Runtime {
     /// their `ticket`: a batch taken, its append sent, and, when the append was committed within
     /// the send (a log that commits on its caller's thread, finding its writer free) and the
     /// state's lock is free, folded, published and its tickets answered, all without waiting,
-    /// until `ticket` is answered. A step that would wait (a commit in flight, a failed commit,
-    /// the state's lock held) and what is left once `ticket` is answered go to a flusher task,
-    /// so a caller that stops waiting never leaves a flush half done. For one awaited append on
-    /// an idle thread this saves the flusher task's start and the wake-ups between the tasks.
+    /// until `ticket` is answered. From a commit in flight (or failed) the caller runs the
+    /// flusher on its own task until `ticket` is answered
+    /// ([`Runtime::flush_until_answered`]), and a batch whose state's lock is held goes to a
+    /// flusher task; what is left once `ticket` is answered goes on as a flusher task, so a
+    /// caller that stops waiting never leaves a flush half done. For one awaited append on an
+    /// idle thread this saves the flusher task's start and the wake-ups between the tasks.
+    /// Returns the ticket's answer when it took it.
     async fn drive_flush(
         &self,
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
-        ticket: &oneshot::Receiver<Result<(), RuntimeError>>,
-    ) {
+        ticket: &mut Ticket,
+    ) -> Option<Result<Result<(), RuntimeError>, oneshot::error::RecvError>> {
         loop {
-            let Some(batch) = self.take_batch(slot, true) else {
-                return;
-            };
+            let batch = self.take_batch(slot, true)?;
             // Polled once; completes at once when the log committed within the call.
             let (batch, sent) = self.send_batch(slot, batch).await;
             let appended = match sent {
                 Sent::Done(Ok(appended)) => appended,
                 pending_or_failed => {
-                    self.spawn_flush(thread_id, slot, Some((batch, pending_or_failed)));
-                    return;
+                    return self
+                        .flush_until_answered(thread_id, slot, (batch, pending_or_failed), ticket)
+                        .await;
                 }
             };
             let Ok(mut state) = slot.state.try_lock() else {
                 self.spawn_flush(thread_id, slot, Some((batch, Sent::Done(Ok(appended)))));
-                return;
+                return None;
             };
             let (tickets, tasks_changed) =
                 self.fold_and_publish_locked(thread_id, slot, &mut state, batch, appended);
@@ -529,9 +534,41 @@ impl Runtime {
                     drop(outbox);
                     self.spawn_flush(thread_id, slot, None);
                 }
-                return;
+                return None;
             }
         }
+    }
+
+    /// The thread's flusher, from `next` (a batch whose append is in flight, or failed), run on
+    /// the caller's task until `ticket` is answered, whose answer is returned; what is left of
+    /// it then, or when the caller stops waiting, goes on as a task
+    /// ([`agentwire_events::FinishOnDrop`]). The append's answer wakes the caller itself, not a
+    /// flusher task that would then wake it.
+    async fn flush_until_answered(
+        &self,
+        thread_id: &str,
+        slot: &Arc<ThreadSlot>,
+        next: (Vec<Queued>, Sent),
+        ticket: &mut Ticket,
+    ) -> Option<Result<Result<(), RuntimeError>, oneshot::error::RecvError>> {
+        let (runtime, slot, thread) = (self.clone(), Arc::clone(slot), thread_id.to_owned());
+        let mut flusher = agentwire_events::FinishOnDrop::new(async move {
+            runtime.flush(&thread, &slot, Some(next)).await;
+        });
+        std::future::poll_fn(|cx| {
+            // The ticket first: once it is answered, the flusher's rest is a task's.
+            if let std::task::Poll::Ready(answer) = std::pin::Pin::new(&mut *ticket).poll(cx) {
+                return std::task::Poll::Ready(Some(answer));
+            }
+            match std::pin::Pin::new(&mut flusher).poll(cx) {
+                std::task::Poll::Ready(()) => std::task::Poll::Ready(None),
+                std::task::Poll::Pending => match std::pin::Pin::new(&mut *ticket).poll(cx) {
+                    std::task::Poll::Ready(answer) => std::task::Poll::Ready(Some(answer)),
+                    std::task::Poll::Pending => std::task::Poll::Pending,
+                },
+            }
+        })
+        .await
     }
 
     /// The thread's flusher: commits whatever was admitted while the previous commit ran as
@@ -936,6 +973,9 @@ fn end_flush(slot: &ThreadSlot, mut outbox: MutexGuard<'_, Outbox>) {
     drop(outbox);
     slot.room.notify_waiters();
 }
+
+/// Where a caller waiting for its events' commit is answered.
+type Ticket = oneshot::Receiver<Result<(), RuntimeError>>;
 
 /// Who runs a thread's flusher when an admission finds none running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
