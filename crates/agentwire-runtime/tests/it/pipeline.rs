@@ -1,6 +1,6 @@
-//! Pipelined durable appends: a burst reaches subscribers in log order with its end last, and
-//! a commit that fails mid-burst fails the turn, publishes nothing it did not commit, and leaves
-//! the thread serving.
+//! Pipelined durable appends: a burst reaches subscribers in log order with its end last, a
+//! commit that fails mid-burst fails the turn, publishes nothing it did not commit, and leaves
+//! the thread serving, and a caller that stops waiting mid-commit leaves its flush whole.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,12 +17,14 @@ use agentwire_testkit::runtime::{input, is_turn_end, until};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A log that fails one append (the `fail_at`-th, counting from 1) and forwards everything else.
+/// A log that fails one append (the `fail_at`-th, counting from 1), holds appends while `gate`
+/// is locked for writing, and forwards everything else.
 #[derive(Debug)]
 struct FailingLog {
     inner: Arc<dyn EventLog>,
     appends: AtomicUsize,
     fail_at: AtomicUsize,
+    gate: tokio::sync::RwLock<()>,
 }
 
 #[async_trait]
@@ -39,6 +41,7 @@ impl EventLog for FailingLog {
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> agentwire_events::Result<Appended> {
+        drop(self.gate.read().await);
         let n = self.appends.fetch_add(1, Ordering::SeqCst) + 1;
         if n == self.fail_at.load(Ordering::SeqCst) {
             return Err(agentwire_events::Error::WriteFailed {
@@ -109,6 +112,7 @@ async fn failing_runtime(dir: &tempfile::TempDir) -> (Runtime, Arc<FailingLog>) 
         inner,
         appends: AtomicUsize::new(0),
         fail_at: AtomicUsize::new(0),
+        gate: tokio::sync::RwLock::new(()),
     });
     let agent = Arc::new(DemoAgent {
         slow_interval: Duration::from_millis(1),
@@ -184,6 +188,61 @@ async fn a_burst_reaches_a_subscriber_in_log_order_with_its_end_last() {
     let stored = stored(log.as_ref(), &thread).await;
     let published: Vec<(u64, String)> = seen.iter().map(|(s, k)| (*s, k.to_string())).collect();
     assert_eq!(stored[1..], published[..]);
+}
+
+/// A caller that stops waiting while its append's commit is in flight (the caller runs the
+/// thread's flusher from there) leaves the flush to finish as a task: the append is committed,
+/// folded and published, and the thread's next append is answered after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_stops_waiting_mid_commit_leaves_its_append_published_and_the_thread_serving()
+{
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, log) = failing_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    for round in 0..10 {
+        let held = log.gate.write().await;
+        let first = format!("dropped {round}");
+        let mut rename = Box::pin(runtime.rename_thread(&thread, first.clone()));
+        let polled = rename
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+        assert!(polled.is_pending(), "the rename waits for its commit");
+        drop(rename);
+        drop(held);
+        let second = format!("awaited {round}");
+        tokio::time::timeout(WAIT, runtime.rename_thread(&thread, second.clone()))
+            .await
+            .expect("the next rename is answered")
+            .unwrap();
+        let mut titles = Vec::new();
+        while titles.len() < 2 {
+            match tokio::time::timeout(WAIT, sub.recv())
+                .await
+                .unwrap()
+                .unwrap()
+            {
+                Published::Durable { event, .. } => match &event.event {
+                    ThreadEvent::ThreadRenamed { title } => titles.push(title.clone()),
+                    other => panic!("{other:?}"),
+                },
+                Published::Live { .. } => {}
+            }
+        }
+        assert_eq!(titles, [first, second.clone()]);
+        assert_eq!(
+            runtime.snapshot(&thread).await.unwrap().title.as_deref(),
+            Some(second.as_str())
+        );
+    }
+    let stored = stored(log.as_ref(), &thread).await;
+    assert_eq!(
+        stored.len(),
+        21,
+        "the creation and twenty renames: {stored:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
