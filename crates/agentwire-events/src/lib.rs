@@ -68,6 +68,12 @@ pub trait EventLog: Send + Sync + std::fmt::Debug {
     /// Appends `events` to `thread` in one commit, after checking `expected`. Returns only after
     /// the commit is durable; on any error nothing of this append was written (except
     /// [`Error::CommitOutcomeUnknown`], which says so).
+    ///
+    /// An append is queued at its first poll and committed even if its caller stops waiting
+    /// (drops the future). An append may commit other callers' queued appends with its own, on
+    /// its caller's thread or task (SQLite within the poll; PostgreSQL on the task, for small
+    /// batches): a caller that keeps a pending append should poll it on, as awaiting it does,
+    /// or drop it, rather than hold it unpolled, which holds up the appends queued behind it.
     async fn append(
         &self,
         thread: &ThreadId,

@@ -126,7 +126,7 @@ pub(super) const LEAD_BATCH_EVENTS: usize = 64;
 /// The bytes a batch committed by an appender on its own task holds at most.
 pub(super) const LEAD_BATCH_BYTES: usize = 64 * 1024;
 
-/// How long after a failed attempt the appenders' connection is connected again.
+/// How long after a failed attempt the appenders' connection may be tried again.
 const LEAD_RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
 /// One connection's committer: the connection, its prepared statements, and what a commit
@@ -162,10 +162,11 @@ struct Core {
     queue: mpsc::Receiver<Command>,
     /// A command taken from the queue that is still to run before the rest.
     held: Option<Command>,
-    /// The appenders' connection, on the runtime the log was opened on: `None` after it broke,
-    /// until it is connected again.
+    /// The appenders' connection, driven by the runtime of the appender that found it missing:
+    /// `None` until then, and after it broke, until it is connected again.
     lead: Option<Writer>,
-    /// When the appenders' connection may next be connected again.
+    /// While an attempt to connect the appenders' connection runs, and for a while after one
+    /// failed: when the next attempt may start.
     reconnect_at: Option<Instant>,
     /// The queue closed and the writer's thread ended.
     closed: bool,
@@ -190,9 +191,9 @@ impl Writer {
 }
 
 /// Starts the writer's thread over `queue`, whose commands are counted on `doorbell`: it
-/// connects to `config` and runs the queue's commands until the queue closes. Also connects the
-/// appenders' connection, on the current runtime. Answers once both are connected, or why they
-/// could not connect.
+/// connects to `config` and runs the queue's commands until the queue closes. Answers once it
+/// is connected, or why it could not connect. The appenders' connection is connected by the
+/// first appender that finds the queue free (see [`Shared::append`]).
 pub(super) async fn spawn(
     config: tokio_postgres::Config,
     queue: mpsc::Receiver<Command>,
@@ -201,12 +202,11 @@ pub(super) async fn spawn(
     settings: Settings,
     commits: watch::Sender<u64>,
 ) -> Result<(Arc<Shared>, Stopped)> {
-    let lead = Writer::connect(config.clone(), log_id, settings.clone(), commits.clone()).await?;
     let shared = Arc::new(Shared {
         core: tokio::sync::Mutex::new(Core {
             queue,
             held: None,
-            lead: Some(lead),
+            lead: None,
             reconnect_at: None,
             closed: false,
         }),
@@ -335,21 +335,30 @@ impl Shared {
         if let Some(result) = self.lead(&mut answer).await {
             return result;
         }
-        answer.await.map_err(|_| Error::Closed)?
+        // Left unanswered, the append was taken by a party that ended without finishing (its
+        // runtime shut down with the commit in flight): it may have committed.
+        answer.await.map_err(|_| Error::CommitOutcomeUnknown {
+            reason: "the group commit holding this append ended before it was answered".into(),
+        })?
     }
 
     async fn lead(self: &Arc<Self>, answer: &mut Answer<Appended>) -> Option<Result<Appended>> {
         // Whoever holds the queue rings the thread once it lets go.
-        let Ok(mut core) = self.core.try_lock() else {
+        let Ok(core) = self.core.try_lock() else {
             return None;
         };
+        // Lets the queue go and rings, however this ends (also when the caller's runtime drops
+        // it unfinished).
+        let mut core = Taken::new(core, &self.doorbell);
         let mut mine = None;
         loop {
             if let Ok(result) = answer.try_recv() {
                 mine = Some(result);
                 break;
             }
-            let core = &mut *core;
+            let Some(core) = core.core() else {
+                break;
+            };
             if core
                 .lead
                 .as_ref()
@@ -377,32 +386,34 @@ impl Shared {
             }
             lead.commit_batch(batch).await;
         }
-        let held = core.held.is_some();
         drop(core);
-        if held || self.doorbell.waiting() {
-            self.doorbell.ring();
-        }
         mine
     }
 
-    /// The appenders' connection broke: it is connected again by a task of the current
-    /// runtime, at most once every [`LEAD_RECONNECT_DELAY`]; the writer's thread commits
-    /// meanwhile.
+    /// The appenders' connection is missing (not connected yet, or broken): it is connected by
+    /// a task of the current runtime, which then drives it; a failed attempt is tried again no
+    /// sooner than [`LEAD_RECONNECT_DELAY`] later. The writer's thread commits meanwhile.
     fn reconnect(self: &Arc<Self>, core: &mut Core) {
         core.lead = None;
         let now = Instant::now();
         if core.closed || core.reconnect_at.is_some_and(|at| now < at) {
             return;
         }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         core.reconnect_at = Some(now + LEAD_RECONNECT_DELAY);
         let shared = Arc::clone(self);
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let (config, log_id, settings, commits) = shared.make.clone();
             match Writer::connect(config, log_id, settings, commits).await {
                 Ok(writer) => {
-                    let mut core = shared.core.lock().await;
-                    if !core.closed {
+                    // Appends queued while this task holds the queue are rung for.
+                    let mut taken = Taken::new(shared.core.lock().await, &shared.doorbell);
+                    if let Some(core) = taken.core().filter(|core| !core.closed) {
                         core.lead = Some(writer);
+                        // The delay is between failed attempts only.
+                        core.reconnect_at = None;
                     }
                 }
                 Err(err) => {
@@ -410,6 +421,37 @@ impl Shared {
                 }
             }
         });
+    }
+}
+
+/// The queue held by a party other than the writer's thread. Dropped, it lets the queue go,
+/// then rings the writer's thread if a command was held back or commands wait: an appender that
+/// queued while the queue was held, and found it held, relies on that ring.
+struct Taken<'a> {
+    core: Option<tokio::sync::MutexGuard<'a, Core>>,
+    doorbell: &'a Doorbell,
+}
+
+impl<'a> Taken<'a> {
+    fn new(core: tokio::sync::MutexGuard<'a, Core>, doorbell: &'a Doorbell) -> Self {
+        Taken {
+            core: Some(core),
+            doorbell,
+        }
+    }
+
+    /// The queue (always held until dropped).
+    fn core(&mut self) -> Option<&mut Core> {
+        self.core.as_deref_mut()
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        let held = self.core.take().is_some_and(|core| core.held.is_some());
+        if held || self.doorbell.waiting() {
+            self.doorbell.ring();
+        }
     }
 }
 

@@ -1171,36 +1171,63 @@ async fn postgres_append_whose_caller_stops_waiting_mid_commit_leaves_the_next_o
     log.close().await.unwrap();
 }
 
+/// The backends connected to `url`'s database other than `client`'s, once their count is
+/// `want` (or after five seconds).
+async fn others_once(client: &tokio_postgres::Client, want: i64) -> i64 {
+    let mut count = -1;
+    for _ in 0..250 {
+        count = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if count == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    count
+}
+
 /// The connections an instance writes on break (the server ends them): the appends in flight
-/// fail with the reason, the next ones are committed again, and the instance connects again.
+/// fail with the reason, the next ones are committed again, and the instance connects both
+/// again (the writer's and the appenders').
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_appends_are_committed_again_once_the_writing_connections_are_ended() {
     let url = agentwire_testkit::postgres_server().fresh_database("engines");
     let log = open(&url).await.unwrap();
     let t = thread("ended");
-    log.append(&t, Expected::Any, vec![NewEvent::new("k", "before")])
-        .await
-        .unwrap();
     let client = pg_client(&url).await;
+    // The writer's connection, then the appenders', connected by the first append that found
+    // the queue free.
+    for _ in 0..3 {
+        log.append(&t, Expected::Any, vec![NewEvent::new("k", "before")])
+            .await
+            .unwrap();
+    }
+    assert_eq!(others_once(&client, 2).await, 2);
+    // Each backend ended, and gone, before the count returns.
     let ended: i64 = client
         .query_one(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity
              WHERE datname = current_database() AND pid <> pg_backend_pid()",
             &[],
         )
         .await
         .unwrap()
         .get(0);
-    assert!(
-        ended >= 2,
-        "the writer's and the appenders' connections: {ended}"
-    );
+    assert_eq!(ended, 2, "the writer's and the appenders' connections");
     let mut failed = 0;
     let mut committed = 0;
     for _ in 0..100 {
-        match log
-            .append(&t, Expected::Any, vec![NewEvent::new("k", "after")])
+        let append = log.append(&t, Expected::Any, vec![NewEvent::new("k", "after")]);
+        match tokio::time::timeout(std::time::Duration::from_secs(10), append)
             .await
+            .expect("an append is answered")
         {
             Ok(_) => committed += 1,
             Err(err) => {
@@ -1221,7 +1248,9 @@ async fn postgres_appends_are_committed_again_once_the_writing_connections_are_e
         }
     }
     assert_eq!(committed, 10, "{failed} appends failed");
+    // Both connections are back: the appenders' one is connected again by a task.
+    assert_eq!(others_once(&client, 2).await, 2);
     let page = log.read(&t, After::Start, 100).await.unwrap();
-    assert!(page.events.len() >= 11, "{}", page.events.len());
+    assert!(page.events.len() >= 13, "{}", page.events.len());
     log.close().await.unwrap();
 }

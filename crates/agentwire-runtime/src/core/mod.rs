@@ -596,9 +596,13 @@ impl Runtime {
                     if let Some(following) = self.take_batch(slot, false) {
                         next = Some(self.send_batch(slot, following).await);
                     }
-                    let tickets = self
-                        .fold_and_publish(thread_id, slot, batch, appended)
-                        .await;
+                    // The append just sent is kept moving while the answered batch is folded: a
+                    // log may be committing it on this task, for other callers too.
+                    let fold = self.fold_and_publish(thread_id, slot, batch, appended);
+                    let tickets = match next.as_mut() {
+                        Some((_, sent)) => sent.progress_while(fold).await,
+                        None => fold.await,
+                    };
                     for ticket in tickets {
                         let _ = ticket.send(Ok(()));
                     }
@@ -1018,5 +1022,20 @@ impl Sent {
             Sent::Pending(append) => append.await,
             Sent::Done(outcome) => outcome,
         }
+    }
+
+    /// Runs `work`, polling the pending append beside it (its outcome kept once it has one), so
+    /// that an append the log commits on its caller's task goes on while the caller works.
+    async fn progress_while<F: Future>(&mut self, work: F) -> F::Output {
+        let mut work = std::pin::pin!(work);
+        std::future::poll_fn(|cx| {
+            if let Sent::Pending(append) = self
+                && let std::task::Poll::Ready(outcome) = append.as_mut().poll(cx)
+            {
+                *self = Sent::Done(outcome);
+            }
+            work.as_mut().poll(cx)
+        })
+        .await
     }
 }

@@ -197,7 +197,7 @@ async fn a_burst_reaches_a_subscriber_in_log_order_with_its_end_last() {
 async fn a_caller_that_stops_waiting_mid_commit_leaves_its_append_published_and_the_thread_serving()
 {
     use std::future::Future;
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Context, Waker};
     let dir = tempfile::tempdir().unwrap();
     let (runtime, log) = failing_runtime(&dir).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
