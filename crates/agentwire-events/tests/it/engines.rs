@@ -401,26 +401,28 @@ async fn postgres_instances_appending_to_the_same_threads_lose_nothing_and_agree
     assert_eq!(deadlocks, 0);
 }
 
-/// The connections on `url`'s database that listen for commits (their last statement the
-/// listener's `LISTEN`), once their count is `want` (or after five seconds).
-async fn listeners_once(client: &tokio_postgres::Client, want: i64) -> i64 {
+/// The backends on `client`'s database other than its own that match `filter` (a condition
+/// on `pg_stat_activity`), once their count is `want` (or after five seconds).
+async fn backends_once(client: &tokio_postgres::Client, filter: &str, want: i64) -> i64 {
+    let sql = format!(
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND ({filter})"
+    );
     let mut count = -1;
     for _ in 0..250 {
-        count = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE datname = current_database() AND query LIKE 'LISTEN %'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        count = client.query_one(&sql, &[]).await.unwrap().get(0);
         if count == want {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     count
+}
+
+/// The connections that listen for commits (their last statement the listener's `LISTEN`),
+/// once their count is `want` (or after five seconds).
+async fn listeners_once(client: &tokio_postgres::Client, want: i64) -> i64 {
+    backends_once(client, "query LIKE 'LISTEN %'", want).await
 }
 
 /// An instance listens for other instances' commits only while something follows them: with no
@@ -1171,28 +1173,6 @@ async fn postgres_append_whose_caller_stops_waiting_mid_commit_leaves_the_next_o
     log.close().await.unwrap();
 }
 
-/// The backends connected to `url`'s database other than `client`'s, once their count is
-/// `want` (or after five seconds).
-async fn others_once(client: &tokio_postgres::Client, want: i64) -> i64 {
-    let mut count = -1;
-    for _ in 0..250 {
-        count = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if count == want {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    count
-}
-
 /// The connections an instance writes on break (the server ends them): the appends in flight
 /// fail with the reason, the next ones are committed again, and the instance connects both
 /// again (the writer's and the appenders').
@@ -1209,7 +1189,7 @@ async fn postgres_appends_are_committed_again_once_the_writing_connections_are_e
             .await
             .unwrap();
     }
-    assert_eq!(others_once(&client, 2).await, 2);
+    assert_eq!(backends_once(&client, "true", 2).await, 2);
     // Each backend ended, and gone, before the count returns.
     let ended: i64 = client
         .query_one(
@@ -1249,7 +1229,7 @@ async fn postgres_appends_are_committed_again_once_the_writing_connections_are_e
     }
     assert_eq!(committed, 10, "{failed} appends failed");
     // Both connections are back: the appenders' one is connected again by a task.
-    assert_eq!(others_once(&client, 2).await, 2);
+    assert_eq!(backends_once(&client, "true", 2).await, 2);
     let page = log.read(&t, After::Start, 100).await.unwrap();
     assert!(page.events.len() >= 13, "{}", page.events.len());
     log.close().await.unwrap();
