@@ -72,8 +72,10 @@ pub trait EventLog: Send + Sync + std::fmt::Debug {
     /// An append is queued at its first poll and committed even if its caller stops waiting
     /// (drops the future). An append may commit other callers' queued appends with its own, on
     /// its caller's thread or task (SQLite within the poll; PostgreSQL on the task, for small
-    /// batches): a caller that keeps a pending append should poll it on, as awaiting it does,
-    /// or drop it, rather than hold it unpolled, which holds up the appends queued behind it.
+    /// batches). So a caller that keeps a pending append must poll it on, as awaiting it does,
+    /// or drop it: on PostgreSQL a pending append held unpolled may hold the log's queue, and
+    /// with it every thread's appends, trims and deletions, until it is polled again (a task
+    /// that holds one so and awaits another call of the same log waits for itself).
     async fn append(
         &self,
         thread: &ThreadId,

@@ -61,6 +61,17 @@ pub struct PostgresLog {
     _listener_stop: oneshot::Sender<()>,
 }
 
+/// `config` with its connections named `agentwire {role}` in `pg_stat_activity` (the log's
+/// writer, appenders, readers, checkpoints, listener, migration), unless the store URL names
+/// them.
+fn named(config: &tokio_postgres::Config, role: &str) -> tokio_postgres::Config {
+    let mut config = config.clone();
+    if config.get_application_name().is_none() {
+        config.application_name(format!("agentwire {role}"));
+    }
+    config
+}
+
 async fn connect(config: &tokio_postgres::Config) -> Result<Client> {
     let (client, connection) = config.connect(NoTls).await?;
     tokio::spawn(async move {
@@ -82,12 +93,12 @@ impl PostgresLog {
                     url: url.to_string(),
                     reason: e.to_string(),
                 })?;
-        let mut client = connect(&config).await?;
+        let mut client = connect(&named(&config, "migration")).await?;
         let log_id = schema::migrate(&mut client).await?;
         drop(client);
-        let pool = new_pool(&config, settings.readers)?;
+        let pool = new_pool(&named(&config, "reader"), settings.readers)?;
         // Checkpoints queue on a connection of their own, so a page read never waits for one.
-        let checkpoints = new_pool(&config, 1)?;
+        let checkpoints = new_pool(&named(&config, "checkpoints"), 1)?;
         let (commits, _) = watch::channel(0u64);
         let doorbell = Arc::new(Doorbell::default());
         let (queue, rx) = WriterQueue::with_doorbell(settings.queue_capacity, doorbell.clone());
@@ -103,7 +114,7 @@ impl PostgresLog {
         let (stop, stopped) = oneshot::channel();
         let followed = Arc::new(Notify::new());
         tokio::spawn(listen(
-            config,
+            named(&config, "listener"),
             commits.clone(),
             Arc::clone(&followed),
             stopped,

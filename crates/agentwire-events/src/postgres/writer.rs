@@ -21,6 +21,7 @@
 //! large batches would wait behind their tasks between one commit and the next.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -28,7 +29,7 @@ use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
 use super::transactions::{delete, put_checkpoint, trim};
-use super::{CHANNEL, connect};
+use super::{CHANNEL, connect, named};
 use crate::error::{Error, Result};
 use crate::queue::{Answer, AppendRequest, Command, Doorbell, Next, gather, next_command};
 use crate::settings::Settings;
@@ -150,6 +151,8 @@ pub(super) struct Shared {
     doorbell: Arc<Doorbell>,
     /// What a new appenders' connection is made of.
     make: (tokio_postgres::Config, LogId, Settings, watch::Sender<u64>),
+    /// An attempt to connect the appenders' connection runs.
+    connecting: AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -165,8 +168,7 @@ struct Core {
     /// The appenders' connection, driven by the runtime of the appender that found it missing:
     /// `None` until then, and after it broke, until it is connected again.
     lead: Option<Writer>,
-    /// While an attempt to connect the appenders' connection runs, and for a while after one
-    /// failed: when the next attempt may start.
+    /// After a failed attempt to connect the appenders' connection: when the next may start.
     reconnect_at: Option<Instant>,
     /// The queue closed and the writer's thread ended.
     closed: bool,
@@ -211,7 +213,13 @@ pub(super) async fn spawn(
             closed: false,
         }),
         doorbell,
-        make: (config.clone(), log_id, settings.clone(), commits.clone()),
+        make: (
+            named(&config, "appenders"),
+            log_id,
+            settings.clone(),
+            commits.clone(),
+        ),
+        connecting: AtomicBool::new(false),
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -223,6 +231,7 @@ pub(super) async fn spawn(
         .name("agentwire-events-postgres-writer".into())
         .spawn(move || {
             runtime.block_on(async move {
+                let config = named(&config, "writer");
                 let writer = match Writer::connect(config, log_id, settings, commits).await {
                     Ok(writer) => writer,
                     Err(err) => {
@@ -391,36 +400,57 @@ impl Shared {
     }
 
     /// The appenders' connection is missing (not connected yet, or broken): it is connected by
-    /// a task of the current runtime, which then drives it; a failed attempt is tried again no
-    /// sooner than [`LEAD_RECONNECT_DELAY`] later. The writer's thread commits meanwhile.
+    /// a task of the current runtime, which then drives it, one attempt at a time; after a
+    /// failed attempt the next starts no sooner than [`LEAD_RECONNECT_DELAY`] later. The
+    /// writer's thread commits meanwhile.
     fn reconnect(self: &Arc<Self>, core: &mut Core) {
         core.lead = None;
-        let now = Instant::now();
-        if core.closed || core.reconnect_at.is_some_and(|at| now < at) {
+        if core.closed
+            || self.connecting.load(Ordering::SeqCst)
+            || core.reconnect_at.is_some_and(|at| Instant::now() < at)
+        {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        core.reconnect_at = Some(now + LEAD_RECONNECT_DELAY);
+        self.connecting.store(true, Ordering::SeqCst);
         let shared = Arc::clone(self);
         runtime.spawn(async move {
+            // However the task ends (also dropped while it waits for the queue): no attempt runs
+            // any more, and appends queued meanwhile are rung for.
+            let _done = Connecting(&shared);
             let (config, log_id, settings, commits) = shared.make.clone();
-            match Writer::connect(config, log_id, settings, commits).await {
+            let connected = Writer::connect(config, log_id, settings, commits).await;
+            let mut taken = Taken::new(shared.core.lock().await, &shared.doorbell);
+            let Some(core) = taken.core() else {
+                return;
+            };
+            match connected {
                 Ok(writer) => {
-                    // Appends queued while this task holds the queue are rung for.
-                    let mut taken = Taken::new(shared.core.lock().await, &shared.doorbell);
-                    if let Some(core) = taken.core().filter(|core| !core.closed) {
+                    if !core.closed {
                         core.lead = Some(writer);
-                        // The delay is between failed attempts only.
-                        core.reconnect_at = None;
                     }
                 }
                 Err(err) => {
-                    tracing::warn!(error = %err, "postgres appenders' connection cannot reconnect; the writer's thread commits meanwhile");
+                    core.reconnect_at = Some(Instant::now() + LEAD_RECONNECT_DELAY);
+                    tracing::warn!(error = %err, "postgres appenders' connection cannot connect; the writer's thread commits meanwhile");
                 }
             }
         });
+    }
+}
+
+/// An attempt to connect the appenders' connection, ended when dropped: the next may start,
+/// and the writer's thread is rung if commands wait.
+struct Connecting<'a>(&'a Shared);
+
+impl Drop for Connecting<'_> {
+    fn drop(&mut self) {
+        self.0.connecting.store(false, Ordering::SeqCst);
+        if self.0.doorbell.waiting() {
+            self.0.doorbell.ring();
+        }
     }
 }
 
