@@ -103,7 +103,7 @@ pub(crate) fn new_append(
 #[derive(Debug)]
 pub(crate) struct WriterQueue {
     sender: RwLock<Option<mpsc::Sender<Command>>>,
-    doorbell: Option<Arc<Doorbell>>,
+    doorbell: Arc<Doorbell>,
 }
 
 /// How a writer that sleeps between commands learns that commands wait for it (a writer whose
@@ -186,27 +186,19 @@ pub(crate) fn next_command(
 }
 
 impl WriterQueue {
-    /// A queue of `capacity` commands and the writer's end of it, for a writer that waits on the
-    /// queue itself.
-    pub(crate) fn new(capacity: usize) -> (WriterQueue, mpsc::Receiver<Command>) {
-        let (sender, receiver) = mpsc::channel(capacity);
-        let queue = WriterQueue {
-            sender: RwLock::new(Some(sender)),
-            doorbell: None,
-        };
-        (queue, receiver)
-    }
-
-    /// A queue of `capacity` commands whose writer thread waits on `doorbell`: every command
-    /// sent is counted there, and rung for, except an append queued by
-    /// [`WriterQueue::push_append`] (its caller tries to run the writer itself, and whoever
+    /// A queue of `capacity` commands, and the writer's end of it, whose writer waits on
+    /// `doorbell`: every command sent is counted there, and rung for, except an append queued
+    /// by [`WriterQueue::push_append`] (its caller tries to run the writer itself, and whoever
     /// holds the writer rings for what is left).
-    pub(crate) fn with_doorbell(
+    pub(crate) fn new(
         capacity: usize,
         doorbell: Arc<Doorbell>,
     ) -> (WriterQueue, mpsc::Receiver<Command>) {
-        let (mut queue, receiver) = WriterQueue::new(capacity);
-        queue.doorbell = Some(doorbell);
+        let (sender, receiver) = mpsc::channel(capacity);
+        let queue = WriterQueue {
+            sender: RwLock::new(Some(sender)),
+            doorbell,
+        };
         (queue, receiver)
     }
 
@@ -218,10 +210,8 @@ impl WriterQueue {
         Ok(())
     }
 
-    pub(crate) fn ring(&self) {
-        if let Some(doorbell) = &self.doorbell {
-            doorbell.ring();
-        }
+    fn ring(&self) {
+        self.doorbell.ring();
     }
 
     /// Sends `command`, counting it on the doorbell.
@@ -234,13 +224,11 @@ impl WriterQueue {
             .ok_or(Error::Closed)?;
         sender.send(command).await.map_err(|_| Error::Closed)?;
         drop(sender);
-        if let Some(doorbell) = &self.doorbell {
-            doorbell.sent();
-            // The queue closed while this command was sent: the writer thread may have found
-            // the queue open and empty and gone to sleep; it must see it closed.
-            if self.sender.read().map_or(true, |sender| sender.is_none()) {
-                doorbell.ring();
-            }
+        self.doorbell.sent();
+        // The queue closed while this command was sent: the writer may have found the queue
+        // open and empty and gone to sleep; it must see it closed.
+        if self.sender.read().map_or(true, |sender| sender.is_none()) {
+            self.doorbell.ring();
         }
         Ok(())
     }

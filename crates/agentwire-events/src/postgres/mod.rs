@@ -101,7 +101,7 @@ impl PostgresLog {
         let checkpoints = new_pool(&named(&config, "checkpoints"), 1)?;
         let (commits, _) = watch::channel(0u64);
         let doorbell = Arc::new(Doorbell::default());
-        let (queue, rx) = WriterQueue::with_doorbell(settings.queue_capacity, doorbell.clone());
+        let (queue, rx) = WriterQueue::new(settings.queue_capacity, doorbell.clone());
         let (shared, writer) = writer::spawn(
             config.clone(),
             rx,
