@@ -122,10 +122,10 @@ struct Statements {
 
 /// The events a batch committed by an appender on its own task holds at most (see
 /// [`Shared::append`]); a larger append goes to the writer's thread.
-pub(super) const LEAD_BATCH_EVENTS: usize = 64;
+const LEAD_BATCH_EVENTS: usize = 64;
 
 /// The bytes a batch committed by an appender on its own task holds at most.
-pub(super) const LEAD_BATCH_BYTES: usize = 64 * 1024;
+const LEAD_BATCH_BYTES: usize = 64 * 1024;
 
 /// How long after a failed attempt the appenders' connection may be tried again.
 const LEAD_RECONNECT_DELAY: Duration = Duration::from_secs(1);
@@ -368,14 +368,10 @@ impl Shared {
             let Some(core) = core.core() else {
                 break;
             };
-            if core
-                .lead
-                .as_ref()
-                .is_none_or(|lead| lead.client.is_closed())
-            {
+            let Some(lead) = core.lead.as_mut().filter(|lead| !lead.client.is_closed()) else {
                 self.reconnect(core);
                 break;
-            }
+            };
             let first = match next_command(&mut core.held, &mut core.queue, &self.doorbell) {
                 Next::Command(Command::Append(first)) => first,
                 Next::Command(other) => {
@@ -383,9 +379,6 @@ impl Shared {
                     break;
                 }
                 Next::Empty | Next::Closed => break,
-            };
-            let Some(lead) = core.lead.as_mut() else {
-                break;
             };
             let (batch, held) =
                 gather_small(first, &mut core.queue, &lead.settings, &self.doorbell);

@@ -352,9 +352,10 @@ impl Runtime {
     {
         let (out, ticket, drive) = self.admit(thread_id, slot, Flusher::Caller, decide).await?;
         if let Some(mut ticket) = ticket {
-            let answered = match drive {
-                true => self.drive_flush(thread_id, slot, &mut ticket).await,
-                false => None,
+            let answered = if drive {
+                self.drive_flush(thread_id, slot, &mut ticket).await
+            } else {
+                None
             };
             let answer = match answered {
                 Some(answer) => answer,
@@ -556,16 +557,12 @@ impl Runtime {
             runtime.flush(&thread, &slot, Some(next)).await;
         });
         std::future::poll_fn(|cx| {
-            // The ticket first: once it is answered, the flusher's rest is a task's.
-            if let std::task::Poll::Ready(answer) = std::pin::Pin::new(&mut *ticket).poll(cx) {
-                return std::task::Poll::Ready(Some(answer));
-            }
-            match std::pin::Pin::new(&mut flusher).poll(cx) {
-                std::task::Poll::Ready(()) => std::task::Poll::Ready(None),
-                std::task::Poll::Pending => match std::pin::Pin::new(&mut *ticket).poll(cx) {
-                    std::task::Poll::Ready(answer) => std::task::Poll::Ready(Some(answer)),
-                    std::task::Poll::Pending => std::task::Poll::Pending,
-                },
+            // Only the flusher answers the ticket; once it has, the flusher's rest is a task's.
+            let flushed = std::pin::Pin::new(&mut flusher).poll(cx).is_ready();
+            match std::pin::Pin::new(&mut *ticket).poll(cx) {
+                std::task::Poll::Ready(answer) => std::task::Poll::Ready(Some(answer)),
+                std::task::Poll::Pending if flushed => std::task::Poll::Ready(None),
+                std::task::Poll::Pending => std::task::Poll::Pending,
             }
         })
         .await
