@@ -326,6 +326,14 @@ async fn run(shared: &Shared, mut writer: Writer) {
     }
 }
 
+/// The answer to an append that the party holding it dropped unanswered (its runtime shut down
+/// with the commit in flight): it may have committed.
+fn unfinished() -> Error {
+    Error::CommitOutcomeUnknown {
+        reason: "the group commit holding this append ended before it was answered".into(),
+    }
+}
+
 impl Shared {
     /// The answer to an append the caller queued. When nothing holds the queue, the caller takes
     /// it and commits on its own task, on the appenders' connection: group commits of the
@@ -346,9 +354,7 @@ impl Shared {
         }
         // Left unanswered, the append was taken by a party that ended without finishing (its
         // runtime shut down with the commit in flight): it may have committed.
-        answer.await.map_err(|_| Error::CommitOutcomeUnknown {
-            reason: "the group commit holding this append ended before it was answered".into(),
-        })?
+        answer.await.map_err(|_| unfinished())?
     }
 
     async fn lead(self: &Arc<Self>, answer: &mut Answer<Appended>) -> Option<Result<Appended>> {
@@ -361,9 +367,18 @@ impl Shared {
         let mut core = Taken::new(core, &self.doorbell);
         let mut mine = None;
         loop {
-            if let Ok(result) = answer.try_recv() {
-                mine = Some(result);
-                break;
+            match answer.try_recv() {
+                Ok(result) => {
+                    mine = Some(result);
+                    break;
+                }
+                // Dropped unanswered by a group commit that ended unfinished: the receiver is
+                // spent, and awaiting it would panic.
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    mine = Some(Err(unfinished()));
+                    break;
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {}
             }
             let Some(core) = core.core() else {
                 break;

@@ -77,7 +77,7 @@ impl SqliteLog {
         let readers = Arc::new(Readers {
             path: path.clone(),
             idle: Mutex::new(Vec::new()),
-            permits: Semaphore::new(settings.readers),
+            permits: Arc::new(Semaphore::new(settings.readers)),
         });
         let watcher_stop = match settings.foreign_commit_poll {
             Some(interval) => Some(spawn_watcher(path, interval, commits.clone())?),
@@ -348,7 +348,10 @@ fn read_page_in_tx(conn: &Connection, thread: &ThreadId, first: u64, limit: usiz
 struct Readers {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
-    permits: Semaphore,
+    /// One per connection in use: held by the blocking task that uses it, not by the caller's
+    /// future, so a caller that stops waiting does not let another connection open while its
+    /// read still runs.
+    permits: Arc<Semaphore>,
 }
 
 impl Readers {
@@ -356,9 +359,13 @@ impl Readers {
         self: &Arc<Self>,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let _permit = self.permits.acquire().await.map_err(|_| Error::Closed)?;
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Closed)?;
         let pool = Arc::clone(self);
         let result = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let conn = pool.idle.lock().ok().and_then(|mut idle| idle.pop());
             let conn = match conn {
                 Some(conn) => conn,

@@ -147,6 +147,9 @@ impl Shared {
             }
         };
         let core = guard.as_mut()?;
+        // A panic while this caller holds the writer leaves the lock poisoned and the queue
+        // unattended: the writer thread is rung, clears the poison and runs what is queued.
+        let unwinding = RingOnUnwind(&self.doorbell);
         let mut mine = None;
         loop {
             match core.next(&self.doorbell) {
@@ -157,13 +160,23 @@ impl Shared {
                 }
                 Next::Empty | Next::Closed => break,
             }
-            if let Ok(result) = answer.try_recv() {
-                mine = Some(result);
-                break;
+            match answer.try_recv() {
+                Ok(result) => {
+                    mine = Some(result);
+                    break;
+                }
+                // Dropped unanswered (a batch lost to a panic): the receiver is spent, and
+                // awaiting it would panic.
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    mine = Some(Err(Error::Closed));
+                    break;
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {}
             }
         }
         let held = core.held.is_some();
         drop(guard);
+        drop(unwinding);
         if held || self.doorbell.waiting() {
             self.doorbell.ring();
         }
@@ -205,9 +218,41 @@ pub(crate) fn spawn(
     Ok((shared, thread))
 }
 
+/// Rings the doorbell if dropped while its thread unwinds.
+struct RingOnUnwind<'a>(&'a Doorbell);
+
+impl Drop for RingOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.ring();
+        }
+    }
+}
+
+/// Stops the writer if the writer thread unwinds (a bug): the writer is dropped, which closes
+/// its queue, so every caller waiting on a queued command is answered `events.closed` and every
+/// later write is refused so, instead of waiting for a thread that is gone.
+struct StopOnUnwind<'a>(&'a Shared);
+
+impl Drop for StopOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut guard = self
+                .0
+                .core
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(core) = guard.take() {
+                tracing::error!(log_id = %core.writer.log_id, "the sqlite writer thread panicked; the log takes no more writes");
+            }
+        }
+    }
+}
+
 /// The writer thread: sleeps until rung, then takes the writer and runs every queued command.
 /// Once the queue is closed and drained, drops the writer and so the connection.
 fn run(shared: &Shared) {
+    let _stop = StopOnUnwind(shared);
     loop {
         // A caller that queued a command while the writer was held counted it before it tried
         // the writer: the count is seen here, or the caller found the writer free and took it.
@@ -403,7 +448,7 @@ impl Writer {
                 self.append_in_savepoint(request, now_ms)
             } else {
                 match append(&self.conn, self.log_id, &mut self.tips, request, now_ms) {
-                    Err(AppendFailure::Wrote(_)) => {
+                    Err(AppendFailure::Wrote(_)) if !self.conn.is_autocommit() => {
                         let _ = self.conn.execute_batch("ROLLBACK");
                         self.tips.forget_all();
                         return Err(Isolate);
@@ -411,6 +456,17 @@ impl Writer {
                     other => other.map_err(AppendFailure::into_error),
                 }
             };
+            // Some errors (a full disk, an I/O error, out of memory) make SQLite roll the
+            // whole transaction back: what the batch wrote is gone, and a statement run now
+            // would commit on its own. The batch fails as a whole.
+            if let Err(err) = &result
+                && self.conn.is_autocommit()
+            {
+                self.tips.forget_all();
+                return Ok(Err(format!(
+                    "the group commit's transaction was rolled back: {err}"
+                )));
+            }
             results.push(result);
         }
         if let Err(err) = self.conn.execute_batch("COMMIT") {
@@ -668,11 +724,19 @@ fn trim(
             |r| r.get(0),
         )
         .optional()?;
+    // Positions are never negative; a row that says otherwise was written by hand.
+    let bytes_cut = bytes_cut
+        .map(|seq| {
+            u64::try_from(seq).map_err(|_| Error::Corrupt {
+                reason: format!("thread {thread} has an event at position {seq}"),
+            })
+        })
+        .transpose()?;
     let cut = new_low_watermark(
         retention,
         low as u64,
         next as u64,
-        bytes_cut.map(|s| s as u64 + 1),
+        bytes_cut.map(|seq| seq + 1),
         first_young.map(|s| s as u64),
         checkpoint.map(|s| s as u64),
     );
@@ -729,4 +793,62 @@ fn put_checkpoint(conn: &Connection, thread: &ThreadId, checkpoint: &Checkpoint)
         params![thread.as_str(), through, checkpoint.payload],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::WriterQueue;
+
+    /// A writer thread that unwinds (a bug) drops the writer: the command it left queued is
+    /// answered `events.closed`, and so is every later write, instead of waiting for a thread
+    /// that is gone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_thread_that_unwinds_closes_the_log_for_writes() {
+        let doorbell = Arc::new(Doorbell::default());
+        let (queue, rx) = WriterQueue::new(8, Arc::clone(&doorbell));
+        let queue = Arc::new(queue);
+        let (commits, _) = watch::channel(0);
+        let writer = Writer {
+            conn: Connection::open_in_memory().unwrap(),
+            log_id: LogId(uuid::Uuid::from_bytes([1; 16])),
+            settings: Settings::default(),
+            commits,
+            tips: Tips::default(),
+        };
+        let shared = Shared {
+            core: Arc::new(Mutex::new(Some(Core {
+                writer,
+                queue: rx,
+                held: None,
+            }))),
+            doorbell: Arc::clone(&doorbell),
+        };
+        let thread = ThreadId::new("t").unwrap();
+        let queued = {
+            let thread = thread.clone();
+            let queue = Arc::clone(&queue);
+            tokio::spawn(async move { queue.delete_thread(&thread).await })
+        };
+        while !doorbell.waiting() {
+            tokio::task::yield_now().await;
+        }
+        let unwinding = shared.clone();
+        let joined = std::thread::spawn(move || {
+            let _stop = StopOnUnwind(&unwinding);
+            let _held = unwinding.core.lock().unwrap();
+            panic!("a bug on the writer thread");
+        })
+        .join();
+        assert!(joined.is_err());
+        assert!(shared.lock().is_none(), "the writer outlived its thread");
+        let err = tokio::time::timeout(std::time::Duration::from_secs(10), queued)
+            .await
+            .expect("the queued command was never answered")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code(), "events.closed", "{err}");
+        let err = queue.delete_thread(&thread).await.unwrap_err();
+        assert_eq!(err.code(), "events.closed", "{err}");
+    }
 }

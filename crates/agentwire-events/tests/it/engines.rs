@@ -735,6 +735,155 @@ async fn sqlite_append_failing_after_it_wrote_is_rolled_back_alone_in_its_group_
     assert_eq!(err.code(), "events.sqlite", "{err}");
 }
 
+/// A statement error that makes SQLite roll the whole transaction back (as some full-disk,
+/// I/O and out-of-memory errors do; here a trigger's `RAISE(ROLLBACK)`) fails the whole group
+/// commit: no append of it is answered as committed, none is stored, and no statement after
+/// the error commits on its own. The log takes appends again afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_group_commit_rolled_back_as_a_whole_fails_every_append_and_stores_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    log.append(
+        &thread("warm"),
+        Expected::Any,
+        vec![NewEvent::new("e", "0")],
+    )
+    .await
+    .unwrap();
+    let blocker = rusqlite::Connection::open(&path).unwrap();
+    blocker
+        .execute_batch(
+            "CREATE TRIGGER boom BEFORE INSERT ON aw_events WHEN NEW.kind = 'boom'
+             BEGIN SELECT RAISE(ROLLBACK, 'boom'); END;",
+        )
+        .unwrap();
+    // The first append waits in the writer while the next three queue up behind it and are
+    // gathered into one group commit.
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let append = |name: &'static str, kind: &'static str| {
+        let log = Arc::clone(&log);
+        tokio::spawn(async move {
+            log.append(
+                &thread(name),
+                Expected::Any,
+                vec![NewEvent::new(kind, name)],
+            )
+            .await
+        })
+    };
+    let first = append("warm", "e");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let before = append("before", "e");
+    let boom = append("boom", "boom");
+    let after = append("after", "e");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    blocker.execute_batch("COMMIT").unwrap();
+    assert_eq!(first.await.unwrap().unwrap().first_seq, 1);
+    for (name, answer) in [("before", before), ("boom", boom), ("after", after)] {
+        let err = answer.await.unwrap().unwrap_err();
+        assert_eq!(err.code(), "events.write-failed", "{name}: {err}");
+        assert!(err.to_string().contains("rolled back"), "{name}: {err}");
+        assert!(
+            log.thread(&thread(name)).await.unwrap().is_none(),
+            "{name} was stored"
+        );
+    }
+    for name in ["before", "after"] {
+        let appended = log
+            .append(
+                &thread(name),
+                Expected::Next(0),
+                vec![NewEvent::new("e", name)],
+            )
+            .await
+            .unwrap();
+        assert_eq!(appended.first_seq, 0);
+    }
+    log.close().await.unwrap();
+}
+
+/// Reads whose callers stop waiting keep their reader connection counted until the read ends:
+/// no more than `readers` connections are ever open, and none is kept beyond them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_reads_whose_callers_stop_waiting_open_no_more_than_readers_connections() {
+    use futures_util::FutureExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let settings = Settings {
+        readers: 1,
+        foreign_commit_poll: None,
+        ..Settings::default()
+    };
+    let log = open_with(&url, settings).await.unwrap();
+    let t = thread("big");
+    for _ in 0..10 {
+        let events = (0..100)
+            .map(|_| NewEvent::new("e", vec![b'7'; 10_000]))
+            .collect();
+        log.append(&t, Expected::Any, events).await.unwrap();
+    }
+    for _ in 0..64 {
+        assert!(log.read(&t, After::Start, 1_000).now_or_never().is_none());
+    }
+    // Every read runs to its end; then one more, awaited, finds the one connection free.
+    assert_eq!(
+        log.read(&t, After::Start, 1_000)
+            .await
+            .unwrap()
+            .events
+            .len(),
+        1_000
+    );
+    let db = std::fs::canonicalize(&path).unwrap();
+    let open = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.unwrap().path()).ok())
+        .filter(|target| *target == db)
+        .count();
+    // The writer's connection and one reader's.
+    assert_eq!(open, 2, "connections open on the file with readers = 1");
+    log.close().await.unwrap();
+}
+
+/// A thread whose stored events were edited by hand to a negative position makes a trim by
+/// size fail with `events.corrupt`, not the writer: the log goes on taking appends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_trim_over_a_hand_edited_negative_position_is_corrupt_and_the_log_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, url) = sqlite_url(&dir);
+    let log = open(&url).await.unwrap();
+    let t = thread("t");
+    log.append(&t, Expected::Any, vec![NewEvent::new("e", "x")])
+        .await
+        .unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
+             VALUES ('t', -1, x'00000000000000000000000000000000', 'e', 0, 100, x'00')",
+            [],
+        )
+        .unwrap();
+    let retention = agentwire_events::Retention {
+        max_records: u64::MAX,
+        max_bytes: 2,
+        max_age: std::time::Duration::from_secs(1_000_000_000),
+    };
+    let err = log
+        .trim(&t, &retention, std::time::SystemTime::now())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "events.corrupt", "{err}");
+    assert!(err.to_string().contains("position -1"), "{err}");
+    let appended = log
+        .append(&thread("u"), Expected::Any, vec![NewEvent::new("e", "y")])
+        .await
+        .unwrap();
+    assert_eq!(appended.first_seq, 0);
+    log.close().await.unwrap();
+}
+
 /// A thread's row moves on once every `SETTLE_EVENTS` (256) events, not at every append; what
 /// the row leaves out (its tail) is read from the events, so bounds and sizes stay exact, for
 /// this writer, for a second log on the same file, and after reopening.
