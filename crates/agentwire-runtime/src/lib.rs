@@ -26,8 +26,8 @@ pub use attachments::{
 pub use core::{
     Agent, Answer, CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS, Clock,
     DEFAULT_SUBSCRIBER_QUEUE_BYTES, HumanTaskAnswer, HumanTaskOutcome, HumanTaskSpec, LiveEvent,
-    ManualClock, NewThread, Published, Runtime, RuntimeConfig, RuntimeError, Scope, Sleep,
-    Subscription, SystemClock, ThreadSummary, TurnContext, TurnEnd,
+    MAX_FAILURE_MESSAGE_BYTES, ManualClock, NewThread, Published, Runtime, RuntimeConfig,
+    RuntimeError, Scope, Sleep, Subscription, SystemClock, ThreadSummary, TurnContext, TurnEnd,
 };
 pub use decision::{ApprovalBinding, Binding, Decision, DecisionKind, PermissionGrant, Via};
 pub use demo::DemoCommand;

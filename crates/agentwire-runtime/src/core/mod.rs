@@ -35,7 +35,7 @@ pub use self::interactions::Answer;
 pub use self::replay::{CHECKPOINT_AT_TURN_END_FRACTION, CHECKPOINT_EVERY_EVENTS};
 use self::subscribe::{CommittedPage, Subscriber};
 pub use self::subscribe::{Scope, Subscription};
-pub use self::turns::TurnContext;
+pub use self::turns::{MAX_FAILURE_MESSAGE_BYTES, TurnContext};
 pub use self::types::{
     Agent, Clock, DEFAULT_SUBSCRIBER_QUEUE_BYTES, LiveEvent, ManualClock, NewThread, Published,
     RuntimeConfig, RuntimeError, Sleep, SystemClock, ThreadSummary, TurnEnd,
@@ -618,8 +618,9 @@ impl Runtime {
         }
     }
 
-    /// Takes the next batch to commit from the outbox: up to [`FLUSH_EVENTS`] durable events
-    /// and [`OUTBOX_BYTES`], with the ephemeral events among them. Ephemeral events queued
+    /// Takes the next batch to commit from the outbox: whole admissions, up to [`FLUSH_EVENTS`]
+    /// durable events and [`OUTBOX_BYTES`] (or one admission larger than that), with the
+    /// ephemeral events among them. Ephemeral events queued
     /// alone are published on the way when `last` (nothing is in flight before them) and left
     /// queued otherwise. With `last`, an empty outbox ends the flusher.
     fn take_batch(&self, slot: &Arc<ThreadSlot>, last: bool) -> Option<Vec<Queued>> {
@@ -639,18 +640,37 @@ impl Runtime {
                 let mut bytes = 0;
                 let mut durable = 0;
                 let mut count = 0;
+                // A batch ends where an admission ends (its last event holds the ticket), so
+                // that an admission is committed whole or not at all: `whole` is the batch so
+                // far up to the last admission it holds whole, and `open` says that the events
+                // taken end inside an admission. An admission larger than the limits alone is
+                // taken whole.
+                let mut whole = (0, 0, 0);
+                let mut open = false;
                 for queued in &outbox.queued {
                     let size = queued.size();
                     let is_durable = matches!(queued, Queued::Durable { .. });
                     if durable > 0
                         && is_durable
-                        && (durable == FLUSH_EVENTS || bytes + size > OUTBOX_BYTES)
+                        && (durable >= FLUSH_EVENTS || bytes + size > OUTBOX_BYTES)
                     {
-                        break;
+                        if !open {
+                            break;
+                        }
+                        if whole.2 > 0 {
+                            (count, bytes, durable) = whole;
+                            break;
+                        }
                     }
                     bytes += size;
                     durable += usize::from(is_durable);
                     count += 1;
+                    if let Queued::Durable { ticket, .. } = queued {
+                        open = ticket.is_none();
+                    }
+                    if !open {
+                        whole = (count, bytes, durable);
+                    }
                 }
                 outbox.bytes -= bytes;
                 (outbox.queued.drain(..count).collect(), durable)
@@ -702,16 +722,24 @@ impl Runtime {
         (batch, append)
     }
 
-    /// A failed commit: the batch and everything admitted after it are dropped, the running
-    /// turn they belong to is cancelled with the log's error, and their tickets fail.
+    /// A failed commit: the thread's state catches up with what its log holds, the batch and
+    /// everything admitted after it are dropped, the running turn they belong to is cancelled
+    /// with the log's error, and their tickets fail. A batch the log turns out to hold (its
+    /// commit's outcome was unknown, and it had committed) is answered committed instead: the
+    /// catch-up folded and published it.
     async fn fail_commit(
         &self,
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
-        batch: Vec<Queued>,
+        mut batch: Vec<Queued>,
         error: &Arc<agentwire_events::Error>,
     ) {
-        let dropped = self.drop_admitted(slot).await;
+        let (dropped, committed) = self.drop_admitted(thread_id, slot, &batch).await;
+        if committed {
+            for ticket in batch.drain(..).filter_map(Queued::into_ticket) {
+                let _ = ticket.send(Ok(()));
+            }
+        }
         tracing::error!(thread = %thread_id, %error, dropped = batch.len() + dropped.len(),
             "a commit failed; the events admitted with it and after it are dropped");
         let turns: Vec<String> = batch
@@ -732,16 +760,103 @@ impl Runtime {
         }
     }
 
-    /// After a failed commit: everything still admitted is dropped (its positions follow what
-    /// was not committed) and the outbox's state is the committed state's again.
-    async fn drop_admitted(&self, slot: &ThreadSlot) -> Vec<Queued> {
+    /// After a failed commit of `batch`: the state folds (and publishes) what the log holds
+    /// past it ([`Runtime::catch_up`]), everything still admitted is dropped (its positions
+    /// followed what was not committed) and the outbox's state is the state's again. Returns
+    /// what was dropped, and whether the log holds `batch` as it was sent.
+    async fn drop_admitted(
+        &self,
+        thread_id: &str,
+        slot: &ThreadSlot,
+        batch: &[Queued],
+    ) -> (Vec<Queued>, bool) {
         // The state's lock first, then the outbox's: an admission never waits for the state
         // while it holds the outbox.
-        let state = slot.state.lock().await;
+        let mut state = slot.state.lock().await;
+        let committed = match self.catch_up(thread_id, slot, &mut state).await {
+            Ok(caught) => {
+                let sent = batch.iter().filter_map(|q| match q {
+                    Queued::Durable {
+                        position, stamped, ..
+                    } => Some((*position, stamped)),
+                    Queued::Live { .. } => None,
+                });
+                let mut any = false;
+                let mut all = true;
+                for (position, stamped) in sent {
+                    any = true;
+                    all &= caught
+                        .iter()
+                        .any(|(seq, event)| *seq == position && event == stamped);
+                }
+                any && all
+            }
+            Err(error) => {
+                tracing::error!(thread = %thread_id, %error,
+                    "the thread's log could not be read after a failed commit; the next failure reads it again");
+                false
+            }
+        };
         let mut outbox = lock(&slot.outbox);
         outbox.probe = state.probe();
         outbox.bytes = 0;
-        outbox.queued.drain(..).collect()
+        (outbox.queued.drain(..).collect(), committed)
+    }
+
+    /// Folds into `state` and publishes the events the thread's log holds past it: the events
+    /// of a commit whose outcome was unknown that did commit, or another writer's. Returns
+    /// them, with their positions.
+    async fn catch_up(
+        &self,
+        thread_id: &str,
+        slot: &ThreadSlot,
+        state: &mut ThreadState,
+    ) -> Result<Vec<(u64, Arc<StampedEvent>)>, RuntimeError> {
+        let mut caught = Vec::new();
+        loop {
+            let page = self
+                .stored_events(thread_id, state.next_position, FLUSH_EVENTS)
+                .await?;
+            let at_head = page.at_head() || page.events.is_empty();
+            for stored in page.events {
+                let event: StampedEvent = serde_json::from_slice(&stored.payload).map_err(|e| {
+                    RuntimeError::Undecodable {
+                        thread_id: thread_id.to_owned(),
+                        seq: stored.seq,
+                        reason: e.to_string(),
+                    }
+                })?;
+                state
+                    .apply(stored.seq, &event)
+                    .map_err(|error| RuntimeError::Fold {
+                        thread_id: thread_id.to_owned(),
+                        error,
+                    })?;
+                let event = Arc::new(event);
+                let published = Published::Durable {
+                    thread_id: thread_id.to_owned(),
+                    seq: stored.seq,
+                    event_id: stored.event_id,
+                    ordinal: event
+                        .event
+                        .is_timeline()
+                        .then(|| state.timeline.len() as u64 - 1),
+                    event: Arc::clone(&event),
+                };
+                self.publish(slot, &published, stored.record_size());
+                caught.push((stored.seq, event));
+            }
+            if at_head {
+                break;
+            }
+        }
+        if !caught.is_empty() {
+            tracing::warn!(thread = %thread_id, events = caught.len(),
+                "the thread's log held events its state did not; folded and published");
+            *lock(&slot.summary) = state.summary(thread_id);
+            slot.tasks_changed.notify_waiters();
+        }
+        Ok(caught)
     }
 
     /// Folds a committed batch into the thread's state and publishes its events (the ephemeral
@@ -895,9 +1010,18 @@ impl Runtime {
                 })?;
             events.push((stored.seq, stored.event_id, event));
         }
+        let mut at_head = page.at_head();
         let ordinals: Vec<Option<u64>> = match self.slot(thread_id) {
             Ok(slot) => {
+                // Only what was folded, and so published, is read back: an event committed and
+                // not folded yet (the flusher folds a batch while the next one commits) is
+                // published after this, with its ordinal, and reaches the subscriber then.
                 let state = slot.state.lock().await;
+                let folded = state.next_position;
+                if events.last().is_some_and(|(seq, _, _)| seq + 1 >= folded) {
+                    events.retain(|(seq, _, _)| *seq < folded);
+                    at_head = true;
+                }
                 events
                     .iter()
                     .map(|(seq, _, _)| state.timeline.binary_search(seq).ok().map(|i| i as u64))
@@ -906,7 +1030,7 @@ impl Runtime {
             Err(_) => vec![None; events.len()],
         };
         Ok(CommittedPage {
-            at_head: page.at_head(),
+            at_head,
             events: events
                 .into_iter()
                 .zip(ordinals)

@@ -51,10 +51,38 @@ impl Runtime {
         }
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let started_at = self.inner.clock.now_ms();
+        // Run in place and, if the caller stops waiting, to its end as a task: once the turn's
+        // start is admitted, its commit is followed by the agent's run (or, failed, by the
+        // turn's release), whoever waits.
+        let runtime = self.clone();
+        let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
+        agentwire_events::FinishOnDrop::new(async move {
+            runtime
+                .start_recorded_turn(
+                    &thread_id, &turn_id, &slot, input, started_at, cancel_tx, cancel_rx,
+                )
+                .await
+        })
+        .await
+    }
+
+    /// [`Runtime::start_turn`] once the turn's id is claimed: `turn.started` appended, then the
+    /// agent run, or the turn released when the append failed.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_recorded_turn(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        slot: &Arc<super::ThreadSlot>,
+        input: TurnInput,
+        started_at: u64,
+        cancel_tx: watch::Sender<bool>,
+        cancel_rx: watch::Receiver<bool>,
+    ) -> Result<(), RuntimeError> {
         let started = self
-            .append_with(thread_id, &slot, {
+            .append_with(thread_id, slot, {
                 let (slot, thread_id, turn_id) =
-                    (Arc::clone(&slot), thread_id.to_owned(), turn_id.to_owned());
+                    (Arc::clone(slot), thread_id.to_owned(), turn_id.to_owned());
                 let input = input.clone();
                 move |state: &ThreadState| {
                     if state.archived {
@@ -195,9 +223,21 @@ impl Runtime {
                         failure: Some(format!("the event log failed: {error}")),
                     });
                 }
-                Err(error) => {
-                    tracing::error!(thread = %thread_id, %error, "could not record the end of a turn");
+                Err(error @ RuntimeError::ThreadNotFound(_)) => {
+                    tracing::debug!(thread = %thread_id, %error, "the thread went while its turn ended");
                     return;
+                }
+                Err(error) => {
+                    // The end as decided cannot be recorded: the turn is recorded failed with
+                    // why, by the next attempt, so that the thread takes turns again.
+                    tracing::error!(thread = %thread_id, %error, "could not record the end of a turn as decided");
+                    *lock(&slot.running) = Some(RunningTurn {
+                        turn_id: turn_id.to_owned(),
+                        cancel: watch::channel(true).0,
+                        failure: Some(format!(
+                            "the end of the turn could not be recorded: {error}"
+                        )),
+                    });
                 }
             }
         }
@@ -248,6 +288,24 @@ pub(super) fn millis(duration: std::time::Duration) -> u64 {
 
 /// The event that ends a turn: a failure the runtime decided stands first, then a cancel, then
 /// what the agent reported.
+/// The most of an agent's failure message a turn's end records (the rest is cut at a
+/// character's boundary and marked), so that an end is never over the log's record limit.
+pub const MAX_FAILURE_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// `message`, cut to [`MAX_FAILURE_MESSAGE_BYTES`] when longer.
+fn bounded_message(mut message: String) -> String {
+    const CUT: &str = " … (cut)";
+    if message.len() > MAX_FAILURE_MESSAGE_BYTES {
+        let mut end = MAX_FAILURE_MESSAGE_BYTES - CUT.len();
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str(CUT);
+    }
+    message
+}
+
 fn terminal_event(
     turn_id: String,
     failure: Option<String>,
@@ -269,7 +327,7 @@ fn terminal_event(
         (None, false, Ok(TurnEnd::Failed { stage, message })) => ThreadEvent::TurnFailed {
             turn_id,
             stage,
-            message,
+            message: bounded_message(message),
         },
         (None, false, Err(_)) => ThreadEvent::TurnFailed {
             turn_id,

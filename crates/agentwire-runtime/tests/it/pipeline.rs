@@ -17,14 +17,22 @@ use agentwire_testkit::runtime::{input, is_turn_end, until};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A log that fails one append (the `fail_at`-th, counting from 1), holds appends while `gate`
-/// is locked for writing, and forwards everything else.
+/// A log that fails one append (the `fail_at`-th, counting from 1) without committing it,
+/// commits one (the `unknown_at`-th) and answers it `events.commit-outcome-unknown`, holds
+/// appends while `gate` is locked for writing and their answers (once committed) while
+/// `hold_after` is, and forwards everything else.
 #[derive(Debug)]
 struct FailingLog {
     inner: Arc<dyn EventLog>,
+    /// Appends that reached the log, held or not.
+    arrived: AtomicUsize,
     appends: AtomicUsize,
+    /// Appends committed by the log underneath.
+    committed: AtomicUsize,
     fail_at: AtomicUsize,
+    unknown_at: AtomicUsize,
     gate: tokio::sync::RwLock<()>,
+    hold_after: tokio::sync::RwLock<()>,
 }
 
 #[async_trait]
@@ -41,6 +49,7 @@ impl EventLog for FailingLog {
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> agentwire_events::Result<Appended> {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
         drop(self.gate.read().await);
         let n = self.appends.fetch_add(1, Ordering::SeqCst) + 1;
         if n == self.fail_at.load(Ordering::SeqCst) {
@@ -48,7 +57,16 @@ impl EventLog for FailingLog {
                 reason: "injected".into(),
             });
         }
-        self.inner.append(thread, expected, events).await
+        let appended = self.inner.append(thread, expected, events).await;
+        self.committed.fetch_add(1, Ordering::SeqCst);
+        drop(self.hold_after.read().await);
+        if n == self.unknown_at.load(Ordering::SeqCst) {
+            appended?;
+            return Err(agentwire_events::Error::CommitOutcomeUnknown {
+                reason: "injected: the connection broke with the commit sent".into(),
+            });
+        }
+        appended
     }
     async fn read(
         &self,
@@ -104,24 +122,36 @@ impl EventLog for FailingLog {
 }
 
 async fn failing_runtime(dir: &tempfile::TempDir) -> (Runtime, Arc<FailingLog>) {
+    let agent = Arc::new(DemoAgent {
+        slow_interval: Duration::from_millis(1),
+    });
+    failing_runtime_with(dir, agent, RuntimeConfig::default()).await
+}
+
+async fn failing_runtime_with(
+    dir: &tempfile::TempDir,
+    agent: Arc<dyn Agent>,
+    config: RuntimeConfig,
+) -> (Runtime, Arc<FailingLog>) {
     let path = dir.path().join("events.db");
     let inner = agentwire_events::open(&format!("sqlite:{}", path.display()))
         .await
         .unwrap();
     let log = Arc::new(FailingLog {
         inner,
+        arrived: AtomicUsize::new(0),
         appends: AtomicUsize::new(0),
+        committed: AtomicUsize::new(0),
         fail_at: AtomicUsize::new(0),
+        unknown_at: AtomicUsize::new(0),
         gate: tokio::sync::RwLock::new(()),
-    });
-    let agent = Arc::new(DemoAgent {
-        slow_interval: Duration::from_millis(1),
+        hold_after: tokio::sync::RwLock::new(()),
     });
     let runtime = Runtime::start(
         Arc::clone(&log) as Arc<dyn EventLog>,
         agent,
         Arc::new(SystemClock),
-        RuntimeConfig::default(),
+        config,
     )
     .await
     .unwrap();
@@ -461,4 +491,292 @@ async fn an_awaited_append_on_an_idle_thread_completes_within_the_call() {
         runtime.snapshot(&thread).await.unwrap().title.as_deref(),
         Some("title 4")
     );
+}
+
+/// Polls `done` every 10 ms until it holds (at most `WAIT`).
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < WAIT, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The durable events a subscription receives next, `n` of them, as (seq, kind, ordinal).
+async fn next_durable(sub: &mut Subscription, n: usize) -> Vec<(u64, &'static str, Option<u64>)> {
+    let mut seen = Vec::new();
+    while seen.len() < n {
+        let published = tokio::time::timeout(WAIT, sub.recv())
+            .await
+            .expect("the next event comes")
+            .expect("the subscription stays open");
+        if let Published::Durable {
+            seq,
+            ordinal,
+            event,
+            ..
+        } = &published
+        {
+            seen.push((*seq, event.event.kind(), *ordinal));
+        }
+    }
+    seen
+}
+
+/// A commit answered `events.commit-outcome-unknown` that did commit: the thread's state
+/// catches up with its log, so the append is answered committed and published once, and the
+/// thread's later appends are positioned after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_of_unknown_outcome_that_committed_is_answered_committed_and_the_thread_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, log) = failing_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    // The creation was append 1.
+    log.unknown_at.store(2, Ordering::SeqCst);
+    runtime.rename_thread(&thread, "a".into()).await.unwrap();
+    for title in ["b", "c", "d"] {
+        runtime.rename_thread(&thread, title.into()).await.unwrap();
+    }
+    let kinds: Vec<String> = stored(log.as_ref(), &thread)
+        .await
+        .into_iter()
+        .map(|(_, kind)| kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "thread.created",
+            "thread.renamed",
+            "thread.renamed",
+            "thread.renamed",
+            "thread.renamed"
+        ]
+    );
+    let seen = next_durable(&mut sub, 4).await;
+    let seqs: Vec<u64> = seen.iter().map(|(seq, _, _)| *seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    assert_eq!(
+        runtime.snapshot(&thread).await.unwrap().title.as_deref(),
+        Some("d")
+    );
+}
+
+/// A turn start whose caller stops waiting while `turn.started` commits still runs the turn
+/// and records its end: the thread takes the next turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_start_whose_caller_stops_waiting_mid_commit_runs_and_ends_the_turn() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, log) = failing_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    let held = log.gate.write().await;
+    let mut start = Box::pin(runtime.start_turn(&thread, "t1", input("hello")));
+    assert!(
+        start
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_pending()
+    );
+    drop(start);
+    drop(held);
+    let seen = durable_until_end(&mut sub).await;
+    assert_eq!(seen.first().map(|e| e.1), Some("turn.started"));
+    assert_eq!(seen.last().map(|e| e.1), Some("turn.completed"));
+    runtime
+        .start_turn(&thread, "t2", input("hello"))
+        .await
+        .unwrap();
+    let seen = durable_until_end(&mut sub).await;
+    assert_eq!(seen.last().map(|e| e.1), Some("turn.completed"));
+}
+
+/// A subscriber that fell behind reads back only what was folded: an event committed while the
+/// batch before it is folded reaches it once published, with its timeline ordinal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_reading_back_gets_each_timeline_event_with_its_ordinal() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = RuntimeConfig {
+        subscriber_queue_bytes: 1,
+        ..RuntimeConfig::default()
+    };
+    let agent = Arc::new(DemoAgent {
+        slow_interval: Duration::from_millis(1),
+    });
+    let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime.rename_thread(&thread, "a".into()).await.unwrap();
+    runtime.rename_thread(&thread, "b".into()).await.unwrap();
+    // turn.started commits (append 4) and its answer is held: it is committed, not folded.
+    let held = log.hold_after.write().await;
+    let starter = {
+        let (runtime, thread) = (runtime.clone(), thread.clone());
+        tokio::spawn(async move { runtime.start_turn(&thread, "t1", input("hello")).await })
+    };
+    wait_for("turn.started committed", || {
+        log.committed.load(Ordering::SeqCst) >= 4
+    })
+    .await;
+    // The renames are read back (the one-byte queue dropped the second); turn.started, not
+    // folded yet, is not.
+    let seen = next_durable(&mut sub, 2).await;
+    assert_eq!(
+        seen,
+        [(1, "thread.renamed", None), (2, "thread.renamed", None)]
+    );
+    drop(held);
+    starter.await.unwrap().unwrap();
+    let seen = next_durable(&mut sub, 1).await;
+    assert_eq!(seen, [(3, "turn.started", Some(0))]);
+}
+
+/// Records `operations` operations once `go` has a permit, without waiting for their commits,
+/// then asks for an approval and keeps its answer.
+#[derive(Debug)]
+struct GoThenBurstThenAsk {
+    go: Arc<tokio::sync::Semaphore>,
+    operations: usize,
+    asked: Arc<std::sync::Mutex<Option<Result<Resolution, RuntimeError>>>>,
+}
+
+#[async_trait]
+impl Agent for GoThenBurstThenAsk {
+    async fn run_turn(&self, turn: TurnContext) -> TurnEnd {
+        let _go = self.go.acquire().await.unwrap();
+        for index in 0..self.operations {
+            if turn.operation(operation(index)).await.is_err() {
+                break;
+            }
+        }
+        let asked = turn
+            .ask(InteractionKind::Approval {
+                approval_id: "approval-1".into(),
+                agent_name: "test".into(),
+                tool_name: "shell".into(),
+                preview: serde_json::json!({"command": "ls"}),
+                reason: None,
+            })
+            .await;
+        *self.asked.lock().unwrap() = Some(asked);
+        TurnEnd::Completed
+    }
+}
+
+/// An admission is committed whole or not at all: an approval's request and the turn's status
+/// that come with it are never split across two commits, so when their commit fails the log
+/// holds neither and the agent is told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admission_is_committed_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = Arc::new(tokio::sync::Semaphore::new(0));
+    let asked = Arc::new(std::sync::Mutex::new(None));
+    // 999 operations and the approval's two events: a commit of at most 1,000 events would
+    // cut between the two.
+    let agent = Arc::new(GoThenBurstThenAsk {
+        go: Arc::clone(&go),
+        operations: 999,
+        asked: Arc::clone(&asked),
+    });
+    let (runtime, log) = failing_runtime_with(&dir, agent, RuntimeConfig::default()).await;
+    let thread = runtime.create_thread(None, None).await.unwrap(); // append 1
+    runtime
+        .start_turn(&thread, "t1", input("go"))
+        .await
+        .unwrap(); // append 2
+    let held = log.gate.write().await;
+    let renamer = {
+        let (runtime, thread) = (runtime.clone(), thread.clone());
+        tokio::spawn(async move { runtime.rename_thread(&thread, "r".into()).await }) // append 3
+    };
+    wait_for("the rename held", || {
+        log.arrived.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    go.add_permits(1);
+    // Everything the agent does is admitted behind the held rename, none of it waiting for a
+    // commit but the approval: the 999 operations and the approval's interaction.opened and
+    // turn.status (admitted within milliseconds; nothing public shows an admission).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Append 4 commits the operations; append 5, the approval's admission, fails.
+    log.fail_at.store(5, Ordering::SeqCst);
+    drop(held);
+    renamer.await.unwrap().unwrap();
+    wait_for("the agent told", || asked.lock().unwrap().is_some()).await;
+    let answer = asked.lock().unwrap().take().unwrap();
+    assert!(
+        matches!(answer, Err(RuntimeError::CommitFailed(_))),
+        "{answer:?}"
+    );
+    let kinds: Vec<String> = stored(log.as_ref(), &thread)
+        .await
+        .into_iter()
+        .map(|(_, kind)| kind)
+        .collect();
+    assert!(
+        !kinds.iter().any(|k| k == "interaction.opened"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "operation.completed").count(),
+        999
+    );
+}
+
+/// Fails every turn with a message over the log's record limit.
+#[derive(Debug)]
+struct HugeFailure;
+
+#[async_trait]
+impl Agent for HugeFailure {
+    async fn run_turn(&self, _turn: TurnContext) -> TurnEnd {
+        TurnEnd::Failed {
+            stage: FailStage::Execute,
+            message: "é".repeat(9 * 1024 * 1024),
+        }
+    }
+}
+
+/// A turn that fails with a message over the record limit is recorded failed with the message
+/// cut at `MAX_FAILURE_MESSAGE_BYTES`, and the thread takes the next turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_failing_with_an_oversized_message_is_recorded_failed_with_it_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, _log) =
+        failing_runtime_with(&dir, Arc::new(HugeFailure), RuntimeConfig::default()).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
+    for turn in ["t1", "t2"] {
+        runtime
+            .start_turn(&thread, turn, input("go"))
+            .await
+            .unwrap();
+        let events = tokio::time::timeout(WAIT, until(&mut sub, is_turn_end))
+            .await
+            .expect("the turn ends");
+        let Some(Published::Durable { event, .. }) = events.last() else {
+            panic!("no end");
+        };
+        let ThreadEvent::TurnFailed { message, .. } = &event.event else {
+            panic!("{:?}", event.event);
+        };
+        assert!(
+            message.len() <= MAX_FAILURE_MESSAGE_BYTES,
+            "{}",
+            message.len()
+        );
+        assert!(
+            message.len() > MAX_FAILURE_MESSAGE_BYTES - 16,
+            "{}",
+            message.len()
+        );
+        assert!(message.starts_with("éé"));
+        assert!(
+            message.ends_with(" … (cut)"),
+            "{}",
+            &message[message.len() - 20..]
+        );
+    }
 }
