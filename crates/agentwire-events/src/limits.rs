@@ -32,6 +32,11 @@ pub const DEFAULT_RETAINED_BYTES: u64 = 16 * 1024 * 1024;
 /// Default retention: age of the oldest kept event (30 days).
 pub const DEFAULT_RETAINED_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
+/// The most commands `Settings::queue_capacity` may let the append queue hold.
+pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
+/// The most read connections `Settings::readers` may allow.
+pub const MAX_READERS: usize = 1_024;
+
 /// Default capacity of the append queue; a full queue makes `append` wait (backpressure).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 1_024;
 /// Default most appends committed in one group commit.

@@ -7,7 +7,8 @@ use crate::error::{Error, Result};
 use crate::limits::{
     DEFAULT_FOREIGN_COMMIT_POLL, DEFAULT_JOURNAL_SIZE_LIMIT, DEFAULT_MAX_BATCH_APPENDS,
     DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS,
-    DEFAULT_WAL_AUTOCHECKPOINT_PAGES, MAX_BATCH_BYTES, MAX_RECORD_BYTES,
+    DEFAULT_WAL_AUTOCHECKPOINT_PAGES, MAX_BATCH_BYTES, MAX_QUEUE_CAPACITY, MAX_READERS,
+    MAX_RECORD_BYTES,
 };
 
 /// SQLite's `synchronous` setting for the writer connection.
@@ -89,6 +90,8 @@ impl Settings {
                 Ok(())
             }
         };
+        at_most("queue_capacity", self.queue_capacity, MAX_QUEUE_CAPACITY)?;
+        at_most("readers", self.readers, MAX_READERS)?;
         at_most("max_batch_bytes", self.max_batch_bytes, MAX_BATCH_BYTES)?;
         at_most("max_record_bytes", self.max_record_bytes, MAX_RECORD_BYTES)?;
         Ok(())

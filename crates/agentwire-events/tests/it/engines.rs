@@ -193,6 +193,15 @@ async fn settings_and_urls_are_checked() {
             max_batch_bytes: agentwire_events::MAX_BATCH_BYTES + 1,
             ..Settings::default()
         },
+        // Past these, the queue's channel or the readers' semaphore would panic.
+        Settings {
+            queue_capacity: usize::MAX,
+            ..Settings::default()
+        },
+        Settings {
+            readers: usize::MAX,
+            ..Settings::default()
+        },
     ] {
         let err = open_with(&url, bad).await.unwrap_err();
         assert_eq!(err.code(), "events.invalid-setting");

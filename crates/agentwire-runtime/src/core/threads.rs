@@ -147,6 +147,22 @@ impl Runtime {
     /// tombstone).
     pub async fn delete_thread(&self, thread_id: &str) -> Result<(), RuntimeError> {
         let slot = self.slot(thread_id)?;
+        // Run in place and, if the caller stops waiting, to its end as a task: once the
+        // deletion is admitted, its commit is followed by the rest of it, whoever waits.
+        let (runtime, thread_id) = (self.clone(), thread_id.to_owned());
+        agentwire_events::FinishOnDrop::new(async move {
+            runtime.delete_admitted(&thread_id, slot).await
+        })
+        .await
+    }
+
+    /// [`Runtime::delete_thread`] of a served thread: the deletion appended, then the running
+    /// turn stopped, the waiters answered and the thread's events deleted from the log.
+    async fn delete_admitted(
+        &self,
+        thread_id: &str,
+        slot: Arc<ThreadSlot>,
+    ) -> Result<(), RuntimeError> {
         let decide = |state: &ThreadState| {
             let mut events = state.cancel_pending("the thread was deleted");
             events.push(ThreadEvent::ThreadDeleted);

@@ -780,3 +780,38 @@ async fn a_turn_failing_with_an_oversized_message_is_recorded_failed_with_it_cut
         );
     }
 }
+
+/// A deletion whose caller stops waiting while `thread.deleted` commits is finished: the
+/// thread is no longer served and its events leave the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_whose_caller_stops_waiting_mid_commit_is_finished() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, log) = failing_runtime(&dir).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    runtime.rename_thread(&thread, "a".into()).await.unwrap();
+    let held = log.gate.write().await;
+    let mut delete = Box::pin(runtime.delete_thread(&thread));
+    assert!(
+        delete
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_pending()
+    );
+    drop(delete);
+    drop(held);
+    let id = ThreadId::new(thread.clone()).unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let info = log.thread(&id).await.unwrap().unwrap();
+        if info.deleted && !runtime.contains_thread(&thread) {
+            break;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the deletion was never finished: {info:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
