@@ -23,7 +23,10 @@ pub(crate) enum Once<A> {
 /// Runs `work` once per `scope` and `key` in `store`: the first time it runs, and its answer is
 /// kept as `keep` encodes it (`None`: not kept, so a retry runs it again); a retry with the same
 /// fingerprint waits while the first runs, then gets the kept bytes; the same key with another
-/// fingerprint is [`Once::Mismatch`]. `work` is not polled unless it runs.
+/// fingerprint is [`Once::Mismatch`]. `work` is not polled unless it runs. A run whose caller
+/// stops waiting (its connection closed, so its handler was dropped) is not kept either: the
+/// key is let go, and a retry runs the mutation again rather than waiting for an answer that
+/// will never come.
 pub(crate) async fn once<A>(
     store: &IdempotencyStore,
     scope: &str,
@@ -41,12 +44,27 @@ pub(crate) async fn once<A>(
             Admission::InFlight => done.await,
         }
     }
+    let running = Running { store, scope, key };
     let answer = work.await;
+    std::mem::forget(running);
     match keep(&answer) {
         Some(bytes) => store.complete(scope, key, &bytes),
         None => store.abandon(scope, key),
     }
     Once::Ran(answer)
+}
+
+/// A key admitted to run, let go if its run is dropped unfinished.
+struct Running<'a> {
+    store: &'a IdempotencyStore,
+    scope: &'a str,
+    key: &'a str,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.store.abandon(self.scope, self.key);
+    }
 }
 
 /// A JSON-RPC answer.
@@ -96,4 +114,49 @@ pub(crate) fn canonical(value: &Value) -> String {
         }
     }
     sorted(value).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Waker};
+    use std::time::Duration;
+
+    use agentwire_runtime::{IdempotencyLimits, IdempotencyStore, SystemClock, fingerprint};
+
+    use super::{Once, once};
+
+    /// A run dropped before it finished (its connection closed) lets its key go: a retry with
+    /// the same key runs, where it would otherwise wait for good.
+    #[tokio::test]
+    async fn a_run_dropped_unfinished_lets_a_retry_run() {
+        let store = IdempotencyStore::new(IdempotencyLimits::default(), Arc::new(SystemClock));
+        let print = fingerprint(&[b"params"]);
+        let keep = |answer: &u32| Some(answer.to_be_bytes().to_vec());
+        let mut first = Box::pin(once(
+            &store,
+            "scope",
+            "key",
+            &print,
+            std::future::pending::<u32>(),
+            keep,
+        ));
+        assert!(
+            first
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+                .is_pending()
+        );
+        drop(first);
+        let retry = tokio::time::timeout(
+            Duration::from_secs(10),
+            once(&store, "scope", "key", &print, async { 7 }, keep),
+        )
+        .await
+        .expect("the retry waited for a run that was dropped");
+        assert!(matches!(retry, Once::Ran(7)));
+        let replayed = once(&store, "scope", "key", &print, async { 8 }, keep).await;
+        assert!(matches!(replayed, Once::Replayed(bytes) if *bytes == 7u32.to_be_bytes()));
+    }
 }

@@ -29,6 +29,22 @@ const READ_AHEAD_BYTES: usize = 8 * 1024 * 1024;
 /// Pages a replay's reader may queue, within [`READ_AHEAD_BYTES`].
 const READ_AHEAD_PAGES: usize = 3;
 
+/// Detaches a thread from the connection when dropped with `undo` (the resume that attached it
+/// did not succeed).
+struct Attach<'a> {
+    session: &'a Session,
+    thread_id: &'a str,
+    undo: bool,
+}
+
+impl Drop for Attach<'_> {
+    fn drop(&mut self) {
+        if self.undo {
+            lock(&self.session.attached).remove(self.thread_id);
+        }
+    }
+}
+
 impl Session {
     pub(super) async fn resume(
         &self,
@@ -42,18 +58,16 @@ impl Session {
         // replay and the live stream may overlap (the client de-duplicates by eventId) but
         // never leave a gap.
         let attached = lock(&self.attached).insert(thread_id.to_owned());
-        let timeline = match runtime
+        // A refused or failed resume leaves the connection as it found it.
+        let mut attach = Attach {
+            session: self,
+            thread_id,
+            undo: attached,
+        };
+        let timeline = runtime
             .inspect(thread_id, |state| state.timeline.clone())
             .await
-        {
-            Ok(timeline) => timeline,
-            Err(error) => {
-                if attached {
-                    lock(&self.attached).remove(thread_id);
-                }
-                return Err(self.runtime_error(&error));
-            }
-        };
+            .map_err(|error| self.runtime_error(&error))?;
         let log_id = self.face.event_log_id(thread_id);
         let gap = |message: String| self.err(RollErrorCode::EVENT_CURSOR_GAP, message);
         let checkpoint = match params.after_cursor {
@@ -89,6 +103,10 @@ impl Session {
             ));
         }
         let peer = ctx.peer();
+        // One replay of the connection at a time: each holds up to `READ_AHEAD_BYTES` read
+        // ahead and the page it writes, so a connection that does not read, sent many resumes,
+        // holds one replay's worth, not one per resume.
+        let _replaying = self.replaying.lock().await;
         let mut ordinal = start;
         let from = timeline.get(start).copied().unwrap_or(0);
         // The next page is read while this one is encoded and written.
@@ -176,6 +194,7 @@ impl Session {
                 .await
                 .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
         }
+        attach.undo = false;
         Ok(RuntimeEventsResumeResult {
             through_cursor: self.event_cursor(thread_id, total),
             replayed_count: ordinal.saturating_sub(start) as u64,

@@ -61,6 +61,8 @@ pub(crate) struct Session {
     conn: Mutex<Connection>,
     attached: Mutex<HashSet<String>>,
     deliveries: Mutex<HashMap<String, Delivery>>,
+    /// Held by the connection's replay (`runtime.events.resume`): one at a time.
+    replaying: tokio::sync::Mutex<()>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -82,6 +84,7 @@ where
         peer: OnceLock::new(),
         attached: Mutex::new(HashSet::new()),
         deliveries: Mutex::new(HashMap::new()),
+        replaying: tokio::sync::Mutex::new(()),
     });
     // Subscribed before the first request can be read, so nothing committed during the
     // connection is missed.
@@ -414,5 +417,229 @@ impl Call {
                 format!("requestId {request_id} was used for another mutation"),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use agentwire_runtime::{DemoAgent, Runtime, RuntimeConfig, SystemClock};
+    use serde_json::{Value, json};
+    use tokio::io::{
+        AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+    };
+
+    use crate::roll::{RollFace, RollFaceConfig};
+
+    async fn face() -> (tempfile::TempDir, Arc<RollFace>) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
+        let log = agentwire_events::open(&url).await.unwrap();
+        let runtime = Runtime::start(
+            log,
+            Arc::new(DemoAgent::default()),
+            Arc::new(SystemClock),
+            RuntimeConfig::default(),
+        )
+        .await
+        .unwrap();
+        (dir, RollFace::new(runtime, RollFaceConfig::default()))
+    }
+
+    struct Client {
+        w: WriteHalf<DuplexStream>,
+        r: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    }
+
+    impl Client {
+        async fn send(&mut self, v: Value) {
+            let mut line = serde_json::to_vec(&v).unwrap();
+            line.push(b'\n');
+            self.w.write_all(&line).await.unwrap();
+        }
+        async fn next(&mut self) -> Option<Value> {
+            match tokio::time::timeout(Duration::from_secs(5), self.r.next_line()).await {
+                Ok(Ok(Some(line))) => Some(serde_json::from_str(&line).unwrap()),
+                _ => None,
+            }
+        }
+        async fn answer(&mut self, id: u64) -> Option<Value> {
+            loop {
+                let v = self.next().await?;
+                if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
+                    return Some(v);
+                }
+            }
+        }
+    }
+
+    async fn connect(face: &Arc<RollFace>, version: &str) -> Client {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (sr, sw) = tokio::io::split(server);
+        let face = Arc::clone(face);
+        tokio::spawn(async move { face.serve(sr, sw).await });
+        let (cr, cw) = tokio::io::split(client);
+        let mut c = Client {
+            w: cw,
+            r: BufReader::new(cr).lines(),
+        };
+        c.send(
+            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersions":[version],"client":{"name":"t","version":"1"}}}),
+        )
+        .await;
+        let init = c.answer(1).await.unwrap();
+        assert!(init.get("result").is_some(), "{init}");
+        c
+    }
+
+    /// A host that sends a mutation and disconnects, then retries it with the same requestId
+    /// on a new connection, is answered (the closed connection's handler let its requestId go).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_mutation_retried_after_a_disconnect_is_answered() {
+        let (_dir, face) = face().await;
+        for attempt in 0..10u64 {
+            let rid = format!("00000000-0000-4000-8000-{attempt:012x}");
+            let mut c = connect(&face, "1.5").await;
+            c.send(
+                json!({"jsonrpc":"2.0","id":2,"method":"thread.create","params":{"requestId":rid}}),
+            )
+            .await;
+            c.w.shutdown().await.unwrap();
+            while c.next().await.is_some() {}
+            let mut c2 = connect(&face, "1.5").await;
+            c2.send(
+                json!({"jsonrpc":"2.0","id":3,"method":"thread.create","params":{"requestId":rid}}),
+            )
+            .await;
+            let answer = c2.answer(3).await;
+            assert!(
+                answer.is_some(),
+                "attempt {attempt}: the retry of requestId {rid} hangs"
+            );
+        }
+    }
+
+    /// A refused resume (a cursor of another log: EVENT_CURSOR_GAP) leaves the connection
+    /// unattached: it is not sent the thread's live events.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_resume_does_not_attach() {
+        let (_dir, face) = face().await;
+        let mut a = connect(&face, "1.5").await;
+        a.send(json!({"jsonrpc":"2.0","id":2,"method":"thread.create","params":{"requestId":"00000000-0000-4000-8000-000000000001"}})).await;
+        let created = a.answer(2).await.unwrap();
+        let thread = created["result"]["thread"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut b = connect(&face, "1.5").await;
+        b.send(json!({"jsonrpc":"2.0","id":2,"method":"runtime.events.resume","params":{"threadId":thread,
+            "afterCursor":"rte1:11111111-1111-4111-8111-111111111111:0:22222222-2222-4222-8222-222222222222"}})).await;
+        let refused = b.answer(2).await.unwrap();
+        assert_eq!(
+            refused["error"]["data"]["rollCode"], "EVENT_CURSOR_GAP",
+            "{refused}"
+        );
+        a.send(json!({"jsonrpc":"2.0","id":3,"method":"turn.start","params":{"requestId":"00000000-0000-4000-8000-000000000002",
+            "threadId":thread,"turnId":"00000000-0000-4000-8000-000000000003","input":{"text":"hi"}}})).await;
+        a.answer(3).await.unwrap();
+        let leaked = tokio::time::timeout(Duration::from_secs(2), b.r.next_line()).await;
+        assert!(
+            leaked.is_err(),
+            "a connection whose resume was refused got {leaked:?}"
+        );
+    }
+
+    fn line(v: Value) -> Vec<u8> {
+        let mut l = serde_json::to_vec(&v).unwrap();
+        l.push(b'\n');
+        l
+    }
+
+    fn rss_mib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let kb: u64 = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        kb / 1024
+    }
+
+    /// Resumes of one connection that does not read run one at a time: sixty of a 12 MB thread
+    /// hold one replay's read-ahead, not sixty (about 1.4 GiB before they were serialised).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_resumes_of_a_connection_that_does_not_read_stay_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
+        let log = agentwire_events::open(&url).await.unwrap();
+        let runtime = Runtime::start(
+            log,
+            Arc::new(DemoAgent::default()),
+            Arc::new(SystemClock),
+            RuntimeConfig::default(),
+        )
+        .await
+        .unwrap();
+        let face = RollFace::new(runtime.clone(), RollFaceConfig::default());
+        let thread = runtime.create_thread(None, None).await.unwrap();
+        for _ in 0..3 {
+            runtime
+                .start_turn(
+                    &thread,
+                    &uuid::Uuid::new_v4().to_string(),
+                    agentwire_runtime::TurnInput {
+                        text: "/big 4000000".into(),
+                        attachments: Vec::new(),
+                    },
+                )
+                .await
+                .unwrap();
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if runtime
+                    .inspect(&thread, |s| s.active_turn.is_none())
+                    .await
+                    .unwrap()
+                {
+                    break;
+                }
+            }
+        }
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (sr, sw) = tokio::io::split(server);
+        let f = Arc::clone(&face);
+        tokio::spawn(async move { f.serve(sr, sw).await });
+        let (cr, mut cw) = tokio::io::split(client);
+        let mut lines = BufReader::new(cr).lines();
+        cw.write_all(&line(
+            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersions":["1.5"],"client":{"name":"t","version":"1"}}}),
+        ))
+        .await
+        .unwrap();
+        let _ = lines.next_line().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = rss_mib();
+        let mut all = Vec::new();
+        for id in 0..60u64 {
+            all.extend(line(json!({"jsonrpc":"2.0","id":10 + id,"method":"runtime.events.resume","params":{"threadId":thread,"afterCursor":null}})));
+        }
+        cw.write_all(&all).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let after = rss_mib();
+        eprintln!("RSS before {before} MiB, with 60 stalled resumes {after} MiB");
+        assert!(
+            after - before < 256,
+            "60 stalled resumes of one connection hold {} MiB",
+            after - before
+        );
+        drop(lines);
     }
 }
