@@ -200,15 +200,19 @@ impl Subscription {
     /// # Errors
     /// [`RuntimeError::Stopped`] once the runtime stopped publishing to it; a log error while
     /// missed events were read back: `events.expired` when they were trimmed first (the
-    /// thread then goes on from the oldest event the log holds), any other once (its later
-    /// events are then delivered as they come).
+    /// thread then goes on from the oldest event the log holds), any other when the read
+    /// failed (it is read again at the next call, so nothing missed is skipped).
     pub async fn recv(&mut self) -> Result<Published, RuntimeError> {
         loop {
             if let Some(published) = self.replayed.pop_front() {
                 return Ok(published);
             }
             if let Some((thread_id, from)) = self.catching_up.pop_first() {
-                self.read_back(thread_id, from).await?;
+                if let Err(error) = self.read_back(thread_id.clone(), from).await {
+                    // `events.expired` put the thread back from the oldest event held.
+                    self.catching_up.entry(thread_id).or_insert(from);
+                    return Err(error);
+                }
                 continue;
             }
             match self.take() {
@@ -229,6 +233,26 @@ impl Subscription {
                 // A permit stored by an earlier notification makes this return at once; the
                 // queue is looked at again either way.
                 None => self.subscriber.ready.notified().await,
+            }
+        }
+    }
+
+    /// The next published event in the scope, going on past a log error while missed events
+    /// were read back (logged; what is delivered then is as [`recv`](Self::recv) says); `None`
+    /// once the runtime stopped publishing to it. For a pump that forwards what is published
+    /// for as long as the runtime runs: one failed read must not stop it.
+    pub async fn recv_until_stopped(&mut self) -> Option<Published> {
+        let mut pause = std::time::Duration::from_millis(10);
+        loop {
+            match self.recv().await {
+                Ok(published) => return Some(published),
+                Err(RuntimeError::Stopped(_)) => return None,
+                Err(error) => {
+                    tracing::warn!(%error, "events a subscription fell behind on could not be read back; trying again");
+                    // A log that keeps failing is read again at most once a second.
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                }
             }
         }
     }

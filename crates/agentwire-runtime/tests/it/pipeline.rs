@@ -33,6 +33,8 @@ struct FailingLog {
     unknown_at: AtomicUsize,
     gate: tokio::sync::RwLock<()>,
     hold_after: tokio::sync::RwLock<()>,
+    /// Reads still to fail.
+    fail_reads: AtomicUsize,
 }
 
 #[async_trait]
@@ -74,6 +76,14 @@ impl EventLog for FailingLog {
         after: After,
         limit: usize,
     ) -> agentwire_events::Result<Page> {
+        let failing = self
+            .fail_reads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if failing.is_ok() {
+            return Err(agentwire_events::Error::Pool {
+                reason: "injected".into(),
+            });
+        }
         self.inner.read(thread, after, limit).await
     }
     fn commits(&self) -> tokio::sync::watch::Receiver<u64> {
@@ -146,6 +156,7 @@ async fn failing_runtime_with(
         unknown_at: AtomicUsize::new(0),
         gate: tokio::sync::RwLock::new(()),
         hold_after: tokio::sync::RwLock::new(()),
+        fail_reads: AtomicUsize::new(0),
     });
     let runtime = Runtime::start(
         Arc::clone(&log) as Arc<dyn EventLog>,
@@ -814,4 +825,40 @@ async fn a_deletion_whose_caller_stops_waiting_mid_commit_is_finished() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// A subscription read with `recv_until_stopped` goes on past a failed read-back, and reads the
+/// missed events again, so each arrives (an approval opened meanwhile too): what a face's pump
+/// uses, as one failed read must stop no event reaching its hosts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_goes_on_past_a_failed_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = RuntimeConfig {
+        subscriber_queue_bytes: 1,
+        ..RuntimeConfig::default()
+    };
+    let agent = Arc::new(DemoAgent {
+        slow_interval: Duration::from_millis(1),
+    });
+    let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe();
+    // The one-byte queue misses everything after the first event; its read-back fails once.
+    log.fail_reads.store(1, Ordering::SeqCst);
+    runtime.rename_thread(&thread, "a".into()).await.unwrap();
+    runtime.rename_thread(&thread, "b".into()).await.unwrap();
+    runtime.rename_thread(&thread, "c".into()).await.unwrap();
+    let mut titles = Vec::new();
+    while titles.last().map(String::as_str) != Some("c") {
+        let published = tokio::time::timeout(WAIT, sub.recv_until_stopped())
+            .await
+            .expect("an event comes")
+            .expect("the runtime runs");
+        if let Published::Durable { event, .. } = published
+            && let ThreadEvent::ThreadRenamed { title } = &event.event
+        {
+            titles.push(title.clone());
+        }
+    }
+    assert_eq!(log.fail_reads.load(Ordering::SeqCst), 0, "no read failed");
 }

@@ -778,13 +778,8 @@ impl Session {
     /// Forwards what the runtime publishes on the watched threads, in order.
     async fn pump(self: Arc<Self>, mut published: Subscription) {
         loop {
-            let event = match published.recv().await {
-                Ok(event) => event,
-                Err(RuntimeError::Stopped(_)) => return,
-                Err(error) => {
-                    tracing::warn!(%error, "a subscription read failed; going on");
-                    continue;
-                }
+            let Some(event) = published.recv_until_stopped().await else {
+                return;
             };
             let thread_id = match &event {
                 Published::Durable { thread_id, .. } | Published::Live { thread_id, .. } => {

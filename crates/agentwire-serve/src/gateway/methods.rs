@@ -398,8 +398,8 @@ async fn agent(
     conn.respond(id, Ok(first.clone()));
     let run_id = first["runId"].as_str().unwrap_or_default().to_owned();
     let end = loop {
-        match watch.recv().await {
-            Ok(Published::Durable { event, .. }) => match &event.event {
+        match watch.recv_until_stopped().await {
+            Some(Published::Durable { event, .. }) => match &event.event {
                 ThreadEvent::TurnCompleted { turn_id } if *turn_id == run_id => {
                     break Ok(json!({"runId": run_id, "status": "ok", "summary": "completed"}));
                 }
@@ -418,8 +418,8 @@ async fn agent(
                 }
                 _ => {}
             },
-            Ok(Published::Live { .. }) => {}
-            Err(_) => return None,
+            Some(Published::Live { .. }) => {}
+            None => return None,
         }
     };
     match end {

@@ -71,12 +71,9 @@ pub(super) async fn run(face: Arc<GatewayFace>) {
     let mut subscription = face.runtime.subscribe();
     let mut runs = Runs::default();
     loop {
-        let published = match subscription.recv().await {
-            Ok(published) => published,
-            Err(error) => {
-                tracing::debug!(%error, "the gateway's event pump stopped");
-                return;
-            }
+        let Some(published) = subscription.recv_until_stopped().await else {
+            tracing::debug!("the gateway's event pump stopped");
+            return;
         };
         match published {
             Published::Live {

@@ -206,23 +206,15 @@ impl Session {
     /// durable event and every interaction reaches it.
     pub(super) async fn pump(self: Arc<Self>, mut published: Subscription) {
         let mut ready = Vec::new();
-        loop {
-            match published.recv().await {
-                Ok(event) => {
-                    ready.push(event);
-                    while ready.len() < PUMP_BATCH {
-                        let Some(event) = published.try_recv() else {
-                            break;
-                        };
-                        ready.push(event);
-                    }
-                    self.forward(&mut ready).await;
-                }
-                Err(RuntimeError::Stopped(_)) => return,
-                Err(error) => {
-                    tracing::warn!(%error, "events this connection fell behind on could not be read back");
-                }
+        while let Some(event) = published.recv_until_stopped().await {
+            ready.push(event);
+            while ready.len() < PUMP_BATCH {
+                let Some(event) = published.try_recv() else {
+                    break;
+                };
+                ready.push(event);
             }
+            self.forward(&mut ready).await;
         }
     }
 
