@@ -2,7 +2,8 @@
 
 use std::time::SystemTime;
 
-use crate::types::{Retention, unix_ms};
+use crate::error::{Error, Result};
+use crate::types::{Retention, ThreadId, unix_ms};
 
 /// The commit time before which events are past `retention.max_age` at `now`.
 pub(crate) fn age_cutoff_ms(retention: &Retention, now: SystemTime) -> i64 {
@@ -36,4 +37,33 @@ pub(crate) fn new_low_watermark(
         .min(next_seq)
         .min(checkpoint_through.map_or(u64::MAX, |through| through.saturating_add(1)));
     low_watermark.max(wanted)
+}
+
+/// [`new_low_watermark`] from what a trim reads of `thread` as the store holds it (signed
+/// integers): its row's `low` and `next`, the newest event over the byte budget, the first
+/// young one and the checkpoint's last event. A negative position (a hand-edited store) is
+/// [`Error::Corrupt`].
+pub(crate) fn stored_low_watermark(
+    thread: &ThreadId,
+    retention: &Retention,
+    low: i64,
+    next: i64,
+    over_budget: Option<i64>,
+    first_young: Option<i64>,
+    checkpoint_through: Option<i64>,
+) -> Result<u64> {
+    let position = |seq: i64| {
+        u64::try_from(seq).map_err(|_| Error::Corrupt {
+            reason: format!("thread {thread} has a position of {seq}"),
+        })
+    };
+    let optional = |seq: Option<i64>| seq.map(position).transpose();
+    Ok(new_low_watermark(
+        retention,
+        position(low)?,
+        position(next)?,
+        optional(over_budget)?.map(|seq| seq + 1),
+        optional(first_young)?,
+        optional(checkpoint_through)?,
+    ))
 }

@@ -16,7 +16,7 @@ use tokio_postgres::Client;
 
 use super::CHANNEL;
 use crate::error::{Error, Result};
-use crate::retention::{age_cutoff_ms, new_low_watermark};
+use crate::retention::{age_cutoff_ms, stored_low_watermark};
 use crate::types::{Checkpoint, Retention, ThreadId, Trimmed, check_checkpoint_position};
 pub(super) async fn trim(
     client: &mut Client,
@@ -73,14 +73,15 @@ pub(super) async fn trim(
         )
         .await?
         .map(|r| r.get(0));
-    let cut = new_low_watermark(
+    let cut = stored_low_watermark(
+        thread,
         retention,
-        low as u64,
-        next as u64,
-        bytes_cut.map(|s| s as u64 + 1),
-        first_young.map(|s| s as u64),
-        checkpoint.map(|s| s as u64),
-    );
+        low,
+        next,
+        bytes_cut,
+        first_young,
+        checkpoint,
+    )?;
     let removed = tx
         .query_one(
             "WITH gone AS (DELETE FROM aw_events WHERE thread = $1 AND seq < $2 RETURNING size)

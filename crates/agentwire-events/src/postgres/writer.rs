@@ -230,7 +230,8 @@ pub(super) async fn spawn(
     std::thread::Builder::new()
         .name("agentwire-events-postgres-writer".into())
         .spawn(move || {
-            runtime.block_on(async move {
+            let _stop = StopOnUnwind(&thread_shared);
+            runtime.block_on(async {
                 let config = named(&config, "writer");
                 let writer = match Writer::connect(config, log_id, settings, commits).await {
                     Ok(writer) => writer,
@@ -248,6 +249,32 @@ pub(super) async fn spawn(
         })?;
     connection.await.map_err(|_| Error::Closed)??;
     Ok((shared, stopped_rx))
+}
+
+/// Stops the writer if the writer's thread unwinds (a bug): the queue is closed and what it
+/// holds dropped, so every caller waiting on a queued command is answered (an append
+/// `events.commit-outcome-unknown`, anything else `events.closed`) and every later write is
+/// refused, instead of waiting for a thread that is gone.
+struct StopOnUnwind<'a>(&'a Shared);
+
+impl Drop for StopOnUnwind<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        tracing::error!("the postgres writer's thread panicked; the log takes no more writes");
+        // The queue's lock was let go as the panic unwound the task that held it; an appender
+        // holding it now lets it go at once, finding the queue closed.
+        let Ok(mut core) = self.0.core.try_lock() else {
+            self.0.doorbell.ring();
+            return;
+        };
+        core.closed = true;
+        core.lead = None;
+        core.held = None;
+        core.queue.close();
+        while core.queue.try_recv().is_ok() {}
+    }
 }
 
 /// The writer's thread: waits for the doorbell, then takes the queue and runs every queued
@@ -919,5 +946,64 @@ fn copy_error(err: &tokio_postgres::Error) -> Error {
     }
     Error::WriteFailed {
         reason: format!("group commit failed: {err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::WriterQueue;
+    use crate::types::ThreadId;
+
+    /// A writer's thread that unwinds (a bug) closes the queue: the command it left queued is
+    /// answered `events.closed`, and so is every later write, instead of waiting for a thread
+    /// that is gone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_thread_that_unwinds_closes_the_log_for_writes() {
+        let doorbell = Arc::new(Doorbell::default());
+        let (queue, rx) = WriterQueue::new(8, Arc::clone(&doorbell));
+        let queue = Arc::new(queue);
+        let (commits, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            core: tokio::sync::Mutex::new(Core {
+                queue: rx,
+                held: None,
+                lead: None,
+                reconnect_at: None,
+                closed: false,
+            }),
+            doorbell: Arc::clone(&doorbell),
+            make: (
+                tokio_postgres::Config::new(),
+                LogId(uuid::Uuid::from_bytes([1; 16])),
+                Settings::default(),
+                commits,
+            ),
+            connecting: AtomicBool::new(false),
+        });
+        let thread = ThreadId::new("t").unwrap();
+        let queued = {
+            let (queue, thread) = (Arc::clone(&queue), thread.clone());
+            tokio::spawn(async move { queue.delete_thread(&thread).await })
+        };
+        while !doorbell.waiting() {
+            tokio::task::yield_now().await;
+        }
+        let unwinding = Arc::clone(&shared);
+        let joined = std::thread::spawn(move || {
+            let _stop = StopOnUnwind(&unwinding);
+            panic!("a bug on the writer's thread");
+        })
+        .join();
+        assert!(joined.is_err());
+        assert!(shared.core.try_lock().unwrap().closed);
+        let err = tokio::time::timeout(std::time::Duration::from_secs(10), queued)
+            .await
+            .expect("the queued command was never answered")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code(), "events.closed", "{err}");
+        let err = queue.delete_thread(&thread).await.unwrap_err();
+        assert_eq!(err.code(), "events.closed", "{err}");
     }
 }

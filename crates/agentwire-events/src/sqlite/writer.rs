@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::schema::{BYTES, NEXT_SEQ, TAIL_EVENTS};
 use crate::error::{Error, Result};
 use crate::queue::{Answer, AppendRequest, Command, Doorbell, Next, gather, next_command};
-use crate::retention::{age_cutoff_ms, new_low_watermark};
+use crate::retention::{age_cutoff_ms, stored_low_watermark};
 use crate::settings::Settings;
 use crate::types::{
     Appended, Checkpoint, Expected, LogId, Retention, ThreadId, Trimmed, check_checkpoint_position,
@@ -724,22 +724,15 @@ fn trim(
             |r| r.get(0),
         )
         .optional()?;
-    // Positions are never negative; a row that says otherwise was written by hand.
-    let bytes_cut = bytes_cut
-        .map(|seq| {
-            u64::try_from(seq).map_err(|_| Error::Corrupt {
-                reason: format!("thread {thread} has an event at position {seq}"),
-            })
-        })
-        .transpose()?;
-    let cut = new_low_watermark(
+    let cut = stored_low_watermark(
+        thread,
         retention,
-        low as u64,
-        next as u64,
-        bytes_cut.map(|seq| seq + 1),
-        first_young.map(|s| s as u64),
-        checkpoint.map(|s| s as u64),
-    );
+        low,
+        next,
+        bytes_cut,
+        first_young,
+        checkpoint,
+    )?;
     let (removed, freed): (i64, Option<i64>) = conn.query_row(
         "SELECT COUNT(*), SUM(size) FROM aw_events WHERE thread = ?1 AND seq < ?2",
         params![thread.as_str(), cut as i64],

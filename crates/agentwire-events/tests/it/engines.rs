@@ -313,6 +313,46 @@ async fn pg_client(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// A thread whose stored events were edited by hand to a negative position makes a trim by
+/// size fail with `events.corrupt` on PostgreSQL too, not the writer: the log goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_trim_over_a_hand_edited_negative_position_is_corrupt_and_the_log_goes_on() {
+    let url = agentwire_testkit::postgres_server().fresh_database("engines");
+    let log = open(&url).await.unwrap();
+    let t = thread("t");
+    log.append(&t, Expected::Any, vec![NewEvent::new("e", "x")])
+        .await
+        .unwrap();
+    pg_client(&url)
+        .await
+        .execute(
+            "INSERT INTO aw_events (thread, seq, event_id, kind, committed_at, size, payload)
+             VALUES ('t', -1, gen_random_uuid(), 'e', 0, 100, '\\x00')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let retention = agentwire_events::Retention {
+        max_records: u64::MAX,
+        max_bytes: 2,
+        max_age: std::time::Duration::from_secs(1_000_000_000),
+    };
+    let err = log
+        .trim(&t, &retention, std::time::SystemTime::now())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "events.corrupt", "{err}");
+    assert!(err.to_string().contains("a position of -1"), "{err}");
+    let deleted = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        log.delete_thread(&thread("other")),
+    )
+    .await
+    .expect("the writer answers after the refused trim");
+    assert!(!deleted.unwrap());
+    log.close().await.unwrap();
+}
+
 /// Three instances append to the same sixteen threads at once, each from eight tasks, a task's
 /// appends one after the other (one or three events, any position): the group statements of
 /// the instances queue on the threads' rows, and every thread ends gap-free with every
@@ -884,7 +924,7 @@ async fn sqlite_trim_over_a_hand_edited_negative_position_is_corrupt_and_the_log
         .await
         .unwrap_err();
     assert_eq!(err.code(), "events.corrupt", "{err}");
-    assert!(err.to_string().contains("position -1"), "{err}");
+    assert!(err.to_string().contains("a position of -1"), "{err}");
     let appended = log
         .append(&thread("u"), Expected::Any, vec![NewEvent::new("e", "y")])
         .await
