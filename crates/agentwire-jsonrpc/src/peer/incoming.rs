@@ -14,7 +14,7 @@ use std::time::Instant;
 use tracing::Instrument as _;
 
 use crate::error::{ErrorObject, INVALID_REQUEST, OVERLOADED, REQUEST_CANCELLED};
-use crate::handler::{BoxFuture, RequestContext};
+use crate::handler::{BoxFuture, Handlers, RequestContext};
 use crate::message::{Id, RawJson};
 use crate::observe::{Event, bump};
 
@@ -28,6 +28,7 @@ impl Inner {
         method: String,
         params: Option<RawJson>,
         sink: &Sink,
+        handlers: &Handlers,
     ) {
         let admitted = {
             let inbound = lock(&self.inbound);
@@ -70,8 +71,8 @@ impl Inner {
                 return;
             }
         }
-        let exclusive = self.handlers.is_exclusive(&method);
-        let Some(handler) = self.handlers.request(&method).cloned() else {
+        let exclusive = handlers.is_exclusive(&method);
+        let Some(handler) = handlers.request(&method).cloned() else {
             tracing::debug!(parent: &self.span, %id, method, "no handler");
             self.reply(
                 sink,

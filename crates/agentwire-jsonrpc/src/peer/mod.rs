@@ -137,7 +137,6 @@ impl PeerBuilder {
             counters: Counters::default(),
             events: self.events,
             tasks: Mutex::new(Vec::new()),
-            handlers: self.handlers,
             max_frame: self.profile.max_inbound_frame,
             profile: self.profile,
             connection,
@@ -148,8 +147,9 @@ impl PeerBuilder {
         );
         let notify_task = tokio::spawn(run_notifications(notify_rx).instrument(span.clone()));
         let frames = FrameReader::new(reader, inner.max_frame);
-        let reader_task =
-            tokio::spawn(run_reader(Arc::clone(&inner), frames, notify_tx).instrument(span));
+        let reader_task = tokio::spawn(
+            run_reader(Arc::clone(&inner), self.handlers, frames, notify_tx).instrument(span),
+        );
         lock(&inner.tasks).extend([
             reader_task.abort_handle(),
             notify_task.abort_handle(),
@@ -247,7 +247,6 @@ struct InboundEntry {
 
 struct Inner {
     profile: Profile,
-    handlers: Handlers,
     max_frame: usize,
     writes: Arc<WriteQueue>,
     pending: Mutex<HashMap<Id, oneshot::Sender<Reply>>>,

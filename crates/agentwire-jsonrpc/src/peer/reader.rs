@@ -10,13 +10,22 @@ use tokio::sync::mpsc;
 
 use crate::error::{ErrorObject, INVALID_REQUEST};
 use crate::framer::{Frame, FrameReader};
-use crate::handler::{NotificationContext, NotificationFn};
+use crate::handler::{Handlers, NotificationContext, NotificationFn};
 use crate::message::{Decoded, Decoder, Id, Incoming, Invalid, RawJson};
 use crate::observe::{Event, bump};
 use crate::profile::BatchPolicy;
 
 use super::incoming::CatchUnwind;
 use super::{Inner, Peer, Reply, lock};
+
+/// Where the reader sends what it read: the connection's handlers (the reader owns them, so
+/// they go when it ends: a handler that holds what holds the peer leaves no cycle behind) and
+/// the notification task's queue.
+#[derive(Clone, Copy)]
+pub(super) struct Route<'a> {
+    pub(super) handlers: &'a Handlers,
+    notify: &'a mpsc::Sender<NotifyJob>,
+}
 
 pub(super) struct NotifyJob {
     handler: NotificationFn,
@@ -25,28 +34,24 @@ pub(super) struct NotifyJob {
 }
 
 impl Inner {
-    async fn dispatch(self: &Arc<Self>, decoded: Decoded, notify: &mpsc::Sender<NotifyJob>) {
+    async fn dispatch(self: &Arc<Self>, decoded: Decoded, route: Route<'_>) {
         match decoded {
-            Decoded::Message(message) => self.handle_message(message, &Sink::Direct, notify).await,
+            Decoded::Message(message) => self.handle_message(message, &Sink::Direct, route).await,
             Decoded::Invalid(invalid) => self.handle_invalid(invalid, &Sink::Direct).await,
-            Decoded::Batch(items) => self.handle_batch(items, notify).await,
+            Decoded::Batch(items) => self.handle_batch(items, route).await,
         }
     }
 
-    async fn handle_message(
-        self: &Arc<Self>,
-        message: Incoming,
-        sink: &Sink,
-        notify: &mpsc::Sender<NotifyJob>,
-    ) {
+    async fn handle_message(self: &Arc<Self>, message: Incoming, sink: &Sink, route: Route<'_>) {
         match message {
             Incoming::Request { id, method, params } => {
                 bump(&self.counters.requests_received, 1);
-                self.start_request(id, method, params, sink).await;
+                self.start_request(id, method, params, sink, route.handlers)
+                    .await;
             }
             Incoming::Notification { method, params } => {
                 bump(&self.counters.notifications_received, 1);
-                self.handle_notification(method, params, notify).await;
+                self.handle_notification(method, params, route).await;
             }
             Incoming::Response { id, outcome } => {
                 bump(&self.counters.responses_received, 1);
@@ -74,7 +79,7 @@ impl Inner {
         self: &Arc<Self>,
         method: String,
         params: Option<RawJson>,
-        notify: &mpsc::Sender<NotifyJob>,
+        route: Route<'_>,
     ) {
         if let Some(cancel) = &self.profile.cancel_notification
             && cancel.method == method
@@ -94,7 +99,7 @@ impl Inner {
             }
             return;
         }
-        let Some(handler) = self.handlers.notification(&method).cloned() else {
+        let Some(handler) = route.handlers.notification(&method).cloned() else {
             tracing::debug!(parent: &self.span, method, "notification without a handler");
             return;
         };
@@ -109,9 +114,9 @@ impl Inner {
             params,
         };
         // A full queue stops the reader: backpressure on the other side's output.
-        if let Err(mpsc::error::TrySendError::Full(job)) = notify.try_send(job) {
+        if let Err(mpsc::error::TrySendError::Full(job)) = route.notify.try_send(job) {
             let _ = self.writes.wake();
-            let _ = notify.send(job).await;
+            let _ = route.notify.send(job).await;
         }
     }
 
@@ -130,7 +135,7 @@ impl Inner {
         });
     }
 
-    async fn handle_batch(self: &Arc<Self>, items: Vec<RawJson>, notify: &mpsc::Sender<NotifyJob>) {
+    async fn handle_batch(self: &Arc<Self>, items: Vec<RawJson>, route: Route<'_>) {
         if self.profile.batch == BatchPolicy::Reject || items.is_empty() {
             bump(&self.counters.invalid_messages, 1);
             let replied = self.profile.null_id_replies;
@@ -165,7 +170,7 @@ impl Inner {
         let decoder = Decoder::new(self.profile.structured_params);
         for item in items {
             match decoder.sort(item.get().as_bytes()) {
-                Decoded::Message(message) => self.handle_message(message, &sink, notify).await,
+                Decoded::Message(message) => self.handle_message(message, &sink, route).await,
                 Decoded::Invalid(invalid) => self.handle_invalid(invalid, &sink).await,
                 Decoded::Batch(_) => {
                     let invalid = Invalid {
@@ -269,6 +274,7 @@ impl BatchCollector {
 
 pub(super) async fn run_reader<R: AsyncRead + Unpin>(
     inner: Arc<Inner>,
+    handlers: Handlers,
     mut frames: FrameReader<R>,
     notify: mpsc::Sender<NotifyJob>,
 ) {
@@ -315,7 +321,15 @@ pub(super) async fn run_reader<R: AsyncRead + Unpin>(
                 }
             }
         };
-        inner.dispatch(decoded, &notify).await;
+        inner
+            .dispatch(
+                decoded,
+                Route {
+                    handlers: &handlers,
+                    notify: &notify,
+                },
+            )
+            .await;
     };
     drop(notify);
     let _ = inner.writes.wake();

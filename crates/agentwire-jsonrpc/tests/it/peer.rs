@@ -1183,3 +1183,47 @@ async fn a_host_that_writes_everything_before_reading_is_served_without_a_deadlo
     }
     assert_eq!(answered, REQUESTS);
 }
+
+/// Handlers that hold what holds the peer (a session that keeps its connection's `Peer`) leave
+/// no cycle behind: the connection's handlers go when its reader ends, so the session is freed
+/// once the connection closed and its handlers finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_holding_their_peer_are_freed_once_the_connection_closed() {
+    struct Session {
+        peer: std::sync::OnceLock<Peer>,
+    }
+    let session = Arc::new(Session {
+        peer: std::sync::OnceLock::new(),
+    });
+    let handlers = Handlers::new().on_request("echo", {
+        let session = Arc::clone(&session);
+        move |_ctx, params| {
+            let session = Arc::clone(&session);
+            async move {
+                assert!(session.peer.get().is_some());
+                Ok(params.unwrap_or(Value::Null))
+            }
+        }
+    });
+    let (ours, theirs) = transport::memory_pair();
+    let peer = Peer::spawn(ours.0, ours.1, Profile::generic(), handlers);
+    let _ = session.peer.set(peer.clone());
+    let mut other = raw(theirs);
+    other
+        .send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":[1]}\n")
+        .await;
+    assert_eq!(other.next().await["result"], json!([1]));
+    drop(other);
+    tokio::time::timeout(STUCK, peer.closed())
+        .await
+        .expect("the connection closes at the end of its input");
+    drop(peer);
+    let started = std::time::Instant::now();
+    while Arc::strong_count(&session) > 1 {
+        assert!(
+            started.elapsed() < STUCK,
+            "the session is still held by its handlers"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

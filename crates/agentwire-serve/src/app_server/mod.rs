@@ -124,3 +124,57 @@ impl AppServerFace {
         session::run(Arc::clone(self), reader, writer).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use agentwire_runtime::{DemoAgent, RuntimeConfig, SystemClock};
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// A finished connection's session is freed (it held the connection's peer, whose handlers
+    /// held the session): after three connections, only the test holds the face.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_finished_connection_frees_its_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("l.sqlite").display());
+        let log = agentwire_events::open(&url).await.unwrap();
+        let runtime = Runtime::start(
+            log,
+            Arc::new(DemoAgent::default()),
+            Arc::new(SystemClock),
+            RuntimeConfig::default(),
+        )
+        .await
+        .unwrap();
+        let face = AppServerFace::new(runtime, AppServerConfig::default());
+        for _ in 0..3 {
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let (server_read, server_write) = tokio::io::split(server);
+            let (_client_read, mut client_write) = tokio::io::split(client);
+            let serving = tokio::spawn({
+                let face = Arc::clone(&face);
+                async move { face.serve(server_read, server_write).await }
+            });
+            client_write
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"minimumProtocolVersion\":1,\"client\":{\"name\":\"t\",\"version\":\"1\"}}}\n")
+                .await
+                .unwrap();
+            client_write.shutdown().await.unwrap();
+            drop(client_write);
+            tokio::time::timeout(std::time::Duration::from_secs(10), serving)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        let started = std::time::Instant::now();
+        while Arc::strong_count(&face) > 1 {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "the sessions of finished connections still hold the face ({})",
+                Arc::strong_count(&face)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -160,7 +160,9 @@ pub struct ConnectionHandle {
     client: Value,
     since_ms: u64,
     outbox: Outbox,
-    seq: AtomicU64,
+    /// The last broadcast `seq` sent; held while a frame is numbered and queued, so frames
+    /// reach the wire in `seq` order whichever task sends them.
+    seq: std::sync::Mutex<u64>,
     sessions_subscribed: AtomicBool,
 }
 
@@ -217,9 +219,14 @@ impl ConnectionHandle {
     /// Sends a broadcast event with the next `seq` (used even when the frame is dropped):
     /// `payload` is the payload's JSON, `extra` more members of the frame (`,"name":value`…).
     pub(super) fn send_event(&self, event: &str, payload: &str, extra: &str, droppable: bool) {
-        let seq = self.seq.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut seq = self
+            .seq
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *seq += 1;
         let frame = format!(
-            r#"{{"type":"event","event":"{event}","payload":{payload},"seq":{seq}{extra}}}"#
+            r#"{{"type":"event","event":"{event}","payload":{payload},"seq":{}{extra}}}"#,
+            *seq
         );
         self.outbox.push(frame, droppable);
     }
@@ -317,7 +324,7 @@ pub(super) async fn run(face: Arc<GatewayFace>, stream: TcpStream, peer: SocketA
         closing: AtomicBool::new(false),
         close: std::sync::Mutex::new(Some(close_tx)),
     };
-    let writer = tokio::spawn(write(sink, rx, close_rx, queued, config.write_timeout));
+    let mut writer = tokio::spawn(write(sink, rx, close_rx, queued, config.write_timeout));
     let nonce = uuid::Uuid::new_v4().to_string();
     outbox.push(
         json!({"type": "event", "event": "connect.challenge", "payload": {"nonce": nonce, "ts": face.now_ms()}})
@@ -355,11 +362,19 @@ pub(super) async fn run(face: Arc<GatewayFace>, stream: TcpStream, peer: SocketA
     if conn.holds(scopes::APPROVALS) {
         face.send_pending_approvals(&conn).await;
     }
-    serve_requests(&face, &conn, &mut frames, &gate).await;
+    // The connection ends when the client goes, or when nothing more can be written to it (a
+    // slow consumer closed 1008, a write that timed out): its requests are then not read or
+    // run any more, and it is no longer a broadcast target.
+    let written = tokio::select! {
+        () = serve_requests(&face, &conn, &mut frames, &gate) => false,
+        _ = &mut writer => true,
+    };
     face.left(conn.id);
     conn.outbox.close(1000, "");
     drop(conn);
-    let _ = writer.await;
+    if !written {
+        let _ = writer.await;
+    }
 }
 
 /// A handshake that succeeded: who connected, and the `hello-ok` to answer `connect` with.
@@ -382,7 +397,7 @@ impl Accepted {
             client: self.client,
             since_ms,
             outbox,
-            seq: AtomicU64::new(0),
+            seq: std::sync::Mutex::new(0),
             sessions_subscribed: AtomicBool::new(false),
         };
         (conn, (self.request_id, self.hello))
@@ -851,5 +866,51 @@ mod tests {
         );
         assert!(constant_time_eq(b"a", b"a"));
         assert!(!constant_time_eq(b"a", b"b"));
+    }
+
+    /// Broadcast frames reach the wire in `seq` order whichever tasks send them at once (the
+    /// pump, `tick`, `presence` and requests' `sessions.changed` do): a client reads a
+    /// backwards `seq` as a broken stream.
+    #[test]
+    fn broadcast_frames_are_queued_in_seq_order_under_concurrent_senders() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (close_tx, _close_rx) = oneshot::channel();
+        let conn = Arc::new(ConnectionHandle {
+            id: 1,
+            conn_id: "ws-1".into(),
+            role: "operator".into(),
+            scopes: vec![],
+            client: Value::Null,
+            since_ms: 0,
+            outbox: Outbox {
+                tx,
+                queued: Arc::new(AtomicUsize::new(0)),
+                max: usize::MAX,
+                closing: AtomicBool::new(false),
+                close: std::sync::Mutex::new(Some(close_tx)),
+            },
+            seq: std::sync::Mutex::new(0),
+            sessions_subscribed: AtomicBool::new(false),
+        });
+        let senders: Vec<_> = (0..2)
+            .map(|_| {
+                let conn = Arc::clone(&conn);
+                std::thread::spawn(move || {
+                    for _ in 0..50_000 {
+                        conn.send_event("tick", "{}", "", true);
+                    }
+                })
+            })
+            .collect();
+        for sender in senders {
+            sender.join().unwrap();
+        }
+        let mut expected = 1;
+        while let Ok(Out::Text(text)) = rx.try_recv() {
+            let frame: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(frame["seq"], expected, "{text}");
+            expected += 1;
+        }
+        assert_eq!(expected, 100_001);
     }
 }

@@ -410,7 +410,83 @@ pub fn close_reason(reason: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    use agentwire_runtime::{DemoAgent, RuntimeConfig, SystemClock};
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
     use super::*;
+
+    /// A connection that stops reading is closed as a slow consumer and goes: it is no longer
+    /// served, a broadcast target or in presence, though the client keeps its socket open and
+    /// neither reads nor closes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_consumer_is_dropped_though_its_client_keeps_the_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("l.sqlite").display());
+        let log = agentwire_events::open(&url).await.unwrap();
+        let runtime = Runtime::start(
+            log,
+            Arc::new(DemoAgent::default()),
+            Arc::new(SystemClock),
+            RuntimeConfig::default(),
+        )
+        .await
+        .unwrap();
+        let config = GatewayConfig {
+            token: Some("tok".into()),
+            max_buffered_bytes: 64 * 1024,
+            write_timeout: Duration::from_millis(300),
+            ..GatewayConfig::default()
+        };
+        let (face, listener) = GatewayFace::bind(runtime, "127.0.0.1:0".parse().unwrap(), config)
+            .await
+            .unwrap();
+        let addr = face.local_addr();
+        let serving = tokio::spawn(Arc::clone(&face).serve(listener));
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let stream = socket.connect(addr).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), stream)
+            .await
+            .unwrap();
+        let _challenge = ws.next().await.unwrap().unwrap();
+        let connect = serde_json::json!({"type": "req", "id": "c", "method": "connect", "params": {
+            "minProtocol": 4, "maxProtocol": 4,
+            "client": {"id": "cli", "version": "1", "platform": "rust", "mode": "test"},
+            "scopes": ["operator.read"], "auth": {"token": "tok"}}});
+        ws.send(Message::text(connect.to_string())).await.unwrap();
+        loop {
+            if let Message::Text(text) = ws.next().await.unwrap().unwrap()
+                && text.as_str().contains("hello-ok")
+            {
+                break;
+            }
+        }
+        assert_eq!(face.connection_count(), 1);
+        // Far more answers than the socket's buffers and the 64 KiB outbox hold, never read
+        // (until the gateway drops the connection, which fails these writes).
+        for i in 0..100_000u32 {
+            let request = format!(r#"{{"type":"req","id":"h{i}","method":"health"}}"#);
+            if ws.feed(Message::text(request)).await.is_err()
+                || (i % 1_000 == 0 && ws.flush().await.is_err())
+            {
+                break;
+            }
+        }
+        let _ = ws.flush().await;
+        let started = Instant::now();
+        while face.connection_count() > 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the slow consumer is still served"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(ws);
+        serving.abort();
+    }
 
     #[test]
     fn close_reasons_are_cut_on_a_character_boundary() {
