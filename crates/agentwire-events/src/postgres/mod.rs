@@ -61,13 +61,30 @@ pub struct PostgresLog {
     _listener_stop: oneshot::Sender<()>,
 }
 
-/// `config` with its connections named `agentwire {role}` in `pg_stat_activity` (the log's
-/// writer, appenders, readers, checkpoints, listener, migration), unless the store URL names
-/// them.
-fn named(config: &tokio_postgres::Config, role: &str) -> tokio_postgres::Config {
+/// How long connecting to the server may take, unless the store URL says (`connect_timeout`).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long what a connection sent may go unacknowledged by the server's machine before the
+/// connection is given up, unless the store URL says (`tcp_user_timeout`): a server gone
+/// without closing its connections (its machine down, the network cut) fails the statement in
+/// flight (a commit's outcome is then unknown) instead of holding the writer for the kernel's
+/// retransmissions, about a quarter of an hour. A statement that runs long is not affected.
+const TCP_USER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `config` for the connections of `role`: named `agentwire {role}` in `pg_stat_activity` (the
+/// log's writer, appenders, readers, checkpoints, listener, migration), connected within
+/// [`CONNECT_TIMEOUT`] and given up after [`TCP_USER_TIMEOUT`] without acknowledgement, each
+/// unless the store URL sets it.
+fn for_role(config: &tokio_postgres::Config, role: &str) -> tokio_postgres::Config {
     let mut config = config.clone();
     if config.get_application_name().is_none() {
         config.application_name(format!("agentwire {role}"));
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
     }
     config
 }
@@ -93,12 +110,12 @@ impl PostgresLog {
                     url: url.to_string(),
                     reason: e.to_string(),
                 })?;
-        let mut client = connect(&named(&config, "migration")).await?;
+        let mut client = connect(&for_role(&config, "migration")).await?;
         let log_id = schema::migrate(&mut client).await?;
         drop(client);
-        let pool = new_pool(&named(&config, "reader"), settings.readers)?;
+        let pool = new_pool(&for_role(&config, "reader"), settings.readers)?;
         // Checkpoints queue on a connection of their own, so a page read never waits for one.
-        let checkpoints = new_pool(&named(&config, "checkpoints"), 1)?;
+        let checkpoints = new_pool(&for_role(&config, "checkpoints"), 1)?;
         let (commits, _) = watch::channel(0u64);
         let doorbell = Arc::new(Doorbell::default());
         let (queue, rx) = WriterQueue::new(settings.queue_capacity, doorbell.clone());
@@ -114,7 +131,7 @@ impl PostgresLog {
         let (stop, stopped) = oneshot::channel();
         let followed = Arc::new(Notify::new());
         tokio::spawn(listen(
-            named(&config, "listener"),
+            for_role(&config, "listener"),
             commits.clone(),
             Arc::clone(&followed),
             stopped,
@@ -376,4 +393,30 @@ fn thread_info_row(row: &tokio_postgres::Row) -> Result<ThreadInfo> {
         bytes: bytes.max(0) as u64,
         deleted: row.get(4),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{CONNECT_TIMEOUT, TCP_USER_TIMEOUT, for_role};
+
+    /// Every connection is named by its role and bounded in how long connecting and an
+    /// unacknowledged send may take, each unless the store URL says otherwise.
+    #[test]
+    fn connections_are_named_and_bounded_unless_the_url_says_otherwise() {
+        let plain: tokio_postgres::Config = "postgres://u@localhost/db".parse().unwrap();
+        let writer = for_role(&plain, "writer");
+        assert_eq!(writer.get_application_name(), Some("agentwire writer"));
+        assert_eq!(writer.get_connect_timeout(), Some(&CONNECT_TIMEOUT));
+        assert_eq!(writer.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+        let set: tokio_postgres::Config =
+            "postgres://u@localhost/db?application_name=mine&connect_timeout=3&tcp_user_timeout=5"
+                .parse()
+                .unwrap();
+        let writer = for_role(&set, "writer");
+        assert_eq!(writer.get_application_name(), Some("mine"));
+        assert_eq!(writer.get_connect_timeout(), Some(&Duration::from_secs(3)));
+        assert_eq!(writer.get_tcp_user_timeout(), Some(&Duration::from_secs(5)));
+    }
 }

@@ -29,7 +29,7 @@ use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
 use super::transactions::{delete, put_checkpoint, trim};
-use super::{CHANNEL, connect, named};
+use super::{CHANNEL, connect, for_role};
 use crate::error::{Error, Result};
 use crate::queue::{Answer, AppendRequest, Command, Doorbell, Next, gather, next_command};
 use crate::settings::Settings;
@@ -214,7 +214,7 @@ pub(super) async fn spawn(
         }),
         doorbell,
         make: (
-            named(&config, "appenders"),
+            for_role(&config, "appenders"),
             log_id,
             settings.clone(),
             commits.clone(),
@@ -232,7 +232,7 @@ pub(super) async fn spawn(
         .spawn(move || {
             let _stop = StopOnUnwind(&thread_shared);
             runtime.block_on(async {
-                let config = named(&config, "writer");
+                let config = for_role(&config, "writer");
                 let writer = match Writer::connect(config, log_id, settings, commits).await {
                     Ok(writer) => writer,
                     Err(err) => {
