@@ -11,6 +11,7 @@ use agentwire_roll::{RollErrorCode, RollHandler};
 use agentwire_runtime::{Resolution, RuntimeError, TurnInput as CoreTurnInput};
 
 use super::super::wire;
+use super::attached::Attaching;
 use super::{Call, lock};
 
 type Reply<T> = Result<T, ErrorObject>;
@@ -121,7 +122,7 @@ impl RollHandler for Call {
         let thread_id = params.thread_id.as_str();
         // Attached first: an event committed while the snapshot is read is then sent live (and
         // may also be in the snapshot) rather than missed.
-        let attached = lock(&session.attached).insert(thread_id.to_owned());
+        let attaching = Attaching::new(&session.attached, thread_id);
         let snapshot = session
             .snapshot(
                 self.version,
@@ -134,8 +135,8 @@ impl RollHandler for Call {
                 },
             )
             .await;
-        if snapshot.is_err() && attached {
-            lock(&session.attached).remove(thread_id);
+        if snapshot.is_ok() {
+            attaching.keep();
         }
         snapshot
     }
@@ -226,7 +227,7 @@ impl RollHandler for Call {
             turn_id: params.turn_id.clone(),
         };
         // Attached before the turn starts, so its first events reach this connection.
-        let attached = lock(&session.attached).insert(thread_id.to_owned());
+        let attaching = Attaching::new(&session.attached, thread_id);
         let input = CoreTurnInput {
             text: params.input.text,
             attachments: parts,
@@ -237,15 +238,12 @@ impl RollHandler for Call {
             .start_turn(thread_id, params.turn_id.as_str(), input)
             .await
         {
-            Ok(()) => Ok(accepted),
             // A second start of the same turn is a retry: the first start stands.
-            Err(RuntimeError::TurnAlreadyStarted { .. }) => Ok(accepted),
-            Err(error) => {
-                if attached {
-                    lock(&session.attached).remove(thread_id);
-                }
-                Err(session.runtime_error(&error))
+            Ok(()) | Err(RuntimeError::TurnAlreadyStarted { .. }) => {
+                attaching.keep();
+                Ok(accepted)
             }
+            Err(error) => Err(session.runtime_error(&error)),
         }
     }
 

@@ -16,7 +16,8 @@ use agentwire_runtime::{
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::super::wire;
-use super::{Session, lock};
+use super::Session;
+use super::attached::Attaching;
 
 /// Events read from the log per page while replaying: the most one read returns.
 const REPLAY_PAGE: usize = agentwire_events::MAX_PAGE_EVENTS;
@@ -28,22 +29,6 @@ const READ_AHEAD_BYTES: usize = 8 * 1024 * 1024;
 
 /// Pages a replay's reader may queue, within [`READ_AHEAD_BYTES`].
 const READ_AHEAD_PAGES: usize = 3;
-
-/// Detaches a thread from the connection when dropped with `undo` (the resume that attached it
-/// did not succeed).
-struct Attach<'a> {
-    session: &'a Session,
-    thread_id: &'a str,
-    undo: bool,
-}
-
-impl Drop for Attach<'_> {
-    fn drop(&mut self) {
-        if self.undo {
-            lock(&self.session.attached).remove(self.thread_id);
-        }
-    }
-}
 
 impl Session {
     pub(super) async fn resume(
@@ -57,13 +42,8 @@ impl Session {
         // Attached before the replay's end is read, so every later event is sent live: the
         // replay and the live stream may overlap (the client de-duplicates by eventId) but
         // never leave a gap.
-        let attached = lock(&self.attached).insert(thread_id.to_owned());
         // A refused or failed resume leaves the connection as it found it.
-        let mut attach = Attach {
-            session: self,
-            thread_id,
-            undo: attached,
-        };
+        let attaching = Attaching::new(&self.attached, thread_id);
         let timeline = runtime
             .inspect(thread_id, |state| state.timeline.clone())
             .await
@@ -194,7 +174,7 @@ impl Session {
                 .await
                 .map_err(|_| self.err(RollErrorCode::RUNTIME_CLOSING, "connection closed"))?;
         }
-        attach.undo = false;
+        attaching.keep();
         Ok(RuntimeEventsResumeResult {
             through_cursor: self.event_cursor(thread_id, total),
             replayed_count: ordinal.saturating_sub(start) as u64,

@@ -4,7 +4,7 @@
 //! deliveries in `interactions`, the thread reads in `threads`, the attachment methods in
 //! `attachments`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::kept::Once;
@@ -25,6 +25,7 @@ use tokio::task::AbortHandle;
 use super::wire;
 use super::{RollFace, roll_error};
 
+mod attached;
 mod attachments;
 mod calls;
 mod events;
@@ -59,7 +60,7 @@ pub(crate) struct Session {
     face: Arc<RollFace>,
     peer: OnceLock<Peer>,
     conn: Mutex<Connection>,
-    attached: Mutex<HashSet<String>>,
+    attached: Mutex<attached::Attached>,
     deliveries: Mutex<HashMap<String, Delivery>>,
     /// Held by the connection's replay (`runtime.events.resume`): one at a time.
     replaying: tokio::sync::Mutex<()>,
@@ -82,7 +83,7 @@ where
         conn: Mutex::new(Connection::with_supported(&face.config.versions)),
         face,
         peer: OnceLock::new(),
-        attached: Mutex::new(HashSet::new()),
+        attached: Mutex::new(attached::Attached::default()),
         deliveries: Mutex::new(HashMap::new()),
         replaying: tokio::sync::Mutex::new(()),
     });
@@ -151,7 +152,7 @@ impl Session {
     }
 
     fn attach(&self, thread_id: &str) {
-        lock(&self.attached).insert(thread_id.to_owned());
+        lock(&self.attached).keep(thread_id);
     }
 
     fn is_attached(&self, thread_id: &str) -> bool {
