@@ -77,6 +77,10 @@ struct ThreadSlot {
     /// Signalled after a human-task event of the thread is folded (the turns waiting for a
     /// task read it again).
     tasks_changed: tokio::sync::Notify,
+    /// Signalled when admitted events were dropped after a failed commit (the outbox's state is
+    /// the committed state again): a turn waiting for another party's resolution of its
+    /// interaction records its own if that party's was dropped.
+    dropped: tokio::sync::Notify,
 }
 
 /// The events of a thread admitted (checked, positioned and encoded) and not yet committed.
@@ -160,6 +164,7 @@ impl ThreadSlot {
             }),
             room: tokio::sync::Notify::new(),
             tasks_changed: tokio::sync::Notify::new(),
+            dropped: tokio::sync::Notify::new(),
             state: Mutex::new(state),
             log_thread: ThreadId::new(thread_id)?,
             checkpointed: checkpointed.into(),
@@ -731,15 +736,17 @@ impl Runtime {
         &self,
         thread_id: &str,
         slot: &Arc<ThreadSlot>,
-        mut batch: Vec<Queued>,
+        batch: Vec<Queued>,
         error: &Arc<agentwire_events::Error>,
     ) {
-        let (dropped, committed) = self.drop_admitted(thread_id, slot, &batch).await;
-        if committed {
-            for ticket in batch.drain(..).filter_map(Queued::into_ticket) {
+        let Some(dropped) = self.drop_admitted(thread_id, slot, &batch).await else {
+            // Committed after all: what was admitted behind it was positioned after it, and
+            // is committed next.
+            for ticket in batch.into_iter().filter_map(Queued::into_ticket) {
                 let _ = ticket.send(Ok(()));
             }
-        }
+            return;
+        };
         tracing::error!(thread = %thread_id, %error, dropped = batch.len() + dropped.len(),
             "a commit failed; the events admitted with it and after it are dropped");
         let turns: Vec<String> = batch
@@ -761,15 +768,16 @@ impl Runtime {
     }
 
     /// After a failed commit of `batch`: the state folds (and publishes) what the log holds
-    /// past it ([`Runtime::catch_up`]), everything still admitted is dropped (its positions
-    /// followed what was not committed) and the outbox's state is the state's again. Returns
-    /// what was dropped, and whether the log holds `batch` as it was sent.
+    /// past it ([`Runtime::catch_up`]). When the log holds `batch` as it was sent, that is all,
+    /// and `None` is returned. Otherwise everything still admitted is dropped (its positions
+    /// followed what was not committed) and returned, and the outbox's state is the state's
+    /// again.
     async fn drop_admitted(
         &self,
         thread_id: &str,
         slot: &ThreadSlot,
         batch: &[Queued],
-    ) -> (Vec<Queued>, bool) {
+    ) -> Option<Vec<Queued>> {
         // The state's lock first, then the outbox's: an admission never waits for the state
         // while it holds the outbox.
         let mut state = slot.state.lock().await;
@@ -797,10 +805,16 @@ impl Runtime {
                 false
             }
         };
+        if committed {
+            return None;
+        }
         let mut outbox = lock(&slot.outbox);
         outbox.probe = state.probe();
         outbox.bytes = 0;
-        (outbox.queued.drain(..).collect(), committed)
+        let dropped = outbox.queued.drain(..).collect();
+        drop(outbox);
+        slot.dropped.notify_waiters();
+        Some(dropped)
     }
 
     /// Folds into `state` and publishes the events the thread's log holds past it: the events

@@ -521,15 +521,27 @@ impl TurnContext {
                 }
             }
         };
-        match runtime
-            .settle(&self.thread_id, &slot, &id, ours, None)
-            .await
-        {
-            // Settled by us: the waiter was handed the resolution.
-            Ok(()) | Err(RuntimeError::InteractionNotFound(_)) => {
-                Ok(rx.await.unwrap_or_else(|_| dropped()))
+        loop {
+            // Listening before the check, so a drop between the two is not missed.
+            let mut redo = std::pin::pin!(slot.dropped.notified());
+            redo.as_mut().enable();
+            match runtime
+                .settle(&self.thread_id, &slot, &id, ours.clone(), None)
+                .await
+            {
+                // Settled by us: the waiter was handed the resolution.
+                Ok(()) => return Ok(rx.await.unwrap_or_else(|_| dropped())),
+                // Another party's resolution is being committed, which answers the waiter; if
+                // its commit fails, the interaction is pending again, and ours is recorded.
+                Err(RuntimeError::InteractionNotFound(_)) => {
+                    tokio::select! {
+                        biased;
+                        answer = &mut rx => return Ok(answer.unwrap_or_else(|_| dropped())),
+                        () = redo => {}
+                    }
+                }
+                Err(error) => return Err(error),
             }
-            Err(error) => Err(error),
         }
     }
 }

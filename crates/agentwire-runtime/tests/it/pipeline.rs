@@ -862,3 +862,113 @@ async fn a_subscription_goes_on_past_a_failed_read_back() {
     }
     assert_eq!(log.fail_reads.load(Ordering::SeqCst), 0, "no read failed");
 }
+
+/// A host's resolution is admitted (the interaction is no longer pending) and its commit held;
+/// meanwhile the deadline passes, so the turn's own `expired` finds nothing pending and waits;
+/// then the host's commit fails. The turn records `expired` itself and ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_resolution_commit_racing_the_deadline_leaves_no_turn_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Arc::new(DemoAgent {
+        slow_interval: Duration::from_millis(1),
+    });
+    let config = RuntimeConfig {
+        interaction_ttl: Duration::from_millis(400),
+        ..RuntimeConfig::default()
+    };
+    let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime
+        .start_turn(&thread, "t1", input("/approve ls"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, |e| {
+        matches!(e, ThreadEvent::InteractionOpened { .. })
+    })
+    .await;
+    let Some(Published::Durable { event, .. }) = seen.last() else {
+        unreachable!()
+    };
+    let ThreadEvent::InteractionOpened { interaction } = &event.event else {
+        unreachable!()
+    };
+    let id = interaction.id.clone();
+    let gate = log.gate.write().await;
+    let arrived = log.arrived.load(Ordering::SeqCst);
+    log.fail_at
+        .store(log.appends.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
+    let (r, t, i) = (runtime.clone(), thread.clone(), id.clone());
+    let resolving = tokio::spawn(async move { r.resolve(&t, &i, Resolution::Approved).await });
+    wait_for("the resolution's append at the log", || {
+        log.arrived.load(Ordering::SeqCst) > arrived
+    })
+    .await;
+    // The deadline passes while the resolution's commit is held.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    drop(gate);
+    let resolved = resolving.await.unwrap();
+    assert!(
+        matches!(resolved, Err(RuntimeError::CommitFailed(_))),
+        "{resolved:?}"
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(10), until(&mut rx, is_turn_end)).await;
+    assert!(
+        ended.is_ok(),
+        "the turn never ended; pending now: {:?}",
+        runtime.snapshot(&thread).await.unwrap().pending.len()
+    );
+}
+
+/// A commit answered `commit-outcome-unknown` that did commit keeps what was admitted behind it
+/// (positioned after it): a host's approval queued meanwhile is committed, and the turn goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_waits_behind_an_unknown_outcome_that_committed_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Arc::new(DemoAgent {
+        slow_interval: Duration::from_millis(1),
+    });
+    let (runtime, log) = failing_runtime_with(&dir, agent, RuntimeConfig::default()).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime
+        .start_turn(&thread, "t1", input("/approve ls"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, |e| {
+        matches!(e, ThreadEvent::InteractionOpened { .. })
+    })
+    .await;
+    let Some(Published::Durable { event, .. }) = seen.last() else {
+        unreachable!()
+    };
+    let ThreadEvent::InteractionOpened { interaction } = &event.event else {
+        unreachable!()
+    };
+    let id = interaction.id.clone();
+    let hold = log.hold_after.write().await;
+    let committed = log.committed.load(Ordering::SeqCst);
+    log.unknown_at
+        .store(log.appends.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
+    let (r, t) = (runtime.clone(), thread.clone());
+    let renaming = tokio::spawn(async move { r.rename_thread(&t, "renamed".into()).await });
+    wait_for("the rename committed", || {
+        log.committed.load(Ordering::SeqCst) > committed
+    })
+    .await;
+    let (r, t, i) = (runtime.clone(), thread.clone(), id.clone());
+    let resolving = tokio::spawn(async move { r.resolve(&t, &i, Resolution::Approved).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(hold);
+    assert!(renaming.await.unwrap().is_ok());
+    let resolved = resolving.await.unwrap();
+    let end = until(&mut rx, is_turn_end).await;
+    let Some(Published::Durable { event, .. }) = end.last() else {
+        unreachable!()
+    };
+    assert!(
+        resolved.is_ok(),
+        "the approval was dropped: {resolved:?}; the turn ended {:?}",
+        event.event
+    );
+}
