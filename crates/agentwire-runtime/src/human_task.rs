@@ -114,6 +114,24 @@ impl HumanTaskState {
         }
     }
 
+    /// Why its turn fails when a decline settled it: "the human task … was declined by …".
+    pub fn declined(&self) -> Option<String> {
+        let last = self.settling_decision()?;
+        if self.status != HumanTaskStatus::Decided || last.decision.kind != DecisionKind::Decline {
+            return None;
+        }
+        let why = last
+            .decision
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        Some(format!(
+            "the human task {} was declined by {}{why}",
+            self.task.id, last.actor_id
+        ))
+    }
+
     /// The status of the gated step (the node) as the task leaves it: `waiting` while open,
     /// `pending` once approved (it may run now), `failed` when declined or expired,
     /// `cancelled` when cancelled.

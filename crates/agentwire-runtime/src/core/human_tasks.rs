@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Runtime, RuntimeError, ThreadSlot, TurnContext, lock, turns::millis};
-use crate::decision::{Decision, DecisionKind};
+use crate::decision::Decision;
 use crate::event::{HumanTask, MAX_HUMAN_TASK_QUORUM, ThreadEvent, TurnStatus};
 use crate::human_task::{
     DecisionRefusal, HumanTaskDecision, HumanTaskState, HumanTaskStatus, digest,
@@ -262,19 +262,8 @@ impl Runtime {
                         .as_ref()
                         .is_some_and(|r| r.turn_id == turn_id);
                     if running && after.status == HumanTaskStatus::Decided {
-                        if let Some(last) = after.settling_decision()
-                            && last.decision.kind == DecisionKind::Decline
-                        {
-                            let why = last
-                                .decision
-                                .reason
-                                .as_deref()
-                                .map(|r| format!(": {r}"))
-                                .unwrap_or_default();
-                            stop = Some(Some(format!(
-                                "the human task {} was declined by {}{why}",
-                                after.task.id, last.actor_id
-                            )));
+                        if let Some(declined) = after.declined() {
+                            stop = Some(Some(declined));
                         }
                     } else if running && cancelling {
                         stop = Some(None);

@@ -123,16 +123,26 @@ impl Runtime {
     /// Runs the agent again on a turn a stop interrupted while a human task gated it.
     async fn resume_turn(&self, thread_id: &str, turn_id: &str) -> Result<(), RuntimeError> {
         let slot = self.slot(thread_id)?;
-        let (input, started_at) = {
+        let (input, started_at, declined) = {
             let state = slot.state.lock().await;
             let started_at = state.active_turn.as_ref().map_or(0, |t| t.started_at_ms);
-            (state.turn_input(turn_id).unwrap_or_default(), started_at)
+            // A task of the turn declined before the stop fails the turn as it would have.
+            let declined = state
+                .human_tasks
+                .values()
+                .filter(|t| t.task.turn_id == turn_id)
+                .find_map(|t| t.declined());
+            (
+                state.turn_input(turn_id).unwrap_or_default(),
+                started_at,
+                declined,
+            )
         };
-        let (cancel, cancel_rx) = tokio::sync::watch::channel(false);
+        let (cancel, cancel_rx) = tokio::sync::watch::channel(declined.is_some());
         *lock(&slot.running) = Some(RunningTurn {
             turn_id: turn_id.to_owned(),
             cancel,
-            failure: None,
+            failure: declined,
         });
         tracing::info!(thread = %thread_id, turn = %turn_id, "running a turn gated by a human task again");
         self.run_agent(thread_id, turn_id, input, started_at, cancel_rx);

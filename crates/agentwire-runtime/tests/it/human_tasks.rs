@@ -387,3 +387,66 @@ fn review_reads_its_quorum_separation_of_duties_and_hold() {
         );
     }
 }
+
+/// An agent that resumes turns and goes on whatever its task's outcome. `hang` stands for a
+/// process that stops after the decline committed and before the turn's end did.
+#[derive(Debug)]
+struct GoesOn {
+    hang: bool,
+}
+
+#[async_trait::async_trait]
+impl Agent for GoesOn {
+    async fn run_turn(&self, turn: TurnContext) -> TurnEnd {
+        let spec = HumanTaskSpec {
+            node_id: "gate".into(),
+            operation: serde_json::json!({"tool": "deploy"}),
+            quorum: 1,
+            separation_of_duties: false,
+        };
+        let _outcome = turn.human_task(spec).await;
+        if self.hang {
+            std::future::pending::<()>().await;
+        }
+        TurnEnd::Completed
+    }
+    fn resumes_turns(&self) -> bool {
+        true
+    }
+}
+
+async fn start_with(dir: &tempfile::TempDir, agent: Arc<dyn Agent>) -> Runtime {
+    Runtime::start(
+        open_log(dir).await,
+        agent,
+        Arc::new(ManualClock::new(NOW)),
+        RuntimeConfig::default(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A decline fails its turn whatever the agent returns, also when the runtime stopped between
+/// the decline's commit and the turn's end: the turn run again after the restart is failed.
+#[tokio::test]
+async fn a_decline_still_fails_the_turn_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let thread = {
+        let runtime = start_with(&dir, Arc::new(GoesOn { hang: true })).await;
+        let (thread, task) = review(&runtime, "anything").await;
+        runtime
+            .decide_human_task(
+                &thread,
+                answer(&task, "reviewer-1", Decision::decline("no")),
+            )
+            .await
+            .unwrap();
+        thread
+    };
+    // The process stops here, before the turn's end is recorded; a new one starts.
+    let runtime = start_with(&dir, Arc::new(GoesOn { hang: false })).await;
+    match turn_end(&runtime, &thread).await {
+        ThreadEvent::TurnFailed { .. } => {}
+        other => panic!("a declined turn ended {other:?}"),
+    }
+}
