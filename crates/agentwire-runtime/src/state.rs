@@ -490,13 +490,20 @@ impl ThreadState {
             ThreadEvent::InteractionResolved {
                 interaction_id,
                 via,
+                decision,
                 ..
             } => {
                 let taken = self.pending.remove(interaction_id);
+                // A grant whose permissions end (`expiresAt`) is not remembered: identical
+                // requests are asked again rather than approved past the end.
+                let lasting = decision
+                    .as_ref()
+                    .is_none_or(|d| d.permissions.iter().all(|p| p.expires_at.is_none()));
                 let digest = taken
                     .as_ref()
                     .and_then(|i| i.binding.as_ref())
-                    .map(|b| b.operation_digest.as_str());
+                    .map(|b| b.operation_digest.as_str())
+                    .filter(|_| lasting);
                 match (via, digest) {
                     (Some(Via::AcceptForTurn), Some(digest)) => {
                         grant(&mut self.turn_grants, digest)

@@ -392,3 +392,39 @@ async fn an_approve_or_reject_is_recorded_as_accept_once_or_decline() {
         assert_eq!(turn_end(&mut rx).await.0, [(approved, Some(via))]);
     }
 }
+
+/// A session grant whose permission the host bounded with `expiresAt` is not remembered: the
+/// next identical request is asked again, never approved past the end the host set.
+#[tokio::test]
+async fn a_session_grant_with_an_end_is_asked_again_rather_than_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime_on(&dir, Duration::from_secs(300)).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("/approve ls"))
+        .await
+        .unwrap();
+    let binding = next_ask(&runtime, &mut rx, &thread).await;
+    let scope = format!("operation:{}", binding.operation_digest);
+    let grant = json!({"kind": "acceptForSession", "permissions": [
+        {"capability": "shell", "scope": scope, "expiresAt": "2000-01-01T00:00:00Z"}]});
+    assert_eq!(
+        decide(&runtime, &binding, grant).await,
+        Via::AcceptForSession
+    );
+    assert_eq!(
+        turn_end(&mut rx).await.0,
+        [(true, Some(Via::AcceptForSession))]
+    );
+    runtime
+        .start_turn(&thread, "t2", input("/approve ls"))
+        .await
+        .unwrap();
+    let binding = next_ask(&runtime, &mut rx, &thread).await;
+    assert_eq!(
+        decide(&runtime, &binding, json!({"kind": "acceptOnce"})).await,
+        Via::AcceptOnce
+    );
+    assert_eq!(turn_end(&mut rx).await.0, [(true, Some(Via::AcceptOnce))]);
+}
