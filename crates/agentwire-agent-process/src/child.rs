@@ -27,14 +27,17 @@ pub(crate) async fn run(config: &AgentProcessConfig, turn: &TurnContext) -> Turn
         Err(message) => return failed(FailStage::Bootstrap, message),
     };
     let program = config.argv.first().map_or("", String::as_str);
-    let mut child = match Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(config.argv.iter().skip(1))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
+        .kill_on_drop(true);
+    // A process group of its own, so that killing the agent kills what it started too.
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             return failed(
@@ -149,11 +152,31 @@ pub(crate) async fn exit_within(child: &mut Child, grace: Duration) -> Option<Ex
     }
 }
 
+/// Kills the agent and every process of its group (what it started and left running would
+/// otherwise outlive the turn, holding the agent's pipes open), then reaps the agent.
 pub(crate) async fn kill(child: &mut Child) {
+    kill_group(child);
     if let Err(e) = child.kill().await {
         tracing::debug!("cannot kill the agent process: {e}");
     }
 }
+
+#[cfg(unix)]
+fn kill_group(child: &Child) {
+    let Some(group) = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    if let Err(error) = rustix::process::kill_process_group(group, rustix::process::Signal::KILL) {
+        tracing::debug!(%error, "cannot kill the agent's process group (it may have ended)");
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_child: &Child) {}
 
 /// Waits a little for the rest of standard error (a process the agent started may still hold
 /// it open), then stops reading.

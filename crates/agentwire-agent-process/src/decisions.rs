@@ -187,6 +187,7 @@ mod tests {
             tool_name: "shell".into(),
             agent_name: "a".into(),
             input: Value::Null,
+            bytes: 4,
         }
     }
 

@@ -68,6 +68,11 @@ pub const DEFAULT_MESSAGE_ID: &str = "reply";
 pub const MAX_STDERR_LINE_BYTES: usize = 64 * 1024;
 /// Tool calls one turn may have open (called, no result yet).
 pub const MAX_OPEN_TOOL_CALLS: usize = 1_024;
+/// Bytes of input (`args`, as JSON) the open tool calls of one turn may hold.
+pub const MAX_OPEN_TOOL_CALL_BYTES: usize = 64 * 1024 * 1024;
+/// The longest run event id kept: a longer one is dropped and the event given an id of its own,
+/// so what the coercer remembers of each event (its id, twice) stays small.
+pub const MAX_RUN_EVENT_ID_BYTES: usize = 256;
 /// Messages one turn may have open (deltas written, not completed).
 pub const MAX_OPEN_MESSAGES: usize = 256;
 /// Requests (approvals and forms) one turn may have waiting for the host at once.

@@ -25,7 +25,8 @@ use crate::decisions::{approval_decision, default_display, input_result, tool_ou
 use crate::protocol::{RUNTIME_MESSAGE_TYPES, Validators};
 use crate::{
     AgentProcessConfig, DEFAULT_MESSAGE_ID, MAX_DECIDED_CALLS, MAX_OPEN_MESSAGES,
-    MAX_OPEN_TOOL_CALLS, MAX_PENDING_REQUESTS, MAX_QUEUED_INPUT, failed, message_stream_id, wire,
+    MAX_OPEN_TOOL_CALL_BYTES, MAX_OPEN_TOOL_CALLS, MAX_PENDING_REQUESTS, MAX_QUEUED_INPUT,
+    MAX_RUN_EVENT_ID_BYTES, failed, message_stream_id, wire,
 };
 
 /// How long a cancelled turn waits for its requests to record their cancellation.
@@ -57,6 +58,8 @@ pub(crate) struct OpenCall {
     pub(crate) tool_name: String,
     pub(crate) agent_name: String,
     pub(crate) input: Value,
+    /// The input's bytes, as JSON.
+    pub(crate) bytes: usize,
 }
 
 /// A request waiting for the host.
@@ -77,6 +80,8 @@ pub(crate) struct Session<'a> {
     coercer: LiveCoercer,
     agent_name: String,
     calls: HashMap<String, OpenCall>,
+    /// Bytes of input the open calls hold.
+    calls_bytes: usize,
     /// How the approvals that named a tool call ended, by call id.
     decided: HashMap<String, Resolution>,
     messages: HashSet<String>,
@@ -108,6 +113,7 @@ impl<'a> Session<'a> {
             coercer: LiveCoercer::new(turn.turn_id(), started_ms),
             agent_name: config.name.clone(),
             calls: HashMap::new(),
+            calls_bytes: 0,
             decided: HashMap::new(),
             messages: HashSet::new(),
             pending: HashMap::new(),
@@ -445,7 +451,9 @@ impl<'a> Session<'a> {
         self.update_clock();
         let message = match pending {
             Some(Pending::Approval { call_id }) => {
-                if let Some(call_id) = call_id {
+                // Kept only for a call still open: a decision on a call whose result came
+                // first must not apply to a later call of the same id.
+                if let Some(call_id) = call_id.filter(|id| self.calls.contains_key(id)) {
                     if self.decided.len() >= MAX_DECIDED_CALLS {
                         return Err(format!(
                             "the agent named more than {MAX_DECIDED_CALLS} tool calls in approvals"
@@ -462,13 +470,25 @@ impl<'a> Session<'a> {
     }
 
     /// A line that is not one of the agent's own messages: a run event, coerced leniently.
-    async fn run_event(&mut self, line: usize, value: Value) -> Result<(), Ending> {
+    async fn run_event(&mut self, line: usize, mut value: Value) -> Result<(), Ending> {
         self.run_events += 1;
         if self.run_events > self.config.max_run_events {
             return Err(Ending::Failed(format!(
                 "the agent wrote more than {} run events in one turn",
                 self.config.max_run_events
             )));
+        }
+        if let Some(event) = value.as_object_mut()
+            && event
+                .get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| id.len() > MAX_RUN_EVENT_ID_BYTES)
+        {
+            tracing::warn!(
+                line,
+                "run event id over {MAX_RUN_EVENT_ID_BYTES} bytes dropped; the event gets an id of its own"
+            );
+            event.remove("id");
         }
         let (item, issues) = self.coercer.push_value(value);
         for issue in &issues {
@@ -534,10 +554,19 @@ impl<'a> Session<'a> {
                 "the agent has more than {MAX_OPEN_TOOL_CALLS} tool calls open"
             )));
         }
+        let input = event.payload.get("args").cloned().unwrap_or(Value::Null);
+        let bytes = serde_json::to_vec(&input).map_or(0, |json| json.len());
+        if self.calls_bytes + bytes > MAX_OPEN_TOOL_CALL_BYTES {
+            return Err(Ending::Failed(format!(
+                "the agent's open tool calls hold more than {MAX_OPEN_TOOL_CALL_BYTES} bytes of input"
+            )));
+        }
+        self.calls_bytes += bytes;
         let call = OpenCall {
             tool_name: event.str_field("name").unwrap_or_default().to_owned(),
             agent_name: self.agent_name.clone(),
-            input: event.payload.get("args").cloned().unwrap_or(Value::Null),
+            input,
+            bytes,
         };
         self.turn.live(LiveEvent::ToolStarted {
             tool_call_id: self.scoped(&call_id),
@@ -558,8 +587,26 @@ impl<'a> Session<'a> {
             );
             return Ok(());
         };
+        self.calls_bytes -= call.bytes;
         let approval = self.decided.remove(&call_id);
-        let outcome = tool_outcome(line, &call, approval.as_ref(), &event.payload);
+        let undecided = self.pending.values().any(
+            |pending| matches!(pending, Pending::Approval { call_id: Some(id) } if *id == call_id),
+        );
+        let outcome = if undecided {
+            // Whatever the host decides next, the call cannot have run with its approval.
+            tracing::warn!(
+                line,
+                "refused: the agent reports the result of call {call_id} before its approval was decided"
+            );
+            ToolOutcome {
+                kind: OutcomeKind::PolicyDenied,
+                reason: Some(
+                    "the agent reported the result before its approval was decided".into(),
+                ),
+            }
+        } else {
+            tool_outcome(line, &call, approval.as_ref(), &event.payload)
+        };
         let display = match event.payload.get("display") {
             Some(display) => display.clone(),
             None => json!({"text": default_display(&call.tool_name, &outcome)}),

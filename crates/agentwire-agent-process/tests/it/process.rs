@@ -770,3 +770,156 @@ fn every_documented_message_is_valid() {
         assert!(issues.is_empty(), "{line}: {issues:?}");
     }
 }
+
+/// An agent with `script` (Python) as its program, with `timeout` to end a turn.
+fn scripted(script: &str, timeout: Duration) -> AgentProcess {
+    AgentProcess::new(AgentProcessConfig {
+        argv: vec![python3(), "-c".into(), script.into()],
+        turn_timeout: timeout,
+        exit_grace: Duration::from_secs(1),
+        ..AgentProcessConfig::default()
+    })
+    .unwrap()
+}
+
+/// Whether process `pid` runs (present and not a zombie).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+}
+
+/// An agent killed at the turn timeout takes what it started with it: its process group is
+/// killed, so no child outlives the turn holding its pipes.
+#[tokio::test]
+async fn what_an_agent_started_is_killed_with_it_at_the_turn_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "import subprocess, sys, time\n\
+         child = subprocess.Popen(['sleep', '300'])\n\
+         open({:?}, 'w').write(str(child.pid))\n\
+         sys.stdin.readline()\n\
+         time.sleep(300)\n",
+        pidfile.display().to_string()
+    );
+    let runtime = runtime(&dir, scripted(&script, Duration::from_secs(1))).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let seen = turn(&runtime, &thread, "t1", "hang").await;
+    assert_eq!(
+        failure(&seen),
+        (
+            FailStage::Bootstrap,
+            "the agent did not end the turn within 1s; it was killed".into()
+        )
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while running(pid) {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+            panic!("the agent's child {pid} outlived the turn");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A tool result the agent reports before the host decided the call's approval cannot be a
+/// success, whatever the host decides next (here a rejection): the call did not run with it.
+#[tokio::test]
+async fn a_result_reported_before_the_approval_is_decided_is_not_a_success() {
+    const SCRIPT: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+json.loads(sys.stdin.readline())
+send({"type": "tool:call", "stepId": "s", "callId": "c1", "name": "shell", "args": {"command": "ls"}})
+send({"type": "approval.request", "requestId": "r1", "callId": "c1", "toolName": "shell", "preview": {"command": "ls"}})
+send({"type": "tool:result", "callId": "c1", "ok": True})
+while json.loads(sys.stdin.readline()).get("type") != "approval.decision":
+    pass
+send({"type": "turn.end", "status": "completed"})
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(&dir, scripted(SCRIPT, Duration::from_secs(30))).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("go"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, |e| {
+        matches!(e, ThreadEvent::InteractionOpened { .. })
+    })
+    .await;
+    let Some(ThreadEvent::InteractionOpened { interaction }) = durable(&seen).last().cloned()
+    else {
+        panic!("no approval asked")
+    };
+    // The result line is read before the decision is taken.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    runtime
+        .resolve(
+            &thread,
+            &interaction.id,
+            Resolution::Rejected {
+                reason: Some("no".into()),
+            },
+        )
+        .await
+        .unwrap();
+    until(&mut rx, is_turn_end).await;
+    let state = runtime.snapshot(&thread).await.unwrap();
+    let outcomes: Vec<ToolOutcome> = operations(&state).into_iter().map(|o| o.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [ToolOutcome {
+            kind: OutcomeKind::PolicyDenied,
+            reason: Some("the agent reported the result before its approval was decided".into()),
+        }]
+    );
+}
+
+/// What a turn keeps of its run events is bounded in bytes: 200 events with 1 MiB ids leave
+/// the process's memory where it was (an id over 256 bytes is replaced).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_event_ids_are_bounded_in_bytes() {
+    const SCRIPT: &str = r#"
+import sys, time
+sys.stdin.readline()
+pad = "x" * (1024 * 1024)
+for i in range(200):
+    sys.stdout.write('{"type":"note","id":"%d%s"}\n' % (i, pad))
+sys.stdout.write('{"type":"turn.end","status":"completed"}\n')
+sys.stdout.flush()
+"#;
+    fn rss_mib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            / 1024
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(&dir, scripted(SCRIPT, Duration::from_secs(120))).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let before = rss_mib();
+    let seen = turn(&runtime, &thread, "t1", "go").await;
+    assert!(matches!(
+        durable(&seen).last(),
+        Some(ThreadEvent::TurnCompleted { .. })
+    ));
+    let after = rss_mib();
+    assert!(
+        after.saturating_sub(before) < 128,
+        "one turn of 200 events holds {} MiB",
+        after - before
+    );
+}
