@@ -29,7 +29,7 @@ use std::time::Duration;
 use sha2::Sha256;
 
 use self::error::not_found;
-use self::spool::{create_spool_dir, remove_leftovers};
+use self::spool::{claim_spool, release_spool};
 use crate::core::{Clock, SystemClock};
 use crate::event::AttachmentPart;
 
@@ -68,7 +68,10 @@ pub struct AttachmentStore {
 
 #[derive(Debug)]
 struct Inner {
+    /// The store's own directory in the spool directory.
     spool: PathBuf,
+    /// Locked for the store's life: the directory is this store's.
+    _lock: std::fs::File,
     limits: AttachmentLimits,
     ttl_ms: u64,
     clock: Arc<dyn Clock>,
@@ -122,9 +125,10 @@ struct LastChunk {
 }
 
 impl AttachmentStore {
-    /// A store with its content in `spool_dir` (created if missing, owner-only on Unix) and the
-    /// system clock. Spool files left by an earlier store in that directory are removed: their
-    /// attachments died with it.
+    /// A store with its content in a directory of its own in `spool_dir` (created if missing,
+    /// owner-only on Unix), locked for the store's life, and the system clock. Stores sharing
+    /// `spool_dir` (two processes on one state directory) keep apart; what stores that are gone
+    /// left there is removed: their attachments died with them.
     pub fn new(
         spool_dir: impl Into<PathBuf>,
         limits: AttachmentLimits,
@@ -138,15 +142,13 @@ impl AttachmentStore {
         limits: AttachmentLimits,
         clock: Arc<dyn Clock>,
     ) -> Result<AttachmentStore, AttachmentError> {
-        let spool = spool_dir.into();
-        create_spool_dir(&spool)
-            .map_err(AttachmentError::storage("creating the spool directory"))?;
-        remove_leftovers(&spool)
-            .map_err(AttachmentError::storage("clearing the spool directory"))?;
+        let (spool, lock) = claim_spool(&spool_dir.into())
+            .map_err(AttachmentError::storage("setting up the spool directory"))?;
         let ttl_ms = u64::try_from(limits.ttl.as_millis()).unwrap_or(u64::MAX);
         Ok(AttachmentStore {
             inner: Arc::new(Inner {
                 spool,
+                _lock: lock,
                 limits,
                 ttl_ms,
                 clock,
@@ -464,5 +466,6 @@ impl Drop for Inner {
         );
         let paths: Vec<PathBuf> = entries.keys().map(|id| self.path_of(id)).collect();
         self.remove_files(&paths);
+        release_spool(&self.spool);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
@@ -32,20 +32,95 @@ pub(super) fn create_spool_dir(path: &Path) -> io::Result<()> {
     builder.create(path)
 }
 
-/// Removes the spool files (`<uuid>.attachment`) in `dir`, and nothing else.
-pub(super) fn remove_leftovers(dir: &Path) -> io::Result<()> {
+/// The file in a store's own directory whose exclusive lock says the store is alive.
+const LOCK_FILE: &str = "lock";
+
+/// A store's own directory in the spool directory `dir` (created if missing): `<dir>/<uuid>`,
+/// new, with its `lock` file locked for as long as the returned file is open. Stores sharing
+/// `dir` (runtimes of two processes on one state directory) so never touch each other's files.
+/// The directories of stores that are gone (their lock free) are removed first, with their spool
+/// files, as are spool files left in `dir` itself.
+pub(super) fn claim_spool(dir: &Path) -> io::Result<(PathBuf, File)> {
+    create_spool_dir(dir)?;
+    remove_leftovers(dir)?;
+    // Set up under a name no other store takes for a store's directory, and moved into place
+    // once locked, so that no store sees it unlocked and removes it.
+    let id = uuid::Uuid::new_v4();
+    let staging = dir.join(format!("{id}.new"));
+    create_spool_dir(&staging)?;
+    let lock = create_spool_file(&staging.join(LOCK_FILE))?;
+    lock_now(&lock)?.ok_or_else(|| io::Error::other("a new spool lock is held elsewhere"))?;
+    let own = dir.join(id.to_string());
+    fs::rename(&staging, &own)?;
+    Ok((own, lock))
+}
+
+/// Takes `file`'s exclusive lock if it is free: `None` when another holds it.
+fn lock_now(file: &File) -> io::Result<Option<()>> {
+    match file.try_lock() {
+        Ok(()) => Ok(Some(())),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(error)) => Err(error),
+    }
+}
+
+/// Removes the spool files (`<uuid>.attachment`) of `dir`, and the directories of stores that
+/// are gone (`<uuid>` whose lock is free) with their spool files and lock; nothing else.
+fn remove_leftovers(dir: &Path) -> io::Result<()> {
     for item in fs::read_dir(dir)? {
         let item = item?;
         let name = item.file_name();
-        let is_spool_file = name
-            .to_str()
-            .and_then(|name| name.strip_suffix(SPOOL_SUFFIX))
-            .is_some_and(|stem| uuid::Uuid::parse_str(stem).is_ok());
-        if is_spool_file && item.file_type()?.is_file() {
+        let Some(name) = name.to_str() else { continue };
+        let kind = item.file_type()?;
+        if kind.is_file() && is_spool_file(name) {
             fs::remove_file(item.path())?;
+        } else if kind.is_dir() && uuid::Uuid::parse_str(name).is_ok() {
+            remove_if_gone(&item.path())?;
         }
     }
     Ok(())
+}
+
+/// Removes the store directory `own` if its store is gone: its lock is free (held here while it
+/// is removed, so that no other store removes it too).
+fn remove_if_gone(own: &Path) -> io::Result<()> {
+    let lock = match File::open(own.join(LOCK_FILE)) {
+        Ok(lock) => lock,
+        // Not a store's directory as this build makes them: left alone.
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    if lock_now(&lock)?.is_none() {
+        return Ok(());
+    }
+    for item in fs::read_dir(own)? {
+        let item = item?;
+        if item
+            .file_name()
+            .to_str()
+            .is_some_and(|name| is_spool_file(name) || name == LOCK_FILE)
+            && item.file_type()?.is_file()
+        {
+            fs::remove_file(item.path())?;
+        }
+    }
+    drop(lock);
+    // Not empty when it holds what this build did not put there: left.
+    let _ = fs::remove_dir(own);
+    Ok(())
+}
+
+/// Whether `name` is a spool file's: `<uuid>.attachment`.
+fn is_spool_file(name: &str) -> bool {
+    name.strip_suffix(SPOOL_SUFFIX)
+        .is_some_and(|stem| uuid::Uuid::parse_str(stem).is_ok())
+}
+
+/// Removes a store's own directory (its spool files went with their attachments) and its lock,
+/// as the store ends.
+pub(super) fn release_spool(own: &Path) {
+    let _ = fs::remove_file(own.join(LOCK_FILE));
+    let _ = fs::remove_dir(own);
 }
 
 pub(super) fn create_spool_file(path: &Path) -> io::Result<File> {

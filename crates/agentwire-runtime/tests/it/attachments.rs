@@ -69,8 +69,21 @@ impl Fixture {
         path
     }
 
+    /// The spool files the store holds, in its own directory of the spool directory.
     fn spool_files(&self) -> usize {
-        std::fs::read_dir(&self.spool).unwrap().count()
+        let mut own = std::fs::read_dir(&self.spool).unwrap();
+        let own = own.next().unwrap().unwrap().path();
+        std::fs::read_dir(own)
+            .unwrap()
+            .filter(|item| {
+                item.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_str()
+                    .unwrap()
+                    .ends_with(".attachment")
+            })
+            .count()
     }
 
     async fn stage_chunks(&self, thread: &str, name: &str, data: &[u8]) -> String {
@@ -1004,10 +1017,45 @@ fn a_new_store_clears_spool_files_left_behind_and_nothing_else() {
     let unrelated = dir.path().join("notes.attachment");
     std::fs::write(&leftover, b"old").unwrap();
     std::fs::write(&unrelated, b"keep").unwrap();
+    // What a store that is gone left: its own directory, its lock free.
+    let gone = dir.path().join("00000000-0000-4000-8000-0000000000b2");
+    std::fs::create_dir(&gone).unwrap();
+    std::fs::write(gone.join("lock"), b"").unwrap();
+    std::fs::write(
+        gone.join("00000000-0000-4000-8000-0000000000c3.attachment"),
+        b"old",
+    )
+    .unwrap();
     let store = AttachmentStore::new(dir.path(), AttachmentLimits::default()).unwrap();
     assert!(!leftover.exists());
+    assert!(!gone.exists());
     assert!(unrelated.exists());
     assert_eq!(store.limits(), &AttachmentLimits::default());
+}
+
+/// Two stores on one spool directory (runtimes of two processes on one state directory) keep
+/// apart: a store starting leaves a live store's files alone, and a store that ends takes its
+/// own directory with it.
+#[tokio::test]
+async fn stores_sharing_a_spool_directory_keep_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = AttachmentStore::new(dir.path(), AttachmentLimits::default()).unwrap();
+    let staged = first
+        .stage(THREAD, chunks("a.png", "image/png", b"0123456789"))
+        .await
+        .unwrap();
+    let second = AttachmentStore::new(dir.path(), AttachmentLimits::default()).unwrap();
+    first
+        .chunk(THREAD, &staged.attachment_id, 0, b"0123456789")
+        .await
+        .unwrap();
+    first.commit(THREAD, &staged.attachment_id).await.unwrap();
+    let stores = || std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(stores(), 2);
+    drop(second);
+    assert_eq!(stores(), 1);
+    drop(first);
+    assert_eq!(stores(), 0);
 }
 
 #[test]
