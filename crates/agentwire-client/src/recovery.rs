@@ -372,6 +372,23 @@ impl<E> ThreadRecovery<E> {
                 }
             }
         }
+        // Those after it were staged against the checkpoint before this one: those of another
+        // log (the thread's log was re-created) are not the thread's any more.
+        if let Some(checkpoint) = &self.checkpoint {
+            let foreign: Vec<u64> = self
+                .staged
+                .iter()
+                .filter(|(_, staged)| {
+                    event_cursor_distance(Some(checkpoint), Some(&staged.cursor)).is_err()
+                })
+                .map(|(sequence, _)| *sequence)
+                .collect();
+            for sequence in foreign {
+                if let Some(staged) = self.staged.remove(&sequence) {
+                    self.staged_bytes -= staged.bytes;
+                }
+            }
+        }
         Ok(self.release_staged())
     }
 

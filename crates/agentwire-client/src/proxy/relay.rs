@@ -116,7 +116,13 @@ impl Proxy {
                     continue;
                 }
                 if newline.is_some() {
-                    let length = line.len() + strip_ending(piece).len();
+                    // The line's length without its ending, which may be split across reads
+                    // (the `\r` at the end of `line`, the `\n` alone in `piece`).
+                    let length = if piece == b"\n" {
+                        strip_ending(&line).len()
+                    } else {
+                        line.len() + strip_ending(piece).len()
+                    };
                     if length > max {
                         go!(write(writer, &line).await);
                         go!(write(writer, piece).await);

@@ -144,10 +144,14 @@ impl FollowShared {
                     }
                 },
             };
-            if state.ready.len() >= self.config.max_staged_events
-                || state.ready_bytes + bytes > self.config.max_staged_bytes
+            // The window always takes one item, however large, so that the host can take it.
+            if !state.ready.is_empty()
+                && (state.ready.len() >= self.config.max_staged_events
+                    || state.ready_bytes + bytes > self.config.max_staged_bytes)
             {
                 self.pause(state);
+                // What was pushed before the pause is the host's to take.
+                self.ready.notify_one();
                 return;
             }
             state.ready_bytes += bytes;

@@ -4,5 +4,6 @@
 // Helpers outside #[test] functions panic on failure too: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod proxy;
 mod recovery;
 mod roll_client;

@@ -511,3 +511,54 @@ proptest! {
         }
     }
 }
+
+/// A cursor of log `log` at `sequence`.
+fn cursor_in_log(log: [u8; 16], sequence: u64) -> EventCursor {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&sequence.to_be_bytes());
+    id[0] = log[0];
+    id[15] = 1;
+    EventCursor::new(log, sequence, id)
+}
+
+/// A snapshot into a new log (the thread's log was re-created) delivers no event of the old log
+/// staged before it: only the reset.
+#[test]
+fn a_staged_event_of_the_old_log_is_not_delivered_after_a_reset_into_a_new_log() {
+    let old = [1u8; 16];
+    let new = [2u8; 16];
+    let mut m: ThreadRecovery<u64> = ThreadRecovery::new(
+        RecoveryConfig::default(),
+        Some(cursor_in_log(old, 5)),
+        Some("a".into()),
+    );
+    assert!(matches!(m.connected("a"), Action::Resume { .. }));
+    // An event of the old log arrives while the resume is outstanding.
+    assert_eq!(
+        m.event(StagedEvent {
+            cursor: cursor_in_log(old, 7),
+            bytes: 10,
+            event: 7,
+        }),
+        None
+    );
+    // The log was re-created: the runtime refuses the cursor, the snapshot is in the new log.
+    assert_eq!(
+        m.resume_failed("EVENT_CURSOR_GAP").unwrap(),
+        Some(Action::ReadRecoverySnapshot)
+    );
+    let _ = m.snapshot(Some(cursor_in_log(new, 6))).unwrap();
+    let delivered: Vec<(bool, [u8; 16])> = m
+        .take_deliveries()
+        .map(|d| match d {
+            Delivery::Event(e) => (false, e.cursor.log_id()),
+            Delivery::Reset { checkpoint, .. } => (true, checkpoint.unwrap().log_id()),
+        })
+        .collect();
+    // Expected: only the reset into the new log; an old-log event must not follow it.
+    assert_eq!(
+        delivered,
+        vec![(true, new)],
+        "an event of another log was delivered after the reset"
+    );
+}

@@ -1667,3 +1667,92 @@ async fn a_follower_that_is_not_read_pauses_and_resumes_after_what_it_took() {
         ]
     );
 }
+
+/// An event larger than the follower's whole window, arriving while the host waits, is taken
+/// alone rather than pausing the follower for good.
+#[tokio::test]
+async fn an_event_over_the_window_while_the_host_waits_is_taken_alone() {
+    let (client, runtime) = start("1.3", ClientOptions::default(), |call| async move {
+        match call.method.as_str() {
+            "runtime.events.resume" => {
+                Ok(json!({ "throughCursor": cursor(0), "replayedCount": 0 }))
+            }
+            "thread.snapshot" => {
+                let mut recovery =
+                    fixture("v1.3/valid-thread-recovery-snapshot-response.json")["result"].clone();
+                recovery["eventCursor"] = json!(cursor(1));
+                Ok(recovery)
+            }
+            _ => standard(&call),
+        }
+    });
+    init(&client).await;
+    let options = FollowOptions {
+        after: Some(EventCursor::parse(&cursor(0)).unwrap()),
+        recovery: agentwire_client::RecoveryConfig {
+            max_staged_bytes: 100,
+            ..agentwire_client::RecoveryConfig::default()
+        },
+        ..FollowOptions::default()
+    };
+    let mut follower = client.follow(thread_id(), options).unwrap();
+    // Let the resume settle so the follower is live.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let waiting =
+        tokio::spawn(
+            async move { tokio::time::timeout(Duration::from_secs(5), follower.next()).await },
+        );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A live event whose frame is over max_staged_bytes, while the host waits in next().
+    runtime.event(durable(1)).await;
+    let outcome = waiting.await.unwrap();
+    assert!(
+        outcome.is_ok(),
+        "next() never returned: the follower paused without waking the host"
+    );
+}
+
+/// A batch that fills the follower's window (a reset, then events) wakes the host waiting for
+/// what is ready before the follower pauses.
+#[tokio::test]
+async fn a_reset_batch_that_fills_the_window_wakes_the_waiting_host() {
+    let mut recovery =
+        fixture("v1.3/valid-thread-recovery-snapshot-response.json")["result"].clone();
+    recovery["eventCursor"] = json!(cursor(7));
+    let snapshot = recovery.clone();
+    let (client, _runtime) = start("1.3", ClientOptions::default(), move |call| {
+        let snapshot = snapshot.clone();
+        async move {
+            match call.method.as_str() {
+                "runtime.events.resume" => Err(ErrorObject::new(-32000, "cursor expired")
+                    .with_data(json!({ "rollCode": "EVENT_CURSOR_EXPIRED", "retryable": false }))),
+                "thread.snapshot" => {
+                    for sequence in [8, 9] {
+                        call.peer
+                            .notify("runtime.event", &durable(sequence))
+                            .await
+                            .unwrap();
+                    }
+                    Ok(snapshot)
+                }
+                _ => standard(&call),
+            }
+        }
+    });
+    init(&client).await;
+    let options = FollowOptions {
+        after: Some(EventCursor::parse(&cursor(2)).unwrap()),
+        recovery: agentwire_client::RecoveryConfig {
+            max_staged_events: 2,
+            ..agentwire_client::RecoveryConfig::default()
+        },
+        ..FollowOptions::default()
+    };
+    let mut follower = client.follow(thread_id(), options).unwrap();
+    // The host waits before anything is ready.
+    let first = tokio::time::timeout(Duration::from_secs(5), follower.next()).await;
+    assert!(
+        first.is_ok(),
+        "next() never returned although the reset was ready"
+    );
+}
