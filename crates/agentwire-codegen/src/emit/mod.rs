@@ -128,6 +128,13 @@ pub(crate) fn doc_safe(line: &str) -> String {
     out
 }
 
+/// A name from the schema (a definition's key, a wire name, a tag, a method) as it may appear
+/// inside a comment of the generated code, quoted in backticks: [`doc_safe`], with its own
+/// backticks made quotes. Nothing in it can end the comment or start a line of code.
+pub(crate) fn doc_name(name: &str) -> String {
+    doc_safe(&name.replace('`', "'"))
+}
+
 /// Appends `lines` as line comments with `marker` (`///`, `#`, …) at `indent`.
 pub(crate) fn push_doc(out: &mut String, indent: &str, marker: &str, lines: &[String]) {
     for line in lines {

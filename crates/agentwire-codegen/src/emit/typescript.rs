@@ -311,7 +311,8 @@ impl Gen<'_> {
                 "\n/** A `{name}` variant this version does not know: its tag and the whole object, kept as they are. */\nexport interface Unknown{name} {{\n  readonly unknown: true;\n  readonly tag: string;\n  readonly raw: {{ [key: string]: Json }};\n}}\n"
             ));
             s.push_str(&format!(
-                "\n/**\n * Decodes a `{name}`: a valid known variant is returned as it is; an object whose {tag} is not\n * a known one (and that has every key all variants require) is an `Unknown{name}`; anything\n * else throws `ProtocolValidationError`.\n */\n"
+                "\n/**\n * Decodes a `{name}`: a valid known variant is returned as it is; an object whose {} is not\n * a known one (and that has every key all variants require) is an `Unknown{name}`; anything\n * else throws `ProtocolValidationError`.\n */\n",
+                crate::emit::doc_name(tag)
             ));
             s.push_str(&format!(
                 "export function decode{name}(value: unknown): {name} | Unknown{name} {{\n  const result = validateAt({ptr}, value);\n  if (result.ok) return value as {name};\n  if (isRecord(value)) {{\n    const tag = value[{}];\n    const known: readonly unknown[] = [{}];\n    const envelope = [{}].every((key) => Object.prototype.hasOwnProperty.call(value, key));\n    if (typeof tag === \"string\" && known.indexOf(tag) < 0 && envelope) return {{ unknown: true, tag, raw: value as {{ [key: string]: Json }} }};\n  }}\n  throw new ProtocolValidationError(result.errors);\n}}\n",
@@ -321,7 +322,8 @@ impl Gen<'_> {
             ));
         } else {
             s.push_str(&format!(
-                "\n/** Decodes a `{name}`, failing closed: an unknown {tag}, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */\n"
+                "\n/** Decodes a `{name}`, failing closed: an unknown {}, a missing or extra key, or any invalid level throws `ProtocolValidationError`. */\n",
+                crate::emit::doc_name(tag)
             ));
             s.push_str(&format!(
                 "export function decode{name}(value: unknown): {name} {{\n  assertValid(validateAt({ptr}, value));\n  return value as {name};\n}}\n"
@@ -424,7 +426,7 @@ impl Gen<'_> {
             let assert = scope.claim(&format!("assert{name}"));
             s.push_str(&format!(
                 "\n/** Validates `value` against the definition `{}`. */\nexport function {validate}(value: unknown): ValidationResult {{\n  return validateDefinition({}, value);\n}}\n",
-                key.replace("*/", "*\\/"),
+                crate::emit::doc_name(key),
                 q(key)
             ));
             s.push_str(&format!(

@@ -177,3 +177,45 @@ fn swift_files_share_a_module() {
         shared.join("\n")
     );
 }
+
+/// Names from the schema that would end a comment or start a line of code (a tag property
+/// `k*/ export const pwned …`, a method name with newlines and Rust items, a definition key
+/// `a/*b` that opens a nested Kotlin comment) stay inside the comments and string literals of
+/// every generated language.
+#[test]
+fn hostile_names_stay_inside_comments_and_strings() {
+    for lang in [
+        Language::Rust,
+        Language::TypeScript,
+        Language::Python,
+        Language::Kotlin,
+        Language::Swift,
+    ] {
+        for schema in ["hostile_tag", "hostile_method", "hostile_key"] {
+            let code = generate(schema, lang);
+            for line in code.lines() {
+                let line = line.trim_start();
+                for injected in [
+                    "pub fn pwned",
+                    "export const pwned",
+                    "pub use super::inner",
+                    "pub mod inner",
+                ] {
+                    assert!(!line.starts_with(injected), "{schema} in {lang:?}: {line}");
+                }
+            }
+            // `a/*b` only inside string literals, where it opens no block comment (Python has
+            // none, and writes it in a string literal of its own).
+            if lang == Language::Python {
+                continue;
+            }
+            for (at, _) in code.match_indices("a/*b") {
+                assert_eq!(
+                    code[..at].chars().last(),
+                    Some('"'),
+                    "{schema} in {lang:?}: `a/*b` outside a string at byte {at}"
+                );
+            }
+        }
+    }
+}

@@ -1182,7 +1182,7 @@ sealed class RuntimeMessage {
                 "input.result" -> agentwire.generated.agent.RuntimeMessage.InputResult(agentwire.generated.agent.InputResult.fromWireUnchecked(o))
                 "turn.cancel" -> agentwire.generated.agent.RuntimeMessage.TurnCancel(agentwire.generated.agent.TurnCancel.fromWireUnchecked(o))
                 else -> {
-                    if (known) throw IllegalArgumentException("RuntimeMessage" + ": unknown type " + o["type"])
+                    if (known) throw IllegalArgumentException("RuntimeMessage" + ": unknown " + "type" + " " + o["type"])
                     for (key in listOf("type")) wireField(o, key, "RuntimeMessage")
                     agentwire.generated.agent.RuntimeMessage.Unknown(o)
                 }
@@ -1646,7 +1646,7 @@ sealed class InputControl {
                 "number" -> agentwire.generated.agent.InputControl.Number(agentwire.generated.agent.NumberControl.fromWireUnchecked(o))
                 "boolean" -> agentwire.generated.agent.InputControl.Boolean(agentwire.generated.agent.BooleanControl.fromWireUnchecked(o))
                 "choice" -> agentwire.generated.agent.InputControl.Choice(agentwire.generated.agent.ChoiceControl.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("InputControl" + ": unknown type " + o["type"])
+                else -> throw IllegalArgumentException("InputControl" + ": unknown " + "type" + " " + o["type"])
             }
         }
     }
@@ -3693,7 +3693,7 @@ sealed class AgentMessage {
                 "tool:result" -> agentwire.generated.agent.AgentMessage.ToolResult(agentwire.generated.agent.ToolResult.fromWireUnchecked(o))
                 "retry:request" -> agentwire.generated.agent.AgentMessage.RetryRequest(agentwire.generated.agent.RetryRequest.fromWireUnchecked(o))
                 else -> {
-                    if (known) throw IllegalArgumentException("AgentMessage" + ": unknown type " + o["type"])
+                    if (known) throw IllegalArgumentException("AgentMessage" + ": unknown " + "type" + " " + o["type"])
                     for (key in listOf("type")) wireField(o, key, "AgentMessage")
                     agentwire.generated.agent.AgentMessage.Unknown(o)
                 }

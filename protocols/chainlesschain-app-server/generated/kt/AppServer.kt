@@ -1253,7 +1253,7 @@ sealed class ClientRequest {
                 "thread/archive" -> agentwire.generated.app_server.ClientRequest.ThreadArchive(agentwire.generated.app_server.ThreadArchiveRequest.fromWireUnchecked(o))
                 "turn/start" -> agentwire.generated.app_server.ClientRequest.TurnStart(agentwire.generated.app_server.TurnStartRequest.fromWireUnchecked(o))
                 "turn/interrupt" -> agentwire.generated.app_server.ClientRequest.TurnInterrupt(agentwire.generated.app_server.TurnInterruptRequest.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ClientRequest" + ": unknown method " + o["method"])
+                else -> throw IllegalArgumentException("ClientRequest" + ": unknown " + "method" + " " + o["method"])
             }
         }
     }
@@ -1597,7 +1597,7 @@ sealed class ServerRequest {
             return when (wireField(o, "method", "ServerRequest")) {
                 "approval/decide" -> agentwire.generated.app_server.ServerRequest.ApprovalDecide(agentwire.generated.app_server.ApprovalDecideRequest.fromWireUnchecked(o))
                 "humanTask/decide" -> agentwire.generated.app_server.ServerRequest.HumanTaskDecide(agentwire.generated.app_server.HumanTaskDecideRequest.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ServerRequest" + ": unknown method " + o["method"])
+                else -> throw IllegalArgumentException("ServerRequest" + ": unknown " + "method" + " " + o["method"])
             }
         }
     }
@@ -2498,7 +2498,7 @@ sealed class ServerNotification {
                 "graph/event" -> agentwire.generated.app_server.ServerNotification.GraphEvent(agentwire.generated.app_server.GraphEventNotification.fromWireUnchecked(o))
                 "context/event" -> agentwire.generated.app_server.ServerNotification.ContextEvent(agentwire.generated.app_server.ContextEventNotification.fromWireUnchecked(o))
                 "memory/event" -> agentwire.generated.app_server.ServerNotification.MemoryEvent(agentwire.generated.app_server.MemoryEventNotification.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ServerNotification" + ": unknown method " + o["method"])
+                else -> throw IllegalArgumentException("ServerNotification" + ": unknown " + "method" + " " + o["method"])
             }
         }
     }
@@ -4680,7 +4680,7 @@ sealed class ApprovalDecision {
                 "acceptForSession" -> agentwire.generated.app_server.ApprovalDecision.AcceptForSession(agentwire.generated.app_server.ApprovalDecisionAcceptForSession.fromWireUnchecked(o))
                 "decline" -> agentwire.generated.app_server.ApprovalDecision.Decline(agentwire.generated.app_server.ApprovalDecisionDecline.fromWireUnchecked(o))
                 "cancel" -> agentwire.generated.app_server.ApprovalDecision.Cancel(agentwire.generated.app_server.ApprovalDecisionCancel.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ApprovalDecision" + ": unknown kind " + o["kind"])
+                else -> throw IllegalArgumentException("ApprovalDecision" + ": unknown " + "kind" + " " + o["kind"])
             }
         }
     }

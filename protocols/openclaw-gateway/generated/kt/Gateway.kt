@@ -670,7 +670,7 @@ sealed class GatewayFrame {
                 "res" -> agentwire.generated.gateway.GatewayFrame.Res(agentwire.generated.gateway.ResponseFrame.fromWireUnchecked(o))
                 "event" -> agentwire.generated.gateway.GatewayFrame.Event(agentwire.generated.gateway.EventFrame.fromWireUnchecked(o))
                 else -> {
-                    if (known) throw IllegalArgumentException("GatewayFrame" + ": unknown type " + o["type"])
+                    if (known) throw IllegalArgumentException("GatewayFrame" + ": unknown " + "type" + " " + o["type"])
                     for (key in listOf("type")) wireField(o, key, "GatewayFrame")
                     agentwire.generated.gateway.GatewayFrame.Unknown(o)
                 }
@@ -5049,7 +5049,7 @@ sealed class ChatEvent {
                 "final" -> agentwire.generated.gateway.ChatEvent.Final(agentwire.generated.gateway.ChatEventFinal.fromWireUnchecked(o))
                 "aborted" -> agentwire.generated.gateway.ChatEvent.Aborted(agentwire.generated.gateway.ChatEventAborted.fromWireUnchecked(o))
                 "error" -> agentwire.generated.gateway.ChatEvent.Error(agentwire.generated.gateway.ChatEventError.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ChatEvent" + ": unknown state " + o["state"])
+                else -> throw IllegalArgumentException("ChatEvent" + ": unknown " + "state" + " " + o["state"])
             }
         }
     }

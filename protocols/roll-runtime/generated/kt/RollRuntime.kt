@@ -1305,7 +1305,7 @@ sealed class SharedUiMessagePartsItem {
             return when (wireField(o, "type", "SharedUiMessagePartsItem")) {
                 "text" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Text(agentwire.generated.roll_runtime.SharedTextPart.fromWireUnchecked(o))
                 "attachment" -> agentwire.generated.roll_runtime.SharedUiMessagePartsItem.Attachment(agentwire.generated.roll_runtime.SharedAttachmentPart.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("SharedUiMessagePartsItem" + ": unknown type " + o["type"])
+                else -> throw IllegalArgumentException("SharedUiMessagePartsItem" + ": unknown " + "type" + " " + o["type"])
             }
         }
     }
@@ -1406,7 +1406,7 @@ sealed class SharedAppOutputDescriptor {
                 "expired" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWireUnchecked(o))
                 "denied" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWireUnchecked(o))
                 "rejected" -> agentwire.generated.roll_runtime.SharedAppOutputDescriptor.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("SharedAppOutputDescriptor" + ": unknown status " + o["status"])
+                else -> throw IllegalArgumentException("SharedAppOutputDescriptor" + ": unknown " + "status" + " " + o["status"])
             }
         }
     }
@@ -1799,7 +1799,7 @@ sealed class SharedAppOutput {
                 "expired" -> agentwire.generated.roll_runtime.SharedAppOutput.Expired(agentwire.generated.roll_runtime.SharedAppOutputDescriptorExpired.fromWireUnchecked(o))
                 "denied" -> agentwire.generated.roll_runtime.SharedAppOutput.Denied(agentwire.generated.roll_runtime.SharedAppOutputDescriptorDenied.fromWireUnchecked(o))
                 "rejected" -> agentwire.generated.roll_runtime.SharedAppOutput.Rejected(agentwire.generated.roll_runtime.SharedAppOutputDescriptorRejected.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("SharedAppOutput" + ": unknown status " + o["status"])
+                else -> throw IllegalArgumentException("SharedAppOutput" + ": unknown " + "status" + " " + o["status"])
             }
         }
     }
@@ -2542,7 +2542,7 @@ sealed class UserInputControl {
                 "number" -> agentwire.generated.roll_runtime.UserInputControl.Number(agentwire.generated.roll_runtime.UserInputNumberControl.fromWireUnchecked(o))
                 "boolean" -> agentwire.generated.roll_runtime.UserInputControl.Boolean(agentwire.generated.roll_runtime.UserInputBooleanControl.fromWireUnchecked(o))
                 "choice" -> agentwire.generated.roll_runtime.UserInputControl.Choice(agentwire.generated.roll_runtime.UserInputChoiceControl.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("UserInputControl" + ": unknown type " + o["type"])
+                else -> throw IllegalArgumentException("UserInputControl" + ": unknown " + "type" + " " + o["type"])
             }
         }
     }
@@ -2780,7 +2780,7 @@ sealed class SharedPendingInteraction {
             return when (wireField(o, "method", "SharedPendingInteraction")) {
                 "approval.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.ApprovalRequest(agentwire.generated.roll_runtime.PendingApprovalInteraction.fromWireUnchecked(o))
                 "userInput.request" -> agentwire.generated.roll_runtime.SharedPendingInteraction.UserInputRequest(agentwire.generated.roll_runtime.PendingUserInputInteraction.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("SharedPendingInteraction" + ": unknown method " + o["method"])
+                else -> throw IllegalArgumentException("SharedPendingInteraction" + ": unknown " + "method" + " " + o["method"])
             }
         }
     }
@@ -6022,7 +6022,7 @@ sealed class ApprovalRequestResult {
             return when (wireField(o, "decision", "ApprovalRequestResult")) {
                 "approve" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Approve(agentwire.generated.roll_runtime.ApprovalRequestResultApprove.fromWireUnchecked(o))
                 "reject" -> agentwire.generated.roll_runtime.ApprovalRequestResult.Reject(agentwire.generated.roll_runtime.ApprovalRequestResultReject.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ApprovalRequestResult" + ": unknown decision " + o["decision"])
+                else -> throw IllegalArgumentException("ApprovalRequestResult" + ": unknown " + "decision" + " " + o["decision"])
             }
         }
     }
@@ -6242,7 +6242,7 @@ sealed class UserInputRequestResult {
             return when (wireField(o, "status", "UserInputRequestResult")) {
                 "submitted" -> agentwire.generated.roll_runtime.UserInputRequestResult.Submitted(agentwire.generated.roll_runtime.UserInputRequestResultSubmitted.fromWireUnchecked(o))
                 "cancelled" -> agentwire.generated.roll_runtime.UserInputRequestResult.Cancelled(agentwire.generated.roll_runtime.UserInputRequestResultCancelled.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("UserInputRequestResult" + ": unknown status " + o["status"])
+                else -> throw IllegalArgumentException("UserInputRequestResult" + ": unknown " + "status" + " " + o["status"])
             }
         }
     }
@@ -7507,7 +7507,7 @@ sealed class RuntimeEvent {
                 "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWireUnchecked(o))
                 "turn.failed" -> agentwire.generated.roll_runtime.RuntimeEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWireUnchecked(o))
                 "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("RuntimeEvent" + ": unknown type " + o["type"])
+                else -> throw IllegalArgumentException("RuntimeEvent" + ": unknown " + "type" + " " + o["type"])
             }
         }
     }
@@ -7580,7 +7580,7 @@ sealed class RuntimeDurableEvent {
                 "turn.cancelled" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnCancelled(agentwire.generated.roll_runtime.EventTurnCancelled.fromWireUnchecked(o))
                 "turn.failed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.TurnFailed(agentwire.generated.roll_runtime.EventTurnFailed.fromWireUnchecked(o))
                 "capabilities.changed" -> agentwire.generated.roll_runtime.RuntimeDurableEvent.CapabilitiesChanged(agentwire.generated.roll_runtime.EventCapabilitiesChanged.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("RuntimeDurableEvent" + ": unknown type " + o["type"])
+                else -> throw IllegalArgumentException("RuntimeDurableEvent" + ": unknown " + "type" + " " + o["type"])
             }
         }
     }
@@ -7637,7 +7637,7 @@ sealed class RuntimeEphemeralEvent {
                 "reasoning.summary.delta" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ReasoningSummaryDelta(agentwire.generated.roll_runtime.EventReasoningSummaryDelta.fromWireUnchecked(o))
                 "tool.started" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolStarted(agentwire.generated.roll_runtime.EventToolStarted.fromWireUnchecked(o))
                 "tool.output" -> agentwire.generated.roll_runtime.RuntimeEphemeralEvent.ToolOutput(agentwire.generated.roll_runtime.EventToolOutput.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("RuntimeEphemeralEvent" + ": unknown type " + o["type"])
+                else -> throw IllegalArgumentException("RuntimeEphemeralEvent" + ": unknown " + "type" + " " + o["type"])
             }
         }
     }
@@ -8170,7 +8170,7 @@ sealed class ClientRequest {
                 "attachment.chunk" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentChunk(agentwire.generated.roll_runtime.AttachmentChunkRequest.fromWireUnchecked(o))
                 "attachment.commit" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentCommit(agentwire.generated.roll_runtime.AttachmentCommitRequest.fromWireUnchecked(o))
                 "attachment.release" -> agentwire.generated.roll_runtime.ClientRequest.AttachmentRelease(agentwire.generated.roll_runtime.AttachmentReleaseRequest.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ClientRequest" + ": unknown method " + o["method"])
+                else -> throw IllegalArgumentException("ClientRequest" + ": unknown " + "method" + " " + o["method"])
             }
         }
     }
@@ -8215,7 +8215,7 @@ sealed class ServerRequest {
             return when (wireField(o, "method", "ServerRequest")) {
                 "approval.request" -> agentwire.generated.roll_runtime.ServerRequest.ApprovalRequest(agentwire.generated.roll_runtime.ApprovalRequestServerRequest.fromWireUnchecked(o))
                 "userInput.request" -> agentwire.generated.roll_runtime.ServerRequest.UserInputRequest(agentwire.generated.roll_runtime.UserInputRequestServerRequest.fromWireUnchecked(o))
-                else -> throw IllegalArgumentException("ServerRequest" + ": unknown method " + o["method"])
+                else -> throw IllegalArgumentException("ServerRequest" + ": unknown " + "method" + " " + o["method"])
             }
         }
     }

@@ -313,7 +313,7 @@ impl Gen<'_> {
             let name = self.name(ir_name);
             let validate = scope.claim(&format!("validate{name}"));
             let assert = scope.claim(&format!("assert{name}"));
-            let doc_key = key.replace("*/", "*\\/").replace('`', "'");
+            let doc_key = crate::emit::doc_name(key);
             s.push_str(&format!(
                 "\n/** Validates `value` (decoded JSON) against the definition `{doc_key}`. */\nfun {validate}(value: Any?): ValidationResult = validateDefinition({}, value)\n",
                 q(key)
@@ -352,7 +352,7 @@ impl Gen<'_> {
             let row = super::method_row(m, q, "null", |n| self.name(n));
             s.push_str(&format!(
                 "    /** `{}`. */\n    val {value}: MethodInfo<{params}, {result}> = MethodInfo({}, MethodDirection.{direction}, {}, {}, {}, {})\n",
-                m.name.replace("*/", "*\\/").replace('`', "'"),
+                crate::emit::doc_name(&m.name),
                 row[0], row[2], row[3], row[4], row[5],
             ));
             values.push(value);

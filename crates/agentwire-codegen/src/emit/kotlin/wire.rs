@@ -262,8 +262,8 @@ impl Gen<'_> {
                     ));
                 }
                 let unknown_error = format!(
-                    "throw IllegalArgumentException({what} + \": unknown {} \" + o[{}])",
-                    tag.replace('"', "'").replace('$', ""),
+                    "throw IllegalArgumentException({what} + \": unknown \" + {} + \" \" + o[{}])",
+                    q(tag),
                     q(tag)
                 );
                 if u.open {

@@ -140,7 +140,7 @@ fn tagged_impls(name: &str, tags: &[(&crate::ir::Field, &str)]) -> String {
         push_doc(&mut s, "    ", "///", &f.doc);
         s.push_str(&format!(
             "    /// The value of `{}`, this variant's tag: always written, and checked when decoding.\n    pub const {constant}: &'static str = {};\n",
-            f.wire.replace('`', "'"),
+            crate::emit::doc_name(&f.wire),
             q(value)
         ));
     }

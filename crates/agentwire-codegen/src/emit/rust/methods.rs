@@ -82,7 +82,7 @@ impl Gen<'_> {
         for m in &ir.method_table {
             s.push_str(&format!(
                 "    /// `{}`.\n    #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n    pub enum {} {{}}\n",
-                m.name.replace('`', "'"),
+                crate::emit::doc_name(&m.name),
                 m.type_name
             ));
         }

@@ -187,7 +187,7 @@ impl Gen<'_> {
         let mut o = format!("// {}\n", header_text(ir));
         o.push_str(&format!(
             "//! Protocol types of `{}`.\n",
-            ir.schema_name.replace('`', "'")
+            crate::emit::doc_name(&ir.schema_name)
         ));
         o.push_str("#![allow(clippy::all, dead_code, non_camel_case_types, unused_imports, rustdoc::all)]\n\n");
         o.push_str("use serde::{Deserialize, Serialize};\n\n");

@@ -49,7 +49,7 @@ impl Gen<'_> {
                     .join(", ");
                 s.push_str(&format!(
                     "    /// {}: {}\n",
-                    tag.replace('`', "'"),
+                    crate::emit::doc_name(tag),
                     crate::emit::doc_safe(&tags)
                 ));
             }

@@ -51,7 +51,7 @@ impl Gen<'_> {
             s.push_str(&format!(
                 "    /// `{}`.\n    public enum {case}: {p}Method {{\n        public typealias Params = {params}\n        public typealias Result = {result}\n        \
                  public static let info = {p}MethodInfo(name: {}, direction: .{}, params: {}, result: {}, scope: {}, since: {})\n    }}\n",
-                m.name.replace('`', "'"),
+                crate::emit::doc_name(&m.name),
                 q(&m.name),
                 m.direction.wire(),
                 lit(named(m.params.as_ref()).as_deref()),
