@@ -167,3 +167,57 @@ fn reference_cycles_terminate() {
         ]
     );
 }
+
+/// A property added (or removed) where the object gives the properties it does not name a
+/// schema is that schema changed to the property's (or back), in both directions: with
+/// additional properties strings, an old host rejects `{"b": 1}` once `b` is an integer, and
+/// `{"b": "x"}` from an old host is rejected now.
+#[test]
+fn a_property_named_over_an_additional_properties_schema_is_that_schema_changed() {
+    let object = |extra: Option<Value>| {
+        let mut properties = json!({"a": {"type": "string"}});
+        if let Some(extra) = extra {
+            properties["b"] = extra;
+        }
+        json!({"type": "object", "properties": properties, "additionalProperties": {"type": "string"}})
+    };
+    for direction in ["runtime-to-host", "host-to-runtime"] {
+        let added = verdict(
+            with_direction(object(None), Some(direction)),
+            with_direction(object(Some(json!({"type": "integer"}))), Some(direction)),
+        );
+        assert!(
+            added
+                .iter()
+                .any(|(rule, class, pointer)| rule == "type-changed"
+                    && class == "breaking"
+                    && pointer == "/properties/b/type"),
+            "{direction}: {added:?}"
+        );
+        let removed = verdict(
+            with_direction(object(Some(json!({"type": "integer"}))), Some(direction)),
+            with_direction(object(None), Some(direction)),
+        );
+        assert!(
+            removed.iter().any(|(_, class, _)| class == "breaking"),
+            "{direction}: {removed:?}"
+        );
+    }
+    // Over an unconstrained object, an added optional property is what it was: additive for
+    // a runtime that receives it.
+    let open = |extra: bool| {
+        let mut schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        if extra {
+            schema["properties"]["b"] = json!({"type": "integer"});
+        }
+        with_direction(schema, Some("host-to-runtime"))
+    };
+    assert_eq!(
+        verdict(open(false), open(true)),
+        [(
+            "property-added".to_owned(),
+            "additive".to_owned(),
+            "/properties/b".to_owned()
+        )]
+    );
+}

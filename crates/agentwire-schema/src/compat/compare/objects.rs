@@ -30,18 +30,29 @@ impl Comparer<'_> {
             .unwrap_or(&empty);
         let old_req = string_set(o.get("required"));
         let new_req = string_set(n.get("required"));
-        let open = is_open(o) || !is_closed_object(o);
+        // A property named in one side only is, on the other, an additional property: where
+        // that side constrains them with a schema, the property's schema changes from one to
+        // the other, and is compared as such.
+        let old_additional = additional_schema(o);
+        let new_additional = additional_schema(n);
+        let open = is_open(o) || (!is_closed_object(o) && old_additional.is_none());
         for (name, old_schema) in old_props {
             let old_p = pointer::push(&pointer::push(old_at, "properties"), name);
             match new_props.get(name) {
-                None => self.push(
-                    Rule::PropertyRemoved,
-                    old_p,
-                    Some(old_schema.clone()),
-                    None,
-                    dir,
-                    false,
-                ),
+                None => {
+                    self.push(
+                        Rule::PropertyRemoved,
+                        old_p.clone(),
+                        Some(old_schema.clone()),
+                        None,
+                        dir,
+                        false,
+                    );
+                    if let Some((key, additional)) = new_additional {
+                        let new_p = pointer::push(new_at, key);
+                        self.node(old_schema, additional, &old_p, &new_p, dir, depth + 1);
+                    }
+                }
                 Some(new_schema) => {
                     let new_p = pointer::push(&pointer::push(new_at, "properties"), name);
                     self.node(old_schema, new_schema, &old_p, &new_p, dir, depth + 1);
@@ -58,7 +69,18 @@ impl Comparer<'_> {
             } else {
                 Rule::PropertyAdded
             };
-            self.push(rule, new_p, None, Some(new_schema.clone()), dir, open);
+            self.push(
+                rule,
+                new_p.clone(),
+                None,
+                Some(new_schema.clone()),
+                dir,
+                open,
+            );
+            if let Some((key, additional)) = old_additional {
+                let old_p = pointer::push(old_at, key);
+                self.node(additional, new_schema, &old_p, &new_p, dir, depth + 1);
+            }
         }
         for &name in &new_req.order {
             if !old_req.contains(name)
@@ -165,6 +187,14 @@ impl Comparer<'_> {
             }
         }
     }
+}
+
+/// The schema an object gives the properties it does not name (`additionalProperties`, else
+/// `unevaluatedProperties`) when it is a schema object, not `true` or `false`; with its key.
+fn additional_schema(m: &Map<String, Value>) -> Option<(&'static str, &Value)> {
+    ["additionalProperties", "unevaluatedProperties"]
+        .into_iter()
+        .find_map(|key| m.get(key).filter(|v| v.is_object()).map(|v| (key, v)))
 }
 
 pub(super) fn is_closed_object(m: &Map<String, Value>) -> bool {
