@@ -177,6 +177,7 @@ fn compat_on_stack(
     compare_documents(
         old.value(),
         new.value(),
+        ref_siblings(old, new),
         &Selection::new(old.value(), new.value(), options.definitions.as_deref()),
         (default, None),
         max_depth,
@@ -222,6 +223,7 @@ fn compat_versions(
             (Ok(o), Ok(n)) => compare_documents(
                 &o,
                 &n,
+                ref_siblings(old, new),
                 &Selection::All,
                 (default, version_text),
                 max_depth,
@@ -231,6 +233,7 @@ fn compat_versions(
             _ => compare_documents(
                 old.value(),
                 new.value(),
+                ref_siblings(old, new),
                 &Selection::All,
                 (default, version_text),
                 max_depth,
@@ -239,6 +242,13 @@ fn compat_versions(
         }
     }
     Some(report)
+}
+
+/// Whether keywords beside a `$ref` constrain the value, in `old` and in `new`: from 2020-12 on
+/// they do; draft-07 ignores them.
+fn ref_siblings(old: &SchemaDocument, new: &SchemaDocument) -> (bool, bool) {
+    let applies = |doc: &SchemaDocument| doc.draft() == crate::Draft::Draft202012;
+    (applies(old), applies(new))
 }
 
 fn view_of(doc: &SchemaDocument, version: &WireVersion) -> Result<Value, versions::VersionError> {

@@ -221,3 +221,28 @@ fn a_property_named_over_an_additional_properties_schema_is_that_schema_changed(
         )]
     );
 }
+
+/// A node that becomes a `$ref` with keywords beside it (2020-12 applies them too) is compared
+/// as the target with those keywords: a `maxLength` beside the `$ref` tightens what the runtime
+/// receives. Draft-07 ignores them, and so does the comparison there.
+#[test]
+fn keywords_beside_a_ref_are_compared_with_its_target_from_2020_12_on() {
+    for (schema, tightened) in [
+        ("https://json-schema.org/draft/2020-12/schema", true),
+        ("http://json-schema.org/draft-07/schema#", false),
+    ] {
+        let defs = if tightened { "$defs" } else { "definitions" };
+        let old = json!({"$schema": schema, "type": "string"});
+        let mut new = json!({"$schema": schema, "$ref": format!("#/{defs}/S"), "maxLength": 5});
+        new[defs] = json!({"S": {"type": "string"}});
+        let got = verdict(
+            with_direction(old, Some("host-to-runtime")),
+            with_direction(new, Some("host-to-runtime")),
+        );
+        assert_eq!(
+            got.iter().any(|(_, class, _)| class == "breaking"),
+            tightened,
+            "{schema}: {got:?}"
+        );
+    }
+}

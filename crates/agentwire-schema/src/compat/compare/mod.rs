@@ -94,6 +94,7 @@ fn collect_definition_refs(value: &Value, out: &mut Vec<String>) {
 pub(super) fn compare_documents(
     old: &Value,
     new: &Value,
+    ref_siblings: (bool, bool),
     selection: &Selection,
     (default, version): (Direction, Option<String>),
     max_depth: usize,
@@ -104,6 +105,7 @@ pub(super) fn compare_documents(
     let mut cmp = Comparer {
         old_root: old,
         new_root: new,
+        ref_siblings,
         old_dirs: &old_dirs,
         new_dirs: &new_dirs,
         default,
@@ -159,6 +161,9 @@ pub(super) fn compare_documents(
 pub(super) struct Comparer<'a> {
     old_root: &'a Value,
     new_root: &'a Value,
+    /// Whether keywords beside a `$ref` constrain the value too, in the old and the new
+    /// document (2020-12; draft-07 ignores them).
+    ref_siblings: (bool, bool),
     old_dirs: &'a DirectionMap,
     new_dirs: &'a DirectionMap,
     default: Direction,
@@ -332,10 +337,12 @@ impl Comparer<'_> {
                     && let Some(resolved) = pointer::resolve(self.old_root, &target)
                     && self.seen.insert((target.clone(), new_at.to_owned(), dir.0))
                 {
+                    let (resolved, at) =
+                        with_siblings(resolved, o, &target, old_at, self.ref_siblings.0);
                     self.node(
-                        resolved,
+                        &resolved,
                         &Value::Object(n.clone()),
-                        &target,
+                        &at,
                         new_at,
                         dir,
                         depth + 1,
@@ -348,11 +355,13 @@ impl Comparer<'_> {
                     && let Some(resolved) = pointer::resolve(self.new_root, &target)
                     && self.seen.insert((old_at.to_owned(), target.clone(), dir.0))
                 {
+                    let (resolved, at) =
+                        with_siblings(resolved, n, &target, new_at, self.ref_siblings.1);
                     self.node(
                         &Value::Object(o.clone()),
-                        resolved,
+                        &resolved,
                         old_at,
-                        &target,
+                        &at,
                         dir,
                         depth + 1,
                     );
@@ -399,4 +408,58 @@ pub(super) fn is_trivial(m: &Map<String, Value>) -> bool {
                     | "$schema"
             )
     })
+}
+
+/// The schema a node `{"$ref": …, siblings…}` stands for, given its `$ref`'s target `resolved`
+/// at `target`: the target itself when siblings do not `apply` (draft-07) or the node has
+/// nothing beside `$ref` but annotations,
+/// and otherwise the target with the node's siblings applied too (they constrain the value as
+/// well, as 2019-09 and 2020-12 read them), at the node's own pointer `at`. A sibling keyword the
+/// target also has is kept in an `allOf` of both, so that neither is lost.
+fn with_siblings(
+    resolved: &Value,
+    node: &Map<String, Value>,
+    target: &str,
+    at: &str,
+    apply: bool,
+) -> (Value, String) {
+    if !apply {
+        return (resolved.clone(), target.to_owned());
+    }
+    const ANNOTATIONS: [&str; 6] = [
+        "$ref",
+        "$comment",
+        "description",
+        "title",
+        "examples",
+        "$id",
+    ];
+    let siblings: Map<String, Value> = node
+        .iter()
+        .filter(|(key, _)| !ANNOTATIONS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    if siblings.is_empty() {
+        return (resolved.clone(), target.to_owned());
+    }
+    let Some(target_map) = resolved.as_object() else {
+        return (resolved.clone(), target.to_owned());
+    };
+    let mut merged = target_map.clone();
+    let mut clashing = Map::new();
+    for (key, value) in siblings {
+        match merged.get(&key) {
+            Some(existing) if *existing != value => {
+                clashing.insert(key, value);
+            }
+            _ => {
+                merged.insert(key, value);
+            }
+        }
+    }
+    if !clashing.is_empty() {
+        let both = serde_json::json!({"allOf": [Value::Object(merged), Value::Object(clashing)]});
+        return (both, at.to_owned());
+    }
+    (Value::Object(merged), at.to_owned())
 }
