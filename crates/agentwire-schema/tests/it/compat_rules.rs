@@ -246,3 +246,40 @@ fn keywords_beside_a_ref_are_compared_with_its_target_from_2020_12_on() {
         );
     }
 }
+
+/// A `$ref` whose target the comparison of the definitions does not reach (a definition nested
+/// in another, one under another keyword, one in a second definitions block) is compared through
+/// its target: each of these turning a string into an integer breaks what the runtime receives.
+#[test]
+fn a_ref_to_a_target_outside_the_definitions_block_is_compared_through_it() {
+    let schema = "https://json-schema.org/draft/2020-12/schema";
+    let cases = [
+        (
+            "#/$defs/A/$defs/B",
+            json!({"$defs": {"A": {"$defs": {"B": {"type": "TYPE"}}}}}),
+        ),
+        (
+            "#/components/B",
+            json!({"components": {"B": {"type": "TYPE"}}}),
+        ),
+        (
+            "#/definitions/B",
+            json!({"$defs": {"C": {"type": "string"}}, "definitions": {"B": {"type": "TYPE"}}}),
+        ),
+    ];
+    for (reference, holder) in cases {
+        let document = |ty: &str| {
+            let mut doc =
+                serde_json::from_str::<Value>(&holder.to_string().replace("TYPE", ty)).unwrap();
+            doc["$schema"] = json!(schema);
+            doc["type"] = json!("object");
+            doc["properties"] = json!({"x": {"$ref": reference}});
+            with_direction(doc, Some("host-to-runtime"))
+        };
+        let got = verdict(document("string"), document("integer"));
+        assert!(
+            got.iter().any(|(_, class, _)| class == "breaking"),
+            "{reference}: {got:?}"
+        );
+    }
+}

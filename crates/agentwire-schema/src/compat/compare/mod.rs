@@ -91,6 +91,23 @@ fn collect_definition_refs(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Pushes every local `$ref` in `value` (iteratively: no recursion on untrusted nesting).
+fn collect_refs<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+                    out.push(reference);
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+}
+
 pub(super) fn compare_documents(
     old: &Value,
     new: &Value,
@@ -141,6 +158,25 @@ pub(super) fn compare_documents(
         let new_at = pointer::from_tokens([new_kw, name.as_str()]);
         let dir = cmp.direction_at(&old_at, &new_at, Receivers::NONE);
         cmp.node(old_def, new_def, &old_at, &new_at, dir, 0);
+    }
+    if selection.root() {
+        // Targets the definitions' comparison does not reach (a definition nested in another,
+        // one under another keyword, one in a second definitions block) are compared once each,
+        // through the references naming them: a node holding such a reference is skipped when it
+        // is the same on both sides, yet its target may differ.
+        let mut refs = Vec::new();
+        collect_refs(old, &mut refs);
+        refs.sort_unstable();
+        refs.dedup();
+        for reference in refs {
+            if compared_by_name(reference, old) {
+                continue;
+            }
+            if let Some(target) = local_ref_target(reference) {
+                let dir = cmp.direction_at(&target, &target, Receivers::NONE);
+                cmp.follow(reference, reference, dir, 0);
+            }
+        }
     }
     for (name, new_def) in new_defs {
         if selection.has(name) && !old_defs.contains_key(name) {
@@ -462,4 +498,16 @@ fn with_siblings(
         return (both, at.to_owned());
     }
     (Value::Object(merged), at.to_owned())
+}
+
+/// Whether the `$ref` `reference` names a definition of `root`'s definitions block, which the
+/// comparison of the documents' definitions compares by name.
+fn compared_by_name(reference: &str, root: &Value) -> bool {
+    let (Some(name), Some((keyword, definitions))) =
+        (ref_definition(reference), definitions_of(root))
+    else {
+        return false;
+    };
+    local_ref_target(reference).as_deref() == Some(&pointer::from_tokens([keyword, name.as_str()]))
+        && definitions.contains_key(&name)
 }
