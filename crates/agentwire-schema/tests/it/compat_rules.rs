@@ -283,3 +283,29 @@ fn a_ref_to_a_target_outside_the_definitions_block_is_compared_through_it() {
         );
     }
 }
+
+/// A `oneOf` or `anyOf` that appears or goes is a changed constraint, breaking both ways, not a
+/// branch added or removed: one appearing beside `type: object` rejects `{}`, one giving way to
+/// a wider `type` accepts `5`.
+#[test]
+fn a_union_that_appears_or_goes_is_a_changed_constraint() {
+    for key in ["oneOf", "anyOf"] {
+        for direction in ["runtime-to-host", "host-to-runtime"] {
+            let plain = with_direction(json!({"type": "object"}), Some(direction));
+            let mut union = json!({"type": "object"});
+            union[key] = json!([{"required": ["a"]}]);
+            let union = with_direction(union, Some(direction));
+            for (old, new) in [(plain.clone(), union.clone()), (union, plain)] {
+                assert_eq!(
+                    verdict(old, new),
+                    [(
+                        "constraint-changed".to_owned(),
+                        "breaking".to_owned(),
+                        format!("/{key}")
+                    )],
+                    "{key} {direction}"
+                );
+            }
+        }
+    }
+}

@@ -29,6 +29,21 @@ impl Comparer<'_> {
                 continue;
             }
             let (old_k, new_k) = (pointer::push(old_at, key), pointer::push(new_at, key));
+            if key != "allOf" && (ov.is_empty() || nv.is_empty()) {
+                // The keyword itself appeared or went: a value must now match one of the
+                // branches, or need not any more. Not a branch added or removed: any difference
+                // is judged as a changed constraint, breaking both ways (fail closed).
+                let at = if nv.is_empty() { old_k } else { new_k };
+                self.push(
+                    Rule::ConstraintChanged,
+                    at,
+                    o.get(key).cloned(),
+                    n.get(key).cloned(),
+                    dir,
+                    false,
+                );
+                continue;
+            }
             let pairs = match_branches(ov, nv, self.old_root, self.new_root);
             let open = is_open(o);
             let (added, removed) = if key == "allOf" {
