@@ -14,3 +14,22 @@ pub mod roll;
 pub use app_server::{AppServerConfig, AppServerFace};
 pub use gateway::{GatewayConfig, GatewayFace};
 pub use roll::{RollFace, RollFaceConfig, SessionEnd};
+
+/// A runtime of the demo agent on a fresh SQLite store in a temporary directory, which it keeps
+/// (the faces' tests serve it).
+#[cfg(test)]
+pub(crate) async fn test_runtime() -> (tempfile::TempDir, agentwire_runtime::Runtime) {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
+    let log = agentwire_events::open(&url).await.unwrap();
+    let runtime = agentwire_runtime::Runtime::start(
+        log,
+        Arc::new(agentwire_runtime::DemoAgent::default()),
+        Arc::new(agentwire_runtime::SystemClock),
+        agentwire_runtime::RuntimeConfig::default(),
+    )
+    .await
+    .unwrap();
+    (dir, runtime)
+}

@@ -127,7 +127,6 @@ impl AppServerFace {
 
 #[cfg(test)]
 mod tests {
-    use agentwire_runtime::{DemoAgent, RuntimeConfig, SystemClock};
     use tokio::io::AsyncWriteExt;
 
     use super::*;
@@ -136,17 +135,7 @@ mod tests {
     /// held the session): after three connections, only the test holds the face.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_finished_connection_frees_its_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite:{}", dir.path().join("l.sqlite").display());
-        let log = agentwire_events::open(&url).await.unwrap();
-        let runtime = Runtime::start(
-            log,
-            Arc::new(DemoAgent::default()),
-            Arc::new(SystemClock),
-            RuntimeConfig::default(),
-        )
-        .await
-        .unwrap();
+        let (_dir, runtime) = crate::test_runtime().await;
         let face = AppServerFace::new(runtime, AppServerConfig::default());
         for _ in 0..3 {
             let (client, server) = tokio::io::duplex(1 << 16);

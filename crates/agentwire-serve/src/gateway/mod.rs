@@ -412,7 +412,6 @@ pub fn close_reason(reason: &str) -> &str {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use agentwire_runtime::{DemoAgent, RuntimeConfig, SystemClock};
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
 
@@ -423,17 +422,7 @@ mod tests {
     /// neither reads nor closes.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_slow_consumer_is_dropped_though_its_client_keeps_the_socket() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite:{}", dir.path().join("l.sqlite").display());
-        let log = agentwire_events::open(&url).await.unwrap();
-        let runtime = Runtime::start(
-            log,
-            Arc::new(DemoAgent::default()),
-            Arc::new(SystemClock),
-            RuntimeConfig::default(),
-        )
-        .await
-        .unwrap();
+        let (_dir, runtime) = crate::test_runtime().await;
         let config = GatewayConfig {
             token: Some("tok".into()),
             max_buffered_bytes: 64 * 1024,

@@ -426,7 +426,6 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use agentwire_runtime::{DemoAgent, Runtime, RuntimeConfig, SystemClock};
     use serde_json::{Value, json};
     use tokio::io::{
         AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
@@ -435,17 +434,7 @@ mod tests {
     use crate::roll::{RollFace, RollFaceConfig};
 
     async fn face() -> (tempfile::TempDir, Arc<RollFace>) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
-        let log = agentwire_events::open(&url).await.unwrap();
-        let runtime = Runtime::start(
-            log,
-            Arc::new(DemoAgent::default()),
-            Arc::new(SystemClock),
-            RuntimeConfig::default(),
-        )
-        .await
-        .unwrap();
+        let (dir, runtime) = crate::test_runtime().await;
         (dir, RollFace::new(runtime, RollFaceConfig::default()))
     }
 
@@ -577,17 +566,7 @@ mod tests {
     /// hold one replay's read-ahead, not sixty (about 1.4 GiB before they were serialised).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_resumes_of_a_connection_that_does_not_read_stay_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
-        let log = agentwire_events::open(&url).await.unwrap();
-        let runtime = Runtime::start(
-            log,
-            Arc::new(DemoAgent::default()),
-            Arc::new(SystemClock),
-            RuntimeConfig::default(),
-        )
-        .await
-        .unwrap();
+        let (_dir, runtime) = crate::test_runtime().await;
         let face = RollFace::new(runtime.clone(), RollFaceConfig::default());
         let thread = runtime.create_thread(None, None).await.unwrap();
         for _ in 0..3 {
