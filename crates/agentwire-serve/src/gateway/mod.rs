@@ -70,10 +70,9 @@ pub struct GatewayConfig {
     pub max_preauth_connections: usize,
     /// Browser origins allowed besides the gateway's own loopback address.
     pub allowed_origins: Vec<String>,
-    /// `server.version` of `hello-ok`.
+    /// `server.version` of `hello-ok`. (An approval's deadline is the runtime's: its
+    /// interaction's `expiresAtMs`, from `RuntimeConfig::interaction_ttl`.)
     pub server_version: String,
-    /// How long an approval asked over the gateway waits before it counts as a decline.
-    pub approval_timeout: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -88,7 +87,6 @@ impl Default for GatewayConfig {
             max_preauth_connections: 32,
             allowed_origins: Vec::new(),
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
-            approval_timeout: Duration::from_secs(120),
         }
     }
 }
