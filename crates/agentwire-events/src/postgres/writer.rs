@@ -782,8 +782,15 @@ impl Writer {
             // error: only every statement's own success means the batch committed.
             Ok(()) => {}
         }
-        begun.map_err(BatchError::Failed)?;
-        notified.map_err(BatchError::Failed)?;
+        match begun {
+            Ok(()) => notified.map_err(BatchError::Failed)?,
+            // Without its transaction each call ran (and, answered a row, committed) alone, and
+            // so did the notification: each call's own result stands.
+            Err(err) => tracing::warn!(
+                error = %err,
+                "BEGIN of a batch of aw_append calls failed; each call stood alone"
+            ),
+        }
         let mut results: Vec<Option<Result<Appended>>> = (0..batch.len()).map(|_| None).collect();
         for (&i, row) in order.iter().zip(rows) {
             let row = row.map_err(BatchError::Failed)?;
