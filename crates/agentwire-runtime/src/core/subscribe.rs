@@ -200,8 +200,10 @@ impl Subscription {
     /// # Errors
     /// [`RuntimeError::Stopped`] once the runtime stopped publishing to it; a log error while
     /// missed events were read back: `events.expired` when they were trimmed first (the
-    /// thread then goes on from the oldest event the log holds), any other when the read
-    /// failed (it is read again at the next call, so nothing missed is skipped).
+    /// thread then goes on from the oldest event the log holds); a read that failed (the log
+    /// unreachable for a while), read again at the next call, so nothing missed is skipped; an
+    /// event that cannot be read back (stored undecodable or corrupt), once, and that thread's
+    /// later events are then delivered as they come.
     pub async fn recv(&mut self) -> Result<Published, RuntimeError> {
         loop {
             if let Some(published) = self.replayed.pop_front() {
@@ -210,7 +212,9 @@ impl Subscription {
             if let Some((thread_id, from)) = self.catching_up.pop_first() {
                 if let Err(error) = self.read_back(thread_id.clone(), from).await {
                     // `events.expired` put the thread back from the oldest event held.
-                    self.catching_up.entry(thread_id).or_insert(from);
+                    if read_again(&error) {
+                        self.catching_up.entry(thread_id).or_insert(from);
+                    }
                     return Err(error);
                 }
                 continue;
@@ -372,4 +376,17 @@ pub(super) struct CommittedPage {
     pub(super) events: Vec<Published>,
     /// Whether the page reached the last event committed when it was read.
     pub(super) at_head: bool,
+}
+
+/// Whether a read-back that failed with `error` is worth reading again: the log could not be
+/// reached or answer for a while, not an event it holds that cannot be read back (undecodable,
+/// corrupt), which would fail again every time and hold up every other thread of the
+/// subscription.
+fn read_again(error: &RuntimeError) -> bool {
+    !matches!(
+        error,
+        RuntimeError::Undecodable { .. }
+            | RuntimeError::Fold { .. }
+            | RuntimeError::Log(agentwire_events::Error::Corrupt { .. })
+    )
 }

@@ -229,9 +229,14 @@ impl Runtime {
                 }
                 Err(error) => {
                     // The end as decided cannot be recorded: the turn is recorded failed with
-                    // why, by the next attempt, so that the thread takes turns again.
+                    // why, by the next attempt, so that the thread takes turns again; unless
+                    // another turn runs by now (this one ended otherwise), which is left alone.
                     tracing::error!(thread = %thread_id, %error, "could not record the end of a turn as decided");
-                    *lock(&slot.running) = Some(RunningTurn {
+                    let mut running = lock(&slot.running);
+                    if running.as_ref().is_some_and(|r| r.turn_id != turn_id) {
+                        return;
+                    }
+                    *running = Some(RunningTurn {
                         turn_id: turn_id.to_owned(),
                         cancel: watch::channel(true).0,
                         failure: Some(format!(

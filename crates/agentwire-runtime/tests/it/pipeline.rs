@@ -35,6 +35,8 @@ struct FailingLog {
     hold_after: tokio::sync::RwLock<()>,
     /// Reads still to fail.
     fail_reads: AtomicUsize,
+    /// A thread whose every read fails as corrupt.
+    corrupt: std::sync::Mutex<Option<String>>,
 }
 
 #[async_trait]
@@ -81,6 +83,11 @@ impl EventLog for FailingLog {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         if failing.is_ok() {
             return Err(agentwire_events::Error::Pool {
+                reason: "injected".into(),
+            });
+        }
+        if self.corrupt.lock().unwrap().as_deref() == Some(thread.as_str()) {
+            return Err(agentwire_events::Error::Corrupt {
                 reason: "injected".into(),
             });
         }
@@ -157,6 +164,7 @@ async fn failing_runtime_with(
         gate: tokio::sync::RwLock::new(()),
         hold_after: tokio::sync::RwLock::new(()),
         fail_reads: AtomicUsize::new(0),
+        corrupt: std::sync::Mutex::new(None),
     });
     let runtime = Runtime::start(
         Arc::clone(&log) as Arc<dyn EventLog>,
@@ -971,4 +979,41 @@ async fn what_waits_behind_an_unknown_outcome_that_committed_is_kept() {
         "the approval was dropped: {resolved:?}; the turn ended {:?}",
         event.event
     );
+}
+
+/// A thread whose missed events cannot be read back (its store is corrupt) is reported once and
+/// does not hold up the subscription: another thread's events still arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_that_cannot_be_read_back_holds_up_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = RuntimeConfig {
+        subscriber_queue_bytes: 1,
+        ..RuntimeConfig::default()
+    };
+    let agent = Arc::new(DemoAgent {
+        slow_interval: Duration::from_millis(1),
+    });
+    let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
+    let broken = runtime.create_thread(None, None).await.unwrap();
+    let fine = runtime.create_thread(None, None).await.unwrap();
+    let mut sub = runtime.subscribe();
+    *log.corrupt.lock().unwrap() = Some(broken.clone());
+    // The one-byte queue takes the first and misses the rest, which are read back.
+    runtime.rename_thread(&broken, "a".into()).await.unwrap();
+    runtime.rename_thread(&broken, "b".into()).await.unwrap();
+    runtime.rename_thread(&fine, "c".into()).await.unwrap();
+    runtime.rename_thread(&fine, "d".into()).await.unwrap();
+    let mut titles = Vec::new();
+    while titles.last().map(String::as_str) != Some("d") {
+        let published = tokio::time::timeout(WAIT, sub.recv_until_stopped())
+            .await
+            .expect("the other thread's events come")
+            .expect("the runtime runs");
+        if let Published::Durable { event, .. } = published
+            && let ThreadEvent::ThreadRenamed { title } = &event.event
+        {
+            titles.push(title.clone());
+        }
+    }
+    assert_eq!(titles.first().map(String::as_str), Some("a"));
 }
