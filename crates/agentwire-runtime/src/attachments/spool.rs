@@ -43,8 +43,20 @@ const LOCK_FILE: &str = "lock";
 pub(super) fn claim_spool(dir: &Path) -> io::Result<(PathBuf, File)> {
     create_spool_dir(dir)?;
     remove_leftovers(dir)?;
-    // Set up under a name no other store takes for a store's directory, and moved into place
-    // once locked, so that no store sees it unlocked and removes it.
+    // A store starting at the same moment may take the directory being set up for one that
+    // stopped, in the instant before its lock is taken: set up again, under another name.
+    let mut attempts = 3;
+    loop {
+        match claim_new(dir) {
+            Err(_) if attempts > 1 => attempts -= 1,
+            claimed => return claimed,
+        }
+    }
+}
+
+/// Sets up a store's directory in `dir` under a name of its own, locked, then moves it into
+/// place, so that no store sees it there unlocked and removes it.
+fn claim_new(dir: &Path) -> io::Result<(PathBuf, File)> {
     let id = uuid::Uuid::new_v4();
     let staging = dir.join(format!("{id}.new"));
     create_spool_dir(&staging)?;
@@ -72,13 +84,26 @@ fn remove_leftovers(dir: &Path) -> io::Result<()> {
         let name = item.file_name();
         let Some(name) = name.to_str() else { continue };
         let kind = item.file_type()?;
+        let is_store = |name: &str| uuid::Uuid::parse_str(name).is_ok();
         if kind.is_file() && is_spool_file(name) {
-            fs::remove_file(item.path())?;
-        } else if kind.is_dir() && uuid::Uuid::parse_str(name).is_ok() {
-            remove_if_gone(&item.path())?;
+            gone_ok(fs::remove_file(item.path()))?;
+        } else if kind.is_dir()
+            && (is_store(name) || name.strip_suffix(".new").is_some_and(is_store))
+        {
+            // A store's directory, or one a store was setting up when it stopped.
+            gone_ok(remove_if_gone(&item.path()))?;
         }
     }
     Ok(())
+}
+
+/// `result`, with what another store removed meanwhile (its cleanup racing this one) taken as
+/// done.
+fn gone_ok(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
 }
 
 /// Removes the store directory `own` if its store is gone: its lock is free (held here while it

@@ -1017,18 +1017,23 @@ fn a_new_store_clears_spool_files_left_behind_and_nothing_else() {
     let unrelated = dir.path().join("notes.attachment");
     std::fs::write(&leftover, b"old").unwrap();
     std::fs::write(&unrelated, b"keep").unwrap();
-    // What a store that is gone left: its own directory, its lock free.
+    // What stores that are gone left: their own directories, their locks free, one of them
+    // still being set up when its store stopped.
     let gone = dir.path().join("00000000-0000-4000-8000-0000000000b2");
-    std::fs::create_dir(&gone).unwrap();
-    std::fs::write(gone.join("lock"), b"").unwrap();
-    std::fs::write(
-        gone.join("00000000-0000-4000-8000-0000000000c3.attachment"),
-        b"old",
-    )
-    .unwrap();
+    let half = dir.path().join("00000000-0000-4000-8000-0000000000d4.new");
+    for own in [&gone, &half] {
+        std::fs::create_dir(own).unwrap();
+        std::fs::write(own.join("lock"), b"").unwrap();
+        std::fs::write(
+            own.join("00000000-0000-4000-8000-0000000000c3.attachment"),
+            b"old",
+        )
+        .unwrap();
+    }
     let store = AttachmentStore::new(dir.path(), AttachmentLimits::default()).unwrap();
     assert!(!leftover.exists());
     assert!(!gone.exists());
+    assert!(!half.exists());
     assert!(unrelated.exists());
     assert_eq!(store.limits(), &AttachmentLimits::default());
 }
