@@ -47,6 +47,9 @@ pub(crate) async fn run(config: &AgentProcessConfig, turn: &TurnContext) -> Turn
         }
     };
     tracing::debug!(pid = child.id(), "agent process started");
+    // However the turn ends (also dropped, as the runtime stops), nothing of the agent's
+    // process group outlives it.
+    let _group = GroupGuard(group_of(&child));
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -161,13 +164,26 @@ pub(crate) async fn kill(child: &mut Child) {
     }
 }
 
+/// The agent's process group: its id is the agent's pid (the agent leads it).
 #[cfg(unix)]
-fn kill_group(child: &Child) {
-    let Some(group) = child
+type Group = Option<rustix::process::Pid>;
+#[cfg(not(unix))]
+type Group = ();
+
+#[cfg(unix)]
+fn group_of(child: &Child) -> Group {
+    child
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .and_then(rustix::process::Pid::from_raw)
-    else {
+}
+
+#[cfg(not(unix))]
+fn group_of(_child: &Child) -> Group {}
+
+#[cfg(unix)]
+fn kill_group_of(group: Group) {
+    let Some(group) = group else {
         return;
     };
     if let Err(error) = rustix::process::kill_process_group(group, rustix::process::Signal::KILL) {
@@ -176,7 +192,20 @@ fn kill_group(child: &Child) {
 }
 
 #[cfg(not(unix))]
-fn kill_group(_child: &Child) {}
+fn kill_group_of(_group: Group) {}
+
+fn kill_group(child: &Child) {
+    kill_group_of(group_of(child));
+}
+
+/// Kills the agent's process group when dropped.
+struct GroupGuard(Group);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group_of(self.0);
+    }
+}
 
 /// Waits a little for the rest of standard error (a process the agent started may still hold
 /// it open), then stops reading.

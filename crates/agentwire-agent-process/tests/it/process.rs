@@ -923,3 +923,57 @@ sys.stdout.flush()
         after - before
     );
 }
+
+/// A runtime that stops while an agent works (its tasks dropped, as on Ctrl-C) takes the agent
+/// and what it started with it: the agent's process group is killed when its turn is dropped.
+#[test]
+fn what_an_agent_started_goes_when_the_runtime_stops_mid_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "import subprocess, sys, time\n\
+         child = subprocess.Popen(['sleep', '300'])\n\
+         open({:?}, 'w').write(str(child.pid))\n\
+         sys.stdin.readline()\n\
+         time.sleep(300)\n",
+        pidfile.display().to_string()
+    );
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    tokio.block_on(async {
+        let runtime = runtime(&dir, scripted(&script, Duration::from_secs(300))).await;
+        let thread = runtime.create_thread(None, None).await.unwrap();
+        runtime
+            .start_turn(&thread, "t1", input("go"))
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the agent never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(pid));
+    drop(tokio);
+    let started = std::time::Instant::now();
+    while running(pid) {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+            panic!("the agent's child {pid} outlived the runtime");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
