@@ -309,3 +309,25 @@ fn a_union_that_appears_or_goes_is_a_changed_constraint() {
         }
     }
 }
+
+/// A property added with the very schema the object gives its unnamed properties changes
+/// nothing an old receiver checks: additive in both directions.
+#[test]
+fn a_property_added_with_the_additional_properties_schema_is_additive() {
+    for direction in ["runtime-to-host", "host-to-runtime"] {
+        let mut old = json!({"type": "object", "additionalProperties": {"type": "string"}});
+        let mut new = old.clone();
+        new["properties"] = json!({"b": {"type": "string"}});
+        old = with_direction(old, Some(direction));
+        new = with_direction(new, Some(direction));
+        assert_eq!(
+            verdict(old, new),
+            [(
+                "property-added".to_owned(),
+                "additive".to_owned(),
+                "/properties/b".to_owned()
+            )],
+            "{direction}"
+        );
+    }
+}

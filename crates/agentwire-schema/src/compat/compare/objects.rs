@@ -35,7 +35,9 @@ impl Comparer<'_> {
         // the other, and is compared as such.
         let old_additional = additional_schema(o);
         let new_additional = additional_schema(n);
-        let open = is_open(o) || (!is_closed_object(o) && old_additional.is_none());
+        // An old receiver keeps a member it does not name (checked by the schema, if any, which
+        // the comparison below holds the new property's schema to).
+        let open = is_open(o) || !is_closed_object(o);
         for (name, old_schema) in old_props {
             let old_p = pointer::push(&pointer::push(old_at, "properties"), name);
             match new_props.get(name) {
