@@ -20,13 +20,19 @@ pub(crate) enum Once<A> {
     Mismatch,
 }
 
+/// What a mutation interrupted before it was answered is answered when retried: its outcome
+/// is unknown (it may have taken effect, or part of it), so it is neither run again, which could
+/// do it twice, nor waited for.
+pub(crate) const INTERRUPTED: &str = "the first request with this id was interrupted (its \
+    connection closed) before it was answered: its outcome is unknown; read the state to learn it";
+
 /// Runs `work` once per `scope` and `key` in `store`: the first time it runs, and its answer is
 /// kept as `keep` encodes it (`None`: not kept, so a retry runs it again); a retry with the same
 /// fingerprint waits while the first runs, then gets the kept bytes; the same key with another
 /// fingerprint is [`Once::Mismatch`]. `work` is not polled unless it runs. A run whose caller
-/// stops waiting (its connection closed, so its handler was dropped) is not kept either: the
-/// key is let go, and a retry runs the mutation again rather than waiting for an answer that
-/// will never come.
+/// stops waiting (its connection closed, so its handler was dropped) keeps `interrupted` as its
+/// answer (an error saying [`INTERRUPTED`]): a retry gets it, rather than waiting for an answer
+/// that will never come or running the mutation a second time.
 pub(crate) async fn once<A>(
     store: &IdempotencyStore,
     scope: &str,
@@ -34,6 +40,7 @@ pub(crate) async fn once<A>(
     print: &Fingerprint,
     work: impl Future<Output = A>,
     keep: impl FnOnce(&A) -> Option<Vec<u8>>,
+    interrupted: Vec<u8>,
 ) -> Once<A> {
     loop {
         let done = store.completed();
@@ -44,9 +51,14 @@ pub(crate) async fn once<A>(
             Admission::InFlight => done.await,
         }
     }
-    let running = Running { store, scope, key };
+    let running = Running {
+        store,
+        scope,
+        key,
+        interrupted,
+    };
     let answer = work.await;
-    std::mem::forget(running);
+    running.finished();
     match keep(&answer) {
         Some(bytes) => store.complete(scope, key, &bytes),
         None => store.abandon(scope, key),
@@ -54,16 +66,26 @@ pub(crate) async fn once<A>(
     Once::Ran(answer)
 }
 
-/// A key admitted to run, let go if its run is dropped unfinished.
+/// A key admitted to run, answered `interrupted` if its run is dropped unfinished.
 struct Running<'a> {
     store: &'a IdempotencyStore,
     scope: &'a str,
     key: &'a str,
+    interrupted: Vec<u8>,
+}
+
+impl Running<'_> {
+    /// The run finished: its own answer is kept.
+    fn finished(mut self) {
+        self.interrupted = Vec::new();
+        std::mem::forget(self);
+    }
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.store.abandon(self.scope, self.key);
+        self.store
+            .complete(self.scope, self.key, &std::mem::take(&mut self.interrupted));
     }
 }
 
@@ -127,10 +149,11 @@ mod tests {
 
     use super::{Once, once};
 
-    /// A run dropped before it finished (its connection closed) lets its key go: a retry with
-    /// the same key runs, where it would otherwise wait for good.
+    /// A run dropped before it finished (its connection closed) is answered as interrupted: a
+    /// retry with the same key gets that answer, where it would otherwise wait for good, and
+    /// does not run the mutation a second time.
     #[tokio::test]
-    async fn a_run_dropped_unfinished_lets_a_retry_run() {
+    async fn a_run_dropped_unfinished_is_answered_interrupted() {
         let store = IdempotencyStore::new(IdempotencyLimits::default(), Arc::new(SystemClock));
         let print = fingerprint(&[b"params"]);
         let keep = |answer: &u32| Some(answer.to_be_bytes().to_vec());
@@ -141,6 +164,7 @@ mod tests {
             &print,
             std::future::pending::<u32>(),
             keep,
+            b"interrupted".to_vec(),
         ));
         assert!(
             first
@@ -151,12 +175,41 @@ mod tests {
         drop(first);
         let retry = tokio::time::timeout(
             Duration::from_secs(10),
-            once(&store, "scope", "key", &print, async { 7 }, keep),
+            once(
+                &store,
+                "scope",
+                "key",
+                &print,
+                async { 7 },
+                keep,
+                b"interrupted".to_vec(),
+            ),
         )
         .await
         .expect("the retry waited for a run that was dropped");
-        assert!(matches!(retry, Once::Ran(7)));
-        let replayed = once(&store, "scope", "key", &print, async { 8 }, keep).await;
+        assert!(matches!(retry, Once::Replayed(bytes) if &*bytes == b"interrupted"));
+        // A run that finishes keeps its own answer.
+        let ran = once(
+            &store,
+            "scope",
+            "other",
+            &print,
+            async { 7 },
+            keep,
+            Vec::new(),
+        )
+        .await;
+        assert!(matches!(ran, Once::Ran(7)));
+        let replayed = once(
+            &store,
+            "scope",
+            "other",
+            &print,
+            async { 8 },
+            keep,
+            Vec::new(),
+        )
+        .await;
         assert!(matches!(replayed, Once::Replayed(bytes) if *bytes == 7u32.to_be_bytes()));
     }
 }

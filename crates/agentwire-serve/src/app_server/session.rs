@@ -325,7 +325,10 @@ impl Session {
             crate::kept::encode(answer).filter(|_| decided)
         };
         let work = self.dispatch(method, params);
-        match crate::kept::once(store, &scope, key, &print, work, keep).await {
+        let interrupted =
+            crate::kept::encode(&Err(error(code::INTERNAL, crate::kept::INTERRUPTED)))
+                .unwrap_or_default();
+        match crate::kept::once(store, &scope, key, &print, work, keep, interrupted).await {
             Once::Ran(answer) => answer,
             Once::Replayed(bytes) => crate::kept::decode(&bytes),
             Once::Mismatch => Err(error(

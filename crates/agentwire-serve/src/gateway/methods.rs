@@ -235,7 +235,9 @@ async fn idempotent(
         Err(failure) if failure.code == "UNAVAILABLE" => None,
         _ => Some(encode_kept(answer).into_bytes()),
     };
-    match crate::kept::once(store, scope, &key, &print, work, keep).await {
+    let interrupted =
+        encode_kept(&Err(Failure::new("UNAVAILABLE", crate::kept::INTERRUPTED))).into_bytes();
+    match crate::kept::once(store, scope, &key, &print, work, keep, interrupted).await {
         Once::Ran(answer) => (answer, false),
         Once::Replayed(bytes) => (decode_kept(&bytes), true),
         Once::Mismatch => {

@@ -410,7 +410,21 @@ impl Call {
             crate::kept::encode(answer).filter(|_| !transient)
         };
         let work = self.answer(params);
-        match crate::kept::once(store, IDEMPOTENCY_SCOPE, &request_id, &print, work, keep).await {
+        let interrupted = crate::kept::encode(&Err(self
+            .session
+            .err(RollErrorCode::INTERNAL_ERROR, crate::kept::INTERRUPTED)))
+        .unwrap_or_default();
+        match crate::kept::once(
+            store,
+            IDEMPOTENCY_SCOPE,
+            &request_id,
+            &print,
+            work,
+            keep,
+            interrupted,
+        )
+        .await
+        {
             Once::Ran(answer) => answer,
             Once::Replayed(bytes) => crate::kept::decode(&bytes),
             Once::Mismatch => Err(self.session.err(
@@ -486,10 +500,12 @@ mod tests {
     }
 
     /// A host that sends a mutation and disconnects, then retries it with the same requestId
-    /// on a new connection, is answered (the closed connection's handler let its requestId go).
+    /// on a new connection, is answered: the first answer, or that the first was interrupted
+    /// (its outcome unknown). The mutation never runs twice.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_mutation_retried_after_a_disconnect_is_answered() {
         let (_dir, face) = face().await;
+        let threads = || face.runtime().thread_ids().len();
         for attempt in 0..10u64 {
             let rid = format!("00000000-0000-4000-8000-{attempt:012x}");
             let mut c = connect(&face, "1.5").await;
@@ -504,10 +520,23 @@ mod tests {
                 json!({"jsonrpc":"2.0","id":3,"method":"thread.create","params":{"requestId":rid}}),
             )
             .await;
-            let answer = c2.answer(3).await;
+            let answer = c2
+                .answer(3)
+                .await
+                .unwrap_or_else(|| panic!("attempt {attempt}: the retry of requestId {rid} hangs"));
+            // The first answer, or that the first was interrupted; never a second thread.
+            match answer.get("result") {
+                Some(result) => assert!(result["thread"]["id"].is_string(), "{answer}"),
+                None => assert!(
+                    answer["error"]["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("outcome is unknown")),
+                    "{answer}"
+                ),
+            }
             assert!(
-                answer.is_some(),
-                "attempt {attempt}: the retry of requestId {rid} hangs"
+                threads() <= attempt as usize + 1,
+                "attempt {attempt}: a second thread"
             );
         }
     }
