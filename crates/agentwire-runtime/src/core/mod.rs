@@ -833,20 +833,7 @@ impl Runtime {
                 .await?;
             let at_head = page.at_head() || page.events.is_empty();
             for stored in page.events {
-                let event: StampedEvent = serde_json::from_slice(&stored.payload).map_err(|e| {
-                    RuntimeError::Undecodable {
-                        thread_id: thread_id.to_owned(),
-                        seq: stored.seq,
-                        reason: e.to_string(),
-                    }
-                })?;
-                state
-                    .apply(stored.seq, &event)
-                    .map_err(|error| RuntimeError::Fold {
-                        thread_id: thread_id.to_owned(),
-                        error,
-                    })?;
-                let event = Arc::new(event);
+                let event = Arc::new(replay::fold_stored(state, thread_id, &stored)?);
                 let published = Published::Durable {
                     thread_id: thread_id.to_owned(),
                     seq: stored.seq,

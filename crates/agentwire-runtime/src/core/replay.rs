@@ -201,19 +201,7 @@ impl Runtime {
         loop {
             let page = self.inner.log.read(thread, after, REPLAY_PAGE).await?;
             for stored in &page.events {
-                let event: StampedEvent = serde_json::from_slice(&stored.payload).map_err(|e| {
-                    RuntimeError::Undecodable {
-                        thread_id: id.to_owned(),
-                        seq: stored.seq,
-                        reason: e.to_string(),
-                    }
-                })?;
-                state
-                    .apply(stored.seq, &event)
-                    .map_err(|error| RuntimeError::Fold {
-                        thread_id: id.to_owned(),
-                        error,
-                    })?;
+                fold_stored(&mut state, id, stored)?;
             }
             match page.events.last() {
                 Some(last) if !page.at_head() => {
@@ -319,4 +307,25 @@ fn resume_repairs(state: &ThreadState, turn_id: &str) -> Vec<ThreadEvent> {
         });
     }
     events
+}
+
+/// Decodes a stored event of thread `thread_id` and folds it into `state`: the event folded.
+pub(super) fn fold_stored(
+    state: &mut ThreadState,
+    thread_id: &str,
+    stored: &agentwire_events::StoredEvent,
+) -> Result<StampedEvent, RuntimeError> {
+    let event: StampedEvent =
+        serde_json::from_slice(&stored.payload).map_err(|e| RuntimeError::Undecodable {
+            thread_id: thread_id.to_owned(),
+            seq: stored.seq,
+            reason: e.to_string(),
+        })?;
+    state
+        .apply(stored.seq, &event)
+        .map_err(|error| RuntimeError::Fold {
+            thread_id: thread_id.to_owned(),
+            error,
+        })?;
+    Ok(event)
 }
