@@ -1003,12 +1003,7 @@ impl Runtime {
         let page = self.stored_events(thread_id, from, limit).await?;
         let mut events = Vec::with_capacity(page.events.len());
         for stored in &page.events {
-            let event: StampedEvent =
-                serde_json::from_slice(&stored.payload).map_err(|e| RuntimeError::Undecodable {
-                    thread_id: thread_id.to_owned(),
-                    seq: stored.seq,
-                    reason: e.to_string(),
-                })?;
+            let event = replay::decode_stored(thread_id, stored)?;
             events.push((stored.seq, stored.event_id, event));
         }
         let mut at_head = page.at_head();

@@ -309,18 +309,25 @@ fn resume_repairs(state: &ThreadState, turn_id: &str) -> Vec<ThreadEvent> {
     events
 }
 
+/// Decodes a stored event of thread `thread_id`.
+pub(super) fn decode_stored(
+    thread_id: &str,
+    stored: &agentwire_events::StoredEvent,
+) -> Result<StampedEvent, RuntimeError> {
+    serde_json::from_slice(&stored.payload).map_err(|e| RuntimeError::Undecodable {
+        thread_id: thread_id.to_owned(),
+        seq: stored.seq,
+        reason: e.to_string(),
+    })
+}
+
 /// Decodes a stored event of thread `thread_id` and folds it into `state`: the event folded.
 pub(super) fn fold_stored(
     state: &mut ThreadState,
     thread_id: &str,
     stored: &agentwire_events::StoredEvent,
 ) -> Result<StampedEvent, RuntimeError> {
-    let event: StampedEvent =
-        serde_json::from_slice(&stored.payload).map_err(|e| RuntimeError::Undecodable {
-            thread_id: thread_id.to_owned(),
-            seq: stored.seq,
-            reason: e.to_string(),
-        })?;
+    let event = decode_stored(thread_id, stored)?;
     state
         .apply(stored.seq, &event)
         .map_err(|error| RuntimeError::Fold {
