@@ -51,14 +51,16 @@ pub(crate) async fn once<A>(
             Admission::InFlight => done.await,
         }
     }
-    let running = Running {
+    let mut running = Running {
         store,
         scope,
         key,
-        interrupted,
+        interrupted: Some(interrupted),
     };
     let answer = work.await;
-    running.finished();
+    // Finished: its own answer is kept below.
+    running.interrupted = None;
+    drop(running);
     match keep(&answer) {
         Some(bytes) => store.complete(scope, key, &bytes),
         None => store.abandon(scope, key),
@@ -66,26 +68,20 @@ pub(crate) async fn once<A>(
     Once::Ran(answer)
 }
 
-/// A key admitted to run, answered `interrupted` if its run is dropped unfinished.
+/// A key admitted to run, answered `interrupted` if its run is dropped unfinished (`None` once
+/// it finished).
 struct Running<'a> {
     store: &'a IdempotencyStore,
     scope: &'a str,
     key: &'a str,
-    interrupted: Vec<u8>,
-}
-
-impl Running<'_> {
-    /// The run finished: its own answer is kept.
-    fn finished(mut self) {
-        self.interrupted = Vec::new();
-        std::mem::forget(self);
-    }
+    interrupted: Option<Vec<u8>>,
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.store
-            .complete(self.scope, self.key, &std::mem::take(&mut self.interrupted));
+        if let Some(interrupted) = self.interrupted.take() {
+            self.store.complete(self.scope, self.key, &interrupted);
+        }
     }
 }
 
