@@ -787,20 +787,39 @@ fn running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }
 
-/// An agent killed at the turn timeout takes what it started with it: its process group is
-/// killed, so no child outlives the turn holding its pipes.
-#[tokio::test]
-async fn what_an_agent_started_is_killed_with_it_at_the_turn_timeout() {
-    let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("pid");
-    let script = format!(
+/// An agent (Python) that starts `sleep 300`, writes its pid to `pidfile`, then waits.
+fn spawning_sleep(pidfile: &std::path::Path) -> String {
+    format!(
         "import subprocess, sys, time\n\
          child = subprocess.Popen(['sleep', '300'])\n\
          open({:?}, 'w').write(str(child.pid))\n\
          sys.stdin.readline()\n\
          time.sleep(300)\n",
         pidfile.display().to_string()
-    );
+    )
+}
+
+/// Fails (killing it) unless the agent's child `pid` is gone within 5 s of `what` ending.
+fn assert_gone(pid: i32, what: &str) {
+    let started = std::time::Instant::now();
+    while running(pid) {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+            panic!("the agent's child {pid} outlived {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An agent killed at the turn timeout takes what it started with it: its process group is
+/// killed, so no child outlives the turn holding its pipes.
+#[tokio::test]
+async fn what_an_agent_started_is_killed_with_it_at_the_turn_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = spawning_sleep(&pidfile);
     let runtime = runtime(&dir, scripted(&script, Duration::from_secs(1))).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
     let seen = turn(&runtime, &thread, "t1", "hang").await;
@@ -816,16 +835,7 @@ async fn what_an_agent_started_is_killed_with_it_at_the_turn_timeout() {
         .trim()
         .parse()
         .unwrap();
-    let started = std::time::Instant::now();
-    while running(pid) {
-        if started.elapsed() > Duration::from_secs(5) {
-            let _ = std::process::Command::new("kill")
-                .arg(pid.to_string())
-                .status();
-            panic!("the agent's child {pid} outlived the turn");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert_gone(pid, "the turn");
 }
 
 /// A tool result the agent reports before the host decided the call's approval cannot be a
@@ -930,14 +940,7 @@ sys.stdout.flush()
 fn what_an_agent_started_goes_when_the_runtime_stops_mid_turn() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let script = format!(
-        "import subprocess, sys, time\n\
-         child = subprocess.Popen(['sleep', '300'])\n\
-         open({:?}, 'w').write(str(child.pid))\n\
-         sys.stdin.readline()\n\
-         time.sleep(300)\n",
-        pidfile.display().to_string()
-    );
+    let script = spawning_sleep(&pidfile);
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -966,14 +969,5 @@ fn what_an_agent_started_goes_when_the_runtime_stops_mid_turn() {
         .unwrap();
     assert!(running(pid));
     drop(tokio);
-    let started = std::time::Instant::now();
-    while running(pid) {
-        if started.elapsed() > Duration::from_secs(5) {
-            let _ = std::process::Command::new("kill")
-                .arg(pid.to_string())
-                .status();
-            panic!("the agent's child {pid} outlived the runtime");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_gone(pid, "the runtime");
 }

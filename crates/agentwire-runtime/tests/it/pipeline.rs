@@ -138,10 +138,32 @@ impl EventLog for FailingLog {
     }
 }
 
-async fn failing_runtime(dir: &tempfile::TempDir) -> (Runtime, Arc<FailingLog>) {
-    let agent = Arc::new(DemoAgent {
+/// The demo agent, its slow steps 1 ms apart.
+fn quick_demo() -> Arc<DemoAgent> {
+    Arc::new(DemoAgent {
         slow_interval: Duration::from_millis(1),
-    });
+    })
+}
+
+/// Starts turn `t1` of `thread` asking an approval (`/approve ls`); the interaction's id once
+/// `rx` sees it opened.
+async fn approval_asked(runtime: &Runtime, thread: &str, rx: &mut Subscription) -> String {
+    runtime
+        .start_turn(thread, "t1", input("/approve ls"))
+        .await
+        .unwrap();
+    let seen = until(rx, |e| matches!(e, ThreadEvent::InteractionOpened { .. })).await;
+    let Some(Published::Durable { event, .. }) = seen.last() else {
+        unreachable!()
+    };
+    let ThreadEvent::InteractionOpened { interaction } = &event.event else {
+        unreachable!()
+    };
+    interaction.id.clone()
+}
+
+async fn failing_runtime(dir: &tempfile::TempDir) -> (Runtime, Arc<FailingLog>) {
+    let agent = quick_demo();
     failing_runtime_with(dir, agent, RuntimeConfig::default()).await
 }
 
@@ -621,9 +643,7 @@ async fn a_subscriber_reading_back_gets_each_timeline_event_with_its_ordinal() {
         subscriber_queue_bytes: 1,
         ..RuntimeConfig::default()
     };
-    let agent = Arc::new(DemoAgent {
-        slow_interval: Duration::from_millis(1),
-    });
+    let agent = quick_demo();
     let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
     let mut sub = runtime.subscribe_thread(&thread).await.unwrap();
@@ -845,9 +865,7 @@ async fn a_subscription_goes_on_past_a_failed_read_back() {
         subscriber_queue_bytes: 1,
         ..RuntimeConfig::default()
     };
-    let agent = Arc::new(DemoAgent {
-        slow_interval: Duration::from_millis(1),
-    });
+    let agent = quick_demo();
     let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
     let mut sub = runtime.subscribe();
@@ -877,9 +895,7 @@ async fn a_subscription_goes_on_past_a_failed_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_resolution_commit_racing_the_deadline_leaves_no_turn_waiting() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = Arc::new(DemoAgent {
-        slow_interval: Duration::from_millis(1),
-    });
+    let agent = quick_demo();
     let config = RuntimeConfig {
         interaction_ttl: Duration::from_millis(400),
         ..RuntimeConfig::default()
@@ -887,21 +903,7 @@ async fn a_failed_resolution_commit_racing_the_deadline_leaves_no_turn_waiting()
     let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
     let mut rx = runtime.subscribe_thread(&thread).await.unwrap();
-    runtime
-        .start_turn(&thread, "t1", input("/approve ls"))
-        .await
-        .unwrap();
-    let seen = until(&mut rx, |e| {
-        matches!(e, ThreadEvent::InteractionOpened { .. })
-    })
-    .await;
-    let Some(Published::Durable { event, .. }) = seen.last() else {
-        unreachable!()
-    };
-    let ThreadEvent::InteractionOpened { interaction } = &event.event else {
-        unreachable!()
-    };
-    let id = interaction.id.clone();
+    let id = approval_asked(&runtime, &thread, &mut rx).await;
     let gate = log.gate.write().await;
     let arrived = log.arrived.load(Ordering::SeqCst);
     log.fail_at
@@ -933,27 +935,11 @@ async fn a_failed_resolution_commit_racing_the_deadline_leaves_no_turn_waiting()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_waits_behind_an_unknown_outcome_that_committed_is_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = Arc::new(DemoAgent {
-        slow_interval: Duration::from_millis(1),
-    });
+    let agent = quick_demo();
     let (runtime, log) = failing_runtime_with(&dir, agent, RuntimeConfig::default()).await;
     let thread = runtime.create_thread(None, None).await.unwrap();
     let mut rx = runtime.subscribe_thread(&thread).await.unwrap();
-    runtime
-        .start_turn(&thread, "t1", input("/approve ls"))
-        .await
-        .unwrap();
-    let seen = until(&mut rx, |e| {
-        matches!(e, ThreadEvent::InteractionOpened { .. })
-    })
-    .await;
-    let Some(Published::Durable { event, .. }) = seen.last() else {
-        unreachable!()
-    };
-    let ThreadEvent::InteractionOpened { interaction } = &event.event else {
-        unreachable!()
-    };
-    let id = interaction.id.clone();
+    let id = approval_asked(&runtime, &thread, &mut rx).await;
     let hold = log.hold_after.write().await;
     let committed = log.committed.load(Ordering::SeqCst);
     log.unknown_at
@@ -990,9 +976,7 @@ async fn a_thread_that_cannot_be_read_back_holds_up_no_other() {
         subscriber_queue_bytes: 1,
         ..RuntimeConfig::default()
     };
-    let agent = Arc::new(DemoAgent {
-        slow_interval: Duration::from_millis(1),
-    });
+    let agent = quick_demo();
     let (runtime, log) = failing_runtime_with(&dir, agent, config).await;
     let broken = runtime.create_thread(None, None).await.unwrap();
     let fine = runtime.create_thread(None, None).await.unwrap();
