@@ -49,7 +49,7 @@ pub(crate) async fn run(config: &AgentProcessConfig, turn: &TurnContext) -> Turn
     tracing::debug!(pid = child.id(), "agent process started");
     // However the turn ends (also dropped, as the runtime stops), nothing of the agent's
     // process group outlives it.
-    let _group = GroupGuard(group_of(&child));
+    let group = GroupGuard(group_of(&child));
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -69,7 +69,11 @@ pub(crate) async fn run(config: &AgentProcessConfig, turn: &TurnContext) -> Turn
     let ending = match session.send(&start) {
         Ok(()) => {
             session
-                .run(FrameReader::new(stdout, config.max_line_bytes))
+                .run(
+                    FrameReader::new(stdout, config.max_line_bytes),
+                    &mut child,
+                    &group,
+                )
                 .await
         }
         Err(message) => Ending::Failed(message),
@@ -199,7 +203,15 @@ fn kill_group(child: &Child) {
 }
 
 /// Kills the agent's process group when dropped.
-struct GroupGuard(Group);
+pub(crate) struct GroupGuard(Group);
+
+impl GroupGuard {
+    /// Kills what is left of the group (the agent may have exited; the group lasts while any
+    /// of its processes does).
+    pub(crate) fn kill(&self) {
+        kill_group_of(self.0);
+    }
+}
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {

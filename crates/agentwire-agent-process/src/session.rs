@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::child::{StderrTail, describe, drain_stderr, exit_within, kill};
+use crate::child::{GroupGuard, StderrTail, describe, drain_stderr, exit_within, kill};
 use crate::decisions::{approval_decision, default_display, input_result, tool_outcome};
 use crate::protocol::{RUNTIME_MESSAGE_TYPES, Validators};
 use crate::{
@@ -162,12 +162,31 @@ impl<'a> Session<'a> {
         }
     }
 
-    pub(crate) async fn run<R: AsyncRead + Unpin>(&mut self, mut reader: FrameReader<R>) -> Ending {
+    /// Reads the agent's output until the turn ends. When the agent exits first, whatever it
+    /// left running in its process group is killed (it would hold the output open), the lines
+    /// already written are still read, and the output is given up `exit_grace` after the exit
+    /// if something outside the group still holds it.
+    pub(crate) async fn run<R: AsyncRead + Unpin>(
+        &mut self,
+        mut reader: FrameReader<R>,
+        child: &mut Child,
+        group: &GroupGuard,
+    ) -> Ending {
         let turn = self.turn;
+        let mut output_deadline = None;
         loop {
             let deadline = self.deadline();
             let cancel_deadline = self.cancel_deadline;
             tokio::select! {
+                exited = child.wait(), if output_deadline.is_none() => {
+                    if let Err(e) = exited {
+                        tracing::debug!("cannot wait for the agent process: {e}");
+                    }
+                    group.kill();
+                    let now = Instant::now();
+                    output_deadline = Some(now.checked_add(self.config.exit_grace).unwrap_or(now));
+                }
+                () = sleep_until(output_deadline) => return Ending::Eof,
                 frame = reader.next_frame() => {
                     let step = match frame {
                         Ok(Some(Frame::Line(bytes))) => self.line(bytes).await,

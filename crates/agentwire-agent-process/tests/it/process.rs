@@ -971,3 +971,44 @@ fn what_an_agent_started_goes_when_the_runtime_stops_mid_turn() {
     drop(tokio);
     assert_gone(pid, "the runtime");
 }
+
+/// An agent that exits without `turn.end` while a process it started still holds its standard
+/// output fails its turn when it exits, not at the turn timeout: what it left running is killed
+/// with it, and the lines it wrote before exiting are still read.
+#[tokio::test]
+async fn an_agent_that_exits_while_its_child_holds_its_output_ends_the_turn_at_its_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "import json, subprocess, sys\n\
+         child = subprocess.Popen(['sleep', '300'])\n\
+         open({:?}, 'w').write(str(child.pid))\n\
+         sys.stdin.readline()\n\
+         sys.stdout.write(json.dumps({{'type': 'message.delta', 'delta': 'partial'}}) + '\\n')\n\
+         sys.stdout.flush()\n\
+         sys.exit(3)\n",
+        pidfile.display().to_string()
+    );
+    let runtime = runtime(&dir, scripted(&script, Duration::from_secs(120))).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let started = std::time::Instant::now();
+    let seen = turn(&runtime, &thread, "t1", "go").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the turn ended after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        failure(&seen),
+        (
+            FailStage::Execute,
+            "the agent exited with code 3 before turn.end".into()
+        )
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_gone(pid, "the agent");
+}
