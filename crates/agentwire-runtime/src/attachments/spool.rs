@@ -244,7 +244,15 @@ pub(super) fn copy_local(
     if linked.len() > max_bytes {
         return Err(too_large(linked.len()));
     }
-    let mut input = File::open(source).map_err(|_| rejected(PathRejection::Unreadable))?;
+    let mut input = open_source(source).map_err(|error| {
+        // Linked since it was lstat'ed.
+        #[cfg(unix)]
+        if error.raw_os_error() == Some(libc::ELOOP) {
+            return rejected(PathRejection::Changed);
+        }
+        let _ = error;
+        rejected(PathRejection::Unreadable)
+    })?;
     let opened = input
         .metadata()
         .map_err(|_| rejected(PathRejection::Unreadable))?;
@@ -267,6 +275,21 @@ pub(super) fn copy_local(
         tracing::warn!(path = %target.display(), %error, "cannot remove a failed copy");
     }
     copied
+}
+
+/// Opens a local file to read it, without blocking and without following a symbolic link, for
+/// what was `lstat`ed as a regular file may be something else by now: a FIFO opened for reading
+/// would block until a writer came (on a thread of the blocking pool, holding a quota slot),
+/// and a link would be followed. What is opened is then checked by its own metadata.
+fn open_source(source: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    options.open(source)
 }
 
 fn copy_hashing(
@@ -298,4 +321,47 @@ fn copy_hashing(
             .map_err(AttachmentError::storage("writing a spool file"))?;
     }
     Ok((total, hex(&hasher.finalize())))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use super::open_source;
+
+    /// A path swapped for a FIFO after it was `lstat`ed opens at once (there is no writer), and
+    /// is then refused by its metadata; a link swapped in is not followed.
+    #[test]
+    fn a_fifo_or_a_link_is_opened_without_blocking_or_following() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(open_source(&path).map(|file| file.metadata().unwrap().is_file()));
+        });
+        let opened = rx.recv_timeout(Duration::from_secs(5));
+        if opened.is_err() {
+            // Unblock the reader before failing.
+            let _ = std::fs::write(&fifo, b"");
+        }
+        assert!(
+            matches!(opened, Ok(Ok(false))),
+            "opening a FIFO: {opened:?}"
+        );
+
+        let target = dir.path().join("target.txt");
+        std::fs::write(&target, b"x").unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let error = open_source(&link).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
+    }
 }
