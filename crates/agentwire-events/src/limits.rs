@@ -34,11 +34,16 @@ pub const DEFAULT_RETAINED_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60
 
 /// The most commands `Settings::queue_capacity` may let the append queue hold.
 pub const MAX_QUEUE_CAPACITY: usize = 1 << 20;
+/// The most bytes `Settings::queue_bytes` may let the append queue hold (4 GiB less a byte).
+pub const MAX_QUEUE_BYTES: usize = u32::MAX as usize;
 /// The most read connections `Settings::readers` may allow.
 pub const MAX_READERS: usize = 1_024;
 
 /// Default capacity of the append queue; a full queue makes `append` wait (backpressure).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 1_024;
+/// Default bytes the append queue may hold (256 MiB, a group commit's most): a full queue
+/// makes `append` and `put_checkpoint` wait.
+pub const DEFAULT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 /// Default most appends committed in one group commit.
 pub const DEFAULT_MAX_BATCH_APPENDS: usize = 512;
 /// Default most bytes committed in one group commit (the first append is always taken whole).

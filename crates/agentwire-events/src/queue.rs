@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::SystemTime;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -35,8 +35,14 @@ pub(crate) enum Command {
         thread: ThreadId,
         checkpoint: Checkpoint,
         reply: oneshot::Sender<Result<()>>,
+        #[expect(dead_code, reason = "held for its drop: the budget is given back then")]
+        budget: Budget,
     },
 }
+
+/// The share of the queue's byte budget a queued command holds, given back when the command
+/// is dropped: once the writer has run it and answered its caller.
+pub(crate) type Budget = Option<OwnedSemaphorePermit>;
 
 impl Command {
     /// Answers the command's caller with [`Error::WriteFailed`] for `err`, without running it.
@@ -68,6 +74,7 @@ pub(crate) struct AppendRequest {
     pub(crate) ids: Vec<Uuid>,
     pub(crate) bytes: usize,
     pub(crate) reply: oneshot::Sender<Result<Appended>>,
+    pub(crate) budget: Budget,
 }
 
 /// Where an append's or a command's answer arrives.
@@ -94,16 +101,21 @@ pub(crate) fn new_append(
         ids,
         bytes,
         reply,
+        budget: None,
     };
     Ok((request, answer))
 }
 
-/// The callers' end of the queue: bounded (a full queue makes callers wait), and closed once
-/// the log is closed ([`Error::Closed`]).
+/// The callers' end of the queue: bounded in commands and in bytes (a full queue makes callers
+/// wait), and closed once the log is closed ([`Error::Closed`]).
 #[derive(Debug)]
 pub(crate) struct WriterQueue {
     sender: RwLock<Option<mpsc::Sender<Command>>>,
     doorbell: Arc<Doorbell>,
+    /// The bytes queued commands may hold (appends' payloads and kinds, checkpoints' states),
+    /// until the writer has run them.
+    budget: Arc<Semaphore>,
+    budget_bytes: usize,
 }
 
 /// How a writer that sleeps between commands learns that commands wait for it (a writer whose
@@ -186,20 +198,38 @@ pub(crate) fn next_command(
 }
 
 impl WriterQueue {
-    /// A queue of `capacity` commands, and the writer's end of it, whose writer waits on
-    /// `doorbell`: every command sent is counted there, and rung for, except an append queued
-    /// by [`WriterQueue::push_append`] (its caller tries to run the writer itself, and whoever
-    /// holds the writer rings for what is left).
+    /// A queue of `capacity` commands holding at most `bytes` bytes, and the writer's end of
+    /// it, whose writer waits on `doorbell`: every command sent is counted there, and rung for,
+    /// except an append queued by [`WriterQueue::push_append`] (its caller tries to run the
+    /// writer itself, and whoever holds the writer rings for what is left).
     pub(crate) fn new(
         capacity: usize,
+        bytes: usize,
         doorbell: Arc<Doorbell>,
     ) -> (WriterQueue, mpsc::Receiver<Command>) {
         let (sender, receiver) = mpsc::channel(capacity);
         let queue = WriterQueue {
             sender: RwLock::new(Some(sender)),
             doorbell,
+            budget: Arc::new(Semaphore::new(bytes)),
+            budget_bytes: bytes,
         };
         (queue, receiver)
+    }
+
+    /// A share of the byte budget for a command of `bytes` bytes, once the queue has room for
+    /// it. A command larger than the whole budget waits for all of it: it is queued alone.
+    async fn reserve(&self, bytes: usize) -> Result<Budget> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        // The budget is at most `MAX_QUEUE_BYTES`, which a `u32` holds.
+        let share = u32::try_from(bytes.min(self.budget_bytes)).unwrap_or(u32::MAX);
+        let permit = Arc::clone(&self.budget)
+            .acquire_many_owned(share)
+            .await
+            .map_err(|_| Error::Closed)?;
+        Ok(Some(permit))
     }
 
     /// Closes the queue: the writer ends once it has run what was queued before.
@@ -242,7 +272,8 @@ impl WriterQueue {
 
     /// Queues an append made by [`new_append`] without ringing the doorbell: the caller runs
     /// the writer next, or leaves the append to whoever holds it.
-    pub(crate) async fn push_append(&self, request: AppendRequest) -> Result<()> {
+    pub(crate) async fn push_append(&self, mut request: AppendRequest) -> Result<()> {
+        request.budget = self.reserve(request.bytes).await?;
         self.send(Command::Append(request)).await
     }
 
@@ -270,10 +301,12 @@ impl WriterQueue {
     ) -> Result<()> {
         check_checkpoint(&checkpoint, MAX_CHECKPOINT_BYTES)?;
         let thread = thread.clone();
+        let budget = self.reserve(checkpoint.payload.len()).await?;
         self.call(|reply| Command::Checkpoint {
             thread,
             checkpoint,
             reply,
+            budget,
         })
         .await
     }
@@ -315,4 +348,61 @@ pub(crate) fn gather(
         }
     }
     (batch, None)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{Command, Doorbell, WriterQueue, new_append};
+    use crate::types::{Expected, NewEvent, ThreadId};
+
+    fn append_of(bytes: usize) -> super::AppendRequest {
+        let thread = ThreadId::new("t").unwrap();
+        let event = NewEvent::new("k", "x".repeat(bytes - 1));
+        new_append(&thread, Expected::Any, vec![event], usize::MAX).unwrap().0
+    }
+
+    /// Queued commands hold the queue's bytes until the writer has run them: an append that
+    /// does not fit waits, and one larger than the whole budget is queued alone.
+    #[tokio::test]
+    async fn the_queue_is_bounded_in_bytes() {
+        let (queue, mut receiver) = WriterQueue::new(1024, 1000, Arc::new(Doorbell::default()));
+        queue.push_append(append_of(600)).await.unwrap();
+        let waiting = tokio::time::timeout(
+            Duration::from_millis(200),
+            queue.push_append(append_of(600)),
+        )
+        .await;
+        assert!(waiting.is_err(), "a second 600-byte append was queued");
+        // The writer runs the first: its bytes are given back once it is dropped.
+        let Ok(Command::Append(first)) = receiver.try_recv() else {
+            panic!("nothing queued")
+        };
+        let second = queue.push_append(append_of(600));
+        tokio::pin!(second);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut second)
+                .await
+                .is_err(),
+            "queued while the first is still being run"
+        );
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(5), second)
+            .await
+            .unwrap()
+            .unwrap();
+        let Ok(Command::Append(second)) = receiver.try_recv() else {
+            panic!("the second was not queued")
+        };
+        drop(second);
+        // Larger than the whole budget: queued once the queue is empty.
+        tokio::time::timeout(Duration::from_secs(5), queue.push_append(append_of(5000)))
+            .await
+            .unwrap()
+            .unwrap();
+    }
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::limits::{
     DEFAULT_FOREIGN_COMMIT_POLL, DEFAULT_JOURNAL_SIZE_LIMIT, DEFAULT_MAX_BATCH_APPENDS,
-    DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS,
-    DEFAULT_WAL_AUTOCHECKPOINT_PAGES, MAX_BATCH_BYTES, MAX_QUEUE_CAPACITY, MAX_READERS,
-    MAX_RECORD_BYTES,
+    DEFAULT_MAX_BATCH_BYTES, DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_CAPACITY, DEFAULT_READERS,
+    DEFAULT_WAL_AUTOCHECKPOINT_PAGES, MAX_BATCH_BYTES, MAX_QUEUE_BYTES, MAX_QUEUE_CAPACITY,
+    MAX_READERS, MAX_RECORD_BYTES,
 };
 
 /// SQLite's `synchronous` setting for the writer connection.
@@ -29,6 +29,10 @@ pub struct Settings {
     pub synchronous: Synchronous,
     /// Appends waiting for the writer; a full queue makes `append` wait.
     pub queue_capacity: usize,
+    /// Bytes the commands waiting for the writer may hold, until the writer has run them
+    /// (appends' payloads and kinds, checkpoints' states); a command larger than this is
+    /// queued alone. At most [`MAX_QUEUE_BYTES`].
+    pub queue_bytes: usize,
     /// Most appends in one group commit.
     pub max_batch_appends: usize,
     /// Most bytes in one group commit (the first append is always taken whole); at most
@@ -52,6 +56,7 @@ impl Default for Settings {
         Self {
             synchronous: Synchronous::Full,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            queue_bytes: DEFAULT_QUEUE_BYTES,
             max_batch_appends: DEFAULT_MAX_BATCH_APPENDS,
             max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
             max_record_bytes: MAX_RECORD_BYTES,
@@ -76,6 +81,7 @@ impl Settings {
             }
         };
         positive("queue_capacity", self.queue_capacity)?;
+        positive("queue_bytes", self.queue_bytes)?;
         positive("max_batch_appends", self.max_batch_appends)?;
         positive("max_batch_bytes", self.max_batch_bytes)?;
         positive("readers", self.readers)?;
@@ -91,6 +97,7 @@ impl Settings {
             }
         };
         at_most("queue_capacity", self.queue_capacity, MAX_QUEUE_CAPACITY)?;
+        at_most("queue_bytes", self.queue_bytes, MAX_QUEUE_BYTES)?;
         at_most("readers", self.readers, MAX_READERS)?;
         at_most("max_batch_bytes", self.max_batch_bytes, MAX_BATCH_BYTES)?;
         at_most("max_record_bytes", self.max_record_bytes, MAX_RECORD_BYTES)?;

@@ -118,7 +118,11 @@ impl PostgresLog {
         let checkpoints = new_pool(&for_role(&config, "checkpoints"), 1)?;
         let (commits, _) = watch::channel(0u64);
         let doorbell = Arc::new(Doorbell::default());
-        let (queue, rx) = WriterQueue::new(settings.queue_capacity, doorbell.clone());
+        let (queue, rx) = WriterQueue::new(
+            settings.queue_capacity,
+            settings.queue_bytes,
+            doorbell.clone(),
+        );
         let (shared, writer) = writer::spawn(
             config.clone(),
             rx,

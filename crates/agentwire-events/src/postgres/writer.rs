@@ -337,6 +337,7 @@ async fn run(shared: &Shared, mut writer: Writer) {
                     thread,
                     checkpoint,
                     reply,
+                    budget: _,
                 } => {
                     let result = put_checkpoint(&mut writer.client, &thread, &checkpoint).await;
                     let _ = reply.send(result);
@@ -968,7 +969,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_writer_thread_that_unwinds_closes_the_log_for_writes() {
         let doorbell = Arc::new(Doorbell::default());
-        let (queue, rx) = WriterQueue::new(8, Arc::clone(&doorbell));
+        let (queue, rx) = WriterQueue::new(8, crate::DEFAULT_QUEUE_BYTES, Arc::clone(&doorbell));
         let queue = Arc::new(queue);
         let (commits, _) = watch::channel(0);
         let shared = Arc::new(Shared {

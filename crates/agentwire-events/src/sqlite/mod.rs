@@ -65,7 +65,11 @@ impl SqliteLog {
         let (conn, log_id) = opened;
         let (commits, _) = watch::channel(0u64);
         let doorbell = Arc::new(Doorbell::default());
-        let (queue, rx) = WriterQueue::new(settings.queue_capacity, doorbell.clone());
+        let (queue, rx) = WriterQueue::new(
+            settings.queue_capacity,
+            settings.queue_bytes,
+            doorbell.clone(),
+        );
         let (writer, writer_thread) = writer::spawn(
             conn,
             rx,

@@ -76,6 +76,7 @@ impl Core {
                 thread,
                 checkpoint,
                 reply,
+                budget: _,
             } => {
                 let result = writer
                     .in_transaction(&thread, |conn| put_checkpoint(conn, &thread, &checkpoint));
@@ -799,7 +800,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_writer_thread_that_unwinds_closes_the_log_for_writes() {
         let doorbell = Arc::new(Doorbell::default());
-        let (queue, rx) = WriterQueue::new(8, Arc::clone(&doorbell));
+        let (queue, rx) = WriterQueue::new(8, crate::DEFAULT_QUEUE_BYTES, Arc::clone(&doorbell));
         let queue = Arc::new(queue);
         let (commits, _) = watch::channel(0);
         let writer = Writer {

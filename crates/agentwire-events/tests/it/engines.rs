@@ -172,6 +172,37 @@ async fn sqlite_full_queue_makes_appends_wait_not_fail() {
     assert_eq!(page.events.len(), 32);
 }
 
+/// Appends that fill the queue's byte budget wait for the writer, and are all committed, one
+/// larger than the whole budget among them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_appends_over_the_queue_bytes_wait_not_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, url) = sqlite_url(&dir);
+    let settings = Settings {
+        queue_bytes: 1000,
+        ..Settings::default()
+    };
+    let log = open_with(&url, settings).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let log = Arc::clone(&log);
+        let size = if i == 7 { 5000 } else { 600 };
+        tasks.push(tokio::spawn(async move {
+            log.append(
+                &thread(&format!("bytes-{i}")),
+                Expected::Any,
+                vec![NewEvent::new("q", "x".repeat(size))],
+            )
+            .await
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap().unwrap().first_seq, 0);
+    }
+    let page = log.read(&thread("bytes-7"), After::Start, 10).await.unwrap();
+    assert_eq!(page.events[0].payload.len(), 5000);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_and_urls_are_checked() {
     let dir = tempfile::tempdir().unwrap();
@@ -200,6 +231,14 @@ async fn settings_and_urls_are_checked() {
         },
         Settings {
             readers: usize::MAX,
+            ..Settings::default()
+        },
+        Settings {
+            queue_bytes: 0,
+            ..Settings::default()
+        },
+        Settings {
+            queue_bytes: usize::MAX,
             ..Settings::default()
         },
     ] {
