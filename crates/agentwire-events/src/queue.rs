@@ -363,7 +363,9 @@ mod tests {
     fn append_of(bytes: usize) -> super::AppendRequest {
         let thread = ThreadId::new("t").unwrap();
         let event = NewEvent::new("k", "x".repeat(bytes - 1));
-        new_append(&thread, Expected::Any, vec![event], usize::MAX).unwrap().0
+        new_append(&thread, Expected::Any, vec![event], usize::MAX)
+            .unwrap()
+            .0
     }
 
     /// Queued commands hold the queue's bytes until the writer has run them: an append that

@@ -199,7 +199,10 @@ async fn sqlite_appends_over_the_queue_bytes_wait_not_fail() {
     for task in tasks {
         assert_eq!(task.await.unwrap().unwrap().first_seq, 0);
     }
-    let page = log.read(&thread("bytes-7"), After::Start, 10).await.unwrap();
+    let page = log
+        .read(&thread("bytes-7"), After::Start, 10)
+        .await
+        .unwrap();
     assert_eq!(page.events[0].payload.len(), 5000);
 }
 

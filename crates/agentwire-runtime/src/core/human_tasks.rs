@@ -441,6 +441,7 @@ impl TurnContext {
         let operation_text = spec.operation.to_string();
         let (thread_id, turn_id) = (self.thread_id.clone(), self.turn_id.clone());
         let task_id = id.clone();
+        let asking = Arc::clone(slot);
         runtime
             .append_with(&self.thread_id, slot, move |state: &ThreadState| {
                 if state.human_tasks.values().filter(|t| t.is_open()).count()
@@ -465,13 +466,14 @@ impl TurnContext {
                     quorum: spec.quorum,
                     separation_of_duties: spec.separation_of_duties,
                 };
-                let events = vec![
-                    ThreadEvent::HumanTaskOpened { task },
-                    ThreadEvent::TurnStatusChanged {
+                // A stopping turn stays `cancelling`: its task is cancelled at once.
+                let mut events = vec![ThreadEvent::HumanTaskOpened { task }];
+                if !asking.stopping(state, &turn_id) {
+                    events.push(ThreadEvent::TurnStatusChanged {
                         turn_id,
                         status: TurnStatus::WaitingForUser,
-                    },
-                ];
+                    });
+                }
                 Ok((events, ()))
             })
             .await?;

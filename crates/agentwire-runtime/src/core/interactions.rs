@@ -351,32 +351,32 @@ impl Runtime {
                 if let Some(message) = &fail_turn {
                     slot.signal_cancel(&pending.turn_id, Some(message));
                 }
-                let stopping = state
-                    .active_turn
-                    .as_ref()
-                    .is_some_and(|t| t.status == TurnStatus::Cancelling)
-                    || lock(&slot.running)
-                        .as_ref()
-                        .is_some_and(|r| r.turn_id == pending.turn_id && *r.cancel.borrow());
-                let status = if stopping {
+                let status = if slot.stopping(state, &pending.turn_id) {
                     TurnStatus::Cancelling
                 } else {
                     TurnStatus::Running
                 };
-                let events = vec![
-                    ThreadEvent::InteractionResolved {
-                        interaction_id: interaction_id.clone(),
-                        turn_id: Some(pending.turn_id.clone()),
-                        approval_id: pending.ask.approval_id().map(str::to_owned),
-                        resolution,
-                        via,
-                        decision,
-                    },
-                    ThreadEvent::TurnStatusChanged {
+                let mut events = vec![ThreadEvent::InteractionResolved {
+                    interaction_id: interaction_id.clone(),
+                    turn_id: Some(pending.turn_id.clone()),
+                    approval_id: pending.ask.approval_id().map(str::to_owned),
+                    resolution,
+                    via,
+                    decision,
+                }];
+                // The status changes when it does (a turn asked while stopping is `cancelling`
+                // already).
+                let current = state
+                    .active_turn
+                    .as_ref()
+                    .filter(|t| t.id == pending.turn_id)
+                    .map(|t| t.status);
+                if current != Some(status) {
+                    events.push(ThreadEvent::TurnStatusChanged {
                         turn_id: pending.turn_id.clone(),
                         status,
-                    },
-                ];
+                    });
+                }
                 Ok((events, ()))
             }
         };

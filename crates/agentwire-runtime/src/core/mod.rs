@@ -187,6 +187,18 @@ impl ThreadSlot {
             running.cancel.send_replace(true);
         }
     }
+
+    /// Whether turn `turn_id` is stopping, by `state` (its status `cancelling`) or by the
+    /// signal its agent was sent: such a turn's status stays `cancelling` whatever it asks.
+    fn stopping(&self, state: &ThreadState, turn_id: &str) -> bool {
+        state
+            .active_turn
+            .as_ref()
+            .is_some_and(|t| t.id == turn_id && t.status == crate::TurnStatus::Cancelling)
+            || lock(&self.running)
+                .as_ref()
+                .is_some_and(|r| r.turn_id == turn_id && *r.cancel.borrow())
+    }
 }
 
 #[derive(Debug)]

@@ -468,6 +468,7 @@ impl TurnContext {
         // An identical request a grant of the turn or the thread covers is approved without
         // asking: opened and resolved in one append, so no host is asked.
         let turn_id = self.turn_id.clone();
+        let asking = Arc::clone(&slot);
         let open = move |state: &ThreadState| {
             let digest = interaction
                 .binding
@@ -482,24 +483,26 @@ impl TurnContext {
                     None
                 }
             });
+            // A stopping turn stays `cancelling`: its ask is settled `cancelled` at once.
             let second = match granted {
-                Some(via) => ThreadEvent::InteractionResolved {
+                Some(via) => Some(ThreadEvent::InteractionResolved {
                     interaction_id: interaction.id.clone(),
                     turn_id: Some(turn_id.clone()),
                     approval_id: interaction.ask.approval_id().map(str::to_owned),
                     resolution: Resolution::Approved,
                     via: Some(via),
                     decision: None,
-                },
-                None => ThreadEvent::TurnStatusChanged {
-                    turn_id: turn_id.clone(),
-                    status: TurnStatus::WaitingForUser,
-                },
+                }),
+                None => {
+                    (!asking.stopping(state, &turn_id)).then(|| ThreadEvent::TurnStatusChanged {
+                        turn_id: turn_id.clone(),
+                        status: TurnStatus::WaitingForUser,
+                    })
+                }
             };
-            Ok((
-                vec![ThreadEvent::InteractionOpened { interaction }, second],
-                granted.is_some(),
-            ))
+            let mut events = vec![ThreadEvent::InteractionOpened { interaction }];
+            events.extend(second);
+            Ok((events, granted.is_some()))
         };
         match runtime.append_with(&self.thread_id, &slot, open).await {
             Ok(false) => {}

@@ -450,3 +450,73 @@ async fn a_decline_still_fails_the_turn_after_a_restart() {
         other => panic!("a declined turn ended {other:?}"),
     }
 }
+
+/// An agent that, once its turn is cancelled, still asks for an approval and opens a human
+/// task before it returns.
+#[derive(Debug)]
+struct AsksWhileCancelling;
+
+#[async_trait::async_trait]
+impl Agent for AsksWhileCancelling {
+    async fn run_turn(&self, turn: TurnContext) -> TurnEnd {
+        turn.cancelled().await;
+        let asked = turn
+            .ask(InteractionKind::Approval {
+                approval_id: "approval-1".into(),
+                agent_name: "test".into(),
+                tool_name: "shell".into(),
+                preview: serde_json::json!({"command": "ls"}),
+                reason: None,
+            })
+            .await
+            .unwrap();
+        assert!(matches!(asked, Resolution::Cancelled { .. }), "{asked:?}");
+        let spec = HumanTaskSpec {
+            node_id: "gate".into(),
+            operation: serde_json::json!({"tool": "deploy"}),
+            quorum: 1,
+            separation_of_duties: false,
+        };
+        let _outcome = turn.human_task(spec).await;
+        TurnEnd::Completed
+    }
+}
+
+/// A turn being cancelled stays `cancelling` when its agent asks or opens a human task: the
+/// turn is never shown waiting for a user it no longer waits for, and ends cancelled.
+#[tokio::test]
+async fn an_ask_or_a_task_while_cancelling_leaves_the_turn_cancelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = start_with(&dir, Arc::new(AsksWhileCancelling)).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe_thread(&thread).await.unwrap();
+    runtime
+        .start_turn(&thread, "turn-1", input("go"))
+        .await
+        .unwrap();
+    runtime.cancel_turn(&thread, "turn-1").await.unwrap();
+    until(&mut rx, is_turn_end).await;
+    let page = runtime
+        .stored_events(&thread, 0, agentwire_events::MAX_PAGE_EVENTS)
+        .await
+        .unwrap();
+    let statuses: Vec<TurnStatus> = page
+        .events
+        .iter()
+        .filter_map(|stored| {
+            let stamped: StampedEvent = serde_json::from_slice(&stored.payload).unwrap();
+            match stamped.event {
+                ThreadEvent::TurnStatusChanged { status, .. } => Some(status),
+                _ => None,
+            }
+        })
+        .collect();
+    assert!(
+        !statuses.contains(&TurnStatus::WaitingForUser),
+        "{statuses:?}"
+    );
+    assert!(matches!(
+        turn_end(&runtime, &thread).await,
+        ThreadEvent::TurnCancelled { .. }
+    ));
+}
