@@ -65,7 +65,12 @@ pub(crate) struct OpenCall {
 /// A request waiting for the host.
 #[derive(Debug)]
 enum Pending {
-    Approval { call_id: Option<String> },
+    /// An approval, of the tool call it names; `spent` once that call's result came before
+    /// the decision (the decision then applies to no call).
+    Approval {
+        call_id: Option<String>,
+        spent: bool,
+    },
     Input,
 }
 
@@ -381,7 +386,10 @@ impl<'a> Session<'a> {
                     line,
                     m.request_id,
                     ask,
-                    Pending::Approval { call_id: m.call_id },
+                    Pending::Approval {
+                        call_id: m.call_id,
+                        spent: false,
+                    },
                 )?;
             }
             "input.request" => {
@@ -469,10 +477,11 @@ impl<'a> Session<'a> {
         let pending = self.pending.remove(&request_id);
         self.update_clock();
         let message = match pending {
-            Some(Pending::Approval { call_id }) => {
-                // Kept only for a call still open: a decision on a call whose result came
-                // first must not apply to a later call of the same id.
-                if let Some(call_id) = call_id.filter(|id| self.calls.contains_key(id)) {
+            Some(Pending::Approval { call_id, spent }) => {
+                // Kept for the call it names, open or still to come (an agent may ask before
+                // it announces the call), but not when that call's result came first: the
+                // decision must not apply to a later call of the same id.
+                if let Some(call_id) = call_id.filter(|_| !spent) {
                     if self.decided.len() >= MAX_DECIDED_CALLS {
                         return Err(format!(
                             "the agent named more than {MAX_DECIDED_CALLS} tool calls in approvals"
@@ -608,9 +617,18 @@ impl<'a> Session<'a> {
         };
         self.calls_bytes -= call.bytes;
         let approval = self.decided.remove(&call_id);
-        let undecided = self.pending.values().any(
-            |pending| matches!(pending, Pending::Approval { call_id: Some(id) } if *id == call_id),
-        );
+        let mut undecided = false;
+        for pending in self.pending.values_mut() {
+            if let Pending::Approval {
+                call_id: Some(id),
+                spent,
+            } = pending
+                && *id == call_id
+            {
+                *spent = true;
+                undecided = true;
+            }
+        }
         let outcome = if undecided {
             // Whatever the host decides next, the call cannot have run with its approval.
             tracing::warn!(

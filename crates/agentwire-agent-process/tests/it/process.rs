@@ -1012,3 +1012,57 @@ async fn an_agent_that_exits_while_its_child_holds_its_output_ends_the_turn_at_i
         .unwrap();
     assert_gone(pid, "the agent");
 }
+
+/// A decision on an approval the agent asked before it announced the call applies to that
+/// call: a rejected call whose result the agent reports as a success is recorded rejected.
+#[tokio::test]
+async fn an_approval_asked_before_its_call_still_decides_the_call() {
+    const SCRIPT: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+json.loads(sys.stdin.readline())
+send({"type": "approval.request", "requestId": "r1", "callId": "c1", "toolName": "shell", "preview": {"command": "rm -rf /tmp/x"}})
+while json.loads(sys.stdin.readline()).get("type") != "approval.decision":
+    pass
+send({"type": "tool:call", "stepId": "s", "callId": "c1", "name": "shell", "args": {"command": "rm -rf /tmp/x"}})
+send({"type": "tool:result", "callId": "c1", "ok": True})
+send({"type": "turn.end", "status": "completed"})
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(&dir, scripted(SCRIPT, Duration::from_secs(30))).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("go"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, |e| {
+        matches!(e, ThreadEvent::InteractionOpened { .. })
+    })
+    .await;
+    let Some(ThreadEvent::InteractionOpened { interaction }) = durable(&seen).last().cloned()
+    else {
+        panic!("no approval asked")
+    };
+    runtime
+        .resolve(
+            &thread,
+            &interaction.id,
+            Resolution::Rejected {
+                reason: Some("no".into()),
+            },
+        )
+        .await
+        .unwrap();
+    until(&mut rx, is_turn_end).await;
+    let state = runtime.snapshot(&thread).await.unwrap();
+    let outcomes: Vec<ToolOutcome> = operations(&state).into_iter().map(|o| o.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [ToolOutcome {
+            kind: OutcomeKind::UserRejected,
+            reason: Some("no".into()),
+        }]
+    );
+}
