@@ -838,6 +838,41 @@ async fn what_an_agent_started_is_killed_with_it_at_the_turn_timeout() {
     assert_gone(pid, "the turn");
 }
 
+/// Runs one turn of the agent `script`, rejects ("no") the approval it asks `after` it was
+/// asked, and returns the outcomes of the turn's operations once the turn ended.
+async fn rejected_outcomes(script: &str, after: Duration) -> Vec<ToolOutcome> {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(&dir, scripted(script, Duration::from_secs(30))).await;
+    let thread = runtime.create_thread(None, None).await.unwrap();
+    let mut rx = runtime.subscribe();
+    runtime
+        .start_turn(&thread, "t1", input("go"))
+        .await
+        .unwrap();
+    let seen = until(&mut rx, |e| {
+        matches!(e, ThreadEvent::InteractionOpened { .. })
+    })
+    .await;
+    let Some(ThreadEvent::InteractionOpened { interaction }) = durable(&seen).last().cloned()
+    else {
+        panic!("no approval asked")
+    };
+    tokio::time::sleep(after).await;
+    runtime
+        .resolve(
+            &thread,
+            &interaction.id,
+            Resolution::Rejected {
+                reason: Some("no".into()),
+            },
+        )
+        .await
+        .unwrap();
+    until(&mut rx, is_turn_end).await;
+    let state = runtime.snapshot(&thread).await.unwrap();
+    operations(&state).into_iter().map(|o| o.outcome).collect()
+}
+
 /// A tool result the agent reports before the host decided the call's approval cannot be a
 /// success, whatever the host decides next (here a rejection): the call did not run with it.
 #[tokio::test]
@@ -854,37 +889,8 @@ while json.loads(sys.stdin.readline()).get("type") != "approval.decision":
     pass
 send({"type": "turn.end", "status": "completed"})
 "#;
-    let dir = tempfile::tempdir().unwrap();
-    let runtime = runtime(&dir, scripted(SCRIPT, Duration::from_secs(30))).await;
-    let thread = runtime.create_thread(None, None).await.unwrap();
-    let mut rx = runtime.subscribe();
-    runtime
-        .start_turn(&thread, "t1", input("go"))
-        .await
-        .unwrap();
-    let seen = until(&mut rx, |e| {
-        matches!(e, ThreadEvent::InteractionOpened { .. })
-    })
-    .await;
-    let Some(ThreadEvent::InteractionOpened { interaction }) = durable(&seen).last().cloned()
-    else {
-        panic!("no approval asked")
-    };
     // The result line is read before the decision is taken.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    runtime
-        .resolve(
-            &thread,
-            &interaction.id,
-            Resolution::Rejected {
-                reason: Some("no".into()),
-            },
-        )
-        .await
-        .unwrap();
-    until(&mut rx, is_turn_end).await;
-    let state = runtime.snapshot(&thread).await.unwrap();
-    let outcomes: Vec<ToolOutcome> = operations(&state).into_iter().map(|o| o.outcome).collect();
+    let outcomes = rejected_outcomes(SCRIPT, Duration::from_millis(300)).await;
     assert_eq!(
         outcomes,
         [ToolOutcome {
@@ -1029,35 +1035,7 @@ send({"type": "tool:call", "stepId": "s", "callId": "c1", "name": "shell", "args
 send({"type": "tool:result", "callId": "c1", "ok": True})
 send({"type": "turn.end", "status": "completed"})
 "#;
-    let dir = tempfile::tempdir().unwrap();
-    let runtime = runtime(&dir, scripted(SCRIPT, Duration::from_secs(30))).await;
-    let thread = runtime.create_thread(None, None).await.unwrap();
-    let mut rx = runtime.subscribe();
-    runtime
-        .start_turn(&thread, "t1", input("go"))
-        .await
-        .unwrap();
-    let seen = until(&mut rx, |e| {
-        matches!(e, ThreadEvent::InteractionOpened { .. })
-    })
-    .await;
-    let Some(ThreadEvent::InteractionOpened { interaction }) = durable(&seen).last().cloned()
-    else {
-        panic!("no approval asked")
-    };
-    runtime
-        .resolve(
-            &thread,
-            &interaction.id,
-            Resolution::Rejected {
-                reason: Some("no".into()),
-            },
-        )
-        .await
-        .unwrap();
-    until(&mut rx, is_turn_end).await;
-    let state = runtime.snapshot(&thread).await.unwrap();
-    let outcomes: Vec<ToolOutcome> = operations(&state).into_iter().map(|o| o.outcome).collect();
+    let outcomes = rejected_outcomes(SCRIPT, Duration::ZERO).await;
     assert_eq!(
         outcomes,
         [ToolOutcome {

@@ -395,16 +395,20 @@ struct GoesOn {
     hang: bool,
 }
 
+/// The human task the tests' agents open: a gate on `deploy`.
+fn gate() -> HumanTaskSpec {
+    HumanTaskSpec {
+        node_id: "gate".into(),
+        operation: serde_json::json!({"tool": "deploy"}),
+        quorum: 1,
+        separation_of_duties: false,
+    }
+}
+
 #[async_trait::async_trait]
 impl Agent for GoesOn {
     async fn run_turn(&self, turn: TurnContext) -> TurnEnd {
-        let spec = HumanTaskSpec {
-            node_id: "gate".into(),
-            operation: serde_json::json!({"tool": "deploy"}),
-            quorum: 1,
-            separation_of_duties: false,
-        };
-        let _outcome = turn.human_task(spec).await;
+        let _outcome = turn.human_task(gate()).await;
         if self.hang {
             std::future::pending::<()>().await;
         }
@@ -460,24 +464,9 @@ struct AsksWhileCancelling;
 impl Agent for AsksWhileCancelling {
     async fn run_turn(&self, turn: TurnContext) -> TurnEnd {
         turn.cancelled().await;
-        let asked = turn
-            .ask(InteractionKind::Approval {
-                approval_id: "approval-1".into(),
-                agent_name: "test".into(),
-                tool_name: "shell".into(),
-                preview: serde_json::json!({"command": "ls"}),
-                reason: None,
-            })
-            .await
-            .unwrap();
+        let asked = turn.ask(crate::shell_approval()).await.unwrap();
         assert!(matches!(asked, Resolution::Cancelled { .. }), "{asked:?}");
-        let spec = HumanTaskSpec {
-            node_id: "gate".into(),
-            operation: serde_json::json!({"tool": "deploy"}),
-            quorum: 1,
-            separation_of_duties: false,
-        };
-        let _outcome = turn.human_task(spec).await;
+        let _outcome = turn.human_task(gate()).await;
         TurnEnd::Completed
     }
 }

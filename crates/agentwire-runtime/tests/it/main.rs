@@ -11,3 +11,14 @@ mod human_tasks;
 mod pipeline;
 mod running;
 mod subscriptions;
+
+/// The approval the tests' agents ask: `shell` running `ls`.
+fn shell_approval() -> agentwire_runtime::InteractionKind {
+    agentwire_runtime::InteractionKind::Approval {
+        approval_id: "approval-1".into(),
+        agent_name: "test".into(),
+        tool_name: "shell".into(),
+        preview: serde_json::json!({"command": "ls"}),
+        reason: None,
+    }
+}

@@ -397,16 +397,7 @@ impl Agent for BurstThenAsk {
         for index in 0..self.operations {
             turn.operation(operation(index)).await.unwrap();
         }
-        let asked = turn
-            .ask(InteractionKind::Approval {
-                approval_id: "approval-1".into(),
-                agent_name: "test".into(),
-                tool_name: "shell".into(),
-                preview: serde_json::json!({"command": "ls"}),
-                reason: None,
-            })
-            .await
-            .unwrap();
+        let asked = turn.ask(crate::shell_approval()).await.unwrap();
         assert_eq!(asked, Resolution::Approved);
         turn.operation(operation(self.operations)).await.unwrap();
         TurnEnd::Completed
@@ -690,15 +681,7 @@ impl Agent for GoThenBurstThenAsk {
                 break;
             }
         }
-        let asked = turn
-            .ask(InteractionKind::Approval {
-                approval_id: "approval-1".into(),
-                agent_name: "test".into(),
-                tool_name: "shell".into(),
-                preview: serde_json::json!({"command": "ls"}),
-                reason: None,
-            })
-            .await;
+        let asked = turn.ask(crate::shell_approval()).await;
         *self.asked.lock().unwrap() = Some(asked);
         TurnEnd::Completed
     }
