@@ -663,3 +663,85 @@ async fn a_stopping_gateway_says_so_and_closes_going_away() {
     assert_eq!(u16::from(frame.code), 1001);
     assert_eq!(frame.reason.as_str(), "gateway stopping");
 }
+
+/// `chat.history` of a session nobody wrote to is an empty page, as on the real gateway; and
+/// `agent` with an empty `sessionKey` runs in the main session, so its events carry a key
+/// both schemas accept.
+#[tokio::test]
+async fn a_fresh_session_has_an_empty_history_and_an_empty_key_is_the_main_session() {
+    let gateway = start(&["--token", TOKEN]);
+    let mut client = WsClient::connect(gateway.port, &["operator.write"]).await;
+    let history = client
+        .call("chat.history", json!({"sessionKey": "never-written"}))
+        .await;
+    assert_eq!(
+        history["payload"],
+        json!({"sessionKey": "never-written", "messages": []}),
+        "{history}"
+    );
+    check_frames(&json!([{"frame": history, "method": "chat.history"}]));
+    let sent = client
+        .call(
+            "agent",
+            json!({"message": "hi", "sessionKey": "", "idempotencyKey": "k-empty"}),
+        )
+        .await;
+    assert_eq!(sent["ok"], true, "{sent}");
+    let run = sent["payload"]["runId"].as_str().unwrap().to_owned();
+    let end = client
+        .wait_for(|f| {
+            f["event"] == "chat"
+                && f["payload"]["runId"] == run.as_str()
+                && f["payload"]["state"] == "final"
+        })
+        .await;
+    assert_eq!(end["payload"]["sessionKey"], "main");
+    check_frames(&json!([{"frame": end, "method": ""}]));
+}
+
+/// One frame larger than `maxBufferedBytes` reaches a client that keeps up: what is already
+/// queued decides, not the frame (the real gateway checks the socket's buffered amount). The
+/// history of a 100,000-character answer is one such frame, into an empty queue.
+#[tokio::test]
+async fn one_frame_larger_than_the_bound_does_not_close_a_client_that_keeps_up() {
+    let gateway = start(&["--token", TOKEN, "--max-buffered-bytes", "65536"]);
+    let mut writer = WsClient::connect(gateway.port, &["operator.write"]).await;
+    // The run's own frames come in a burst, which may close this connection: it is not read.
+    {
+        use futures_util::SinkExt;
+        let send = json!({"type": "req", "id": "big", "method": "chat.send", "params":
+            {"sessionKey": "big", "message": "/big 100000", "idempotencyKey": "big"}});
+        writer
+            .ws
+            .send(tokio_tungstenite::tungstenite::Message::text(
+                send.to_string(),
+            ))
+            .await
+            .unwrap();
+    }
+    // A reader connected while the run streams may be closed by the burst: each attempt is a
+    // new connection, until one that connected after the run reads the history.
+    let port = gateway.port;
+    let started = std::time::Instant::now();
+    loop {
+        let attempt = tokio::spawn(async move {
+            let mut reader = WsClient::connect(port, &["operator.read"]).await;
+            reader
+                .call("chat.history", json!({"sessionKey": "big"}))
+                .await
+        })
+        .await;
+        if let Ok(history) = attempt {
+            let messages = history["payload"]["messages"].as_array().unwrap();
+            if messages.iter().any(|m| m["role"] == "assistant") {
+                assert!(history.to_string().len() > 65536);
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no reader read the history"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -104,15 +104,18 @@ impl std::fmt::Debug for Out {
 }
 
 impl Outbox {
-    /// Queues `text`; over the bound a droppable frame is skipped (`false`), anything else
-    /// closes the connection 1008 "slow consumer".
+    /// Queues `text`; while what is already queued is over the bound, a droppable frame is
+    /// skipped (`false`) and anything else closes the connection 1008 "slow consumer". The
+    /// frame itself does not count against it, as the real gateway checks the socket's
+    /// buffered amount before a send: one frame larger than the bound reaches a client that
+    /// keeps up, and the queue holds at most the bound and one frame.
     fn push(&self, text: String, droppable: bool) -> bool {
         if self.closing.load(Ordering::Acquire) {
             return false;
         }
         let len = text.len();
-        let queued = self.queued.fetch_add(len, Ordering::AcqRel) + len;
-        if queued > self.max {
+        let before = self.queued.fetch_add(len, Ordering::AcqRel);
+        if before > self.max {
             self.queued.fetch_sub(len, Ordering::AcqRel);
             if !droppable {
                 self.close_now(1008, "slow consumer");
@@ -866,6 +869,32 @@ mod tests {
         );
         assert!(constant_time_eq(b"a", b"a"));
         assert!(!constant_time_eq(b"a", b"b"));
+    }
+
+    /// What is already queued decides, not the frame: a frame larger than the bound is queued
+    /// into an empty queue, and once the queue is over the bound a droppable frame is skipped
+    /// and any other closes the connection.
+    #[test]
+    fn the_outbox_bound_counts_what_is_queued_not_the_frame() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (close_tx, mut close_rx) = oneshot::channel();
+        let outbox = Outbox {
+            tx,
+            queued: Arc::new(AtomicUsize::new(0)),
+            max: 100,
+            closing: AtomicBool::new(false),
+            close: std::sync::Mutex::new(Some(close_tx)),
+        };
+        assert!(outbox.push("x".repeat(150), false));
+        assert!(matches!(rx.try_recv(), Ok(Out::Text(t)) if t.len() == 150));
+        assert!(close_rx.try_recv().is_err(), "closed for one large frame");
+        assert!(
+            !outbox.push("tick".into(), true),
+            "a droppable frame over the bound"
+        );
+        assert!(close_rx.try_recv().is_err());
+        assert!(!outbox.push("res".into(), false));
+        assert_eq!(close_rx.try_recv().unwrap().0, 1008);
     }
 
     /// Broadcast frames reach the wire in `seq` order whichever tasks send them at once (the
