@@ -194,6 +194,29 @@ impl IdempotencyStore {
         self.done.notify_waiters();
     }
 
+    /// Replaces the kept answer of a completed mutation with `answer`, its outcome known later
+    /// (a run's end after the run was accepted): retries are answered it from then on. Kept as
+    /// a new completion, under the same limits; nothing when the key is not completed (never
+    /// run, in flight, evicted or expired).
+    pub fn amend(&self, scope: &str, key: &str, answer: &[u8]) {
+        let id = (scope.to_owned(), key.to_owned());
+        let mut state = self.lock();
+        let Some(Entry::Done { fingerprint, .. }) = state.entries.get(&id) else {
+            return;
+        };
+        let fingerprint = *fingerprint;
+        // An answer too large to keep leaves the earlier one (forgetting it would let a retry
+        // run the mutation again).
+        if ENTRY_OVERHEAD_BYTES + scope.len() + key.len() + answer.len() > self.limits.bytes {
+            return;
+        }
+        // The entry goes back in flight and is completed again: the older completion's bytes
+        // stay counted until its place in the order is evicted, which leaves the newer entry.
+        state.entries.insert(id, Entry::InFlight { fingerprint });
+        drop(state);
+        self.complete(scope, key, answer);
+    }
+
     /// Forgets an admitted mutation that failed without effect, so a retry runs it again.
     pub fn abandon(&self, scope: &str, key: &str) {
         let id = (scope.to_owned(), key.to_owned());
@@ -310,5 +333,34 @@ mod tests {
         assert!(matches!(store.admit("s", "k", &f), Admission::Replay(_)));
         clock.advance(1);
         assert_eq!(store.admit("s", "k", &f), Admission::Run);
+    }
+
+    /// An amended answer replaces the kept one for later retries, within the byte limit; a key
+    /// not completed is left alone, and an answer too large to keep leaves the earlier one.
+    #[test]
+    fn an_amended_answer_is_replayed() {
+        let limit = 2 * (ENTRY_OVERHEAD_BYTES + 1 + 1 + 100);
+        let (store, _) = new_store(10, limit, None);
+        let f = fingerprint(&[b"m"]);
+        assert_eq!(store.admit("s", "k", &f), Admission::Run);
+        store.amend("s", "k", b"early");
+        assert_eq!(store.admit("s", "k", &f), Admission::InFlight);
+        store.complete("s", "k", b"accepted");
+        store.amend("s", "k", b"final");
+        let Admission::Replay(answer) = store.admit("s", "k", &f) else {
+            panic!("not replayed")
+        };
+        assert_eq!(&*answer, b"final");
+        store.amend("s", "k", &vec![0u8; limit]);
+        let Admission::Replay(answer) = store.admit("s", "k", &f) else {
+            panic!("not replayed")
+        };
+        assert_eq!(&*answer, b"final");
+        for _ in 0..10 {
+            store.amend("s", "k", b"again");
+            assert!(store.completed_bytes() <= limit);
+        }
+        store.amend("s", "never", b"x");
+        assert_eq!(store.admit("s", "never", &f), Admission::Run);
     }
 }

@@ -745,3 +745,26 @@ async fn one_frame_larger_than_the_bound_does_not_close_a_client_that_keeps_up()
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A retry of `agent` after its run ended is answered the run's end, as the real gateway's
+/// cache does: the OpenClaw CLI (`expectFinal`) takes `accepted` as interim and would wait for
+/// a second answer that never comes.
+#[tokio::test]
+async fn an_agent_retry_after_its_run_ended_is_answered_the_end() {
+    let gateway = start(&["--token", TOKEN]);
+    let mut client = WsClient::connect(gateway.port, &["operator.write"]).await;
+    let params = json!({"message": "hi", "sessionKey": "retried", "idempotencyKey": "k-agent"});
+    let first = client.call("agent", params.clone()).await;
+    assert_eq!(first["payload"]["status"], "accepted");
+    let id = first["id"].as_str().unwrap().to_owned();
+    let end = client
+        .wait_for(|f| {
+            f["type"] == "res" && f["id"] == id.as_str() && f["payload"]["status"] != "accepted"
+        })
+        .await;
+    assert_eq!(end["payload"]["status"], "ok");
+    let retry = client.call("agent", params).await;
+    assert_eq!(retry["ok"], true, "{retry}");
+    assert_eq!(retry["payload"], end["payload"]);
+    check_frames(&json!([{"frame": retry, "method": "agent"}]));
+}

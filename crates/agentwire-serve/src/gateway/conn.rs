@@ -26,13 +26,15 @@ use super::{
 /// (retryable).
 const MAX_IN_FLIGHT: usize = 64;
 
-/// A gateway error: `code`, `message`, and optional `details`, `retryable`, `retryAfterMs`.
+/// A gateway error: `code`, `message`, and optional `details`, `retryable`, `retryAfterMs`;
+/// and the response's `payload` beside the error, when it has one (`agent`'s failed run).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Failure {
     pub(super) code: &'static str,
     pub(super) message: String,
     pub(super) details: Option<Box<Value>>,
     pub(super) retry_after_ms: Option<u64>,
+    pub(super) payload: Option<Box<Value>>,
 }
 
 impl Failure {
@@ -42,7 +44,14 @@ impl Failure {
             message: message.into(),
             details: None,
             retry_after_ms: None,
+            payload: None,
         }
+    }
+
+    /// The failure answered with `payload` beside the error.
+    pub(super) fn with_payload(mut self, payload: Value) -> Failure {
+        self.payload = Some(Box::new(payload));
+        self
     }
 
     pub(super) fn invalid(message: impl Into<String>) -> Failure {
@@ -200,12 +209,6 @@ impl ConnectionHandle {
 
     /// Answers request `id` with an error that also carries `payload` (a run that ended in
     /// error: what it did, and why it failed).
-    pub(super) fn answer_error_with_payload(&self, id: &str, payload: Value, message: &str) {
-        let failure = Failure::new("UNAVAILABLE", message);
-        let frame = json!({"type": "res", "id": id, "ok": false, "payload": payload, "error": failure.shape()});
-        self.outbox.push(frame.to_string(), false);
-    }
-
     /// Whether the connection holds `scope` (or one implying it).
     pub fn holds(&self, scope: &str) -> bool {
         scopes::satisfies(&self.role, &self.scopes, scope)
@@ -465,7 +468,12 @@ fn request_frame(text: &str) -> Result<RequestFrame, (Option<String>, String)> {
 fn response(id: &str, answer: Result<Value, Failure>) -> String {
     match answer {
         Ok(payload) => json!({"type": "res", "id": id, "ok": true, "payload": payload}),
-        Err(failure) => json!({"type": "res", "id": id, "ok": false, "error": failure.shape()}),
+        Err(failure) => match &failure.payload {
+            Some(payload) => {
+                json!({"type": "res", "id": id, "ok": false, "payload": payload, "error": failure.shape()})
+            }
+            None => json!({"type": "res", "id": id, "ok": false, "error": failure.shape()}),
+        },
     }
     .to_string()
 }

@@ -217,6 +217,9 @@ async fn sessions_create(face: &GatewayFace, params: &Value) -> Result<Value, Fa
 /// Runs `work` once per `idempotencyKey` of `family` (the runtime's idempotency store, shared
 /// by every connection and face): a retry with the same params gets the first answer (and
 /// `true`); the same key with other params is refused. Without a key it simply runs.
+/// The idempotency store's scope of the gateway's kept answers.
+const KEPT_SCOPE: &str = "openclaw-gateway";
+
 async fn idempotent(
     face: &GatewayFace,
     family: &str,
@@ -226,7 +229,7 @@ async fn idempotent(
     let Some(key) = text(params, "idempotencyKey") else {
         return (work.await, false);
     };
-    let scope = "openclaw-gateway";
+    let scope = KEPT_SCOPE;
     let key = format!("{family}:{key}");
     let print = fingerprint(&[family.as_bytes(), crate::kept::canonical(params).as_bytes()]);
     let store = face.runtime.idempotency();
@@ -258,6 +261,7 @@ fn encode_kept(answer: &Result<Value, Failure>) -> String {
             "code": failure.code,
             "message": failure.message,
             "details": failure.details,
+            "payload": failure.payload,
         }),
     }
     .to_string()
@@ -271,11 +275,16 @@ fn decode_kept(bytes: &[u8]) -> Result<Value, Failure> {
     let code = match kept["code"].as_str() {
         Some("FORBIDDEN") => "FORBIDDEN",
         Some("APPROVAL_NOT_FOUND") => "APPROVAL_NOT_FOUND",
+        // A run that failed, or an answer interrupted with its connection.
+        Some("UNAVAILABLE") => "UNAVAILABLE",
         _ => "INVALID_REQUEST",
     };
     let mut failure = Failure::new(code, kept["message"].as_str().unwrap_or("kept answer"));
     if !kept["details"].is_null() {
         failure.details = Some(Box::new(kept["details"].clone()));
+    }
+    if !kept["payload"].is_null() {
+        failure.payload = Some(Box::new(kept["payload"].clone()));
     }
     Err(failure)
 }
@@ -401,7 +410,8 @@ async fn agent(
         Err(failure) => return Some(Err(failure)),
     };
     let Some(mut watch) = watch else {
-        // A retry: the first request gives the run's end.
+        // A retry: `in_flight` while the first request's run goes (that request gives its
+        // end); once it ended, its final answer (kept in place of `accepted`).
         return Some(Ok(in_flight(face, &key, first).await));
     };
     conn.respond(id, Ok(first.clone()));
@@ -431,10 +441,19 @@ async fn agent(
             None => return None,
         }
     };
-    match end {
-        Ok(payload) => conn.respond(id, Ok(payload)),
-        Err((payload, message)) => conn.answer_error_with_payload(id, payload, &message),
+    let end = end
+        .map_err(|(payload, message)| Failure::new("UNAVAILABLE", message).with_payload(payload));
+    // A retry after the run ended is answered its end, as the real gateway's cache does: a
+    // client that waits for the final answer (the CLI's `expectFinal`) would wait for good on
+    // `accepted` alone.
+    if let Some(idempotency_key) = text(params, "idempotencyKey") {
+        face.runtime.idempotency().amend(
+            KEPT_SCOPE,
+            &format!("agent:{idempotency_key}"),
+            encode_kept(&end).as_bytes(),
+        );
     }
+    conn.respond(id, end);
     None
 }
 
