@@ -768,3 +768,40 @@ async fn an_agent_retry_after_its_run_ended_is_answered_the_end() {
     assert_eq!(retry["payload"], end["payload"]);
     check_frames(&json!([{"frame": retry, "method": "agent"}]));
 }
+
+/// A text frame that is not UTF-8 closes the connection 1007, as the `ws` library does, before
+/// and after the handshake.
+#[tokio::test]
+async fn a_text_frame_that_is_not_utf8_closes_1007() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    async fn close_code(
+        ws: &mut tokio_tungstenite::WebSocketStream<
+            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+        >,
+    ) -> u16 {
+        let bad = Frame::message(vec![b'"', 0xff, 0xfe, b'"'], OpCode::Data(Data::Text), true);
+        ws.send(Message::Frame(bad)).await.unwrap();
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next())
+                .await
+                .unwrap()
+            {
+                Some(Ok(Message::Close(frame))) => {
+                    break u16::from(frame.expect("a close frame").code);
+                }
+                Some(Ok(_)) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    let gateway = start(&["--token", TOKEN]);
+    let mut client = WsClient::connect(gateway.port, &["operator.read"]).await;
+    assert_eq!(close_code(&mut client.ws).await, 1007);
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{}", gateway.port))
+        .await
+        .unwrap();
+    assert_eq!(close_code(&mut ws).await, 1007, "in the handshake");
+}

@@ -432,6 +432,10 @@ async fn next_text(frames: &mut Frames, gate: &Gate) -> Result<String, Option<u1
             Some(Ok(Message::Frame(_))) => {}
             Some(Err(WsError::Capacity(_))) => return Err(Some(1009)),
             Some(Err(_)) if gate.tripped() => return Err(Some(1009)),
+            // As the `ws` library closes: a text frame that is not UTF-8 is 1007, a frame that
+            // breaks the protocol 1002.
+            Some(Err(WsError::Utf8(_))) => return Err(Some(1007)),
+            Some(Err(WsError::Protocol(_))) => return Err(Some(1002)),
             Some(Err(_)) => return Err(None),
         }
     }
