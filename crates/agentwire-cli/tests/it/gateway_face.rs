@@ -805,3 +805,28 @@ async fn a_text_frame_that_is_not_utf8_closes_1007() {
         .unwrap();
     assert_eq!(close_code(&mut ws).await, 1007, "in the handshake");
 }
+
+/// The client that starts a run reads the answer naming it before any of its events: a client
+/// matching events by the answer's `runId` misses none (20 runs of each method).
+#[tokio::test]
+async fn a_runs_events_follow_the_answer_that_names_it() {
+    let gateway = start(&["--token", TOKEN]);
+    let mut client = WsClient::connect(gateway.port, &["operator.write"]).await;
+    for i in 0..20 {
+        for method in ["chat.send", "agent"] {
+            let before = client.seen.len();
+            let sent = client
+                .call(
+                    method,
+                    json!({"sessionKey": format!("{method}-{i}"), "message": "hi", "idempotencyKey": format!("{method}-{i}")}),
+                )
+                .await;
+            let run = sent["payload"]["runId"].as_str().unwrap().to_owned();
+            let early: Vec<&Value> = client.seen[before..]
+                .iter()
+                .filter(|f| f["type"] == "event" && f["payload"]["runId"] == run.as_str())
+                .collect();
+            assert!(early.is_empty(), "{method} {i}: {early:?} before {sent}");
+        }
+    }
+}

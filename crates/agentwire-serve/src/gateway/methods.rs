@@ -75,7 +75,7 @@ pub(super) async fn call(
             Ok(json!({"subscribed": true}))
         }
         "chat.history" => chat_history(face, &params).await,
-        "chat.send" => chat_send(face, &params).await,
+        "chat.send" => return chat_send(face, conn, id, &params).await,
         "agent" => return agent(face, conn, id, &params).await,
         "exec.approval.resolve" => approval_resolve(face, &params).await,
         other => Err(Failure::invalid(format!("unknown method: {other}"))),
@@ -332,6 +332,7 @@ async fn chat_history(face: &GatewayFace, params: &Value) -> Result<Value, Failu
 async fn start_run(
     face: &GatewayFace,
     key: &str,
+    run_id: &str,
     message: &str,
     watch: Option<&mut Option<agentwire_runtime::Subscription>>,
 ) -> Result<String, Failure> {
@@ -339,7 +340,7 @@ async fn start_run(
     if let Some(watch) = watch {
         *watch = face.runtime.subscribe_thread(&thread).await.ok();
     }
-    let run_id = uuid::Uuid::new_v4().to_string();
+    let run_id = run_id.to_owned();
     let input = TurnInput {
         text: message.to_owned(),
         attachments: vec![],
@@ -351,20 +352,30 @@ async fn start_run(
     Ok(run_id)
 }
 
-async fn chat_send(face: &GatewayFace, params: &Value) -> Result<Value, Failure> {
+/// `chat.send`: answers `started` with the run's id; the run's events follow the answer (the
+/// pump holds them until it is queued).
+async fn chat_send(
+    face: &GatewayFace,
+    conn: &ConnectionHandle,
+    id: &str,
+    params: &Value,
+) -> Option<Result<Value, Failure>> {
     let key = text(params, "sessionKey").unwrap_or_default().to_owned();
     let message = text(params, "message").unwrap_or_default().to_owned();
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let announcing = face.announcing(&run_id);
     let (answer, replayed) = idempotent(face, "chat", params, async {
-        let run_id = start_run(face, &key, &message, None).await?;
+        let run_id = start_run(face, &key, &run_id, &message, None).await?;
         Ok(json!({"runId": run_id, "status": "started"}))
     })
     .await;
-    let answer = answer?;
-    Ok(if replayed {
-        in_flight(face, &key, answer).await
-    } else {
-        answer
-    })
+    let answer = match answer {
+        Ok(answer) if replayed => Ok(in_flight(face, &key, answer).await),
+        other => other,
+    };
+    conn.respond(id, answer);
+    drop(announcing);
+    None
 }
 
 /// A kept run answer as a retry sees it: `in_flight` while its run is still going.
@@ -400,8 +411,10 @@ async fn agent(
         .to_owned();
     let message = text(params, "message").unwrap_or_default().to_owned();
     let mut watch = None;
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let announcing = face.announcing(&run_id);
     let (first, _) = idempotent(face, "agent", params, async {
-        let run_id = start_run(face, &key, &message, Some(&mut watch)).await?;
+        let run_id = start_run(face, &key, &run_id, &message, Some(&mut watch)).await?;
         Ok(json!({"runId": run_id, "agentId": AGENT_ID, "status": "accepted", "acceptedAt": face.now_ms()}))
     })
     .await;
@@ -415,6 +428,7 @@ async fn agent(
         return Some(Ok(in_flight(face, &key, first).await));
     };
     conn.respond(id, Ok(first.clone()));
+    drop(announcing);
     let run_id = first["runId"].as_str().unwrap_or_default().to_owned();
     let end = loop {
         match watch.recv_until_stopped().await {

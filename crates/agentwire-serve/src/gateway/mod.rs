@@ -123,6 +123,32 @@ pub struct GatewayFace {
     /// The thread of each pending approval and when it opened, by id (as many as are
     /// pending).
     approvals: Mutex<HashMap<String, (String, u64)>>,
+    /// Runs being started whose answer (the `res` that names them) is not queued yet: the
+    /// pump holds their events until it is, so the client that started a run reads its answer
+    /// before its events.
+    announcing: Mutex<std::collections::HashSet<String>>,
+    /// Rung when a run's answer was queued.
+    announced: tokio::sync::Notify,
+}
+
+/// A run being started, until its answer is queued (dropped then): see
+/// [`GatewayFace::until_announced`].
+pub(super) struct Announcing<'a> {
+    face: &'a GatewayFace,
+    run_id: String,
+}
+
+impl Drop for Announcing<'_> {
+    fn drop(&mut self) {
+        lock(&self.face.announcing).remove(&self.run_id);
+        self.face.announced.notify_waiters();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl GatewayFace {
@@ -155,8 +181,33 @@ impl GatewayFace {
             presence_version: AtomicU64::new(1),
             approvals: Mutex::new(HashMap::new()),
             presence_dirty: tokio::sync::Notify::new(),
+            announcing: Mutex::new(std::collections::HashSet::new()),
+            announced: tokio::sync::Notify::new(),
         });
         Ok((face, listener))
+    }
+
+    /// Holds the events of run `run_id` until its answer is queued (the guard is dropped).
+    pub(super) fn announcing(&self, run_id: &str) -> Announcing<'_> {
+        lock(&self.announcing).insert(run_id.to_owned());
+        Announcing {
+            face: self,
+            run_id: run_id.to_owned(),
+        }
+    }
+
+    /// Once the answer that names run `run_id` is queued (at once for a run not being
+    /// started).
+    pub(super) async fn until_announced(&self, run_id: &str) {
+        loop {
+            let announced = self.announced.notified();
+            tokio::pin!(announced);
+            announced.as_mut().enable();
+            if !lock(&self.announcing).contains(run_id) {
+                return;
+            }
+            announced.await;
+        }
     }
 
     /// The address served.

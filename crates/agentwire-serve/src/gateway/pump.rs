@@ -75,6 +75,14 @@ pub(super) async fn run(face: Arc<GatewayFace>) {
             tracing::debug!("the gateway's event pump stopped");
             return;
         };
+        // A run's events follow the answer that names it.
+        let turn_id = match &published {
+            Published::Live { turn_id, .. } => Some(turn_id.as_str()),
+            Published::Durable { event, .. } => event.event.turn_id(),
+        };
+        if let Some(turn_id) = turn_id {
+            face.until_announced(turn_id).await;
+        }
         match published {
             Published::Live {
                 thread_id,
