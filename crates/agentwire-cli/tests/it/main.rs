@@ -6,6 +6,7 @@
 
 mod support;
 
+mod app_server_edges;
 mod app_server_human_tasks;
 mod app_server_schema;
 mod app_server_sdk;

@@ -864,9 +864,16 @@ impl Session {
                         "turnId": turn_id,
                         "itemId": operation.id,
                         "toolUseId": operation.tool_call_id,
-                        "tool": operation.tool_name,
+                        "tool": wire::cut_text(&operation.tool_name, wire::MAX_NAME_JSON_BYTES),
                         "isError": failed,
-                        "error": if failed { operation.outcome.reason.clone().map(Value::String).unwrap_or_else(|| json!("the tool failed")) } else { Value::Null },
+                        "error": if failed {
+                            operation.outcome.reason.as_deref().map_or_else(
+                                || json!("the tool failed"),
+                                |reason| json!(wire::cut_text(reason, wire::MAX_MESSAGE_JSON_BYTES)),
+                            )
+                        } else {
+                            Value::Null
+                        },
                         "result": bounded(&operation.display),
                         "permissionDecision": Value::Null,
                     }),
@@ -924,6 +931,7 @@ impl Session {
             ThreadEvent::TurnFailed {
                 turn_id, message, ..
             } => {
+                let message = wire::cut_text(message, wire::MAX_MESSAGE_JSON_BYTES);
                 let error = json!({"code": "AGENT_TURN_FAILED", "message": message});
                 self.end_turn(thread_id, turn_id, seq, at, TurnStatus::Failed, Some(error))
                     .await;
@@ -958,7 +966,7 @@ impl Session {
                         "turnId": turn_id,
                         "itemId": tool_call_id,
                         "toolUseId": tool_call_id,
-                        "tool": tool_name,
+                        "tool": wire::cut_text(&tool_name, wire::MAX_NAME_JSON_BYTES),
                         "args": bounded(&input),
                     }),
                 )
@@ -1174,8 +1182,11 @@ impl Session {
         };
         let runtime = &self.face.runtime;
         let pending = runtime.approval_binding(thread_id, &interaction.id).await;
-        let operation =
-            json!({"tool": tool_name, "agent": agent_name, "preview": bounded(preview)});
+        let operation = json!({
+            "tool": wire::cut_text(tool_name, wire::MAX_NAME_JSON_BYTES),
+            "agent": wire::cut_text(agent_name, wire::MAX_NAME_JSON_BYTES),
+            "preview": bounded(preview),
+        });
         let request = json!({
             "id": interaction.id,
             "binding": {
@@ -1192,7 +1203,10 @@ impl Session {
             },
             "operation": operation,
             "risk": "medium",
-            "reason": reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| format!("the agent asks to run {tool_name}")),
+            "reason": wire::cut_text(
+                &reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| format!("the agent asks to run {tool_name}")),
+                wire::MAX_MESSAGE_JSON_BYTES,
+            ),
             "requestedPermissions": binding.requested_permissions,
         });
         // The server request carries the same names as the notification.

@@ -18,6 +18,45 @@ pub const MAX_DELTA_TEXT_BYTES: usize = 8 * 1024;
 /// the host as deltas, and its completion says how long it was.
 pub const MAX_COMPLETED_TEXT_BYTES: usize = 8 * 1024;
 
+/// The most a free-text field of a notification or request (an error message, a reason) takes
+/// as JSON text; past it the text is cut ([`cut_text`]), so a line stays under
+/// [`MAX_LINE_BYTES`] whatever the agent or a host wrote.
+pub const MAX_MESSAGE_JSON_BYTES: usize = 8 * 1024;
+
+/// The most a name (a tool's, an agent's) takes as JSON text; past it the name is cut.
+pub const MAX_NAME_JSON_BYTES: usize = 1024;
+
+/// `text`, cut at a character so that its JSON string (quotes and escapes included) takes at
+/// most `max_json_bytes`, ending with `…` when cut.
+pub fn cut_text(text: &str, max_json_bytes: usize) -> String {
+    fn width(c: char) -> usize {
+        match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        }
+    }
+    let mut used = 2;
+    if text.chars().all(|c| {
+        used += width(c);
+        used <= max_json_bytes
+    }) {
+        return text.to_owned();
+    }
+    let budget = max_json_bytes.saturating_sub(2 + '…'.len_utf8());
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        used += width(c);
+        if used > budget {
+            break;
+        }
+        cut.push(c);
+    }
+    cut.push('…');
+    cut
+}
+
 /// An RFC 3339 timestamp (UTC, milliseconds) of a time in milliseconds since the epoch.
 pub fn timestamp(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
@@ -219,6 +258,28 @@ pub fn is_identifier(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn texts_are_cut_to_their_json_size() {
+        assert_eq!(cut_text("short", 100), "short");
+        for text in [
+            "é".repeat(1000),
+            "\u{1}".repeat(1000),
+            "\"".repeat(1000),
+            "a".repeat(1000),
+        ] {
+            let cut = cut_text(&text, 100);
+            assert!(cut.ends_with('…'), "{cut:?}");
+            let json = serde_json::to_string(&cut).unwrap();
+            assert!(
+                json.len() <= 100 && json.len() > 90,
+                "{} bytes: {json}",
+                json.len()
+            );
+        }
+        let exact = "a".repeat(98);
+        assert_eq!(cut_text(&exact, 100), exact);
+    }
 
     #[test]
     fn chunks_split_on_character_boundaries_within_the_limit() {

@@ -1,0 +1,188 @@
+//! The App Server face at its edges, driven by raw JSON-RPC lines as the ChainlessChain SDK
+//! writes them: free text that would make a line too long, turns another connection started,
+//! interrupts racing a turn's end, pages and their `hasMore`, and the ids hosts match
+//! notifications by. Every line a host reads is held to the SDK's 64 KiB limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentwire_runtime::{
+    Agent, DemoAgent, FailStage, Runtime, RuntimeConfig, SystemClock, TurnContext, TurnEnd,
+};
+use agentwire_serve::app_server::{AppServerConfig, AppServerFace};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A host on a raw connection: lines in, the messages it read.
+struct Host {
+    writer: WriteHalf<DuplexStream>,
+    lines: mpsc::UnboundedReceiver<Value>,
+    next_id: u64,
+    seen: Vec<Value>,
+    paused: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Host {
+    async fn connect(face: &Arc<AppServerFace>) -> Host {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let face = Arc::clone(face);
+        tokio::spawn(async move { face.serve(server_read, server_write).await });
+        let (client_read, writer) = tokio::io::split(client);
+        let (tx, lines) = mpsc::unbounded_channel();
+        let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gate = Arc::clone(&paused);
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(client_read).lines();
+            loop {
+                while gate.load(std::sync::atomic::Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                let Ok(Some(line)) = reader.next_line().await else {
+                    return;
+                };
+                assert!(line.len() <= 65_536, "a line over the SDK's limit");
+                if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut host = Host {
+            writer,
+            lines,
+            next_id: 0,
+            seen: Vec::new(),
+            paused,
+        };
+        let init = host
+            .call(
+                "initialize",
+                json!({"protocolVersion": 1, "minimumProtocolVersion": 1,
+                       "client": {"name": "edges", "version": "1"}}),
+            )
+            .await;
+        assert!(init.get("result").is_some(), "{init}");
+        host
+    }
+
+    async fn send(&mut self, line: &Value) {
+        let mut text = line.to_string();
+        text.push('\n');
+        self.writer.write_all(text.as_bytes()).await.unwrap();
+    }
+
+    /// The response to a request, within [`WAIT`].
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(format!("{}", self.next_id));
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        self.until(|m| m.get("method").is_none() && m["id"] == id)
+            .await
+            .unwrap_or_else(|| panic!("{method} not answered within {WAIT:?}"))
+    }
+
+    /// The first message read that matches `want`, within [`WAIT`].
+    async fn until(&mut self, want: impl Fn(&Value) -> bool) -> Option<Value> {
+        if let Some(m) = self.seen.iter().find(|m| want(m)) {
+            return Some(m.clone());
+        }
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
+                Ok(Some(m)) => {
+                    self.seen.push(m.clone());
+                    if want(&m) {
+                        return Some(m);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn methods(&self) -> Vec<&Value> {
+        self.seen.iter().map(|m| &m["method"]).collect()
+    }
+}
+
+async fn face_with(agent: Arc<dyn Agent>) -> (tempfile::TempDir, Arc<AppServerFace>) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
+    let log = agentwire_events::open(&url).await.unwrap();
+    let runtime = Runtime::start(log, agent, Arc::new(SystemClock), RuntimeConfig::default())
+        .await
+        .unwrap();
+    (dir, AppServerFace::new(runtime, AppServerConfig::default()))
+}
+
+async fn demo_face() -> (tempfile::TempDir, Arc<AppServerFace>) {
+    face_with(Arc::new(DemoAgent::default())).await
+}
+
+/// An agent whose turns fail with a 70,000-character message.
+#[derive(Debug)]
+struct LongFailure;
+
+#[async_trait::async_trait]
+impl Agent for LongFailure {
+    async fn run_turn(&self, _turn: TurnContext) -> TurnEnd {
+        TurnEnd::Failed {
+            stage: FailStage::Execute,
+            message: "e".repeat(70_000),
+        }
+    }
+}
+
+/// A failure message longer than a line holds is cut in `turn/completed`: the host hears the
+/// turn end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_failure_message_is_cut_and_the_turn_completes() {
+    let (_dir, face) = face_with(Arc::new(LongFailure)).await;
+    let mut host = Host::connect(&face).await;
+    host.call("thread/start", json!({"threadId": "th"})).await;
+    let started = host
+        .call("turn/start", json!({"threadId": "th", "input": "go"}))
+        .await;
+    assert!(started.get("result").is_some(), "{started}");
+    let ended = host.until(|m| m["method"] == "turn/completed").await;
+    let ended = ended.unwrap_or_else(|| panic!("no turn/completed: {:?}", host.methods()));
+    let message = ended["params"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with('…') && message.len() < 9000,
+        "{}",
+        message.len()
+    );
+}
+
+/// A host's error reply to `approval/decide` as long as a line becomes the tool's refusal,
+/// cut in `tool/result`: the host hears the tool end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_error_reply_is_cut_in_the_tool_result() {
+    let (_dir, face) = demo_face().await;
+    let mut host = Host::connect(&face).await;
+    host.call("thread/start", json!({"threadId": "th"})).await;
+    host.call(
+        "turn/start",
+        json!({"threadId": "th", "input": "/approve ls"}),
+    )
+    .await;
+    let ask = host
+        .until(|m| m["method"] == "approval/decide")
+        .await
+        .unwrap();
+    host.send(&json!({"jsonrpc": "2.0", "id": ask["id"],
+        "error": {"code": -32603, "message": "x".repeat(70_000)}}))
+        .await;
+    assert!(
+        host.until(|m| m["method"] == "turn/completed")
+            .await
+            .is_some()
+    );
+    let result = host.until(|m| m["method"] == "tool/result").await;
+    let result = result.unwrap_or_else(|| panic!("no tool/result: {:?}", host.methods()));
+    assert_eq!(result["params"]["isError"], true);
+}
