@@ -186,3 +186,75 @@ async fn a_long_error_reply_is_cut_in_the_tool_result() {
     let result = result.unwrap_or_else(|| panic!("no tool/result: {:?}", host.methods()));
     assert_eq!(result["params"]["isError"], true);
 }
+
+/// A connection that did not see a turn start (another connection started it) interrupts it:
+/// the answer says the turn stopped, at once, and this connection hears the turn: its start
+/// and its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_another_connection_started_is_interrupted_and_heard() {
+    let (_dir, face) = demo_face().await;
+    let mut a = Host::connect(&face).await;
+    let mut b = Host::connect(&face).await;
+    a.call("thread/start", json!({"threadId": "th"})).await;
+    let started = a
+        .call(
+            "turn/start",
+            json!({"threadId": "th", "turnId": "tu", "input": "/slow 1000"}),
+        )
+        .await;
+    assert!(started.get("result").is_some(), "{started}");
+    let asked = std::time::Instant::now();
+    let answer = b
+        .call("turn/interrupt", json!({"threadId": "th", "turnId": "tu"}))
+        .await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(answer["result"]["physicallySettled"], true, "{answer}");
+    assert_eq!(answer["result"]["turn"]["id"], "tu");
+    assert_eq!(answer["result"]["turn"]["status"], "interrupted");
+    let ended = b.until(|m| m["method"] == "turn/completed").await.unwrap();
+    assert_eq!(ended["params"]["turn"]["id"], "tu");
+    let ended = a.until(|m| m["method"] == "turn/completed").await.unwrap();
+    assert_eq!(ended["params"]["turn"]["status"], "interrupted");
+}
+
+/// An interrupt that comes after the turn ended in the runtime, while this connection is
+/// still writing what came before the end, is answered `alreadyTerminal`, not "no active
+/// turn".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_just_after_the_end_is_already_terminal() {
+    let (_dir, face) = demo_face().await;
+    let mut host = Host::connect(&face).await;
+    host.call("thread/start", json!({"threadId": "th"})).await;
+    host.call(
+        "turn/start",
+        json!({"threadId": "th", "turnId": "tu", "input": "/big 15000000"}),
+    )
+    .await;
+    // The host stops reading: the connection blocks writing the message's deltas while the
+    // runtime records the turn's end.
+    host.paused.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    host.send(
+        &json!({"jsonrpc": "2.0", "id": "int", "method": "turn/interrupt",
+        "params": {"threadId": "th", "turnId": "tu"}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    host.paused
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let answer = loop {
+        let message = tokio::time::timeout_at(deadline, host.lines.recv())
+            .await
+            .expect("the interrupt answered within 60 s")
+            .unwrap();
+        if message.get("method").is_none() && message["id"] == "int" {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["alreadyTerminal"], true, "{answer}");
+}

@@ -721,8 +721,14 @@ impl Session {
             // The turn exists: its end is written under the host's name for it.
             Ok(_) => self.name_turn(turn_id, turn_name),
             Err(RuntimeError::TurnNotFound(_)) => {
-                // It may have ended between the two looks.
-                if let Some(turn) = self.turn_if(turn_id, |view| view.status.is_terminal()) {
+                // It may have ended between the two looks, or ended in the runtime before this
+                // connection wrote its end: a turn this connection tracks is waited for.
+                let tracked = lock(&self.turns).contains_key(turn_id);
+                if tracked
+                    && let Some(turn) = self
+                        .wait_for(turn_id, |view| view.status.is_terminal())
+                        .await
+                {
                     return Ok(json!({"turn": turn, "alreadyTerminal": true}));
                 }
                 return Err(error(
@@ -809,29 +815,83 @@ impl Session {
         }
     }
 
+    /// The view of turn `turn_id`, made when this connection did not see the turn start: it
+    /// followed the thread after that (another connection, or another face of the runtime,
+    /// started it). `true` when it was made now.
+    async fn track_turn(&self, thread_id: &str, turn_id: &str, seq: u64, at: u64) -> bool {
+        if lock(&self.turns).contains_key(turn_id) {
+            return false;
+        }
+        // When it started, if it is still the thread's active turn.
+        let started_at = self
+            .face
+            .runtime
+            .inspect(thread_id, |state| {
+                state
+                    .active_turn
+                    .as_ref()
+                    .filter(|turn| turn.id == turn_id)
+                    .map(|turn| turn.started_at_ms)
+            })
+            .await
+            .ok()
+            .flatten();
+        let mut turns = lock(&self.turns);
+        if turns.contains_key(turn_id) {
+            return false;
+        }
+        let at = started_at.unwrap_or(at);
+        turns.insert(
+            turn_id.to_owned(),
+            TurnView {
+                thread_id: thread_id.to_owned(),
+                created_at_ms: at,
+                revision: seq + 1,
+                status: TurnStatus::Running,
+                completed_at_ms: None,
+                started: false,
+                items: HashMap::new(),
+                assistant_items: 0,
+            },
+        );
+        true
+    }
+
+    /// Writes `turn/started` for a tracked turn and marks it started.
+    async fn announce_turn(&self, turn_id: &str) {
+        let Some(turn) = lock(&self.turns)
+            .get(turn_id)
+            .map(|view| view.value(turn_id))
+        else {
+            return;
+        };
+        self.notify("turn/started", json!({"turn": turn})).await;
+        if let Some(view) = lock(&self.turns).get_mut(turn_id) {
+            view.started = true;
+        }
+        self.progress.notify_waiters();
+    }
+
     async fn durable(self: &Arc<Self>, thread_id: &str, seq: u64, stamped: &StampedEvent) {
         let at = stamped.at_ms;
+        // A turn this connection did not see start is announced at its first event here, but
+        // at its end, which `turn/completed` says whole.
+        if let Some(turn_id) = stamped.event.turn_id()
+            && !matches!(stamped.event, ThreadEvent::TurnStarted { .. })
+            && self.track_turn(thread_id, turn_id, seq, at).await
+            && !matches!(
+                stamped.event,
+                ThreadEvent::TurnCompleted { .. }
+                    | ThreadEvent::TurnFailed { .. }
+                    | ThreadEvent::TurnCancelled { .. }
+            )
+        {
+            self.announce_turn(turn_id).await;
+        }
         match &stamped.event {
             ThreadEvent::TurnStarted { turn_id, .. } => {
-                let turn = {
-                    let mut turns = lock(&self.turns);
-                    let view = turns.entry(turn_id.clone()).or_insert_with(|| TurnView {
-                        thread_id: thread_id.to_owned(),
-                        created_at_ms: at,
-                        revision: seq + 1,
-                        status: TurnStatus::Running,
-                        completed_at_ms: None,
-                        started: false,
-                        items: HashMap::new(),
-                        assistant_items: 0,
-                    });
-                    view.value(turn_id)
-                };
-                self.notify("turn/started", json!({"turn": turn})).await;
-                if let Some(view) = lock(&self.turns).get_mut(turn_id) {
-                    view.started = true;
-                }
-                self.progress.notify_waiters();
+                self.track_turn(thread_id, turn_id, seq, at).await;
+                self.announce_turn(turn_id).await;
             }
             ThreadEvent::TurnStatusChanged { turn_id, status } => {
                 if let Some(view) = lock(&self.turns).get_mut(turn_id) {
@@ -945,6 +1005,19 @@ impl Session {
     }
 
     async fn live(&self, thread_id: &str, turn_id: &str, event: LiveEvent) {
+        if !lock(&self.turns).contains_key(turn_id) {
+            // The thread's last event is the revision of a turn tracked from a live event.
+            let last = self
+                .face
+                .runtime
+                .inspect(thread_id, |state| state.next_position.saturating_sub(1))
+                .await
+                .unwrap_or(0);
+            let now = self.face.runtime.now_ms();
+            if self.track_turn(thread_id, turn_id, last, now).await {
+                self.announce_turn(turn_id).await;
+            }
+        }
         match event {
             LiveEvent::MessageDelta { stream_id, delta } => {
                 let Some(item_id) = self.start_item(thread_id, turn_id, &stream_id, true).await
