@@ -258,3 +258,95 @@ async fn an_interrupt_just_after_the_end_is_already_terminal() {
     };
     assert_eq!(answer["result"]["alreadyTerminal"], true, "{answer}");
 }
+
+/// `thread/read` with a `limit` under the thread's event count says `hasMore`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_stopped_by_its_limit_has_more() {
+    let (_dir, face) = demo_face().await;
+    let mut host = Host::connect(&face).await;
+    host.call("thread/start", json!({"threadId": "th"})).await;
+    host.call("turn/start", json!({"threadId": "th", "input": "hi"}))
+        .await;
+    host.until(|m| m["method"] == "turn/completed")
+        .await
+        .unwrap();
+    let all = host.call("thread/read", json!({"threadId": "th"})).await;
+    let count = all["result"]["events"].as_array().unwrap().len();
+    assert!(count > 2, "{all}");
+    assert_eq!(all["result"]["hasMore"], false);
+    let page = host
+        .call("thread/read", json!({"threadId": "th", "limit": 2}))
+        .await;
+    assert_eq!(page["result"]["events"].as_array().unwrap().len(), 2);
+    assert_eq!(page["result"]["hasMore"], true, "{count} events: {page}");
+    let rest = host
+        .call(
+            "thread/read",
+            json!({"threadId": "th", "afterEventSeq": 2, "limit": count - 2}),
+        )
+        .await;
+    assert_eq!(
+        rest["result"]["events"].as_array().unwrap().len(),
+        count - 2
+    );
+    assert_eq!(rest["result"]["hasMore"], false, "{rest}");
+}
+
+/// Pages are measured with the host's names in them, which are longer than the runtime's
+/// ids: `thread/list` of 400 threads and `thread/read` of 80 turns, every name 150
+/// characters and more, each answer within a line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_with_long_names_fit_a_line() {
+    let (_dir, face) = demo_face().await;
+    let mut host = Host::connect(&face).await;
+    for i in 0..400 {
+        let name = format!("t{i:03}-{}", "x".repeat(150));
+        let started = host.call("thread/start", json!({"threadId": name})).await;
+        assert!(started.get("result").is_some(), "{started}");
+    }
+    let list = host.call("thread/list", json!({"limit": 1000})).await;
+    assert_eq!(list["result"]["hasMore"], true, "{list}");
+    let thread = format!("th-{}", "x".repeat(150));
+    host.call("thread/start", json!({"threadId": thread})).await;
+    for i in 0..80 {
+        let turn = format!("tu{i:03}-{}", "y".repeat(150));
+        host.call(
+            "turn/start",
+            json!({"threadId": thread, "turnId": turn, "input": "/tool t {}"}),
+        )
+        .await;
+        host.until(|m| m["method"] == "turn/completed" && m["params"]["turn"]["id"] == json!(turn))
+            .await
+            .unwrap();
+    }
+    let read = host.call("thread/read", json!({"threadId": thread})).await;
+    assert_eq!(read["result"]["hasMore"], true, "{read}");
+    assert_eq!(
+        read["result"]["events"][0]["thread_id"],
+        json!(thread),
+        "named"
+    );
+}
+
+/// `tool/requested` and `tool/result` of one call carry the same `itemId` (and `toolUseId`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_request_and_result_share_the_item() {
+    let (_dir, face) = demo_face().await;
+    let mut host = Host::connect(&face).await;
+    host.call("thread/start", json!({"threadId": "th"})).await;
+    host.call(
+        "turn/start",
+        json!({"threadId": "th", "input": "/tool t {}"}),
+    )
+    .await;
+    let asked = host
+        .until(|m| m["method"] == "tool/requested")
+        .await
+        .unwrap();
+    let done = host.until(|m| m["method"] == "tool/result").await.unwrap();
+    assert_eq!(asked["params"]["toolUseId"], done["params"]["toolUseId"]);
+    assert_eq!(
+        asked["params"]["itemId"], done["params"]["itemId"],
+        "{asked} {done}"
+    );
+}

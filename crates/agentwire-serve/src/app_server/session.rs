@@ -295,11 +295,20 @@ impl Session {
     /// members that hold them (`threadId`, `turnId`, `parentThreadId`, `thread_id`, `turn_id`,
     /// and the `id` of a `thread` or `turn`), at any depth.
     fn name_ids(&self, value: &mut Value) {
+        self.name_ids_in(value, false);
+    }
+
+    /// [`Session::name_ids`] of a thread or turn object itself (its `id` named too).
+    fn name_object_ids(&self, value: &mut Value) {
+        self.name_ids_in(value, true);
+    }
+
+    fn name_ids_in(&self, value: &mut Value, in_object: bool) {
         let names = lock(&self.names);
         if names.is_empty() {
             return;
         }
-        rename(value, &names, false);
+        rename(value, &names, in_object);
     }
 
     /// Runs a call once per method and `idempotencyKey` (the runtime's idempotency store,
@@ -570,9 +579,11 @@ impl Session {
         let mut bytes = 0;
         let mut has_more = false;
         for summary in summaries.iter().take(limit) {
-            let Ok(thread) = self.thread_value(&summary.id).await else {
+            let Ok(mut thread) = self.thread_value(&summary.id).await else {
                 continue;
             };
+            // Measured as written: with the host's names, which are longer than the ids.
+            self.name_object_ids(&mut thread);
             let size = thread.to_string().len() + 1;
             if bytes + size > MAX_RESULT_BYTES {
                 has_more = true;
@@ -605,11 +616,14 @@ impl Session {
             // reissued at a restart reaches hosts this way).
             self.send_open_cards(thread_id).await;
         }
-        let thread = self.thread_value(thread_id).await?;
+        let mut thread = self.thread_value(thread_id).await?;
+        // Measured as written: with the host's names, which are longer than the ids.
+        self.name_object_ids(&mut thread);
         let mut events = Vec::new();
         let mut bytes = thread.to_string().len();
         let mut from = after as u64;
         let mut has_more = false;
+        let mut at_head = false;
         'pages: while events.len() < limit {
             let page = self
                 .face
@@ -617,7 +631,7 @@ impl Session {
                 .stored_events(thread_id, from, (limit - events.len()).min(1000))
                 .await
                 .map_err(|e| runtime_error(&e))?;
-            let at_head = page.at_head();
+            at_head = page.at_head();
             for stored in page.events {
                 from = stored.seq + 1;
                 // Numbered from 1, as the App Server numbers a thread's events.
@@ -637,6 +651,7 @@ impl Session {
                 } else {
                     event["payload"] = payload;
                 }
+                self.name_ids(&mut event);
                 let size = event.to_string().len() + 1;
                 if bytes + size > MAX_RESULT_BYTES {
                     has_more = true;
@@ -649,6 +664,8 @@ impl Session {
                 break;
             }
         }
+        // Stopped at `limit` before the thread's last event.
+        has_more |= !at_head;
         Ok(json!({"thread": thread, "events": events, "hasMore": has_more}))
     }
 
@@ -922,7 +939,8 @@ impl Session {
                     json!({
                         "threadId": thread_id,
                         "turnId": turn_id,
-                        "itemId": operation.id,
+                        // The item `tool/requested` announced: a host matches the two by it.
+                        "itemId": operation.tool_call_id,
                         "toolUseId": operation.tool_call_id,
                         "tool": wire::cut_text(&operation.tool_name, wire::MAX_NAME_JSON_BYTES),
                         "isError": failed,
