@@ -124,6 +124,8 @@ struct Shared {
     child: Mutex<Option<ChildProcess>>,
     handled_notifications: AtomicU64,
     notification_handled: Notify,
+    /// Rung when `initialize` ends, answered or not.
+    initialized: Notify,
 }
 
 impl Shared {
@@ -136,6 +138,21 @@ impl Shared {
             .session
             .as_ref()
             .map_or(self.settings.max_frame_bytes, |s| s.outbound_limit)
+    }
+
+    /// Once the connection is not initializing: a server request read right behind the
+    /// `initialize` answer (a 1.1 runtime sends the pending approvals then) is routed once the
+    /// session that answer fixed is stored, not refused for lack of it.
+    async fn until_initialized(&self) {
+        loop {
+            let initialized = self.initialized.notified();
+            tokio::pin!(initialized);
+            initialized.as_mut().enable();
+            if lock(&self.state).phase != Phase::Initializing {
+                return;
+            }
+            initialized.await;
+        }
     }
 
     /// The first reason recorded wins.
@@ -320,6 +337,7 @@ impl RollClient {
             child: Mutex::new(child),
             handled_notifications: AtomicU64::new(0),
             notification_handled: Notify::new(),
+            initialized: Notify::new(),
         });
         // The outbound limit is checked per call against the negotiated one; the transport's
         // is the local budget.

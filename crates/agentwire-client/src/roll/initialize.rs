@@ -98,6 +98,7 @@ impl ClientCore {
                     .collect();
             }
         }
+        self.shared.initialized.notify_waiters();
         tracing::info!(%version, runtime = %typed.runtime_instance_id, "initialized");
         let accepted = if negotiated {
             self.negotiate(interactions.clone()).await?
@@ -209,6 +210,7 @@ impl RollClient {
                 state.phase = Phase::Fresh;
             }
         }
+        self.core.shared.initialized.notify_waiters();
         outcome
     }
 

@@ -514,6 +514,7 @@ pub(super) async fn serve(
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
     let id = ctx.id().clone();
+    shared.until_initialized().await;
     let (version, route) = shared.route(method)?;
     let params = params.unwrap_or(Value::Null);
     let parsed = match parse_server_request_params(version, method.as_str(), &params) {

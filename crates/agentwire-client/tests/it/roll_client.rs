@@ -1756,3 +1756,40 @@ async fn a_reset_batch_that_fills_the_window_wakes_the_waiting_host() {
         "next() never returned although the reset was ready"
     );
 }
+
+/// On 1.1 the runtime sends a pending approval right behind its `initialize` answer. The
+/// client routes it once that answer is stored: its handler answers it (a `-32601` would make
+/// the runtime deny the approval).
+#[tokio::test]
+async fn a_1_1_approval_right_behind_the_initialize_answer_reaches_the_handler() {
+    let ((client_read, client_write), (runtime_read, mut runtime_write)) = transport::memory_pair();
+    let client = RollClient::connect(
+        client_read,
+        client_write,
+        ClientOptions::default().interactions(approving()),
+    );
+    let mut lines = BufReader::new(runtime_read).lines();
+    let init = tokio::spawn(async move {
+        client
+            .initialize(InitializeOptions::default())
+            .await
+            .map(|_| client)
+    });
+    let request: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": initialize_result("1.1")});
+    let approval = json!({"jsonrpc": "2.0", "id": "runtime:1", "method": "approval.request",
+        "params": fixture("v1/valid-approval-request.json")["params"]});
+    let mut bytes = serde_json::to_vec(&answer).unwrap();
+    bytes.push(b'\n');
+    bytes.extend(serde_json::to_vec(&approval).unwrap());
+    bytes.push(b'\n');
+    runtime_write.write_all(&bytes).await.unwrap();
+    let _client = init.await.unwrap().unwrap();
+    let reply: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(reply["id"], "runtime:1");
+    assert_eq!(
+        reply["result"],
+        json!({"decision": "approve"}),
+        "answered {reply}"
+    );
+}
