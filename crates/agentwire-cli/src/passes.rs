@@ -9,11 +9,16 @@ use std::path::{Path, PathBuf};
 
 use crate::input::{self, InputError, MAX_DOCUMENT_BYTES, READ_BUFFER_BYTES};
 
-/// An input read in passes: a file is opened again for each pass; standard input is copied to
-/// a temporary file (deleted when this is dropped) while it is read the first time.
+/// An input read in passes: a regular file is opened again for each pass, each reading the
+/// bytes the first one found (a log still being written gives every pass the same lines);
+/// standard input and anything else that cannot be read twice (a pipe named by a path, as
+/// `<(…)` gives, a FIFO, a device) is copied to a temporary file (deleted when this is
+/// dropped) while it is read the first time.
 pub(crate) struct Passes {
     /// What each pass opens.
     path: PathBuf,
+    /// The bytes each pass reads.
+    len: u64,
     /// How errors name the input.
     name: String,
     /// The copy of standard input.
@@ -38,7 +43,7 @@ impl Passes {
             source,
         };
         let (mut reader, _) = input::open(path)?;
-        let mut spool = if input::is_stdin(path) {
+        let mut spool = if !rereadable(path) {
             let file = tempfile::NamedTempFile::new().map_err(read_error)?;
             let (file, temp) = file.into_parts();
             Some((io::BufWriter::with_capacity(READ_BUFFER_BYTES, file), temp))
@@ -55,6 +60,7 @@ impl Passes {
         let mut buf: Vec<u8> = Vec::with_capacity(piece_bytes.saturating_add(READ_BUFFER_BYTES));
         // Where the search for the last line feed of `buf` goes on from.
         let mut searched = 0;
+        let mut len: u64 = 0;
         loop {
             let filled = buf.len();
             buf.resize(filled + READ_BUFFER_BYTES, 0);
@@ -69,6 +75,7 @@ impl Passes {
             if n == 0 {
                 break;
             }
+            len += n as u64;
             if let Some((w, _)) = &mut spool {
                 w.write_all(&buf[filled..]).map_err(read_error)?;
             }
@@ -95,6 +102,11 @@ impl Passes {
         if wanted && !buf.is_empty() {
             each(&buf);
         }
+        // A file declined early was not read to its end: later passes read all of it, as it
+        // was then.
+        if !wanted && spool.is_none() {
+            len = file_len(path).map_err(read_error)?;
+        }
         let spool = match spool {
             Some((w, temp)) => {
                 w.into_inner().map_err(|e| read_error(e.into_error()))?;
@@ -106,6 +118,7 @@ impl Passes {
             path: spool
                 .as_ref()
                 .map_or_else(|| path.to_owned(), |t| t.to_path_buf()),
+            len,
             name,
             _spool: spool,
             error: RefCell::new(None),
@@ -114,14 +127,20 @@ impl Passes {
 
     /// An input to read in line passes only (standard input is copied whole first).
     pub(crate) fn open(path: &Path) -> Result<Passes, InputError> {
-        if input::is_stdin(path) {
-            return Passes::stream(path, 0, |_| false);
+        if !rereadable(path) {
+            return Passes::stream(path, 0, |_| true);
         }
         // Opened once here so that a missing file is an error before any output.
         input::open(path)?;
+        let name = input::display_name(path);
+        let len = file_len(path).map_err(|source| InputError::Read {
+            name: name.clone(),
+            source,
+        })?;
         Ok(Passes {
             path: path.to_owned(),
-            name: input::display_name(path),
+            len,
+            name,
             _spool: None,
             error: RefCell::new(None),
         })
@@ -130,7 +149,7 @@ impl Passes {
     /// The whole text, for the coercer that needs it (at most [`MAX_DOCUMENT_BYTES`]).
     pub(crate) fn read_whole(&self) -> Result<Vec<u8>, InputError> {
         let file = File::open(&self.path).map_err(|source| self.read_error(source))?;
-        input::read_all(file, Path::new(&self.name))
+        input::read_all(file.take(self.len), Path::new(&self.name))
     }
 
     /// The error a line pass met, if any: what was written from that pass is incomplete.
@@ -156,10 +175,21 @@ impl Passes {
     }
 }
 
+/// Whether `path` can be read again from its start: a regular file (not standard input, a
+/// pipe, a FIFO or a device).
+fn rereadable(path: &Path) -> bool {
+    !input::is_stdin(path) && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+fn file_len(path: &Path) -> io::Result<u64> {
+    std::fs::metadata(path).map(|m| m.len())
+}
+
 impl agentwire_runlog::LineSource for Passes {
     fn lines(&self) -> Box<dyn Iterator<Item = Cow<'_, [u8]>> + '_> {
+        // The bytes the first pass found.
         let reader = match File::open(&self.path) {
-            Ok(file) => BufReader::with_capacity(READ_BUFFER_BYTES, file),
+            Ok(file) => BufReader::with_capacity(READ_BUFFER_BYTES, file.take(self.len)),
             Err(e) => {
                 self.fail(self.read_error(e));
                 return Box::new(std::iter::empty());

@@ -639,3 +639,56 @@ fn view_html_to_a_file_that_cannot_be_written_is_an_error() {
         "{stderr}"
     );
 }
+
+/// A log named by a path that cannot be read twice — a pipe from `<(…)`, a FIFO — is read
+/// once and kept, so every pass sees it whole: `coerce`, `state` and `view` print what they
+/// print for the same log in a file.
+#[test]
+fn a_log_from_a_pipe_path_or_a_fifo_reads_as_the_same_log_in_a_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mock = agentwire(&["runlog", "mock", "--scenario", "approval-approved"], None);
+    let file = dir.path().join("run.ndjson");
+    std::fs::write(&file, &mock.stdout).expect("write");
+    let file = file.to_str().expect("utf-8");
+    for command in ["coerce", "state", "view"] {
+        let expected = agentwire(&["--format", "json", "runlog", command, file], None);
+        assert_eq!(
+            expected.status.code(),
+            Some(0),
+            "{command}: {}",
+            stdout(&expected)
+        );
+        let piped = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "{BIN} --format json runlog {command} <(cat '{file}')"
+            ))
+            .output()
+            .expect("bash");
+        assert_eq!(stdout(&piped), stdout(&expected), "{command} of <(…)");
+        assert_eq!(piped.status.code(), Some(0));
+
+        let fifo = dir.path().join(format!("{command}.fifo"));
+        let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+        assert!(made.success());
+        let (writer_path, bytes) = (fifo.clone(), mock.stdout.clone());
+        let writer = std::thread::spawn(move || std::fs::write(writer_path, bytes));
+        let mut child = Command::new(BIN)
+            .args(["--format", "json", "runlog", command])
+            .arg(&fifo)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("{command} of a FIFO hangs");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        writer.join().expect("writer").expect("write the FIFO");
+        let out = child.wait_with_output().expect("output");
+        assert_eq!(stdout(&out), stdout(&expected), "{command} of a FIFO");
+    }
+}
