@@ -12,7 +12,7 @@ mod output;
 mod passes;
 mod protocols;
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -94,6 +94,13 @@ fn main() -> ExitCode {
         }
     };
     let format = cli.format;
+    // A server and the stdio proxy speak a protocol on standard output: their fatal error,
+    // JSON or not, goes to standard error.
+    let protocol_stdout = match &cli.command {
+        Command::Serve(_) => true,
+        Command::Proxy(args) => args.speaks_on_stdout(),
+        _ => false,
+    };
     let mut out = output::stdout();
     let result = run(cli, &mut out).and_then(|code| {
         out.flush().context("cannot write standard output")?;
@@ -104,7 +111,11 @@ fn main() -> ExitCode {
         // The reader went away: nothing more can be said to it, and nothing is wrong to report.
         Err(err) if output::is_broken_pipe(&err) => ExitCode::from(output::EXIT_BROKEN_PIPE),
         Err(err) => {
-            output::print_fatal(&err, format, &mut out);
+            if protocol_stdout {
+                output::print_fatal(&err, format, &mut io::stderr());
+            } else {
+                output::print_fatal(&err, format, &mut out);
+            }
             ExitCode::from(output::EXIT_ERROR)
         }
     }

@@ -85,7 +85,8 @@ pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 /// Prints an error that stopped the command: on stderr for people, as
-/// `{"error": {"code", "message"}}` on stdout for programs.
+/// `{"error": {"code", "message"}}` on `out` for programs (standard output, or standard error
+/// for a command that speaks a protocol on standard output).
 pub(crate) fn print_fatal(err: &anyhow::Error, format: Format, out: &mut dyn Write) {
     let code = error_code(err);
     let printed = match format {

@@ -49,6 +49,13 @@ pub(crate) struct Args {
     max_line_bytes: u64,
 }
 
+impl Args {
+    /// Whether the command proxies a protocol on standard output (`--stdio`).
+    pub(crate) fn speaks_on_stdout(&self) -> bool {
+        self.stdio.is_some()
+    }
+}
+
 #[derive(Debug, clap::Subcommand)]
 enum Command {
     /// Show a recorded session as a timeline (exit 1 when it holds violations).

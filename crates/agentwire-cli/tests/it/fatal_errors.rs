@@ -63,3 +63,39 @@ fn each_library_error_keeps_its_code() {
     let (status, v) = agentwire(&["--format", "json", "digest", missing.to_str().unwrap()]);
     assert_eq!((status, code(&v)), (2, "io"));
 }
+
+/// A command that speaks a protocol on standard output (`serve`, `proxy --stdio`) writes its
+/// fatal error, JSON too, to standard error: standard output carries the protocol only.
+#[test]
+fn a_server_writes_its_fatal_error_to_standard_error_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocked = dir.path().join("file");
+    std::fs::write(&blocked, b"").unwrap();
+    let store = format!("sqlite:{}/x.db", blocked.display());
+    for args in [
+        vec!["--format", "json", "serve", "--stdio", "--store", &store],
+        vec![
+            "--format",
+            "json",
+            "proxy",
+            "--stdio",
+            "agentwire-no-such-command-xyz",
+        ],
+    ] {
+        let out = support::agentwire()
+            .args(&args)
+            .current_dir(agentwire_testkit::repo_root())
+            .output();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let last = stderr.lines().last().unwrap_or_default();
+        let value: serde_json::Value =
+            serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+        assert!(value["error"]["code"].is_string(), "{value}");
+    }
+}
