@@ -94,15 +94,32 @@ pub(crate) fn print_fatal(err: &anyhow::Error, format: Format, out: &mut dyn Wri
         Format::Json => writeln!(
             out,
             "{}",
-            json!({"error": {"code": code, "message": format!("{err:#}")}})
+            json!({"error": {"code": code, "message": message(err)}})
         )
         .and_then(|()| out.flush())
         .map_err(|_| ()),
     };
     // For people, and for programs whose standard output is unusable, standard error says it.
     if printed.is_err() {
-        let _ = writeln!(io::stderr(), "error: {err:#}");
+        let _ = writeln!(io::stderr(), "error: {}", message(err));
     }
+}
+
+/// What an error says, with its causes: each cause after a colon, unless the message so far
+/// already ends with it (an error whose text quotes its source, such as `i/o: {source}`, is
+/// followed by that source in the chain).
+pub(crate) fn message(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.is_empty() {
+            text = said;
+        } else if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+    }
+    text
 }
 
 fn error_code(err: &anyhow::Error) -> &'static str {

@@ -99,3 +99,17 @@ fn a_server_writes_its_fatal_error_to_standard_error_only() {
         assert!(value["error"]["code"].is_string(), "{value}");
     }
 }
+
+/// A fatal error says each cause once: an error whose text quotes its source is not followed
+/// by that source again.
+#[test]
+fn a_fatal_error_says_each_cause_once() {
+    let out = support::agentwire()
+        .args(["digest", "/agentwire-no-such-file"])
+        .output();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr.trim_end(),
+        "error: cannot read /agentwire-no-such-file: No such file or directory (os error 2)"
+    );
+}
