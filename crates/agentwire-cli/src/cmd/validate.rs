@@ -367,12 +367,12 @@ impl Report<'_> {
                     None if err.downcast_ref::<io::Error>().is_some() => "io",
                     None => "input",
                 };
-                let record = json!({"input": input, "error": {"code": code, "message": crate::output::message(&err)}});
+                let record = json!({"input": input, "error": {"code": code, "message": crate::output::message(err)}});
                 writeln!(self.out, "{record}")
             }
             Format::Human => {
                 self.out.flush()?;
-                let _ = writeln!(io::stderr(), "error: {}", crate::output::message(&err));
+                let _ = writeln!(io::stderr(), "error: {}", crate::output::message(err));
                 Ok(())
             }
         }
