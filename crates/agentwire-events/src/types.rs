@@ -280,8 +280,9 @@ pub struct Retention {
     pub max_age: Duration,
 }
 
+/// Milliseconds, at most `u64::MAX` (JSON readers take no larger integer).
 fn serialize_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u128(d.as_millis())
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Default for Retention {

@@ -270,6 +270,20 @@ fn trim_applies_retention_to_every_live_thread() {
         text(&out.stdout),
         "alpha: removed 0, low-watermark 2, next 3\nbeta: removed 0, low-watermark 3, next 4\nremoved 0 events from 2 threads\n"
     );
+    // An age past what milliseconds in a u64 hold is reported at that most.
+    let out = agentwire(&[
+        "--format",
+        "json",
+        "events",
+        "trim",
+        "--store",
+        &url,
+        "--max-age-secs",
+        "18446744073709552",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["retention"]["max_age"], json!(u64::MAX));
 }
 
 #[test]
