@@ -318,6 +318,8 @@ fn roll_stated_version<'m>(message: &'m Value, sites: &[String]) -> Option<(&'m 
 }
 
 pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
+    // The schema read from standard input leaves nothing there for the messages.
+    input::stdin_at_most_once(args.schema.iter().chain([&args.input]))?;
     let mut engine = Engine::new(&args)?;
     let (mut lines, _) = input::ndjson(&args.input, MAX_LINE_BYTES)?;
     let mut run = Run {

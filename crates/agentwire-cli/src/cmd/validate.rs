@@ -67,13 +67,15 @@ enum Detail {
 }
 
 pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let validator = compile(&args)?;
     let inputs = if args.inputs.is_empty() {
         vec![PathBuf::from("-")]
     } else {
         args.inputs.clone()
     };
-    input::stdin_at_most_once(&inputs)?;
+    // The schema read from standard input leaves nothing there for the messages.
+    let schema = args.schema.iter().filter(|_| args.protocol.is_none());
+    input::stdin_at_most_once(inputs.iter().chain(schema))?;
+    let validator = compile(&args)?;
     let detail = if args.quiet {
         Detail::Summary
     } else if args.verbose {

@@ -381,6 +381,16 @@ fn standard_input_is_read_at_most_once() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(fatal_code(&out), "input.stdin-twice");
+    // The schema from standard input, and the messages from it too (named, or by default).
+    for args in [
+        &["--format", "json", "validate", "--schema", "-", "-"][..],
+        &["--format", "json", "validate", "--schema", "-"],
+        &["--format", "json", "project", "--schema", "-", "--to", "1.0"],
+    ] {
+        let out = run(args, FRAMES.as_bytes());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(fatal_code(&out), "input.stdin-twice", "{args:?}");
+    }
 }
 
 #[test]
