@@ -101,7 +101,13 @@ pub(crate) fn print_fatal(err: &anyhow::Error, format: Format, out: &mut dyn Wri
     };
     // For people, and for programs whose standard output is unusable, standard error says it.
     if printed.is_err() {
-        let _ = writeln!(io::stderr(), "error: {}", message(err));
+        // The message may quote the input (a file name, a value): one line, control
+        // characters escaped.
+        let _ = writeln!(
+            io::stderr(),
+            "error: {}",
+            agentwire_runlog::terminal_safe(&message(err))
+        );
     }
 }
 

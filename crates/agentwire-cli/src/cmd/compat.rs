@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use agentwire_runlog::terminal_safe;
+
 use agentwire_schema::compat::{self, ChangeClass, CompatOptions, CompatReport, Direction};
 use serde_json::Value;
 
@@ -89,8 +91,9 @@ pub(crate) fn human_report(report: &CompatReport) -> String {
         if let Some(new) = &change.new {
             detail.push_str(&format!(" new {}", short(new)));
         }
-        out.push_str(&format!(
-            "{class:<8} {:<28} {} [{}]{version}{detail}\n",
+        // Pointers and values quote the documents: control characters are escaped.
+        let line = format!(
+            "{class:<8} {:<28} {} [{}]{version}{detail}",
             change.rule.id(),
             if change.pointer.is_empty() {
                 "(root)"
@@ -98,7 +101,9 @@ pub(crate) fn human_report(report: &CompatReport) -> String {
                 &change.pointer
             },
             change.direction.id(),
-        ));
+        );
+        out.push_str(&terminal_safe(&line));
+        out.push('\n');
     }
     let breaking = report.breaking().count();
     out.push_str(&format!(

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
 
+use agentwire_runlog::terminal_safe;
 use agentwire_schema::lint::{DefinitionRoots, LintOptions, lint_value_with};
 use agentwire_schema::{LintSummary, parse_json};
 use anyhow::Context;
@@ -47,12 +48,14 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
     let mut text = String::new();
     match format {
         Format::Human => {
+            // Findings and the name quote the document: control characters are escaped.
             for finding in &findings {
-                let _ = writeln!(text, "{finding}");
+                let _ = writeln!(text, "{}", terminal_safe(&finding.to_string()));
             }
             let _ = writeln!(
                 text,
-                "{name}: {} {}, {} {}, {} {}",
+                "{}: {} {}, {} {}, {} {}",
+                terminal_safe(&name),
                 summary.errors,
                 plural(summary.errors, "error", "errors"),
                 summary.warnings,

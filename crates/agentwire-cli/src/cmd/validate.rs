@@ -4,6 +4,7 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use agentwire_runlog::terminal_safe;
 use agentwire_schema::fast::Tape;
 use agentwire_schema::{Issue, IssueCode, Validator};
 use anyhow::Context;
@@ -344,7 +345,9 @@ impl Report<'_> {
                 writeln!(self.out, "{record}")
             }
             Format::Human => {
+                // Names and issues quote the input: control characters are escaped.
                 let verdict = verdict.word();
+                let input = terminal_safe(input);
                 match line {
                     Some(n) if self.name_lines => {
                         writeln!(self.out, "{input} line {n}: {verdict}")?
@@ -353,7 +356,7 @@ impl Report<'_> {
                     None => writeln!(self.out, "{input}: {verdict}")?,
                 }
                 for issue in issues {
-                    writeln!(self.out, "  {issue}")?;
+                    writeln!(self.out, "  {}", terminal_safe(&issue.to_string()))?;
                 }
                 Ok(())
             }

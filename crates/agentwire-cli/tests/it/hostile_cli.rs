@@ -385,7 +385,9 @@ fn standard_input_is_read_at_most_once() {
     for args in [
         &["--format", "json", "validate", "--schema", "-", "-"][..],
         &["--format", "json", "validate", "--schema", "-"],
-        &["--format", "json", "project", "--schema", "-", "--to", "1.0"],
+        &[
+            "--format", "json", "project", "--schema", "-", "--to", "1.0",
+        ],
     ] {
         let out = run(args, FRAMES.as_bytes());
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -513,4 +515,55 @@ fn a_document_over_the_limit_is_refused_with_its_code() {
         assert_eq!(out.status.code(), Some(2), "{command}");
         assert_eq!(fatal_code(&out), "input.too-large", "{command}");
     }
+}
+
+/// What a human report quotes of its input (a key, a pointer, a file name) reaches the
+/// terminal with its control and bidirectional characters escaped: no escape sequence, no
+/// forged line.
+#[test]
+fn human_reports_escape_what_they_quote() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = dir.path().join("closed.json");
+    std::fs::write(
+        &closed,
+        br#"{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": {"type": "string"}}"#,
+    )
+    .unwrap();
+    let hostile = "{\"\\u001b[31mRED\\u202e\": 1}\n";
+    let out = run(
+        &["validate", "--schema", closed.to_str().unwrap(), "-"],
+        hostile.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !report.contains('\u{1b}') && !report.contains('\u{202e}'),
+        "{report:?}"
+    );
+    assert!(report.contains("\\u{1b}[31mRED\\u{202e}"), "{report}");
+
+    let old = dir.path().join("old.json");
+    let new = dir.path().join("new.json");
+    std::fs::write(
+        &old,
+        "{\"properties\": {\"\\u001bx\": {\"type\": \"string\"}}}",
+    )
+    .unwrap();
+    std::fs::write(
+        &new,
+        "{\"properties\": {\"\\u001bx\": {\"type\": \"integer\"}}}",
+    )
+    .unwrap();
+    let out = run(
+        &["compat", old.to_str().unwrap(), new.to_str().unwrap()],
+        b"",
+    );
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(report.contains("/properties/\\u{1b}x/type"), "{report}");
+    assert!(!report.contains('\u{1b}'), "{report:?}");
+
+    let out = run(&["digest", "nope\nerror: forged"], b"");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("nope\\nerror: forged"), "{stderr}");
 }
