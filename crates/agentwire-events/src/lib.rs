@@ -40,7 +40,7 @@ pub use limits::{
 #[doc(hidden)]
 pub use postgres::one_event_sql as postgres_one_event_sql;
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresLog};
-pub use settings::{Settings, StoreUrl, Synchronous};
+pub use settings::{Settings, StoreUrl, Synchronous, redact_store_url};
 pub use sqlite::{SQLITE_SCHEMA_VERSION, SqliteLog};
 pub use tail::Tail;
 pub use types::{

@@ -114,11 +114,50 @@ pub enum StoreUrl {
     Postgres(String),
 }
 
+/// `url` as it may be shown or logged: a PostgreSQL URL's password (in its user info, or a
+/// `password` parameter) is replaced by `***`; anything else is returned as it is.
+pub fn redact_store_url(url: &str) -> String {
+    let Some(scheme_end) = ["postgres://", "postgresql://"]
+        .iter()
+        .find(|scheme| url.starts_with(*scheme))
+        .map(|scheme| scheme.len())
+    else {
+        return url.to_owned();
+    };
+    let (head, rest) = url.split_at(scheme_end);
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rfind('@') {
+        Some(at) => {
+            let (user_info, host) = authority.split_at(at);
+            match user_info.split_once(':') {
+                Some((user, _password)) => format!("{user}:***{host}"),
+                None => authority.to_owned(),
+            }
+        }
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{head}{authority}{tail}")
+}
+
 impl StoreUrl {
     /// Parses `sqlite:PATH`, `sqlite://PATH`, `postgres://…` or `postgresql://…`.
     pub fn parse(url: &str) -> Result<Self> {
         let invalid = |reason: &str| Error::InvalidUrl {
-            url: url.to_string(),
+            url: redact_store_url(url),
             reason: reason.to_string(),
         };
         if let Some(rest) = url.strip_prefix("sqlite:") {
@@ -134,5 +173,31 @@ impl StoreUrl {
             return Ok(StoreUrl::Postgres(url.to_string()));
         }
         Err(invalid("expected sqlite:PATH or postgres://…"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_store_url;
+
+    #[test]
+    fn a_store_urls_password_is_redacted() {
+        for (url, shown) in [
+            (
+                "postgres://u:S3cret@127.0.0.1:5432/db",
+                "postgres://u:***@127.0.0.1:5432/db",
+            ),
+            (
+                "postgresql://u:p%40ss@h/db?sslmode=disable&password=x",
+                "postgresql://u:***@h/db?sslmode=disable&password=***",
+            ),
+            ("postgres://u@h/db", "postgres://u@h/db"),
+            ("postgres://h/db?PASSWORD=x", "postgres://h/db?PASSWORD=***"),
+            ("sqlite:/tmp/a:b@c.db", "sqlite:/tmp/a:b@c.db"),
+        ] {
+            assert_eq!(redact_store_url(url), shown, "{url}");
+        }
+        let err = super::StoreUrl::parse("postgres://u:S3cret@h:notaport/db").unwrap_err();
+        assert!(!err.to_string().contains("S3cret"), "{err}");
     }
 }

@@ -356,7 +356,7 @@ async fn drive(args: &Args, url: &str, inputs: &[String]) -> anyhow::Result<Repo
     let mut human = String::new();
     human.push_str(&format!(
         "agentwire demo: the reference runtime on {}, driven by a Roll {} host\n\nthread {} \"agentwire demo\"\n",
-        terminal_safe(url),
+        terminal_safe(&agentwire_events::redact_store_url(url)),
         session.version,
         thread_id
     ));
@@ -376,7 +376,7 @@ async fn drive(args: &Args, url: &str, inputs: &[String]) -> anyhow::Result<Repo
         session.version
     ));
     let json = json!({
-        "store": url,
+        "store": agentwire_events::redact_store_url(url),
         "protocolVersion": session.version.as_str(),
         "threadId": thread_id,
         "turns": inputs.iter().enumerate().map(|(index, input)| json!({

@@ -113,9 +113,12 @@ async fn open(store: &StoreArgs) -> anyhow::Result<Arc<dyn EventLog>> {
     {
         anyhow::bail!("no event log at {}", path.display());
     }
-    agentwire_events::open(&store.store)
-        .await
-        .with_context(|| format!("cannot open the event log {}", store.store))
+    agentwire_events::open(&store.store).await.with_context(|| {
+        format!(
+            "cannot open the event log {}",
+            agentwire_events::redact_store_url(&store.store)
+        )
+    })
 }
 
 fn thread_id(name: &str) -> anyhow::Result<ThreadId> {

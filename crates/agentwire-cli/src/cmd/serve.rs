@@ -149,9 +149,12 @@ impl RuntimeArgs {
         &self,
         url: &str,
     ) -> anyhow::Result<(Arc<dyn agentwire_events::EventLog>, Arc<RollFace>)> {
-        let log = agentwire_events::open(url)
-            .await
-            .with_context(|| format!("cannot open the event log {url}"))?;
+        let log = agentwire_events::open(url).await.with_context(|| {
+            format!(
+                "cannot open the event log {}",
+                agentwire_events::redact_store_url(url)
+            )
+        })?;
         let core = Runtime::start(
             Arc::clone(&log),
             self.agent()?,
@@ -299,7 +302,7 @@ pub(crate) fn run(args: Args, _format: Format, _out: &mut dyn Write) -> anyhow::
             Some(path) => Some(SocketListener::bind(path)?),
             None => None,
         };
-        tracing::info!(store = %url, instance = %face.runtime().instance_id(), stdio = args.stdio, app_server = args.app_server, socket = ?args.roll_socket, "serving");
+        tracing::info!(store = %agentwire_events::redact_store_url(&url), instance = %face.runtime().instance_id(), stdio = args.stdio, app_server = args.app_server, socket = ?args.roll_socket, "serving");
         let accepting = listener.map(|listener| tokio::spawn(listener.serve(Arc::clone(&face))));
         let gateway = match args.listen {
             Some(addr) => {

@@ -113,3 +113,39 @@ fn a_fatal_error_says_each_cause_once() {
         "error: cannot read /agentwire-no-such-file: No such file or directory (os error 2)"
     );
 }
+
+/// A store URL's password is never shown: the error of a store that cannot be opened names the
+/// URL with `***` in its place.
+#[test]
+fn a_store_password_is_not_shown() {
+    for args in [
+        &[
+            "serve",
+            "--stdio",
+            "--store",
+            "postgres://u:S3cretPW@127.0.0.1:1/db",
+        ][..],
+        &[
+            "events",
+            "inspect",
+            "--store",
+            "postgres://u:S3cretPW@127.0.0.1:1/db",
+        ],
+        &[
+            "events",
+            "inspect",
+            "--store",
+            "postgres://u:S3cretPW@h:notaport/db",
+        ],
+    ] {
+        let out = support::agentwire().args(args).output();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!said.contains("S3cretPW"), "{args:?}: {said}");
+        assert!(said.contains("u:***@"), "{args:?}: {said}");
+    }
+}
