@@ -140,10 +140,10 @@ fn shell_word(path: &Path) -> String {
 
 /// Reads a `--rust-types` file: a JSON object whose values are strings.
 fn read_rust_types(file: &Path) -> anyhow::Result<BTreeMap<String, String>> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    // Read as every input is (at most 256 MiB) and parsed strictly (no duplicate keys).
+    let bytes = crate::input::read_document(file)?;
+    let value = agentwire_schema::parse_json(&bytes)
+        .with_context(|| format!("{} is not JSON", file.display()))?;
     let serde_json::Value::Object(entries) = value else {
         anyhow::bail!("{} must hold a JSON object of Rust types", file.display());
     };
