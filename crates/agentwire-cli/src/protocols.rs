@@ -19,15 +19,19 @@ impl Builtin {
     /// Looks `name` up; without `version`, the protocol's newest version.
     pub(crate) fn find(name: &str, version: Option<&str>) -> anyhow::Result<Builtin> {
         if name != agentwire_roll::schema::PROTOCOL_NAME {
-            anyhow::bail!(
-                "unknown protocol {name:?}; built-in protocols: {}",
-                NAMES.join(", ")
-            );
+            return Err(crate::cmd::Usage::new(
+                "usage.unknown-protocol",
+                format!(
+                    "unknown protocol {name:?}; built-in protocols: {}",
+                    NAMES.join(", ")
+                ),
+            )
+            .into());
         }
         let version = match version {
-            Some(text) => text
-                .parse::<ProtocolVersion>()
-                .with_context(|| format!("protocol {name}"))?,
+            Some(text) => text.parse::<ProtocolVersion>().map_err(|error| {
+                crate::cmd::Usage::new("usage.unknown-version", format!("protocol {name}: {error}"))
+            })?,
             None => agentwire_roll::LATEST_VERSION,
         };
         Ok(Builtin {

@@ -42,7 +42,11 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
     if let Some(names) = &args.definitions {
         for name in names {
             if !has_definition(old.value(), name) && !has_definition(new.value(), name) {
-                anyhow::bail!("no definition {name:?} in either document");
+                return Err(crate::cmd::Usage::new(
+                    "usage.unknown-definition",
+                    format!("no definition {name:?} in either document"),
+                )
+                .into());
             }
         }
     }

@@ -111,7 +111,11 @@ async fn open(store: &StoreArgs) -> anyhow::Result<Arc<dyn EventLog>> {
         agentwire_events::StoreUrl::parse(&store.store)?
         && !path.exists()
     {
-        anyhow::bail!("no event log at {}", path.display());
+        return Err(crate::cmd::Usage::new(
+            "usage.no-event-log",
+            format!("no event log at {}", path.display()),
+        )
+        .into());
     }
     agentwire_events::open(&store.store).await.with_context(|| {
         format!(
@@ -162,7 +166,11 @@ async fn inspect(args: InspectArgs, format: Format, out: &mut dyn Write) -> anyh
     let log = open(&args.store).await?;
     let threads = threads(&*log, args.thread.as_deref()).await?;
     if let (Some(name), true) = (&args.thread, threads.is_empty()) {
-        anyhow::bail!("thread {name:?} is not in the log");
+        return Err(crate::cmd::Usage::new(
+            "usage.unknown-thread",
+            format!("thread {name:?} is not in the log"),
+        )
+        .into());
     }
     let checkpoints = checkpoints(&*log, &threads).await?;
     match format {
@@ -383,7 +391,11 @@ async fn trim(args: TrimArgs, format: Format, out: &mut dyn Write) -> anyhow::Re
     };
     let threads = threads(&*log, args.thread.as_deref()).await?;
     if let (Some(name), true) = (&args.thread, threads.is_empty()) {
-        anyhow::bail!("thread {name:?} is not in the log");
+        return Err(crate::cmd::Usage::new(
+            "usage.unknown-thread",
+            format!("thread {name:?} is not in the log"),
+        )
+        .into());
     }
     let now = SystemTime::now();
     let mut trimmed = Vec::new();

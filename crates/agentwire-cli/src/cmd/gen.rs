@@ -163,7 +163,11 @@ fn read_rust_types(file: &Path) -> anyhow::Result<BTreeMap<String, String>> {
 pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Result<u8> {
     let languages = Language::parse_list(&args.lang)?;
     if languages.is_empty() {
-        anyhow::bail!("--lang names no language; expected some of rust, ts, py, kt, swift");
+        return Err(crate::cmd::Usage::new(
+            "usage.no-language",
+            "--lang names no language; expected some of rust, ts, py, kt, swift",
+        )
+        .into());
     }
     let doc = output::load_schema(&args.schema)?;
     let schema_name = args

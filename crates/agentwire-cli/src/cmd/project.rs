@@ -106,7 +106,11 @@ impl Engine {
             });
         }
         let Some(path) = &args.schema else {
-            anyhow::bail!("--schema FILE or --protocol NAME is required")
+            return Err(crate::cmd::Usage::new(
+                "usage.no-schema",
+                "--schema FILE or --protocol NAME is required",
+            )
+            .into());
         };
         let doc = output::load_schema(path)?;
         let from = match &args.from {

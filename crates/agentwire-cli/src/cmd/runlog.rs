@@ -12,7 +12,7 @@ use agentwire_runlog::{
     summary_line, terminal_safe, to_run_events_from_slice, write_html, write_html_by_line,
     write_issue_summary, write_text, write_text_by_line,
 };
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::json;
 
 use crate::input;
@@ -480,7 +480,13 @@ fn mock(args: MockArgs, format: Format, out: &mut impl Write) -> anyhow::Result<
     let options = match &args.scenario {
         Some(name) => match scenarios().into_iter().find(|s| s.name == name) {
             Some(s) => s.options,
-            None => bail!("unknown scenario {name:?} (see --list-scenarios)"),
+            None => {
+                return Err(crate::cmd::Usage::new(
+                    "usage.unknown-scenario",
+                    format!("unknown scenario {name:?} (see --list-scenarios)"),
+                )
+                .into());
+            }
         },
         None => {
             let defaults = MockRunOptions::default();

@@ -63,7 +63,11 @@ fn source(args: &ExportArgs) -> anyhow::Result<(SchemaDocument, String)> {
         return Ok((builtin.document()?, builtin.label()));
     }
     let Some(file) = &args.file else {
-        anyhow::bail!("a schema FILE or --protocol NAME is required")
+        return Err(crate::cmd::Usage::new(
+            "usage.no-schema",
+            "a schema FILE or --protocol NAME is required",
+        )
+        .into());
     };
     let name = file.display().to_string();
     let doc = output::load_schema(file)?;

@@ -130,7 +130,13 @@ fn compile(args: &Args) -> anyhow::Result<Validator> {
             (builtin.document()?, builtin.label())
         }
         (Some(path), None) => (output::load_schema(path)?, path.display().to_string()),
-        (None, None) => anyhow::bail!("--schema FILE or --protocol NAME is required"),
+        (None, None) => {
+            return Err(crate::cmd::Usage::new(
+                "usage.no-schema",
+                "--schema FILE or --protocol NAME is required",
+            )
+            .into());
+        }
     };
     let validator = match &args.def {
         Some(name) => doc.validator_for(name),

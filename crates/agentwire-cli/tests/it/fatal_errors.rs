@@ -149,3 +149,47 @@ fn a_store_password_is_not_shown() {
         assert!(said.contains("u:***@"), "{args:?}: {said}");
     }
 }
+
+/// Usage errors the parser cannot see carry their documented `usage.*` code.
+#[test]
+fn usage_errors_have_their_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let absent = format!("sqlite:{}", dir.path().join("absent.db").display());
+    for (args, expected) in [
+        (
+            &[
+                "--format",
+                "json",
+                "validate",
+                "--protocol",
+                "roll-runtime",
+                "--version",
+                "9",
+            ][..],
+            "usage.unknown-version",
+        ),
+        (
+            &[
+                "--format",
+                "json",
+                "project",
+                "--protocol",
+                "nope",
+                "--to",
+                "1.0",
+            ],
+            "usage.unknown-protocol",
+        ),
+        (
+            &["--format", "json", "events", "inspect", "--store", &absent],
+            "usage.no-event-log",
+        ),
+        (
+            &["--format", "json", "runlog", "mock", "--scenario", "nope"],
+            "usage.unknown-scenario",
+        ),
+    ] {
+        let (status, value) = agentwire(args);
+        assert_eq!((status, code(&value)), (2, expected), "{args:?}");
+    }
+}
