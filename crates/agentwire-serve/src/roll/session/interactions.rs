@@ -64,6 +64,7 @@ impl Session {
                     rpc_id: None,
                     task: None,
                     withdrawn: None,
+                    answered: false,
                 },
             );
         }
@@ -124,10 +125,17 @@ impl Session {
         call: PendingCall,
     ) {
         let outcome = call.answer().await;
-        if lock(&self.deliveries).remove(&interaction.id).is_none() {
+        match lock(&self.deliveries).get_mut(&interaction.id) {
+            Some(delivery) => delivery.answered = true,
             // Withdrawn (resolved otherwise, revoked, disconnected): a late answer is dropped.
-            return;
+            None => return,
         }
+        // However the answer is taken, the delivery goes once it is (also when this task is
+        // aborted, as the connection closes).
+        let _answered = Forget {
+            deliveries: &self.deliveries,
+            interaction_id: &interaction.id,
+        };
         let Some(version) = self.version() else {
             return;
         };
@@ -172,6 +180,8 @@ impl Session {
         let delivery = {
             let mut deliveries = lock(&self.deliveries);
             match deliveries.get_mut(interaction_id) {
+                // Answered: the client has nothing left to withdraw, and the task records it.
+                Some(d) if d.answered => None,
                 Some(d) if d.rpc_id.is_none() => {
                     d.withdrawn = Some(reason.clone());
                     None
@@ -215,6 +225,24 @@ impl Session {
             if let Some(task) = delivery.task {
                 task.abort();
             }
+        }
+    }
+}
+
+/// Removes an answered delivery once its answer is taken, or its task is dropped.
+struct Forget<'a> {
+    deliveries: &'a std::sync::Mutex<std::collections::HashMap<String, Delivery>>,
+    interaction_id: &'a str,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        let mut deliveries = lock(self.deliveries);
+        if deliveries
+            .get(self.interaction_id)
+            .is_some_and(|delivery| delivery.answered)
+        {
+            deliveries.remove(self.interaction_id);
         }
     }
 }

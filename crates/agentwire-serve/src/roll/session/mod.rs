@@ -54,6 +54,10 @@ struct Delivery {
     task: Option<AbortHandle>,
     /// Withdrawn before its request id was known: the cancel is sent once it is.
     withdrawn: Option<String>,
+    /// The client answered; the answer is being recorded. Kept until it is, so the
+    /// interaction, still pending, is not delivered to this connection again (a capability
+    /// change delivers what is pending), and never withdrawn with a cancel.
+    answered: bool,
 }
 
 pub(crate) struct Session {
@@ -288,8 +292,9 @@ impl Session {
 
     /// A revoked handler: its pending interactions are aborted, late results discarded.
     fn revoke(&self, method: ServerRequestMethod) {
+        // An answered request is the client's already: its answer is being recorded.
         let revoked: Vec<(String, Delivery)> = lock(&self.deliveries)
-            .extract_if(|_, d| d.method == method)
+            .extract_if(|_, d| d.method == method && !d.answered)
             .collect();
         for (interaction_id, delivery) in revoked {
             if let Some(task) = &delivery.task {
@@ -650,5 +655,73 @@ mod tests {
             after - before
         );
         drop(lines);
+    }
+
+    /// An approval the host answered is not sent to it again while the answer is recorded: the
+    /// same capability set right behind the answer (an idempotent retry), which delivers what
+    /// is pending, sends neither a second request nor a cancel.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answered_approval_is_not_delivered_again() {
+        let (_dir, face) = face().await;
+        let mut c = connect(&face, "1.5").await;
+        let set = |id: u64| {
+            json!({"jsonrpc":"2.0","id":id,"method":"client.capabilities.set","params":{
+                "revision":1,"serverRequestMethods":["approval.request"]}})
+        };
+        c.send(set(2)).await;
+        c.answer(2).await.unwrap();
+        c.send(
+            json!({"jsonrpc":"2.0","id":3,"method":"thread.create","params":{
+            "requestId":"00000000-0000-4000-8000-000000000001"}}),
+        )
+        .await;
+        let created = c.answer(3).await.unwrap();
+        let thread = created["result"]["thread"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut next_id = 10u64;
+        for attempt in 0..10u64 {
+            c.send(
+                json!({"jsonrpc":"2.0","id":next_id,"method":"turn.start","params":{
+                "requestId": format!("00000000-0000-4000-8000-1{attempt:011x}"), "threadId": thread,
+                "turnId": format!("00000000-0000-4000-8000-2{attempt:011x}"),
+                "input":{"text":"/approve ls"}}}),
+            )
+            .await;
+            next_id += 1;
+            let request = loop {
+                let v = c.next().await.expect("an approval request");
+                if v.get("method") == Some(&json!("approval.request")) {
+                    break v;
+                }
+            };
+            let interaction = request["params"]["interactionId"].clone();
+            let mut bytes = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":request["id"],
+                "result":{"decision":"approve"}}))
+            .unwrap();
+            bytes.push(b'\n');
+            bytes.extend(serde_json::to_vec(&set(next_id)).unwrap());
+            bytes.push(b'\n');
+            next_id += 1;
+            c.w.write_all(&bytes).await.unwrap();
+            loop {
+                let v = c.next().await.expect("the turn completes");
+                let method = v.get("method").and_then(Value::as_str);
+                assert!(
+                    !(method == Some("approval.request")
+                        && v["params"]["interactionId"] == interaction),
+                    "attempt {attempt}: delivered again: {v}"
+                );
+                assert_ne!(
+                    method,
+                    Some("runtime.serverRequest.cancel"),
+                    "attempt {attempt}: an answered request withdrawn: {v}"
+                );
+                if v["params"]["event"]["type"] == json!("turn.completed") {
+                    break;
+                }
+            }
+        }
     }
 }
