@@ -350,3 +350,37 @@ async fn a_tools_request_and_result_share_the_item() {
         "{asked} {done}"
     );
 }
+
+/// A turn named with a 160-character Identifier gets items whose ids are Identifiers too
+/// (named after the turn's own id when the host's name leaves no room).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_items_of_a_long_named_turn_have_identifier_ids() {
+    let (_dir, face) = demo_face().await;
+    let mut host = Host::connect(&face).await;
+    host.call("thread/start", json!({"threadId": "th"})).await;
+    let turn = "t".repeat(160);
+    let started = host
+        .call(
+            "turn/start",
+            json!({"threadId": "th", "turnId": turn, "input": "hi"}),
+        )
+        .await;
+    assert!(started.get("result").is_some(), "{started}");
+    let item = host.until(|m| m["method"] == "item/started").await.unwrap();
+    agentwire_serve::app_server::schema::check_message(&item).unwrap();
+    assert_eq!(item["params"]["item"]["turnId"], json!(turn));
+    host.until(|m| m["method"] == "turn/completed")
+        .await
+        .unwrap();
+    let short = {
+        host.call(
+            "turn/start",
+            json!({"threadId": "th", "turnId": "tu", "input": "hi"}),
+        )
+        .await;
+        host.until(|m| m["method"] == "item/started" && m["params"]["item"]["turnId"] == "tu")
+            .await
+            .unwrap()
+    };
+    assert_eq!(short["params"]["item"]["id"], "tu:assistant");
+}

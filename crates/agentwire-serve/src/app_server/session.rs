@@ -1083,11 +1083,15 @@ impl Session {
                 item.streamed |= streaming;
                 return Some(item.id.clone());
             }
-            let turn_name = self.name_of(turn_id);
-            let id = match view.assistant_items {
-                0 => format!("{turn_name}:assistant"),
-                n => format!("{turn_name}:assistant:{n}"),
+            let item_of = |turn: &str| match view.assistant_items {
+                0 => format!("{turn}:assistant"),
+                n => format!("{turn}:assistant:{n}"),
             };
+            // Named after the host's name of the turn while that makes an Identifier (at most
+            // 160 characters), else after the turn's own id.
+            let id = Some(item_of(&self.name_of(turn_id)))
+                .filter(|id| wire::is_identifier(id))
+                .unwrap_or_else(|| item_of(turn_id));
             view.assistant_items += 1;
             let now = self.face.runtime.now_ms();
             view.items.insert(
