@@ -384,3 +384,26 @@ async fn the_items_of_a_long_named_turn_have_identifier_ids() {
     };
     assert_eq!(short["params"]["item"]["id"], "tu:assistant");
 }
+
+/// A retry with the same `idempotencyKey` on another connection is answered the first answer
+/// under the host's names, and that connection follows what the method follows: it hears the
+/// turn a replayed `turn/start` started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_on_another_connection_names_and_follows() {
+    let (_dir, face) = demo_face().await;
+    let mut a = Host::connect(&face).await;
+    let mut b = Host::connect(&face).await;
+    let params = json!({"threadId": "named", "idempotencyKey": "k1"});
+    let first = a.call("thread/start", params.clone()).await;
+    assert_eq!(first["result"]["thread"]["id"], "named", "{first}");
+    let again = b.call("thread/start", params).await;
+    assert_eq!(again["result"], first["result"]);
+    let params =
+        json!({"threadId": "named", "turnId": "tu", "input": "/slow 20", "idempotencyKey": "k2"});
+    a.call("turn/start", params.clone()).await;
+    let again = b.call("turn/start", params).await;
+    assert_eq!(again["result"]["turn"]["id"], "tu", "{again}");
+    let ended = b.until(|m| m["method"] == "turn/completed").await;
+    let ended = ended.unwrap_or_else(|| panic!("b never hears the turn end: {:?}", b.methods()));
+    assert_eq!(ended["params"]["turn"]["id"], "tu");
+}

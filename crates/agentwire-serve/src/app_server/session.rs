@@ -252,6 +252,39 @@ impl Session {
         })
     }
 
+    /// What the method's first run did for its connection, done for this one, which is
+    /// answered the kept answer (a retry, maybe on another connection): it learns the names
+    /// the answer's ids stand for, and follows the thread as the method does.
+    fn replayed(&self, method: &str, params: &serde_json::Map<String, Value>, result: &Value) {
+        if let Some(thread) = result["thread"]["id"].as_str() {
+            self.learn_thread(thread);
+        }
+        let thread = params
+            .get("threadId")
+            .and_then(Value::as_str)
+            .map(|name| self.thread_core(name))
+            .or_else(|| result["thread"]["id"].as_str().map(str::to_owned));
+        let Some(thread) = thread else {
+            return;
+        };
+        self.learn_thread(&thread);
+        if let (Some(name), Some(turn)) = (
+            params.get("turnId").and_then(Value::as_str),
+            result["turn"]["id"].as_str(),
+        ) {
+            self.name_turn(turn, name);
+        }
+        // The thread the method follows: the one it made, or the one it named.
+        let followed = match method {
+            "thread/start" | "thread/fork" => result["thread"]["id"].as_str().map(str::to_owned),
+            "thread/resume" | "turn/start" | "turn/interrupt" => Some(thread),
+            _ => None,
+        };
+        if let Some(followed) = followed {
+            self.watch(&followed);
+        }
+    }
+
     /// The runtime id of the thread a host names `name` (its name is learned from its alias).
     fn thread_core(&self, name: &str) -> String {
         wire::core_id("thread", "", name)
@@ -339,7 +372,13 @@ impl Session {
                 .unwrap_or_default();
         match crate::kept::once(store, &scope, key, &print, work, keep, interrupted).await {
             Once::Ran(answer) => answer,
-            Once::Replayed(bytes) => crate::kept::decode(&bytes),
+            Once::Replayed(bytes) => {
+                let answer = crate::kept::decode(&bytes);
+                if let Ok(result) = &answer {
+                    self.replayed(method, params, result);
+                }
+                answer
+            }
             Once::Mismatch => Err(error(
                 code::CONFLICT,
                 format!("idempotencyKey {key} was used for other params"),
