@@ -830,3 +830,75 @@ async fn a_runs_events_follow_the_answer_that_names_it() {
         }
     }
 }
+
+/// The params the schema says the gateway acts on are acted on: `sessions.create` with a
+/// `message` starts a run, `sessions.list` filters by `search` and `agentId`, `agent` stops its
+/// run after `timeout` seconds, and an `agentId` other than the gateway's one agent is refused.
+#[tokio::test]
+async fn session_and_agent_params_are_acted_on() {
+    let gateway = start(&["--token", TOKEN]);
+    let mut client = WsClient::connect(gateway.port, &["operator.write"]).await;
+    let created = client
+        .call(
+            "sessions.create",
+            json!({"key": "with-message", "message": "hello", "label": "Alpha team"}),
+        )
+        .await;
+    assert_eq!(created["payload"]["runStarted"], true, "{created}");
+    let run = created["payload"]["runId"].as_str().unwrap().to_owned();
+    client
+        .wait_for(|f| {
+            f["event"] == "chat"
+                && f["payload"]["runId"] == run.as_str()
+                && f["payload"]["state"] == "final"
+        })
+        .await;
+    let history = client
+        .call("chat.history", json!({"sessionKey": "with-message"}))
+        .await;
+    assert_eq!(
+        history["payload"]["messages"][0]["role"], "user",
+        "{history}"
+    );
+    check_frames(&json!([{"frame": created, "method": "sessions.create"}]));
+
+    client.call("sessions.create", json!({"key": "beta"})).await;
+    let listed = client
+        .call("sessions.list", json!({"search": "ALPHA"}))
+        .await;
+    assert_eq!(listed["payload"]["count"], 1, "{listed}");
+    assert_eq!(listed["payload"]["sessions"][0]["key"], "with-message");
+    let listed = client
+        .call("sessions.list", json!({"agentId": "other"}))
+        .await;
+    assert_eq!(listed["payload"]["count"], 0, "{listed}");
+
+    let refused = client
+        .call(
+            "agent",
+            json!({"message": "hi", "agentId": "other", "idempotencyKey": "k-other"}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+
+    let started = std::time::Instant::now();
+    let first = client
+        .call(
+            "agent",
+            json!({"message": "/slow 1000", "sessionKey": "timed", "timeout": 1, "idempotencyKey": "k-timed"}),
+        )
+        .await;
+    let id = first["id"].as_str().unwrap().to_owned();
+    let end = client
+        .wait_for(|f| {
+            f["type"] == "res" && f["id"] == id.as_str() && f["payload"]["status"] != "accepted"
+        })
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(end["ok"], false, "{end}");
+    assert_eq!(end["payload"]["status"], "error", "{end}");
+}

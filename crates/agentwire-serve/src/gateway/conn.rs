@@ -72,7 +72,7 @@ impl Failure {
         }))
     }
 
-    fn shape(&self) -> Value {
+    pub(super) fn shape(&self) -> Value {
         let mut shape = json!({"code": self.code, "message": self.message});
         if let Some(details) = &self.details {
             shape["details"] = (**details).clone();

@@ -2,6 +2,7 @@
 //! thread's name), runs are turns, approvals are the core's approval interactions.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::kept::Once;
 use agentwire_runtime::{
@@ -163,6 +164,19 @@ fn sessions_list(face: &GatewayFace, params: &Value) -> Value {
         Some(_) => true,
         None => !s.archived,
     });
+    // Every session is the one agent's.
+    if text(params, "agentId").is_some_and(|agent| agent != AGENT_ID) {
+        summaries.clear();
+    }
+    // `search`: the key, label or title contains the text, case aside.
+    if let Some(search) = text(params, "search").map(str::to_lowercase) {
+        summaries.retain(|s| {
+            [s.alias.as_deref(), Some(s.id.as_str()), s.title.as_deref()]
+                .into_iter()
+                .flatten()
+                .any(|field| field.to_lowercase().contains(&search))
+        });
+    }
     summaries.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms).then(a.id.cmp(&b.id)));
     let total = summaries.len();
     let sessions: Vec<Value> = summaries
@@ -201,6 +215,7 @@ fn sessions_list(face: &GatewayFace, params: &Value) -> Value {
 }
 
 async fn sessions_create(face: &GatewayFace, params: &Value) -> Result<Value, Failure> {
+    known_agent(params)?;
     let key = text(params, "key").map_or_else(
         || format!("session-{}", uuid::Uuid::new_v4()),
         str::to_owned,
@@ -209,9 +224,27 @@ async fn sessions_create(face: &GatewayFace, params: &Value) -> Result<Value, Fa
     if face.runtime.contains_thread(&thread) {
         return Err(Failure::invalid(format!("session {key} exists")));
     }
-    let label = text(params, "label").map(str::to_owned);
+    let label = text(params, "label")
+        .or_else(|| text(params, "displayName"))
+        .map(str::to_owned);
     face.ensure_session(&key, label).await?;
-    Ok(json!({"ok": true, "key": key, "sessionId": thread}))
+    let mut answer = json!({"ok": true, "key": key, "sessionId": thread});
+    // A first message starts a run on the new session at once; the session stands whether
+    // or not the run could start.
+    if let Some(message) = text(params, "message").filter(|m| !m.is_empty()) {
+        let run_id = uuid::Uuid::new_v4().to_string();
+        match start_run(face, &key, &run_id, message, None).await {
+            Ok(run_id) => {
+                answer["runStarted"] = json!(true);
+                answer["runId"] = json!(run_id);
+            }
+            Err(failure) => {
+                answer["runStarted"] = json!(false);
+                answer["runError"] = failure.shape();
+            }
+        }
+    }
+    Ok(answer)
 }
 
 /// Runs `work` once per `idempotencyKey` of `family` (the runtime's idempotency store, shared
@@ -396,6 +429,25 @@ async fn in_flight(face: &GatewayFace, key: &str, mut answer: Value) -> Value {
     answer
 }
 
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The one agent (`main`), or an `agentId` naming another: `INVALID_REQUEST`.
+fn known_agent(params: &Value) -> Result<(), Failure> {
+    match text(params, "agentId") {
+        Some(agent) if agent != AGENT_ID => Err(Failure::invalid(format!(
+            "unknown agent id {agent:?}: this gateway runs the agent {AGENT_ID:?}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `agent`: answers `accepted` at once, then a second time when the run ends.
 async fn agent(
     face: &Arc<GatewayFace>,
@@ -410,6 +462,9 @@ async fn agent(
         .unwrap_or(MAIN_SESSION)
         .to_owned();
     let message = text(params, "message").unwrap_or_default().to_owned();
+    if let Err(failure) = known_agent(params) {
+        return Some(Err(failure));
+    }
     let mut watch = None;
     let run_id = uuid::Uuid::new_v4().to_string();
     let announcing = face.announcing(&run_id);
@@ -430,6 +485,18 @@ async fn agent(
     conn.respond(id, Ok(first.clone()));
     drop(announcing);
     let run_id = first["runId"].as_str().unwrap_or_default().to_owned();
+    // `timeout`: the run is stopped after that many seconds (0: no limit of its own).
+    let timeout = params
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .filter(|&seconds| seconds > 0);
+    let _deadline = timeout.map(|seconds| {
+        let (face, thread, run) = (Arc::clone(face), thread_of(&key), run_id.clone());
+        AbortOnDrop(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+            let _ = face.runtime.cancel_turn(&thread, &run).await;
+        }))
+    });
     let end = loop {
         match watch.recv_until_stopped().await {
             Some(Published::Durable { event, .. }) => match &event.event {
