@@ -96,24 +96,37 @@ fn count(params: &Value, name: &str, default: usize, max: usize) -> usize {
         .map_or(default, |n| usize::try_from(n).unwrap_or(max).clamp(1, max))
 }
 
-/// The runtime's thread of session `key`.
-pub(super) fn thread_of(key: &str) -> String {
+/// The runtime's thread a gateway session `key` makes.
+fn gateway_thread(key: &str) -> String {
     core_id("gateway-session", "", key)
 }
 
 impl GatewayFace {
-    /// The key a host knows the thread by: its name, or its id.
+    /// The runtime's thread of session `key`: the thread whose id it is (a session another
+    /// face made, which the gateway lists by its id), else the one a gateway session of that
+    /// key makes.
+    pub(super) fn thread_of(&self, key: &str) -> String {
+        if self.runtime.contains_thread(key) {
+            return key.to_owned();
+        }
+        gateway_thread(key)
+    }
+
+    /// The key a host knows the thread by: the key of a gateway session, else the thread's
+    /// id (a thread another face made has a name in that face, under which the gateway would
+    /// find another thread).
     pub(super) fn session_key(&self, thread_id: &str) -> String {
         self.runtime
             .summary(thread_id)
             .ok()
             .and_then(|s| s.alias)
+            .filter(|alias| gateway_thread(alias) == thread_id)
             .unwrap_or_else(|| thread_id.to_owned())
     }
 
     /// Creates the thread of session `key` unless it exists.
     async fn ensure_session(&self, key: &str, label: Option<String>) -> Result<String, Failure> {
-        let thread = thread_of(key);
+        let thread = self.thread_of(key);
         if self.runtime.contains_thread(&thread) {
             return Ok(thread);
         }
@@ -185,7 +198,7 @@ fn sessions_list(face: &GatewayFace, params: &Value) -> Value {
         .take(limit)
         .map(|s| {
             let mut entry = json!({
-                "key": s.alias.clone().unwrap_or_else(|| s.id.clone()),
+                "key": face.session_key(&s.id),
                 "kind": "direct",
                 "sessionId": s.id,
                 "agentId": AGENT_ID,
@@ -220,7 +233,7 @@ async fn sessions_create(face: &GatewayFace, params: &Value) -> Result<Value, Fa
         || format!("session-{}", uuid::Uuid::new_v4()),
         str::to_owned,
     );
-    let thread = thread_of(&key);
+    let thread = face.thread_of(&key);
     if face.runtime.contains_thread(&thread) {
         return Err(Failure::invalid(format!("session {key} exists")));
     }
@@ -324,7 +337,7 @@ fn decode_kept(bytes: &[u8]) -> Result<Value, Failure> {
 
 async fn chat_history(face: &GatewayFace, params: &Value) -> Result<Value, Failure> {
     let key = text(params, "sessionKey").unwrap_or_default();
-    let thread = thread_of(key);
+    let thread = face.thread_of(key);
     let limit = count(params, "limit", DEFAULT_HISTORY, MAX_HISTORY);
     let messages = face
         .runtime
@@ -418,7 +431,7 @@ async fn in_flight(face: &GatewayFace, key: &str, mut answer: Value) -> Value {
     };
     let running = face
         .runtime
-        .inspect(&thread_of(key), |s| {
+        .inspect(&face.thread_of(key), |s| {
             s.active_turn.as_ref().is_some_and(|t| t.id == run_id)
         })
         .await
@@ -491,7 +504,7 @@ async fn agent(
         .and_then(Value::as_u64)
         .filter(|&seconds| seconds > 0);
     let _deadline = timeout.map(|seconds| {
-        let (face, thread, run) = (Arc::clone(face), thread_of(&key), run_id.clone());
+        let (face, thread, run) = (Arc::clone(face), face.thread_of(&key), run_id.clone());
         AbortOnDrop(tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(seconds)).await;
             let _ = face.runtime.cancel_turn(&thread, &run).await;

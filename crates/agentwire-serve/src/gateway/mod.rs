@@ -526,6 +526,75 @@ mod tests {
         serving.abort();
     }
 
+    /// A thread another face named ("team", the App Server's name for it) is listed under a
+    /// key the gateway reads back: its history is that thread's, and a run sent to that key
+    /// runs on it, not on a second thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_listed_session_key_names_the_listed_thread() {
+        let (_dir, runtime) = crate::test_runtime().await;
+        let id = crate::app_server::wire::core_id("thread", "", "team");
+        let new = agentwire_runtime::NewThread {
+            alias: Some("team".into()),
+            ..Default::default()
+        };
+        runtime.create_thread_with(&id, new).await.unwrap();
+        let config = GatewayConfig {
+            token: Some("tok".into()),
+            ..GatewayConfig::default()
+        };
+        let (face, listener) = GatewayFace::bind(runtime, "127.0.0.1:0".parse().unwrap(), config)
+            .await
+            .unwrap();
+        let addr = face.local_addr();
+        let serving = tokio::spawn(Arc::clone(&face).serve(listener));
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), stream)
+            .await
+            .unwrap();
+        let mut call = async |id: &str, method: &str, params: serde_json::Value| {
+            let req =
+                serde_json::json!({"type": "req", "id": id, "method": method, "params": params});
+            ws.send(Message::text(req.to_string())).await.unwrap();
+            loop {
+                if let Message::Text(t) = ws.next().await.unwrap().unwrap() {
+                    let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                    if v["id"] == id {
+                        return v;
+                    }
+                }
+            }
+        };
+        call(
+            "c",
+            "connect",
+            serde_json::json!({"minProtocol": 4, "maxProtocol": 4,
+            "client": {"id": "cli", "version": "1", "platform": "rust", "mode": "cli"},
+            "scopes": ["operator.write"], "auth": {"token": "tok"}}),
+        )
+        .await;
+        let listed = call("l", "sessions.list", serde_json::json!({})).await;
+        let key = listed["payload"]["sessions"][0]["key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let history = call("h", "chat.history", serde_json::json!({"sessionKey": key})).await;
+        assert_eq!(
+            history["payload"]["sessionId"],
+            id.as_str(),
+            "{listed} {history}"
+        );
+        let sent = call(
+            "s",
+            "chat.send",
+            serde_json::json!({"sessionKey": key, "message": "hi", "idempotencyKey": "k"}),
+        )
+        .await;
+        assert_eq!(sent["ok"], true, "{sent}");
+        let listed = call("l2", "sessions.list", serde_json::json!({})).await;
+        assert_eq!(listed["payload"]["count"], 1, "{listed}");
+        serving.abort();
+    }
+
     #[test]
     fn close_reasons_are_cut_on_a_character_boundary() {
         assert_eq!(close_reason("slow consumer"), "slow consumer");
