@@ -60,17 +60,19 @@ fn freeze(args: FreezeArgs, format: Format, stdout: &mut dyn Write) -> anyhow::R
     }
     match format {
         Format::Human => {
-            if let Some(report) = decision.report()
-                && !report.changes.is_empty()
-            {
-                write!(stdout, "{}", super::compat::human_report(report))?;
-            }
+            let changes = decision
+                .report()
+                .filter(|report| !report.changes.is_empty())
+                .map(super::compat::human_report)
+                .unwrap_or_default();
             let line = format!("{out}: {}", decision.describe());
             if decision.allows_write() {
+                write!(stdout, "{changes}")?;
                 writeln!(stdout, "{line}")?;
             } else {
+                // A refusal says why on standard error: the changes, then the reason.
                 stdout.flush()?;
-                let _ = writeln!(std::io::stderr(), "{line}");
+                let _ = write!(std::io::stderr(), "{changes}{line}\n");
             }
         }
         Format::Json => writeln!(

@@ -87,6 +87,29 @@ fn freezing_follows_the_wire_version() {
         written,
         "a refused freeze leaves the file alone"
     );
+    // For people, a refusal says why on standard error: the changes, then the reason.
+    let refused = crate::support::agentwire()
+        .args(["baseline", "freeze"])
+        .arg(&v1_more)
+        .arg("--out")
+        .arg(&baseline)
+        .output();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        refused.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&refused.stdout)
+    );
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(stderr.contains("/properties/b"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .contains(": refused: the wire version was not bumped"),
+        "{stderr}"
+    );
     assert_eq!(
         decision(&freeze(&v1_more, &baseline, &["--additive"])),
         (Some(0), "baseline.additive".to_owned())
