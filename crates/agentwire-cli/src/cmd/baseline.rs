@@ -72,7 +72,7 @@ fn freeze(args: FreezeArgs, format: Format, stdout: &mut dyn Write) -> anyhow::R
             } else {
                 // A refusal says why on standard error: the changes, then the reason.
                 stdout.flush()?;
-                let _ = write!(std::io::stderr(), "{changes}{line}\n");
+                let _ = writeln!(std::io::stderr(), "{changes}{line}");
             }
         }
         Format::Json => writeln!(
