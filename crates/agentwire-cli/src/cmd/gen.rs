@@ -21,7 +21,7 @@ pub(crate) struct Args {
     /// Compare instead of writing: exit 1 listing every stale or missing file.
     #[arg(long)]
     check: bool,
-    /// File stem of the outputs (default: from the schema file name): letters, digits, `_`, `-`
+    /// File stem of the outputs (default: from the schema file name; `schema` for `-`): letters, digits, `_`, `-`
     /// and `.`, starting with a letter, a digit or `_`.
     #[arg(long, value_parser = parse_stem)]
     name: Option<String>,
@@ -170,9 +170,10 @@ pub(crate) fn run(args: Args, format: Format, out: &mut dyn Write) -> anyhow::Re
         .into());
     }
     let doc = output::load_schema(&args.schema)?;
-    let schema_name = args
-        .schema
-        .file_name()
+    // Outputs are named after the schema file; a schema from standard input is `schema`.
+    let schema_name = Some(&args.schema)
+        .filter(|path| !crate::input::is_stdin(path))
+        .and_then(|path| path.file_name())
         .and_then(|f| f.to_str())
         .map(str::to_owned)
         .unwrap_or_else(|| "schema.json".to_owned());

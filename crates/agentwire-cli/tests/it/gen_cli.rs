@@ -215,3 +215,23 @@ fn a_rust_types_file_is_read_as_every_input() {
     let report: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
     assert_eq!(report["error"]["code"], "input.too-large", "{report}");
 }
+
+/// A schema read from standard input names its outputs `schema`.
+#[test]
+fn a_schema_from_standard_input_names_its_outputs_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gen");
+    let result = support::agentwire()
+        .args(["gen", "--lang", "rust", "--out"])
+        .arg(&out)
+        .arg("-")
+        .stdin(std::fs::read(schema()).unwrap())
+        .output();
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert!(out.join("rust/schema.rs").exists());
+}
