@@ -190,30 +190,24 @@ fn a_rust_types_entry_that_applies_to_nothing_is_refused() {
 fn a_rust_types_file_is_read_as_every_input() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rust-types.json");
-    std::fs::write(&file, r#"{"A": "u64", "A": "u32"}"#).unwrap();
     let out = dir.path().join("gen");
-    let result = support::agentwire()
-        .args(["--format", "json", "gen", "--lang", "rust", "--rust-types"])
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .arg(schema())
-        .output();
-    assert_eq!(result.status.code(), Some(2));
-    let report: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
-    assert_eq!(report["error"]["code"], "json.duplicate-key", "{report}");
-
+    let fatal_code = || {
+        let result = support::agentwire()
+            .args(["--format", "json", "gen", "--lang", "rust", "--rust-types"])
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .arg(schema())
+            .output();
+        assert_eq!(result.status.code(), Some(2));
+        let report: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
+        report["error"]["code"].as_str().unwrap().to_owned()
+    };
+    std::fs::write(&file, r#"{"A": "u64", "A": "u32"}"#).unwrap();
+    assert_eq!(fatal_code(), "json.duplicate-key");
     let big = std::fs::File::create(&file).unwrap();
     big.set_len(300 << 20).unwrap();
-    let result = support::agentwire()
-        .args(["--format", "json", "gen", "--lang", "rust", "--rust-types"])
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .arg(schema())
-        .output();
-    let report: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
-    assert_eq!(report["error"]["code"], "input.too-large", "{report}");
+    assert_eq!(fatal_code(), "input.too-large");
 }
 
 /// A schema read from standard input names its outputs `schema`.
