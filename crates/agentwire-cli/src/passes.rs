@@ -128,7 +128,7 @@ impl Passes {
     /// An input to read in line passes only (standard input is copied whole first).
     pub(crate) fn open(path: &Path) -> Result<Passes, InputError> {
         if !rereadable(path) {
-            return Passes::stream(path, 0, |_| true);
+            return Passes::stream(path, 0, |_| false);
         }
         // Opened once here so that a missing file is an error before any output.
         input::open(path)?;
