@@ -110,13 +110,20 @@ impl Host {
 }
 
 async fn face_with(agent: Arc<dyn Agent>) -> (tempfile::TempDir, Arc<AppServerFace>) {
+    face_configured(agent, AppServerConfig::default()).await
+}
+
+async fn face_configured(
+    agent: Arc<dyn Agent>,
+    config: AppServerConfig,
+) -> (tempfile::TempDir, Arc<AppServerFace>) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("log.sqlite").display());
     let log = agentwire_events::open(&url).await.unwrap();
     let runtime = Runtime::start(log, agent, Arc::new(SystemClock), RuntimeConfig::default())
         .await
         .unwrap();
-    (dir, AppServerFace::new(runtime, AppServerConfig::default()))
+    (dir, AppServerFace::new(runtime, config))
 }
 
 async fn demo_face() -> (tempfile::TempDir, Arc<AppServerFace>) {
@@ -406,4 +413,53 @@ async fn a_replay_on_another_connection_names_and_follows() {
     let ended = b.until(|m| m["method"] == "turn/completed").await;
     let ended = ended.unwrap_or_else(|| panic!("b never hears the turn end: {:?}", b.methods()));
     assert_eq!(ended["params"]["turn"]["id"], "tu");
+}
+
+/// A `turn/start` whose `turn/started` this connection could not write in time (its host does
+/// not read) is answered the turn all the same: the answer is kept, and a retry of its
+/// `idempotencyKey` is answered it instead of starting a second turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_start_not_yet_written_is_answered_and_kept() {
+    let config = AppServerConfig {
+        settle_limit: Duration::from_millis(300),
+        ..AppServerConfig::default()
+    };
+    let (_dir, face) = face_configured(Arc::new(DemoAgent::default()), config).await;
+    let mut host = Host::connect(&face).await;
+    host.call("thread/start", json!({"threadId": "busy"})).await;
+    host.call("thread/start", json!({"threadId": "th"})).await;
+    host.call(
+        "turn/start",
+        json!({"threadId": "busy", "input": "/big 15000000"}),
+    )
+    .await;
+    host.paused.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let start = json!({"jsonrpc": "2.0", "id": "once", "method": "turn/start",
+        "params": {"threadId": "th", "input": "hi", "idempotencyKey": "k-once"}});
+    host.send(&start).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    host.paused
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let first = loop {
+        let message = tokio::time::timeout_at(deadline, host.lines.recv())
+            .await
+            .expect("answered within 60 s")
+            .unwrap();
+        if message.get("method").is_none() && message["id"] == "once" {
+            break message;
+        }
+    };
+    assert_eq!(first["result"]["turn"]["threadId"], "th", "{first}");
+    let retry = host
+        .call(
+            "turn/start",
+            json!({"threadId": "th", "input": "hi", "idempotencyKey": "k-once"}),
+        )
+        .await;
+    assert_eq!(
+        retry["result"]["turn"]["id"], first["result"]["turn"]["id"],
+        "{retry}"
+    );
 }

@@ -67,7 +67,13 @@ pub struct AppServerConfig {
     pub approval_timeout: Duration,
     /// The working directory an approval's binding names.
     pub cwd: String,
+    /// How long `turn/start` and `turn/interrupt` wait for the connection to write the turn's
+    /// start or end before they answer without it ([`DEFAULT_SETTLE_LIMIT`]).
+    pub settle_limit: Duration,
 }
+
+/// The default [`AppServerConfig::settle_limit`].
+pub const DEFAULT_SETTLE_LIMIT: Duration = Duration::from_secs(30);
 
 impl Default for AppServerConfig {
     fn default() -> Self {
@@ -79,6 +85,7 @@ impl Default for AppServerConfig {
             cwd: std::env::current_dir()
                 .map(|d| d.display().to_string())
                 .unwrap_or_else(|_| "/".to_owned()),
+            settle_limit: DEFAULT_SETTLE_LIMIT,
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 use crate::kept::Once;
 use agentwire_jsonrpc::{CallError, ErrorObject, Handlers, Peer, RequestContext};
@@ -37,7 +36,6 @@ mod code {
 
 /// How long `turn/start` waits for its `turn/started` to be written, and `turn/interrupt`
 /// for the turn to stop.
-const SETTLE_LIMIT: Duration = Duration::from_secs(30);
 
 /// The most a `thread/list` or `thread/read` result holds in bytes (a page; the rest is read
 /// with the next call), so that its line stays under the SDK's limit.
@@ -748,12 +746,45 @@ impl Session {
             }
             return Err(runtime_error(&failure));
         }
-        // `turn/started` goes out before this answer.
-        let turn = self
-            .wait_for(&turn_id, |view| view.started)
-            .await
-            .ok_or_else(|| error(code::INTERNAL, "the turn's start was not delivered"))?;
+        // `turn/started` goes out before this answer, unless this connection is too far behind
+        // (its host does not read): the turn started all the same, and the answer says so, so
+        // a retry of its `idempotencyKey` is answered it instead of starting another turn.
+        let turn = match self.wait_for(&turn_id, |view| view.started).await {
+            Some(turn) => turn,
+            None => self.started_turn(&thread_id, &turn_id).await,
+        };
         Ok(json!({"turn": turn}))
+    }
+
+    /// A turn that started, as the runtime holds it: running while it is the thread's active
+    /// turn, else as this connection last wrote it.
+    async fn started_turn(&self, thread_id: &str, turn_id: &str) -> Value {
+        let active = self
+            .face
+            .runtime
+            .inspect(thread_id, |state| {
+                let started = state
+                    .active_turn
+                    .as_ref()
+                    .filter(|turn| turn.id == turn_id)
+                    .map(|turn| turn.started_at_ms);
+                (started, state.next_position)
+            })
+            .await;
+        if let Ok((Some(started_at), next)) = active {
+            return wire::turn(
+                thread_id,
+                turn_id,
+                TurnStatus::Running,
+                started_at,
+                None,
+                next,
+            );
+        }
+        self.turn_if(turn_id, |_| true).unwrap_or_else(|| {
+            let now = self.face.runtime.now_ms();
+            wire::turn(thread_id, turn_id, TurnStatus::Running, now, None, 0)
+        })
     }
 
     async fn turn_interrupt(
@@ -812,8 +843,8 @@ impl Session {
             .map(|view| view.value(turn_id))
     }
 
-    /// Waits until the pump has written what `done` looks for of the turn (at most
-    /// [`SETTLE_LIMIT`]); the turn as then.
+    /// Waits until the pump has written what `done` looks for of the turn (at most the
+    /// configured settle limit); the turn as then.
     async fn wait_for(&self, turn_id: &str, done: impl Fn(&TurnView) -> bool) -> Option<Value> {
         let wait = async {
             loop {
@@ -824,7 +855,9 @@ impl Session {
                 progressed.await;
             }
         };
-        tokio::time::timeout(SETTLE_LIMIT, wait).await.ok()
+        tokio::time::timeout(self.face.config.settle_limit, wait)
+            .await
+            .ok()
     }
 
     /// Writes a notification; a failure (the connection closed, a line over the limit) is
