@@ -34,9 +34,6 @@ mod code {
     pub(super) const TIMEOUT: i64 = -32010;
 }
 
-/// How long `turn/start` waits for its `turn/started` to be written, and `turn/interrupt`
-/// for the turn to stop.
-
 /// The most a `thread/list` or `thread/read` result holds in bytes (a page; the rest is read
 /// with the next call), so that its line stays under the SDK's limit.
 const MAX_RESULT_BYTES: usize = 48 * 1024;
