@@ -31,9 +31,23 @@ impl Passes {
     /// Reads `path` once in pieces that end just after a line feed (the last one where the input
     /// ends), handing each to `each`: the first of about one read, each next one twice as large
     /// up to `piece_bytes` (more only for a longer line). Once `each` answers `false` a file is
-    /// read no further (standard input still is, to complete its copy).
+    /// read no further (standard input, or anything else not a regular file, still is, to
+    /// complete its copy).
     pub(crate) fn stream(
         path: &Path,
+        piece_bytes: usize,
+        each: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Passes, InputError> {
+        let (reader, size) = input::open(path)?;
+        Passes::stream_from(path, reader, size, piece_bytes, each)
+    }
+
+    /// [`Passes::stream`] of `reader`, opened from `path`; `size` is the size of a regular file
+    /// (which can be read again), `None` for anything else, which is copied as it is read.
+    fn stream_from(
+        path: &Path,
+        mut reader: Box<dyn Read>,
+        size: Option<u64>,
         piece_bytes: usize,
         mut each: impl FnMut(&[u8]) -> bool,
     ) -> Result<Passes, InputError> {
@@ -42,8 +56,7 @@ impl Passes {
             name: name.clone(),
             source,
         };
-        let (mut reader, _) = input::open(path)?;
-        let mut spool = if !rereadable(path) {
+        let mut spool = if size.is_none() {
             let file = tempfile::NamedTempFile::new().map_err(read_error)?;
             let (file, temp) = file.into_parts();
             Some((io::BufWriter::with_capacity(READ_BUFFER_BYTES, file), temp))
@@ -103,9 +116,9 @@ impl Passes {
             each(&buf);
         }
         // A file declined early was not read to its end: later passes read all of it, as it
-        // was then.
-        if !wanted && spool.is_none() {
-            len = file_len(path).map_err(read_error)?;
+        // was opened.
+        if let (false, Some(size)) = (wanted, size) {
+            len = size;
         }
         let spool = match spool {
             Some((w, temp)) => {
@@ -127,20 +140,15 @@ impl Passes {
 
     /// An input to read in line passes only (standard input is copied whole first).
     pub(crate) fn open(path: &Path) -> Result<Passes, InputError> {
-        if !rereadable(path) {
-            return Passes::stream(path, 0, |_| false);
-        }
         // Opened once here so that a missing file is an error before any output.
-        input::open(path)?;
-        let name = input::display_name(path);
-        let len = file_len(path).map_err(|source| InputError::Read {
-            name: name.clone(),
-            source,
-        })?;
+        let (reader, size) = input::open(path)?;
+        let Some(len) = size else {
+            return Passes::stream_from(path, reader, None, 0, |_| false);
+        };
         Ok(Passes {
             path: path.to_owned(),
             len,
-            name,
+            name: input::display_name(path),
             _spool: None,
             error: RefCell::new(None),
         })
@@ -173,16 +181,6 @@ impl Passes {
             *slot = Some(err);
         }
     }
-}
-
-/// Whether `path` can be read again from its start: a regular file (not standard input, a
-/// pipe, a FIFO or a device).
-fn rereadable(path: &Path) -> bool {
-    !input::is_stdin(path) && std::fs::metadata(path).is_ok_and(|m| m.is_file())
-}
-
-fn file_len(path: &Path) -> io::Result<u64> {
-    std::fs::metadata(path).map(|m| m.len())
 }
 
 impl agentwire_runlog::LineSource for Passes {
