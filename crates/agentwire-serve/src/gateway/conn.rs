@@ -207,8 +207,6 @@ impl ConnectionHandle {
         self.sessions_subscribed.load(Ordering::Acquire)
     }
 
-    /// Answers request `id` with an error that also carries `payload` (a run that ended in
-    /// error: what it did, and why it failed).
     /// Whether the connection holds `scope` (or one implying it).
     pub fn holds(&self, scope: &str) -> bool {
         scopes::satisfies(&self.role, &self.scopes, scope)

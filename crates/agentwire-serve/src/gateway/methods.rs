@@ -260,12 +260,12 @@ async fn sessions_create(face: &GatewayFace, params: &Value) -> Result<Value, Fa
     Ok(answer)
 }
 
-/// Runs `work` once per `idempotencyKey` of `family` (the runtime's idempotency store, shared
-/// by every connection and face): a retry with the same params gets the first answer (and
-/// `true`); the same key with other params is refused. Without a key it simply runs.
 /// The idempotency store's scope of the gateway's kept answers.
 const KEPT_SCOPE: &str = "openclaw-gateway";
 
+/// Runs `work` once per `idempotencyKey` of `family` (the runtime's idempotency store, shared
+/// by every connection and face): a retry with the same params gets the first answer (and
+/// `true`); the same key with other params is refused. Without a key it simply runs.
 async fn idempotent(
     face: &GatewayFace,
     family: &str,
@@ -275,7 +275,6 @@ async fn idempotent(
     let Some(key) = text(params, "idempotencyKey") else {
         return (work.await, false);
     };
-    let scope = KEPT_SCOPE;
     let key = format!("{family}:{key}");
     let print = fingerprint(&[family.as_bytes(), crate::kept::canonical(params).as_bytes()]);
     let store = face.runtime.idempotency();
@@ -286,7 +285,7 @@ async fn idempotent(
     };
     let interrupted =
         encode_kept(&Err(Failure::new("UNAVAILABLE", crate::kept::INTERRUPTED))).into_bytes();
-    match crate::kept::once(store, scope, &key, &print, work, keep, interrupted).await {
+    match crate::kept::once(store, KEPT_SCOPE, &key, &print, work, keep, interrupted).await {
         Once::Ran(answer) => (answer, false),
         Once::Replayed(bytes) => (decode_kept(&bytes), true),
         Once::Mismatch => {

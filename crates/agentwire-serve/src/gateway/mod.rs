@@ -199,6 +199,10 @@ impl GatewayFace {
     /// Once the answer that names run `run_id` is queued (at once for a run not being
     /// started).
     pub(super) async fn until_announced(&self, run_id: &str) {
+        // The pump asks at every event of a run: most runs are announced long since.
+        if !lock(&self.announcing).contains(run_id) {
+            return;
+        }
         loop {
             let announced = self.announced.notified();
             tokio::pin!(announced);
