@@ -97,6 +97,20 @@ struct TurnView {
 }
 
 impl TurnView {
+    /// A running turn of `thread_id` whose last event is `seq`, created at `at`.
+    fn new(thread_id: &str, seq: u64, at: u64) -> TurnView {
+        TurnView {
+            thread_id: thread_id.to_owned(),
+            created_at_ms: at,
+            revision: seq + 1,
+            status: TurnStatus::Running,
+            completed_at_ms: None,
+            started: false,
+            items: HashMap::new(),
+            assistant_items: 0,
+        }
+    }
+
     fn value(&self, turn_id: &str) -> Value {
         wire::turn(
             &self.thread_id,
@@ -251,28 +265,24 @@ impl Session {
     /// answered the kept answer (a retry, maybe on another connection): it learns the names
     /// the answer's ids stand for, and follows the thread as the method does.
     fn replayed(&self, method: &str, params: &serde_json::Map<String, Value>, result: &Value) {
-        if let Some(thread) = result["thread"]["id"].as_str() {
-            self.learn_thread(thread);
-        }
-        let thread = params
+        // The thread the answer holds (one the method made), and the one the params name.
+        let made = result["thread"]["id"].as_str().map(str::to_owned);
+        let named = params
             .get("threadId")
             .and_then(Value::as_str)
-            .map(|name| self.thread_core(name))
-            .or_else(|| result["thread"]["id"].as_str().map(str::to_owned));
-        let Some(thread) = thread else {
-            return;
-        };
-        self.learn_thread(&thread);
+            .map(|name| self.thread_core(name));
+        for thread in made.iter().chain(&named) {
+            self.learn_thread(thread);
+        }
         if let (Some(name), Some(turn)) = (
             params.get("turnId").and_then(Value::as_str),
             result["turn"]["id"].as_str(),
         ) {
             self.name_turn(turn, name);
         }
-        // The thread the method follows: the one it made, or the one it named.
         let followed = match method {
-            "thread/start" | "thread/fork" => result["thread"]["id"].as_str().map(str::to_owned),
-            "thread/resume" | "turn/start" | "turn/interrupt" => Some(thread),
+            "thread/start" | "thread/fork" => made,
+            "thread/resume" | "turn/start" | "turn/interrupt" => named,
             _ => None,
         };
         if let Some(followed) = followed {
@@ -753,11 +763,10 @@ impl Session {
         Ok(json!({"turn": turn}))
     }
 
-    /// A turn that started, as the runtime holds it: running while it is the thread's active
-    /// turn, else as this connection last wrote it.
-    async fn started_turn(&self, thread_id: &str, turn_id: &str) -> Value {
-        let active = self
-            .face
+    /// When turn `turn_id` started, if it is the thread's active turn, and the position of the
+    /// thread's next event, as the runtime holds them.
+    async fn turn_in_runtime(&self, thread_id: &str, turn_id: &str) -> (Option<u64>, u64) {
+        self.face
             .runtime
             .inspect(thread_id, |state| {
                 let started = state
@@ -767,8 +776,14 @@ impl Session {
                     .map(|turn| turn.started_at_ms);
                 (started, state.next_position)
             })
-            .await;
-        if let Ok((Some(started_at), next)) = active {
+            .await
+            .unwrap_or((None, 0))
+    }
+
+    /// A turn that started, as the runtime holds it: running while it is the thread's active
+    /// turn, else as this connection last wrote it.
+    async fn started_turn(&self, thread_id: &str, turn_id: &str) -> Value {
+        if let (Some(started_at), next) = self.turn_in_runtime(thread_id, turn_id).await {
             return wire::turn(
                 thread_id,
                 turn_id,
@@ -903,42 +918,22 @@ impl Session {
 
     /// The view of turn `turn_id`, made when this connection did not see the turn start: it
     /// followed the thread after that (another connection, or another face of the runtime,
-    /// started it). `true` when it was made now.
-    async fn track_turn(&self, thread_id: &str, turn_id: &str, seq: u64, at: u64) -> bool {
+    /// started it). `seq` is the event heard (`None` for a live one: the thread's last), `at`
+    /// when, should the runtime no longer say when the turn started. `true` when it was made
+    /// now.
+    async fn track_turn(&self, thread_id: &str, turn_id: &str, seq: Option<u64>, at: u64) -> bool {
         if lock(&self.turns).contains_key(turn_id) {
             return false;
         }
-        // When it started, if it is still the thread's active turn.
-        let started_at = self
-            .face
-            .runtime
-            .inspect(thread_id, |state| {
-                state
-                    .active_turn
-                    .as_ref()
-                    .filter(|turn| turn.id == turn_id)
-                    .map(|turn| turn.started_at_ms)
-            })
-            .await
-            .ok()
-            .flatten();
+        let (started_at, next) = self.turn_in_runtime(thread_id, turn_id).await;
+        let seq = seq.unwrap_or(next.saturating_sub(1));
         let mut turns = lock(&self.turns);
         if turns.contains_key(turn_id) {
             return false;
         }
-        let at = started_at.unwrap_or(at);
         turns.insert(
             turn_id.to_owned(),
-            TurnView {
-                thread_id: thread_id.to_owned(),
-                created_at_ms: at,
-                revision: seq + 1,
-                status: TurnStatus::Running,
-                completed_at_ms: None,
-                started: false,
-                items: HashMap::new(),
-                assistant_items: 0,
-            },
+            TurnView::new(thread_id, seq, started_at.unwrap_or(at)),
         );
         true
     }
@@ -964,7 +959,7 @@ impl Session {
         // at its end, which `turn/completed` says whole.
         if let Some(turn_id) = stamped.event.turn_id()
             && !matches!(stamped.event, ThreadEvent::TurnStarted { .. })
-            && self.track_turn(thread_id, turn_id, seq, at).await
+            && self.track_turn(thread_id, turn_id, Some(seq), at).await
             && !matches!(
                 stamped.event,
                 ThreadEvent::TurnCompleted { .. }
@@ -976,7 +971,10 @@ impl Session {
         }
         match &stamped.event {
             ThreadEvent::TurnStarted { turn_id, .. } => {
-                self.track_turn(thread_id, turn_id, seq, at).await;
+                // Seen starting: nothing to ask the runtime.
+                lock(&self.turns)
+                    .entry(turn_id.clone())
+                    .or_insert_with(|| TurnView::new(thread_id, seq, at));
                 self.announce_turn(turn_id).await;
             }
             ThreadEvent::TurnStatusChanged { turn_id, status } => {
@@ -1092,18 +1090,11 @@ impl Session {
     }
 
     async fn live(&self, thread_id: &str, turn_id: &str, event: LiveEvent) {
-        if !lock(&self.turns).contains_key(turn_id) {
-            // The thread's last event is the revision of a turn tracked from a live event.
-            let last = self
-                .face
-                .runtime
-                .inspect(thread_id, |state| state.next_position.saturating_sub(1))
-                .await
-                .unwrap_or(0);
-            let now = self.face.runtime.now_ms();
-            if self.track_turn(thread_id, turn_id, last, now).await {
-                self.announce_turn(turn_id).await;
-            }
+        if self
+            .track_turn(thread_id, turn_id, None, self.face.runtime.now_ms())
+            .await
+        {
+            self.announce_turn(turn_id).await;
         }
         match event {
             LiveEvent::MessageDelta { stream_id, delta } => {
