@@ -11,7 +11,7 @@ use agentwire_runtime::{
 };
 use agentwire_serve::app_server::{AppServerConfig, AppServerFace};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
+use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -27,29 +27,8 @@ struct Host {
 
 impl Host {
     async fn connect(face: &Arc<AppServerFace>) -> Host {
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server);
-        let face = Arc::clone(face);
-        tokio::spawn(async move { face.serve(server_read, server_write).await });
-        let (client_read, writer) = tokio::io::split(client);
-        let (tx, lines) = mpsc::unbounded_channel();
         let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let gate = Arc::clone(&paused);
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(client_read).lines();
-            loop {
-                while gate.load(std::sync::atomic::Ordering::SeqCst) {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                let Ok(Some(line)) = reader.next_line().await else {
-                    return;
-                };
-                assert!(line.len() <= 65_536, "a line over the SDK's limit");
-                if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
-                    return;
-                }
-            }
-        });
+        let (writer, lines) = crate::support::app_server_host::connect(face, Arc::clone(&paused));
         let mut host = Host {
             writer,
             lines,

@@ -25,7 +25,7 @@ use agentwire_runtime::{
 };
 use agentwire_serve::app_server::{AppServerConfig, AppServerFace, FEATURES, schema};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
+use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::sync::mpsc;
 
 const NOW: u64 = 1_790_000_000_000;
@@ -70,21 +70,8 @@ struct Host {
 
 impl Host {
     async fn connect(name: &'static str, face: &Arc<AppServerFace>) -> Host {
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server);
-        let face = Arc::clone(face);
-        tokio::spawn(async move { face.serve(server_read, server_write).await });
-        let (client_read, writer) = tokio::io::split(client);
-        let (tx, lines) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(client_read).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                let value: Value = serde_json::from_str(&line).expect("a JSON line");
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
+        let (writer, lines) =
+            crate::support::app_server_host::connect(face, Arc::new(false.into()));
         let mut host = Host {
             name,
             writer,

@@ -1,6 +1,7 @@
-//! What the command-line tests share: the binary under test as a [`Cli`] run, and a scripted
-//! Roll host over a real pipe ([`roll_host`]).
+//! What the command-line tests share: the binary under test as a [`Cli`] run, a raw App Server
+//! connection ([`app_server_host`]), and a scripted Roll host over a real pipe ([`roll_host`]).
 
+pub(crate) mod app_server_host;
 pub(crate) mod roll_host;
 
 pub(crate) use agentwire_testkit::{Cli, dir_with, utf8};
